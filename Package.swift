@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "agrigps",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "agrigps", targets: ["agrigps"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // libgps (gpsd's client library) with a shim for what Swift cannot import directly.
+        .systemLibrary(
+            name: "CGPS",
+            path: "Sources/CGPS",
+            pkgConfig: "libgps",
+            providers: [.apt(["libgps-dev"])]
+        ),
+        // Position and fix-state model, the gpsd-backed source and the sampler.
+        .target(
+            name: "GNSS",
+            dependencies: [
+                "CGPS",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
+        .target(
+            name: "GPSDReplay",
+            dependencies: ["GNSS"]
+        ),
+        .executableTarget(
+            name: "agrigps",
+            dependencies: [
+                "GNSS",
+                "GPSDReplay",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay"]),
+        .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS"]),
+        .testTarget(name: "agrigpsTests", dependencies: ["agrigps", "GPSDReplay"]),
+    ]
+)

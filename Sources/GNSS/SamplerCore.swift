@@ -1,0 +1,170 @@
+import Foundation
+
+/// A reading of both clocks: monotonic seconds for measuring intervals, wall time for stamping.
+public struct ClockReading: Sendable, Equatable {
+    public var uptime: Double
+    public var wall: Date
+
+    public init(uptime: Double, wall: Date) {
+        self.uptime = uptime
+        self.wall = wall
+    }
+
+    public static func now() -> ClockReading { ClockReading(uptime: GNSS.uptime(), wall: Date()) }
+}
+
+/// The sampling rules, free of threads and timers so that tests can drive them with any clock.
+///
+/// - One sample per interval: the newest report within it, or the explicit state when there is none.
+/// - While the receiver has a fix with a time, intervals are buckets of receiver time
+///   (`floor(time / interval)`), so a fast replay yields the samples of a real-time drive.
+///   A bucket's sample is emitted when a report from a later bucket arrives.
+/// - Without a fix, intervals are measured on the monotonic system clock.
+/// - A change of condition (fix lost, gpsd gone, device removed, receiver silent) first emits
+///   what the closing interval holds, so no report is ever dropped at a transition.
+public struct SamplerCore: Sendable {
+    public let interval: Double
+    /// Largest tolerated |system − GNSS| before a sample is flagged; nil turns the check off (replays).
+    public let skewLimit: Double?
+    /// Wall seconds past the interval without reports before a receiver-time interval is closed.
+    public let quietGrace: Double
+
+    private enum Window: Sendable {
+        case receiver(bucket: Int64)
+        case wall(start: Double)
+    }
+
+    private enum Condition: Sendable, Equatable {
+        case awaitingReports
+        case unreachable(String)
+        case noReceiver(NoReceiverReason)
+        case receiving
+    }
+
+    private var window: Window
+    private var pending: (report: PositionReport, arrival: Date)?
+    private var condition: Condition = .awaitingReports
+    private var activeDevices: Set<String> = []
+    private var lastReportUptime: Double?
+
+    public init(interval: Double, skewLimit: Double? = 60, quietGrace: Double = 1.5, start: ClockReading) {
+        precondition(interval > 0, "the sampling interval must be positive")
+        self.interval = interval
+        self.skewLimit = skewLimit
+        self.quietGrace = quietGrace
+        self.window = .wall(start: start.uptime)
+    }
+
+    public mutating func handle(_ event: SourceEvent, at now: ClockReading) -> [PositionSample] {
+        var out = closeElapsedWallWindows(at: now)
+        switch event {
+        case .report(let report):
+            out += take(report, at: now)
+        case .connected:
+            if case .unreachable = condition { out += change(to: .awaitingReports, at: now) }
+        case .unreachable(let error), .disconnected(let error):
+            activeDevices.removeAll()
+            out += change(to: .unreachable(error.description), at: now)
+        case .devices(let paths):
+            if paths.isEmpty {
+                activeDevices.removeAll()
+                out += change(to: .noReceiver(.noDevice), at: now)
+            } else if condition == .noReceiver(.noDevice) {
+                out += change(to: .awaitingReports, at: now)
+            }
+        case .deviceActivated(let path):
+            activeDevices.insert(path)
+            if case .noReceiver = condition { out += change(to: .awaitingReports, at: now) }
+        case .deviceRemoved(let path):
+            activeDevices.remove(path)
+            if activeDevices.isEmpty { out += change(to: .noReceiver(.removed), at: now) }
+        case .receiverSilent:
+            // Silence after a removal or with gpsd gone says nothing new.
+            if condition == .receiving || condition == .awaitingReports {
+                out += change(to: .noReceiver(.silent), at: now)
+            }
+        }
+        return out
+    }
+
+    public mutating func tick(at now: ClockReading) -> [PositionSample] {
+        if case .receiver = window, let last = lastReportUptime, now.uptime - last > interval + quietGrace {
+            // Reports stopped while we were counting receiver time: close that interval now.
+            let out = flush()
+            window = .wall(start: now.uptime)
+            return out
+        }
+        return closeElapsedWallWindows(at: now)
+    }
+
+    /// Emits what the current interval holds; call at the end of a stream.
+    public mutating func finish(at now: ClockReading) -> [PositionSample] {
+        closeElapsedWallWindows(at: now) + flush()
+    }
+
+    // MARK: - Rules
+
+    private mutating func take(_ report: PositionReport, at now: ClockReading) -> [PositionSample] {
+        var out: [PositionSample] = []
+        condition = .receiving
+        lastReportUptime = now.uptime
+        if let device = report.device { activeDevices.insert(device) }
+        if report.fixState.hasPosition, let time = report.time {
+            let bucket = Int64((time.timeIntervalSince1970 / interval).rounded(.down))
+            if case .receiver(let current) = window, current == bucket {
+                // Same interval: the newer report wins.
+            } else {
+                out += flush()
+                window = .receiver(bucket: bucket)
+            }
+        } else if case .receiver = window {
+            out += flush()
+            window = .wall(start: now.uptime)
+        }
+        pending = (report, now.wall)
+        return out
+    }
+
+    private mutating func change(to newCondition: Condition, at now: ClockReading) -> [PositionSample] {
+        guard newCondition != condition else { return [] }
+        condition = newCondition
+        let out = flush()
+        window = .wall(start: now.uptime)
+        return out
+    }
+
+    private mutating func closeElapsedWallWindows(at now: ClockReading) -> [PositionSample] {
+        guard case .wall(let start) = window else { return [] }
+        let elapsed = now.uptime - start
+        guard elapsed >= interval else { return [] }
+        // After a long stall (suspend, blocked loop) emit one sample, not one per missed interval.
+        let next = elapsed >= 2 * interval ? now.uptime : start + interval
+        window = .wall(start: next)
+        if pending != nil { return flush() }
+        return [explicitSample(at: now.wall)]
+    }
+
+    private mutating func flush() -> [PositionSample] {
+        guard let (report, arrival) = pending else { return [] }
+        pending = nil
+        return [PositionSample(sampledAt: arrival, state: report.fixState, report: report,
+                               clockSkew: skew(of: report, at: arrival))]
+    }
+
+    private func explicitSample(at wall: Date) -> PositionSample {
+        switch condition {
+        case .unreachable(let detail):
+            return PositionSample(sampledAt: wall, state: .gpsdUnreachable, detail: detail)
+        case .noReceiver(let reason):
+            return PositionSample(sampledAt: wall, state: .noReceiver(reason), detail: reason.rawValue)
+        case .awaitingReports, .receiving:
+            return PositionSample(sampledAt: wall, state: .noFix, detail: "no report in this interval")
+        }
+    }
+
+    private func skew(of report: PositionReport, at wall: Date) -> Double? {
+        guard let limit = skewLimit, report.fixState.hasPosition, let time = report.time else { return nil }
+        let skew = wall.timeIntervalSince(time)
+        return abs(skew) > limit ? skew : nil
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// A child process started with posix_spawn.
+///
+/// Foundation.Process started from a dispatch or test worker thread hands the child that thread's
+/// blocked signals, so SIGTERM never reaches it. Here the child gets an empty signal mask and
+/// default handlers, and its output goes to a file instead of our pipes.
+struct ChildProcess: Sendable {
+    let pid: pid_t
+
+    init(executable: String, arguments: [String], environment: [String: String], outputPath: String) throws(ReplayError) {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        var allSignals = sigset_t()
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var files = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&files)
+        defer { posix_spawn_file_actions_destroy(&files) }
+        posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&files, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&files, 1, 2)
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, executable, &files, &attributes, argv, envp)
+        guard rc == 0 else {
+            throw .system("cannot start \(executable): \(String(cString: strerror(rc)))")
+        }
+        self.pid = pid
+    }
+
+    /// True while the child has not exited. Reaps it when it has.
+    func isRunning() -> Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == 0
+    }
+
+    /// Sends SIGTERM, waits up to `grace` seconds, then SIGKILL. Always reaps the child.
+    func terminate(grace: Double) {
+        guard isRunning() else { return }
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(grace)
+        while Date() < deadline {
+            if !isRunning() { return }
+            usleep(10_000)
+        }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+
+    /// The direct children of this process, from /proc.
+    func children() -> [pid_t] {
+        let path = "/proc/\(pid)/task/\(pid)/children"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        return text.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+}

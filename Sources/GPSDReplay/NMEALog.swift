@@ -1,0 +1,104 @@
+import Foundation
+
+/// A recorded NMEA log, checked and prepared for feeding to gpsd the way gpsfake feeds it:
+/// comment lines are dropped except `# Date:` (gpsd's date context), and `# EOF` is appended so
+/// that gpsd closes the device at the end.
+public struct NMEALog: Sendable {
+    /// One line to send, and how long to wait before it when replaying in real time.
+    struct FeedLine: Sendable {
+        var bytes: [UInt8]
+        var delayBefore: Double
+    }
+
+    public let path: String
+    /// Lines that start with `$` or `!`.
+    public let sentenceCount: Int
+    let lines: [FeedLine]
+
+    /// Seconds the log spans when replayed in real time.
+    public var realTimeDuration: Double { lines.reduce(0) { $0 + $1.delayBefore } }
+    public var byteCount: Int { lines.reduce(0) { $0 + $1.bytes.count } }
+
+    public static let endOfFeed = Array("# EOF\n".utf8)
+
+    public init(contentsOf path: String) throws(ReplayError) {
+        let bytes = try Self.read(path)
+        guard bytes.contains(where: { !Self.isSpace($0) }) else { throw .logEmpty(path) }
+        if let offset = Self.binaryOffset(in: bytes) { throw .logBinary(path, offset: offset) }
+        var lines: [FeedLine] = []
+        var sentences = 0
+        var clock = EpochClock()
+        for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            guard let first = line.first else { continue }
+            if first == UInt8(ascii: "#") && !line.starts(with: Array("# Date:".utf8)) { continue }
+            if first == UInt8(ascii: "$") || first == UInt8(ascii: "!") { sentences += 1 }
+            lines.append(FeedLine(bytes: Array(line) + [UInt8(ascii: "\n")], delayBefore: clock.delay(before: line)))
+        }
+        guard sentences > 0 else { throw .logHasNoSentences(path) }
+        self.path = path
+        self.sentenceCount = sentences
+        self.lines = lines
+    }
+
+    private static func read(_ path: String) throws(ReplayError) -> [UInt8] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw .logNotFound(path)
+        }
+        if isDirectory.boolValue { throw .logIsDirectory(path) }
+        do {
+            return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            let reason = access(path, R_OK) != 0 ? String(cString: strerror(errno)) : "\(error.localizedDescription)"
+            throw .logUnreadable(path, reason: reason)
+        }
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    /// More than one byte in ten that no text log has marks a binary file. A stray NUL does not:
+    /// a receiver that reboots mid-sentence writes a run of them (gp-320fw coldboot log).
+    static func binaryOffset(in bytes: [UInt8]) -> Int? {
+        let isOdd: (UInt8) -> Bool = { ($0 < 0x20 && !isSpace($0)) || $0 == 0x7F || $0 >= 0x80 }
+        let odd = bytes.reduce(0) { $0 + (isOdd($1) ? 1 : 0) }
+        guard odd * 10 > bytes.count else { return nil }
+        return bytes.firstIndex(where: isOdd)
+    }
+}
+
+/// Works out real-time pacing from the UTC time fields of GGA, RMC, GLL, ZDA and GNS sentences.
+struct EpochClock {
+    private var current: Double?
+
+    mutating func delay(before line: ArraySlice<UInt8>) -> Double {
+        guard let time = Self.timeOfDay(in: line) else { return 0 }
+        defer { current = time }
+        guard let current, time != current else { return 0 }
+        var step = time - current
+        if step < 0 { step += 86_400 }  // across midnight
+        // Garbage times (cold starts, reboots) must not stall a replay.
+        return step <= 5 ? step : 1
+    }
+
+    static func timeOfDay(in line: ArraySlice<UInt8>) -> Double? {
+        guard line.count > 7, line.first == UInt8(ascii: "$") else { return nil }
+        let fields = line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
+        let type = String(decoding: fields[0].suffix(3), as: UTF8.self)
+        let index: Int
+        switch type {
+        case "GGA", "RMC", "ZDA", "GNS": index = 1
+        case "GLL": index = 5
+        default: return nil
+        }
+        guard fields.count > index else { return nil }
+        let text = String(decoding: fields[index], as: UTF8.self)
+        guard text.count >= 6, let value = Double(text) else { return nil }
+        let hours = (value / 10_000).rounded(.down)
+        let minutes = ((value - hours * 10_000) / 100).rounded(.down)
+        let seconds = value - hours * 10_000 - minutes * 100
+        guard hours < 24, minutes < 60, seconds < 61 else { return nil }
+        return hours * 3600 + minutes * 60 + seconds
+    }
+}

@@ -1,0 +1,38 @@
+/// Why a replay could not run. Each case says what to do about it.
+public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
+    case logNotFound(String)
+    case logIsDirectory(String)
+    case logUnreadable(String, reason: String)
+    case logEmpty(String)
+    case logBinary(String, offset: Int)
+    case logHasNoSentences(String)
+    case gpsdMissing(String)
+    case gpsdFailedToStart(String)
+    case system(String)
+
+    public var description: String {
+        switch self {
+        case .logNotFound(let path): return "log file not found: \(path)"
+        case .logIsDirectory(let path): return "\(path) is a directory; give the path of an NMEA log file"
+        case .logUnreadable(let path, let reason): return "cannot read \(path): \(reason)"
+        case .logEmpty(let path): return "log file is empty: \(path)"
+        case .logBinary(let path, let offset):
+            return "\(path) is not an NMEA text log (binary data at byte \(offset))"
+        case .logHasNoSentences(let path):
+            return "\(path) holds no NMEA sentences (no line starts with '$' or '!')"
+        case .gpsdMissing(let path): return "gpsd not found at \(path); install the gpsd package"
+        case .gpsdFailedToStart(let reason): return "the private gpsd did not start: \(reason)"
+        case .system(let reason): return reason
+        }
+    }
+
+    /// sysexits-style exit code for the command line.
+    public var exitCode: Int32 {
+        switch self {
+        case .logNotFound, .logIsDirectory, .logUnreadable: return 66  // EX_NOINPUT
+        case .logEmpty, .logBinary, .logHasNoSentences: return 65      // EX_DATAERR
+        case .gpsdMissing, .gpsdFailedToStart: return 69                // EX_UNAVAILABLE
+        case .system: return 71                                         // EX_OSERR
+        }
+    }
+}

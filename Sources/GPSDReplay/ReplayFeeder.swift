@@ -1,0 +1,67 @@
+import Foundation
+import Synchronization
+
+/// Serves a log to gpsd over loopback TCP. gpsd connects only when its first client sends WATCH,
+/// so that client sees the log from its first sentence; TCP backpressure makes top speed lossless.
+final class ReplayFeeder: Sendable {
+    let port: UInt16
+    private let listener: Int32
+    private let log: NMEALog
+    private let realTime: Bool
+    private let endWithEOF: Bool
+    private let stopped = Atomic<Bool>(false)
+    private let done = Atomic<Bool>(false)
+
+    init(log: NMEALog, realTime: Bool, endWithEOF: Bool) throws(ReplayError) {
+        (listener, port) = try LoopbackSocket.listen()
+        self.log = log
+        self.realTime = realTime
+        self.endWithEOF = endWithEOF
+        let thread = Thread { [self] in serve() }
+        thread.name = "agrigps.replay-feeder"
+        thread.start()
+    }
+
+    /// True once the whole log (and `# EOF`, if asked) has been written.
+    var finishedWriting: Bool { done.load(ordering: .acquiring) }
+
+    func stop() { stopped.store(true, ordering: .releasing) }
+
+    private var isStopped: Bool { stopped.load(ordering: .acquiring) }
+
+    private func serve() {
+        defer { close(listener) }
+        var peer: Int32 = -1
+        while !isStopped && peer < 0 {
+            if LoopbackSocket.readable(listener, timeout: 0.1) { peer = accept(listener, nil, nil) }
+        }
+        guard peer >= 0 else { return }
+        defer { close(peer) }
+        guard write(to: peer) else { return }
+        if endWithEOF {
+            _ = LoopbackSocket.sendAll(peer, NMEALog.endOfFeed)
+        }
+        done.store(true, ordering: .releasing)
+        // Without EOF the receiver just goes quiet: hold the line open until told to stop.
+        while !endWithEOF && !isStopped { usleep(50_000) }
+    }
+
+    private func write(to peer: Int32) -> Bool {
+        guard realTime else { return LoopbackSocket.sendAll(peer, log.lines.flatMap(\.bytes)) }
+        for line in log.lines {
+            if line.delayBefore > 0 && !sleep(line.delayBefore) { return false }
+            guard LoopbackSocket.sendAll(peer, line.bytes) else { return false }
+        }
+        return true
+    }
+
+    /// Sleeps in short steps; false if stopped meanwhile.
+    private func sleep(_ seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if isStopped { return false }
+            usleep(UInt32(min(deadline.timeIntervalSinceNow, 0.05) * 1_000_000))
+        }
+        return !isStopped
+    }
+}

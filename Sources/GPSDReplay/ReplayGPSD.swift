@@ -1,0 +1,112 @@
+import Foundation
+import GNSS
+import Synchronization
+
+/// A private gpsd that reads a recorded NMEA log over loopback TCP, on a port of its own so that it
+/// never meets a system gpsd on 2947. `stop()` (also run on deinit) ends gpsd and its supervisor,
+/// reaps them, and removes what gpsd left behind.
+public final class ReplayGPSD: Sendable {
+    public struct Options: Sendable {
+        /// Feed the log at top speed, or paced by the receiver's own clock.
+        public var realTime = false
+        /// Append `# EOF` so gpsd closes the device; false leaves a silent, connected receiver.
+        public var endWithEOF = true
+        /// Listen here instead of on a free port.
+        public var port: UInt16?
+        public var gpsdExecutable = "/usr/sbin/gpsd"
+        /// gpsd is killed after this many seconds even if we die first; derived from the log when nil.
+        public var lifetimeLimit: Double?
+
+        public init() {}
+    }
+
+    public let address: GPSDAddress
+    /// The `timeout` supervisor, then gpsd: every process this replay started.
+    public let processIDs: [pid_t]
+    private let supervisor: ChildProcess
+    private let feeder: ReplayFeeder
+    private let workDirectory: String
+    private let stopped = Atomic<Bool>(false)
+
+    public init(log: NMEALog, options: Options = Options()) throws(ReplayError) {
+        guard access(options.gpsdExecutable, X_OK) == 0 else { throw .gpsdMissing(options.gpsdExecutable) }
+        var template = Array("/tmp/agrigps-replay.XXXXXX".utf8CString)
+        guard let directory = mkdtemp(&template) else {
+            throw .system("cannot create a temporary directory: \(String(cString: strerror(errno)))")
+        }
+        workDirectory = String(cString: directory)
+        let feeder: ReplayFeeder
+        do throws(ReplayError) {
+            feeder = try ReplayFeeder(log: log, realTime: options.realTime, endWithEOF: options.endWithEOF)
+            let limit = options.lifetimeLimit
+                ?? 120 + Double(log.byteCount) / 10_000 + (options.realTime ? log.realTimeDuration : 0)
+            do throws(ReplayError) {
+                (supervisor, address) = try Self.startGPSD(options: options, feedPort: feeder.port,
+                                                           lifetime: limit, directory: workDirectory)
+            } catch {
+                feeder.stop()
+                throw error
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: workDirectory)
+            throw error
+        }
+        self.feeder = feeder
+        processIDs = [supervisor.pid] + supervisor.children()
+    }
+
+    deinit { stop() }
+
+    /// True once the feeder has written the whole log to gpsd.
+    public var feedFinished: Bool { feeder.finishedWriting }
+
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        feeder.stop()
+        // timeout passes SIGTERM on to gpsd, and kills it for good 2 s later if it lingers.
+        supervisor.terminate(grace: 5)
+        Self.removeSharedMemory(key: Self.sharedMemoryKey(port: address.port))
+        try? FileManager.default.removeItem(atPath: workDirectory)
+    }
+
+    /// Starts gpsd under `timeout` and waits until it accepts clients. A lost race for a free
+    /// port shows as gpsd exiting early; then it tries another port.
+    private static func startGPSD(options: Options, feedPort: UInt16, lifetime: Double,
+                                  directory: String) throws(ReplayError) -> (ChildProcess, GPSDAddress) {
+        var lastError = ReplayError.gpsdFailedToStart("no attempt made")
+        for _ in 0..<(options.port == nil ? 3 : 1) {
+            let port: UInt16
+            if let chosen = options.port { port = chosen } else { port = try LoopbackSocket.freePort() }
+            let outputPath = directory + "/gpsd.log"
+            var environment = ProcessInfo.processInfo.environment
+            environment["GPSD_SHM_KEY"] = String(format: "0x%08x", sharedMemoryKey(port: port))
+            let child = try ChildProcess(
+                executable: "/usr/bin/timeout",
+                arguments: ["--kill-after=2", String(Int(lifetime.rounded(.up))), options.gpsdExecutable,
+                            "-N", "-b", "-S", String(port), "tcp://127.0.0.1:\(feedPort)"],
+                environment: environment, outputPath: outputPath)
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline && child.isRunning() {
+                if LoopbackSocket.accepts(port: port) {
+                    return (child, GPSDAddress(host: "127.0.0.1", port: port))
+                }
+                usleep(10_000)
+            }
+            child.terminate(grace: 2)
+            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            let lastLine = output.split(separator: "\n").last(where: { !$0.contains("DBUS") }) ?? "no output"
+            lastError = .gpsdFailedToStart("gpsd on port \(port): \(lastLine)")
+        }
+        throw lastError
+    }
+
+    /// gpsd exports its data in SysV shared memory under this key; one key per instance keeps
+    /// concurrent replays apart (gpsfake does the same).
+    static func sharedMemoryKey(port: UInt16) -> Int32 { Int32(0x4770_0000) | Int32(port) }
+
+    /// gpsd started as root drops privileges and then cannot remove its own segment.
+    private static func removeSharedMemory(key: Int32) {
+        let id = shmget(key, 0, 0)
+        if id >= 0 { shmctl(id, IPC_RMID, nil) }
+    }
+}

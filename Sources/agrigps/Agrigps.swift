@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+struct Agrigps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agrigps",
+        abstract: "GNSS gateway: reads the receiver through gpsd and shares positions through agrirouter.",
+        discussion: """
+            Every sample says what the receiver knows, including when it knows nothing:
+            gpsd_unreachable, no_receiver, no_fix, or fix_<2d|3d>_<quality> where quality is
+            autonomous, dgps, rtk_fixed, rtk_float, dead_reckoning, simulated or manual.
+            """,
+        version: "0.1.0",
+        subcommands: [Watch.self, Replay.self]
+    )
+}
+
+/// An error the command line reports as one line, with a sysexits-style exit code.
+protocol CommandLineError: Error, CustomStringConvertible {
+    var exitCode: Int32 { get }
+}
+
+extension ReplayErrorBox: CommandLineError {}
+
+/// Wraps the replay module's error so that this target alone decides how errors look.
+struct ReplayErrorBox: Error, CustomStringConvertible {
+    let description: String
+    let exitCode: Int32
+}
+
+@main
+enum Main {
+    static func main() async {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .warning
+            return handler
+        }
+        do {
+            var command = try Agrigps.parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as CommandLineError {
+            Output.error(error.description)
+            exit(error.exitCode)
+        } catch {
+            let code = Agrigps.exitCode(for: error)
+            // Help and --version are not errors: let the parser print them in full.
+            if code == .success { Agrigps.exit(withError: error) }
+            Output.error(Agrigps.message(for: error).replacingOccurrences(of: "\n", with: " "))
+            exit(code.rawValue)
+        }
+    }
+}
+
+/// Line-at-a-time output that reaches a pipe at once (a field engineer may be tailing it).
+enum Output {
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data("agrigps: error: \(text)\n".utf8))
+    }
+}

@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import GNSS
+import GPSDReplay
+
+struct Replay: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replay a recorded NMEA log through a private gpsd and print the samples.",
+        discussion: """
+            Starts gpsd on a free loopback port (never the system gpsd's 2947), feeds it the log
+            over TCP, prints what agrigps makes of it, and exits 0 at the end of the log.
+            While the receiver has a fix, intervals are measured in receiver time, so a fast
+            replay gives the samples of a real-time drive.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The recorded NMEA log.", valueName: "log"))
+    var log: String
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample (default 1).", valueName: "seconds"))
+    var interval: String?
+
+    @Flag(name: .customLong("every-report"), help: "Print every gpsd TPV report instead of sampling.")
+    var everyReport = false
+
+    @Flag(help: "Print JSON lines instead of text.")
+    var json = false
+
+    @Flag(name: .customLong("real-time"), help: "Feed the log at the pace it was recorded.")
+    var realTime = false
+
+    func validate() throws {
+        if let interval {
+            guard !everyReport else { throw ValidationError("--interval and --every-report exclude each other") }
+            _ = try IntervalOption.parse(interval)
+        }
+    }
+
+    func run() async throws {
+        let nmea: NMEALog
+        let gpsd: ReplayGPSD
+        do {
+            nmea = try NMEALog(contentsOf: log)
+            var options = ReplayGPSD.Options()
+            options.realTime = realTime
+            gpsd = try ReplayGPSD(log: nmea, options: options)
+        } catch {
+            throw ReplayErrorBox(description: error.description, exitCode: error.exitCode)
+        }
+        let trap = SignalTrap { number in
+            gpsd.stop()
+            Foundation.exit(128 + number)
+        }
+        let ending = try await print(from: gpsd.address)
+        gpsd.stop()
+        _ = consume trap
+        if case .failed(let reason) = ending {
+            throw ReplayErrorBox(description: "replay of \(log) ended early: \(reason)", exitCode: 70)
+        }
+    }
+
+    private enum Ending: Sendable {
+        case endOfLog
+        case failed(String)
+    }
+
+    /// Streams the replay to stdout and says whether gpsd reached the end of the log.
+    private func print(from address: GPSDAddress) async throws -> Ending {
+        var configuration = GPSDSource.Configuration(address: address)
+        configuration.reconnects = false
+        configuration.finishWhenDeviceRemoved = true
+        let (events, relay) = AsyncStream.makeStream(of: SourceEvent.self)
+        let source = GPSDSource(configuration: configuration).events()
+        let watcher = Task { () -> Ending in
+            var ending = Ending.failed("gpsd stopped before the end of the log")
+            for await event in source {
+                switch event {
+                case .deviceRemoved: ending = .endOfLog
+                case .unreachable(let error), .disconnected(let error): ending = .failed(error.description)
+                default: break
+                }
+                relay.yield(event)
+            }
+            relay.finish()
+            return ending
+        }
+        let json = json
+        if everyReport {
+            for await case .report(let report) in events {
+                Output.line(json ? report.jsonLine : report.textLine)
+            }
+        } else {
+            let sampler = Sampler(interval: try interval.map(IntervalOption.parse) ?? 1, skewLimit: nil)
+            for await sample in sampler.samples(from: events) {
+                Output.line(json ? sample.jsonLine(includeSampledAt: false) : sample.textLine)
+            }
+        }
+        return await watcher.value
+    }
+}

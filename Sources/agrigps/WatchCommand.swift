@@ -1,0 +1,49 @@
+import ArgumentParser
+import Foundation
+import GNSS
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print live samples from gpsd, one line each.",
+        discussion: """
+            Keeps running when gpsd is down or restarts: those intervals print as gpsd_unreachable.
+            A receiver that is unplugged or silent prints as no_receiver. Stop with Ctrl-C.
+            """
+    )
+
+    @Option(help: ArgumentHelp("gpsd address.", valueName: "host:port"))
+    var gpsd = "127.0.0.1:2947"
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample (1, 5, 10 or 20 are usual).", valueName: "seconds"))
+    var interval = "1"
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds without a report before the receiver counts as gone.", valueName: "seconds"))
+    var silence = "5"
+
+    @Flag(help: "Print JSON lines instead of text.")
+    var json = false
+
+    func validate() throws {
+        _ = try GPSDAddress.parseOption(gpsd)
+        _ = try IntervalOption.parse(interval)
+        guard let seconds = Double(silence), seconds > 0 else {
+            throw ValidationError("--silence must be a positive number of seconds, got '\(silence)'")
+        }
+    }
+
+    func run() async throws {
+        var configuration = GPSDSource.Configuration(address: try GPSDAddress.parseOption(gpsd))
+        configuration.silenceThreshold = Double(silence) ?? 5
+        let events = GPSDSource(configuration: configuration).events()
+        let sampler = Sampler(interval: try IntervalOption.parse(interval))
+        let json = json
+        let work = Task {
+            for await sample in sampler.samples(from: events) {
+                Output.line(json ? sample.jsonLine(includeSampledAt: true) : sample.textLine)
+            }
+        }
+        let trap = SignalTrap { _ in work.cancel() }
+        await work.value
+        _ = consume trap
+    }
+}
