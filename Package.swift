@@ -41,8 +41,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay"]),
-        .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS"]),
-        .testTarget(name: "agrigpsTests", dependencies: ["agrigps", "GPSDReplay"]),
+        // Fixture paths, gpsd's .chk reader and process checks shared by the test targets.
+        .target(name: "TestSupport", dependencies: ["GNSS", "GPSDReplay"], path: "Tests/TestSupport"),
+        .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
+        .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
+        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport"]),
     ]
 )

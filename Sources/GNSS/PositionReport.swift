@@ -50,5 +50,11 @@ public struct PositionReport: Sendable, Equatable {
         self.device = device
     }
 
-    public var fixState: FixState { FixState(gpsdMode: gpsdMode, gpsdStatus: gpsdStatus) }
+    /// Our fix state for this report. gpsd can claim a 3D mode from a GSA sentence before it knows
+    /// any coordinates; without latitude and longitude there is no position to share, so that is
+    /// no fix. The raw mode stays in `gpsdMode`.
+    public var fixState: FixState {
+        guard latitude != nil, longitude != nil else { return .noFix }
+        return FixState(gpsdMode: gpsdMode, gpsdStatus: gpsdStatus)
+    }
 }

@@ -20,8 +20,8 @@ public struct ClockReading: Sendable, Equatable {
 ///   (`floor(time / interval)`), so a fast replay yields the samples of a real-time drive.
 ///   A bucket's sample is emitted when a report from a later bucket arrives.
 /// - Without a fix, intervals are measured on the monotonic system clock.
-/// - A change of condition (fix lost, gpsd gone, device removed, receiver silent) first emits
-///   what the closing interval holds, so no report is ever dropped at a transition.
+/// - Gaining or losing the fix, and any change of condition (gpsd gone, device removed, receiver
+///   silent), first emits what the closing interval holds, so no transition is hidden.
 public struct SamplerCore: Sendable {
     public let interval: Double
     /// Largest tolerated |system − GNSS| before a sample is flagged; nil turns the check off (replays).
@@ -120,6 +120,9 @@ public struct SamplerCore: Sendable {
         } else if case .receiver = window {
             out += flush()
             window = .wall(start: now.uptime)
+        } else if let held = pending?.report, held.fixState.hasPosition != report.fixState.hasPosition {
+            // Gaining or losing the fix inside one interval must not hide the state it left.
+            out += flush()
         }
         pending = (report, now.wall)
         return out

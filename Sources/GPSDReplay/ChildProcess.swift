@@ -5,10 +5,12 @@ import Foundation
 /// Foundation.Process started from a dispatch or test worker thread hands the child that thread's
 /// blocked signals, so SIGTERM never reaches it. Here the child gets an empty signal mask and
 /// default handlers, and its output goes to a file instead of our pipes.
-struct ChildProcess: Sendable {
-    let pid: pid_t
+public struct ChildProcess: Sendable {
+    public let pid: pid_t
 
-    init(executable: String, arguments: [String], environment: [String: String], outputPath: String) throws(ReplayError) {
+    /// Starts `executable`; its stdout goes to `outputPath`, and its stderr too unless `errorPath` is given.
+    public init(executable: String, arguments: [String], environment: [String: String],
+                outputPath: String, errorPath: String? = nil) throws(ReplayError) {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -25,7 +27,11 @@ struct ChildProcess: Sendable {
         defer { posix_spawn_file_actions_destroy(&files) }
         posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&files, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&files, 1, 2)
+        if let errorPath {
+            posix_spawn_file_actions_addopen(&files, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        } else {
+            posix_spawn_file_actions_adddup2(&files, 1, 2)
+        }
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -42,13 +48,30 @@ struct ChildProcess: Sendable {
     }
 
     /// True while the child has not exited. Reaps it when it has.
-    func isRunning() -> Bool {
+    public func isRunning() -> Bool {
         var status: Int32 = 0
         return waitpid(pid, &status, WNOHANG) == 0
     }
 
+    /// Waits up to `timeout` seconds for the child to exit; its exit code (128 + signal when killed),
+    /// or nil if it is still running.
+    public func wait(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            var status: Int32 = 0
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid {
+                let signal = status & 0x7F
+                return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+            }
+            if reaped < 0 { return nil }
+            usleep(5_000)
+        } while Date() < deadline
+        return nil
+    }
+
     /// Sends SIGTERM, waits up to `grace` seconds, then SIGKILL. Always reaps the child.
-    func terminate(grace: Double) {
+    public func terminate(grace: Double) {
         guard isRunning() else { return }
         kill(pid, SIGTERM)
         let deadline = Date().addingTimeInterval(grace)
@@ -62,7 +85,7 @@ struct ChildProcess: Sendable {
     }
 
     /// The direct children of this process, from /proc.
-    func children() -> [pid_t] {
+    public func children() -> [pid_t] {
         let path = "/proc/\(pid)/task/\(pid)/children"
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         return text.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }

@@ -16,6 +16,8 @@ public final class ReplayGPSD: Sendable {
         public var gpsdExecutable = "/usr/sbin/gpsd"
         /// gpsd is killed after this many seconds even if we die first; derived from the log when nil.
         public var lifetimeLimit: Double?
+        /// How long gpsd may take to accept clients before the replay gives up.
+        public var startTimeout: Double = 10
 
         public init() {}
     }
@@ -85,7 +87,7 @@ public final class ReplayGPSD: Sendable {
                 arguments: ["--kill-after=2", String(Int(lifetime.rounded(.up))), options.gpsdExecutable,
                             "-N", "-b", "-S", String(port), "tcp://127.0.0.1:\(feedPort)"],
                 environment: environment, outputPath: outputPath)
-            let deadline = Date().addingTimeInterval(10)
+            let deadline = Date().addingTimeInterval(options.startTimeout)
             while Date() < deadline && child.isRunning() {
                 if LoopbackSocket.accepts(port: port) {
                     return (child, GPSDAddress(host: "127.0.0.1", port: port))
@@ -109,4 +111,9 @@ public final class ReplayGPSD: Sendable {
         let id = shmget(key, 0, 0)
         if id >= 0 { shmctl(id, IPC_RMID, nil) }
     }
+}
+
+extension ReplayGPSD {
+    /// A loopback port that nothing listened on a moment ago; for pointing clients at "no gpsd".
+    public static func freeLoopbackPort() throws(ReplayError) -> UInt16 { try LoopbackSocket.freePort() }
 }

@@ -51,7 +51,7 @@ struct Replay: AsyncParsableCommand {
             gpsd.stop()
             Foundation.exit(128 + number)
         }
-        let ending = try await print(from: gpsd.address)
+        let ending = try await print(gpsd.stream())
         gpsd.stop()
         _ = consume trap
         if case .failed(let reason) = ending {
@@ -59,42 +59,18 @@ struct Replay: AsyncParsableCommand {
         }
     }
 
-    private enum Ending: Sendable {
-        case endOfLog
-        case failed(String)
-    }
-
     /// Streams the replay to stdout and says whether gpsd reached the end of the log.
-    private func print(from address: GPSDAddress) async throws -> Ending {
-        var configuration = GPSDSource.Configuration(address: address)
-        configuration.reconnects = false
-        configuration.finishWhenDeviceRemoved = true
-        let (events, relay) = AsyncStream.makeStream(of: SourceEvent.self)
-        let source = GPSDSource(configuration: configuration).events()
-        let watcher = Task { () -> Ending in
-            var ending = Ending.failed("gpsd stopped before the end of the log")
-            for await event in source {
-                switch event {
-                case .deviceRemoved: ending = .endOfLog
-                case .unreachable(let error), .disconnected(let error): ending = .failed(error.description)
-                default: break
-                }
-                relay.yield(event)
-            }
-            relay.finish()
-            return ending
-        }
+    private func print(_ replay: ReplayStream) async throws -> ReplayEnding {
         let json = json
         if everyReport {
-            for await case .report(let report) in events {
+            for await report in replay.reports() {
                 Output.line(json ? report.jsonLine : report.textLine)
             }
         } else {
-            let sampler = Sampler(interval: try interval.map(IntervalOption.parse) ?? 1, skewLimit: nil)
-            for await sample in sampler.samples(from: events) {
+            for await sample in replay.samples(interval: try interval.map(IntervalOption.parse) ?? 1) {
                 Output.line(json ? sample.jsonLine(includeSampledAt: false) : sample.textLine)
             }
         }
-        return await watcher.value
+        return await replay.ending.value
     }
 }

@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+@testable import GNSS
+
+@Suite struct SampleFormattingTests {
+    @Test func isoTimeHasMillisecondsLikeGPSD() {
+        #expect(ISO8601UTC.string(from: Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(ISO8601UTC.string(from: Date(timeIntervalSince1970: 1_584_538_099.9)) == "2020-03-18T13:28:19.900Z")
+        #expect(ISO8601UTC.string(from: Date(timeIntervalSince1970: 59.9996)) == "1970-01-01T00:01:00.000Z")
+        #expect(ISO8601UTC.string(from: Date(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
+    }
+
+    @Test func jsonLineHasTheRequiredKeysInOrder() throws {
+        let report = PositionReport(time: Date(timeIntervalSince1970: 0), gpsdMode: 3, gpsdStatus: 3,
+                                    latitude: 48.5, longitude: -11.25, altitudeMSL: 500)
+        let line = report.jsonLine
+        #expect(line.hasPrefix(#"{"time":"1970-01-01T00:00:00.000Z","mode":3,"status":3,"lat":48.5,"lon":-11.25,"state":"fix_3d_rtk_fixed""#))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["alt_msl"] as? Double == 500)
+        #expect(object["hdop"] is NSNull)
+    }
+
+    @Test func explicitStateSampleHasNullPositionAndEscapedDetail() throws {
+        let sample = PositionSample(sampledAt: Date(timeIntervalSince1970: 10), state: .gpsdUnreachable,
+                                    detail: "gpsd \"x\"\nrefused")
+        let line = sample.jsonLine(includeSampledAt: true)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["state"] as? String == "gpsd_unreachable")
+        #expect(object["time"] is NSNull && object["lat"] is NSNull && object["lon"] is NSNull)
+        #expect(object["mode"] as? Int == 0)
+        #expect(object["detail"] as? String == "gpsd \"x\"\nrefused")
+        #expect(object["sampled_at"] as? String == "1970-01-01T00:00:10.000Z")
+        #expect(!sample.jsonLine(includeSampledAt: false).contains("sampled_at"))
+        #expect(!line.contains("\n"))
+    }
+
+    @Test func textLineNamesTheState() {
+        let sample = PositionSample(sampledAt: Date(), state: .noReceiver(.removed), detail: "removed")
+        #expect(sample.textLine == "- no_receiver (removed)")
+    }
+}

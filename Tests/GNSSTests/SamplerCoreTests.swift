@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+@testable import GNSS
+
+/// Drives the sampling rules with a synthetic clock: `at(t)` is t seconds after start on both clocks.
+private struct Clock {
+    static let origin = Date(timeIntervalSince1970: 1_774_490_000)  // 2026-03-26
+    var offset: Double = 0  // wall clock minus receiver clock, to model skew
+    func at(_ t: Double) -> ClockReading {
+        ClockReading(uptime: 1000 + t, wall: Clock.origin.addingTimeInterval(t + offset))
+    }
+}
+
+private func fix(_ t: Double, status: Int = 0, lat: Double = 48.0) -> SourceEvent {
+    .report(PositionReport(time: Clock.origin.addingTimeInterval(t), gpsdMode: 3, gpsdStatus: status,
+                           latitude: lat, longitude: 11.0))
+}
+
+private func noFix(_ t: Double?) -> SourceEvent {
+    .report(PositionReport(time: t.map { Clock.origin.addingTimeInterval($0) }, gpsdMode: 1))
+}
+
+private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
+
+@Suite struct SamplerCoreTests {
+    /// Feeds events at the given arrival times, ticking every 0.1 s in between, then finishes.
+    private func run(_ timeline: [(Double, SourceEvent)], interval: Double, until end: Double? = nil,
+                     clock: Clock = Clock(), skewLimit: Double? = 60) -> [PositionSample] {
+        var core = SamplerCore(interval: interval, skewLimit: skewLimit, start: clock.at(0))
+        var out: [PositionSample] = []
+        var now = 0.0
+        let last = end ?? (timeline.last?.0 ?? 0)
+        var pending = timeline[...]
+        while now <= last + 1e-9 || !pending.isEmpty {
+            while let next = pending.first, next.0 <= now + 1e-9 {
+                out += core.handle(next.1, at: clock.at(next.0))
+                pending = pending.dropFirst()
+            }
+            out += core.tick(at: clock.at(now))
+            now += 0.1
+        }
+        return out + core.finish(at: clock.at(last))
+    }
+
+    @Test func fixIntervalsFollowReceiverTime() {
+        let timeline = (0..<10).map { t in (Double(t), fix(Double(t), lat: Double(t))) }
+        let samples = run(timeline, interval: 5)
+        #expect(samples.map { $0.report?.latitude } == [4, 9])  // newest report of each 5 s bucket
+        #expect(samples.allSatisfy { $0.state == .fix(.threeD, .autonomous) })
+    }
+
+    @Test func fastReplayGivesTheSamplesOfARealTimeDrive() {
+        let reports = (0..<60).map { fix(Double($0) * 0.5, lat: Double($0)) }
+        let realTime = run(reports.enumerated().map { (Double($0.offset) * 0.5, $0.element) }, interval: 5)
+        let fast = run(reports.enumerated().map { (Double($0.offset) * 0.001, $0.element) }, interval: 5)
+        #expect(realTime.count == 6)
+        #expect(realTime.map(\.report) == fast.map(\.report))
+    }
+
+    @Test func withoutAFixIntervalsFollowTheSystemClock() {
+        // No-fix reports at 0.5, 1.5, 2.5; nothing after 3 s; interval 1 s, observed until 5 s.
+        let timeline = [(0.5, noFix(100)), (1.5, noFix(101)), (2.5, noFix(102))]
+        let samples = run(timeline, interval: 1, until: 5.05)
+        #expect(samples.count == 5)
+        #expect(samples.prefix(3).map { $0.receiverTime } == [100, 101, 102].map { Clock.origin.addingTimeInterval($0) })
+        #expect(samples.allSatisfy { $0.state == .noFix })
+        #expect(samples.suffix(2).allSatisfy { $0.report == nil && $0.detail != nil })
+    }
+
+    @Test func fixLostAndRegainedAreBothSampled() throws {
+        let timeline = [(0.0, fix(0)), (0.01, fix(1)), (0.02, noFix(2)), (0.03, noFix(3)), (0.04, fix(4))]
+        let samples = run(timeline, interval: 1)
+        #expect(samples.map(\.state.name) == ["fix_3d_autonomous", "fix_3d_autonomous", "no_fix", "fix_3d_autonomous"])
+        try #require(samples.count == 4)
+        #expect(samples[2].receiverTime == Clock.origin.addingTimeInterval(3))
+    }
+
+    @Test func gainingAFixWithoutTimeStillShowsTheNoFixBeforeIt() {
+        let timeless = SourceEvent.report(PositionReport(gpsdMode: 3, latitude: 1, longitude: 2))
+        let samples = run([(0.0, noFix(nil)), (0.01, timeless), (0.02, fix(5))], interval: 1)
+        #expect(samples.map(\.state.name) == ["no_fix", "fix_3d_autonomous", "fix_3d_autonomous"])
+    }
+
+    @Test func qualityIsKeptPerSample() {
+        let timeline = [(0.0, fix(0, status: 2)), (0.1, fix(1, status: 3)), (0.2, fix(2, status: 4))]
+        let samples = run(timeline, interval: 1)
+        #expect(samples.map(\.state) == [.fix(.threeD, .dgps), .fix(.threeD, .rtkFixed), .fix(.threeD, .rtkFloat)])
+    }
+
+    @Test func gpsdUnreachableIsASampleEveryInterval() throws {
+        let error = GPSDError(kind: .cannotConnect, address: address, code: -6, message: "can't connect")
+        let timeline = [(0.0, fix(0)), (0.5, SourceEvent.disconnected(error)), (0.7, .unreachable(error)),
+                        (1.5, .unreachable(error)), (2.6, .unreachable(error))]
+        let samples = run(timeline, interval: 1, until: 3.6)
+        // The held fix is emitted at once; then one unreachable sample per second of system time.
+        #expect(samples.map(\.state) == [.fix(.threeD, .autonomous), .gpsdUnreachable, .gpsdUnreachable, .gpsdUnreachable])
+        try #require(samples.count == 4)
+        #expect(samples[1].detail == error.description)
+    }
+
+    @Test func deviceRemovalAndSilenceMeanNoReceiver() {
+        let removed = run([(0.0, fix(0)), (0.2, .deviceRemoved("/dev/ttyACM0"))], interval: 1, until: 1.3)
+        #expect(removed.map(\.state) == [.fix(.threeD, .autonomous), .noReceiver(.removed)])
+
+        let silent = run([(0.0, fix(0)), (0.2, .receiverSilent(seconds: 5))], interval: 1, until: 1.3)
+        #expect(silent.map(\.state) == [.fix(.threeD, .autonomous), .noReceiver(.silent)])
+
+        let none = run([(0.0, .connected(address)), (0.1, .devices([]))], interval: 1, until: 1.2)
+        #expect(none.map(\.state) == [.noReceiver(.noDevice)])
+    }
+
+    @Test func aReceiverThatStopsMidFixIsClosedByTheSystemClock() {
+        // A fix report, then nothing: the receiver-time interval must not stay open forever.
+        let samples = run([(0.0, fix(0))], interval: 1, until: 4)
+        #expect(samples.first?.state == .fix(.threeD, .autonomous))
+        #expect(samples.count >= 2)
+        #expect(samples.dropFirst().allSatisfy { $0.state == .noFix && $0.report == nil })
+    }
+
+    @Test func clockSkewBeyondSixtySecondsIsFlagged() {
+        let booted1970 = Clock(offset: -Clock.origin.timeIntervalSince1970)
+        let skewed = run([(0.0, fix(0)), (0.1, fix(1))], interval: 1, clock: booted1970)
+        #expect(skewed.allSatisfy { ($0.clockSkew ?? 0) < -1_700_000_000 })
+
+        let slightlyOff = run([(0.0, fix(0)), (0.1, fix(1))], interval: 1, clock: Clock(offset: 30))
+        #expect(slightlyOff.allSatisfy { $0.clockSkew == nil })
+
+        let replay = run([(0.0, fix(0))], interval: 1, clock: booted1970, skewLimit: nil)
+        #expect(replay.allSatisfy { $0.clockSkew == nil })
+    }
+
+    @Test func backwardsReceiverTimeStartsANewInterval() {
+        let samples = run([(0.0, fix(100)), (0.1, fix(50)), (0.2, fix(51))], interval: 1)
+        #expect(samples.map(\.receiverTime) == [100, 50, 51].map { Clock.origin.addingTimeInterval($0) })
+    }
+}

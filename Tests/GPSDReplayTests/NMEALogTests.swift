@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import GPSDReplay
+
+@Suite struct NMEALogTests {
+    private func temporaryFile(_ bytes: [UInt8]) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-test-\(UUID().uuidString).log").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func missingLog() {
+        #expect(throws: ReplayError.logNotFound("/nonexistent/x.log")) { try NMEALog(contentsOf: "/nonexistent/x.log") }
+        #expect(ReplayError.logNotFound("x").exitCode == 66)
+    }
+
+    @Test func directoryIsNotALog() {
+        #expect(throws: ReplayError.logIsDirectory("/tmp")) { try NMEALog(contentsOf: "/tmp") }
+    }
+
+    @Test func emptyAndBlankLogs() throws {
+        for content in ["", "\n\r\n  \n"] {
+            let path = try temporaryFile(Array(content.utf8))
+            defer { unlink(path) }
+            #expect(throws: ReplayError.logEmpty(path)) { try NMEALog(contentsOf: path) }
+        }
+    }
+
+    @Test func binaryFileIsRejected() throws {
+        var generator = SystemRandomNumberGenerator()
+        let path = try temporaryFile((0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        defer { unlink(path) }
+        #expect {
+            try NMEALog(contentsOf: path)
+        } throws: { error in
+            guard case .logBinary(let reported, _) = error as? ReplayError else { return false }
+            return reported == path
+        }
+        #expect(throws: ReplayError.self) { try NMEALog(contentsOf: "/bin/true") }
+    }
+
+    @Test func textWithoutSentencesIsRejected() throws {
+        let path = try temporaryFile(Array("just some notes\nno sentences here\n".utf8))
+        defer { unlink(path) }
+        #expect(throws: ReplayError.logHasNoSentences(path)) { try NMEALog(contentsOf: path) }
+    }
+
+    @Test func receiverRebootNoiseIsStillALog() throws {
+        // This capture holds NUL runs where the receiver rebooted mid-sentence.
+        let log = try NMEALog(contentsOf: Fixtures.log("gp-320fw-2019-04-07-coldboot"))
+        #expect(log.sentenceCount > 100)
+    }
+
+    @Test func commentsAreDroppedExceptDate() throws {
+        let text = "# Provenance: x\n# Date: 2006-08-10\n$GPGGA,030807,4907.8533,N,12243.1974,W,0,00,,,M,,M,,*64\n# Notes: $GLGSV\n"
+        let path = try temporaryFile(Array(text.utf8))
+        defer { unlink(path) }
+        let log = try NMEALog(contentsOf: path)
+        let fed = log.lines.map { String(decoding: $0.bytes, as: UTF8.self) }
+        #expect(fed == ["# Date: 2006-08-10\n", "$GPGGA,030807,4907.8533,N,12243.1974,W,0,00,,,M,,M,,*64\n"])
+        #expect(log.sentenceCount == 1)
+    }
+
+    @Test func realTimePacingFollowsSentenceTimes() {
+        var clock = EpochClock()
+        let lines = ["$GPGGA,235958.0,x", "$GPRMC,235958.0,x", "$GPGSV,1,1", "$GPGGA,235959.5,x",
+                     "$GPGGA,000000.5,x", "$GPGGA,120000,x", "$GPGLL,4916.45,N,12311.12,W,120001.00,A"]
+        let delays = lines.map { clock.delay(before: ArraySlice(Array($0.utf8))) }
+        #expect(delays == [0, 0, 0, 1.5, 1.0, 1, 1])  // midnight wraps; a 12 h jump is capped to 1 s
+    }
+}
