@@ -28,7 +28,8 @@ public final class ReplayGPSD: Sendable {
     private let supervisor: ChildProcess
     private let feeder: ReplayFeeder
     private let workDirectory: String
-    private let stopped = Atomic<Bool>(false)
+    /// Held for the whole of `stop()`, so that a second caller returns only once everything is reaped.
+    private let stopped = Mutex<Bool>(false)
 
     public init(log: NMEALog, options: Options = Options()) throws(ReplayError) {
         guard access(options.gpsdExecutable, X_OK) == 0 else { throw .gpsdMissing(options.gpsdExecutable) }
@@ -63,12 +64,15 @@ public final class ReplayGPSD: Sendable {
     public var feedFinished: Bool { feeder.finishedWriting }
 
     public func stop() {
-        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        feeder.stop()
-        // timeout passes SIGTERM on to gpsd, and kills it for good 2 s later if it lingers.
-        supervisor.terminate(grace: 5)
-        Self.removeSharedMemory(key: Self.sharedMemoryKey(port: address.port))
-        try? FileManager.default.removeItem(atPath: workDirectory)
+        stopped.withLock { stopped in
+            guard !stopped else { return }
+            stopped = true
+            feeder.stop()
+            // timeout passes SIGTERM on to gpsd, and kills it for good 2 s later if it lingers.
+            supervisor.terminate(grace: 5)
+            Self.removeSharedMemory(key: Self.sharedMemoryKey(port: address.port))
+            try? FileManager.default.removeItem(atPath: workDirectory)
+        }
     }
 
     /// Starts gpsd under `timeout` and waits until it accepts clients. A lost race for a free

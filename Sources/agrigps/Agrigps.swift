@@ -16,15 +16,8 @@ struct Agrigps: AsyncParsableCommand {
     )
 }
 
-/// An error the command line reports as one line, with a sysexits-style exit code.
-protocol CommandLineError: Error, CustomStringConvertible {
-    var exitCode: Int32 { get }
-}
-
-extension ReplayErrorBox: CommandLineError {}
-
-/// Wraps the replay module's error so that this target alone decides how errors look.
-struct ReplayErrorBox: Error, CustomStringConvertible {
+/// A failure the command line reports as one line, with a sysexits-style exit code.
+struct CommandFailure: Error, CustomStringConvertible {
     let description: String
     let exitCode: Int32
 }
@@ -44,7 +37,10 @@ enum Main {
             } else {
                 try command.run()
             }
-        } catch let error as CommandLineError {
+        } catch let code as ExitCode {
+            // Already reported (or an interruption): only the code is left to give.
+            exit(code.rawValue)
+        } catch let error as CommandFailure {
             Output.error(error.description)
             exit(error.exitCode)
         } catch {

@@ -37,25 +37,25 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let nmea: NMEALog
+        let interruption = Interruption()
+        let trap = SignalTrap { number in interruption.interrupt(by: number) }
         let gpsd: ReplayGPSD
         do {
-            nmea = try NMEALog(contentsOf: log)
+            let nmea = try NMEALog(contentsOf: log)
             var options = ReplayGPSD.Options()
             options.realTime = realTime
             gpsd = try ReplayGPSD(log: nmea, options: options)
         } catch {
-            throw ReplayErrorBox(description: error.description, exitCode: error.exitCode)
+            throw CommandFailure(description: error.description, exitCode: error.exitCode)
         }
-        let trap = SignalTrap { number in
-            gpsd.stop()
-            Foundation.exit(128 + number)
-        }
+        // Stopping gpsd ends the stream below; the signal then decides the exit code.
+        interruption.onInterrupt { gpsd.stop() }
         let ending = try await print(gpsd.stream())
         gpsd.stop()
         _ = consume trap
+        if let signal = interruption.signal { throw ExitCode(128 + signal) }
         if case .failed(let reason) = ending {
-            throw ReplayErrorBox(description: "replay of \(log) ended early: \(reason)", exitCode: 70)
+            throw CommandFailure(description: "replay of \(log) ended early: \(reason)", exitCode: 70)
         }
     }
 

@@ -34,7 +34,20 @@ struct Watch: AsyncParsableCommand {
     func run() async throws {
         var configuration = GPSDSource.Configuration(address: try GPSDAddress.parseOption(gpsd))
         configuration.silenceThreshold = Double(silence) ?? 5
-        let events = GPSDSource(configuration: configuration).events()
+        let (events, relay) = AsyncStream.makeStream(of: SourceEvent.self)
+        let source = GPSDSource(configuration: configuration).events()
+        // gpsd being down is a state to print; a name that does not resolve is a typo to report.
+        let unresolvable = Task { () -> GPSDError? in
+            for await event in source {
+                if case .unreachable(let error) = event, error.kind == .cannotResolve {
+                    relay.finish()
+                    return error
+                }
+                relay.yield(event)
+            }
+            relay.finish()
+            return nil
+        }
         let sampler = Sampler(interval: try IntervalOption.parse(interval))
         let json = json
         let work = Task {
@@ -42,8 +55,15 @@ struct Watch: AsyncParsableCommand {
                 Output.line(json ? sample.jsonLine(includeSampledAt: true) : sample.textLine)
             }
         }
-        let trap = SignalTrap { _ in work.cancel() }
+        let trap = SignalTrap { _ in
+            work.cancel()
+            unresolvable.cancel()
+        }
         await work.value
         _ = consume trap
+        unresolvable.cancel()
+        if let error = await unresolvable.value {
+            throw CommandFailure(description: "\(error.description); check --gpsd", exitCode: 69)
+        }
     }
 }

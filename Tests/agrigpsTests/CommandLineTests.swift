@@ -1,0 +1,186 @@
+import Foundation
+import GPSDReplay
+import Testing
+import TestSupport
+
+/// The built `agrigps` binary, run as a user would run it.
+private struct Agrigps {
+    /// `swift build` puts the binary beside the test bundle.
+    static let path: String = {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("agrigps").path
+    }()
+
+    let process: ChildProcess
+    let stdoutPath: String
+    let stderrPath: String
+
+    init(_ arguments: [String]) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.path) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "\(Self.path) (run swift build first)"])
+        }
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-cli-\(UUID().uuidString)").path
+        stdoutPath = base + ".out"
+        stderrPath = base + ".err"
+        process = try ChildProcess(executable: Self.path, arguments: arguments,
+                                   environment: ProcessInfo.processInfo.environment,
+                                   outputPath: stdoutPath, errorPath: stderrPath)
+    }
+
+    var stdout: [String] { (try? Fixtures.lines(of: stdoutPath)) ?? [] }
+    var stderr: [String] { (try? Fixtures.lines(of: stderrPath)) ?? [] }
+
+    /// Runs to completion (bounded) and returns the exit code.
+    static func run(_ arguments: [String], timeout: Double = 60) throws -> (code: Int32?, stdout: [String], stderr: [String]) {
+        let command = try Agrigps(arguments)
+        defer { command.cleanUp() }
+        let code = command.process.wait(timeout: timeout)
+        if code == nil { command.process.terminate(grace: 1) }
+        return (code, command.stdout, command.stderr)
+    }
+
+    /// Waits until stdout has a line matching `predicate`.
+    func waitForOutput(timeout: Double, _ predicate: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stdout.contains(where: predicate) { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// Every process below this one: for replay, the `timeout` supervisor and gpsd.
+    func descendants() -> [pid_t] {
+        var found: [pid_t] = []
+        var frontier = [process.pid]
+        while let pid = frontier.popLast() {
+            // A child belongs to the thread that spawned it: read every thread's list.
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            let children = tasks.flatMap { task in
+                ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "")
+                    .split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            }
+            found += children
+            frontier += children
+        }
+        return found
+    }
+
+    func cleanUp() {
+        unlink(stdoutPath)
+        unlink(stderrPath)
+    }
+}
+
+private let log = Fixtures.log("ublox-lea-4h")
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct CommandLineTests {
+    @Test func replayPrintsTheExpectedSamplesAndExitsZero() throws {
+        let result = try Agrigps.run(["replay", log, "--json"])
+        #expect(result.code == 0)
+        #expect(result.stderr.isEmpty)
+        let expected = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("ublox-lea-4h.samples.jsonl").path)
+        #expect(result.stdout == expected)
+    }
+
+    @Test func replayEveryReportPrintsOneLinePerTPV() throws {
+        let result = try Agrigps.run(["replay", log, "--every-report", "--json"])
+        #expect(result.code == 0)
+        let expected = try TPVFields.fromCheckFile(log + ".chk")
+        #expect(try result.stdout.map(TPVFields.init(json:)) == expected)
+    }
+
+    @Test func replayTextLinesNameTheState() throws {
+        let result = try Agrigps.run(["replay", Fixtures.log("nmea-rtk")])
+        #expect(result.code == 0)
+        #expect(result.stdout.contains { $0.contains(" fix_3d_rtk_fixed lat=41.57") })
+        #expect(result.stdout.contains { $0.contains(" fix_3d_dgps lat=41.57") })
+    }
+
+    @Test("bad input: one line naming the problem, a meaningful exit code, no stack trace", arguments: [
+        (["replay", "/nonexistent/field.log"], Int32(66), "log file not found: /nonexistent/field.log"),
+        (["replay", "@empty"], 65, "log file is empty"),
+        (["replay", "@binary"], 65, "is not an NMEA text log"),
+        (["replay", "/tmp"], 66, "is a directory"),
+        (["replay", log, "--interval", "0"], 64, "--interval must be greater than zero, got '0'"),
+        (["replay", log, "--interval", "-1"], 64, "--interval must be greater than zero, got '-1'"),
+        (["replay", log, "--interval", "abc"], 64, "--interval must be a number of seconds, got 'abc'"),
+        (["replay", log, "--interval", "5", "--every-report"], 64, "exclude each other"),
+        (["replay"], 64, "Missing expected argument '<log>'"),
+        (["watch", "--interval", "0"], 64, "--interval must be greater than zero"),
+        (["watch", "--gpsd", "999.1.1.1:2947"], 64, "'999.1.1.1' is not a valid host"),
+        (["watch", "--gpsd", "127.0.0.1:0"], 64, "'0' is not a valid port"),
+        (["watch", "--gpsd", "127.0.0.1:http"], 64, "'http' is not a valid port"),
+        (["watch", "--gpsd", ""], 64, "the gpsd address is empty"),
+        (["frobnicate"], 64, "Unexpected argument 'frobnicate'"),
+    ])
+    func badInput(arguments: [String], code: Int32, message: String) throws {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-bad-\(UUID().uuidString)").path
+        defer { unlink(scratch) }
+        var arguments = arguments
+        if let index = arguments.firstIndex(where: { $0.hasPrefix("@") }) {
+            let bytes: [UInt8] = arguments[index] == "@empty" ? [] : (0..<2048).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            try Data(bytes).write(to: URL(fileURLWithPath: scratch))
+            arguments[index] = scratch
+        }
+        let result = try Agrigps.run(arguments, timeout: 30)
+        #expect(result.code == code)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.count == 1, "stderr: \(result.stderr)")
+        let line = result.stderr.first ?? ""
+        #expect(line.hasPrefix("agrigps: error: "))
+        #expect(line.contains(message), "got: \(line)")
+        #expect(!line.contains("Fatal error") && !line.contains("Backtrace"))
+    }
+
+    @Test func watchKeepsRunningWhileGPSDIsDownAndRecoversWhenItStarts() throws {
+        let port = try ReplayGPSD.freeLoopbackPort()
+        let watch = try Agrigps(["watch", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--json"])
+        defer {
+            watch.process.terminate(grace: 2)
+            watch.cleanUp()
+        }
+        #expect(watch.waitForOutput(timeout: 10) { $0.contains(#""state":"gpsd_unreachable""#) })
+        usleep(1_000_000)
+        #expect(watch.process.isRunning(), "watch exited while gpsd was down")
+        #expect(watch.stdout.filter { $0.contains("gpsd_unreachable") }.count >= 3)
+
+        var options = ReplayGPSD.Options()
+        options.port = port
+        options.realTime = true
+        let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: Fixtures.log("ublox-8")), options: options)
+        defer { gpsd.stop() }
+        #expect(watch.waitForOutput(timeout: 15) { $0.contains(#""state":"fix_3d_autonomous""#) })
+        // The recording is from another day: the live command must flag the system clock as off.
+        let fixLine = watch.stdout.first { $0.contains("fix_3d_autonomous") } ?? ""
+        #expect(!fixLine.contains(#""clock_skew_s":null"#) && fixLine.contains(#""clock_skew_s":"#))
+        #expect(fixLine.contains(#""sampled_at":"#))
+
+        kill(watch.process.pid, SIGTERM)
+        #expect(watch.process.wait(timeout: 5) == 0)
+    }
+
+    @Test func interruptedReplayLeavesNoProcessBehind() throws {
+        let replay = try Agrigps(["replay", Fixtures.log("telit-he910"), "--real-time"])
+        defer {
+            replay.process.terminate(grace: 2)
+            replay.cleanUp()
+        }
+        #expect(replay.waitForOutput(timeout: 15) { !$0.isEmpty })
+        let started = replay.descendants()
+        #expect(started.count == 2, "expected the timeout supervisor and gpsd, found \(started)")
+        kill(replay.process.pid, SIGINT)
+        #expect(replay.process.wait(timeout: 10) == 130)
+        #expect(started.allSatisfy(Processes.isGone), "left behind: \(started.filter { !Processes.isGone($0) })")
+    }
+
+    @Test func helpIsTheManual() throws {
+        let top = try Agrigps.run(["--help"])
+        #expect(top.code == 0)
+        #expect(top.stdout.contains { $0.contains("watch") } && top.stdout.contains { $0.contains("replay") })
+        let replay = try Agrigps.run(["replay", "--help"])
+        #expect(replay.code == 0)
+        #expect(replay.stdout.contains { $0.contains("--every-report") })
+    }
+}
