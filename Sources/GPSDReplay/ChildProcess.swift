@@ -83,11 +83,4 @@ public struct ChildProcess: Sendable {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
     }
-
-    /// The direct children of this process, from /proc.
-    public func children() -> [pid_t] {
-        let path = "/proc/\(pid)/task/\(pid)/children"
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
-        return text.split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-    }
 }

@@ -15,10 +15,6 @@ public struct NMEALog: Sendable {
     public let sentenceCount: Int
     let lines: [FeedLine]
 
-    /// Seconds the log spans when replayed in real time.
-    public var realTimeDuration: Double { lines.reduce(0) { $0 + $1.delayBefore } }
-    public var byteCount: Int { lines.reduce(0) { $0 + $1.bytes.count } }
-
     public static let endOfFeed = Array("# EOF\n".utf8)
 
     public init(contentsOf path: String) throws(ReplayError) {

@@ -3,8 +3,8 @@ import GNSS
 import Synchronization
 
 /// A private gpsd that reads a recorded NMEA log over loopback TCP, on a port of its own so that it
-/// never meets a system gpsd on 2947. `stop()` (also run on deinit) ends gpsd and its supervisor,
-/// reaps them, and removes what gpsd left behind.
+/// never meets a system gpsd on 2947. `stop()` (also run on deinit) ends gpsd, reaps it, and removes
+/// what it left behind; if this process dies first, the kernel ends gpsd (see `GPSDProcess`).
 public final class ReplayGPSD: Sendable {
     public struct Options: Sendable {
         /// Feed the log at top speed, or paced by the receiver's own clock.
@@ -14,8 +14,6 @@ public final class ReplayGPSD: Sendable {
         /// Listen here instead of on a free port.
         public var port: UInt16?
         public var gpsdExecutable = "/usr/sbin/gpsd"
-        /// gpsd is killed after this many seconds even if we die first; derived from the log when nil.
-        public var lifetimeLimit: Double?
         /// How long gpsd may take to accept clients before the replay gives up.
         public var startTimeout: Double = 10
 
@@ -23,9 +21,9 @@ public final class ReplayGPSD: Sendable {
     }
 
     public let address: GPSDAddress
-    /// The `timeout` supervisor, then gpsd: every process this replay started.
+    /// Every process this replay started (gpsd).
     public let processIDs: [pid_t]
-    private let supervisor: ChildProcess
+    private let gpsd: GPSDProcess
     private let feeder: ReplayFeeder
     private let workDirectory: String
     /// Held for the whole of `stop()`, so that a second caller returns only once everything is reaped.
@@ -41,11 +39,9 @@ public final class ReplayGPSD: Sendable {
         let feeder: ReplayFeeder
         do throws(ReplayError) {
             feeder = try ReplayFeeder(log: log, realTime: options.realTime, endWithEOF: options.endWithEOF)
-            let limit = options.lifetimeLimit
-                ?? 120 + Double(log.byteCount) / 10_000 + (options.realTime ? log.realTimeDuration : 0)
             do throws(ReplayError) {
-                (supervisor, address) = try Self.startGPSD(options: options, feedPort: feeder.port,
-                                                           lifetime: limit, directory: workDirectory)
+                (gpsd, address) = try Self.startGPSD(options: options, feedPort: feeder.port,
+                                                     directory: workDirectory)
             } catch {
                 feeder.stop()
                 throw error
@@ -55,7 +51,7 @@ public final class ReplayGPSD: Sendable {
             throw error
         }
         self.feeder = feeder
-        processIDs = [supervisor.pid] + supervisor.children()
+        processIDs = [gpsd.pid]
     }
 
     deinit { stop() }
@@ -68,17 +64,16 @@ public final class ReplayGPSD: Sendable {
             guard !stopped else { return }
             stopped = true
             feeder.stop()
-            // timeout passes SIGTERM on to gpsd, and kills it for good 2 s later if it lingers.
-            supervisor.terminate(grace: 5)
+            gpsd.terminate(grace: 2)
             Self.removeSharedMemory(key: Self.sharedMemoryKey(port: address.port))
             try? FileManager.default.removeItem(atPath: workDirectory)
         }
     }
 
-    /// Starts gpsd under `timeout` and waits until it accepts clients. A lost race for a free
-    /// port shows as gpsd exiting early; then it tries another port.
-    private static func startGPSD(options: Options, feedPort: UInt16, lifetime: Double,
-                                  directory: String) throws(ReplayError) -> (ChildProcess, GPSDAddress) {
+    /// Starts gpsd and waits until it accepts clients. A lost race for a free port shows as gpsd
+    /// exiting early; then it tries another port.
+    private static func startGPSD(options: Options, feedPort: UInt16,
+                                  directory: String) throws(ReplayError) -> (GPSDProcess, GPSDAddress) {
         var lastError = ReplayError.gpsdFailedToStart("no attempt made")
         for _ in 0..<(options.port == nil ? 3 : 1) {
             let port: UInt16
@@ -86,13 +81,12 @@ public final class ReplayGPSD: Sendable {
             let outputPath = directory + "/gpsd.log"
             var environment = ProcessInfo.processInfo.environment
             environment["GPSD_SHM_KEY"] = String(format: "0x%08x", sharedMemoryKey(port: port))
-            let child = try ChildProcess(
-                executable: "/usr/bin/timeout",
-                arguments: ["--kill-after=2", String(Int(lifetime.rounded(.up))), options.gpsdExecutable,
-                            "-N", "-b", "-S", String(port), "tcp://127.0.0.1:\(feedPort)"],
+            let child = try GPSDProcess(
+                gpsd: options.gpsdExecutable,
+                arguments: ["-N", "-b", "-S", String(port), "tcp://127.0.0.1:\(feedPort)"],
                 environment: environment, outputPath: outputPath)
             let deadline = Date().addingTimeInterval(options.startTimeout)
-            while Date() < deadline && child.isRunning() {
+            while Date() < deadline && !child.hasExited {
                 if LoopbackSocket.accepts(port: port) {
                     return (child, GPSDAddress(host: "127.0.0.1", port: port))
                 }

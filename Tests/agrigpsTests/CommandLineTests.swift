@@ -49,7 +49,7 @@ private struct Agrigps {
         return false
     }
 
-    /// Every process below this one: for replay, the `timeout` supervisor and gpsd.
+    /// Every process below this one: for replay, its gpsd.
     func descendants() -> [pid_t] {
         var found: [pid_t] = []
         var frontier = [process.pid]
@@ -169,7 +169,7 @@ struct CommandLineTests {
         }
         #expect(replay.waitForOutput(timeout: 15) { !$0.isEmpty })
         let started = replay.descendants()
-        #expect(started.count == 2, "expected the timeout supervisor and gpsd, found \(started)")
+        #expect(started.count == 1, "expected gpsd alone, found \(started)")
         kill(replay.process.pid, SIGINT)
         #expect(replay.process.wait(timeout: 10) == 130)
         #expect(started.allSatisfy(Processes.isGone), "left behind: \(started.filter { !Processes.isGone($0) })")
