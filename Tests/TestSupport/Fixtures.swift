@@ -139,6 +139,14 @@ public enum Processes {
         kill(pid, 0) != 0 && errno == ESRCH
     }
 
+    /// True when the process is gone or a zombie: it runs no more, whoever has yet to reap it.
+    public static func isDead(_ pid: pid_t) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return isGone(pid) }
+        // The state follows the parenthesised command name: "pid (comm) S ...".
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
     /// Every running process whose command line contains all of `words`.
     public static func matching(_ words: [String]) -> [pid_t] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []

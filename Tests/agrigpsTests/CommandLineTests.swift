@@ -175,6 +175,20 @@ struct CommandLineTests {
         #expect(started.allSatisfy(Processes.isGone), "left behind: \(started.filter { !Processes.isGone($0) })")
     }
 
+    @Test func killedReplayTakesItsGPSDWithIt() throws {
+        let replay = try Agrigps(["replay", Fixtures.log("telit-he910"), "--real-time"])
+        defer { replay.cleanUp() }
+        #expect(replay.waitForOutput(timeout: 15) { !$0.isEmpty })
+        let started = replay.descendants()
+        #expect(started.count == 1)
+        kill(replay.process.pid, SIGKILL)
+        #expect(replay.process.wait(timeout: 10) == 128 + SIGKILL)
+        // No handler runs on SIGKILL: only the kernel's parent-death signal can end gpsd.
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline && !started.allSatisfy(Processes.isDead) { usleep(20_000) }
+        #expect(started.allSatisfy(Processes.isDead), "gpsd outlived a killed agrigps")
+    }
+
     @Test func helpIsTheManual() throws {
         let top = try Agrigps.run(["--help"])
         #expect(top.code == 0)
