@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -10,6 +10,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
     ],
     targets: [
         // libgps (gpsd's client library) with a shim for what Swift cannot import directly.
@@ -24,6 +25,15 @@ let package = Package(
             name: "GNSS",
             dependencies: [
                 "CGPS",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The durable outbox: every sample is committed here first and leaves only when acknowledged.
+        .target(
+            name: "Spool",
+            dependencies: [
+                "GNSS",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -46,5 +56,9 @@ let package = Package(
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport"]),
+        // Runs a spool in a process of its own, for the crash and read-only-directory tests.
+        .executableTarget(name: "spool-exerciser", dependencies: ["Spool", "GNSS"], path: "Tests/SpoolExerciser"),
+        .testTarget(name: "SpoolTests", dependencies: ["Spool", "GNSS", "TestSupport", "spool-exerciser",
+                                                       .product(name: "GRDB", package: "GRDB.swift")]),
     ]
 )

@@ -48,6 +48,27 @@ public enum FixState: Sendable, Hashable {
         }
     }
 
+    /// The reason part of a no-receiver state; nil for every other state.
+    public var noReceiverReason: NoReceiverReason? {
+        if case .noReceiver(let reason) = self { return reason }
+        return nil
+    }
+
+    /// The inverse of `name` (with the no-receiver reason kept beside it); nil for an unknown name.
+    public init?(name: String, noReceiverReason: NoReceiverReason? = nil) {
+        switch name {
+        case "gpsd_unreachable": self = .gpsdUnreachable
+        case "no_receiver": self = .noReceiver(noReceiverReason ?? .noDevice)
+        case "no_fix": self = .noFix
+        default:
+            let parts = name.split(separator: "_", maxSplits: 2).map(String.init)
+            guard parts.count == 3, parts[0] == "fix",
+                  let dimension = FixDimension(rawValue: parts[1] == "2d" ? 2 : parts[1] == "3d" ? 3 : 0),
+                  let quality = FixQuality(rawValue: parts[2]) else { return nil }
+            self = .fix(dimension, quality)
+        }
+    }
+
     /// Maps gpsd's TPV `mode` and `status` to our fix state.
     ///
     /// | TPV mode          | TPV status                   | FixState                 |

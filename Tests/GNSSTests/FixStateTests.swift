@@ -32,6 +32,17 @@ import Testing
         #expect(Set(names).count == names.count)
     }
 
+    @Test func namesRoundTrip() {
+        var states: [FixState] = [.gpsdUnreachable, .noFix] + [NoReceiverReason.noDevice, .removed, .silent].map { .noReceiver($0) }
+        states += FixQuality.allCases.flatMap { q in [FixState.fix(.twoD, q), .fix(.threeD, q)] }
+        for state in states {
+            #expect(FixState(name: state.name, noReceiverReason: state.noReceiverReason) == state)
+        }
+        #expect(FixState(name: "fix_4d_autonomous") == nil)
+        #expect(FixState(name: "fix_3d_excellent") == nil)
+        #expect(FixState(name: "") == nil)
+    }
+
     @Test func onlyFixesHaveAPosition() {
         #expect(FixState.fix(.twoD, .autonomous).hasPosition)
         #expect(!FixState.noFix.hasPosition)

@@ -1,0 +1,332 @@
+import Foundation
+import GNSS
+import GRDB
+import Logging
+
+/// The durable outbox: every sample is committed here before anything else happens to it, and leaves
+/// only when agrirouter has acknowledged the batch it went out in.
+///
+/// Database work runs synchronously inside the actor, so each call is one atomic step: a slow disk
+/// delays the next call rather than interleaving with it. Appends never throw: when the disk refuses
+/// a write, the sample waits in a bounded memory ring and is written, in order, with the next append
+/// that succeeds.
+public actor Spool {
+    public nonisolated let path: String
+    private let configuration: SpoolConfiguration
+    private let logger: Logger
+    private var database: DatabaseQueue?
+    private var fault: SpoolError?
+    private var ring: [(sample: PositionSample, wireSize: Int)] = []
+    private var ringDropped = 0
+    /// Unacknowledged rows and their wire bytes, kept here because COUNT(*) is a table scan.
+    private var queued = (rows: 0, bytes: 0)
+    private var lastReopen = uptime()
+    private var lastAgeSweep = -Double.infinity
+
+    static let unsent = "delivery IN ('pending', 'failed', 'parked')"
+    static let sendable = "(delivery = 'pending' OR (delivery = 'failed' AND retry_after <= :now))"
+
+    /// Opens (creating if needed) the spool at `path`. Never fails: a corrupt file is moved aside and
+    /// a new spool started; a file that cannot be opened leaves the spool holding samples in memory
+    /// and trying again every `reopenInterval`.
+    public init(path: String, configuration: SpoolConfiguration = SpoolConfiguration(),
+                logger: Logger = Logger(label: "agrigps.spool")) {
+        self.path = path
+        self.configuration = configuration
+        self.logger = logger
+        switch SpoolFile.open(path: path, configuration: configuration, logger: logger) {
+        case .success(let (database, queued)):
+            self.database = database
+            self.queued = queued
+        case .failure(let error):
+            logger.error("\(error.description); holding samples in memory until it can be written")
+            fault = error
+        }
+    }
+
+    // MARK: - Appending
+
+    /// Commits `sample` before returning, unless the disk refuses; see `AppendOutcome`.
+    @discardableResult
+    public func append(_ sample: PositionSample) -> AppendOutcome {
+        append([sample]).last ?? .heldInMemory(fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "nothing appended", path: path))
+    }
+
+    /// Commits several samples in one transaction (one disk sync for all of them).
+    @discardableResult
+    public func append(_ samples: [PositionSample]) -> [AppendOutcome] {
+        let incoming = samples.map { ($0, configuration.wireSize($0)) }
+        guard let database = database ?? reopenIfDue() else { return hold(incoming) }
+        let writes = ring + incoming
+        do {
+            let now = Date().timeIntervalSince1970
+            let ids = try database.write { db in try insert(writes, at: now, into: db) }
+            if let fault {
+                logger.notice("spool writable again after \(fault.kind.rawValue); wrote \(ring.count) samples held in memory")
+            }
+            fault = nil
+            ring.removeAll()
+            ringDropped = 0
+            return ids.suffix(incoming.count).map { .stored(rowID: $0) }
+        } catch {
+            let spoolError = storageError(error)
+            if spoolError != fault { logger.error("\(spoolError.description); holding samples in memory") }
+            fault = spoolError
+            if spoolError.kind == .corrupt { self.database = nil }  // reopening quarantines it
+            return hold(incoming)
+        }
+    }
+
+    private func insert(_ writes: [(sample: PositionSample, wireSize: Int)], at now: Double,
+                        into db: Database) throws -> [Int64] {
+        let statement = try db.cachedStatement(sql: SampleColumns.insert)
+        var ids: [Int64] = []
+        ids.reserveCapacity(writes.count)
+        for (sample, wireSize) in writes {
+            try statement.execute(arguments: SampleColumns.arguments(sample, wireSize: wireSize))
+            ids.append(db.lastInsertedRowID)
+        }
+        var added = (rows: writes.count, bytes: writes.reduce(0) { $0 + $1.wireSize })
+        if ringDropped > 0 { try SpoolState.add(ringDropped, to: "dropped_memory", in: db) }
+        try SpoolState.set("last_append", number: now, in: db)
+        try evictOverCaps(adding: &added, now: now, in: db)
+        // Only now, inside the committed transaction's success path, do the counts change.
+        queued.rows += added.rows
+        queued.bytes += added.bytes
+        return ids
+    }
+
+    private func hold(_ incoming: [(PositionSample, Int)]) -> [AppendOutcome] {
+        ring.append(contentsOf: incoming)
+        let excess = ring.count - configuration.memoryRingCapacity
+        if excess > 0 {
+            ring.removeFirst(excess)
+            ringDropped += excess
+        }
+        let error = fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path)
+        return incoming.map { _ in .heldInMemory(error) }
+    }
+
+    private func reopenIfDue() -> DatabaseQueue? {
+        guard uptime() - lastReopen >= configuration.reopenInterval else { return nil }
+        lastReopen = uptime()
+        guard case .success(let (database, queued)) = SpoolFile.open(path: path, configuration: configuration, logger: logger) else {
+            return nil
+        }
+        self.database = database
+        self.queued = queued
+        return database
+    }
+
+    private func storageError(_ error: any Error) -> SpoolError {
+        if let error = error as? DatabaseError { return SpoolError(error, path: path) }
+        if let error = error as? SpoolError { return error }
+        return SpoolError(kind: .database, sqliteCode: 0, message: "\(error)", path: path)
+    }
+
+    // MARK: - Caps
+
+    /// Drops the oldest unsent rows while the spool is over a cap. `added` is what this transaction
+    /// adds; it comes back reduced by what was dropped.
+    private func evictOverCaps(adding added: inout (rows: Int, bytes: Int), now: Double, in db: Database) throws {
+        if uptime() - lastAgeSweep >= 60 {
+            lastAgeSweep = uptime()
+            let cutoff = now - configuration.maximumAge
+            let old = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(wire_size) FROM sample WHERE \(Self.unsent) AND sampled_at < ?", arguments: [cutoff])
+            let count: Int = old?[0] ?? 0
+            if count > 0 {
+                try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND sampled_at < ?", arguments: [cutoff])
+                try SpoolState.add(count, to: "dropped_age", in: db)
+                added.rows -= count
+                added.bytes -= Int(old?[1] ?? 0.0)
+            }
+        }
+        while queued.rows + added.rows > configuration.maximumRows || queued.bytes + added.bytes > configuration.maximumBytes {
+            let reason = queued.rows + added.rows > configuration.maximumRows ? "dropped_rows" : "dropped_bytes"
+            let excessRows = max(0, queued.rows + added.rows - configuration.maximumRows)
+            let excessBytes = max(0, queued.bytes + added.bytes - configuration.maximumBytes)
+            let candidates = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(Self.unsent) ORDER BY id LIMIT ?",
+                                              arguments: [max(excessRows, 1) + 256])
+            guard !candidates.isEmpty else { return }  // only in-flight rows left: wait for them
+            var (count, bytes, lastID): (Int, Int, Int64) = (0, 0, 0)
+            for row in candidates where count < excessRows || bytes < excessBytes {
+                count += 1
+                bytes += row["wire_size"] as Int
+                lastID = row["id"]
+            }
+            try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND id <= ?", arguments: [lastID])
+            try SpoolState.add(count, to: reason, in: db)
+            added.rows -= count
+            added.bytes -= bytes
+        }
+    }
+
+    // MARK: - Delivery
+
+    /// Takes the oldest sendable samples, within `byteBudget` and `maximumEntries`, marks them in flight
+    /// under `id`, and returns them in the order they were taken. Nil when nothing is waiting.
+    public func takeBatch(id: String = UUID().uuidString.lowercased(),
+                          byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
+                          maximumEntries: Int = 20_000, now: Date = Date()) throws(SpoolError) -> SpoolBatch? {
+        let now = now.timeIntervalSince1970
+        return try write { db in
+            try self.reclaimExpired(now: now, in: db)
+            let rows = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(Self.sendable) ORDER BY id LIMIT :limit",
+                                        arguments: ["now": now, "limit": maximumEntries])
+            var (bytes, lastID): (Int, Int64?) = (0, nil)
+            for row in rows {
+                let size: Int = row["wire_size"]
+                if lastID != nil && bytes + size > byteBudget { break }
+                bytes += size
+                lastID = row["id"]
+            }
+            guard let lastID else { return nil }
+            // The same predicate over the same prefix of ids marks exactly the rows counted above.
+            try db.execute(sql: "UPDATE sample SET delivery = 'in_flight', batch_id = :batch, sent_at = :now WHERE \(Self.sendable) AND id <= :last",
+                           arguments: ["batch": id, "now": now, "last": lastID])
+            let samples = try Row.fetchAll(db, sql: SampleColumns.select + " WHERE batch_id = ? AND delivery = 'in_flight' ORDER BY id", arguments: [id])
+            return SpoolBatch(id: id, samples: samples.map(SampleColumns.spooled))
+        }
+    }
+
+    /// agrirouter acknowledged batch `id`: its samples leave the spool (or are kept as history).
+    /// A late acknowledgement for a batch that already went back to pending still counts.
+    @discardableResult
+    public func acknowledge(batch id: String, now: Date = Date()) throws(SpoolError) -> Int {
+        let now = now.timeIntervalSince1970
+        return try write { db in
+            let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(wire_size) FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [id])
+            let count: Int = done?[0] ?? 0
+            if configuration.acknowledgedHistory > 0 {
+                try db.execute(sql: "UPDATE sample SET delivery = 'acknowledged', acknowledged_at = ? WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [now, id])
+                try db.execute(sql: "DELETE FROM sample WHERE delivery = 'acknowledged' AND acknowledged_at < ?", arguments: [now - configuration.acknowledgedHistory])
+            } else {
+                try db.execute(sql: "DELETE FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [id])
+            }
+            queued.rows -= count
+            queued.bytes -= Int(done?[1] ?? 0.0)
+            return count
+        }
+    }
+
+    /// Sending batch `id` failed (agrirouter said ACK_WITH_FAILURE, say). Its samples are retried after
+    /// a growing delay, and parked after `parkAfterFailures` failures.
+    public func fail(batch id: String, reason: String, now: Date = Date()) throws(SpoolError) {
+        let now = now.timeIntervalSince1970
+        try write { db in
+            try db.execute(sql: """
+                UPDATE sample SET attempts = attempts + 1, last_error = :reason,
+                    delivery = CASE WHEN attempts + 1 >= :park THEN 'parked' ELSE 'failed' END,
+                    retry_after = :now + MIN(:maximum, :delay * (1 << MIN(attempts, 30)))
+                WHERE batch_id = :batch AND delivery = 'in_flight'
+                """, arguments: ["reason": reason, "park": configuration.parkAfterFailures, "now": now,
+                                 "maximum": configuration.maximumRetryDelay, "delay": configuration.retryDelay, "batch": id])
+        }
+    }
+
+    /// Batch `id` was never handed over (no network, say): back to pending with no failure counted.
+    public func release(batch id: String) throws(SpoolError) {
+        try write { db in
+            try db.execute(sql: "UPDATE sample SET delivery = 'pending' WHERE batch_id = ? AND delivery = 'in_flight'", arguments: [id])
+        }
+    }
+
+    /// Returns in-flight samples older than the timeout to pending; a crash or a lost acknowledgement
+    /// becomes a resend, never a loss. `takeBatch` does this too.
+    @discardableResult
+    public func reclaimExpiredBatches(now: Date = Date()) throws(SpoolError) -> Int {
+        try write { db in try self.reclaimExpired(now: now.timeIntervalSince1970, in: db) }
+    }
+
+    private func reclaimExpired(now: Double, in db: Database) throws -> Int {
+        try db.execute(sql: "UPDATE sample SET delivery = 'pending' WHERE delivery = 'in_flight' AND sent_at < ?",
+                       arguments: [now - configuration.inFlightTimeout])
+        return db.changesCount
+    }
+
+    /// Parked samples go back to pending with their failure count cleared.
+    @discardableResult
+    public func retryParked() throws(SpoolError) -> Int {
+        try write { db in
+            try db.execute(sql: "UPDATE sample SET delivery = 'pending', attempts = 0, retry_after = NULL WHERE delivery = 'parked'")
+            return db.changesCount
+        }
+    }
+
+    // MARK: - Status
+
+    public func status(now: Date = Date()) -> SpoolStatus {
+        var status = SpoolStatus()
+        status.heldInMemory = ring.count
+        status.storageFault = fault
+        if ringDropped > 0 { status.dropped["memory"] = ringDropped }
+        guard let database else { return status }
+        do {
+            try database.read { db in
+                for row in try Row.fetchAll(db, sql: "SELECT delivery, COUNT(*) FROM sample GROUP BY delivery") {
+                    let count: Int = row[1]
+                    switch row[0] as String {
+                    case "pending": status.pending = count
+                    case "in_flight": status.inFlight = count
+                    case "failed": status.failed = count
+                    case "parked": status.parked = count
+                    case "acknowledged": status.acknowledgedKept = count
+                    default: break
+                    }
+                }
+                let oldest = try Double.fetchOne(db, sql: "SELECT MIN(sampled_at) FROM sample WHERE delivery IN ('pending', 'failed')")
+                status.oldestPendingAge = oldest.map { now.timeIntervalSince1970 - $0 }
+                for row in try Row.fetchAll(db, sql: "SELECT name, number, text FROM spool_state") {
+                    let name: String = row["name"]
+                    let number: Double? = row["number"]
+                    if name.hasPrefix("dropped_"), let number {
+                        status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += Int(number)
+                    } else if name == "last_append", let number {
+                        status.lastAppendAt = Date(timeIntervalSince1970: number)
+                    } else if name == "quarantined_file" {
+                        status.quarantinedFile = row["text"]
+                        status.quarantinedAt = number.map(Date.init(timeIntervalSince1970:))
+                    }
+                }
+            }
+        } catch {
+            status.storageFault = storageError(error)
+        }
+        return status
+    }
+
+    /// Every spooled sample in append order, whatever its delivery state; for inspection and tests.
+    public func allSamples() throws(SpoolError) -> [(SpooledSample, delivery: String)] {
+        guard let database else { throw fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
+        do {
+            return try database.read { db in
+                try Row.fetchAll(db, sql: SampleColumns.select.replacingOccurrences(of: "wire_size FROM", with: "wire_size, delivery FROM") + " ORDER BY id")
+                    .map { (SampleColumns.spooled($0), $0["delivery"]) }
+            }
+        } catch {
+            throw storageError(error)
+        }
+    }
+
+    private func write<T>(_ body: (Database) throws -> T) throws(SpoolError) -> T {
+        guard let database else { throw fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
+        do {
+            return try database.write(body)
+        } catch {
+            throw storageError(error)
+        }
+    }
+}
+
+/// Numbers and notes kept beside the queue, in the same database.
+enum SpoolState {
+    static func set(_ name: String, number: Double? = nil, text: String? = nil, in db: Database) throws {
+        try db.execute(sql: "INSERT INTO spool_state (name, number, text) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET number = excluded.number, text = excluded.text",
+                       arguments: [name, number, text])
+    }
+
+    static func add(_ count: Int, to name: String, in db: Database) throws {
+        try db.execute(sql: "INSERT INTO spool_state (name, number) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET number = number + excluded.number",
+                       arguments: [name, count])
+    }
+}

@@ -1,0 +1,42 @@
+import GNSS
+
+/// How the spool behaves. Every limit has a default that suits a box sampling once a second.
+public struct SpoolConfiguration: Sendable {
+    /// The payload cap of the agrirouter SDKs: protobuf bytes whose base64 stays within 1,024,000 characters.
+    public static let agrirouterPayloadCap = 767_997
+
+    /// Most unacknowledged rows kept; the oldest that are not in flight are dropped beyond it.
+    public var maximumRows = 500_000
+    /// Most encoded bytes (the `wireSize` of each row) kept unacknowledged.
+    public var maximumBytes = 64 * 1024 * 1024
+    /// Samples older than this (system time) are dropped unless in flight. Seconds.
+    public var maximumAge: Double = 30 * 24 * 3600
+    /// In-flight batches older than this return to pending. agrirouter's outbox keeps answers 5 minutes.
+    public var inFlightTimeout: Double = 300
+    /// Keep acknowledged rows this long (seconds) for inspection; 0 deletes them on acknowledgement.
+    public var acknowledgedHistory: Double = 0
+    /// Failures before a row is parked instead of retried.
+    public var parkAfterFailures = 5
+    /// First retry delay after a failure, doubled per failure up to `maximumRetryDelay`. Seconds.
+    public var retryDelay: Double = 30
+    public var maximumRetryDelay: Double = 3600
+    /// Samples held in memory while the disk refuses writes; the oldest go first beyond it.
+    public var memoryRingCapacity = 3600
+    /// How often (seconds) a spool whose file could not be opened tries again.
+    public var reopenInterval: Double = 5
+    /// SQLite's `max_page_count`: a hard ceiling on the file, so that the spool meets "disk full"
+    /// before the disk does. Nil leaves SQLite's default.
+    public var maximumPageCount: Int?
+    /// SQLite busy timeout, seconds.
+    public var busyTimeout: Double = 5
+    /// Encoded size of one sample in a GPSList, framing included. The link layer knows the exact
+    /// protobuf size and passes it in; the default is the upper bound of a fully set GPSEntry.
+    public var wireSize: @Sendable (PositionSample) -> Int = { _ in SpoolConfiguration.gpsEntryUpperBound }
+
+    /// A GPSEntry with every field set: 3 doubles and 2 DOPs (9 bytes each), sint64 millimetres (≤ 11),
+    /// status and satellites (≤ 3 each), timestamp (≤ 2 + 11 + 6), field status (2), plus 2 bytes of
+    /// GPSList framing.
+    public static let gpsEntryUpperBound = 5 * 9 + 11 + 3 + 3 + 19 + 2 + 3
+
+    public init() {}
+}

@@ -1,0 +1,83 @@
+import Foundation
+import GRDB
+import Logging
+
+/// Opening the spool's file: pragmas, the start-up check, quarantine of a corrupt file, migrations.
+enum SpoolFile {
+    typealias Opened = (database: DatabaseQueue, queued: (rows: Int, bytes: Int))
+
+    static func open(path: String, configuration: SpoolConfiguration, logger: Logger) -> Result<Opened, SpoolError> {
+        do {
+            return .success(try openChecked(path: path, configuration: configuration))
+        } catch let error where error.kind == .corrupt {
+            let aside = quarantine(path: path)
+            logger.error("spool \(path) is corrupt (\(error.message)); moved it to \(aside ?? "nowhere: rename failed") and started a new spool")
+            guard let aside else { return .failure(error) }
+            do {
+                let opened = try openChecked(path: path, configuration: configuration)
+                try opened.database.write { db in
+                    try SpoolState.set("quarantined_file", number: Date().timeIntervalSince1970, text: aside, in: db)
+                }
+                return .success(opened)
+            } catch let error as SpoolError {
+                return .failure(error)
+            } catch {
+                return .failure(SpoolError(kind: .database, sqliteCode: 0, message: "\(error)", path: path))
+            }
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func openChecked(path: String, configuration: SpoolConfiguration) throws(SpoolError) -> Opened {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw SpoolError(kind: .readOnly, sqliteCode: 0, message: "cannot create directory \(directory)", path: path)
+            }
+        }
+        var settings = Configuration()
+        settings.journalMode = .wal
+        settings.busyMode = .timeout(configuration.busyTimeout)
+        let pageLimit = configuration.maximumPageCount
+        settings.prepareDatabase { db in
+            // FULL: a commit survives power loss, not just a crash of this process.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            if let pageLimit { try db.execute(sql: "PRAGMA max_page_count = \(pageLimit)") }
+        }
+        do {
+            let database = try DatabaseQueue(path: path, configuration: settings)
+            let verdict = try database.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
+            guard verdict == ["ok"] else {
+                throw SpoolError(kind: .corrupt, sqliteCode: 11, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))", path: path)
+            }
+            try SpoolSchema.migrator.migrate(database)
+            let queued = try database.read { db in
+                try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(wire_size) FROM sample WHERE delivery != 'acknowledged'")
+            }
+            return (database, (queued?[0] ?? 0, Int(queued?[1] ?? 0.0)))
+        } catch let error as SpoolError {
+            throw error
+        } catch let error as DatabaseError {
+            throw SpoolError(error, path: path)
+        } catch {
+            throw SpoolError(kind: .database, sqliteCode: 0, message: "\(error)", path: path)
+        }
+    }
+
+    /// Moves the file (and its WAL and shared-memory files, which belong to it) to `<name>.corrupt-<UTC>`.
+    private static func quarantine(path: String) -> String? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        let aside = "\(path).corrupt-\(formatter.string(from: Date()))"
+        guard rename(path, aside) == 0 else { return nil }
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            if rename(path + suffix, aside + suffix) != 0 { unlink(path + suffix) }
+        }
+        return aside
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+
+/// The spool's counters, for `agrigps status`. Counts come from the database itself.
+public struct SpoolStatus: Sendable, Equatable {
+    public var pending = 0
+    public var inFlight = 0
+    public var failed = 0
+    public var parked = 0
+    public var acknowledgedKept = 0
+    /// Seconds since the oldest sample still waiting to be sent was taken.
+    public var oldestPendingAge: Double?
+    public var lastAppendAt: Date?
+    /// Samples dropped by a cap, by reason ("rows", "bytes", "age", "memory"), since the spool was created.
+    public var dropped: [String: Int] = [:]
+    /// Samples waiting in memory because the disk refuses writes.
+    public var heldInMemory = 0
+    /// The storage fault in force, if any.
+    public var storageFault: SpoolError?
+    /// Where a corrupt spool file was moved, and when.
+    public var quarantinedFile: String?
+    public var quarantinedAt: Date?
+
+    public var droppedTotal: Int { dropped.values.reduce(0, +) }
+}

@@ -1,0 +1,90 @@
+// Drives a Spool in its own process, for tests that must kill it or run it as another user.
+//
+//   spool-exerciser crash-loop SPOOL JOURNAL
+//       Appends as fast as it can while batches move through in flight and acknowledged, until
+//       killed. Writes a journal line only after the step it names has returned:
+//       "a SEQ" appended, "k BATCH" acknowledged, "f BATCH" failed.
+//   spool-exerciser hold-then-flush SPOOL GATE
+//       Appends samples 1-3, waits for the file GATE, appends 4-5, then prints every spooled
+//       sample's sequence number in order.
+import Foundation
+import GNSS
+import Spool
+
+func sample(_ seq: Int) -> PositionSample {
+    let report = PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 2, latitude: 48.1 + Double(seq) * 1e-6,
+                                longitude: 11.5, altitudeMSL: 500, speed: 1.5, track: 90, hdop: 0.9, pdop: 1.6,
+                                satellitesUsed: 12)
+    return PositionSample(sampledAt: Date(), state: report.fixState, report: report, detail: "seq \(seq)")
+}
+
+func sequenceNumber(_ sample: PositionSample) -> Int? {
+    sample.detail.flatMap { $0.hasPrefix("seq ") ? Int($0.dropFirst(4)) : nil }
+}
+
+/// Unbuffered journal: a line is on disk (in the page cache) before the next step starts.
+struct Journal {
+    let fd: Int32
+    init(path: String) { fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o644) }
+    func write(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+}
+
+func crashLoop(spoolPath: String, journalPath: String) async throws -> Never {
+    var configuration = SpoolConfiguration()
+    configuration.acknowledgedHistory = 7 * 24 * 3600  // keep acknowledged rows so the checker sees them
+    let spool = Spool(path: spoolPath, configuration: configuration)
+    // A restart after a crash: whatever was in flight goes back to pending.
+    try await spool.reclaimExpiredBatches(now: Date().addingTimeInterval(configuration.inFlightTimeout + 1))
+    var seq = try await spool.allSamples().compactMap { sequenceNumber($0.0.sample) }.max() ?? 0
+    let journal = Journal(path: journalPath)
+    var step = 0
+    while true {
+        seq += 1
+        step += 1
+        guard case .stored = await spool.append(sample(seq)) else { fatalError("append was not stored") }
+        journal.write("a \(seq)")
+        if step % 7 == 0, let batch = try await spool.takeBatch(maximumEntries: 10) {
+            if step % 35 == 0 {
+                try await spool.fail(batch: batch.id, reason: "exercise")
+                journal.write("f \(batch.id)")
+            } else {
+                try await spool.acknowledge(batch: batch.id)
+                journal.write("k \(batch.id)")
+            }
+        }
+    }
+}
+
+func holdThenFlush(spoolPath: String, gate: String) async throws {
+    var configuration = SpoolConfiguration()
+    configuration.reopenInterval = 0.05
+    let spool = Spool(path: spoolPath, configuration: configuration)
+    func append(_ seq: Int) async {
+        switch await spool.append(sample(seq)) {
+        case .stored: print("stored \(seq)")
+        case .heldInMemory(let error): print("held \(seq) \(error.kind.rawValue)")
+        }
+    }
+    for seq in 1...3 { await append(seq) }
+    let fault = await spool.status().storageFault
+    print("fault \(fault?.kind.rawValue ?? "none") held \(await spool.status().heldInMemory)")
+    while !FileManager.default.fileExists(atPath: gate) { try await Task.sleep(for: .milliseconds(20)) }
+    try await Task.sleep(for: .milliseconds(100))
+    for seq in 4...5 { await append(seq) }
+    let order = try await spool.allSamples().compactMap { sequenceNumber($0.0.sample) }
+    print("order \(order.map(String.init).joined(separator: " "))")
+}
+
+let arguments = CommandLine.arguments
+switch arguments.dropFirst().first {
+case "crash-loop" where arguments.count == 4:
+    try await crashLoop(spoolPath: arguments[2], journalPath: arguments[3])
+case "hold-then-flush" where arguments.count == 4:
+    try await holdThenFlush(spoolPath: arguments[2], gate: arguments[3])
+default:
+    FileHandle.standardError.write(Data("usage: spool-exerciser crash-loop SPOOL JOURNAL | hold-then-flush SPOOL GATE\n".utf8))
+    exit(64)
+}

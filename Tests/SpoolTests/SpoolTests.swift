@@ -1,0 +1,261 @@
+import Foundation
+import GNSS
+import GRDB
+import Testing
+import TestSupport
+@testable import Spool
+
+/// A fresh directory per test, removed afterwards.
+final class Scratch {
+    let directory: String
+    init() {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-spool-\(UUID().uuidString)").path
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+    var spoolPath: String { directory + "/spool.sqlite" }
+    deinit {
+        chmod(directory, 0o755)
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// An hour ago, on a whole second: recent enough that the default age cap keeps every sample.
+let epoch = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 3600).rounded(.down))
+
+func sample(_ seq: Int, at time: Date = epoch, state: FixState = .fix(.threeD, .rtkFixed)) -> PositionSample {
+    guard state.hasPosition else {
+        return PositionSample(sampledAt: time.addingTimeInterval(Double(seq)), state: state, detail: "seq \(seq)")
+    }
+    let report = PositionReport(time: time.addingTimeInterval(Double(seq)), gpsdMode: 3, gpsdStatus: 3,
+                                latitude: 48 + Double(seq) * 1e-6, longitude: 11.25, altitudeHAE: 547.25,
+                                altitudeMSL: 500.5, speed: 2.25, track: 181.5, hdop: 0.8, pdop: 1.4,
+                                satellitesUsed: 14, device: "/dev/ttyACM0")
+    return PositionSample(sampledAt: time.addingTimeInterval(Double(seq)), state: state, report: report,
+                          clockSkew: 75.5, detail: "seq \(seq)")
+}
+
+func isStored(_ outcome: AppendOutcome) -> Bool {
+    if case .stored = outcome { return true }
+    return false
+}
+
+func seqs(_ samples: [SpooledSample]) -> [Int] {
+    samples.compactMap { $0.sample.detail.flatMap { Int($0.dropFirst(4)) } }
+}
+
+func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfiguration {
+    var configuration = SpoolConfiguration()
+    configuration.wireSize = { _ in 60 }
+    change(&configuration)
+    return configuration
+}
+
+@Suite struct SpoolTests {
+    @Test func appendCommitsEveryFieldAndCountsIt() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+        let samples = [sample(1), sample(2, state: .noFix), sample(3, state: .noReceiver(.silent)), sample(4, state: .gpsdUnreachable)]
+        for item in samples { #expect(isStored(await spool.append(item))) }
+        let stored = try await spool.allSamples()
+        #expect(stored.map(\.0.sample) == samples)
+        #expect(stored.allSatisfy { $0.delivery == "pending" })
+        let status = await spool.status(now: epoch.addingTimeInterval(100))
+        #expect(status.pending == 4)
+        #expect(status.oldestPendingAge == 99)
+        #expect(status.lastAppendAt != nil)
+        #expect(status.storageFault == nil)
+
+        // A second process opening the file sees what the first committed.
+        let again = Spool(path: scratch.spoolPath, configuration: configuration())
+        #expect(try await again.allSamples().count == 4)
+        let pragmas = try await DatabaseQueue(path: scratch.spoolPath).read { db in
+            try (String.fetchOne(db, sql: "PRAGMA journal_mode"), Int.fetchOne(db, sql: "PRAGMA synchronous"))
+        }
+        #expect(pragmas.0 == "wal")
+    }
+
+    @Test func batchesAreOldestFirstWithinBudgetAndInOrder() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+        for seq in 1...10 { await spool.append(sample(seq)) }
+        let first = try #require(try await spool.takeBatch(id: "b1", byteBudget: 250, now: epoch))
+        #expect(seqs(first.samples) == [1, 2, 3, 4])  // 4 × 60 bytes fit in 250
+        #expect(first.wireBytes == 240)
+        let second = try #require(try await spool.takeBatch(id: "b2", maximumEntries: 3, now: epoch))
+        #expect(seqs(second.samples) == [5, 6, 7])
+        #expect(await spool.status().inFlight == 7)
+        #expect(try await spool.acknowledge(batch: "b1") == 4)
+        #expect(try await spool.acknowledge(batch: "b1") == 0)
+        let status = await spool.status()
+        #expect(status.pending == 3 && status.inFlight == 3)
+        #expect(seqs(try await spool.allSamples().map(\.0)) == [5, 6, 7, 8, 9, 10])
+        let rest = try #require(try await spool.takeBatch(id: "b3", now: epoch))
+        #expect(seqs(rest.samples) == [8, 9, 10])
+        #expect(try await spool.takeBatch(id: "b4", now: epoch) == nil)
+    }
+
+    @Test func defaultBudgetIsTheAgrirouterPayloadCap() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.wireSize = { _ in 75 } })
+        await spool.append((1...12_000).map { sample($0) })
+        let batch = try #require(try await spool.takeBatch(now: epoch))
+        #expect(batch.samples.count == 767_997 / 75)
+        #expect(batch.wireBytes <= SpoolConfiguration.agrirouterPayloadCap)
+    }
+
+    @Test func inFlightBatchesTimeOutBackToPending() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.inFlightTimeout = 300 })
+        for seq in 1...3 { await spool.append(sample(seq)) }
+        _ = try await spool.takeBatch(id: "lost", now: epoch)
+        #expect(try await spool.takeBatch(id: "early", now: epoch.addingTimeInterval(299)) == nil)
+        #expect(try await spool.reclaimExpiredBatches(now: epoch.addingTimeInterval(299)) == 0)
+        let resend = try #require(try await spool.takeBatch(id: "resend", now: epoch.addingTimeInterval(301)))
+        #expect(seqs(resend.samples) == [1, 2, 3])
+        // An acknowledgement that arrives late for the first send still settles the samples.
+        _ = try await spool.reclaimExpiredBatches(now: epoch.addingTimeInterval(700))
+        #expect(try await spool.acknowledge(batch: "resend") == 3)
+        #expect(await spool.status().pending == 0)
+    }
+
+    @Test func failedBatchesRetryWithBackoffThenPark() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration {
+            $0.retryDelay = 10; $0.maximumRetryDelay = 1000; $0.parkAfterFailures = 3
+        })
+        await spool.append(sample(1))
+        var now = epoch
+        for (attempt, delay) in [(1, 10.0), (2, 20.0)] {
+            let batch = try #require(try await spool.takeBatch(id: "try\(attempt)", now: now))
+            try await spool.fail(batch: batch.id, reason: "VAL_000006 missing recipient", now: now)
+            #expect(try await spool.takeBatch(now: now.addingTimeInterval(delay - 1)) == nil)
+            now = now.addingTimeInterval(delay)
+        }
+        let last = try #require(try await spool.takeBatch(id: "try3", now: now))
+        try await spool.fail(batch: last.id, reason: "still failing", now: now)
+        #expect(try await spool.takeBatch(now: now.addingTimeInterval(10_000)) == nil)
+        let status = await spool.status()
+        #expect(status.parked == 1 && status.failed == 0 && status.pending == 0)
+        #expect(try await spool.retryParked() == 1)
+        #expect(try await spool.takeBatch(now: now)?.samples.count == 1)
+    }
+
+    @Test func acknowledgedHistoryIsKeptThenPurged() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.acknowledgedHistory = 60 })
+        for seq in 1...2 { await spool.append(sample(seq)) }
+        _ = try await spool.takeBatch(id: "a", maximumEntries: 1, now: epoch)
+        try await spool.acknowledge(batch: "a", now: epoch)
+        #expect(await spool.status().acknowledgedKept == 1)
+        _ = try await spool.takeBatch(id: "b", now: epoch)
+        try await spool.acknowledge(batch: "b", now: epoch.addingTimeInterval(61))
+        let kept = try await spool.allSamples()
+        #expect(kept.map(\.delivery) == ["acknowledged"])
+        #expect(seqs(kept.map(\.0)) == [2])
+    }
+
+    @Test func rowCapEvictsOldestUnsentFirstAndCountsIt() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumRows = 5 })
+        for seq in 1...3 { await spool.append(sample(seq)) }
+        _ = try await spool.takeBatch(id: "flying", maximumEntries: 1, now: epoch)  // seq 1 is in flight
+        for seq in 4...9 { await spool.append(sample(seq)) }
+        // In-flight seq 1 stays; the oldest unsent (2, 3, 4, 5) go, in that order.
+        #expect(seqs(try await spool.allSamples().map(\.0)) == [1, 6, 7, 8, 9])
+        #expect(await spool.status().dropped == ["rows": 4])
+        // The counter is in the database: it survives a restart.
+        #expect(await Spool(path: scratch.spoolPath, configuration: configuration()).status().dropped == ["rows": 4])
+    }
+
+    @Test func byteAndAgeCapsEvictToo() async throws {
+        let scratch = Scratch()
+        let bytes = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumBytes = 300 })
+        await bytes.append((1...7).map { sample($0) })
+        #expect(seqs(try await bytes.allSamples().map(\.0)) == [3, 4, 5, 6, 7])
+        #expect(await bytes.status().dropped == ["bytes": 2])
+
+        let other = Scratch()
+        let aged = Spool(path: other.spoolPath, configuration: configuration { $0.maximumAge = 3600 })
+        let now = Date()
+        await aged.append(sample(1, at: now.addingTimeInterval(-7200)))
+        await aged.append(sample(2, at: now))
+        // The age sweep runs at most once a minute: on the first append here.
+        let fresh = Spool(path: other.spoolPath, configuration: configuration { $0.maximumAge = 3600 })
+        await fresh.append(sample(3, at: now))
+        #expect(seqs(try await fresh.allSamples().map(\.0)) == [2, 3])
+        #expect(await fresh.status().dropped == ["age": 1])
+    }
+
+    @Test func corruptFileIsQuarantinedAndANewSpoolStarts() async throws {
+        for damage in ["header", "pages"] {
+            let scratch = Scratch()
+            do {
+                let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+                await spool.append((1...2000).map { sample($0) })
+            }
+            // Fold the WAL into the file, then write garbage over it.
+            try await DatabaseQueue(path: scratch.spoolPath).writeWithoutTransaction { try $0.checkpoint(.truncate) }
+            let handle = try #require(FileHandle(forWritingAtPath: scratch.spoolPath))
+            try handle.seek(toOffset: damage == "header" ? 0 : 8192)
+            handle.write(Data((0..<16384).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }))
+            try handle.close()
+
+            let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+            let status = await spool.status()
+            let aside = try #require(status.quarantinedFile, "\(damage): not quarantined")
+            #expect(aside.hasPrefix(scratch.spoolPath + ".corrupt-"))
+            #expect(FileManager.default.fileExists(atPath: aside))
+            #expect(status.pending == 0 && status.storageFault == nil)
+            #expect(await spool.append(sample(1)) == .stored(rowID: 1))
+        }
+    }
+
+    @Test func diskFullHoldsSamplesInMemoryThenFlushesThemInOrder() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumPageCount = 24 })
+        var seq = 0
+        var held: [Int] = []
+        while held.count < 5 && seq < 100_000 {
+            seq += 1
+            if case .heldInMemory(let error) = await spool.append(sample(seq)) {
+                #expect(error.kind == .diskFull)
+                held.append(seq)
+            }
+        }
+        #expect(held.count == 5)
+        let full = await spool.status()
+        #expect(full.storageFault?.kind == .diskFull && full.heldInMemory == 5)
+        // Space comes back (here another connection clears old rows, as an operator would clear the
+        // disk); the next append writes the held samples first, in order.
+        try await DatabaseQueue(path: scratch.spoolPath).write { try $0.execute(sql: "DELETE FROM sample WHERE id <= 200") }
+        #expect(isStored(await spool.append(sample(seq + 1))))
+        let stored = seqs(try await spool.allSamples().map(\.0))
+        #expect(Array(stored.suffix(6)) == held + [seq + 1])
+        #expect(stored == stored.sorted())
+        let recovered = await spool.status()
+        #expect(recovered.storageFault == nil && recovered.heldInMemory == 0)
+    }
+
+    @Test func upgradeFromTheFirstSchemaKeepsTheQueue() async throws {
+        let scratch = Scratch()
+        do {
+            let old = try DatabaseQueue(path: scratch.spoolPath)
+            try SpoolSchema.migrator.migrate(old, upTo: SpoolSchema.queueVersion)
+            try await old.write { db in
+                for seq in 1...3 {
+                    try db.execute(sql: """
+                        INSERT INTO sample (sampled_at, state, gpsd_mode, gpsd_status, latitude, longitude, detail, wire_size, delivery)
+                        VALUES (?, 'fix_3d_dgps', 3, 2, 48.5, 11.5, ?, 60, ?)
+                        """, arguments: [epoch.timeIntervalSince1970 + Double(seq), "seq \(seq)", seq == 3 ? "in_flight" : "pending"])
+                }
+            }
+        }
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+        let rows = try await spool.allSamples()
+        #expect(seqs(rows.map(\.0)) == [1, 2, 3])
+        #expect(rows.first?.0.sample.state == .fix(.threeD, .dgps))
+        let applied = try await DatabaseQueue(path: scratch.spoolPath).read { try SpoolSchema.migrator.appliedIdentifiers($0) }
+        #expect(applied == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion])
+        #expect(await spool.status().pending == 2)
+    }
+}
