@@ -53,6 +53,12 @@ let package = Package(
         ),
         // Fixture paths, gpsd's .chk reader and process checks shared by the test targets.
         .target(name: "TestSupport", dependencies: ["GNSS", "GPSDReplay"], path: "Tests/TestSupport"),
+        // Benchmarks that print each figure beside its baseline: swift run -c release agrigps-bench
+        .executableTarget(
+            name: "agrigps-bench",
+            dependencies: ["Spool", "GNSS", .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            path: "Benchmarks/agrigps-bench"
+        ),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport"]),

@@ -58,24 +58,29 @@ func crashLoop(spoolPath: String, journalPath: String) async throws -> Never {
     }
 }
 
+/// Unbuffered, so the test sees each line while this process waits for it.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 func holdThenFlush(spoolPath: String, gate: String) async throws {
     var configuration = SpoolConfiguration()
     configuration.reopenInterval = 0.05
     let spool = Spool(path: spoolPath, configuration: configuration)
     func append(_ seq: Int) async {
         switch await spool.append(sample(seq)) {
-        case .stored: print("stored \(seq)")
-        case .heldInMemory(let error): print("held \(seq) \(error.kind.rawValue)")
+        case .stored: say("stored \(seq)")
+        case .heldInMemory(let error): say("held \(seq) \(error.kind.rawValue)")
         }
     }
     for seq in 1...3 { await append(seq) }
     let fault = await spool.status().storageFault
-    print("fault \(fault?.kind.rawValue ?? "none") held \(await spool.status().heldInMemory)")
+    say("fault \(fault?.kind.rawValue ?? "none") held \(await spool.status().heldInMemory)")
     while !FileManager.default.fileExists(atPath: gate) { try await Task.sleep(for: .milliseconds(20)) }
     try await Task.sleep(for: .milliseconds(100))
     for seq in 4...5 { await append(seq) }
     let order = try await spool.allSamples().compactMap { sequenceNumber($0.0.sample) }
-    print("order \(order.map(String.init).joined(separator: " "))")
+    say("order \(order.map(String.init).joined(separator: " "))")
 }
 
 let arguments = CommandLine.arguments

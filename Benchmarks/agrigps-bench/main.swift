@@ -1,0 +1,141 @@
+// Benchmarks, not tests: each figure is printed beside its baseline, taken in the same run.
+//
+//   swift run -c release agrigps-bench [--appends N] [--directory DIR]
+//
+// Spool appends: durable appends per second through the Spool (one transaction and one disk sync per
+// sample), against the sqlite3 C API doing the same statements with the same pragmas on the same
+// schema. Rounds alternate between the two so that a noisy disk hurts both alike.
+import Foundation
+import GNSS
+import GRDBSQLite
+import Spool
+
+struct Options {
+    var appends = 2000
+    var directory = FileManager.default.temporaryDirectory.path
+
+    init(_ arguments: [String]) {
+        var rest = arguments.dropFirst()
+        while let flag = rest.popFirst() {
+            switch (flag, rest.popFirst()) {
+            case ("--appends", let value?) where Int(value).map({ $0 > 0 }) == true: appends = Int(value)!
+            case ("--directory", let value?): directory = value
+            default:
+                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR]\n".utf8))
+                exit(64)
+            }
+        }
+    }
+}
+
+func sample(_ seq: Int) -> PositionSample {
+    let report = PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 3, latitude: 48.1 + Double(seq) * 1e-6,
+                                longitude: 11.5, altitudeHAE: 547.2, altitudeMSL: 500.1, speed: 2.5, track: 181.5,
+                                hdop: 0.8, pdop: 1.4, satellitesUsed: 14, device: "/dev/ttyACM0")
+    return PositionSample(sampledAt: Date(), state: report.fixState, report: report)
+}
+
+/// The baseline: the same INSERT and state upsert the spool runs, through sqlite3 directly.
+final class RawSQLite {
+    private var db: OpaquePointer?
+    private var insert: OpaquePointer?
+    private var touch: OpaquePointer?
+
+    init(path: String) {
+        precondition(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
+        for pragma in ["PRAGMA journal_mode = WAL", "PRAGMA synchronous = FULL", "PRAGMA busy_timeout = 5000"] {
+            precondition(sqlite3_exec(db, pragma, nil, nil, nil) == SQLITE_OK)
+        }
+        let insertSQL = """
+            INSERT INTO sample (sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,
+                latitude, longitude, altitude_hae, altitude_msl, speed, track, hdop, pdop, satellites_used,
+                device, clock_skew, detail, wire_size)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """
+        let touchSQL = "INSERT INTO spool_state (name, number, text) VALUES ('last_append', ?, NULL) ON CONFLICT(name) DO UPDATE SET number = excluded.number, text = excluded.text"
+        precondition(sqlite3_prepare_v2(db, insertSQL, -1, &insert, nil) == SQLITE_OK)
+        precondition(sqlite3_prepare_v2(db, touchSQL, -1, &touch, nil) == SQLITE_OK)
+    }
+
+    deinit {
+        sqlite3_finalize(insert)
+        sqlite3_finalize(touch)
+        sqlite3_close(db)
+    }
+
+    func append(_ samples: [PositionSample]) {
+        precondition(sqlite3_exec(db, "BEGIN", nil, nil, nil) == SQLITE_OK)
+        for sample in samples {
+            let report = sample.report!
+            sqlite3_reset(insert)
+            sqlite3_bind_double(insert, 1, sample.sampledAt.timeIntervalSince1970)
+            sqlite3_bind_double(insert, 2, report.time!.timeIntervalSince1970)
+            sqlite3_bind_text(insert, 3, sample.state.name, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+            sqlite3_bind_null(insert, 4)
+            sqlite3_bind_int64(insert, 5, Int64(report.gpsdMode))
+            sqlite3_bind_int64(insert, 6, Int64(report.gpsdStatus))
+            for (index, value) in [report.latitude, report.longitude, report.altitudeHAE, report.altitudeMSL,
+                                   report.speed, report.track, report.hdop, report.pdop].enumerated() {
+                sqlite3_bind_double(insert, Int32(7 + index), value!)
+            }
+            sqlite3_bind_int64(insert, 15, Int64(report.satellitesUsed!))
+            sqlite3_bind_text(insert, 16, report.device!, -1, unsafeBitCast(-1, to: sqlite3_destructor_type.self))
+            sqlite3_bind_null(insert, 17)
+            sqlite3_bind_null(insert, 18)
+            sqlite3_bind_int64(insert, 19, Int64(SpoolConfiguration.gpsEntryUpperBound))
+            precondition(sqlite3_step(insert) == SQLITE_DONE)
+        }
+        sqlite3_reset(touch)
+        sqlite3_bind_double(touch, 1, Date().timeIntervalSince1970)
+        precondition(sqlite3_step(touch) == SQLITE_DONE)
+        precondition(sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK)
+    }
+}
+
+func seconds(_ work: () async -> Void) async -> Double {
+    let start = uptime()
+    await work()
+    return uptime() - start
+}
+
+func line(_ label: String, spool: Double, baseline: Double) {
+    let text = String(format: "%-34@ %9.0f /s   baseline %9.0f /s   ratio %.2f", label as NSString, spool, baseline, spool / baseline)
+    print(text)
+}
+
+let options = Options(CommandLine.arguments)
+let workDirectory = options.directory + "/agrigps-bench-\(getpid())"
+try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)
+defer { try? FileManager.default.removeItem(atPath: workDirectory) }
+
+let spool = Spool(path: workDirectory + "/spool.sqlite")
+do {
+    // The baseline gets the spool's own schema, so both write the same row into the same table.
+    _ = Spool(path: workDirectory + "/baseline.sqlite")
+}
+let raw = RawSQLite(path: workDirectory + "/baseline.sqlite")
+print("agrigps-bench: spool appends, \(options.appends) per figure, in \(options.directory)")
+
+for groupSize in [1, 10, 100] {
+    let rounds = 4
+    let groups = max(1, options.appends / groupSize / rounds)
+    var spoolTime = 0.0
+    var baselineTime = 0.0
+    var seq = 0
+    for _ in 0..<rounds {
+        spoolTime += await seconds {
+            for _ in 0..<groups {
+                let batch = (0..<groupSize).map { _ in seq += 1; return sample(seq) }
+                if groupSize == 1 { await spool.append(batch[0]) } else { await spool.append(batch) }
+            }
+        }
+        baselineTime += await seconds {
+            for _ in 0..<groups { raw.append((0..<groupSize).map { _ in seq += 1; return sample(seq) }) }
+        }
+    }
+    let appended = Double(groups * rounds * groupSize)
+    let label = groupSize == 1 ? "durable appends (1 per commit)" : "grouped appends (\(groupSize) per commit)"
+    line(label, spool: appended / spoolTime, baseline: appended / baselineTime)
+}
+let status = await spool.status()
+precondition(status.storageFault == nil && status.pending > 0, "the spool did not take the appends")

@@ -1,0 +1,110 @@
+import Foundation
+import GPSDReplay
+import GRDB
+import Testing
+import TestSupport
+
+/// The spool in another process, killed or confined as real life would.
+@Suite(.serialized, .timeLimit(.minutes(60)))
+struct SpoolCrashTests {
+    /// CI runs 50; `script/crash-test 1000` runs more.
+    static let kills = Int(ProcessInfo.processInfo.environment["AGRIGPS_CRASH_KILLS"] ?? "") ?? 50
+
+    static let exerciser: String = {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("spool-exerciser").path
+    }()
+
+    /// Complete journal lines only: a line cut short by the kill says nothing.
+    private func journal(_ path: String) -> [String] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        lines.removeLast()  // after the last newline: empty, or a torn line
+        return lines.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    @Test func sigkillAtRandomMomentsLosesNothing() throws {
+        let scratch = Scratch()
+        let journalPath = scratch.directory + "/journal"
+        var acknowledgedEarlier: Set<Int> = []
+        var killedMidRun = 0
+        for round in 1...Self.kills {
+            let child = try ChildProcess(executable: Self.exerciser, arguments: ["crash-loop", scratch.spoolPath, journalPath],
+                                         environment: ProcessInfo.processInfo.environment,
+                                         outputPath: scratch.directory + "/exerciser.log")
+            usleep(UInt32.random(in: 20_000...150_000))
+            kill(child.pid, SIGKILL)
+            let code = child.wait(timeout: 10)
+            try #require(code == 128 + SIGKILL, "round \(round): the exerciser ended with \(String(describing: code)) before the kill")
+
+            let lines = journal(journalPath)
+            let appended = lines.filter { $0.hasPrefix("a ") }.compactMap { Int($0.dropFirst(2)) }
+            let acknowledgedBatches = Set(lines.filter { $0.hasPrefix("k ") }.map { String($0.dropFirst(2)) })
+            let database = try DatabaseQueue(path: scratch.spoolPath)
+            let (integrity, rows) = try database.read { db in
+                (try String.fetchAll(db, sql: "PRAGMA integrity_check"),
+                 try Row.fetchAll(db, sql: "SELECT detail, delivery, batch_id FROM sample"))
+            }
+            try #require(integrity == ["ok"], "round \(round): integrity_check said \(integrity)")
+            var copies: [Int: Int] = [:]
+            var acknowledgedNow: Set<Int> = []
+            var batchStates: [String: Set<String>] = [:]
+            for row in rows {
+                guard let seq = (row["detail"] as String?).flatMap({ Int($0.dropFirst(4)) }) else { continue }
+                copies[seq, default: 0] += 1
+                let delivery: String = row["delivery"]
+                if delivery == "acknowledged" { acknowledgedNow.insert(seq) }
+                if let batch = row["batch_id"] as String? { batchStates[batch, default: []].insert(delivery) }
+            }
+            let missing = appended.filter { copies[$0] == nil }
+            let doubled = copies.filter { $0.value > 1 }.map(\.key)
+            try #require(missing.isEmpty, "round \(round): appended but gone: \(missing.prefix(10))")
+            try #require(doubled.isEmpty, "round \(round): stored twice: \(doubled.prefix(10))")
+            let unsettled = acknowledgedBatches.filter { batchStates[$0] != ["acknowledged"] }
+            try #require(unsettled.isEmpty, "round \(round): acknowledged batches not acknowledged: \(unsettled.prefix(5))")
+            let reverted = acknowledgedEarlier.subtracting(acknowledgedNow)
+            try #require(reverted.isEmpty, "round \(round): acknowledged samples came back: \(reverted.prefix(10))")
+            acknowledgedEarlier = acknowledgedNow
+            if rows.count > 0 { killedMidRun += 1 }
+        }
+        let lines = journal(journalPath)
+        let appended = lines.filter { $0.hasPrefix("a ") }.count
+        print("spool crash test: \(Self.kills) SIGKILLs, \(appended) journaled appends, \(acknowledgedEarlier.count) acknowledged samples; every check held after every kill")
+        #expect(appended > Self.kills)  // the exerciser really ran between kills
+        #expect(!acknowledgedEarlier.isEmpty)
+    }
+
+    @Test func readOnlyDirectoryHoldsSamplesUntilItIsWritable() throws {
+        let scratch = Scratch()
+        let confined = scratch.directory + "/readonly"
+        try FileManager.default.createDirectory(atPath: confined, withIntermediateDirectories: false)
+        chmod(confined, 0o555)
+        chmod(scratch.directory, 0o755)
+        let gate = scratch.directory + "/gate"
+        // Root writes anywhere; run the spool as an unprivileged user so the directory really refuses.
+        var executable = Self.exerciser
+        var arguments = ["hold-then-flush", confined + "/spool.sqlite", gate]
+        if geteuid() == 0 {
+            let copy = scratch.directory + "/spool-exerciser"
+            try FileManager.default.copyItem(atPath: Self.exerciser, toPath: copy)
+            chmod(copy, 0o755)
+            let nobody = try #require(getpwnam("nobody"))
+            arguments = ["--reuid=\(nobody.pointee.pw_uid)", "--regid=\(nobody.pointee.pw_gid)", "--clear-groups", "--", copy] + arguments
+            executable = "/usr/bin/setpriv"
+        }
+        let output = scratch.directory + "/output"
+        let child = try ChildProcess(executable: executable, arguments: arguments,
+                                     environment: ProcessInfo.processInfo.environment, outputPath: output,
+                                     errorPath: scratch.directory + "/log")
+        defer { child.terminate(grace: 1) }
+        let deadline = Date().addingTimeInterval(20)
+        func lines() -> [String] { (try? Fixtures.lines(of: output)) ?? [] }
+        while Date() < deadline && !lines().contains(where: { $0.hasPrefix("fault") }) { usleep(20_000) }
+        #expect(Array(lines().prefix(4)) == ["held 1 read_only", "held 2 read_only", "held 3 read_only", "fault read_only held 3"])
+
+        chmod(confined, 0o777)
+        FileManager.default.createFile(atPath: gate, contents: nil)
+        #expect(child.wait(timeout: 20) == 0)
+        #expect(Array(lines().suffix(3)) == ["stored 4", "stored 5", "order 1 2 3 4 5"])
+    }
+}
