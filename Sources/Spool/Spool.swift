@@ -60,9 +60,18 @@ public actor Spool {
         let writes = ring + incoming
         do {
             let now = Date().timeIntervalSince1970
-            let ids = try database.write { db in try insert(writes, at: now, into: db) }
-            if let fault {
-                logger.notice("spool writable again after \(fault.kind.rawValue); wrote \(ring.count) samples held in memory")
+            let recovered = fault
+            let (ids, added) = try database.write { db in
+                if let recovered {
+                    try SpoolState.set("last_storage_fault", number: now, text: recovered.description, in: db)
+                }
+                return try insert(writes, at: now, into: db)
+            }
+            // Only a committed transaction changes the counts.
+            queued.rows += added.rows
+            queued.bytes += added.bytes
+            if let recovered {
+                logger.notice("spool writable again after \(recovered.kind.rawValue); wrote \(ring.count) samples held in memory")
             }
             fault = nil
             ring.removeAll()
@@ -77,8 +86,9 @@ public actor Spool {
         }
     }
 
+    /// Inserts and evicts; returns the new row ids and what the transaction adds to the queue.
     private func insert(_ writes: [(sample: PositionSample, wireSize: Int)], at now: Double,
-                        into db: Database) throws -> [Int64] {
+                        into db: Database) throws -> ([Int64], (rows: Int, bytes: Int)) {
         let statement = try db.cachedStatement(sql: SampleColumns.insert)
         var ids: [Int64] = []
         ids.reserveCapacity(writes.count)
@@ -90,10 +100,7 @@ public actor Spool {
         if ringDropped > 0 { try SpoolState.add(ringDropped, to: "dropped_memory", in: db) }
         try SpoolState.set("last_append", number: now, in: db)
         try evictOverCaps(adding: &added, now: now, in: db)
-        // Only now, inside the committed transaction's success path, do the counts change.
-        queued.rows += added.rows
-        queued.bytes += added.bytes
-        return ids
+        return (ids, added)
     }
 
     private func hold(_ incoming: [(PositionSample, Int)]) -> [AppendOutcome] {
@@ -194,7 +201,7 @@ public actor Spool {
     @discardableResult
     public func acknowledge(batch id: String, now: Date = Date()) throws(SpoolError) -> Int {
         let now = now.timeIntervalSince1970
-        return try write { db in
+        let (count, bytes) = try write { db in
             let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(wire_size) FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [id])
             let count: Int = done?[0] ?? 0
             if configuration.acknowledgedHistory > 0 {
@@ -203,10 +210,11 @@ public actor Spool {
             } else {
                 try db.execute(sql: "DELETE FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [id])
             }
-            queued.rows -= count
-            queued.bytes -= Int(done?[1] ?? 0.0)
-            return count
+            return (count, Int(done?[1] ?? 0.0))
         }
+        queued.rows -= count
+        queued.bytes -= bytes
+        return count
     }
 
     /// Sending batch `id` failed (agrirouter said ACK_WITH_FAILURE, say). Its samples are retried after
@@ -283,6 +291,9 @@ public actor Spool {
                         status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += Int(number)
                     } else if name == "last_append", let number {
                         status.lastAppendAt = Date(timeIntervalSince1970: number)
+                    } else if name == "last_storage_fault" {
+                        status.lastStorageFault = row["text"]
+                        status.lastStorageFaultAt = number.map(Date.init(timeIntervalSince1970:))
                     } else if name == "quarantined_file" {
                         status.quarantinedFile = row["text"]
                         status.quarantinedAt = number.map(Date.init(timeIntervalSince1970:))

@@ -16,6 +16,9 @@ public struct SpoolStatus: Sendable, Equatable {
     public var heldInMemory = 0
     /// The storage fault in force, if any.
     public var storageFault: SpoolError?
+    /// The last storage fault the spool recovered from, and when it recovered.
+    public var lastStorageFault: String?
+    public var lastStorageFaultAt: Date?
     /// Where a corrupt spool file was moved, and when.
     public var quarantinedFile: String?
     public var quarantinedAt: Date?

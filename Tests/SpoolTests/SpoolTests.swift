@@ -234,6 +234,8 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(stored == stored.sorted())
         let recovered = await spool.status()
         #expect(recovered.storageFault == nil && recovered.heldInMemory == 0)
+        #expect(recovered.lastStorageFault?.contains("database or disk is full") == true)
+        #expect(recovered.lastStorageFaultAt != nil)
     }
 
     @Test func upgradeFromTheFirstSchemaKeepsTheQueue() async throws {
