@@ -306,6 +306,18 @@ public actor Spool {
         return status
     }
 
+    /// The most recently appended sample still in the spool, whatever its delivery state.
+    public func newestSample() throws(SpoolError) -> SpooledSample? {
+        guard let database else { throw fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
+        do {
+            return try database.read { db in
+                try Row.fetchOne(db, sql: SampleColumns.select + " ORDER BY id DESC LIMIT 1").map(SampleColumns.spooled)
+            }
+        } catch {
+            throw storageError(error)
+        }
+    }
+
     /// Every spooled sample in append order, whatever its delivery state; for inspection and tests.
     public func allSamples() throws(SpoolError) -> [(SpooledSample, delivery: String)] {
         guard let database else { throw fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }

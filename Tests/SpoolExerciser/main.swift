@@ -38,7 +38,8 @@ func crashLoop(spoolPath: String, journalPath: String) async throws -> Never {
     let spool = Spool(path: spoolPath, configuration: configuration)
     // A restart after a crash: whatever was in flight goes back to pending.
     try await spool.reclaimExpiredBatches(now: Date().addingTimeInterval(configuration.inFlightTimeout + 1))
-    var seq = try await spool.allSamples().compactMap { sequenceNumber($0.0.sample) }.max() ?? 0
+    // The newest row, not the journal: an append can be committed and its journal line never written.
+    var seq = try await spool.newestSample().flatMap { sequenceNumber($0.sample) } ?? 0
     let journal = Journal(path: journalPath)
     var step = 0
     while true {
