@@ -11,6 +11,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.0.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.28.0"),
     ],
     targets: [
         // libgps (gpsd's client library) with a shim for what Swift cannot import directly.
@@ -37,6 +38,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // agrirouter's protobuf messages (generated from Protos/ by script/regenerate-protobuf) and the envelope codec.
+        .target(
+            name: "Agrirouter",
+            dependencies: [
+                "GNSS",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
         .target(
             name: "GPSDReplay",
@@ -59,6 +68,7 @@ let package = Package(
             dependencies: ["Spool", "GNSS", .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
+        .testTarget(name: "AgrirouterTests", dependencies: ["Agrirouter", "GNSS", "TestSupport"]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport"]),

@@ -1,0 +1,61 @@
+import Foundation
+import SwiftProtobuf
+
+/// One request ready for the measures JSON.
+public struct EncodedMessage: Sendable, Equatable {
+    public var applicationMessageID: String
+    public var sequenceNumber: Int64
+    public var technicalMessageType: String
+    /// Base64 (no line breaks) of the delimited RequestEnvelope and RequestPayloadWrapper.
+    public var base64: String
+    /// Size of the encoded payload message, in bytes of protobuf.
+    public var payloadSize: Int
+}
+
+/// Builds request envelopes. Sequence numbers start at 1 for each encoder, so make one per start of
+/// the program; each message gets a fresh UUID as its application_message_id.
+public struct MessageEncoder: Sendable {
+    private var nextSequenceNumber: Int64 = 1
+
+    public init() {}
+
+    /// Encodes `payload` (nil for commands without one, such as dke:ping) as `technicalMessageType`.
+    public mutating func encode(
+        technicalMessageType: String,
+        mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
+        recipients: [String] = [],
+        payload: (any SwiftProtobuf.Message)?,
+        teamSetContextID: String = "",
+        at time: Date = Date()
+    ) throws(CodecError) -> EncodedMessage {
+        var envelope = Agrirouter_Request_RequestEnvelope()
+        envelope.applicationMessageID = UUID().uuidString.lowercased()
+        envelope.applicationMessageSeqNo = nextSequenceNumber
+        envelope.technicalMessageType = technicalMessageType
+        envelope.teamSetContextID = teamSetContextID
+        envelope.mode = mode
+        envelope.recipients = recipients
+        envelope.timestamp = Google_Protobuf_Timestamp(date: time)
+        var wrapper = Agrirouter_Request_RequestPayloadWrapper()
+        var payloadSize = 0
+        do {
+            if let payload {
+                // gps:info and every other payload go in as raw protobuf bytes, never base64.
+                let bytes: Data = try payload.serializedBytes()
+                payloadSize = bytes.count
+                var any = Google_Protobuf_Any()
+                any.typeURL = TypeURL.of(type(of: payload).protoMessageName)
+                any.value = bytes
+                wrapper.details = any
+            }
+            let frames = DelimitedFrames.join([try envelope.serializedBytes(), try wrapper.serializedBytes()])
+            nextSequenceNumber += 1
+            return EncodedMessage(applicationMessageID: envelope.applicationMessageID,
+                                  sequenceNumber: envelope.applicationMessageSeqNo,
+                                  technicalMessageType: technicalMessageType,
+                                  base64: frames.base64EncodedString(), payloadSize: payloadSize)
+        } catch {
+            throw .encodingFailed("\(error)")
+        }
+    }
+}
