@@ -10,6 +10,14 @@ public struct EncodedMessage: Sendable, Equatable {
     public var base64: String
     /// Size of the encoded payload message, in bytes of protobuf.
     public var payloadSize: Int
+
+    public init(applicationMessageID: String, sequenceNumber: Int64, technicalMessageType: String, base64: String, payloadSize: Int) {
+        self.applicationMessageID = applicationMessageID
+        self.sequenceNumber = sequenceNumber
+        self.technicalMessageType = technicalMessageType
+        self.base64 = base64
+        self.payloadSize = payloadSize
+    }
 }
 
 /// Builds request envelopes. Sequence numbers start at 1 for each encoder, so make one per start of

@@ -1,0 +1,185 @@
+import CCurl
+import Foundation
+
+/// The endpoint's client certificate. The key stays encrypted; libcurl gets all three from memory, so
+/// no plaintext key ever reaches a file. Printing it shows nothing secret.
+public struct ClientCredentials: Sendable, CustomStringConvertible {
+    public var certificatePEM: String
+    public var encryptedKeyPEM: String
+    public var secret: String
+
+    public init(certificatePEM: String, encryptedKeyPEM: String, secret: String) {
+        self.certificatePEM = certificatePEM
+        self.encryptedKeyPEM = encryptedKeyPEM
+        self.secret = secret
+    }
+
+    /// agrirouter's PEM credential: the encrypted key block, then the certificate block.
+    public init?(agrirouterPEM: String, secret: String) {
+        guard let split = agrirouterPEM.range(of: "-----BEGIN CERTIFICATE-----") else { return nil }
+        let key = String(agrirouterPEM[..<split.lowerBound])
+        guard key.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") else { return nil }
+        self.init(certificatePEM: String(agrirouterPEM[split.lowerBound...]), encryptedKeyPEM: key, secret: secret)
+    }
+
+    public var description: String { "ClientCredentials(certificate, encrypted key, secret: redacted)" }
+}
+
+public struct HTTPResponse: Sendable, Equatable {
+    public var status: Int
+    public var body: Data
+}
+
+/// A failed request, by what the user or the code can do about it.
+public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    case cannotConnect(String)
+    case timedOut
+    /// The server's certificate is not trusted: wrong CA bundle, or not agrirouter.
+    case serverNotTrusted(String)
+    /// The server refused our client certificate (none, or one from another CA).
+    case clientCertificateRejected(String)
+    /// Our certificate or key cannot be used: the secret does not open the key, or the PEM is damaged.
+    case credentialsUnusable(String)
+    /// The TLS handshake or the connection failed otherwise, including a connection dropped mid-answer.
+    case connectionFailed(String)
+    case unauthorized
+    case forbidden
+    case notFound
+    case payloadTooLarge
+    case serverError(Int)
+    case unexpectedStatus(Int)
+
+    public var description: String {
+        switch self {
+        case .cannotConnect(let detail): return "cannot connect to agrirouter: \(detail)"
+        case .timedOut: return "agrirouter did not answer in time"
+        case .serverNotTrusted(let detail): return "the server's certificate is not trusted (\(detail)); check the CA bundle"
+        case .clientCertificateRejected(let detail): return "agrirouter refused this endpoint's certificate (\(detail)); onboard again"
+        case .credentialsUnusable(let detail): return "the stored certificate cannot be used (\(detail)); its secret does not open its key or it is damaged: onboard again"
+        case .connectionFailed(let detail): return "the connection to agrirouter failed: \(detail)"
+        case .unauthorized: return "agrirouter answered 401 Unauthorized: the endpoint's certificate is not accepted; onboard again"
+        case .forbidden: return "agrirouter answered 403 Forbidden: the endpoint may have been removed; onboard again"
+        case .notFound: return "agrirouter answered 404 Not Found: the endpoint's URLs are no longer valid; onboard again"
+        case .payloadTooLarge: return "agrirouter answered 413: the message is larger than it accepts"
+        case .serverError(let status): return "agrirouter answered \(status), a server error; it will be retried"
+        case .unexpectedStatus(let status): return "agrirouter answered with unexpected HTTP status \(status)"
+        }
+    }
+}
+
+/// HTTPS over libcurl's easy API. The server is always verified; `trustedCAPEM` replaces the system's
+/// CA bundle (the local agrirouter has its own CA). There is no switch to turn verification off.
+public struct HTTPSClient: Sendable {
+    public var trustedCAPEM: String?
+    public var connectTimeout: Double
+    public var totalTimeout: Double
+
+    public init(trustedCAPEM: String? = nil, connectTimeout: Double = 10, totalTimeout: Double = 60) {
+        self.trustedCAPEM = trustedCAPEM
+        self.connectTimeout = connectTimeout
+        self.totalTimeout = totalTimeout
+        _ = HTTPSClient.globalInit
+    }
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    /// Performs one request on the calling thread; use `send` from async code.
+    public func perform(method: String, url: String, body: Data? = nil, headers: [String] = [],
+                        credentials: ClientCredentials? = nil) throws(TransportError) -> HTTPResponse {
+        guard let handle = curl_easy_init() else { throw .connectionFailed("libcurl could not start a request") }
+        defer { curl_easy_cleanup(handle) }
+        let response = ResponseBuffer()
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        var headerList: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headerList) }
+        for header in ["Accept: application/json"] + headers { headerList = curl_slist_append(headerList, header) }
+
+        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errors in
+            ccurl_set_string(handle, CURLOPT_URL, url)
+            ccurl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headerList))
+            ccurl_set_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errors.baseAddress))
+            ccurl_set_long(handle, CURLOPT_NOSIGNAL, 1)
+            ccurl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(connectTimeout * 1000))
+            ccurl_set_long(handle, CURLOPT_TIMEOUT_MS, Int(totalTimeout * 1000))
+            ccurl_set_long(handle, CURLOPT_SSL_VERIFYPEER, 1)
+            ccurl_set_long(handle, CURLOPT_SSL_VERIFYHOST, 2)
+            ccurl_set_string(handle, CURLOPT_PROTOCOLS_STR, "https")
+            if let trustedCAPEM { setBlob(handle, CURLOPT_CAINFO_BLOB, trustedCAPEM) }
+            if let credentials {
+                setBlob(handle, CURLOPT_SSLCERT_BLOB, credentials.certificatePEM)
+                ccurl_set_string(handle, CURLOPT_SSLCERTTYPE, "PEM")
+                setBlob(handle, CURLOPT_SSLKEY_BLOB, credentials.encryptedKeyPEM)
+                ccurl_set_string(handle, CURLOPT_SSLKEYTYPE, "PEM")
+                ccurl_set_string(handle, CURLOPT_KEYPASSWD, credentials.secret)
+            }
+            ccurl_set_string(handle, CURLOPT_CUSTOMREQUEST, method)
+            if let body {
+                // The size first: COPYPOSTFIELDS copies that many bytes, so the body may contain zeros.
+                ccurl_set_long(handle, CURLOPT_POSTFIELDSIZE_LARGE, body.count)
+                var bytes = [UInt8](body)
+                ccurl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, &bytes)
+            }
+            let context = Unmanaged.passUnretained(response).toOpaque()
+            ccurl_set_write_callback(handle, { data, size, count, context in
+                guard let data, let context else { return 0 }
+                Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().data.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count)
+                return size * count
+            }, context)
+            return curl_easy_perform(handle)
+        }
+        guard code == CURLE_OK else {
+            let detail = String(cString: errorBuffer).isEmpty ? String(cString: curl_easy_strerror(code)) : String(cString: errorBuffer)
+            throw Self.error(for: code, detail: detail)
+        }
+        let status = Int(ccurl_response_code(handle))
+        switch status {
+        case 200..<300: return HTTPResponse(status: status, body: response.data)
+        case 401: throw .unauthorized
+        case 403: throw .forbidden
+        case 404: throw .notFound
+        case 413: throw .payloadTooLarge
+        case 500..<600: throw .serverError(status)
+        default: throw .unexpectedStatus(status)
+        }
+    }
+
+    /// `perform` on a thread of libdispatch's, so a slow server never blocks the cooperative pool.
+    public func send(method: String, url: String, body: Data? = nil, headers: [String] = [],
+                     credentials: ClientCredentials? = nil) async throws(TransportError) -> HTTPResponse {
+        let result: Result<HTTPResponse, TransportError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                do throws(TransportError) {
+                    continuation.resume(returning: .success(try perform(method: method, url: url, body: body, headers: headers, credentials: credentials)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    private func setBlob(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, _ text: String) {
+        var bytes = Array(text.utf8)
+        ccurl_set_blob(handle, option, &bytes, bytes.count)
+    }
+
+    static func error(for code: CURLcode, detail: String) -> TransportError {
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT: return .timedOut
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return .cannotConnect(detail)
+        case CURLE_SSL_CERTPROBLEM: return .credentialsUnusable(detail)
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE: return .serverNotTrusted(detail)
+        default:
+            // A server that refuses our certificate says so with a TLS alert ("certificate required",
+            // "unknown ca", "decrypt error", ...); TLS 1.3 delivers it on the first read.
+            if detail.lowercased().contains("alert") {
+                return .clientCertificateRejected(detail)
+            }
+            return .connectionFailed(detail)
+        }
+    }
+}
+
+private final class ResponseBuffer {
+    var data = Data()
+}

@@ -1,0 +1,180 @@
+import Agrirouter
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import X509
+
+/// A local agrirouter speaking the real REST interface: onboarding on one port (server TLS), measures
+/// and commands on another, which demands a client certificate from its own CA.
+public final class AgrirouterSimulator: Sendable {
+    /// POST here to onboard: `https://127.0.0.1:PORT/api/v1.0/registration/onboard`.
+    public let onboardingURL: String
+    /// The CA that signed the server's and every endpoint's certificate; clients trust it.
+    public let caCertificatePEM: String
+    private let state: SimState
+    private let group: MultiThreadedEventLoopGroup
+    private let channels: [any Channel]
+
+    public static func start(_ configuration: SimConfiguration, host: String = "127.0.0.1",
+                             onboardingPort: Int = 0, gatewayPort: Int = 0) async throws -> AgrirouterSimulator {
+        let authority = try CertificateAuthority()
+        let state = SimState(configuration: configuration, authority: authority)
+        let (serverCertificate, serverKey) = try authority.issueServerCertificate()
+        let certificate = try NIOSSLCertificate(bytes: Array(serverCertificate.serializeAsPEM().pemString.utf8), format: .pem)
+        let key = try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem)
+        let onboardingTLS = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+        var gatewayTLS = onboardingTLS
+        gatewayTLS.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(authority.certificatePEM.utf8), format: .pem)])
+        gatewayTLS.certificateVerification = .noHostnameVerification  // a client certificate is required
+
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        do {
+            let onboarding = try await bind(host: host, port: onboardingPort, tls: try NIOSSLContext(configuration: onboardingTLS),
+                                            role: .onboarding, state: state, group: group)
+            let gateway = try await bind(host: host, port: gatewayPort, tls: try NIOSSLContext(configuration: gatewayTLS),
+                                         role: .gateway, state: state, group: group)
+            await state.setGatewayBase("https://\(host):\(gateway.localAddress?.port ?? 0)")
+            return AgrirouterSimulator(
+                onboardingURL: "https://\(host):\(onboarding.localAddress?.port ?? 0)/api/v1.0/registration/onboard",
+                caCertificatePEM: authority.certificatePEM, state: state, group: group, channels: [onboarding, gateway])
+        } catch {
+            try? await group.shutdownGracefully()
+            throw error
+        }
+    }
+
+    private init(onboardingURL: String, caCertificatePEM: String, state: SimState, group: MultiThreadedEventLoopGroup, channels: [any Channel]) {
+        self.onboardingURL = onboardingURL
+        self.caCertificatePEM = caCertificatePEM
+        self.state = state
+        self.group = group
+        self.channels = channels
+    }
+
+    private static func bind(host: String, port: Int, tls: NIOSSLContext, role: SimHTTPHandler.Role,
+                             state: SimState, group: MultiThreadedEventLoopGroup) async throws -> any Channel {
+        try await ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 64)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(SimHTTPHandler(state: state, role: role))
+                }
+            }
+            .bind(host: host, port: port).get()
+    }
+
+    public func shutdown() async {
+        for channel in channels { try? await channel.close() }
+        try? await group.shutdownGracefully()
+    }
+
+    // MARK: - Faults and inspection, for tests
+
+    public func inject(_ fault: SimFault) async { await state.inject(fault) }
+    public func clearFaults() async { await state.clearFaults() }
+    /// Everything an endpoint has sent, decoded, in order.
+    public func sentMessages(endpoint: String) async -> [DecodedRequest] { await state.sentMessages(endpoint: endpoint) }
+    public func endpointIDs() async -> [String] { await state.endpointIDs() }
+    public func subscriptions(endpoint: String) async -> Set<String> { await state.subscriptions(endpoint: endpoint) }
+}
+
+/// Collects one HTTP request and hands it to the simulator's state.
+final class SimHTTPHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    enum Role: Sendable { case onboarding, gateway }
+
+    private static let maximumBody = 8 * 1024 * 1024
+    private let state: SimState
+    private let role: Role
+    private var head: HTTPRequestHead?
+    private var body = ByteBuffer()
+
+    init(state: SimState, role: Role) {
+        self.state = state
+        self.role = role
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let requestHead):
+            head = requestHead
+            body.clear()
+        case .body(var chunk):
+            guard body.readableBytes + chunk.readableBytes <= Self.maximumBody else {
+                respond(context: context, SimResponse(status: 413, body: Data("Request too large".utf8), contentType: "text/plain"), keepAlive: false)
+                return
+            }
+            body.writeBuffer(&chunk)
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            let request = Data(body.readableBytesView)
+            let certificate = peerCertificate(context: context)
+            let (state, role) = (self.state, self.role)
+            let authorization = head.headers.first(name: "Authorization")
+            let promise = context.eventLoop.makePromise(of: SimResponse.self)
+            promise.completeWithTask {
+                await Self.route(method: head.method, path: head.uri, authorization: authorization, body: request,
+                                 certificate: certificate, role: role, state: state)
+            }
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            let keepAlive = head.isKeepAlive
+            promise.futureResult.whenSuccess { response in
+                let (handler, context) = bound.value
+                if response.delay > 0 {
+                    context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(response.delay * 1000))) {
+                        handler.respond(context: context, response, keepAlive: keepAlive)
+                    }
+                } else {
+                    handler.respond(context: context, response, keepAlive: keepAlive)
+                }
+            }
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, _ response: SimResponse, keepAlive: Bool) {
+        guard !response.drop else {
+            context.close(promise: nil)
+            return
+        }
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: response.contentType)
+        headers.add(name: "Content-Length", value: String(response.body.count))
+        if !keepAlive { headers.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: response.status), headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: response.body)))), promise: nil)
+        let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive {
+            let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            done.whenComplete { _ in bound.value.close(promise: nil) }
+        }
+    }
+
+    private func peerCertificate(context: ChannelHandlerContext) -> Certificate? {
+        guard let handler = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
+              let certificate = handler.peerCertificate, let der = try? certificate.toDERBytes() else { return nil }
+        return try? Certificate(derEncoded: der)
+    }
+
+    private static func route(method: HTTPMethod, path: String, authorization: String?, body: Data,
+                              certificate: Certificate?, role: Role, state: SimState) async -> SimResponse {
+        let parts = path.split(separator: "?").first.map { $0.split(separator: "/").map(String.init) } ?? []
+        switch (role, method, parts) {
+        case (.onboarding, .POST, ["api", "v1.0", "registration", "onboard"]):
+            return await state.onboard(authorization: authorization, body: body)
+        case (.gateway, .POST, let parts) where parts.count == 5 && parts.prefix(4) == ["iot", "gateway", "rest", "measures"]:
+            return await state.measures(deviceID: parts[4], certificate: certificate, body: body)
+        case (.gateway, .GET, let parts) where parts.count == 5 && parts.prefix(4) == ["iot", "gateway", "rest", "commands"]:
+            return await state.commands(deviceID: parts[4], certificate: certificate)
+        default:
+            return .json(404, ["error": "no such resource"])
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Agrirouter
+import Foundation
+
+/// How the simulator is set up.
+public struct SimConfiguration: Sendable {
+    /// Registration codes it accepts, each once, with the name the endpoint gets (as the user would
+    /// name it in agrirouter's UI).
+    public var tans: [String: String]
+    /// The application and certification version ids it expects; nil accepts any.
+    public var applicationID: String?
+    public var certificationVersionID: String?
+    /// How long an answer waits in an outbox before it is dropped, as agrirouter's 5 minutes.
+    public var outboxLifetime: Double = 300
+
+    public init(tans: [String: String], applicationID: String? = nil, certificationVersionID: String? = nil) {
+        self.tans = tans
+        self.applicationID = applicationID
+        self.certificationVersionID = certificationVersionID
+    }
+}
+
+/// Misbehaviour on command, for tests of the client's error handling.
+public enum SimFault: Sendable, Equatable {
+    /// Answer the next `count` gateway requests with HTTP 503.
+    case serviceUnavailable(count: Int)
+    /// Wait this long before answering the next gateway request.
+    case stall(seconds: Double)
+    /// Read the next gateway request, then close the connection without an answer.
+    case dropAfterBody
+    /// Answer the next message with ACK_WITH_FAILURE and this code.
+    case ackWithFailure(code: String)
+    /// Put no answers into outboxes until cleared.
+    case silentOutbox
+}
+
+/// A simple HTTP answer.
+struct SimResponse: Sendable {
+    var status: Int
+    var body: Data = Data()
+    var contentType = "application/json"
+    /// Close the connection instead of answering.
+    var drop = false
+    var delay: Double = 0
+
+    static func json(_ status: Int, _ object: Any) -> SimResponse {
+        SimResponse(status: status, body: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+    }
+
+    /// agrirouter's onboarding error body.
+    static func onboardingError(_ status: Int, code: String, message: String) -> SimResponse {
+        json(status, ["error": ["code": code, "message": message, "target": "", "details": [String]()]])
+    }
+}
+
+struct SimEndpoint: Sendable {
+    var deviceID: String
+    var externalID: String
+    var sensorID: String
+    var capabilityID: String
+    var name: String
+    var certificateSerial: String
+    var capabilities: [String: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Direction]?
+    var capabilitySpecification: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification?
+    var pushEnabled = false
+    var subscriptions: Set<String> = []
+    var seenMessageIDs: Set<String> = []
+    var outbox: [(base64: String, expires: Date)] = []
+    var feed: [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] = []
+    var sent: [DecodedRequest] = []
+
+    func accepts(_ type: String, receiving: Bool) -> Bool {
+        guard let direction = capabilities?[type] else { return false }
+        switch direction {
+        case .sendReceive: return true
+        case .send: return !receiving
+        case .receive: return receiving
+        default: return false
+        }
+    }
+}

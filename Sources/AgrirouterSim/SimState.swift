@@ -1,0 +1,363 @@
+import Agrirouter
+import Crypto
+import Foundation
+import SwiftProtobuf
+import X509
+
+/// Everything the simulated agrirouter knows, behind one actor.
+actor SimState {
+    private let configuration: SimConfiguration
+    private let authority: CertificateAuthority
+    private var gatewayBase = ""
+    private var unusedTANs: [String: String]
+    private var endpoints: [String: SimEndpoint] = [:]
+    private var deviceIDByExternalID: [String: String] = [:]
+    private var faults: [SimFault] = []
+
+    /// The largest base64 message agrirouter takes: 767,997 bytes of protobuf.
+    static let maximumMessageCharacters = 1_024_000
+
+    init(configuration: SimConfiguration, authority: CertificateAuthority) {
+        self.configuration = configuration
+        self.authority = authority
+        self.unusedTANs = configuration.tans
+    }
+
+    func setGatewayBase(_ url: String) { gatewayBase = url }
+
+    // MARK: - Onboarding
+
+    func onboard(authorization: String?, body: Data, now: Date = Date()) -> SimResponse {
+        guard let authorization, authorization.hasPrefix("Bearer "),
+              let name = unusedTANs[String(authorization.dropFirst("Bearer ".count))] else {
+            return .onboardingError(401, code: "0401", message: "Bearer not found")
+        }
+        guard let request = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+            return .onboardingError(400, code: "0100", message: "Invalid payload")
+        }
+        let required = ["id", "applicationId", "certificationVersionId", "gatewayId", "certificateType", "UTCTimestamp"]
+        if let missing = required.first(where: { (request[$0] as? String)?.isEmpty ?? true }) {
+            return .onboardingError(400, code: "0100", message: "Invalid payload: \(missing) is missing")
+        }
+        let field = { (key: String) in request[key] as? String ?? "" }
+        if let expected = configuration.applicationID, field("applicationId") != expected {
+            return .onboardingError(400, code: "0105", message: "applicationId invalid or registration code not generated for this application")
+        }
+        if let expected = configuration.certificationVersionID, field("certificationVersionId") != expected {
+            return .onboardingError(400, code: "0101", message: "Invalid certificationVersionId")
+        }
+        guard field("gatewayId") == "3" else { return .onboardingError(400, code: "0102", message: "Invalid gateway id") }
+        guard field("certificateType") == "PEM" else { return .onboardingError(400, code: "0103", message: "Invalid certificate type") }
+        guard let timestamp = ISO8601.parse(field("UTCTimestamp")), timestamp <= now.addingTimeInterval(1) else {
+            return .onboardingError(400, code: "0110", message: "UTCTimestamp missing, invalid or in the future")
+        }
+        unusedTANs[String(authorization.dropFirst("Bearer ".count))] = nil
+
+        let externalID = field("id")
+        let deviceID = deviceIDByExternalID[externalID] ?? UUID().uuidString.lowercased()
+        do {
+            let (certificate, key) = try authority.issueClientCertificate(endpointID: deviceID)
+            let secret = Self.secret()
+            let credential = try KeyEncryption.encryptedPEM(key, secret: secret) + certificate.serializeAsPEM().pemString + "\n"
+            var endpoint = endpoints[deviceID] ?? SimEndpoint(
+                deviceID: deviceID, externalID: externalID, sensorID: UUID().uuidString.lowercased(),
+                capabilityID: UUID().uuidString.lowercased(), name: name, certificateSerial: "")
+            // Re-onboarding keeps the endpoint, its routes and its messages; only the newest certificate counts.
+            endpoint.certificateSerial = certificate.serialNumber.description
+            endpoints[deviceID] = endpoint
+            deviceIDByExternalID[externalID] = deviceID
+            return .json(201, [
+                "deviceAlternateId": deviceID,
+                "capabilityAlternateId": endpoint.capabilityID,
+                "sensorAlternateId": endpoint.sensorID,
+                "connectionCriteria": [
+                    "gatewayId": "3",
+                    "measures": "\(gatewayBase)/iot/gateway/rest/measures/\(deviceID)",
+                    "commands": "\(gatewayBase)/iot/gateway/rest/commands/\(deviceID)",
+                ],
+                "authentication": ["type": "PEM", "secret": secret, "certificate": credential],
+            ])
+        } catch {
+            return .onboardingError(500, code: "0000", message: "certificate could not be issued")
+        }
+    }
+
+    private static func secret() -> String {
+        let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789")
+        return String((0..<24).map { _ in alphabet.randomElement()! })
+    }
+
+    // MARK: - Gateway
+
+    /// The endpoint a client certificate belongs to, if it is the current one for the URL's endpoint.
+    private func authenticate(deviceID: String, certificate: Certificate?) -> SimResponse? {
+        guard let certificate else { return .json(401, ["error": "client certificate required"]) }
+        let commonName = certificate.subject.compactMap { $0.first { $0.type == .RDNAttributeType.commonName } }.first
+        guard let endpoint = endpoints[deviceID], commonName?.value.description == deviceID,
+              endpoint.certificateSerial == certificate.serialNumber.description else {
+            return .json(401, ["error": "certificate does not belong to endpoint \(deviceID)"])
+        }
+        return nil
+    }
+
+    private func transportFault() -> SimResponse? {
+        guard let index = faults.firstIndex(where: {
+            switch $0 { case .serviceUnavailable, .stall, .dropAfterBody: return true; default: return false }
+        }) else { return nil }
+        switch faults[index] {
+        case .serviceUnavailable(let count):
+            if count <= 1 { faults.remove(at: index) } else { faults[index] = .serviceUnavailable(count: count - 1) }
+            return SimResponse(status: 503, body: Data("Service Unavailable".utf8), contentType: "text/plain")
+        case .stall(let seconds):
+            faults.remove(at: index)
+            return SimResponse(status: 200, delay: seconds)
+        default:
+            faults.remove(at: index)
+            return SimResponse(status: 0, drop: true)
+        }
+    }
+
+    func measures(deviceID: String, certificate: Certificate?, body: Data, now: Date = Date()) -> SimResponse {
+        if let refusal = authenticate(deviceID: deviceID, certificate: certificate) { return refusal }
+        var stall = 0.0
+        if let fault = transportFault() {
+            if fault.delay == 0 { return fault }
+            stall = fault.delay
+        }
+        var response = accept(deviceID: deviceID, body: body, now: now)
+        response.delay = stall
+        return response
+    }
+
+    private func accept(deviceID: String, body: Data, now: Date) -> SimResponse {
+        guard let request = try? JSONDecoder().decode(MeasuresBody.self, from: body) else {
+            return .json(400, ["error": "body is not a measures request"])
+        }
+        if request.measures.contains(where: { $0.message.count > Self.maximumMessageCharacters }) {
+            return SimResponse(status: 413, body: Data("Request too large".utf8), contentType: "text/plain")
+        }
+        for measure in request.measures {
+            handle(measure.message, from: deviceID, now: now)
+        }
+        return SimResponse(status: 200)
+    }
+
+    func commands(deviceID: String, certificate: Certificate?, now: Date = Date()) -> SimResponse {
+        if let refusal = authenticate(deviceID: deviceID, certificate: certificate) { return refusal }
+        if let fault = transportFault(), fault.delay == 0 { return fault }
+        let live = (endpoints[deviceID]?.outbox ?? []).filter { $0.expires > now }
+        endpoints[deviceID]?.outbox = []
+        let items = live.map { ["sensorAlternateId": endpoints[deviceID]!.sensorID,
+                                "capabilityAlternateId": endpoints[deviceID]!.capabilityID,
+                                "command": ["message": $0.base64]] as [String: Any] }
+        return .json(200, items)
+    }
+
+    // MARK: - Messages
+
+    private func handle(_ base64: String, from deviceID: String, now: Date) {
+        guard let request = try? RequestDecoder.decode(base64: base64) else {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: "",
+                   messages: [("Error occured while decoding the message.", "VAL_000300")], now: now)
+            return
+        }
+        endpoints[deviceID]?.sent.append(request)
+        let id = request.envelope.applicationMessageID
+        if let index = faults.firstIndex(where: { if case .ackWithFailure = $0 { true } else { false } }),
+           case .ackWithFailure(let code) = faults[index] {
+            faults.remove(at: index)
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [("Failure on command", code)], now: now)
+            return
+        }
+        if let problem = envelopeProblem(request, from: deviceID) {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [(problem, "VAL_000300")], now: now)
+            return
+        }
+        endpoints[deviceID]?.seenMessageIDs.insert(id)
+        switch request.envelope.technicalMessageType {
+        case TechnicalMessageType.capabilities: capabilities(request, from: deviceID, now: now)
+        case TechnicalMessageType.subscription: subscription(request, from: deviceID, now: now)
+        case TechnicalMessageType.gpsInfo: publish(request, from: deviceID, now: now)
+        case TechnicalMessageType.listEndpoints, TechnicalMessageType.listEndpointsUnfiltered: listEndpoints(request, for: deviceID, now: now)
+        case TechnicalMessageType.ping: answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
+        default:
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id,
+                   messages: [("Unknown technical message type \(request.envelope.technicalMessageType)", "VAL_000300")], now: now)
+        }
+    }
+
+    /// What agrirouter checks on every envelope before it looks at the payload.
+    private func envelopeProblem(_ request: DecodedRequest, from deviceID: String) -> String? {
+        let envelope = request.envelope
+        if envelope.applicationMessageSeqNo <= 0 { return "application_message_seq_no must be greater than 0" }
+        if UUID(uuidString: envelope.applicationMessageID) == nil { return "application_message_id must be a UUID" }
+        if endpoints[deviceID]?.seenMessageIDs.contains(envelope.applicationMessageID) == true {
+            return "application_message_id \(envelope.applicationMessageID) was used before"
+        }
+        return nil
+    }
+
+    private func capabilities(_ request: DecodedRequest, from deviceID: String, now: Date) {
+        let id = request.envelope.applicationMessageID
+        guard let specification = try? Agrirouter_Request_Payload_Endpoint_CapabilitySpecification(serializedBytes: request.payload) else {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [("Payload is not a CapabilitySpecification", "VAL_000300")], now: now)
+            return
+        }
+        let unchanged = endpoints[deviceID]?.capabilitySpecification == specification
+        endpoints[deviceID]?.capabilitySpecification = specification
+        endpoints[deviceID]?.capabilities = Dictionary(specification.capabilities.map { ($0.technicalMessageType, $0.direction) }, uniquingKeysWith: { $1 })
+        endpoints[deviceID]?.pushEnabled = specification.enablePushNotifications != .disabled
+        endpoints[deviceID]?.subscriptions = []  // capabilities wipe subscriptions
+        if unchanged {
+            answer(deviceID, type: .ackWithMessages, code: 201, applicationMessageID: id,
+                   messages: [("Skipping capabilities update because there are no differences", "VAL_000022")], now: now)
+        } else {
+            answer(deviceID, type: .ack, code: 201, applicationMessageID: id, now: now)
+        }
+    }
+
+    private func subscription(_ request: DecodedRequest, from deviceID: String, now: Date) {
+        let id = request.envelope.applicationMessageID
+        guard let subscription = try? Agrirouter_Request_Payload_Endpoint_Subscription(serializedBytes: request.payload) else {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [("Payload is not a Subscription", "VAL_000300")], now: now)
+            return
+        }
+        let types = subscription.technicalMessageTypes.map(\.technicalMessageType)
+        if let missing = types.first(where: { endpoints[deviceID]?.accepts($0, receiving: true) != true }) {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id,
+                   messages: [("Subscription type \(missing) is not in the capabilities", "VAL_000006")], now: now)
+            return
+        }
+        endpoints[deviceID]?.subscriptions = Set(types)
+        answer(deviceID, type: .ack, code: 201, applicationMessageID: id, now: now)
+    }
+
+    private func publish(_ request: DecodedRequest, from deviceID: String, now: Date) {
+        let id = request.envelope.applicationMessageID
+        guard endpoints[deviceID]?.accepts(TechnicalMessageType.gpsInfo, receiving: false) == true else {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id,
+                   messages: [("gps:info is not in the sender's capabilities", "VAL_000004")], now: now)
+            return
+        }
+        if Self.looksLikeBase64(request.payload) {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id,
+                   messages: [("gps:info must be raw protobuf, not base64", "VAL_000300")], now: now)
+            return
+        }
+        guard (try? Agrirouter_Technicalmessagetype_GPSList(serializedBytes: request.payload)) != nil else {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [("Payload is not a GPSList", "VAL_000300")], now: now)
+            return
+        }
+        for (receiverID, receiver) in endpoints where receiverID != deviceID
+            && receiver.subscriptions.contains(TechnicalMessageType.gpsInfo) {
+            var message = Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage()
+            message.header.receiverID = receiverID
+            message.header.senderID = deviceID
+            message.header.technicalMessageType = TechnicalMessageType.gpsInfo
+            message.header.messageID = UUID().uuidString.lowercased()
+            message.header.sequenceNumber = request.envelope.applicationMessageSeqNo
+            message.header.payloadSize = Int64(request.payload.count)
+            message.header.sentTimestamp = Google_Protobuf_Timestamp(date: now)
+            message.header.createdAt = Google_Protobuf_Timestamp(date: now)
+            message.content.value = request.payload  // type_url left empty, as agrirouter 2.0 does
+            endpoints[receiverID]?.feed.append(message)
+            if receiver.pushEnabled { push(message, to: receiverID, now: now) }
+        }
+        answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
+    }
+
+    private func push(_ message: Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage, to receiverID: String, now: Date) {
+        var pushed = Agrirouter_Feed_Push_Notification_PushNotification.FeedMessage()
+        pushed.content = message.content
+        if let bytes: Data = try? message.header.serializedBytes() {
+            pushed.header = (try? Agrirouter_Feed_Push_Notification_PushNotification.Header(serializedBytes: bytes)) ?? .init()
+        }
+        var notification = Agrirouter_Feed_Push_Notification_PushNotification()
+        notification.messages = [pushed]
+        enqueue(receiverID, type: .pushNotification, code: 0, applicationMessageID: "", messageID: message.header.messageID,
+                payload: notification, now: now)
+    }
+
+    private func listEndpoints(_ request: DecodedRequest, for deviceID: String, now: Date) {
+        var listing = Agrirouter_Response_Payload_Account_ListEndpointsResponse()
+        listing.endpoints = endpoints.values.sorted { $0.name < $1.name }.map { endpoint in
+            var entry = Agrirouter_Response_Payload_Account_ListEndpointsResponse.Endpoint()
+            entry.endpointID = endpoint.deviceID
+            entry.endpointName = endpoint.name
+            entry.endpointType = "application"
+            entry.status = "active"
+            entry.externalID = endpoint.externalID
+            entry.messageTypes = (endpoint.capabilities ?? [:]).sorted { $0.key < $1.key }.map { type, direction in
+                var messageType = Agrirouter_Response_Payload_Account_ListEndpointsResponse.MessageType()
+                messageType.technicalMessageType = type
+                messageType.direction = .init(rawValue: direction.rawValue) ?? .send
+                return messageType
+            }
+            return entry
+        }
+        enqueue(deviceID, type: .endpointsListing, code: 200, applicationMessageID: request.envelope.applicationMessageID,
+                payload: listing, now: now)
+    }
+
+    private func answer(_ deviceID: String, type: Agrirouter_Response_ResponseEnvelope.ResponseBodyType, code: Int32,
+                        applicationMessageID: String, messages: [(String, String)] = [], now: Date) {
+        var payload: (any SwiftProtobuf.Message)?
+        if !messages.isEmpty {
+            var list = Agrirouter_Commons_Messages()
+            list.messages = messages.map { text, code in
+                var message = Agrirouter_Commons_Message()
+                message.message = text
+                message.messageCode = code
+                return message
+            }
+            payload = list
+        }
+        enqueue(deviceID, type: type, code: code, applicationMessageID: applicationMessageID, payload: payload, now: now)
+    }
+
+    private func enqueue(_ deviceID: String, type: Agrirouter_Response_ResponseEnvelope.ResponseBodyType, code: Int32,
+                         applicationMessageID: String, messageID: String = UUID().uuidString.lowercased(),
+                         payload: (any SwiftProtobuf.Message)?, now: Date) {
+        guard !faults.contains(.silentOutbox) else { return }
+        var envelope = Agrirouter_Response_ResponseEnvelope()
+        envelope.responseCode = code
+        envelope.type = type
+        envelope.applicationMessageID = applicationMessageID
+        envelope.messageID = messageID
+        envelope.timestamp = Google_Protobuf_Timestamp(date: now)
+        var wrapper = Agrirouter_Response_ResponsePayloadWrapper()
+        if let payload, let bytes: Data = try? payload.serializedBytes() {
+            wrapper.details.typeURL = TypeURL.of(Swift.type(of: payload).protoMessageName)
+            wrapper.details.value = bytes
+        }
+        guard let envelopeBytes: Data = try? envelope.serializedBytes(), let wrapperBytes: Data = try? wrapper.serializedBytes() else { return }
+        let base64 = DelimitedFrames.join([envelopeBytes, wrapperBytes]).base64EncodedString()
+        endpoints[deviceID]?.outbox.append((base64, now.addingTimeInterval(configuration.outboxLifetime)))
+    }
+
+    private static func looksLikeBase64(_ payload: Data) -> Bool {
+        guard !payload.isEmpty, payload.count % 4 == 0 else { return false }
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=".utf8)
+        return payload.allSatisfy(alphabet.contains) && Data(base64Encoded: payload) != nil
+    }
+
+    // MARK: - Control and inspection
+
+    func inject(_ fault: SimFault) { faults.append(fault) }
+    func clearFaults() { faults.removeAll() }
+
+    func sentMessages(endpoint deviceID: String) -> [DecodedRequest] { endpoints[deviceID]?.sent ?? [] }
+    func endpointIDs() -> [String] { Array(endpoints.keys) }
+    func subscriptions(endpoint deviceID: String) -> Set<String> { endpoints[deviceID]?.subscriptions ?? [] }
+    func feed(endpoint deviceID: String) -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { endpoints[deviceID]?.feed ?? [] }
+}
+
+enum ISO8601 {
+    static func parse(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+}

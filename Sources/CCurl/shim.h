@@ -1,0 +1,46 @@
+// Thin shim over libcurl's easy API: curl_easy_setopt and curl_easy_getinfo are variadic, which Swift
+// cannot call, so each argument kind gets a typed wrapper.
+#ifndef AGRIGPS_CCURL_SHIM_H
+#define AGRIGPS_CCURL_SHIM_H
+
+#include <curl/curl.h>
+
+#if LIBCURL_VERSION_NUM < 0x074700
+#error "agrigps needs libcurl 7.71 or later for CURLOPT_SSLCERT_BLOB"
+#endif
+
+typedef size_t (*ccurl_write_callback)(char *data, size_t size, size_t count, void *context);
+
+static inline CURLcode ccurl_set_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode ccurl_set_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+static inline CURLcode ccurl_set_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+
+// libcurl copies the bytes (CURL_BLOB_COPY), so the caller's buffer may go away afterwards.
+static inline CURLcode ccurl_set_blob(CURL *handle, CURLoption option, const void *data, size_t length) {
+    struct curl_blob blob;
+    blob.data = (void *)data;
+    blob.len = length;
+    blob.flags = CURL_BLOB_COPY;
+    return curl_easy_setopt(handle, option, &blob);
+}
+
+static inline CURLcode ccurl_set_write_callback(CURL *handle, ccurl_write_callback callback, void *context) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_WRITEDATA, context);
+}
+
+static inline long ccurl_response_code(CURL *handle) {
+    long code = 0;
+    curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &code);
+    return code;
+}
+
+#endif

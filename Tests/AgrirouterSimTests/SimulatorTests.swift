@@ -1,0 +1,277 @@
+import Agrirouter
+import Foundation
+import GNSS
+import SwiftProtobuf
+import Testing
+@testable import AgrirouterSim
+
+/// An endpoint onboarded at the simulator, talking to it through libcurl over real TLS.
+struct Endpoint {
+    var deviceID: String
+    var measuresURL: String
+    var commandsURL: String
+    var sensorID: String
+    var capabilityID: String
+    var credentials: ClientCredentials
+    var client: HTTPSClient
+    var encoder = MessageEncoder()
+
+    mutating func send(_ type: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
+                       payload: (any SwiftProtobuf.Message)?) async throws -> EncodedMessage {
+        let message = try encoder.encode(technicalMessageType: type, mode: mode, payload: payload)
+        try await post([message])
+        return message
+    }
+
+    func post(_ messages: [EncodedMessage]) async throws {
+        let body = try MeasuresBody(sensorAlternateID: sensorID, capabilityAlternateID: capabilityID, messages: messages).json()
+        _ = try await client.send(method: "POST", url: measuresURL, body: body, headers: ["Content-Type: application/json"], credentials: credentials)
+    }
+
+    func outbox() async throws -> [DecodedResponse] {
+        let response = try await client.send(method: "GET", url: commandsURL, credentials: credentials)
+        return try OutboxItem.list(from: response.body).map { try OutboxDecoder.decode(base64: $0.command.message) }
+    }
+}
+
+func onboardingBody(id: String, timestamp: Date = Date().addingTimeInterval(-10), drop field: String? = nil) -> Data {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    var body: [String: String] = ["id": id, "applicationId": "app", "certificationVersionId": "version", "gatewayId": "3",
+                                  "certificateType": "PEM", "UTCTimestamp": formatter.string(from: timestamp), "timeZone": "+00:00"]
+    if let field { body[field] = nil }
+    return try! JSONSerialization.data(withJSONObject: body)
+}
+
+func onboard(_ simulator: AgrirouterSimulator, tan: String, id: String) async throws -> Endpoint {
+    let client = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 20)
+    let response = try await client.send(method: "POST", url: simulator.onboardingURL, body: onboardingBody(id: id),
+                                         headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"])
+    let reply = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
+    let criteria = try #require(reply["connectionCriteria"] as? [String: String])
+    let authentication = try #require(reply["authentication"] as? [String: String])
+    let credentials = try #require(ClientCredentials(agrirouterPEM: authentication["certificate"] ?? "", secret: authentication["secret"] ?? ""))
+    return Endpoint(deviceID: try #require(reply["deviceAlternateId"] as? String),
+                    measuresURL: try #require(criteria["measures"]), commandsURL: try #require(criteria["commands"]),
+                    sensorID: try #require(reply["sensorAlternateId"] as? String),
+                    capabilityID: try #require(reply["capabilityAlternateId"] as? String), credentials: credentials, client: client)
+}
+
+func capabilities(push: Bool = true) -> Agrirouter_Request_Payload_Endpoint_CapabilitySpecification {
+    var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
+    var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
+    capability.technicalMessageType = TechnicalMessageType.gpsInfo
+    capability.direction = .sendReceive
+    specification.capabilities = [capability]
+    specification.appCertificationID = "app"
+    specification.appCertificationVersionID = "version"
+    specification.enablePushNotifications = push ? .enabled : .disabled
+    return specification
+}
+
+func gpsSubscription() -> Agrirouter_Request_Payload_Endpoint_Subscription {
+    var subscription = Agrirouter_Request_Payload_Endpoint_Subscription()
+    var item = Agrirouter_Request_Payload_Endpoint_Subscription.MessageTypeSubscriptionItem()
+    item.technicalMessageType = TechnicalMessageType.gpsInfo
+    subscription.technicalMessageTypes = [item]
+    return subscription
+}
+
+func gpsList(latitude: Double) -> Agrirouter_Technicalmessagetype_GPSList {
+    let report = PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 3, latitude: latitude, longitude: 11.5, altitudeHAE: 500)
+    var list = Agrirouter_Technicalmessagetype_GPSList()
+    list.gpsEntries = [GPSEntry(PositionSample(sampledAt: Date(), state: report.fixState, report: report))]
+    return list
+}
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct SimulatorTests {
+    @Test func clientCertificateIsRequiredAndMustComeFromTheSimulatorsCA() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
+        let other = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000002": "Stranger"]))
+        defer { Task { await simulator.shutdown(); await other.shutdown() } }
+        let endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+        #expect(try await endpoint.outbox().isEmpty)
+
+        let stranger = try await onboard(other, tan: "TAN0000002", id: "urn:agrigps:b")
+        for credentials in [nil, stranger.credentials] as [ClientCredentials?] {
+            await #expect {
+                _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL, credentials: credentials)
+            } throws: { error in
+                guard case .clientCertificateRejected = error as? TransportError else { return false }
+                return true
+            }
+        }
+        let wrongSecret = ClientCredentials(certificatePEM: endpoint.credentials.certificatePEM,
+                                            encryptedKeyPEM: endpoint.credentials.encryptedKeyPEM, secret: "not the secret")
+        await #expect {
+            _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL, credentials: wrongSecret)
+        } throws: { error in
+            guard case .credentialsUnusable = error as? TransportError else { return false }
+            return true
+        }
+        // A client that trusts only the system's CAs does not trust the simulator: no insecure fallback.
+        await #expect {
+            _ = try await HTTPSClient().send(method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
+        } throws: { error in
+            guard case .serverNotTrusted = error as? TransportError else { return false }
+            return true
+        }
+        #expect(!"\(endpoint.credentials)".contains(endpoint.credentials.secret))
+    }
+
+    @Test func onboardingErrorsUseAgrirouterCodes() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Again"]))
+        defer { Task { await simulator.shutdown() } }
+        let client = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM)
+        func attempt(tan: String, body: Data) async -> (Int, String?) {
+            do {
+                let response = try await client.send(method: "POST", url: simulator.onboardingURL, body: body,
+                                                     headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"])
+                return (response.status, nil)
+            } catch {
+                return (0, "\(error)")
+            }
+        }
+        // The transport turns 4xx into typed errors; the onboarding body is read from the simulator's state here.
+        let state = SimState(configuration: SimConfiguration(tans: ["TAN0000003": "Direct"]), authority: try CertificateAuthority())
+        func code(_ response: SimResponse) -> String? {
+            ((try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["error"] as? [String: Any])?["code"] as? String
+        }
+        #expect(code(await state.onboard(authorization: "Bearer WRONG", body: onboardingBody(id: "x"))) == "0401")
+        #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x", timestamp: Date().addingTimeInterval(120)))) == "0110")
+        #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x", drop: "certificationVersionId"))) == "0100")
+        #expect(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x")).status == 201)
+        #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x"))) == "0401", "a TAN works once")
+
+        let (status, error) = await attempt(tan: "WRONG", body: onboardingBody(id: "y"))
+        #expect(status == 0 && error == "\(TransportError.unauthorized)")
+
+        // Re-onboarding with the same id keeps the endpoint; the old certificate stops working.
+        let first = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:same")
+        let again = try await onboard(simulator, tan: "TAN0000002", id: "urn:agrigps:same")
+        #expect(again.deviceID == first.deviceID)
+        #expect(try await again.outbox().isEmpty)
+        await #expect(throws: TransportError.unauthorized) { _ = try await first.outbox() }
+    }
+
+    @Test func capabilitiesSubscriptionPublishAndPush() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor A", "TAN0000002": "Tractor B"]))
+        defer { Task { await simulator.shutdown() } }
+        var a = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+        var b = try await onboard(simulator, tan: "TAN0000002", id: "urn:agrigps:b")
+
+        let early = try await b.send(TechnicalMessageType.subscription, payload: gpsSubscription())
+        let refused = try await b.outbox()
+        #expect(refused.map(\.applicationMessageID) == [early.applicationMessageID])
+        #expect(refused.first?.messageCodes == ["VAL_000006"], "subscription before capabilities")
+
+        for endpoint in [a, b] {
+            var endpoint = endpoint
+            let sent = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
+            let answer = try await endpoint.outbox()
+            #expect(answer.first?.envelope.responseCode == 201 && answer.first?.body == .ack && answer.first?.applicationMessageID == sent.applicationMessageID)
+            _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
+            #expect(try await endpoint.outbox().first?.messageCodes == ["VAL_000022"])
+            _ = try await endpoint.send(TechnicalMessageType.subscription, payload: gpsSubscription())
+            #expect(try await endpoint.outbox().first?.body == .ack)
+            if endpoint.deviceID == a.deviceID { a = endpoint } else { b = endpoint }
+        }
+        #expect(await simulator.subscriptions(endpoint: b.deviceID) == [TechnicalMessageType.gpsInfo])
+
+        let published = try await a.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 48.25))
+        let ack = try await a.outbox()
+        #expect(ack.count == 1 && ack.first?.body == .ack && ack.first?.applicationMessageID == published.applicationMessageID)
+        let pushed = try await b.outbox()
+        guard case .pushNotification(let push)? = pushed.first?.body else { Issue.record("no push: \(pushed)"); return }
+        let message = try #require(push.messages.first)
+        #expect(message.header.senderID == a.deviceID && message.header.technicalMessageType == TechnicalMessageType.gpsInfo)
+        #expect(try GPSInfoContent.gpsList(from: message.content.value).gpsEntries.map(\.positionNorth) == [48.25])
+
+        _ = try await b.send(TechnicalMessageType.listEndpoints, payload: Agrirouter_Request_Payload_Account_ListEndpointsQuery())
+        guard case .endpoints(let listing)? = try await b.outbox().first?.body else { Issue.record("no listing"); return }
+        #expect(listing.endpoints.map(\.endpointName) == ["Tractor A", "Tractor B"])
+        #expect(await simulator.sentMessages(endpoint: a.deviceID).map(\.envelope.technicalMessageType)
+            == [TechnicalMessageType.capabilities, TechnicalMessageType.capabilities, TechnicalMessageType.subscription, TechnicalMessageType.gpsInfo])
+    }
+
+    @Test func invalidMessagesAreAnsweredAsAgrirouterWould() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
+        defer { Task { await simulator.shutdown() } }
+        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+        _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
+        _ = try await endpoint.outbox()
+
+        // Undecodable: VAL_000300 with no application_message_id.
+        let garbage = EncodedMessage(applicationMessageID: "", sequenceNumber: 0, technicalMessageType: "", base64: Data([1, 2, 3]).base64EncodedString(), payloadSize: 0)
+        try await endpoint.post([garbage])
+        let undecodable = try await endpoint.outbox()
+        #expect(undecodable.first?.applicationMessageID == nil && undecodable.first?.messageCodes == ["VAL_000300"])
+
+        // A repeated application_message_id, and gps:info sent as base64 text.
+        let once = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+        try await endpoint.post([once])
+        let repeated = try await endpoint.outbox()
+        #expect(repeated.count == 2)
+        #expect(repeated.first?.body == .ack)
+        #expect(repeated.last?.messageCodes == ["VAL_000300"], "a repeated application_message_id is refused")
+        var request = try RequestDecoder.decode(base64: try endpoint.encoder.encode(technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 1)).base64)
+        var details = Google_Protobuf_Any()
+        details.typeURL = request.payloadTypeURL
+        details.value = Data(request.payload.base64EncodedString().utf8)
+        var wrapper = Agrirouter_Request_RequestPayloadWrapper()
+        wrapper.details = details
+        request.envelope.applicationMessageID = UUID().uuidString.lowercased()
+        let frames = DelimitedFrames.join([try request.envelope.serializedBytes(), try wrapper.serializedBytes()])
+        try await endpoint.post([EncodedMessage(applicationMessageID: request.envelope.applicationMessageID, sequenceNumber: 9,
+                                                technicalMessageType: TechnicalMessageType.gpsInfo, base64: frames.base64EncodedString(), payloadSize: 0)])
+        let base64Answer = try await endpoint.outbox()
+        guard case .ackWithFailure(let messages)? = base64Answer.first?.body else { Issue.record("base64 gps:info accepted"); return }
+        #expect(messages.first?.message.contains("not base64") == true)
+
+        // Over the SDKs' payload cap: HTTP 413.
+        let huge = EncodedMessage(applicationMessageID: "x", sequenceNumber: 1, technicalMessageType: "gps:info",
+                                  base64: String(repeating: "A", count: SimState.maximumMessageCharacters + 4), payloadSize: 0)
+        await #expect(throws: TransportError.payloadTooLarge) { try await endpoint.post([huge]) }
+    }
+
+    @Test func faultsOnCommand() async throws {
+        var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
+        configuration.outboxLifetime = 0.3
+        let simulator = try await AgrirouterSimulator.start(configuration)
+        defer { Task { await simulator.shutdown() } }
+        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+
+        await simulator.inject(.serviceUnavailable(count: 1))
+        await #expect(throws: TransportError.serverError(503)) { _ = try await endpoint.outbox() }
+        #expect(try await endpoint.outbox().isEmpty)
+
+        await simulator.inject(.dropAfterBody)
+        await #expect {
+            _ = try await endpoint.outbox()
+        } throws: { error in
+            guard case .connectionFailed = error as? TransportError else { return false }
+            return true
+        }
+
+        await simulator.inject(.stall(seconds: 3))
+        let impatient = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 2, totalTimeout: 1)
+        await #expect(throws: TransportError.timedOut) {
+            _ = try await impatient.send(method: "POST", url: endpoint.measuresURL, body: Data("{}".utf8), credentials: endpoint.credentials)
+        }
+
+        await simulator.inject(.ackWithFailure(code: "VAL_000004"))
+        _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+        #expect(try await endpoint.outbox().first?.messageCodes == ["VAL_000004"])
+
+        await simulator.inject(.silentOutbox)
+        _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+        #expect(try await endpoint.outbox().isEmpty)
+        await simulator.clearFaults()
+
+        // Answers not fetched within the outbox's lifetime are gone.
+        _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await endpoint.outbox().isEmpty)
+    }
+}
