@@ -85,6 +85,7 @@ let package = Package(
             dependencies: [
                 "GNSS",
                 "GPSDReplay",
+                "Agrirouter",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -101,7 +102,7 @@ let package = Package(
         .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "Agrirouter", "GNSS"]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
-        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport"]),
+        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim"]),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.
         .executableTarget(name: "spool-exerciser", dependencies: ["Spool", "GNSS"], path: "Tests/SpoolExerciser"),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "GNSS", "TestSupport", "spool-exerciser",

@@ -84,8 +84,10 @@ public struct HTTPSClient: Sendable {
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
 
     /// Performs one request on the calling thread; use `send` from async code.
+    /// With `anyStatus`, every HTTP answer is returned with its body (onboarding reads agrirouter's
+    /// error codes from it); otherwise non-2xx statuses are typed errors.
     public func perform(method: String, url: String, body: Data? = nil, headers: [String] = [],
-                        credentials: ClientCredentials? = nil) throws(TransportError) -> HTTPResponse {
+                        credentials: ClientCredentials? = nil, anyStatus: Bool = false) throws(TransportError) -> HTTPResponse {
         guard let handle = curl_easy_init() else { throw .connectionFailed("libcurl could not start a request") }
         defer { curl_easy_cleanup(handle) }
         let response = ResponseBuffer()
@@ -132,6 +134,7 @@ public struct HTTPSClient: Sendable {
             throw Self.error(for: code, detail: detail)
         }
         let status = Int(ccurl_response_code(handle))
+        if anyStatus { return HTTPResponse(status: status, body: response.data) }
         switch status {
         case 200..<300: return HTTPResponse(status: status, body: response.data)
         case 401: throw .unauthorized
@@ -145,11 +148,12 @@ public struct HTTPSClient: Sendable {
 
     /// `perform` on a thread of libdispatch's, so a slow server never blocks the cooperative pool.
     public func send(method: String, url: String, body: Data? = nil, headers: [String] = [],
-                     credentials: ClientCredentials? = nil) async throws(TransportError) -> HTTPResponse {
+                     credentials: ClientCredentials? = nil, anyStatus: Bool = false) async throws(TransportError) -> HTTPResponse {
         let result: Result<HTTPResponse, TransportError> = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 do throws(TransportError) {
-                    continuation.resume(returning: .success(try perform(method: method, url: url, body: body, headers: headers, credentials: credentials)))
+                    continuation.resume(returning: .success(try perform(method: method, url: url, body: body, headers: headers,
+                                                                        credentials: credentials, anyStatus: anyStatus)))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }

@@ -12,7 +12,7 @@ struct Agrigps: AsyncParsableCommand {
             autonomous, dgps, rtk_fixed, rtk_float, dead_reckoning, simulated or manual.
             """,
         version: "0.1.0",
-        subcommands: [Watch.self, Replay.self]
+        subcommands: [Watch.self, Replay.self, Onboard.self, Disconnect.self]
     )
 }
 

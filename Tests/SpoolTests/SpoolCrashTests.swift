@@ -85,11 +85,8 @@ struct SpoolCrashTests {
         var executable = Self.exerciser
         var arguments = ["hold-then-flush", confined + "/spool.sqlite", gate]
         if geteuid() == 0 {
-            let copy = scratch.directory + "/spool-exerciser"
-            try FileManager.default.copyItem(atPath: Self.exerciser, toPath: copy)
-            chmod(copy, 0o755)
             let nobody = try #require(getpwnam("nobody"))
-            arguments = ["--reuid=\(nobody.pointee.pw_uid)", "--regid=\(nobody.pointee.pw_gid)", "--clear-groups", "--", copy] + arguments
+            arguments = ["--reuid=\(nobody.pointee.pw_uid)", "--regid=\(nobody.pointee.pw_gid)", "--clear-groups", "--", Self.exerciser] + arguments
             executable = "/usr/bin/setpriv"
         }
         let output = scratch.directory + "/output"

@@ -3,8 +3,8 @@ import GPSDReplay
 import Testing
 import TestSupport
 
-/// The built `agrigps` binary, run as a user would run it.
-private struct Agrigps {
+/// The built `agrigps` binary, for tests in this target.
+struct AgrigpsCommand {
     /// `swift build` puts the binary beside the test bundle.
     static let path: String = {
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
@@ -32,9 +32,23 @@ private struct Agrigps {
 
     /// Runs to completion (bounded) and returns the exit code.
     static func run(_ arguments: [String], timeout: Double = 60) throws -> (code: Int32?, stdout: [String], stderr: [String]) {
-        let command = try Agrigps(arguments)
+        let command = try AgrigpsCommand(arguments)
         defer { command.cleanUp() }
         let code = command.process.wait(timeout: timeout)
+        if code == nil { command.process.terminate(grace: 1) }
+        return (code, command.stdout, command.stderr)
+    }
+
+    /// `run` for async tests: waits by suspending, so the cooperative pool stays free for in-process servers.
+    static func run(_ arguments: [String], timeout: Double = 60) async throws -> (code: Int32?, stdout: [String], stderr: [String]) {
+        let command = try AgrigpsCommand(arguments)
+        defer { command.cleanUp() }
+        let deadline = Date().addingTimeInterval(timeout)
+        var code: Int32?
+        while code == nil && Date() < deadline {
+            code = command.process.wait(timeout: 0)
+            if code == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
         if code == nil { command.process.terminate(grace: 1) }
         return (code, command.stdout, command.stderr)
     }
@@ -77,7 +91,7 @@ private let log = Fixtures.log("ublox-lea-4h")
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct CommandLineTests {
     @Test func replayPrintsTheExpectedSamplesAndExitsZero() throws {
-        let result = try Agrigps.run(["replay", log, "--json"])
+        let result = try AgrigpsCommand.run(["replay", log, "--json"])
         #expect(result.code == 0)
         #expect(result.stderr.isEmpty)
         let expected = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("ublox-lea-4h.samples.jsonl").path)
@@ -85,14 +99,14 @@ struct CommandLineTests {
     }
 
     @Test func replayEveryReportPrintsOneLinePerTPV() throws {
-        let result = try Agrigps.run(["replay", log, "--every-report", "--json"])
+        let result = try AgrigpsCommand.run(["replay", log, "--every-report", "--json"])
         #expect(result.code == 0)
         let expected = try TPVFields.fromCheckFile(log + ".chk")
         #expect(try result.stdout.map(TPVFields.init(json:)) == expected)
     }
 
     @Test func replayTextLinesNameTheState() throws {
-        let result = try Agrigps.run(["replay", Fixtures.log("nmea-rtk")])
+        let result = try AgrigpsCommand.run(["replay", Fixtures.log("nmea-rtk")])
         #expect(result.code == 0)
         #expect(result.stdout.contains { $0.contains(" fix_3d_rtk_fixed lat=41.57") })
         #expect(result.stdout.contains { $0.contains(" fix_3d_dgps lat=41.57") })
@@ -124,7 +138,7 @@ struct CommandLineTests {
             try Data(bytes).write(to: URL(fileURLWithPath: scratch))
             arguments[index] = scratch
         }
-        let result = try Agrigps.run(arguments, timeout: 30)
+        let result = try AgrigpsCommand.run(arguments, timeout: 30)
         #expect(result.code == code)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.count == 1, "stderr: \(result.stderr)")
@@ -136,7 +150,7 @@ struct CommandLineTests {
 
     @Test func watchKeepsRunningWhileGPSDIsDownAndRecoversWhenItStarts() throws {
         let port = try ReplayGPSD.freeLoopbackPort()
-        let watch = try Agrigps(["watch", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--json"])
+        let watch = try AgrigpsCommand(["watch", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--json"])
         defer {
             watch.process.terminate(grace: 2)
             watch.cleanUp()
@@ -162,7 +176,7 @@ struct CommandLineTests {
     }
 
     @Test func interruptedReplayLeavesNoProcessBehind() throws {
-        let replay = try Agrigps(["replay", Fixtures.log("telit-he910"), "--real-time"])
+        let replay = try AgrigpsCommand(["replay", Fixtures.log("telit-he910"), "--real-time"])
         defer {
             replay.process.terminate(grace: 2)
             replay.cleanUp()
@@ -176,7 +190,7 @@ struct CommandLineTests {
     }
 
     @Test func killedReplayTakesItsGPSDWithIt() throws {
-        let replay = try Agrigps(["replay", Fixtures.log("telit-he910"), "--real-time"])
+        let replay = try AgrigpsCommand(["replay", Fixtures.log("telit-he910"), "--real-time"])
         defer { replay.cleanUp() }
         #expect(replay.waitForOutput(timeout: 15) { !$0.isEmpty })
         let started = replay.descendants()
@@ -190,10 +204,10 @@ struct CommandLineTests {
     }
 
     @Test func helpIsTheManual() throws {
-        let top = try Agrigps.run(["--help"])
+        let top = try AgrigpsCommand.run(["--help"])
         #expect(top.code == 0)
         #expect(top.stdout.contains { $0.contains("watch") } && top.stdout.contains { $0.contains("replay") })
-        let replay = try Agrigps.run(["replay", "--help"])
+        let replay = try AgrigpsCommand.run(["replay", "--help"])
         #expect(replay.code == 0)
         #expect(replay.stdout.contains { $0.contains("--every-report") })
     }

@@ -1,0 +1,98 @@
+import Foundation
+
+/// What a machine keeps after onboarding: the endpoint, its credential, and where it belongs.
+public struct StoredEndpoint: Sendable {
+    public var environment: String
+    public var response: OnboardingResponse
+
+    public var credentials: ClientCredentials? {
+        ClientCredentials(agrirouterPEM: response.authentication.certificate, secret: response.authentication.secret)
+    }
+}
+
+/// The state directory's agrirouter files, all 0600 in a 0700 directory:
+/// - `endpoint-id`: the persistent onboarding id (a URN), made once and kept through disconnects;
+/// - `endpoint.json`: the onboarding response without its secret; the key in it stays encrypted;
+/// - `endpoint.secret`: the secret that opens the key, beside it.
+public struct CredentialStore: Sendable {
+    public let directory: String
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    var idPath: String { directory + "/endpoint-id" }
+    var endpointPath: String { directory + "/endpoint.json" }
+    var secretPath: String { directory + "/endpoint.secret" }
+
+    /// The id this machine onboards with, created on first use and never changed.
+    public func externalID() throws(OnboardingError) -> String {
+        if let existing = try? String(contentsOfFile: idPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+           !existing.isEmpty {
+            return existing
+        }
+        let id = "urn:agrigps:endpoint:\(UUID().uuidString.lowercased())"
+        try write(Data((id + "\n").utf8), to: idPath)
+        return id
+    }
+
+    public func load() throws(OnboardingError) -> StoredEndpoint? {
+        guard FileManager.default.fileExists(atPath: endpointPath) else { return nil }
+        do {
+            struct File: Codable {
+                var environment: String
+                var response: OnboardingResponse
+            }
+            var file = try JSONDecoder().decode(File.self, from: Data(contentsOf: URL(fileURLWithPath: endpointPath)))
+            file.response.authentication.secret = try String(contentsOfFile: secretPath, encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            return StoredEndpoint(environment: file.environment, response: file.response)
+        } catch {
+            throw .storage("\(endpointPath) or \(secretPath) cannot be read; onboard again")
+        }
+    }
+
+    public func save(_ response: OnboardingResponse, environment: String) throws(OnboardingError) {
+        struct File: Codable {
+            var environment: String
+            var response: OnboardingResponse
+        }
+        var withoutSecret = response
+        withoutSecret.authentication.secret = ""
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(File(environment: environment, response: withoutSecret)) else {
+            throw .storage("the onboarding response could not be encoded")
+        }
+        try write(Data((response.authentication.secret + "\n").utf8), to: secretPath)
+        try write(data, to: endpointPath)
+    }
+
+    /// Removes the credential; the endpoint id stays, so a later onboarding is the same endpoint.
+    public func delete() throws(OnboardingError) {
+        for path in [endpointPath, secretPath] where FileManager.default.fileExists(atPath: path) {
+            guard unlink(path) == 0 else { throw .storage("\(path): \(String(cString: strerror(errno)))") }
+        }
+    }
+
+    /// Writes through a 0600 temporary file and a rename, so no reader ever sees a partial or readable file.
+    private func write(_ data: Data, to path: String) throws(OnboardingError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .storage("cannot create \(directory): \(error.localizedDescription)")
+        }
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard fd >= 0 else { throw .storage("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        fchmod(fd, 0o600)
+        let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == data.count, synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw .storage("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+}

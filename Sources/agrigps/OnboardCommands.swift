@@ -1,0 +1,159 @@
+import Agrirouter
+import ArgumentParser
+import Foundation
+
+/// Where agrigps keeps its state: `--state-dir`, else systemd's $STATE_DIRECTORY, else /var/lib/agrigps.
+struct StateDirectoryOption: ParsableArguments {
+    @Option(name: .customLong("state-dir"), help: ArgumentHelp("State directory (credentials, spool).", valueName: "path"))
+    var path: String?
+
+    var resolved: String {
+        path ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/agrigps"
+    }
+}
+
+enum EnvironmentChoice: String, ExpressibleByArgument, CaseIterable {
+    case qa, production, local
+}
+
+extension OnboardingError {
+    var exitCode: Int32 {
+        switch self {
+        case .missingSettings: return 78        // EX_CONFIG
+        case .invalidTAN, .alreadyOnboarded: return 64
+        case .agrirouter: return 77             // EX_NOPERM
+        case .transport, .unreadableResponse: return 69
+        case .storage: return 73                // EX_CANTCREAT
+        }
+    }
+}
+
+struct Onboard: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Connect this machine to agrirouter with a TAN (registration code) from the agrirouter UI.",
+        discussion: """
+            QA is the default environment. The application id and certification version id come from
+            --application-id / --certification-version-id or AGRIGPS_APPLICATION_ID /
+            AGRIGPS_CERTIFICATION_VERSION_ID; QA and production have different ones.
+            The credentials are stored in the state directory with mode 0600 and never printed. Running
+            onboard again with a new TAN re-onboards the same endpoint. To try agrigps without an account,
+            use --env local with agrirouter-sim's --onboarding-url and --ca-file.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The TAN from the agrirouter UI (also AGRIGPS_TAN).", valueName: "tan"))
+    var tan: String?
+
+    @Option(name: .customLong("env"), help: ArgumentHelp("qa, production or local.", valueName: "environment"))
+    var environment: EnvironmentChoice = .qa
+
+    @Option(name: .customLong("application-id"), help: ArgumentHelp("Your application id in this environment.", valueName: "id"))
+    var applicationID: String?
+
+    @Option(name: .customLong("certification-version-id"), help: ArgumentHelp("Your certification version id in this environment.", valueName: "id"))
+    var certificationVersionID: String?
+
+    @Option(name: .customLong("onboarding-url"), help: ArgumentHelp("With --env local: the local agrirouter's onboarding URL.", valueName: "url"))
+    var onboardingURL: String?
+
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("With --env local: the CA certificate the local agrirouter signs with.", valueName: "path"))
+    var caFile: String?
+
+    @OptionGroup var state: StateDirectoryOption
+
+    private var effectiveTAN: String { tan ?? ProcessInfo.processInfo.environment["AGRIGPS_TAN"] ?? "" }
+
+    func validate() throws {
+        guard !effectiveTAN.isEmpty else { throw ValidationError("give the TAN with --tan (or AGRIGPS_TAN)") }
+        guard effectiveTAN.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw ValidationError("a TAN is letters and digits only, as the agrirouter UI shows it")
+        }
+        if environment == .local {
+            guard let onboardingURL, onboardingURL.hasPrefix("https://") else {
+                throw ValidationError("--env local needs --onboarding-url https://... (agrirouter-sim prints it)")
+            }
+            guard let caFile, FileManager.default.isReadableFile(atPath: caFile) else {
+                throw ValidationError("--env local needs --ca-file with the local agrirouter's CA certificate")
+            }
+        } else if onboardingURL != nil || caFile != nil {
+            throw ValidationError("--onboarding-url and --ca-file are for --env local only")
+        }
+    }
+
+    func run() async throws {
+        let store = CredentialStore(directory: state.resolved)
+        do {
+            let target = try resolveEnvironment()
+            if let existing = try store.load(), existing.environment != target.name {
+                throw OnboardingError.alreadyOnboarded(environment: existing.environment)
+            }
+            let environmentVariables = ProcessInfo.processInfo.environment
+            let settings = OnboardingSettings(
+                applicationID: applicationID ?? environmentVariables["AGRIGPS_APPLICATION_ID"] ?? "",
+                certificationVersionID: certificationVersionID ?? environmentVariables["AGRIGPS_CERTIFICATION_VERSION_ID"] ?? "")
+            let response = try await OnboardingClient(environment: target, settings: settings)
+                .onboard(tan: effectiveTAN, externalID: try store.externalID())
+            try store.save(response, environment: target.name)
+            Output.line("Onboarded to agrirouter \(target.name) as endpoint \(response.deviceAlternateId).")
+            Output.line("Credentials stored in \(store.directory) (readable by this user only).")
+        } catch let error as OnboardingError {
+            var text = error.description
+            if case .missingSettings = error {
+                text += " (give --application-id and --certification-version-id, or AGRIGPS_APPLICATION_ID and AGRIGPS_CERTIFICATION_VERSION_ID)"
+            }
+            throw CommandFailure(description: text, exitCode: error.exitCode)
+        }
+    }
+
+    private func resolveEnvironment() throws(OnboardingError) -> AgrirouterEnvironment {
+        switch environment {
+        case .qa: return .qa
+        case .production: return .production
+        case .local:
+            guard let caFile, let onboardingURL, let pem = try? String(contentsOfFile: caFile, encoding: .utf8) else {
+                throw .storage("cannot read --ca-file")
+            }
+            return .local(onboardingURL: onboardingURL, caCertificatePEM: pem)
+        }
+    }
+}
+
+struct Disconnect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove this machine's agrirouter credentials.",
+        discussion: """
+            agrirouter offers a CU no way to delete itself: remove the endpoint in the agrirouter UI as well.
+            The endpoint id is kept, so onboarding again later with a new TAN is the same endpoint.
+            """
+    )
+
+    @Flag(help: "Do not ask for confirmation.")
+    var yes = false
+
+    @OptionGroup var state: StateDirectoryOption
+
+    func run() throws {
+        let store = CredentialStore(directory: state.resolved)
+        do {
+            guard let endpoint = try store.load() else {
+                Output.line("This machine is not onboarded; there are no credentials to remove.")
+                return
+            }
+            if !yes {
+                guard isatty(0) != 0 else {
+                    throw CommandFailure(description: "disconnect removes the credentials; confirm with --yes", exitCode: 64)
+                }
+                FileHandle.standardOutput.write(Data("Remove the agrirouter credentials of endpoint \(endpoint.response.deviceAlternateId)? [y/N] ".utf8))
+                guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                    Output.line("Nothing removed.")
+                    return
+                }
+            }
+            try store.delete()
+            Output.line("Removed the credentials of endpoint \(endpoint.response.deviceAlternateId) (agrirouter \(endpoint.environment)).")
+            Output.line("Now delete this endpoint in the agrirouter UI too, or it stays listed there.")
+        } catch let error as OnboardingError {
+            throw CommandFailure(description: error.description, exitCode: error.exitCode)
+        }
+    }
+}

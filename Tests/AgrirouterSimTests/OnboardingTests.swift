@@ -1,0 +1,86 @@
+@testable import Agrirouter
+import Foundation
+import Testing
+@testable import AgrirouterSim
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct OnboardingTests {
+    let settings = OnboardingSettings(applicationID: "app", certificationVersionID: "version")
+
+    @Test func onboardsAndReonboardsTheSameEndpoint() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Tractor"]))
+        defer { Task { await simulator.shutdown() } }
+        let client = OnboardingClient(environment: .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
+                                      settings: settings)
+        let first = try await client.onboard(tan: "TAN0000001", externalID: "urn:agrigps:endpoint:1")
+        #expect(first.authentication.type == "PEM")
+        #expect(first.authentication.certificate.hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
+        #expect(first.connectionCriteria.gatewayId == "3")
+        let again = try await client.onboard(tan: "TAN0000002", externalID: "urn:agrigps:endpoint:1")
+        #expect(again.deviceAlternateId == first.deviceAlternateId)
+        #expect(again.authentication.certificate != first.authentication.certificate)
+    }
+
+    @Test func refusalsCarryAgrirouterCodesAndAdvice() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"], applicationID: "app"))
+        defer { Task { await simulator.shutdown() } }
+        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let client = OnboardingClient(environment: environment, settings: settings)
+
+        await #expect(throws: OnboardingError.agrirouter(status: 401, code: "0401", message: "Bearer not found")) {
+            _ = try await client.onboard(tan: "WRONG00000", externalID: "urn:x")
+        }
+        // A clock running two minutes fast makes even "10 s in the past" a future timestamp.
+        do {
+            _ = try await client.onboard(tan: "TAN0000001", externalID: "urn:x", now: Date().addingTimeInterval(120))
+            Issue.record("a future timestamp was accepted")
+        } catch {
+            guard case .agrirouter(400, "0110", _) = error else { Issue.record("\(error)"); return }
+            #expect(error.description.contains("clock"))
+        }
+        let otherApplication = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "other", certificationVersionID: "v"))
+        do {
+            _ = try await otherApplication.onboard(tan: "TAN0000001", externalID: "urn:x")
+            Issue.record("a wrong application id was accepted")
+        } catch {
+            guard case .agrirouter(400, "0105", _) = error else { Issue.record("\(error)"); return }
+        }
+        let unconfigured = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "", certificationVersionID: ""))
+        await #expect(throws: OnboardingError.missingSettings(["applicationId", "certificationVersionId"])) {
+            _ = try await unconfigured.onboard(tan: "TAN0000001", externalID: "urn:x")
+        }
+        await #expect(throws: OnboardingError.invalidTAN) { _ = try await client.onboard(tan: "TAN 0001!", externalID: "urn:x") }
+        // None of the refusals repeats the TAN.
+        for error in [OnboardingError.agrirouter(status: 401, code: "0401", message: "Bearer not found"), .invalidTAN] {
+            #expect(!error.description.contains("TAN0000001") && !error.description.contains("WRONG00000"))
+        }
+    }
+
+    @Test func credentialStoreKeepsSecretsApartAndPrivate() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-store-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = CredentialStore(directory: directory)
+        let id = try store.externalID()
+        #expect(id.hasPrefix("urn:agrigps:endpoint:"))
+        #expect(try store.externalID() == id, "the onboarding id is made once and kept")
+        let response = OnboardingResponse(
+            deviceAlternateId: "device", capabilityAlternateId: "capability", sensorAlternateId: "sensor",
+            connectionCriteria: .init(gatewayId: "3", measures: "https://m", commands: "https://c"),
+            authentication: .init(type: "PEM", secret: "s3cr3t-value",
+                                  certificate: "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAA\n-----END ENCRYPTED PRIVATE KEY-----\n-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n"))
+        try store.save(response, environment: "qa")
+        let json = try String(contentsOfFile: directory + "/endpoint.json", encoding: .utf8)
+        #expect(!json.contains("s3cr3t-value"))
+        #expect(json.contains("ENCRYPTED PRIVATE KEY"))
+        for file in ["", "/endpoint-id", "/endpoint.json", "/endpoint.secret"] {
+            let mode = (try FileManager.default.attributesOfItem(atPath: directory + file)[.posixPermissions] as? Int) ?? 0
+            #expect(mode == (file.isEmpty ? 0o700 : 0o600), "\(file) has mode \(String(mode, radix: 8))")
+        }
+        let loaded = try #require(try store.load())
+        #expect(loaded.response == response && loaded.environment == "qa")
+        #expect(loaded.credentials != nil)
+        try store.delete()
+        #expect(try store.load() == nil)
+        #expect(try store.externalID() == id, "disconnecting keeps the id for re-onboarding")
+    }
+}
