@@ -180,6 +180,9 @@ actor SimState {
         case TechnicalMessageType.gpsInfo: publish(request, from: deviceID, now: now)
         case TechnicalMessageType.listEndpoints, TechnicalMessageType.listEndpointsUnfiltered: listEndpoints(request, for: deviceID, now: now)
         case TechnicalMessageType.ping: answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
+        case TechnicalMessageType.feedMessageQuery: feedQuery(request, for: deviceID, now: now)
+        case TechnicalMessageType.feedConfirm: feedConfirm(request, for: deviceID, now: now)
+        case TechnicalMessageType.feedDelete: feedDelete(request, for: deviceID, now: now)
         default:
             answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id,
                    messages: [("Unknown technical message type \(request.envelope.technicalMessageType)", "VAL_000300")], now: now)
@@ -297,6 +300,83 @@ actor SimState {
         }
         enqueue(deviceID, type: .endpointsListing, code: 200, applicationMessageID: request.envelope.applicationMessageID,
                 payload: listing, now: now)
+    }
+
+    // MARK: - Feed
+
+    static let feedPageSize = 25
+
+    private typealias FeedMessage = Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage
+
+    /// The endpoint's feed messages that meet every criterion given (an empty criterion is ignored),
+    /// sorted by sender, then time and sequence number, as agrirouter sorts them.
+    private func matching(_ deviceID: String, ids: [String], senders: [String],
+                          period: Agrirouter_Feed_Request_ValidityPeriod?) -> [FeedMessage] {
+        (endpoints[deviceID]?.feed ?? []).filter { message in
+            (ids.isEmpty || ids.contains(message.header.messageID))
+                && (senders.isEmpty || senders.contains(message.header.senderID))
+                && (period.map { period in
+                    let sent = message.header.sentTimestamp.date
+                    return (!period.hasSentFrom || sent >= period.sentFrom.date) && (!period.hasSentTo || sent <= period.sentTo.date)
+                } ?? true)
+        }.sorted {
+            ($0.header.senderID, $0.header.sentTimestamp.date, $0.header.sequenceNumber)
+                < ($1.header.senderID, $1.header.sentTimestamp.date, $1.header.sequenceNumber)
+        }
+    }
+
+    private func feedQuery(_ request: DecodedRequest, for deviceID: String, now: Date) {
+        let id = request.envelope.applicationMessageID
+        guard let query = try? Agrirouter_Feed_Request_MessageQuery(serializedBytes: request.payload),
+              !query.messageIds.isEmpty || !query.senders.isEmpty || query.hasValidityPeriod else {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id,
+                   messages: [("Query does not contain any filtering criteria", "VAL_000017")], now: now)
+            return
+        }
+        let found = matching(deviceID, ids: query.messageIds, senders: query.senders,
+                             period: query.hasValidityPeriod ? query.validityPeriod : nil)
+        var response = Agrirouter_Feed_Response_MessageQueryResponse()
+        response.queryMetrics.totalMessagesInQuery = Int32(found.count)
+        response.queryMetrics.maxCountRestriction = Int32(Self.feedPageSize)
+        response.page.number = found.isEmpty ? 0 : 1
+        response.page.total = Int32((found.count + Self.feedPageSize - 1) / Self.feedPageSize)
+        response.messages = Array(found.prefix(Self.feedPageSize))
+        enqueue(deviceID, type: .ackForFeedMessage, code: found.isEmpty ? 204 : 200, applicationMessageID: id, payload: response, now: now)
+    }
+
+    private func feedConfirm(_ request: DecodedRequest, for deviceID: String, now: Date) {
+        let id = request.envelope.applicationMessageID
+        guard let confirm = try? Agrirouter_Feed_Request_MessageConfirm(serializedBytes: request.payload), !confirm.messageIds.isEmpty else {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id,
+                   messages: [("Confirm does not contain any message ids", "VAL_000017")], now: now)
+            return
+        }
+        let known = Set(endpoints[deviceID]?.feed.map(\.header.messageID) ?? [])
+        endpoints[deviceID]?.feed.removeAll { confirm.messageIds.contains($0.header.messageID) }
+        answer(deviceID, type: .ackWithMessages, code: 200, applicationMessageID: id, messages: confirm.messageIds.map { messageID in
+            known.contains(messageID) ? ("Message \(messageID) has been confirmed", "VAL_000206")
+                : ("Message \(messageID) was not found", "VAL_000205")
+        }, now: now)
+    }
+
+    private func feedDelete(_ request: DecodedRequest, for deviceID: String, now: Date) {
+        let id = request.envelope.applicationMessageID
+        guard let delete = try? Agrirouter_Feed_Request_MessageDelete(serializedBytes: request.payload),
+              !delete.messageIds.isEmpty || !delete.senders.isEmpty || delete.hasValidityPeriod else {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id,
+                   messages: [("Delete does not contain any filtering criteria", "VAL_000018")], now: now)
+            return
+        }
+        let doomed = Set(matching(deviceID, ids: delete.messageIds, senders: delete.senders,
+                                  period: delete.hasValidityPeriod ? delete.validityPeriod : nil).map(\.header.messageID))
+        endpoints[deviceID]?.feed.removeAll { doomed.contains($0.header.messageID) }
+        if doomed.isEmpty {
+            answer(deviceID, type: .ackWithMessages, code: 204, applicationMessageID: id,
+                   messages: [("No messages found to delete", "VAL_000208")], now: now)
+        } else {
+            answer(deviceID, type: .ackWithMessages, code: 200, applicationMessageID: id,
+                   messages: doomed.sorted().map { ("Message \($0) has been deleted", "VAL_000209") }, now: now)
+        }
     }
 
     private func answer(_ deviceID: String, type: Agrirouter_Response_ResponseEnvelope.ResponseBodyType, code: Int32,

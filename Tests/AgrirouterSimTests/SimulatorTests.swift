@@ -275,3 +275,84 @@ struct SimulatorTests {
         #expect(try await endpoint.outbox().isEmpty)
     }
 }
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct SimulatorFeedTests {
+    private func period(from: Date, to: Date) -> Agrirouter_Feed_Request_ValidityPeriod {
+        var period = Agrirouter_Feed_Request_ValidityPeriod()
+        period.sentFrom = Google_Protobuf_Timestamp(date: from)
+        period.sentTo = Google_Protobuf_Timestamp(date: to)
+        return period
+    }
+
+    @Test func feedQueryPagesConfirmAndDelete() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "A", "TAN0000002": "B"]))
+        defer { Task { await simulator.shutdown() } }
+        var a = try await onboard(simulator, tan: "TAN0000001", id: "urn:a")
+        var b = try await onboard(simulator, tan: "TAN0000002", id: "urn:b")
+        _ = try await a.send(TechnicalMessageType.capabilities, payload: capabilities())
+        _ = try await b.send(TechnicalMessageType.capabilities, payload: capabilities(push: false))
+        _ = try await b.send(TechnicalMessageType.subscription, payload: gpsSubscription())
+        _ = try await a.outbox()
+        _ = try await b.outbox()
+        for index in 0..<30 {
+            _ = try await a.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: Double(index)))
+        }
+        #expect(try await b.outbox().isEmpty, "push is off for B: nothing in its outbox")
+
+        // Empty criteria are refused, as agrirouter does.
+        _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: Agrirouter_Feed_Request_MessageQuery())
+        _ = try await b.send(TechnicalMessageType.feedConfirm, payload: Agrirouter_Feed_Request_MessageConfirm())
+        _ = try await b.send(TechnicalMessageType.feedDelete, payload: Agrirouter_Feed_Request_MessageDelete())
+        #expect(try await b.outbox().map(\.messageCodes) == [["VAL_000017"], ["VAL_000017"], ["VAL_000018"]])
+
+        var query = Agrirouter_Feed_Request_MessageQuery()
+        query.validityPeriod = period(from: Date().addingTimeInterval(-900), to: Date().addingTimeInterval(5))
+        _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
+        guard case .feedMessages(let page)? = try await b.outbox().first?.body else { Issue.record("no feed answer"); return }
+        #expect(page.messages.count == 25 && page.page.total == 2 && page.queryMetrics.totalMessagesInQuery == 30)
+        #expect(try page.messages.map { try GPSInfoContent.gpsList(from: $0.content.value).gpsEntries[0].positionNorth } == (0..<25).map(Double.init))
+
+        var confirm = Agrirouter_Feed_Request_MessageConfirm()
+        confirm.messageIds = page.messages.map(\.header.messageID) + ["unknown-id"]
+        _ = try await b.send(TechnicalMessageType.feedConfirm, payload: confirm)
+        let confirmed = try await b.outbox().first?.messageCodes ?? []
+        #expect(confirmed.filter { $0 == "VAL_000206" }.count == 25 && confirmed.last == "VAL_000205")
+
+        _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
+        guard case .feedMessages(let rest)? = try await b.outbox().first?.body else { Issue.record("no second page"); return }
+        #expect(rest.messages.count == 5 && rest.page.total == 1)
+
+        var delete = Agrirouter_Feed_Request_MessageDelete()
+        delete.senders = [a.deviceID]
+        _ = try await b.send(TechnicalMessageType.feedDelete, payload: delete)
+        #expect(try await b.outbox().first?.messageCodes == Array(repeating: "VAL_000209", count: 5))
+        _ = try await b.send(TechnicalMessageType.feedDelete, payload: delete)
+        let nothing = try await b.outbox().first
+        #expect(nothing?.envelope.responseCode == 204 && nothing?.messageCodes == ["VAL_000208"])
+        _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
+        let empty = try await b.outbox().first
+        #expect(empty?.envelope.responseCode == 204)
+    }
+
+    @Test func envelopeRulesAndUnknownTypes() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "A"]))
+        defer { Task { await simulator.shutdown() } }
+        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:a")
+        var envelope = Agrirouter_Request_RequestEnvelope()
+        envelope.applicationMessageID = UUID().uuidString.lowercased()
+        envelope.applicationMessageSeqNo = 0
+        envelope.technicalMessageType = TechnicalMessageType.ping
+        let zero = DelimitedFrames.join([try envelope.serializedBytes(), try Agrirouter_Request_RequestPayloadWrapper().serializedBytes()])
+        try await endpoint.post([EncodedMessage(applicationMessageID: envelope.applicationMessageID, sequenceNumber: 0,
+                                                technicalMessageType: TechnicalMessageType.ping, base64: zero.base64EncodedString(), payloadSize: 0)])
+        guard case .ackWithFailure(let messages)? = try await endpoint.outbox().first?.body else { Issue.record("seq 0 accepted"); return }
+        #expect(messages.first?.message.contains("greater than 0") == true)
+        _ = try await endpoint.send("dke:no_such_type", payload: nil)
+        guard case .ackWithFailure(let unknown)? = try await endpoint.outbox().first?.body else { Issue.record("unknown type accepted"); return }
+        #expect(unknown.first?.message.contains("Unknown technical message type") == true)
+        await #expect(throws: TransportError.notFound) {
+            _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL + "/extra", credentials: endpoint.credentials)
+        }
+    }
+}
