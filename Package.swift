@@ -59,6 +59,17 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
+        // The daemon's parts: the agrirouter connection, the endpoint set-up and the send cycle.
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "GNSS",
+                "Spool",
+                "Agrirouter",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The local agrirouter: onboarding with TANs, client-certificate REST, validation, outbox, routing.
         .target(
             name: "AgrirouterSim",
@@ -99,6 +110,7 @@ let package = Package(
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "AgrirouterTests", dependencies: ["Agrirouter", "GNSS", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Spool", "Agrirouter", "AgrirouterSim", "GNSS"]),
         .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "Agrirouter", "GNSS"]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),

@@ -53,7 +53,9 @@ extension GPSEntry {
         if let pdop = report?.pdop { self.pdop = pdop }
         if let hdop = report?.hdop { self.hdop = hdop }
         if let used = report?.satellitesUsed, used > 0 { numberOfSatellites = UInt32(used) }
-        gpsUtcTimestamp = Google_Protobuf_Timestamp(date: report?.time ?? sample.sampledAt)
+        // Milliseconds: receivers report no finer, and whole milliseconds encode shorter.
+        let time = (report?.time ?? sample.sampledAt).timeIntervalSince1970
+        gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date(timeIntervalSince1970: (time * 1000).rounded() / 1000))
     }
 
     /// Bytes this entry takes inside a GPSList: its tag, its length and itself. The spool budgets with it.

@@ -28,7 +28,10 @@ public struct MessageEncoder: Sendable {
     public init() {}
 
     /// Encodes `payload` (nil for commands without one, such as dke:ping) as `technicalMessageType`.
+    /// `applicationMessageID` lets a caller use an id it already tracks (a spool batch's); it must be a
+    /// fresh UUID all the same.
     public mutating func encode(
+        applicationMessageID: String = UUID().uuidString.lowercased(),
         technicalMessageType: String,
         mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
         recipients: [String] = [],
@@ -37,7 +40,7 @@ public struct MessageEncoder: Sendable {
         at time: Date = Date()
     ) throws(CodecError) -> EncodedMessage {
         var envelope = Agrirouter_Request_RequestEnvelope()
-        envelope.applicationMessageID = UUID().uuidString.lowercased()
+        envelope.applicationMessageID = applicationMessageID
         envelope.applicationMessageSeqNo = nextSequenceNumber
         envelope.technicalMessageType = technicalMessageType
         envelope.teamSetContextID = teamSetContextID

@@ -13,6 +13,8 @@ actor SimState {
     private var endpoints: [String: SimEndpoint] = [:]
     private var deviceIDByExternalID: [String: String] = [:]
     private var faults: [SimFault] = []
+    /// When each gateway request arrived (monotonic seconds), to check the client's spacing.
+    private var requestArrivals: [Double] = []
 
     /// The largest base64 message agrirouter takes: 767,997 bytes of protobuf.
     static let maximumMessageCharacters = 1_024_000
@@ -118,6 +120,7 @@ actor SimState {
     }
 
     func measures(deviceID: String, certificate: Certificate?, body: Data, now: Date = Date()) -> SimResponse {
+        requestArrivals.append(ProcessInfo.processInfo.systemUptime)
         if let refusal = authenticate(deviceID: deviceID, certificate: certificate) { return refusal }
         var stall = 0.0
         if let fault = transportFault() {
@@ -143,6 +146,7 @@ actor SimState {
     }
 
     func commands(deviceID: String, certificate: Certificate?, now: Date = Date()) -> SimResponse {
+        requestArrivals.append(ProcessInfo.processInfo.systemUptime)
         if let refusal = authenticate(deviceID: deviceID, certificate: certificate) { return refusal }
         if let fault = transportFault(), fault.delay == 0 { return fault }
         let live = (endpoints[deviceID]?.outbox ?? []).filter { $0.expires > now }
@@ -428,6 +432,7 @@ actor SimState {
 
     func sentMessages(endpoint deviceID: String) -> [DecodedRequest] { endpoints[deviceID]?.sent ?? [] }
     func endpointIDs() -> [String] { Array(endpoints.keys) }
+    func gatewayRequestArrivals() -> [Double] { requestArrivals }
     func subscriptions(endpoint deviceID: String) -> Set<String> { endpoints[deviceID]?.subscriptions ?? [] }
     func feed(endpoint deviceID: String) -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { endpoints[deviceID]?.feed ?? [] }
 }

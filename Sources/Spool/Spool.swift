@@ -188,6 +188,10 @@ public actor Spool {
                 lastID = row["id"]
             }
             guard let lastID else { return nil }
+            // Rows that carry a batch id were sent before: agrirouter may get them twice. Count them.
+            let resent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(Self.sendable) AND id <= :last AND batch_id IS NOT NULL",
+                                          arguments: ["now": now, "last": lastID]) ?? 0
+            if resent > 0 { try SpoolState.add(resent, to: "resent", in: db) }
             // The same predicate over the same prefix of ids marks exactly the rows counted above.
             try db.execute(sql: "UPDATE sample SET delivery = 'in_flight', batch_id = :batch, sent_at = :now WHERE \(Self.sendable) AND id <= :last",
                            arguments: ["batch": id, "now": now, "last": lastID])
@@ -289,6 +293,8 @@ public actor Spool {
                     let number: Double? = row["number"]
                     if name.hasPrefix("dropped_"), let number {
                         status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += Int(number)
+                    } else if name == "resent", let number {
+                        status.resent = Int(number)
                     } else if name == "last_append", let number {
                         status.lastAppendAt = Date(timeIntervalSince1970: number)
                     } else if name == "last_storage_fault" {

@@ -12,6 +12,8 @@ public struct SpoolStatus: Sendable, Equatable {
     public var lastAppendAt: Date?
     /// Samples dropped by a cap, by reason ("rows", "bytes", "age", "memory"), since the spool was created.
     public var dropped: [String: Int] = [:]
+    /// Samples sent again after their batch went unanswered: the most agrirouter can hold twice.
+    public var resent = 0
     /// Samples waiting in memory because the disk refuses writes.
     public var heldInMemory = 0
     /// The storage fault in force, if any.

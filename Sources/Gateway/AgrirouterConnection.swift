@@ -1,0 +1,116 @@
+import Agrirouter
+import Foundation
+import GNSS
+import Logging
+import SwiftProtobuf
+
+/// Why a conversation with agrirouter failed.
+public enum GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
+    case transport(TransportError)
+    case codec(CodecError)
+    /// agrirouter answered ACK_WITH_FAILURE; its codes are kept.
+    case refused(technicalMessageType: String, codes: [String])
+    /// No answer arrived in time.
+    case noAnswer(technicalMessageType: String)
+
+    public var description: String {
+        switch self {
+        case .transport(let error): return error.description
+        case .codec(let error): return error.description
+        case .refused(let type, let codes): return "agrirouter refused \(type) (\(codes.joined(separator: ", ")))"
+        case .noAnswer(let type): return "agrirouter did not answer \(type) in time"
+        }
+    }
+}
+
+/// The onboarded endpoint's line to agrirouter: measures out, outbox in, and never two requests
+/// closer together than `minimumSpacing` (DKE asks for 5 s in production and 10 s on QA).
+public actor AgrirouterConnection {
+    public let endpoint: OnboardingResponse
+    private let credentials: ClientCredentials
+    private let client: HTTPSClient
+    private let minimumSpacing: Double
+    private var encoder = MessageEncoder()
+    /// Start of the most recently reserved request slot (monotonic seconds).
+    private var lastSlot: Double?
+    /// When each request started, for the spacing check in tests and for status.
+    public private(set) var requestCount = 0
+
+    public init(endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
+                timeout: Double = 60) throws(OnboardingError) {
+        guard let credentials = ClientCredentials(agrirouterPEM: endpoint.authentication.certificate,
+                                                  secret: endpoint.authentication.secret) else {
+            throw .unreadableResponse("the stored certificate is not an encrypted PEM key and certificate")
+        }
+        self.endpoint = endpoint
+        self.credentials = credentials
+        self.client = HTTPSClient(trustedCAPEM: trustedCAPEM, connectTimeout: min(10, timeout), totalTimeout: timeout)
+        self.minimumSpacing = minimumSpacing
+    }
+
+    /// The spacing suited to an environment: 10 s on QA, 5 s in production.
+    public static func spacing(for environment: String) -> Double {
+        environment == "production" ? 5 : 10
+    }
+
+    /// Waits for the next free slot. The slot is reserved before suspending, so concurrent callers
+    /// queue up instead of slipping in between.
+    private func waitForTurn() async {
+        let now = uptime()
+        let slot = max(now, (lastSlot ?? -.infinity) + minimumSpacing)
+        lastSlot = slot
+        requestCount += 1
+        if slot > now { try? await Task.sleep(for: .seconds(slot - now)) }
+    }
+
+    /// POSTs one message to the measures URL and returns it as sent.
+    @discardableResult
+    public func send(_ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
+                     payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased())
+        async throws(GatewayError) -> EncodedMessage {
+        let message: EncodedMessage
+        let body: Data
+        do {
+            message = try encoder.encode(applicationMessageID: applicationMessageID, technicalMessageType: technicalMessageType,
+                                         mode: mode, payload: payload)
+            body = try MeasuresBody(sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
+                                    messages: [message]).json()
+        } catch {
+            throw .codec(error)
+        }
+        await waitForTurn()
+        do {
+            _ = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
+                                      headers: ["Content-Type: application/json"], credentials: credentials)
+        } catch {
+            throw .transport(error)
+        }
+        return message
+    }
+
+    /// GETs the outbox. Items that do not decode are returned as errors beside the rest, not dropped silently.
+    public func fetchOutbox() async throws(GatewayError) -> (responses: [DecodedResponse], undecodable: [CodecError]) {
+        await waitForTurn()
+        let items: [OutboxItem]
+        do {
+            let response = try await client.send(method: "GET", url: endpoint.connectionCriteria.commands, credentials: credentials)
+            items = try OutboxItem.list(from: response.body)
+        } catch let error as TransportError {
+            throw .transport(error)
+        } catch let error as CodecError {
+            throw .codec(error)
+        } catch {
+            throw .codec(.malformedJSON("\(error)"))
+        }
+        var responses: [DecodedResponse] = []
+        var undecodable: [CodecError] = []
+        for item in items {
+            do {
+                responses.append(try OutboxDecoder.decode(base64: item.command.message))
+            } catch {
+                undecodable.append(error)
+            }
+        }
+        return (responses, undecodable)
+    }
+}

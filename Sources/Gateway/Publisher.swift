@@ -1,0 +1,111 @@
+import Agrirouter
+import Foundation
+import GNSS
+import Logging
+import Spool
+
+/// The send cycle: one spool batch at a time as a gps:info GPSList, published under the batch's own id
+/// as application_message_id, and settled only by agrirouter's answer for that id.
+public actor Publisher {
+    public struct CycleReport: Sendable, Equatable {
+        /// Samples published in this cycle.
+        public var published = 0
+        /// Samples settled by ACK or ACK_WITH_MESSAGES.
+        public var acknowledged = 0
+        /// Batches answered with ACK_WITH_FAILURE, by their codes.
+        public var refusals: [[String]] = []
+        /// What kept this cycle from talking to agrirouter, if anything.
+        public var error: GatewayError?
+    }
+
+    private let spool: Spool
+    private let connection: AgrirouterConnection
+    private let logger: Logger
+    private let byteBudget: Int
+    /// Batches sent and not yet answered, by application_message_id, with when they went out.
+    private var awaiting: [String: Date] = [:]
+    /// Outbox items that are not answers to our sends (pushes of other machines' positions).
+    private var others: [DecodedResponse] = []
+
+    public init(spool: Spool, connection: AgrirouterConnection, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
+                logger: Logger = Logger(label: "agrigps.publisher")) {
+        self.spool = spool
+        self.connection = connection
+        self.byteBudget = byteBudget
+        self.logger = logger
+    }
+
+    /// Batches still waiting for an answer.
+    public var awaitingAnswers: Int { awaiting.count }
+
+    /// Items for the next layer (pushes), handed over once.
+    public func takeOtherResponses() -> [DecodedResponse] {
+        defer { others.removeAll() }
+        return others
+    }
+
+    public func accept(otherResponses: [DecodedResponse]) { others += otherResponses }
+
+    /// One step: settle answers for what was sent, then publish the next batch if the spool has one.
+    /// A batch that cannot be handed over goes back to pending at once, with no failure counted.
+    public func cycle(now: Date = Date(), inFlightTimeout: Double = 300) async -> CycleReport {
+        var report = CycleReport()
+        // Unanswered past the outbox's life: the spool returns those samples to pending by itself.
+        awaiting = awaiting.filter { now.timeIntervalSince($0.value) < inFlightTimeout }
+        if !awaiting.isEmpty {
+            do {
+                try await settle(&report, now: now)
+            } catch {
+                report.error = error
+                return report
+            }
+        }
+        let batch: SpoolBatch
+        do {
+            guard let taken = try await spool.takeBatch(byteBudget: byteBudget, now: now) else { return report }
+            batch = taken
+        } catch {
+            report.error = .transport(.connectionFailed("spool: \(error.description)"))
+            return report
+        }
+        var list = Agrirouter_Technicalmessagetype_GPSList()
+        list.gpsEntries = batch.samples.map { GPSEntry($0.sample) }
+        do {
+            try await connection.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id)
+            awaiting[batch.id] = now
+            report.published = batch.samples.count
+        } catch {
+            try? await spool.release(batch: batch.id)
+            report.error = error
+        }
+        return report
+    }
+
+    private func settle(_ report: inout CycleReport, now: Date) async throws(GatewayError) {
+        let (responses, undecodable) = try await connection.fetchOutbox()
+        for error in undecodable { logger.warning("outbox item skipped: \(error.description)") }
+        for response in responses {
+            guard let id = response.applicationMessageID, response.envelope.type != .pushNotification else {
+                others.append(response)
+                continue
+            }
+            // A late answer for a batch already given up on still settles it: the spool keeps its id.
+            do {
+                switch response.body {
+                case .ack, .ackWithMessages:
+                    report.acknowledged += try await spool.acknowledge(batch: id, now: now)
+                case .ackWithFailure:
+                    try await spool.fail(batch: id, reason: response.messageCodes.joined(separator: ","), now: now)
+                    report.refusals.append(response.messageCodes)
+                    logger.warning("agrirouter refused batch \(id): \(response.messageCodes.joined(separator: ", "))")
+                default:
+                    others.append(response)
+                    continue
+                }
+            } catch {
+                logger.error("spool: \(error.description)")
+            }
+            awaiting[id] = nil
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import Agrirouter
+import AgrirouterSim
+import Foundation
+import GNSS
+import Spool
+import Testing
+@testable import Gateway
+
+/// A spool, an onboarded endpoint at a fresh simulator, and the publisher between them.
+struct Rig {
+    let simulator: AgrirouterSimulator
+    let spool: Spool
+    let connection: AgrirouterConnection
+    let publisher: Publisher
+    let directory: String
+
+    static func make(spacing: Double = 0.02, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
+                     spool configure: (inout SpoolConfiguration) -> Void = { _ in }) async throws -> Rig {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Watcher"]))
+        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
+            .onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
+        let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: 10)
+        _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: connection)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-gateway-\(UUID().uuidString)").path
+        var configuration = SpoolConfiguration()
+        configuration.wireSize = GPSEntry.wireSize(of:)
+        configure(&configuration)
+        let spool = Spool(path: directory + "/spool.sqlite", configuration: configuration)
+        return Rig(simulator: simulator, spool: spool, connection: connection, publisher: Publisher(spool: spool, connection: connection, byteBudget: byteBudget), directory: directory)
+    }
+
+    func close() async {
+        await simulator.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Cycles until the spool has nothing unsent and nothing in flight, or `limit` cycles pass.
+    func drain(limit: Int = 50, now: () -> Date = Date.init) async -> [Publisher.CycleReport] {
+        var reports: [Publisher.CycleReport] = []
+        for _ in 0..<limit {
+            reports.append(await publisher.cycle(now: now()))
+            let status = await spool.status()
+            if status.pending + status.inFlight + status.failed == 0, await publisher.awaitingAnswers == 0 { break }
+        }
+        return reports
+    }
+
+    /// Every GPSEntry the simulator received from this endpoint, in the order it arrived.
+    func publishedEntries() async throws -> [GPSEntry] {
+        try await simulator.sentMessages(endpoint: connection.endpoint.deviceAlternateId)
+            .filter { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
+            .flatMap { try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $0.payload).gpsEntries }
+    }
+}
+
+/// Equal entries, but for timestamps, which pass through the spool as floating-point seconds.
+func same(_ received: [GPSEntry], _ expected: [GPSEntry]) -> Bool {
+    received.count == expected.count && zip(received, expected).allSatisfy { got, want in
+        var got = got
+        var want = want
+        let gap = abs(got.gpsUtcTimestamp.date.timeIntervalSince(want.gpsUtcTimestamp.date))
+        got.clearGpsUtcTimestamp()
+        want.clearGpsUtcTimestamp()
+        return got == want && gap <= 0.002
+    }
+}
+
+func sample(_ index: Int, state: FixState) -> PositionSample {
+    let time = Date().addingTimeInterval(Double(index) - 1000)
+    guard state.hasPosition else { return PositionSample(sampledAt: time, state: state, detail: "\(index)") }
+    let report = PositionReport(time: time, gpsdMode: 3, gpsdStatus: 0, latitude: 48 + Double(index) * 1e-5, longitude: 11.5,
+                                altitudeHAE: 512.345, hdop: 0.8, pdop: 1.4, satellitesUsed: 15)
+    return PositionSample(sampledAt: time, state: state, report: report)
+}
+
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct PublisherTests {
+    @Test func everySampleArrivesOnceInOrderWithItsStatusThenTheSpoolIsEmpty() async throws {
+        let rig = try await Rig.make()
+        defer { Task { await rig.close() } }
+        let states: [FixState] = [.fix(.threeD, .rtkFixed), .fix(.threeD, .rtkFloat), .fix(.threeD, .dgps), .noFix,
+                                  .fix(.threeD, .autonomous), .noReceiver(.silent), .gpsdUnreachable, .fix(.twoD, .deadReckoning)]
+        let samples = (0..<40).map { sample($0, state: states[$0 % states.count]) }
+        for item in samples { await rig.spool.append(item) }
+        _ = await rig.drain()
+        let entries = try await rig.publishedEntries()
+        #expect(same(entries, samples.map(GPSEntry.init)))
+        #expect(entries.first?.positionUp == 512_345, "millimetres above the ellipsoid")
+        #expect(entries.map(\.positionStatus).prefix(8) == [.dRtkFinteger, .dRtkFloat, .dDgnss, .dNoGps, .dGnss, .dNotAvailable, .dError, .dEstDrMode])
+        let status = await rig.spool.status()
+        #expect(status.pending == 0 && status.inFlight == 0 && status.resent == 0)
+        #expect(try await rig.spool.allSamples().isEmpty, "acknowledged samples left the spool")
+    }
+
+    @Test func refusalsAreKeptRetriedAndParked() async throws {
+        let rig = try await Rig.make { $0.retryDelay = 0.01; $0.maximumRetryDelay = 0.01; $0.parkAfterFailures = 3 }
+        defer { Task { await rig.close() } }
+        await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
+        for _ in 0..<3 { await rig.simulator.inject(.ackWithFailure(code: "VAL_000004")) }
+        var refusals: [[String]] = []
+        for _ in 0..<12 {
+            refusals += await rig.publisher.cycle().refusals
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(refusals == Array(repeating: ["VAL_000004"], count: 3))
+        let status = await rig.spool.status()
+        #expect(status.parked == 1 && status.pending == 0)
+        #expect(try await rig.publishedEntries().count == 3, "sent three times, then parked and visible")
+    }
+
+    @Test func aLostAcknowledgementMeansAResendWithKnownDuplicates() async throws {
+        let rig = try await Rig.make()
+        defer { Task { await rig.close() } }
+        for index in 0..<5 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+        await rig.simulator.inject(.silentOutbox)
+        var clock = Date()
+        _ = await rig.publisher.cycle(now: clock)
+        _ = await rig.publisher.cycle(now: clock)
+        #expect(await rig.spool.status().inFlight == 5)
+        await rig.simulator.clearFaults()
+        clock = clock.addingTimeInterval(301)  // past the outbox's life
+        let frozen = clock
+        _ = await rig.drain(now: { frozen })
+        #expect(try await rig.publishedEntries().count == 10, "the batch went twice")
+        let status = await rig.spool.status()
+        #expect(status.resent == 5, "the possible duplicates are counted")
+        #expect(status.pending == 0 && status.inFlight == 0)
+    }
+
+    @Test func anOutageLosesNothingAndABacklogDrainsInFullBatches() async throws {
+        let rig = try await Rig.make()
+        defer { Task { await rig.close() } }
+        // Ten minutes at 20 Hz while agrirouter answers 503.
+        let backlog = (0..<12_000).map { sample($0, state: .fix(.threeD, .rtkFixed)) }
+        await rig.spool.append(backlog)
+        await rig.simulator.inject(.serviceUnavailable(count: 4))
+        let reports = await rig.drain()
+        #expect(reports.prefix(4).allSatisfy { $0.error == .transport(.serverError(503)) })
+        let entries = try await rig.publishedEntries()
+        #expect(entries.count == backlog.count)
+        #expect(same(entries, backlog.map(GPSEntry.init)))
+        let batches = reports.filter { $0.published > 0 }.map(\.published)
+        let perBatch = SpoolConfiguration.agrirouterPayloadCap / GPSEntry.wireSize(of: backlog[0])
+        #expect(batches.count == (backlog.count + perBatch - 1) / perBatch, "full batches: \(batches)")
+    }
+
+    @Test func requestsKeepTheirSpacing() async throws {
+        let rig = try await Rig.make(spacing: 0.25, byteBudget: 150)  // two samples a batch
+        defer { Task { await rig.close() } }
+        for index in 0..<6 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+        let start = await rig.simulator.gatewayRequestArrivals().count
+        for _ in 0..<4 { _ = await rig.publisher.cycle() }
+        let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(start))
+        #expect(arrivals.count >= 4)
+        let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }
+        #expect(gaps.allSatisfy { $0 >= 0.24 }, "gaps \(gaps)")
+    }
+}
