@@ -97,6 +97,8 @@ let package = Package(
                 "GNSS",
                 "GPSDReplay",
                 "Agrirouter",
+                "Spool",
+                "Gateway",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -114,7 +116,7 @@ let package = Package(
         .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "Agrirouter", "GNSS"]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
-        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim"]),
+        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "Agrirouter", "Spool"]),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.
         .executableTarget(name: "spool-exerciser", dependencies: ["Spool", "GNSS"], path: "Tests/SpoolExerciser"),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "GNSS", "TestSupport", "spool-exerciser",

@@ -4,6 +4,10 @@ import Foundation
 public struct StoredEndpoint: Sendable {
     public var environment: String
     public var response: OnboardingResponse
+    /// The ids the capabilities message needs; kept from onboarding.
+    public var settings: OnboardingSettings?
+    /// The CA a local agrirouter signs with; nil for QA and production, which use the system's CAs.
+    public var trustedCAPEM: String?
 
     public var credentials: ClientCredentials? {
         ClientCredentials(agrirouterPEM: response.authentication.certificate, secret: response.authentication.secret)
@@ -39,33 +43,37 @@ public struct CredentialStore: Sendable {
     public func load() throws(OnboardingError) -> StoredEndpoint? {
         guard FileManager.default.fileExists(atPath: endpointPath) else { return nil }
         do {
-            struct File: Codable {
-                var environment: String
-                var response: OnboardingResponse
-            }
-            var file = try JSONDecoder().decode(File.self, from: Data(contentsOf: URL(fileURLWithPath: endpointPath)))
+            var file = try JSONDecoder().decode(StoredFile.self, from: Data(contentsOf: URL(fileURLWithPath: endpointPath)))
             file.response.authentication.secret = try String(contentsOfFile: secretPath, encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
-            return StoredEndpoint(environment: file.environment, response: file.response)
+            let settings = file.applicationID.map { OnboardingSettings(applicationID: $0, certificationVersionID: file.certificationVersionID ?? "") }
+            return StoredEndpoint(environment: file.environment, response: file.response, settings: settings, trustedCAPEM: file.trustedCAPEM)
         } catch {
             throw .storage("\(endpointPath) or \(secretPath) cannot be read; onboard again")
         }
     }
 
-    public func save(_ response: OnboardingResponse, environment: String) throws(OnboardingError) {
-        struct File: Codable {
-            var environment: String
-            var response: OnboardingResponse
-        }
+    public func save(_ response: OnboardingResponse, environment: String, settings: OnboardingSettings? = nil,
+                     trustedCAPEM: String? = nil) throws(OnboardingError) {
         var withoutSecret = response
         withoutSecret.authentication.secret = ""
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(File(environment: environment, response: withoutSecret)) else {
+        let file = StoredFile(environment: environment, response: withoutSecret, applicationID: settings?.applicationID,
+                              certificationVersionID: settings?.certificationVersionID, trustedCAPEM: trustedCAPEM)
+        guard let data = try? encoder.encode(file) else {
             throw .storage("the onboarding response could not be encoded")
         }
         try write(Data((response.authentication.secret + "\n").utf8), to: secretPath)
         try write(data, to: endpointPath)
+    }
+
+    private struct StoredFile: Codable {
+        var environment: String
+        var response: OnboardingResponse
+        var applicationID: String?
+        var certificationVersionID: String?
+        var trustedCAPEM: String?
     }
 
     /// Removes the credential; the endpoint id stays, so a later onboarding is the same endpoint.

@@ -25,6 +25,8 @@ public enum SimFault: Sendable, Equatable {
     case serviceUnavailable(count: Int)
     /// Wait this long before answering the next gateway request.
     case stall(seconds: Double)
+    /// Handle the next POST that carries gps:info, then wait this long before answering it.
+    case stallPublish(seconds: Double)
     /// Read the next gateway request, then close the connection without an answer.
     case dropAfterBody
     /// Answer the next message with ACK_WITH_FAILURE and this code.

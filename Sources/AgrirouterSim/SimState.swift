@@ -129,7 +129,19 @@ actor SimState {
         }
         var response = accept(deviceID: deviceID, body: body, now: now)
         response.delay = stall
+        if let index = faults.firstIndex(where: { if case .stallPublish = $0 { true } else { false } }),
+           case .stallPublish(let seconds) = faults[index], Self.carriesGPSInfo(body) {
+            faults.remove(at: index)
+            response.delay = max(response.delay, seconds)
+        }
         return response
+    }
+
+    private static func carriesGPSInfo(_ body: Data) -> Bool {
+        guard let request = try? JSONDecoder().decode(MeasuresBody.self, from: body) else { return false }
+        return request.measures.contains {
+            (try? RequestDecoder.decode(base64: $0.message))?.envelope.technicalMessageType == TechnicalMessageType.gpsInfo
+        }
     }
 
     private func accept(deviceID: String, body: Data, now: Date) -> SimResponse {
@@ -148,13 +160,19 @@ actor SimState {
     func commands(deviceID: String, certificate: Certificate?, now: Date = Date()) -> SimResponse {
         requestArrivals.append(ProcessInfo.processInfo.systemUptime)
         if let refusal = authenticate(deviceID: deviceID, certificate: certificate) { return refusal }
-        if let fault = transportFault(), fault.delay == 0 { return fault }
+        var stall = 0.0
+        if let fault = transportFault() {
+            if fault.delay == 0 { return fault }
+            stall = fault.delay
+        }
         let live = (endpoints[deviceID]?.outbox ?? []).filter { $0.expires > now }
         endpoints[deviceID]?.outbox = []
         let items = live.map { ["sensorAlternateId": endpoints[deviceID]!.sensorID,
                                 "capabilityAlternateId": endpoints[deviceID]!.capabilityID,
                                 "command": ["message": $0.base64]] as [String: Any] }
-        return .json(200, items)
+        var response = SimResponse.json(200, items)
+        response.delay = stall
+        return response
     }
 
     // MARK: - Messages

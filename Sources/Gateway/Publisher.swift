@@ -24,6 +24,7 @@ public actor Publisher {
     private let byteBudget: Int
     /// Batches sent and not yet answered, by application_message_id, with when they went out.
     private var awaiting: [String: Date] = [:]
+    private var adoptedEarlierBatches = false
     /// Outbox items that are not answers to our sends (pushes of other machines' positions).
     private var others: [DecodedResponse] = []
 
@@ -44,12 +45,25 @@ public actor Publisher {
         return others
     }
 
-    public func accept(otherResponses: [DecodedResponse]) { others += otherResponses }
+    /// Outbox items someone else fetched (the endpoint set-up polls the same outbox): answers to our
+    /// batches among them settle those batches, exactly as if this publisher had fetched them.
+    @discardableResult
+    public func absorb(_ responses: [DecodedResponse], now: Date = Date()) async -> CycleReport {
+        var report = CycleReport()
+        await settle(responses, into: &report, now: now)
+        return report
+    }
 
     /// One step: settle answers for what was sent, then publish the next batch if the spool has one.
     /// A batch that cannot be handed over goes back to pending at once, with no failure counted.
     public func cycle(now: Date = Date(), inFlightTimeout: Double = 300) async -> CycleReport {
         var report = CycleReport()
+        if !adoptedEarlierBatches {
+            // A batch a killed predecessor sent may have its answer waiting in the outbox: wait for
+            // it rather than sending the batch twice.
+            adoptedEarlierBatches = true
+            for (id, sentAt) in (try? await spool.inFlightBatches()) ?? [] { awaiting[id] = sentAt }
+        }
         // Unanswered past the outbox's life: the spool returns those samples to pending by itself.
         awaiting = awaiting.filter { now.timeIntervalSince($0.value) < inFlightTimeout }
         if !awaiting.isEmpty {
@@ -84,6 +98,10 @@ public actor Publisher {
     private func settle(_ report: inout CycleReport, now: Date) async throws(GatewayError) {
         let (responses, undecodable) = try await connection.fetchOutbox()
         for error in undecodable { logger.warning("outbox item skipped: \(error.description)") }
+        await settle(responses, into: &report, now: now)
+    }
+
+    private func settle(_ responses: [DecodedResponse], into report: inout CycleReport, now: Date) async {
         for response in responses {
             guard let id = response.applicationMessageID, response.envelope.type != .pushNotification else {
                 others.append(response)

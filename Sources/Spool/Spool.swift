@@ -23,7 +23,9 @@ public actor Spool {
     private var lastReopen = uptime()
     private var lastAgeSweep = -Double.infinity
 
-    static let unsent = "delivery IN ('pending', 'failed', 'parked')"
+    /// Rows not yet sent: eviction takes the oldest of these. Withheld rows (taken while sharing was
+    /// paused) are never sent but count here, so they are the first to go when space runs out.
+    static let unsent = "delivery IN ('pending', 'failed', 'parked', 'withheld')"
     static let sendable = "(delivery = 'pending' OR (delivery = 'failed' AND retry_after <= :now))"
 
     /// Opens (creating if needed) the spool at `path`. Never fails: a corrupt file is moved aside and
@@ -55,7 +57,7 @@ public actor Spool {
     /// Commits several samples in one transaction (one disk sync for all of them).
     @discardableResult
     public func append(_ samples: [PositionSample]) -> [AppendOutcome] {
-        let incoming = samples.map { ($0, configuration.wireSize($0)) }
+        let incoming = samples.map { (sample: $0, wireSize: configuration.wireSize($0)) }
         guard let database = database ?? reopenIfDue() else { return hold(incoming) }
         let writes = ring + incoming
         do {
@@ -89,7 +91,9 @@ public actor Spool {
     /// Inserts and evicts; returns the new row ids and what the transaction adds to the queue.
     private func insert(_ writes: [(sample: PositionSample, wireSize: Int)], at now: Double,
                         into db: Database) throws -> ([Int64], (rows: Int, bytes: Int)) {
-        let statement = try db.cachedStatement(sql: SampleColumns.insert)
+        // Read inside the transaction: `agrigps pause` in another process may have just changed it.
+        let paused = try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'sharing'") == "paused"
+        let statement = try db.cachedStatement(sql: paused ? SampleColumns.insertWithheld : SampleColumns.insert)
         var ids: [Int64] = []
         ids.reserveCapacity(writes.count)
         for (sample, wireSize) in writes {
@@ -256,6 +260,20 @@ public actor Spool {
         return db.changesCount
     }
 
+    /// Batches in flight, with when they were sent: a restarted publisher waits for their answers
+    /// instead of resending them.
+    public func inFlightBatches() throws(SpoolError) -> [(id: String, sentAt: Date)] {
+        guard let database else { throw fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
+        do {
+            return try database.read { db in
+                try Row.fetchAll(db, sql: "SELECT batch_id, MIN(sent_at) FROM sample WHERE delivery = 'in_flight' GROUP BY batch_id")
+                    .map { (id: $0[0], sentAt: Date(timeIntervalSince1970: $0[1])) }
+            }
+        } catch {
+            throw storageError(error)
+        }
+    }
+
     /// Parked samples go back to pending with their failure count cleared.
     @discardableResult
     public func retryParked() throws(SpoolError) -> Int {
@@ -263,6 +281,19 @@ public actor Spool {
             try db.execute(sql: "UPDATE sample SET delivery = 'pending', attempts = 0, retry_after = NULL WHERE delivery = 'parked'")
             return db.changesCount
         }
+    }
+
+    // MARK: - Sharing
+
+    /// Pauses or resumes sharing. While paused, samples are kept as withheld and never sent, because
+    /// the user turned sharing off for that time. The setting lives in the database, so another process
+    /// (`agrigps pause`) reaches a running daemon through it.
+    public func setSharing(paused: Bool) throws(SpoolError) {
+        try write { db in try SpoolState.set("sharing", number: Date().timeIntervalSince1970, text: paused ? "paused" : "active", in: db) }
+    }
+
+    public func isSharingPaused() -> Bool {
+        (try? database?.read { db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'sharing'") }) == "paused"
     }
 
     // MARK: - Status
@@ -283,6 +314,7 @@ public actor Spool {
                     case "failed": status.failed = count
                     case "parked": status.parked = count
                     case "acknowledged": status.acknowledgedKept = count
+                    case "withheld": status.withheld = count
                     default: break
                     }
                 }
@@ -293,6 +325,8 @@ public actor Spool {
                     let number: Double? = row["number"]
                     if name.hasPrefix("dropped_"), let number {
                         status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += Int(number)
+                    } else if name == "sharing" {
+                        status.sharingPaused = (row["text"] as String?) == "paused"
                     } else if name == "resent", let number {
                         status.resent = Int(number)
                     } else if name == "last_append", let number {

@@ -26,12 +26,16 @@ public enum AppendOutcome: Sendable, Equatable {
 }
 
 enum SampleColumns {
-    static let insert = """
-        INSERT INTO sample (sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,
-            latitude, longitude, altitude_hae, altitude_msl, speed, track, hdop, pdop, satellites_used,
-            device, clock_skew, detail, wire_size)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        """
+    private static let columns = [
+        "sampled_at", "receiver_time", "state", "state_reason", "gpsd_mode", "gpsd_status",
+        "latitude", "longitude", "altitude_hae", "altitude_msl", "speed", "track", "hdop", "pdop", "satellites_used",
+        "device", "clock_skew", "detail", "wire_size",
+    ]
+
+    static let insert = "INSERT INTO sample (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
+
+    /// The same row, never to be sent: taken while sharing was paused.
+    static let insertWithheld = "INSERT INTO sample (\(columns.joined(separator: ", ")), delivery) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")), 'withheld')"
 
     static let select = """
         SELECT id, sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,

@@ -7,6 +7,9 @@ public struct SpoolStatus: Sendable, Equatable {
     public var failed = 0
     public var parked = 0
     public var acknowledgedKept = 0
+    /// Samples taken while sharing was paused; never sent.
+    public var withheld = 0
+    public var sharingPaused = false
     /// Seconds since the oldest sample still waiting to be sent was taken.
     public var oldestPendingAge: Double?
     public var lastAppendAt: Date?

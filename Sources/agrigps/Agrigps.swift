@@ -12,7 +12,7 @@ struct Agrigps: AsyncParsableCommand {
             autonomous, dgps, rtk_fixed, rtk_float, dead_reckoning, simulated or manual.
             """,
         version: "0.1.0",
-        subcommands: [Watch.self, Replay.self, Onboard.self, Disconnect.self]
+        subcommands: [Run.self, Watch.self, Replay.self, Onboard.self, Disconnect.self, Pause.self, Resume.self]
     )
 }
 
@@ -27,7 +27,8 @@ enum Main {
     static func main() async {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .warning
+            // The daemon tells what it does; the other commands speak only when something is wrong.
+            handler.logLevel = CommandLine.arguments.dropFirst().first == "run" ? .info : .warning
             return handler
         }
         do {

@@ -93,7 +93,7 @@ struct Onboard: AsyncParsableCommand {
                 certificationVersionID: certificationVersionID ?? environmentVariables["AGRIGPS_CERTIFICATION_VERSION_ID"] ?? "")
             let response = try await OnboardingClient(environment: target, settings: settings)
                 .onboard(tan: effectiveTAN, externalID: try store.externalID())
-            try store.save(response, environment: target.name)
+            try store.save(response, environment: target.name, settings: settings, trustedCAPEM: target.caCertificatePEM)
             Output.line("Onboarded to agrirouter \(target.name) as endpoint \(response.deviceAlternateId).")
             Output.line("Credentials stored in \(store.directory) (readable by this user only).")
         } catch let error as OnboardingError {

@@ -261,3 +261,22 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(await spool.status().pending == 2)
     }
 }
+
+@Suite struct SpoolSharingTests {
+    @Test func samplesTakenWhilePausedAreWithheldForGood() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+        await spool.append(sample(1))
+        // Another process (agrigps pause) reaches this spool through the database.
+        try await Spool(path: scratch.spoolPath, configuration: configuration()).setSharing(paused: true)
+        #expect(await spool.isSharingPaused())
+        await spool.append(sample(2))
+        try await spool.setSharing(paused: false)
+        await spool.append(sample(3))
+        let batch = try #require(try await spool.takeBatch(now: epoch))
+        #expect(seqs(batch.samples) == [1, 3])
+        #expect(try await spool.takeBatch(now: epoch) == nil)
+        let status = await spool.status()
+        #expect(status.withheld == 1 && !status.sharingPaused)
+    }
+}

@@ -1,0 +1,134 @@
+import Agrirouter
+import ArgumentParser
+import Foundation
+import GNSS
+import GPSDReplay
+import Gateway
+import Logging
+import Spool
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the gateway: sample gpsd into the spool and, when onboarded, publish to agrirouter.",
+        discussion: """
+            Every sample is committed to the spool (STATE-DIR/spool.sqlite) before anything else. When the
+            machine is onboarded, it announces its capabilities and subscription, then publishes the spool
+            as gps:info and removes samples only when agrirouter acknowledges them. Requests keep at least
+            10 s apart on QA and 5 s in production. SIGTERM or SIGINT stops it cleanly.
+            With --replay LOG it reads a recorded NMEA log through a private gpsd instead, and stops once
+            the log has been sent: a field engineer's way to push a customer's log through the whole chain.
+            """
+    )
+
+    @Option(help: ArgumentHelp("gpsd address.", valueName: "host:port"))
+    var gpsd = "127.0.0.1:2947"
+
+    @Option(help: ArgumentHelp("Replay this NMEA log instead of reading gpsd.", valueName: "log"))
+    var replay: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample.", valueName: "seconds"))
+    var interval = "1"
+
+    @Option(name: .customLong("send-interval"), parsing: .unconditional,
+            help: ArgumentHelp("Seconds between send cycles without a backlog (5, 10 or 20).", valueName: "seconds"))
+    var sendInterval = "10"
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Least seconds between two requests; defaults to 10 on QA, 5 in production, 0.2 locally.", valueName: "seconds"))
+    var spacing: String?
+
+    @OptionGroup var state: StateDirectoryOption
+
+    func validate() throws {
+        _ = try GPSDAddress.parseOption(gpsd)
+        _ = try IntervalOption.parse(interval)
+        guard let send = Double(sendInterval), send > 0 else {
+            throw ValidationError("--send-interval must be a positive number of seconds, got '\(sendInterval)'")
+        }
+        if let spacing {
+            guard let value = Double(spacing), value >= 0 else {
+                throw ValidationError("--spacing must be a number of seconds, got '\(spacing)'")
+            }
+        }
+    }
+
+    func run() async throws {
+        var spoolConfiguration = SpoolConfiguration()
+        spoolConfiguration.wireSize = GPSEntry.wireSize(of:)
+        let spool = Spool(path: state.resolved + "/spool.sqlite", configuration: spoolConfiguration)
+        let (connection, setup) = try link()
+        var daemonConfiguration = GatewayDaemon.Configuration()
+        daemonConfiguration.samplingInterval = try IntervalOption.parse(interval)
+        daemonConfiguration.sendInterval = Double(sendInterval) ?? 10
+        let daemon = GatewayDaemon(spool: spool, connection: connection, setup: setup, configuration: daemonConfiguration)
+
+        let interruption = Interruption()
+        var replayGPSD: ReplayGPSD?
+        let events: AsyncStream<SourceEvent>
+        if let replay {
+            do {
+                let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: replay))
+                replayGPSD = gpsd
+                events = gpsd.stream().events
+            } catch {
+                throw CommandFailure(description: error.description, exitCode: error.exitCode)
+            }
+        } else {
+            events = GPSDSource(configuration: GPSDSource.Configuration(address: try GPSDAddress.parseOption(gpsd))).events()
+        }
+        let work = Task { await daemon.run(events: events, skewLimit: replay == nil ? 60 : nil) }
+        let trap = SignalTrap { number in interruption.interrupt(by: number) }
+        interruption.onInterrupt { work.cancel() }
+        let summary = await work.value
+        replayGPSD?.stop()
+        _ = consume trap
+        let status = await spool.status()
+        Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
+                    + "\(status.pending + status.inFlight + status.failed) waiting in the spool")
+    }
+
+    /// The agrirouter connection, when the machine is onboarded.
+    private func link() throws -> (AgrirouterConnection?, EndpointSetup?) {
+        do {
+            guard let stored = try CredentialStore(directory: state.resolved).load() else { return (nil, nil) }
+            let gap = spacing.flatMap(Double.init) ?? (stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
+            let connection = try AgrirouterConnection(endpoint: stored.response, trustedCAPEM: stored.trustedCAPEM, minimumSpacing: gap)
+            let settings = stored.settings ?? OnboardingSettings(applicationID: "", certificationVersionID: "")
+            return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID))
+        } catch {
+            throw CommandFailure(description: error.description, exitCode: error.exitCode)
+        }
+    }
+}
+
+struct Pause: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Stop sharing positions. Samples taken while paused stay on this machine and are never sent.")
+
+    @OptionGroup var state: StateDirectoryOption
+
+    func run() async throws {
+        try await setSharing(paused: true, state: state)
+        Output.line("Sharing paused: positions taken from now on stay on this machine and are never sent. 'agrigps resume' turns it back on.")
+    }
+}
+
+struct Resume: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Share positions again.")
+
+    @OptionGroup var state: StateDirectoryOption
+
+    func run() async throws {
+        try await setSharing(paused: false, state: state)
+        Output.line("Sharing resumed.")
+    }
+}
+
+/// Pause and resume reach a running daemon through the spool's database.
+private func setSharing(paused: Bool, state: StateDirectoryOption) async throws {
+    let spool = Spool(path: state.resolved + "/spool.sqlite")
+    do {
+        try await spool.setSharing(paused: paused)
+    } catch {
+        throw CommandFailure(description: error.description, exitCode: 73)
+    }
+}

@@ -1,0 +1,148 @@
+import Agrirouter
+import AgrirouterSim
+import Foundation
+import GPSDReplay
+import Spool
+import Testing
+import TestSupport
+
+/// A simulator, and a state directory onboarded to it through `agrigps onboard`.
+struct OnboardedMachine {
+    let simulator: AgrirouterSimulator
+    let directory: String
+    var state: String { directory + "/state" }
+
+    static func make() async throws -> OnboardedMachine {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TANA123456": "Tractor"]))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-run-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let machine = OnboardedMachine(simulator: simulator, directory: directory)
+        let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", "TANA123456", "--env", "local", "--onboarding-url", simulator.onboardingURL,
+                                                      "--ca-file", directory + "/ca.pem", "--state-dir", machine.state,
+                                                      "--application-id", "app", "--certification-version-id", "v"])
+        try #require(onboarded.code == 0, "\(onboarded.stderr)")
+        return machine
+    }
+
+    func close() async {
+        await simulator.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    var endpointID: String {
+        get throws {
+            let data = try Data(contentsOf: URL(fileURLWithPath: state + "/endpoint.json"))
+            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+            return ((object?["response"] as? [String: Any])?["deviceAlternateId"] as? String) ?? ""
+        }
+    }
+
+    /// Every GPSEntry the simulator received from this machine, in order of arrival.
+    func received() async throws -> [GPSEntry] {
+        try await simulator.sentMessages(endpoint: try endpointID)
+            .filter { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
+            .flatMap { try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $0.payload).gpsEntries }
+    }
+
+    func spoolStatus() async -> SpoolStatus { await Spool(path: state + "/spool.sqlite").status() }
+}
+
+/// What `agrigps replay LOG --json` is expected to print, as the statuses and latitudes agrirouter should get.
+func expectedEntries(_ log: String) throws -> [(status: GPSEntry.PositionStatus, latitude: Double)] {
+    let lines = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("\(log).samples.jsonl").path)
+    let statuses: [String: GPSEntry.PositionStatus] = [
+        "no_fix": .dNoGps, "fix_3d_autonomous": .dGnss, "fix_2d_autonomous": .dGnss, "fix_3d_dgps": .dDgnss,
+        "fix_3d_rtk_fixed": .dRtkFinteger, "fix_3d_rtk_float": .dRtkFloat,
+    ]
+    return try lines.map { line in
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let state = try #require(object["state"] as? String)
+        return (try #require(statuses[state], "state \(state)"), (object["lat"] as? Double) ?? 0)
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct RunCommandTests {
+    @Test("a recorded log reaches agrirouter once, in order, with its statuses", arguments: ["ublox-lea-4h", "nmea-rtk"])
+    func endToEnd(log: String) async throws {
+        let machine = try await OnboardedMachine.make()
+        defer { Task { await machine.close() } }
+        let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
+        #expect(run.code == 0, "\(run.stderr.suffix(5))")
+        let expected = try expectedEntries(log)
+        let received = try await machine.received()
+        #expect(received.map(\.positionStatus) == expected.map(\.status))
+        #expect(received.map(\.positionNorth) == expected.map(\.latitude))
+        if log == "ublox-lea-4h" {
+            #expect(received.filter { $0.positionStatus == .dNoGps }.count == 2, "the fix losses are sent as D_NO_GPS")
+        }
+        let status = await machine.spoolStatus()
+        #expect(status.pending + status.inFlight + status.failed + status.parked == 0, "the spool is empty at the end")
+        #expect(run.stdout.last?.contains("0 waiting in the spool") == true)
+    }
+
+    @Test func killedMidSendThenRestartedLosesNothing() async throws {
+        let machine = try await OnboardedMachine.make()
+        defer { Task { await machine.close() } }
+        // The first gps:info POST is handled, then hangs; the daemon is killed while it waits for the answer.
+        await machine.simulator.inject(.stallPublish(seconds: 30))
+        let first = try AgrigpsCommand(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", machine.state, "--spacing", "0.05"])
+        defer { first.cleanUp() }
+        var stalled = false
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !stalled {
+            stalled = await machine.simulator.sentMessages(endpoint: try machine.endpointID).contains { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
+            if !stalled { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(stalled, "the daemon never published")
+        #expect(await machine.spoolStatus().inFlight > 0)
+        kill(first.process.pid, SIGKILL)
+        #expect(first.process.wait(timeout: 10) == 128 + SIGKILL)
+        await machine.simulator.clearFaults()
+
+        let second = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("bu353-glonass"), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
+        #expect(second.code == 0, "\(second.stderr.suffix(5))")
+        let received = try await machine.received()
+        let expected = try expectedEntries("ublox-lea-4h") + expectedEntries("bu353-glonass")
+        // Every sample of both runs arrived exactly once: the stalled batch's answer was found, not resent.
+        #expect(received.map(\.positionNorth) == expected.map(\.latitude))
+        let status = await machine.spoolStatus()
+        #expect(status.pending + status.inFlight + status.failed == 0 && status.resent == 0)
+    }
+
+    @Test func pauseAndResumeReachARunningDaemon() async throws {
+        let machine = try await OnboardedMachine.make()
+        defer { Task { await machine.close() } }
+        var options = ReplayGPSD.Options()
+        options.realTime = true
+        let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: Fixtures.log("telit-he910")), options: options)
+        defer { gpsd.stop() }
+        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(gpsd.address.port)", "--state-dir", machine.state,
+                                         "--send-interval", "0.2", "--spacing", "0.05"])
+        defer { daemon.process.terminate(grace: 2); daemon.cleanUp() }
+        func received() async -> Int { (try? await machine.received().count) ?? 0 }
+        func waitFor(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline { if await condition() { return true }; try? await Task.sleep(for: .milliseconds(50)) }
+            return false
+        }
+        #expect(await waitFor(20) { await received() >= 3 }, "nothing was published")
+
+        #expect(try await AgrigpsCommand.run(["pause", "--state-dir", machine.state]).code == 0)
+        try await Task.sleep(for: .milliseconds(600))  // a batch already on its way may still land
+        let atPause = await received()
+        try await Task.sleep(for: .seconds(3))
+        #expect(await received() == atPause, "samples were sent while paused")
+        let paused = await machine.spoolStatus()
+        #expect(paused.sharingPaused && paused.withheld >= 2)
+
+        #expect(try await AgrigpsCommand.run(["resume", "--state-dir", machine.state]).code == 0)
+        #expect(await waitFor(10) { await received() > atPause }, "sending did not resume")
+        let resumed = await machine.spoolStatus()
+        #expect(!resumed.sharingPaused && resumed.withheld == paused.withheld, "withheld samples stay unsent")
+
+        kill(daemon.process.pid, SIGTERM)
+        #expect(daemon.process.wait(timeout: 10) == 0, "SIGTERM stops the daemon cleanly")
+    }
+}
