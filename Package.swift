@@ -108,7 +108,8 @@ let package = Package(
         // Benchmarks that print each figure beside its baseline: swift run -c release agrigps-bench
         .executableTarget(
             name: "agrigps-bench",
-            dependencies: ["Spool", "GNSS", .product(name: "GRDBSQLite", package: "GRDB.swift")],
+            dependencies: ["Spool", "GNSS", "Gateway", "Agrirouter", "AgrirouterSim",
+                           .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "AgrirouterTests", dependencies: ["Agrirouter", "GNSS", "TestSupport"]),

@@ -7,12 +7,18 @@
 // schema. Rounds alternate between the two so that a noisy disk hurts both alike.
 import Foundation
 import GNSS
+import Agrirouter
+import AgrirouterSim
 import GRDBSQLite
+import Gateway
 import Spool
+import SwiftProtobuf
 
 struct Options {
     var appends = 2000
     var directory = FileManager.default.temporaryDirectory.path
+    var drainSamples = 86_400
+    var drainSpacing = 5.0
 
     init(_ arguments: [String]) {
         var rest = arguments.dropFirst()
@@ -20,8 +26,10 @@ struct Options {
             switch (flag, rest.popFirst()) {
             case ("--appends", let value?) where Int(value).map({ $0 > 0 }) == true: appends = Int(value)!
             case ("--directory", let value?): directory = value
+            case ("--drain-samples", let value?) where Int(value).map({ $0 > 0 }) == true: drainSamples = Int(value)!
+            case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true: drainSpacing = Double(value)!
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR]\n".utf8))
+                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS]\n".utf8))
                 exit(64)
             }
         }
@@ -139,3 +147,43 @@ for groupSize in [1, 10, 100] {
 }
 let status = await spool.status()
 precondition(status.storageFault == nil && status.pending > 0, "the spool did not take the appends")
+
+// Backlog drain: a day at 1 Hz buffered, then sent to agrirouter-sim over mutual TLS at production
+// spacing. Baseline: the fewest requests the payload cap allows (one per full GPSList), and the
+// raw GPSEntry size for the bytes on the wire.
+let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["BENCH00001": "Bench"]))
+let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "bench", certificationVersionID: "bench"))
+    .onboard(tan: "BENCH00001", externalID: "urn:agrigps:bench")
+var drainConfiguration = SpoolConfiguration()
+drainConfiguration.wireSize = GPSEntry.wireSize(of:)
+let backlog = Spool(path: workDirectory + "/backlog.sqlite", configuration: drainConfiguration)
+let start = Date().addingTimeInterval(-Double(options.drainSamples))
+let day = (0..<options.drainSamples).map { index -> PositionSample in
+    let report = PositionReport(time: start.addingTimeInterval(Double(index)), gpsdMode: 3, gpsdStatus: 3,
+                                latitude: 48.1 + Double(index) * 1e-7, longitude: 11.5 + Double(index) * 1e-7, altitudeHAE: 547.25,
+                                hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
+    return PositionSample(sampledAt: start.addingTimeInterval(Double(index)), state: report.fixState, report: report)
+}
+for chunk in stride(from: 0, to: day.count, by: 10_000) { await backlog.append(Array(day[chunk..<min(chunk + 10_000, day.count)])) }
+let drainConnection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01)
+_ = try await EndpointSetup(applicationID: "bench", certificationVersionID: "bench").run(on: drainConnection)
+let spaced = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: options.drainSpacing)
+let publisher = Publisher(spool: backlog, connection: spaced)
+let drainStart = uptime()
+var positions = 0
+while true {
+    positions += await publisher.cycle().published
+    let status = await backlog.status()
+    if status.pending + status.inFlight == 0, await publisher.awaitingAnswers == 0 { break }
+}
+let drainSeconds = uptime() - drainStart
+let requests = await spaced.requestCount
+let bodyBytes = await spaced.bodyBytesSent
+let rawEntry = Double((try GPSEntry(day[0]).serializedBytes() as Data).count)
+let fewest = Int((Double(options.drainSamples) / Double(SpoolConfiguration.agrirouterPayloadCap / GPSEntry.wireSize(of: day[0]))).rounded(.up))
+print(String(format: "backlog drain: %d samples in %d requests (%d sends), %.0f s at %.0f s spacing; fewest sends the payload cap allows: %d",
+             options.drainSamples, requests, (requests + 1) / 2, drainSeconds, options.drainSpacing, fewest))
+print(String(format: "bytes on the wire per position: %.1f   raw GPSEntry %.0f bytes   ratio %.2f",
+             Double(bodyBytes) / Double(positions), rawEntry, Double(bodyBytes) / Double(positions) / rawEntry))
+await simulator.shutdown()

@@ -11,6 +11,9 @@ public struct SimConfiguration: Sendable {
     public var certificationVersionID: String?
     /// How long an answer waits in an outbox before it is dropped, as agrirouter's 5 minutes.
     public var outboxLifetime: Double = 300
+    /// The largest payload accepted, in bytes of protobuf: the SDKs' chunk size, whose base64 stays
+    /// within 1,024,000 characters. Larger ones get HTTP 413.
+    public var maximumPayloadBytes = 767_997
 
     public init(tans: [String: String], applicationID: String? = nil, certificationVersionID: String? = nil) {
         self.tans = tans

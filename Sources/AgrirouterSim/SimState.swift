@@ -148,7 +148,12 @@ actor SimState {
         guard let request = try? JSONDecoder().decode(MeasuresBody.self, from: body) else {
             return .json(400, ["error": "body is not a measures request"])
         }
-        if request.measures.contains(where: { $0.message.count > Self.maximumMessageCharacters }) {
+        // The cap is on each payload; the envelope around it adds a little.
+        let tooLarge = request.measures.contains { measure in
+            if measure.message.count > Self.maximumMessageCharacters + 4096 { return true }
+            return ((try? RequestDecoder.decode(base64: measure.message))?.payload.count ?? 0) > configuration.maximumPayloadBytes
+        }
+        if tooLarge {
             return SimResponse(status: 413, body: Data("Request too large".utf8), contentType: "text/plain")
         }
         for measure in request.measures {

@@ -33,8 +33,9 @@ public actor AgrirouterConnection {
     private var encoder = MessageEncoder()
     /// Start of the most recently reserved request slot (monotonic seconds).
     private var lastSlot: Double?
-    /// When each request started, for the spacing check in tests and for status.
+    /// Requests made, and the bytes of the measures bodies sent, for status and the benchmarks.
     public private(set) var requestCount = 0
+    public private(set) var bodyBytesSent = 0
 
     public init(endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
                 timeout: Double = 60) throws(OnboardingError) {
@@ -79,6 +80,7 @@ public actor AgrirouterConnection {
             throw .codec(error)
         }
         await waitForTurn()
+        bodyBytesSent += body.count
         do {
             _ = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
                                       headers: ["Content-Type: application/json"], credentials: credentials)

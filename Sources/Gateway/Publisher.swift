@@ -88,6 +88,11 @@ public actor Publisher {
             try await connection.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id)
             awaiting[batch.id] = now
             report.published = batch.samples.count
+        } catch .transport(.payloadTooLarge) {
+            // Sending the same batch again would meet the same 413: count it as a failure, so it
+            // backs off and is parked where status shows it.
+            try? await spool.fail(batch: batch.id, reason: "HTTP 413", now: now)
+            report.error = .transport(.payloadTooLarge)
         } catch {
             try? await spool.release(batch: batch.id)
             report.error = error

@@ -231,7 +231,7 @@ struct SimulatorTests {
 
         // Over the SDKs' payload cap: HTTP 413.
         let huge = EncodedMessage(applicationMessageID: "x", sequenceNumber: 1, technicalMessageType: "gps:info",
-                                  base64: String(repeating: "A", count: SimState.maximumMessageCharacters + 4), payloadSize: 0)
+                                  base64: String(repeating: "A", count: SimState.maximumMessageCharacters + 8192), payloadSize: 0)
         await #expect(throws: TransportError.payloadTooLarge) { try await endpoint.post([huge]) }
     }
 

@@ -15,8 +15,11 @@ struct Rig {
     let directory: String
 
     static func make(spacing: Double = 0.02, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
+                     simulatorPayloadCap: Int = 767_997,
                      spool configure: (inout SpoolConfiguration) -> Void = { _ in }) async throws -> Rig {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Watcher"]))
+        var simulatorConfiguration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Watcher"])
+        simulatorConfiguration.maximumPayloadBytes = simulatorPayloadCap
+        let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
         let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
         let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
             .onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
@@ -143,6 +146,25 @@ struct PublisherTests {
         let batches = reports.filter { $0.published > 0 }.map(\.published)
         let perBatch = SpoolConfiguration.agrirouterPayloadCap / GPSEntry.wireSize(of: backlog[0])
         #expect(batches.count == (backlog.count + perBatch - 1) / perBatch, "full batches: \(batches)")
+    }
+
+    @Test func aFullBatchFitsTheCapAndA413IsAFailureNotALoop() async throws {
+        // A full batch at the default budget is accepted whole.
+        let rig = try await Rig.make()
+        defer { Task { await rig.close() } }
+        await rig.spool.append((0..<15_000).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
+        let first = await rig.publisher.cycle()
+        #expect(first.error == nil && first.published > 11_000, "\(first)")
+
+        // An agrirouter with a smaller cap answers 413: the batch fails, backs off, and is not resent in a loop.
+        let strict = try await Rig.make(simulatorPayloadCap: 1000) { $0.retryDelay = 3600 }
+        defer { Task { await strict.close() } }
+        await strict.spool.append((0..<100).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
+        let refused = await strict.publisher.cycle()
+        #expect(refused.error == .transport(.payloadTooLarge))
+        let again = await strict.publisher.cycle()
+        #expect(again.published == 0 && again.error == nil)
+        #expect(await strict.spool.status().failed == 100)
     }
 
     @Test func requestsKeepTheirSpacing() async throws {
