@@ -51,7 +51,7 @@ public actor Spool {
     /// Commits `sample` before returning, unless the disk refuses; see `AppendOutcome`.
     @discardableResult
     public func append(_ sample: PositionSample) -> AppendOutcome {
-        append([sample]).last ?? .heldInMemory(fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "nothing appended", path: path))
+        append([sample]).last ?? .heldInMemory(fault ?? notOpen)
     }
 
     /// Commits several samples in one transaction (one disk sync for all of them).
@@ -114,7 +114,7 @@ public actor Spool {
             ring.removeFirst(excess)
             ringDropped += excess
         }
-        let error = fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path)
+        let error = fault ?? notOpen
         return incoming.map { _ in .heldInMemory(error) }
     }
 
@@ -263,14 +263,9 @@ public actor Spool {
     /// Batches in flight, with when they were sent: a restarted publisher waits for their answers
     /// instead of resending them.
     public func inFlightBatches() throws(SpoolError) -> [(id: String, sentAt: Date)] {
-        guard let database else { throw fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
-        do {
-            return try database.read { db in
-                try Row.fetchAll(db, sql: "SELECT batch_id, MIN(sent_at) FROM sample WHERE delivery = 'in_flight' GROUP BY batch_id")
-                    .map { (id: $0[0], sentAt: Date(timeIntervalSince1970: $0[1])) }
-            }
-        } catch {
-            throw storageError(error)
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT batch_id, MIN(sent_at) FROM sample WHERE delivery = 'in_flight' GROUP BY batch_id")
+                .map { (id: $0[0], sentAt: Date(timeIntervalSince1970: $0[1])) }
         }
     }
 
@@ -348,31 +343,30 @@ public actor Spool {
 
     /// The most recently appended sample still in the spool, whatever its delivery state.
     public func newestSample() throws(SpoolError) -> SpooledSample? {
-        guard let database else { throw fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
-        do {
-            return try database.read { db in
-                try Row.fetchOne(db, sql: SampleColumns.select + " ORDER BY id DESC LIMIT 1").map(SampleColumns.spooled)
-            }
-        } catch {
-            throw storageError(error)
-        }
+        try read { db in try Row.fetchOne(db, sql: SampleColumns.select + " ORDER BY id DESC LIMIT 1").map(SampleColumns.spooled) }
     }
 
     /// Every spooled sample in append order, whatever its delivery state; for inspection and tests.
     public func allSamples() throws(SpoolError) -> [(SpooledSample, delivery: String)] {
-        guard let database else { throw fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
+        try read { db in
+            try Row.fetchAll(db, sql: SampleColumns.select.replacingOccurrences(of: "wire_size FROM", with: "wire_size, delivery FROM") + " ORDER BY id")
+                .map { (SampleColumns.spooled($0), $0["delivery"]) }
+        }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws(SpoolError) -> T {
+        guard let database else { throw fault ?? notOpen }
         do {
-            return try database.read { db in
-                try Row.fetchAll(db, sql: SampleColumns.select.replacingOccurrences(of: "wire_size FROM", with: "wire_size, delivery FROM") + " ORDER BY id")
-                    .map { (SampleColumns.spooled($0), $0["delivery"]) }
-            }
+            return try database.read(body)
         } catch {
             throw storageError(error)
         }
     }
 
+    private var notOpen: SpoolError { SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
+
     private func write<T>(_ body: (Database) throws -> T) throws(SpoolError) -> T {
-        guard let database else { throw fault ?? SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
+        guard let database else { throw fault ?? notOpen }
         do {
             return try database.write(body)
         } catch {

@@ -50,7 +50,7 @@ struct Replay: AsyncParsableCommand {
         }
         // Stopping gpsd ends the stream below; the signal then decides the exit code.
         interruption.onInterrupt { gpsd.stop() }
-        let ending = try await print(gpsd.stream())
+        let ending = try await show(gpsd.stream())
         gpsd.stop()
         _ = consume trap
         if let signal = interruption.signal { throw ExitCode(128 + signal) }
@@ -60,7 +60,7 @@ struct Replay: AsyncParsableCommand {
     }
 
     /// Streams the replay to stdout and says whether gpsd reached the end of the log.
-    private func print(_ replay: ReplayStream) async throws -> ReplayEnding {
+    private func show(_ replay: ReplayStream) async throws -> ReplayEnding {
         let json = json
         if everyReport {
             for await report in replay.reports() {
