@@ -79,7 +79,6 @@ public final class AgrirouterSimulator: Sendable {
     public func clearFaults() async { await state.clearFaults() }
     /// Everything an endpoint has sent, decoded, in order.
     public func sentMessages(endpoint: String) async -> [DecodedRequest] { await state.sentMessages(endpoint: endpoint) }
-    public func endpointIDs() async -> [String] { await state.endpointIDs() }
     /// When each measures or commands request arrived, in monotonic seconds.
     public func gatewayRequestArrivals() async -> [Double] { await state.gatewayRequestArrivals() }
     public func subscriptions(endpoint: String) async -> Set<String> { await state.subscriptions(endpoint: endpoint) }

@@ -454,7 +454,6 @@ actor SimState {
     func clearFaults() { faults.removeAll() }
 
     func sentMessages(endpoint deviceID: String) -> [DecodedRequest] { endpoints[deviceID]?.sent ?? [] }
-    func endpointIDs() -> [String] { Array(endpoints.keys) }
     func gatewayRequestArrivals() -> [Double] { requestArrivals }
     func subscriptions(endpoint deviceID: String) -> Set<String> { endpoints[deviceID]?.subscriptions ?? [] }
     func feed(endpoint deviceID: String) -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { endpoints[deviceID]?.feed ?? [] }

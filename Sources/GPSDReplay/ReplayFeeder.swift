@@ -10,7 +10,6 @@ final class ReplayFeeder: Sendable {
     private let realTime: Bool
     private let endWithEOF: Bool
     private let stopped = Atomic<Bool>(false)
-    private let done = Atomic<Bool>(false)
 
     init(log: NMEALog, realTime: Bool, endWithEOF: Bool) throws(ReplayError) {
         (listener, port) = try LoopbackSocket.listen()
@@ -21,9 +20,6 @@ final class ReplayFeeder: Sendable {
         thread.name = "agrigps.replay-feeder"
         thread.start()
     }
-
-    /// True once the whole log (and `# EOF`, if asked) has been written.
-    var finishedWriting: Bool { done.load(ordering: .acquiring) }
 
     func stop() { stopped.store(true, ordering: .releasing) }
 
@@ -41,7 +37,6 @@ final class ReplayFeeder: Sendable {
         if endWithEOF {
             _ = LoopbackSocket.sendAll(peer, NMEALog.endOfFeed)
         }
-        done.store(true, ordering: .releasing)
         // Without EOF the receiver just goes quiet: hold the line open until told to stop.
         while !endWithEOF && !isStopped { usleep(50_000) }
     }

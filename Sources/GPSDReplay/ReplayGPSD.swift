@@ -56,9 +56,6 @@ public final class ReplayGPSD: Sendable {
 
     deinit { stop() }
 
-    /// True once the feeder has written the whole log to gpsd.
-    public var feedFinished: Bool { feeder.finishedWriting }
-
     public func stop() {
         stopped.withLock { stopped in
             guard !stopped else { return }

@@ -40,9 +40,6 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
                   message: error.message ?? "SQLite error \(error.extendedResultCode.rawValue)", path: path)
     }
 
-    /// Storage faults are survivable: samples wait in memory until the disk takes writes again.
-    public var isStorageFault: Bool { kind != .database }
-
     public var description: String {
         let advice: String
         switch kind {

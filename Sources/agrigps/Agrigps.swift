@@ -20,6 +20,20 @@ struct Agrigps: AsyncParsableCommand {
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
     let exitCode: Int32
+
+    init(description: String, exitCode: Int32) {
+        self.description = description
+        self.exitCode = exitCode
+    }
+
+    init(_ error: some Error & CustomStringConvertible & HasExitCode) {
+        self.init(description: error.description, exitCode: error.exitCode)
+    }
+}
+
+/// Errors of the modules below that already say what to do, and which exit code they deserve.
+protocol HasExitCode {
+    var exitCode: Int32 { get }
 }
 
 @main

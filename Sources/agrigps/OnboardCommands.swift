@@ -16,7 +16,7 @@ enum EnvironmentChoice: String, ExpressibleByArgument, CaseIterable {
     case qa, production, local
 }
 
-extension OnboardingError {
+extension OnboardingError: HasExitCode {
     var exitCode: Int32 {
         switch self {
         case .missingSettings: return 78        // EX_CONFIG
@@ -153,7 +153,7 @@ struct Disconnect: ParsableCommand {
             Output.line("Removed the credentials of endpoint \(endpoint.response.deviceAlternateId) (agrirouter \(endpoint.environment)).")
             Output.line("Now delete this endpoint in the agrirouter UI too, or it stays listed there.")
         } catch let error as OnboardingError {
-            throw CommandFailure(description: error.description, exitCode: error.exitCode)
+            throw CommandFailure(error)
         }
     }
 }

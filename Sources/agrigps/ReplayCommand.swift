@@ -46,7 +46,7 @@ struct Replay: AsyncParsableCommand {
             options.realTime = realTime
             gpsd = try ReplayGPSD(log: nmea, options: options)
         } catch {
-            throw CommandFailure(description: error.description, exitCode: error.exitCode)
+            throw CommandFailure(error)
         }
         // Stopping gpsd ends the stream below; the signal then decides the exit code.
         interruption.onInterrupt { gpsd.stop() }
@@ -74,3 +74,5 @@ struct Replay: AsyncParsableCommand {
         return await replay.ending.value
     }
 }
+
+extension ReplayError: HasExitCode {}

@@ -70,7 +70,7 @@ struct Run: AsyncParsableCommand {
                 replayGPSD = gpsd
                 events = gpsd.stream().events
             } catch {
-                throw CommandFailure(description: error.description, exitCode: error.exitCode)
+                throw CommandFailure(error)
             }
         } else {
             events = GPSDSource(configuration: GPSDSource.Configuration(address: try GPSDAddress.parseOption(gpsd))).events()
@@ -95,7 +95,7 @@ struct Run: AsyncParsableCommand {
             let settings = stored.settings ?? OnboardingSettings(applicationID: "", certificationVersionID: "")
             return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID))
         } catch {
-            throw CommandFailure(description: error.description, exitCode: error.exitCode)
+            throw CommandFailure(error)
         }
     }
 }
