@@ -82,6 +82,27 @@ public final class AgrirouterSimulator: Sendable {
     /// When each measures or commands request arrived, in monotonic seconds.
     public func gatewayRequestArrivals() async -> [Double] { await state.gatewayRequestArrivals() }
     public func subscriptions(endpoint: String) async -> Set<String> { await state.subscriptions(endpoint: endpoint) }
+    /// The messages waiting in an endpoint's feed, unconfirmed.
+    public func feed(endpoint: String) async -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { await state.feed(endpoint: endpoint) }
+    /// Every message id an endpoint confirmed, with when the confirm arrived.
+    public func confirmations(endpoint: String) async -> [(messageID: String, at: Date)] { await state.confirmations(endpoint: endpoint) }
+    /// The ids of the endpoints with this name.
+    public func endpointIDs(named name: String) async -> [String] { await state.endpointIDs(named: name) }
+
+    // MARK: - What a user does in agrirouter's UI, or a peer nobody runs
+
+    @discardableResult
+    public func rename(endpoint: String, to name: String) async -> Bool { await state.rename(endpoint: endpoint, to: name) }
+    @discardableResult
+    public func delete(endpoint: String) async -> Bool { await state.delete(endpoint: endpoint) }
+
+    /// Puts `content` into `receiver`'s feed as a gps:info from `sender` (pushed too if `push`), as if
+    /// the sender had published it at `sentAt`; the content is not checked, so a test can send
+    /// something unreadable. Returns the feed message id.
+    @discardableResult
+    public func deliver(_ content: Data, from sender: String, to receiver: String, sentAt: Date = Date(), push: Bool = true) async -> String {
+        await state.deliver(content, from: sender, to: receiver, sentAt: sentAt, push: push)
+    }
 }
 
 /// Collects one HTTP request and hands it to the simulator's state.

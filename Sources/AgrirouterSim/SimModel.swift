@@ -71,6 +71,8 @@ struct SimEndpoint: Sendable {
     var seenMessageIDs: Set<String> = []
     var outbox: [(base64: String, expires: Date)] = []
     var feed: [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] = []
+    /// Every message id the endpoint confirmed, with when.
+    var confirmations: [(messageID: String, at: Date)] = []
     var sent: [DecodedRequest] = []
 
     func accepts(_ type: String, receiving: Bool) -> Bool {

@@ -280,20 +280,29 @@ actor SimState {
         }
         for (receiverID, receiver) in endpoints where receiverID != deviceID
             && receiver.subscriptions.contains(TechnicalMessageType.gpsInfo) {
-            var message = Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage()
-            message.header.receiverID = receiverID
-            message.header.senderID = deviceID
-            message.header.technicalMessageType = TechnicalMessageType.gpsInfo
-            message.header.messageID = UUID().uuidString.lowercased()
-            message.header.sequenceNumber = request.envelope.applicationMessageSeqNo
-            message.header.payloadSize = Int64(request.payload.count)
-            message.header.sentTimestamp = Google_Protobuf_Timestamp(date: now)
-            message.header.createdAt = Google_Protobuf_Timestamp(date: now)
-            message.content.value = request.payload  // type_url left empty, as agrirouter 2.0 does
-            endpoints[receiverID]?.feed.append(message)
-            if receiver.pushEnabled { push(message, to: receiverID, now: now) }
+            deliver(request.payload, from: deviceID, to: receiverID, sequenceNumber: request.envelope.applicationMessageSeqNo,
+                    sentAt: now, push: receiver.pushEnabled, now: now)
         }
         answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
+    }
+
+    /// Puts a gps:info into the receiver's feed (and, with push, a copy into its outbox). Returns its message id.
+    @discardableResult
+    func deliver(_ content: Data, from senderID: String, to receiverID: String, sequenceNumber: Int64 = 1,
+                 sentAt: Date, push pushing: Bool, now: Date = Date()) -> String {
+        var message = Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage()
+        message.header.receiverID = receiverID
+        message.header.senderID = senderID
+        message.header.technicalMessageType = TechnicalMessageType.gpsInfo
+        message.header.messageID = UUID().uuidString.lowercased()
+        message.header.sequenceNumber = sequenceNumber
+        message.header.payloadSize = Int64(content.count)
+        message.header.sentTimestamp = Google_Protobuf_Timestamp(date: sentAt)
+        message.header.createdAt = Google_Protobuf_Timestamp(date: sentAt)
+        message.content.value = content  // type_url left empty, as agrirouter 2.0 does
+        endpoints[receiverID]?.feed.append(message)
+        if pushing { push(message, to: receiverID, now: now) }
+        return message.header.messageID
     }
 
     private func push(_ message: Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage, to receiverID: String, now: Date) {
@@ -380,6 +389,7 @@ actor SimState {
         }
         let known = Set(endpoints[deviceID]?.feed.map(\.header.messageID) ?? [])
         endpoints[deviceID]?.feed.removeAll { confirm.messageIds.contains($0.header.messageID) }
+        endpoints[deviceID]?.confirmations += confirm.messageIds.map { ($0, now) }
         answer(deviceID, type: .ackWithMessages, code: 200, applicationMessageID: id, messages: confirm.messageIds.map { messageID in
             known.contains(messageID) ? ("Message \(messageID) has been confirmed", "VAL_000206")
                 : ("Message \(messageID) was not found", "VAL_000205")
@@ -457,6 +467,23 @@ actor SimState {
     func gatewayRequestArrivals() -> [Double] { requestArrivals }
     func subscriptions(endpoint deviceID: String) -> Set<String> { endpoints[deviceID]?.subscriptions ?? [] }
     func feed(endpoint deviceID: String) -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { endpoints[deviceID]?.feed ?? [] }
+    func confirmations(endpoint deviceID: String) -> [(messageID: String, at: Date)] { endpoints[deviceID]?.confirmations ?? [] }
+
+    /// Renames an endpoint, as its owner would in agrirouter's UI. False if there is no such endpoint.
+    func rename(endpoint deviceID: String, to name: String) -> Bool {
+        guard endpoints[deviceID] != nil else { return false }
+        endpoints[deviceID]?.name = name
+        return true
+    }
+
+    /// Deletes an endpoint, as its owner would in agrirouter's UI: it leaves every list.
+    func delete(endpoint deviceID: String) -> Bool {
+        guard let endpoint = endpoints.removeValue(forKey: deviceID) else { return false }
+        deviceIDByExternalID[endpoint.externalID] = nil
+        return true
+    }
+
+    func endpointIDs(named name: String) -> [String] { endpoints.values.filter { $0.name == name }.map(\.deviceID).sorted() }
 }
 
 enum ISO8601 {

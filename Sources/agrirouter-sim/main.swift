@@ -3,7 +3,10 @@
 //   agrirouter-sim [--tan TAN=NAME]... [--onboarding-port N] [--gateway-port N] [--ca-file PATH]
 //
 // Prints the onboarding URL, writes its CA certificate to --ca-file for clients to trust, and serves
-// until SIGINT or SIGTERM.
+// until SIGINT or SIGTERM. Lines on standard input do what a user would do in agrirouter's UI:
+//
+//   rename ENDPOINT-ID NEW NAME
+//   delete ENDPOINT-ID
 import AgrirouterSim
 import Foundation
 
@@ -39,5 +42,32 @@ let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: tans)
 if let caFile { try simulator.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8) }
 print("agrirouter-sim: onboarding at \(simulator.onboardingURL)")
 fflush(nil)
-// Nothing here needs cleaning up, so SIGINT and SIGTERM keep their default action and end the process.
+// readLine blocks, so it gets a thread of its own rather than one of Swift concurrency's few.
+Thread.detachNewThread {
+    while let line = readLine() {
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            print(await control(line))
+            fflush(nil)
+            done.signal()
+        }
+        done.wait()
+    }
+}
+
+func control(_ line: String) async -> String {
+    let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+    switch (words.first, words.count) {
+    case ("rename", 3...):
+        let name = words.dropFirst(2).joined(separator: " ")
+        return await simulator.rename(endpoint: words[1], to: name) ? "renamed \(words[1]) to \(name)" : "no endpoint \(words[1])"
+    case ("delete", 2):
+        return await simulator.delete(endpoint: words[1]) ? "deleted \(words[1])" : "no endpoint \(words[1])"
+    default:
+        return "commands: rename ENDPOINT-ID NEW NAME | delete ENDPOINT-ID"
+    }
+}
+
+// Nothing needs cleaning up, so SIGINT and
+// SIGTERM keep their default action and end the process.
 while true { try await Task.sleep(for: .seconds(3600)) }
