@@ -59,13 +59,15 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
-        // The daemon's parts: the agrirouter connection, the endpoint set-up and the send cycle.
+        // The daemon's parts: the agrirouter connection, the endpoint set-up, the send cycle, the feed
+        // reader and its store of other machines, and the status snapshot.
         .target(
             name: "Gateway",
             dependencies: [
                 "GNSS",
                 "Spool",
                 "Agrirouter",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -113,11 +115,13 @@ let package = Package(
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "AgrirouterTests", dependencies: ["Agrirouter", "GNSS", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Spool", "Agrirouter", "AgrirouterSim", "GNSS"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Spool", "Agrirouter", "AgrirouterSim", "GNSS",
+                                                     .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "Agrirouter", "GNSS"]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
-        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "Agrirouter", "Spool"]),
+        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "Agrirouter", "Spool", "Gateway", "GNSS",
+                                                     .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.
         .executableTarget(name: "spool-exerciser", dependencies: ["Spool", "GNSS"], path: "Tests/SpoolExerciser"),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "GNSS", "TestSupport", "spool-exerciser",

@@ -26,7 +26,7 @@ public enum GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
 /// The onboarded endpoint's line to agrirouter: measures out, outbox in, and never two requests
 /// closer together than `minimumSpacing` (DKE asks for 5 s in production and 10 s on QA).
 public actor AgrirouterConnection {
-    public let endpoint: OnboardingResponse
+    public nonisolated let endpoint: OnboardingResponse
     private let credentials: ClientCredentials
     private let client: HTTPSClient
     private let minimumSpacing: Double

@@ -25,8 +25,6 @@ public actor Publisher {
     /// Batches sent and not yet answered, by application_message_id, with when they went out.
     private var awaiting: [String: Date] = [:]
     private var adoptedEarlierBatches = false
-    /// Outbox items that are not answers to our sends (pushes of other machines' positions).
-    private var others: [DecodedResponse] = []
 
     public init(spool: Spool, connection: AgrirouterConnection, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
                 logger: Logger = Logger(label: "agrigps.publisher")) {
@@ -39,14 +37,8 @@ public actor Publisher {
     /// Batches still waiting for an answer.
     public var awaitingAnswers: Int { awaiting.count }
 
-    /// Items for the next layer (pushes), handed over once.
-    public func takeOtherResponses() -> [DecodedResponse] {
-        defer { others.removeAll() }
-        return others
-    }
-
-    /// Outbox items someone else fetched (the endpoint set-up polls the same outbox): answers to our
-    /// batches among them settle those batches, exactly as if this publisher had fetched them.
+    /// Outbox items someone else fetched (the daemon's outbox poll, the endpoint set-up): answers to
+    /// our batches among them settle those batches, exactly as if this publisher had fetched them.
     @discardableResult
     public func absorb(_ responses: [DecodedResponse], now: Date = Date()) async -> CycleReport {
         var report = CycleReport()
@@ -56,7 +48,8 @@ public actor Publisher {
 
     /// One step: settle answers for what was sent, then publish the next batch if the spool has one.
     /// A batch that cannot be handed over goes back to pending at once, with no failure counted.
-    public func cycle(now: Date = Date(), inFlightTimeout: Double = 300) async -> CycleReport {
+    /// With `fetchingAnswers` false, the caller polls the outbox and hands the answers to `absorb`.
+    public func cycle(now: Date = Date(), inFlightTimeout: Double = 300, fetchingAnswers: Bool = true) async -> CycleReport {
         var report = CycleReport()
         if !adoptedEarlierBatches {
             // A batch a killed predecessor sent may have its answer waiting in the outbox: wait for
@@ -66,7 +59,7 @@ public actor Publisher {
         }
         // Unanswered past the outbox's life: the spool returns those samples to pending by itself.
         awaiting = awaiting.filter { now.timeIntervalSince($0.value) < inFlightTimeout }
-        if !awaiting.isEmpty {
+        if fetchingAnswers && !awaiting.isEmpty {
             do {
                 try await settle(&report, now: now)
             } catch {
@@ -108,10 +101,7 @@ public actor Publisher {
 
     private func settle(_ responses: [DecodedResponse], into report: inout CycleReport, now: Date) async {
         for response in responses {
-            guard let id = response.applicationMessageID, response.envelope.type != .pushNotification else {
-                others.append(response)
-                continue
-            }
+            guard let id = response.applicationMessageID, response.envelope.type != .pushNotification else { continue }
             // A late answer for a batch already given up on still settles it: the spool keeps its id.
             do {
                 switch response.body {
@@ -122,7 +112,6 @@ public actor Publisher {
                     report.refusals.append(response.messageCodes)
                     logger.warning("agrirouter refused batch \(id): \(response.messageCodes.joined(separator: ", "))")
                 default:
-                    others.append(response)
                     continue
                 }
             } catch {

@@ -1,0 +1,262 @@
+import Agrirouter
+import Foundation
+import Logging
+import SwiftProtobuf
+
+/// The receiving half of the conversation: other machines' gps:info from pushes and feed queries
+/// goes into the store, every message is confirmed once stored, and the endpoint list names the
+/// senders. It makes at most one request per `step`, so the send cycle keeps its turn; answers
+/// reach it through `absorb`, from whoever polled the outbox.
+public actor FeedReader {
+    public struct Configuration: Sendable {
+        /// On connect, the feed is read back this far.
+        public var catchUpWindow: Double = 15 * 60
+        /// A feed query this often, for pushes that expired in the outbox unread.
+        public var safetyQueryInterval: Double = 3600
+        /// The endpoint list is fetched again this often, and at once for an unknown sender (but not
+        /// more often than `unknownSenderRefreshGap`).
+        public var endpointRefresh: Double = 300
+        public var unknownSenderRefreshGap: Double = 60
+        /// A request unanswered this long is given up; the outbox keeps answers 5 minutes.
+        public var answerTimeout: Double = 300
+        /// Pages read per query before waiting for the next one (a page is 25 messages).
+        public var maximumPages = 40
+        /// Message ids per confirm.
+        public var confirmBatch = 100
+        /// Feed entries older than the catch-up window and younger than this are deleted on connect.
+        public var feedRetention: Double = 28 * 24 * 3600
+
+        public init() {}
+    }
+
+    /// Counts since start, for status and tests.
+    public struct Counters: Sendable, Equatable {
+        public var received = 0
+        public var stored = 0
+        public var duplicates = 0
+        public var undecodable = 0
+        public var confirmed = 0
+        public var queries = 0
+        public var endpointLists = 0
+    }
+
+    enum Request: Sendable {
+        case listEndpoints
+        /// A feed query, with how many more pages it may read after this one.
+        case query(from: Date, to: Date, pagesLeft: Int)
+        case confirm([String])
+        case delete(before: Date)
+    }
+
+    private let store: OtherMachinesStore
+    private let connection: AgrirouterConnection
+    private let ownEndpointID: String
+    private let configuration: Configuration
+    private let logger: Logger
+    private var awaiting: [String: (request: Request, sentAt: Date)] = [:]
+    private var toConfirm: [String] = []
+    private var listWanted = false
+    private var listedAt: Date?
+    private var unknownSenderRefreshAt: Date?
+    private var query: (from: Date, to: Date, pagesLeft: Int)?
+    private var deleteBefore: Date?
+    private var nextSafetyQuery: Date?
+    public private(set) var counters = Counters()
+
+    public init(store: OtherMachinesStore, connection: AgrirouterConnection, ownEndpointID: String,
+                configuration: Configuration = Configuration(), logger: Logger = Logger(label: "agrigps.feed")) {
+        self.store = store
+        self.connection = connection
+        self.ownEndpointID = ownEndpointID
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// After capabilities and subscription: name the others, catch up on the feed, clean it.
+    public func connected(now: Date = Date()) {
+        listWanted = true
+        query = (now.addingTimeInterval(-configuration.catchUpWindow), now, configuration.maximumPages)
+        deleteBefore = now.addingTimeInterval(-configuration.catchUpWindow)
+        nextSafetyQuery = now.addingTimeInterval(configuration.safetyQueryInterval)
+    }
+
+    /// Whether it has connected once and has nothing left to ask or wait for: a finite run can stop.
+    public var hasCaughtUp: Bool { nextSafetyQuery != nil && !isBusy }
+
+    /// Whether it has requests to make or answers to wait for.
+    public var isBusy: Bool {
+        !toConfirm.isEmpty || listWanted || query != nil || deleteBefore != nil || !awaiting.isEmpty
+    }
+
+    // MARK: - Answers and pushes
+
+    /// Takes the outbox items that are its business (pushes, answers to its requests) and returns the rest.
+    public func absorb(_ responses: [DecodedResponse], now: Date = Date()) async -> [DecodedResponse] {
+        var rest: [DecodedResponse] = []
+        for response in responses {
+            if response.envelope.type == .pushNotification {
+                await receive(response.feedMessages, now: now)
+            } else if let id = response.applicationMessageID, let (request, _) = awaiting.removeValue(forKey: id) {
+                await answered(request, by: response, now: now)
+            } else {
+                rest.append(response)
+            }
+        }
+        return rest
+    }
+
+    private func answered(_ request: Request, by response: DecodedResponse, now: Date) async {
+        if case .ackWithFailure = response.body {
+            logger.warning("agrirouter refused \(request.name): \(response.messageCodes.joined(separator: ", "))")
+            if case .listEndpoints = request { listedAt = now }  // try again at the next refresh, not in a loop
+            return
+        }
+        switch (request, response.body) {
+        case (.listEndpoints, .endpoints(let listing)):
+            listedAt = now
+            counters.endpointLists += 1
+            do {
+                try await store.applyEndpointList(listing.endpoints.map { ($0.endpointID, $0.endpointName) }, ownEndpointID: ownEndpointID, at: now)
+            } catch {
+                logger.error("\(error.description)")
+            }
+        case (.query(let from, let to, let pagesLeft), .feedMessages(let page)):
+            await receive(response.feedMessages, now: now)
+            // agrirouter pages by leaving the rest for the next query, once this page is confirmed.
+            if page.page.total > 1, !page.messages.isEmpty, pagesLeft > 0, query == nil {
+                query = (from, to, pagesLeft - 1)
+            }
+        case (.confirm(let ids), _):
+            counters.confirmed += ids.count
+            let unknown = response.messageCodes.count { $0 == "VAL_000205" }
+            if unknown > 0 { logger.info("agrirouter knew \(unknown) of \(ids.count) confirmed messages no more") }
+        default:
+            break
+        }
+    }
+
+    /// Stores what arrived, then queues every id for confirming; an undecodable message is logged and
+    /// confirmed too, so it cannot come back forever. If the store fails, nothing is confirmed and the
+    /// feed delivers the messages again.
+    private func receive(_ messages: [ReceivedFeedMessage], now: Date) async {
+        guard !messages.isEmpty else { return }
+        counters.received += messages.count
+        let recorded: OtherMachinesStore.Recorded
+        do {
+            recorded = try await store.record(messages, ownEndpointID: ownEndpointID, receivedAt: now)
+        } catch {
+            logger.error("\(error.description); the messages stay in the feed and come back with the next query")
+            return
+        }
+        counters.stored += recorded.stored
+        counters.duplicates += recorded.duplicates
+        counters.undecodable += recorded.undecodable.count
+        for (id, reason) in recorded.undecodable.sorted(by: { $0.key < $1.key }) {
+            logger.warning("feed message \(id) has no readable gps:info (\(reason)); confirmed and skipped")
+        }
+        toConfirm += recorded.confirmable.filter { !toConfirm.contains($0) }
+        if !recorded.unnamedSenders.isEmpty, unknownSenderRefreshAt.map({ now.timeIntervalSince($0) >= configuration.unknownSenderRefreshGap }) ?? true {
+            unknownSenderRefreshAt = now
+            listWanted = true
+        }
+    }
+
+    // MARK: - Requests
+
+    /// Makes the most urgent request that is due, if any: confirms first (agrirouter re-delivers
+    /// what is not confirmed), then names, then feed queries and clean-up. Returns whether it sent one.
+    @discardableResult
+    public func step(now: Date = Date()) async throws(GatewayError) -> Bool {
+        expireUnanswered(now: now)
+        if let listedAt, now.timeIntervalSince(listedAt) >= configuration.endpointRefresh { listWanted = true }
+        if let due = nextSafetyQuery, now >= due, query == nil {
+            query = (now.addingTimeInterval(-configuration.safetyQueryInterval - configuration.catchUpWindow), now, configuration.maximumPages)
+            nextSafetyQuery = now.addingTimeInterval(configuration.safetyQueryInterval)
+        }
+        guard let request = nextRequest() else { return false }
+        let sent: EncodedMessage
+        do throws(GatewayError) {
+            sent = try await connection.send(request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention))
+        } catch {
+            if case .confirm(let ids) = request { toConfirm.insert(contentsOf: ids, at: 0) }
+            throw error
+        }
+        switch request {
+        case .listEndpoints: listWanted = false
+        case .query: query = nil; counters.queries += 1
+        case .delete: deleteBefore = nil
+        case .confirm: break
+        }
+        awaiting[sent.applicationMessageID] = (request, now)
+        return true
+    }
+
+    private func nextRequest() -> Request? {
+        let inFlight = awaiting.values.map(\.request)
+        if !toConfirm.isEmpty {
+            let batch = Array(toConfirm.prefix(configuration.confirmBatch))
+            toConfirm.removeFirst(batch.count)
+            return .confirm(batch)
+        }
+        if listWanted, !inFlight.contains(where: { if case .listEndpoints = $0 { true } else { false } }) {
+            return .listEndpoints
+        }
+        // A next page is only there once the previous one is confirmed.
+        let readingFeed = inFlight.contains { if case .listEndpoints = $0 { false } else { true } }
+        if let query, !readingFeed { return .query(from: query.from, to: query.to, pagesLeft: query.pagesLeft) }
+        if let deleteBefore, query == nil, !readingFeed { return .delete(before: deleteBefore) }
+        return nil
+    }
+
+    private func expireUnanswered(now: Date) {
+        for (id, entry) in awaiting where now.timeIntervalSince(entry.sentAt) >= configuration.answerTimeout {
+            awaiting[id] = nil
+            logger.warning("no answer to \(entry.request.name) in \(Int(configuration.answerTimeout)) s")
+            if case .listEndpoints = entry.request { listWanted = true }
+        }
+    }
+}
+
+extension FeedReader.Request {
+    var name: String { technicalMessageType }
+
+    var technicalMessageType: String {
+        switch self {
+        case .listEndpoints: return TechnicalMessageType.listEndpoints
+        case .query: return TechnicalMessageType.feedMessageQuery
+        case .confirm: return TechnicalMessageType.feedConfirm
+        case .delete: return TechnicalMessageType.feedDelete
+        }
+    }
+
+    func payload(retention: Double) -> any SwiftProtobuf.Message {
+        switch self {
+        case .listEndpoints:
+            var query = Agrirouter_Request_Payload_Account_ListEndpointsQuery()
+            query.technicalMessageType = TechnicalMessageType.gpsInfo
+            query.direction = .sendReceive
+            return query
+        case .query(let from, let to, _):
+            var query = Agrirouter_Feed_Request_MessageQuery()
+            query.validityPeriod = .between(from, to)
+            return query
+        case .confirm(let ids):
+            var confirm = Agrirouter_Feed_Request_MessageConfirm()
+            confirm.messageIds = ids
+            return confirm
+        case .delete(let before):
+            var delete = Agrirouter_Feed_Request_MessageDelete()
+            delete.validityPeriod = .between(before.addingTimeInterval(-retention), before)
+            return delete
+        }
+    }
+}
+
+extension Agrirouter_Feed_Request_ValidityPeriod {
+    static func between(_ from: Date, _ to: Date) -> Self {
+        var period = Self()
+        period.sentFrom = Google_Protobuf_Timestamp(date: from)
+        period.sentTo = Google_Protobuf_Timestamp(date: to)
+        return period
+    }
+}

@@ -1,0 +1,292 @@
+import Agrirouter
+import Foundation
+import GRDB
+import Logging
+
+/// Why the store of other machines failed, with SQLite's code and message.
+public struct OthersStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var sqliteCode: Int32
+    public var message: String
+    public var path: String
+
+    public var description: String {
+        "other machines' store \(path): \(message) (SQLite code \(sqliteCode)); check that the state directory is writable"
+    }
+}
+
+/// Other machines' positions, keyed by endpoint id: the last report and position of each, and a
+/// history for a window. A separate file with synchronous=NORMAL: unlike the spool, what is lost
+/// in a power cut here is re-delivered by the feed or superseded by the next push.
+public actor OtherMachinesStore {
+    public struct Configuration: Sendable {
+        /// How long positions and seen message ids are kept.
+        public var historyWindow: Double = 24 * 3600
+        public init() {}
+    }
+
+    /// What `record` did with a delivery.
+    public struct Recorded: Sendable, Equatable {
+        /// Every message id handled (stored, already known, ours, or undecodable): safe to confirm now.
+        public var confirmable: [String] = []
+        public var stored = 0
+        public var duplicates = 0
+        /// Message id and why its content could not be read.
+        public var undecodable: [String: String] = [:]
+        /// Senders with no name yet: the endpoint list should be fetched again.
+        public var unnamedSenders: Set<String> = []
+    }
+
+    public let path: String
+    private let configuration: Configuration
+    private var database: DatabaseQueue?
+    private var prunedAt: Date?
+
+    public init(path: String, configuration: Configuration = Configuration()) {
+        self.path = path
+        self.configuration = configuration
+    }
+
+    /// Whether the file exists yet; readers use it to say "nothing seen yet" without creating one.
+    public nonisolated var exists: Bool { FileManager.default.fileExists(atPath: path) }
+
+    // MARK: - Writing
+
+    /// Stores a delivery of feed messages in one transaction. Only after it commits are their ids
+    /// returned for confirming, so a crash in between means a re-delivery, never a loss.
+    public func record(_ messages: [ReceivedFeedMessage], ownEndpointID: String, receivedAt: Date) throws(OthersStoreError) -> Recorded {
+        var recorded = Recorded()
+        try write { db in
+            for message in messages {
+                try self.record(message, ownEndpointID: ownEndpointID, receivedAt: receivedAt, into: &recorded, db)
+            }
+            if self.prunedAt.map({ receivedAt.timeIntervalSince($0) > 600 }) ?? true {
+                let horizon = receivedAt.timeIntervalSince1970 - self.configuration.historyWindow
+                // A machine's last report and position outlive the window: they are what `others` shows.
+                try db.execute(sql: """
+                    DELETE FROM position WHERE report_time < ? AND id NOT IN (
+                        SELECT last_report FROM machine WHERE last_report IS NOT NULL
+                        UNION SELECT last_position FROM machine WHERE last_position IS NOT NULL)
+                    """, arguments: [horizon])
+                try db.execute(sql: "DELETE FROM received_message WHERE received_at < ?", arguments: [horizon])
+                self.prunedAt = receivedAt
+            }
+        }
+        return recorded
+    }
+
+    private func record(_ message: ReceivedFeedMessage, ownEndpointID: String, receivedAt: Date,
+                        into recorded: inout Recorded, _ db: Database) throws {
+        defer { recorded.confirmable.append(message.messageID) }
+        guard message.senderID != ownEndpointID, message.technicalMessageType == TechnicalMessageType.gpsInfo else { return }
+        if try Bool.fetchOne(db, sql: "SELECT 1 FROM received_message WHERE message_id = ?", arguments: [message.messageID]) == true {
+            recorded.duplicates += 1
+            return
+        }
+        let entries: [GPSEntry]
+        do {
+            entries = try GPSInfoContent.gpsList(from: message.content).gpsEntries
+        } catch {
+            recorded.undecodable[message.messageID] = error.description
+            return
+        }
+        let received = receivedAt.timeIntervalSince1970
+        try db.execute(sql: "INSERT INTO received_message (message_id, endpoint_id, received_at) VALUES (?, ?, ?)",
+                       arguments: [message.messageID, message.senderID, received])
+        try db.execute(sql: """
+            INSERT INTO machine (endpoint_id, last_received_at) VALUES (?, ?)
+            ON CONFLICT(endpoint_id) DO UPDATE SET last_received_at = MAX(COALESCE(last_received_at, 0), excluded.last_received_at)
+            """, arguments: [message.senderID, received])
+        if try String.fetchOne(db, sql: "SELECT name FROM machine WHERE endpoint_id = ?", arguments: [message.senderID]) == nil {
+            recorded.unnamedSenders.insert(message.senderID)
+        }
+        for entry in entries {
+            let report = ReportedPosition(entry)
+            // Pushes arrive out of order: a report only replaces a newer one's place if it is newer.
+            let time = (report.gnssTime ?? message.sentAt ?? receivedAt).timeIntervalSince1970
+            try db.execute(sql: """
+                INSERT INTO position (endpoint_id, message_id, report_time, received_at, status, latitude, longitude, altitude, hdop, pdop, satellites)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [message.senderID, message.messageID, time, received, report.status, report.latitude, report.longitude,
+                                 report.altitude, report.hdop, report.pdop, report.satellites])
+            let id = db.lastInsertedRowID
+            try db.execute(sql: """
+                UPDATE machine SET last_report = ? WHERE endpoint_id = ?
+                AND (last_report IS NULL OR (SELECT report_time FROM position WHERE id = last_report) IS NULL
+                     OR (SELECT report_time FROM position WHERE id = last_report) < ?)
+                """, arguments: [id, message.senderID, time])
+            if report.hasPosition {
+                try db.execute(sql: """
+                    UPDATE machine SET last_position = ? WHERE endpoint_id = ?
+                    AND (last_position IS NULL OR (SELECT report_time FROM position WHERE id = last_position) IS NULL
+                         OR (SELECT report_time FROM position WHERE id = last_position) < ?)
+                    """, arguments: [id, message.senderID, time])
+            }
+        }
+        recorded.stored += 1
+    }
+
+    /// Applies agrirouter's endpoint list: names for all, our own name aside, and "gone" for a
+    /// machine that was listed before and is not any more.
+    public func applyEndpointList(_ endpoints: [(id: String, name: String)], ownEndpointID: String, at time: Date) throws(OthersStoreError) {
+        try write { db in
+            let now = time.timeIntervalSince1970
+            let listed = Set(endpoints.map(\.id))
+            for endpoint in endpoints where endpoint.id != ownEndpointID {
+                try db.execute(sql: """
+                    INSERT INTO machine (endpoint_id, name, listed_at) VALUES (?, ?, ?)
+                    ON CONFLICT(endpoint_id) DO UPDATE SET name = excluded.name, listed_at = excluded.listed_at, left_list_at = NULL
+                    """, arguments: [endpoint.id, endpoint.name, now])
+            }
+            for id in try String.fetchAll(db, sql: "SELECT endpoint_id FROM machine WHERE listed_at IS NOT NULL AND left_list_at IS NULL")
+            where !listed.contains(id) {
+                try db.execute(sql: "UPDATE machine SET left_list_at = ? WHERE endpoint_id = ?", arguments: [now, id])
+            }
+            if let own = endpoints.first(where: { $0.id == ownEndpointID }) {
+                try db.execute(sql: "INSERT OR REPLACE INTO view_state (key, value) VALUES ('own_name', ?)", arguments: [own.name])
+            }
+            try db.execute(sql: "INSERT OR REPLACE INTO view_state (key, value) VALUES ('endpoints_listed_at', ?)", arguments: [now])
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Every machine with its state at `now`. An absent file reads as an empty view.
+    public func view(now: Date = Date(), staleAfter: Double = 300) throws(OthersStoreError) -> OthersView {
+        guard database != nil || exists else { return OthersView() }
+        return try read { db in
+            let machines = try Row.fetchAll(db, sql: """
+                SELECT m.endpoint_id, m.name, m.last_received_at, m.left_list_at, \(Self.reportColumns("r")), \(Self.reportColumns("p"))
+                FROM machine m LEFT JOIN position r ON r.id = m.last_report LEFT JOIN position p ON p.id = m.last_position
+                ORDER BY m.name, m.endpoint_id
+                """).map { row in
+                let received = (row["last_received_at"] as Double?).map(Date.init(timeIntervalSince1970:))
+                let left = (row["left_list_at"] as Double?).map(Date.init(timeIntervalSince1970:))
+                return OtherMachine(endpointID: row["endpoint_id"], name: row["name"], lastReport: Self.report(row, 4),
+                                    lastPosition: Self.report(row, 4 + Self.reportColumnCount), lastReceivedAt: received, leftListAt: left,
+                                    activity: OtherMachine.activity(lastReceivedAt: received, leftListAt: left, now: now, staleAfter: staleAfter))
+            }
+            let state = try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT key, value FROM view_state").map {
+                ($0["key"] as String, $0["value"] as DatabaseValue)
+            })
+            let lastReceived = try Double.fetchOne(db, sql: "SELECT MAX(last_received_at) FROM machine")
+            return OthersView(machines: machines, ownName: state["own_name"].flatMap { String.fromDatabaseValue($0) },
+                              endpointsListedAt: state["endpoints_listed_at"].flatMap { Double.fromDatabaseValue($0) }.map(Date.init(timeIntervalSince1970:)),
+                              lastReceivedAt: lastReceived.map(Date.init(timeIntervalSince1970:)))
+        }
+    }
+
+    /// A machine's reports in the history window, oldest first by their own time.
+    public func history(of endpointID: String) throws(OthersStoreError) -> [ReportedPosition] {
+        guard database != nil || exists else { return [] }
+        return try read { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.reportColumns("position")) FROM position WHERE endpoint_id = ? ORDER BY report_time, id",
+                             arguments: [endpointID]).compactMap { Self.report($0, 0) }
+        }
+    }
+
+    /// Every message id stored, with when it was received (for inspection and tests).
+    public func storedMessages() throws(OthersStoreError) -> [String: Date] {
+        guard database != nil || exists else { return [:] }
+        return try read { db in
+            Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT message_id, received_at FROM received_message").map {
+                ($0["message_id"] as String, Date(timeIntervalSince1970: $0["received_at"]))
+            })
+        }
+    }
+
+    private static let reportFields = ["status", "latitude", "longitude", "altitude", "report_time", "hdop", "pdop", "satellites"]
+    private static var reportColumnCount: Int { reportFields.count }
+
+    private static func reportColumns(_ table: String) -> String {
+        reportFields.map { "\(table).\($0)" }.joined(separator: ", ")
+    }
+
+    private static func report(_ row: Row, _ start: Int) -> ReportedPosition? {
+        guard let status: String = row[start] else { return nil }
+        return ReportedPosition(status: status, latitude: row[start + 1], longitude: row[start + 2], altitude: row[start + 3],
+                                gnssTime: (row[start + 4] as Double?).map(Date.init(timeIntervalSince1970:)),
+                                hdop: row[start + 5], pdop: row[start + 6], satellites: row[start + 7])
+    }
+
+    // MARK: - The file
+
+    private func opened() throws(OthersStoreError) -> DatabaseQueue {
+        if let database { return database }
+        do {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            var settings = GRDB.Configuration()
+            settings.journalMode = .wal
+            settings.busyMode = .timeout(5)
+            settings.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            let database = try DatabaseQueue(path: path, configuration: settings)
+            try Self.migrator.migrate(database)
+            self.database = database
+            return database
+        } catch let error as DatabaseError {
+            throw OthersStoreError(sqliteCode: error.resultCode.rawValue, message: error.message ?? "\(error)", path: path)
+        } catch {
+            throw OthersStoreError(sqliteCode: 0, message: "\(error)", path: path)
+        }
+    }
+
+    private func write<T>(_ body: (Database) throws -> T) throws(OthersStoreError) -> T {
+        let database = try opened()
+        do {
+            return try database.write(body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws(OthersStoreError) -> T {
+        let database = try opened()
+        do {
+            return try database.read(body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    private static func storeError(_ error: any Error, path: String) -> OthersStoreError {
+        if let error = error as? DatabaseError {
+            return OthersStoreError(sqliteCode: error.resultCode.rawValue, message: error.message ?? "\(error)", path: path)
+        }
+        return OthersStoreError(sqliteCode: 0, message: "\(error)", path: path)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-machines") { db in
+            try db.execute(sql: """
+                CREATE TABLE position (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    endpoint_id TEXT NOT NULL,
+                    message_id TEXT NOT NULL,
+                    report_time REAL NOT NULL,
+                    received_at REAL NOT NULL,
+                    status TEXT NOT NULL,
+                    latitude REAL, longitude REAL, altitude REAL, hdop REAL, pdop REAL, satellites INTEGER
+                );
+                CREATE INDEX position_by_machine ON position(endpoint_id, report_time);
+                CREATE INDEX position_by_time ON position(report_time);
+                CREATE TABLE machine (
+                    endpoint_id TEXT PRIMARY KEY,
+                    name TEXT,
+                    listed_at REAL,
+                    left_list_at REAL,
+                    last_received_at REAL,
+                    last_report INTEGER REFERENCES position(id) ON DELETE SET NULL,
+                    last_position INTEGER REFERENCES position(id) ON DELETE SET NULL
+                );
+                CREATE TABLE received_message (
+                    message_id TEXT PRIMARY KEY,
+                    endpoint_id TEXT NOT NULL,
+                    received_at REAL NOT NULL
+                );
+                CREATE INDEX received_message_by_time ON received_message(received_at);
+                CREATE TABLE view_state (key TEXT PRIMARY KEY, value);
+                """)
+        }
+        return migrator
+    }
+}

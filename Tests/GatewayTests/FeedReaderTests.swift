@@ -1,0 +1,209 @@
+import Agrirouter
+import AgrirouterSim
+import Foundation
+import SwiftProtobuf
+import Testing
+@testable import Gateway
+
+/// Two endpoints at one simulator: "Tractor", which reads its feed into a store, and "Harvester",
+/// a peer that publishes. Both have sent capabilities and subscription.
+struct PeerRig {
+    let simulator: AgrirouterSimulator
+    let tractor: AgrirouterConnection
+    let harvester: AgrirouterConnection
+    let store: OtherMachinesStore
+    let reader: FeedReader
+    let directory: String
+
+    var tractorID: String { tractor.endpoint.deviceAlternateId }
+    var harvesterID: String { harvester.endpoint.deviceAlternateId }
+
+    static func make(configure: (inout FeedReader.Configuration) -> Void = { _ in }) async throws -> PeerRig {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"]))
+        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let client = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
+        var connections: [AgrirouterConnection] = []
+        for (tan, id) in [("TAN0000001", "urn:agrigps:tractor"), ("TAN0000002", "urn:agrigps:harvester")] {
+            let endpoint = try await client.onboard(tan: tan, externalID: id)
+            let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01, timeout: 10)
+            _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: connection)
+            connections.append(connection)
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-feed-\(UUID().uuidString)").path
+        let store = OtherMachinesStore(path: directory + "/others.sqlite")
+        var configuration = FeedReader.Configuration()
+        configure(&configuration)
+        let reader = FeedReader(store: store, connection: connections[0], ownEndpointID: connections[0].endpoint.deviceAlternateId,
+                                configuration: configuration)
+        return PeerRig(simulator: simulator, tractor: connections[0], harvester: connections[1], store: store, reader: reader, directory: directory)
+    }
+
+    func close() async {
+        await simulator.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The daemon's loop for the tractor, reduced to reading: poll, hand over, make the next request.
+    /// Stops when `done` holds, or after `passes`.
+    func pump(passes: Int = 60, until done: () async throws -> Bool) async throws {
+        for _ in 0..<passes {
+            let (responses, _) = try await tractor.fetchOutbox()
+            _ = await reader.absorb(responses)
+            if try await done() { return }
+            try await reader.step()
+        }
+    }
+
+    /// Pumps until `done` holds and the reader has nothing left to send or wait for.
+    func pumpUntilIdle(_ done: @escaping () async throws -> Bool) async throws {
+        try await pump {
+            let busy = await reader.isBusy
+            let finished = try await done()
+            return !busy && finished
+        }
+    }
+
+    /// Pumps until nothing is left to send or wait for, and the tractor's feed is empty.
+    func pumpUntilSettled() async throws {
+        try await pump {
+            let busy = await reader.isBusy
+            let feed = await simulator.feed(endpoint: tractorID)
+            return !busy && feed.isEmpty
+        }
+    }
+
+    /// The harvester publishes a GPSList, as a gateway does.
+    func publish(_ entries: [(GPSEntry.PositionStatus, Double, Double, Date)]) async throws {
+        try await harvester.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: GPSList(entries))
+    }
+
+    func GPSList(_ entries: [(GPSEntry.PositionStatus, Double, Double, Date)]) -> Agrirouter_Technicalmessagetype_GPSList {
+        var list = Agrirouter_Technicalmessagetype_GPSList()
+        list.gpsEntries = entries.map { status, latitude, longitude, time in
+            var entry = GPSEntry()
+            entry.positionStatus = status
+            entry.positionNorth = latitude
+            entry.positionEast = longitude
+            entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: time)
+            return entry
+        }
+        return list
+    }
+
+    /// Every confirmed message was stored before its confirm arrived.
+    func confirmedOnlyAfterStoring() async throws -> Bool {
+        let stored = try await store.storedMessages()
+        let confirmations = await simulator.confirmations(endpoint: tractorID)
+        return !confirmations.isEmpty && confirmations.allSatisfy { confirmation in
+            stored[confirmation.messageID].map { $0 <= confirmation.at } ?? false
+        }
+    }
+}
+
+@Suite("Reading the others through agrirouter", .serialized)
+struct FeedReaderTests {
+    @Test("a push from the peer is stored under its name and confirmed, and nothing is confirmed before it is stored")
+    func push() async throws {
+        let rig = try await PeerRig.make()
+        defer { Task { await rig.close() } }
+        await rig.reader.connected()
+        try await rig.pumpUntilSettled()
+        try await rig.publish([(.dRtkFinteger, 52.5, 8.25, Date())])
+        try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
+        let machine = try #require(try await rig.store.view().machines.first)
+        #expect(machine.endpointID == rig.harvesterID && machine.name == "Harvester")
+        #expect(machine.lastPosition?.status == "D_RTK_FINTEGER" && machine.lastPosition?.latitude == 52.5)
+        #expect(try await rig.store.view().ownName == "Tractor")
+        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        #expect(try await rig.confirmedOnlyAfterStoring())
+    }
+
+    @Test("started after the peer has sent, it reads the last 15 minutes page by page and deletes what is older")
+    func catchUp() async throws {
+        let rig = try await PeerRig.make()
+        defer { Task { await rig.close() } }
+        let now = Date()
+        // 30 messages in the window (two pages of 25) and 2 older ones, none pushed.
+        for index in 0..<30 {
+            let time = now.addingTimeInterval(-600 + Double(index))
+            let list = rig.GPSList([(.dGnss, 52 + Double(index) / 1000, 8, time)])
+            await rig.simulator.deliver(try list.serializedBytes(), from: rig.harvesterID, to: rig.tractorID, sentAt: time, push: false)
+        }
+        for minutes in [20.0, 60] {
+            let time = now.addingTimeInterval(-minutes * 60)
+            await rig.simulator.deliver(try rig.GPSList([(.dGnss, 1, 1, time)]).serializedBytes(), from: rig.harvesterID, to: rig.tractorID,
+                                        sentAt: time, push: false)
+        }
+        await rig.reader.connected(now: now)
+        try await rig.pumpUntilSettled()
+        let history = try await rig.store.history(of: rig.harvesterID)
+        #expect(history.count == 30)
+        #expect(history.last?.latitude == 52.029)
+        #expect(await rig.reader.counters.queries == 2)
+        #expect(await rig.reader.counters.confirmed == 30)
+        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "older entries deleted, the rest confirmed")
+        #expect(try await rig.confirmedOnlyAfterStoring())
+    }
+
+    @Test("the same message by push and by query counts once")
+    func pushAndQuery() async throws {
+        let rig = try await PeerRig.make()
+        defer { Task { await rig.close() } }
+        try await rig.publish([(.dDgnss, 52.5, 8.25, Date())])
+        // The list and the feed query go out before the outbox is read: the message then arrives
+        // twice in one poll, as a push and in the query's page.
+        await rig.reader.connected()
+        let listed = try await rig.reader.step()
+        let queried = try await rig.reader.step()
+        #expect(listed && queried)
+        try await rig.pumpUntilSettled()
+        #expect(await rig.reader.counters.stored == 1)
+        #expect(await rig.reader.counters.duplicates == 1)
+        #expect(try await rig.store.history(of: rig.harvesterID).count == 1)
+        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+    }
+
+    @Test("an out-of-order push does not move the peer back in time")
+    func outOfOrderPush() async throws {
+        let rig = try await PeerRig.make()
+        defer { Task { await rig.close() } }
+        await rig.reader.connected()
+        try await rig.pumpUntilSettled()
+        let now = Date()
+        try await rig.publish([(.dGnss, 52.2, 8.2, now)])
+        try await rig.publish([(.dGnss, 52.1, 8.1, now.addingTimeInterval(-30))])
+        try await rig.pumpUntilIdle { try await rig.store.history(of: rig.harvesterID).count == 2 }
+        let machine = try #require(try await rig.store.view().machines.first)
+        #expect(machine.lastPosition?.latitude == 52.2)
+        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+    }
+
+    @Test("a message that cannot be read is logged, confirmed, and does not stop the next one")
+    func undecodable() async throws {
+        let rig = try await PeerRig.make()
+        defer { Task { await rig.close() } }
+        await rig.reader.connected()
+        try await rig.pumpUntilSettled()
+        let broken = await rig.simulator.deliver(Data([0x0A, 0xFF, 0xFF]), from: rig.harvesterID, to: rig.tractorID)
+        try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
+        try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
+        #expect(await rig.reader.counters.undecodable == 1)
+        #expect(await rig.simulator.confirmations(endpoint: rig.tractorID).contains { $0.messageID == broken })
+        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+    }
+
+    @Test("names follow a rename in agrirouter, and a deleted endpoint is gone")
+    func renameAndDelete() async throws {
+        let rig = try await PeerRig.make { $0.endpointRefresh = 0.3 }
+        defer { Task { await rig.close() } }
+        await rig.reader.connected()
+        try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
+        try await rig.pump { try await rig.store.view().machines.first?.name == "Harvester" }
+        await rig.simulator.rename(endpoint: rig.harvesterID, to: "Combine 7")
+        try await rig.pump { try await rig.store.view().machines.first?.name == "Combine 7" }
+        #expect(try await rig.store.view().machines.first?.name == "Combine 7")
+        await rig.simulator.delete(endpoint: rig.harvesterID)
+        try await rig.pump { try await rig.store.view().machines.first?.activity == .gone }
+        #expect(try await rig.store.view().machines.first?.activity == .gone)
+    }
+}
