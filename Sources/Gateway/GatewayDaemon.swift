@@ -17,6 +17,10 @@ public struct GatewayDaemon: Sendable {
         public var setupRenewal: Double = 24 * 3600
         /// At the end of a finite source (a replay), how long to keep sending before giving up.
         public var drainTimeout: Double = 300
+        /// How other machines' positions are read.
+        public var feed = FeedReader.Configuration()
+        /// Where the daemon writes its heartbeat for `agrigps status` and `agrigps others`; nil writes none.
+        public var heartbeatPath: String?
 
         public init() {}
     }
@@ -25,20 +29,25 @@ public struct GatewayDaemon: Sendable {
         public var samples = 0
         public var published = 0
         public var acknowledged = 0
+        /// Messages from other machines stored (not counting repeats).
+        public var othersStored = 0
     }
 
     private let spool: Spool
     private let connection: AgrirouterConnection?
     private let setup: EndpointSetup?
+    private let others: OtherMachinesStore?
     private let configuration: Configuration
     private let logger: Logger
 
     /// `connection` and `setup` are nil when the machine is not onboarded: it then samples into the spool only.
-    public init(spool: Spool, connection: AgrirouterConnection?, setup: EndpointSetup?,
+    /// Without `others`, it sends and does not read what other machines send.
+    public init(spool: Spool, connection: AgrirouterConnection?, setup: EndpointSetup?, others: OtherMachinesStore? = nil,
                 configuration: Configuration = Configuration(), logger: Logger = Logger(label: "agrigps.daemon")) {
         self.spool = spool
         self.connection = connection
         self.setup = setup
+        self.others = others
         self.configuration = configuration
         self.logger = logger
     }
@@ -51,29 +60,39 @@ public struct GatewayDaemon: Sendable {
             logger.error("\(error.description)")
         }
         let counter = Counter()
+        let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, onboarded: connection != nil) }
+        await heartbeat?.beat()
         let sampling = Task { [spool, configuration, logger] in
             for await sample in Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit).samples(from: events) {
                 if case .heldInMemory(let error) = await spool.append(sample) {
                     logger.warning("sample held in memory: \(error.description)")
                 }
                 await counter.add(samples: 1)
+                await heartbeat?.sampled(sample)
             }
         }
-        let publishing = Task { [self] in await publish(counter: counter) }
+        let reader = both(connection, others).map { connection, store in
+            FeedReader(store: store, connection: connection, ownEndpointID: connection.endpoint.deviceAlternateId,
+                       configuration: configuration.feed, logger: logger)
+        }
+        let publishing = Task { [self] in await publish(counter: counter, heartbeat: heartbeat, reader: reader) }
         await withTaskCancellationHandler {
             await sampling.value
         } onCancel: {
             sampling.cancel()
         }
         if !Task.isCancelled, connection != nil {
-            await drain()
+            await drain(reader: reader)
         }
         publishing.cancel()
         _ = await publishing.value
-        return await counter.summary
+        await heartbeat?.beat()
+        var summary = await counter.summary
+        summary.othersStored = await reader?.counters.stored ?? 0
+        return summary
     }
 
-    private func publish(counter: Counter) async {
+    private func publish(counter: Counter, heartbeat: HeartbeatWriter?, reader: FeedReader?) async {
         guard let connection, let setup else {
             logger.notice("not onboarded: sampling into the spool only")
             return
@@ -83,40 +102,68 @@ public struct GatewayDaemon: Sendable {
         while !Task.isCancelled {
             if setUpAt.map({ Date().timeIntervalSince($0) > configuration.setupRenewal }) ?? true {
                 do {
-                    let seen = await publisher.absorb(try await setup.run(on: connection))
-                    await counter.add(acknowledged: seen.acknowledged)
+                    let seen = try await setup.run(on: connection)
+                    let settled = await publisher.absorb(await reader?.absorb(seen) ?? seen)
+                    await counter.add(acknowledged: settled.acknowledged)
                     setUpAt = Date()
+                    await reader?.connected()
                     logger.info("capabilities and subscription acknowledged")
                 } catch {
+                    await heartbeat?.failed("endpoint set-up: \(error.description)")
+                    await heartbeat?.beat()
                     logger.warning("endpoint set-up: \(error.description); retrying in \(Int(configuration.setupRetry)) s")
                     try? await Task.sleep(for: .seconds(configuration.setupRetry))
                     continue
                 }
             }
-            if await spool.isSharingPaused() {
-                try? await Task.sleep(for: .seconds(configuration.sendInterval))
-                continue
+            var failed = false
+            var report = Publisher.CycleReport()
+            do throws(GatewayError) {
+                report = await publisher.absorb(try await pollOutbox(connection, reader: reader))
+                // Paused: nothing is sent, but the others are still read.
+                if !(await spool.isSharingPaused()) {
+                    let sent = await publisher.cycle(fetchingAnswers: false)
+                    report.published = sent.published
+                    if let error = sent.error { throw error }
+                }
+                try await reader?.step()
+            } catch {
+                logger.warning("\(error.description)")
+                await heartbeat?.failed(error.description)
+                failed = true
             }
-            let report = await publisher.cycle()
             await counter.add(published: report.published, acknowledged: report.acknowledged)
-            if report.acknowledged > 0 { logger.info("agrirouter acknowledged \(report.acknowledged) samples") }
-            if let error = report.error { logger.warning("\(error.description)") }
-            // With a backlog or answers due, go again at once: the connection keeps the spacing.
+            if report.acknowledged > 0 {
+                logger.info("agrirouter acknowledged \(report.acknowledged) samples")
+                await heartbeat?.acknowledged()
+            }
+            await heartbeat?.beat()
+            // With a backlog, answers due or feed work, go again at once: the connection keeps the spacing.
             let pending = await spool.status().pending
             let awaiting = await publisher.awaitingAnswers
-            let busy = report.published > 0 || awaiting > 0 || pending > 0
-            if !busy || report.error != nil {
+            let reading = await reader?.isBusy ?? false
+            let busy = report.published > 0 || awaiting > 0 || pending > 0 || reading
+            if !busy || failed {
                 try? await Task.sleep(for: .seconds(configuration.sendInterval))
             }
         }
     }
 
+    /// One GET of the outbox: the feed reader takes pushes and its answers, the rest is for the publisher.
+    private func pollOutbox(_ connection: AgrirouterConnection, reader: FeedReader?) async throws(GatewayError) -> [DecodedResponse] {
+        let (responses, undecodable) = try await connection.fetchOutbox()
+        for error in undecodable { logger.warning("outbox item skipped: \(error.description)") }
+        return await reader?.absorb(responses) ?? responses
+    }
+
     /// Waits until nothing is left to send or in flight, or the drain timeout passes.
-    private func drain() async {
+    /// Waits until nothing is left to send or in flight, and the feed has been read, or the drain timeout passes.
+    private func drain(reader: FeedReader?) async {
         let deadline = Date().addingTimeInterval(configuration.drainTimeout)
         while Date() < deadline && !Task.isCancelled {
             let status = await spool.status()
-            if status.pending + status.inFlight + status.failed == 0 { return }
+            let feedRead = await reader?.hasCaughtUp ?? true
+            if status.pending + status.inFlight + status.failed == 0 && feedRead { return }
             try? await Task.sleep(for: .milliseconds(100))
         }
         logger.warning("stopped with samples still in the spool; they are sent on the next run")

@@ -12,7 +12,7 @@ struct Agrigps: AsyncParsableCommand {
             autonomous, dgps, rtk_fixed, rtk_float, dead_reckoning, simulated or manual.
             """,
         version: "0.1.0",
-        subcommands: [Run.self, Watch.self, Replay.self, Onboard.self, Disconnect.self, Pause.self, Resume.self]
+        subcommands: [Run.self, Watch.self, Replay.self, Onboard.self, Disconnect.self, Pause.self, Resume.self, Status.self, Others.self]
     )
 }
 

@@ -3,15 +3,6 @@ import ArgumentParser
 import Foundation
 
 /// Where agrigps keeps its state: `--state-dir`, else systemd's $STATE_DIRECTORY, else /var/lib/agrigps.
-struct StateDirectoryOption: ParsableArguments {
-    @Option(name: .customLong("state-dir"), help: ArgumentHelp("State directory (credentials, spool).", valueName: "path"))
-    var path: String?
-
-    var resolved: String {
-        path ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/agrigps"
-    }
-}
-
 enum EnvironmentChoice: String, ExpressibleByArgument, CaseIterable {
     case qa, production, local
 }

@@ -54,12 +54,14 @@ struct Run: AsyncParsableCommand {
     func run() async throws {
         var spoolConfiguration = SpoolConfiguration()
         spoolConfiguration.wireSize = GPSEntry.wireSize(of:)
-        let spool = Spool(path: state.resolved + "/spool.sqlite", configuration: spoolConfiguration)
+        let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration)
         let (connection, setup) = try link()
         var daemonConfiguration = GatewayDaemon.Configuration()
         daemonConfiguration.samplingInterval = try IntervalOption.parse(interval)
         daemonConfiguration.sendInterval = Double(sendInterval) ?? 10
-        let daemon = GatewayDaemon(spool: spool, connection: connection, setup: setup, configuration: daemonConfiguration)
+        daemonConfiguration.heartbeatPath = state.heartbeatPath
+        let others = OtherMachinesStore(path: state.othersPath)
+        let daemon = GatewayDaemon(spool: spool, connection: connection, setup: setup, others: others, configuration: daemonConfiguration)
 
         let interruption = Interruption()
         var replayGPSD: ReplayGPSD?
@@ -83,7 +85,8 @@ struct Run: AsyncParsableCommand {
         _ = consume trap
         let status = await spool.status()
         Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
-                    + "\(status.pending + status.inFlight + status.failed) waiting in the spool")
+                    + "\(status.pending + status.inFlight + status.failed) waiting in the spool; "
+                    + "\(summary.othersStored) message\(summary.othersStored == 1 ? "" : "s") from other machines received")
     }
 
     /// The agrirouter connection, when the machine is onboarded.
@@ -125,7 +128,7 @@ struct Resume: AsyncParsableCommand {
 
 /// Pause and resume reach a running daemon through the spool's database.
 private func setSharing(paused: Bool, state: StateDirectoryOption) async throws {
-    let spool = Spool(path: state.resolved + "/spool.sqlite")
+    let spool = Spool(path: state.spoolPath)
     do {
         try await spool.setSharing(paused: paused)
     } catch {

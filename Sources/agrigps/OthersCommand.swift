@@ -1,0 +1,157 @@
+import ArgumentParser
+import Foundation
+import GNSS
+import Gateway
+
+struct Others: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the other machines sharing positions: name, distance and bearing, age, fix, state.",
+        discussion: """
+            Reads what the daemon stored (STATE-DIR/others.sqlite), so it works offline too; the "last
+            update" line says how old that is. Distance and bearing are from this machine's last fix.
+            A machine is stale when nothing has arrived from it for --stale-after seconds (by this
+            machine's clock), gone when it has left agrirouter's endpoint list, and silent when it is
+            listed but has sent nothing. Only active machines are listed unless --include-stale is given.
+            """
+    )
+
+    @Flag(help: "Print JSON for scripts.")
+    var json = false
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Only machines within this distance: 500m, 2km, 1.5mi (a bare number is metres).", valueName: "distance"))
+    var near: String?
+
+    @Option(help: ArgumentHelp("Order of the list.", valueName: "distance|name|age"))
+    var sort: OthersListing.Order?
+
+    @Flag(name: .customLong("include-stale"), help: "Also list stale, gone and silent machines.")
+    var includeStale = false
+
+    @Option(name: .customLong("stale-after"), parsing: .unconditional, help: ArgumentHelp("Seconds without data before a machine is stale.", valueName: "seconds"))
+    var staleAfter = "300"
+
+    @OptionGroup var state: StateDirectoryOption
+
+    func validate() throws {
+        if let near {
+            do {
+                _ = try DistanceText.metres(near)
+            } catch {
+                throw ValidationError("--near: \(error.description)")
+            }
+        }
+        guard let seconds = Double(staleAfter), seconds.isFinite, seconds > 0 else {
+            throw ValidationError("--stale-after must be a positive number of seconds, got '\(staleAfter)'")
+        }
+    }
+
+    func run() async throws {
+        let now = Date()
+        let store = OtherMachinesStore(path: state.othersPath)
+        let view: OthersView
+        do {
+            view = try await store.view(now: now, staleAfter: Double(staleAfter) ?? 300)
+        } catch {
+            throw CommandFailure(description: error.description, exitCode: 74)
+        }
+        let ownFix = Heartbeat.read(from: state.heartbeatPath)?.lastFix
+        let radius = try near.map { text throws(DistanceText.ParseError) in try DistanceText.metres(text) }
+        if radius != nil, ownFix?.coordinate == nil {
+            throw CommandFailure(description: "--near needs this machine's position, and it has had no fix yet; run without --near to list every machine",
+                                 exitCode: 69)
+        }
+        let listing = OthersListing(view: view, ownPosition: ownFix?.coordinate, now: now, near: radius,
+                                    order: sort ?? (ownFix?.coordinate == nil ? .name : .distance), includeStale: includeStale)
+        if json {
+            Output.line(OthersReport.json(listing, view: view, ownFix: ownFix, now: now))
+        } else {
+            for line in OthersReport.text(listing, view: view, ownFix: ownFix, now: now, storeExists: store.exists) { Output.line(line) }
+        }
+    }
+}
+
+extension OthersListing.Order: ExpressibleByArgument {}
+
+/// How `agrigps others` prints a listing.
+enum OthersReport {
+    static func text(_ listing: OthersListing, view: OthersView, ownFix: Heartbeat.Sample?, now: Date, storeExists: Bool) -> [String] {
+        var lines: [String] = []
+        if !storeExists || view.machines.isEmpty {
+            lines.append("No other machines seen yet.")
+            lines.append(storeExists ? "agrirouter has named no other machine sharing gps:info, and none has sent a position."
+                         : "Nothing has been received: is this machine onboarded and 'agrigps run' running?")
+        } else if listing.entries.isEmpty {
+            lines.append("No machine to show.")
+        } else {
+            let rows = listing.entries.map { entry -> [String] in
+                [entry.machine.name ?? "(unnamed) \(entry.machine.endpointID.prefix(8))",
+                 entry.distance.map(DistanceText.format(metres:)) ?? "unknown",
+                 entry.bearing.map { "\(Coordinate.compassPoint($0)) \(Int($0.rounded()) % 360)°" } ?? "-",
+                 entry.age.map(durationText) ?? "never",
+                 entry.machine.lastReport?.statusDescription ?? "-",
+                 entry.machine.activity.rawValue]
+            }
+            lines += table(header: ["NAME", "DISTANCE", "BEARING", "AGE", "FIX", "STATE"], rows: rows)
+        }
+        if listing.hiddenInactive > 0 {
+            lines.append("\(listing.hiddenInactive) stale, gone or silent machine\(listing.hiddenInactive == 1 ? "" : "s") not shown; --include-stale shows them.")
+        }
+        if listing.hiddenUnlocated > 0 {
+            lines.append("\(listing.hiddenUnlocated) machine\(listing.hiddenUnlocated == 1 ? "" : "s") with no known position left out by --near.")
+        }
+        if let fix = ownFix, let coordinate = fix.coordinate {
+            lines.append(String(format: "Our position: %.6f, %.6f (fix %@ ago)", coordinate.latitude, coordinate.longitude,
+                                durationText(now.timeIntervalSince(fix.time))))
+        } else if !view.machines.isEmpty {
+            lines.append("Our position: unknown (no fix yet), so distances and bearings are unknown.")
+        }
+        if storeExists {
+            let update = [view.lastReceivedAt, view.endpointsListedAt].compactMap { $0 }.max()
+            lines.append("Last update: " + (update.map { "\(ISO8601UTC.string(from: $0)) (\(durationText(now.timeIntervalSince($0))) ago)" } ?? "never"))
+        }
+        return lines
+    }
+
+    static func table(header: [String], rows: [[String]]) -> [String] {
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        return ([header] + rows).map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }
+    }
+
+    static func json(_ listing: OthersListing, view: OthersView, ownFix: Heartbeat.Sample?, now: Date) -> String {
+        func date(_ value: Date?) -> Any { value.map { ISO8601UTC.string(from: $0) } ?? NSNull() }
+        func value(_ number: Double?) -> Any { number ?? NSNull() }
+        let machines: [[String: Any]] = listing.entries.map { entry in
+            let machine = entry.machine
+            return [
+                "endpoint_id": machine.endpointID,
+                "name": machine.name ?? NSNull(),
+                "state": machine.activity.rawValue,
+                "fix": machine.lastReport?.statusDescription ?? NSNull(),
+                "position_status": machine.lastReport?.status ?? NSNull(),
+                "latitude": value(machine.lastPosition?.latitude),
+                "longitude": value(machine.lastPosition?.longitude),
+                "altitude_m": value(machine.lastPosition?.altitude),
+                "position_time": date(machine.lastPosition?.gnssTime),
+                "report_time": date(machine.lastReport?.gnssTime),
+                "last_received_at": date(machine.lastReceivedAt),
+                "age_s": value(entry.age.map { ($0 * 10).rounded() / 10 }),
+                "distance_m": value(entry.distance.map { $0.rounded() }),
+                "bearing_deg": value(entry.bearing.map { $0.rounded() }),
+            ]
+        }
+        let object: [String: Any] = [
+            "generated_at": date(now),
+            "own_position": ownFix?.coordinate.map { ["latitude": $0.latitude, "longitude": $0.longitude, "time": date(ownFix?.time)] } ?? NSNull(),
+            "own_name": view.ownName ?? NSNull(),
+            "last_update": date([view.lastReceivedAt, view.endpointsListedAt].compactMap { $0 }.max()),
+            "machines": machines,
+            "not_shown": ["inactive": listing.hiddenInactive, "unlocated": listing.hiddenUnlocated],
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,129 @@
+import ArgumentParser
+import Foundation
+import GNSS
+import Gateway
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Say whether the gateway is healthy: daemon, agrirouter link, sharing, fix, spool, other machines.",
+        discussion: """
+            Reads the state directory only (the daemon's heartbeat, the spool and the store of other
+            machines); no daemon needs to answer. Exit status: 0 when the daemon is running, 2 when it
+            is not running or its heartbeat is older than --heartbeat-limit.
+            """
+    )
+
+    @Flag(help: "Print JSON for scripts.")
+    var json = false
+
+    @Option(name: .customLong("heartbeat-limit"), parsing: .unconditional,
+            help: ArgumentHelp("Seconds after which a silent daemon counts as stalled.", valueName: "seconds"))
+    var heartbeatLimit = "120"
+
+    @Option(name: .customLong("stale-after"), parsing: .unconditional, help: ArgumentHelp("Seconds without data before another machine is stale.", valueName: "seconds"))
+    var staleAfter = "300"
+
+    @OptionGroup var state: StateDirectoryOption
+
+    func validate() throws {
+        for (flag, text) in [("--heartbeat-limit", heartbeatLimit), ("--stale-after", staleAfter)] {
+            guard let seconds = Double(text), seconds.isFinite, seconds > 0 else {
+                throw ValidationError("\(flag) must be a positive number of seconds, got '\(text)'")
+            }
+        }
+    }
+
+    func run() async throws {
+        let paths = StatusSnapshot.Paths(stateDirectory: state.resolved, spool: state.spoolPath, others: state.othersPath, heartbeat: state.heartbeatPath)
+        let snapshot = await StatusSnapshot.gather(paths, heartbeatLimit: Double(heartbeatLimit) ?? 120, staleAfter: Double(staleAfter) ?? 300)
+        if json {
+            Output.line(StatusReport.json(snapshot))
+        } else {
+            for line in StatusReport.text(snapshot) { Output.line(line) }
+        }
+        if case .running = snapshot.daemon { return }
+        throw ExitCode(2)
+    }
+}
+
+enum StatusReport {
+    static func text(_ snapshot: StatusSnapshot) -> [String] {
+        let now = snapshot.takenAt
+        var lines: [String] = []
+        switch snapshot.daemon {
+        case .running(let pid, let age): lines.append("Daemon: running (pid \(pid), heartbeat \(durationText(age)) ago)")
+        case .stalled(let pid, let age): lines.append("Daemon: STALLED (pid \(pid), no heartbeat for \(durationText(age)))")
+        case .notRunning(let last):
+            lines.append("Daemon: NOT RUNNING" + (last.map { " (last heartbeat \(durationText(now.timeIntervalSince($0))) ago)" } ?? " (no heartbeat found)"))
+        }
+        if let problem = snapshot.credentialsProblem {
+            lines.append("agrirouter: credentials unreadable: \(problem)")
+        } else if let environment = snapshot.environment {
+            lines.append("agrirouter: onboarded (\(environment))" + (snapshot.others.ownName.map { ", endpoint \"\($0)\"" } ?? ""))
+        } else {
+            lines.append("agrirouter: not onboarded; 'agrigps onboard --tan TAN' connects this machine")
+        }
+        if let spool = snapshot.spool {
+            lines.append("Sharing: " + (spool.sharingPaused ? "PAUSED ('agrigps resume' turns it back on)" : "active"))
+        }
+        if let sample = snapshot.heartbeat?.lastSample {
+            var fix = "Fix: \(sample.state), \(durationText(now.timeIntervalSince(sample.time))) ago"
+            if let last = snapshot.heartbeat?.lastFix?.coordinate {
+                fix += String(format: "; last position %.6f, %.6f", last.latitude, last.longitude)
+            }
+            if let skew = sample.clockSkew { fix += String(format: "; system clock off by %.0f s", skew) }
+            lines.append(fix)
+        }
+        if let spool = snapshot.spool {
+            var queue = "Spool: \(spool.pending) pending"
+            if let age = spool.oldestPendingAge { queue += " (oldest \(durationText(age)))" }
+            queue += ", \(spool.inFlight) in flight, \(spool.parked) parked, \(spool.droppedTotal) dropped, \(spool.withheld) withheld while paused"
+            lines.append(queue)
+        } else if let problem = snapshot.spoolProblem {
+            lines.append("Spool: \(problem)")
+        }
+        if let heartbeat = snapshot.heartbeat {
+            lines.append("Last acknowledged: " + (heartbeat.lastAcknowledgedAt.map { "\(durationText(now.timeIntervalSince($0))) ago" } ?? "never"))
+            if let error = heartbeat.lastError, let at = heartbeat.lastErrorAt {
+                lines.append("Last error: \(error) (\(durationText(now.timeIntervalSince(at))) ago)")
+            }
+        }
+        let others = snapshot.others
+        lines.append("Other machines: \(others.count(.active)) active, \(others.count(.stale)) stale, \(others.count(.gone)) gone"
+                     + (snapshot.othersProblem.map { " (\($0))" } ?? ""))
+        return lines
+    }
+
+    static func json(_ snapshot: StatusSnapshot) -> String {
+        func date(_ value: Date?) -> Any { value.map { ISO8601UTC.string(from: $0) } ?? NSNull() }
+        var daemon: [String: Any]
+        switch snapshot.daemon {
+        case .running(let pid, let age): daemon = ["state": "running", "pid": pid, "heartbeat_age_s": age.rounded()]
+        case .stalled(let pid, let age): daemon = ["state": "stalled", "pid": pid, "heartbeat_age_s": age.rounded()]
+        case .notRunning(let last): daemon = ["state": "not_running", "last_heartbeat": date(last)]
+        }
+        let heartbeat = snapshot.heartbeat
+        var object: [String: Any] = [
+            "taken_at": date(snapshot.takenAt),
+            "daemon": daemon,
+            "onboarded": snapshot.environment != nil,
+            "environment": snapshot.environment ?? NSNull(),
+            "endpoint_name": snapshot.others.ownName ?? NSNull(),
+            "last_sample": heartbeat?.lastSample.map { ["state": $0.state, "time": date($0.time)] as [String: Any] } ?? NSNull(),
+            "last_fix": heartbeat?.lastFix.map { ["latitude": $0.latitude ?? 0, "longitude": $0.longitude ?? 0, "time": date($0.time)] as [String: Any] } ?? NSNull(),
+            "last_acknowledged_at": date(heartbeat?.lastAcknowledgedAt),
+            "last_error": heartbeat?.lastError ?? NSNull(),
+            "others": ["active": snapshot.others.count(.active), "stale": snapshot.others.count(.stale), "gone": snapshot.others.count(.gone)],
+        ]
+        if let spool = snapshot.spool {
+            object["sharing"] = spool.sharingPaused ? "paused" : "active"
+            object["spool"] = ["pending": spool.pending, "in_flight": spool.inFlight, "parked": spool.parked, "dropped": spool.droppedTotal,
+                               "withheld": spool.withheld, "oldest_pending_age_s": spool.oldestPendingAge.map { $0.rounded() } ?? NSNull()] as [String: Any]
+        } else {
+            object["sharing"] = NSNull()
+            object["spool"] = ["problem": snapshot.spoolProblem ?? ""]
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

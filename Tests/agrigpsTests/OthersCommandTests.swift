@@ -1,0 +1,160 @@
+import Agrirouter
+import AgrirouterSim
+import Foundation
+import GNSS
+import Gateway
+import SwiftProtobuf
+import Testing
+import TestSupport
+
+@Suite("agrigps others and status", .serialized, .timeLimit(.minutes(3)))
+struct OthersCommandTests {
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-others-cli-\(UUID().uuidString)").path
+
+    /// A store holding one machine 908 m north-east of 52°N 8°E, heard from just now.
+    func storeWithHarvester() async throws {
+        var list = Agrirouter_Technicalmessagetype_GPSList()
+        var entry = GPSEntry()
+        entry.positionStatus = .dRtkFinteger
+        entry.positionNorth = 52.006
+        entry.positionEast = 8.009
+        entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date())
+        list.gpsEntries = [entry]
+        let store = OtherMachinesStore(path: state + "/others.sqlite")
+        let message = ReceivedFeedMessage(messageID: "m1", senderID: "harvester-id", technicalMessageType: TechnicalMessageType.gpsInfo,
+                                          sentAt: Date(), content: try list.serializedBytes())
+        _ = try await store.record([message], ownEndpointID: "me", receivedAt: Date())
+        try await store.applyEndpointList([("me", "Tractor"), ("harvester-id", "Harvester")], ownEndpointID: "me", at: Date())
+    }
+
+    func writeOwnFix(latitude: Double, longitude: Double) throws {
+        var heartbeat = Heartbeat(pid: 1, onboarded: true)
+        var sample = Heartbeat.Sample(PositionSampleFixture.fix(latitude: latitude, longitude: longitude))
+        sample.time = Date()
+        heartbeat.lastFix = sample
+        try heartbeat.write(to: state + "/heartbeat.json")
+    }
+
+    @Test("an empty store says nothing has been seen, and exits 0")
+    func emptyStore() async throws {
+        let result = try await AgrigpsCommand.run(["others", "--state-dir", state])
+        #expect(result.code == 0)
+        #expect(result.stdout.first == "No other machines seen yet.")
+        let json = try await AgrigpsCommand.run(["others", "--json", "--state-dir", state])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
+        #expect((object["machines"] as? [Any])?.isEmpty == true)
+    }
+
+    @Test("with no fix of our own, distance is unknown and said so; --near is refused")
+    func noOwnFix() async throws {
+        try await storeWithHarvester()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let result = try await AgrigpsCommand.run(["others", "--state-dir", state])
+        #expect(result.code == 0)
+        #expect(result.stdout.contains { $0.hasPrefix("Harvester") && $0.contains("unknown") && $0.contains("rtk_fixed") && $0.hasSuffix("active") })
+        #expect(result.stdout.contains("Our position: unknown (no fix yet), so distances and bearings are unknown."))
+        #expect(result.stdout.contains { $0.hasPrefix("Last update: ") })
+        let near = try await AgrigpsCommand.run(["others", "--near", "5km", "--state-dir", state])
+        #expect(near.code == 69)
+        #expect(near.stderr.first?.contains("--near needs this machine's position") == true)
+    }
+
+    @Test("with our fix: distance, bearing and --near filter")
+    func withOwnFix() async throws {
+        try await storeWithHarvester()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try writeOwnFix(latitude: 52, longitude: 8)
+        let result = try await AgrigpsCommand.run(["others", "--state-dir", state])
+        #expect(result.stdout.contains { $0.hasPrefix("Harvester") && $0.contains("908 m") && $0.contains("NE 43°") }, "\(result.stdout)")
+        let json = try await AgrigpsCommand.run(["others", "--json", "--state-dir", state])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
+        let machine = try #require((object["machines"] as? [[String: Any]])?.first)
+        #expect(machine["name"] as? String == "Harvester" && machine["distance_m"] as? Double == 908)
+        #expect(machine["position_status"] as? String == "D_RTK_FINTEGER" && machine["state"] as? String == "active")
+        let far = try await AgrigpsCommand.run(["others", "--near", "900m", "--state-dir", state])
+        #expect(far.code == 0 && far.stdout.first == "No machine to show.")
+        let near = try await AgrigpsCommand.run(["others", "--near", "1 km", "--state-dir", state])
+        #expect(near.stdout.contains { $0.hasPrefix("Harvester") })
+        let stale = try await AgrigpsCommand.run(["others", "--stale-after", "0.001", "--state-dir", state])
+        #expect(stale.stdout.contains("1 stale, gone or silent machine not shown; --include-stale shows them."))
+        let all = try await AgrigpsCommand.run(["others", "--stale-after", "0.001", "--include-stale", "--state-dir", state])
+        #expect(all.stdout.contains { $0.hasPrefix("Harvester") && $0.hasSuffix("stale") })
+    }
+
+    @Test("bad --near values are refused with what is allowed", arguments: [
+        ("-3km", "is negative"), ("5ft", "unknown unit 'ft'"), ("far", "is not a distance"), ("", "a distance is needed"),
+    ])
+    func badNear(value: String, message: String) async throws {
+        let result = try await AgrigpsCommand.run(["others", "--near", value, "--state-dir", state])
+        #expect(result.code == 64)
+        #expect(result.stderr.first?.contains(message) == true, "\(result.stderr)")
+    }
+
+    @Test("status with no daemon says so and exits 2")
+    func statusWithoutDaemon() async throws {
+        let result = try await AgrigpsCommand.run(["status", "--state-dir", state])
+        #expect(result.code == 2)
+        #expect(result.stdout.first == "Daemon: NOT RUNNING (no heartbeat found)")
+        #expect(result.stdout.contains("Other machines: 0 active, 0 stale, 0 gone"))
+    }
+}
+
+/// Two machines at one local agrirouter, each run through `agrigps run --replay`: the one started
+/// again after the other has sent finds it by name through its feed.
+@Suite("Two machines", .serialized, .timeLimit(.minutes(3)))
+struct TwoMachineTests {
+    @Test("a gateway started after its peer has sent sees it by name, and status counts it")
+    func seeEachOther() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TANA000001": "Tractor", "TANA000002": "Harvester"]))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-two-\(UUID().uuidString)").path
+        defer {
+            Task { await simulator.shutdown() }
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        for (tan, name) in [("TANA000001", "tractor"), ("TANA000002", "harvester")] {
+            let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", tan, "--env", "local", "--onboarding-url", simulator.onboardingURL,
+                                                          "--ca-file", directory + "/ca.pem", "--state-dir", directory + "/" + name,
+                                                          "--application-id", "app", "--certification-version-id", "v"])
+            try #require(onboarded.code == 0, "\(onboarded.stderr)")
+        }
+        func run(_ machine: String, _ log: String) async throws -> [String] {
+            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", directory + "/" + machine, "--spacing", "0.05"],
+                                                   timeout: 120)
+            #expect(run.code == 0, "\(run.stderr.suffix(5))")
+            return run.stdout
+        }
+        _ = try await run("tractor", "ublox-lea-4h")
+        _ = try await run("harvester", "nmea-rtk")
+        let again = try await run("tractor", "ublox-lea-4h")
+        #expect(again.last?.hasSuffix("1 message from other machines received") == true, "\(again)")
+
+        let others = try await AgrigpsCommand.run(["others", "--json", "--state-dir", directory + "/tractor"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(others.stdout.joined().utf8)) as? [String: Any])
+        let machines = try #require(object["machines"] as? [[String: Any]])
+        #expect(machines.map { $0["name"] as? String } == ["Harvester"])
+        #expect(object["own_name"] as? String == "Tractor")
+        #expect(machines.first?["distance_m"] is Double, "both positions known, so the distance is")
+        let status = try await AgrigpsCommand.run(["status", "--state-dir", directory + "/tractor"])
+        #expect(status.code == 2, "the daemon has stopped")
+        #expect(status.stdout.contains("Other machines: 1 active, 0 stale, 0 gone"))
+        #expect(status.stdout.contains("agrirouter: onboarded (local), endpoint \"Tractor\""))
+        #expect(status.stdout.contains("Sharing: active"))
+        #expect(await simulator.feed(endpoint: try endpointID(directory + "/tractor")).isEmpty, "everything confirmed")
+    }
+
+    func endpointID(_ state: String) throws -> String {
+        let data = try Data(contentsOf: URL(fileURLWithPath: state + "/endpoint.json"))
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        return ((object?["response"] as? [String: Any])?["deviceAlternateId"] as? String) ?? ""
+    }
+}
+
+enum PositionSampleFixture {
+    static func fix(latitude: Double, longitude: Double) -> PositionSample {
+        PositionSample(sampledAt: Date(), state: .fix(.threeD, .autonomous),
+                       report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 1, latitude: latitude, longitude: longitude))
+    }
+}
