@@ -36,9 +36,22 @@ struct Run: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Least seconds between two requests; defaults to 10 on QA, 5 in production, 0.2 locally.", valueName: "seconds"))
     var spacing: String?
 
+    @Option(name: .customLong("feed-query-interval"), parsing: .unconditional,
+            help: ArgumentHelp("Seconds between safety feed queries, for pushes that expired unread.", valueName: "seconds"))
+    var feedQueryInterval = "3600"
+
+    @Option(name: .customLong("history-hours"), parsing: .unconditional,
+            help: ArgumentHelp("Hours of other machines' positions to keep.", valueName: "hours"))
+    var historyHours = "24"
+
     @OptionGroup var state: StateDirectoryOption
 
     func validate() throws {
+        for (flag, text) in [("--feed-query-interval", feedQueryInterval), ("--history-hours", historyHours)] {
+            guard let value = Double(text), value.isFinite, value > 0 else {
+                throw ValidationError("\(flag) must be a positive number, got '\(text)'")
+            }
+        }
         _ = try GPSDAddress.parseOption(gpsd)
         _ = try IntervalOption.parse(interval)
         guard let send = Double(sendInterval), send > 0 else {
@@ -60,7 +73,10 @@ struct Run: AsyncParsableCommand {
         daemonConfiguration.samplingInterval = try IntervalOption.parse(interval)
         daemonConfiguration.sendInterval = Double(sendInterval) ?? 10
         daemonConfiguration.heartbeatPath = state.heartbeatPath
-        let others = OtherMachinesStore(path: state.othersPath)
+        daemonConfiguration.feed.safetyQueryInterval = Double(feedQueryInterval) ?? 3600
+        var othersConfiguration = OtherMachinesStore.Configuration()
+        othersConfiguration.historyWindow = (Double(historyHours) ?? 24) * 3600
+        let others = OtherMachinesStore(path: state.othersPath, configuration: othersConfiguration)
         let daemon = GatewayDaemon(spool: spool, connection: connection, setup: setup, others: others, configuration: daemonConfiguration)
 
         let interruption = Interruption()

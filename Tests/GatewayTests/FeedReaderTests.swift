@@ -1,6 +1,8 @@
 import Agrirouter
 import AgrirouterSim
 import Foundation
+import GNSS
+import Spool
 import SwiftProtobuf
 import Testing
 @testable import Gateway
@@ -205,5 +207,50 @@ struct FeedReaderTests {
         await rig.simulator.delete(endpoint: rig.harvesterID)
         try await rig.pump { try await rig.store.view().machines.first?.activity == .gone }
         #expect(try await rig.store.view().machines.first?.activity == .gone)
+    }
+}
+
+@Suite("The daemon reads the others", .serialized, .timeLimit(.minutes(1)))
+struct DaemonFeedTests {
+    @Test("a running daemon takes the peer's pushes from its outbox polls, and writes them where others and status look")
+    func daemonSeesPush() async throws {
+        let rig = try await PeerRig.make()
+        defer { Task { await rig.close() } }
+        let spool = Spool(path: rig.directory + "/spool.sqlite")
+        var configuration = GatewayDaemon.Configuration()
+        configuration.sendInterval = 0.05
+        configuration.heartbeatPath = rig.directory + "/heartbeat.json"
+        let daemon = GatewayDaemon(spool: spool, connection: rig.tractor,
+                                   setup: EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10),
+                                   others: rig.store, configuration: configuration)
+        let (events, source) = AsyncStream<SourceEvent>.makeStream()
+        let running = Task { await daemon.run(events: events) }
+        // Receiver-time intervals: the third report closes the first two.
+        let start = Date()
+        for second in 0..<3 {
+            source.yield(.report(PositionReport(time: start.addingTimeInterval(Double(second)), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)))
+        }
+
+        // The daemon names the harvester from the endpoint list once it has connected.
+        try await waitFor { try await rig.store.view().machines.first?.name == "Harvester" }
+        try await rig.publish([(.dRtkFloat, 52.01, 8.01, Date())])
+        try await waitFor { try await rig.store.view().machines.first?.lastPosition?.status == "D_RTK_FLOAT" }
+        try await waitFor { await rig.simulator.feed(endpoint: rig.tractorID).isEmpty }
+        running.cancel()
+        source.finish()
+        let summary = await running.value
+        #expect(summary.othersStored == 1)
+        #expect(Heartbeat.read(from: rig.directory + "/heartbeat.json")?.lastFix?.latitude == 52)
+        #expect(await rig.simulator.confirmations(endpoint: rig.tractorID).count == 1)
+    }
+
+    /// Polls `condition` every 20 ms for up to 20 s.
+    func waitFor(_ condition: () async throws -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("condition not met within 20 s")
     }
 }

@@ -128,6 +128,11 @@ struct CommandLineTests {
         (["watch", "--gpsd", "127.0.0.1:http"], 64, "'http' is not a valid port"),
         (["watch", "--gpsd", ""], 64, "the gpsd address is empty"),
         (["frobnicate"], 64, "Unexpected argument 'frobnicate'"),
+        (["run", "--feed-query-interval", "0"], 64, "--feed-query-interval must be a positive number, got '0'"),
+        (["run", "--history-hours", "-2"], 64, "--history-hours must be a positive number, got '-2'"),
+        (["status", "--heartbeat-limit", "soon"], 64, "--heartbeat-limit must be a positive number of seconds, got 'soon'"),
+        (["others", "--stale-after", "0"], 64, "--stale-after must be a positive number of seconds, got '0'"),
+        (["others", "--sort", "colour"], 64, "The value 'colour' is invalid for '--sort"),
     ])
     func badInput(arguments: [String], code: Int32, message: String) throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-bad-\(UUID().uuidString)").path
