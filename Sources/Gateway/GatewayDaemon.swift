@@ -21,6 +21,9 @@ public struct GatewayDaemon: Sendable {
         public var feed = FeedReader.Configuration()
         /// Where the daemon writes its heartbeat for `agrigps status` and `agrigps others`; nil writes none.
         public var heartbeatPath: String?
+        /// systemd's notify socket: READY once the spool is open and gpsd has been tried, then
+        /// WATCHDOG and STATUS with every sample the spool has taken.
+        public var notifier: SystemdNotifier?
 
         public init() {}
     }
@@ -62,13 +65,32 @@ public struct GatewayDaemon: Sendable {
         let counter = Counter()
         let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, onboarded: connection != nil) }
         await heartbeat?.beat()
+        let notifier = configuration.notifier
+        let (tried, relay) = AsyncStream<SourceEvent>.makeStream()
+        let relaying = Task {
+            // The spool is open (set-sharing above opened it): READY once gpsd has answered or failed to.
+            var first = true
+            for await event in events {
+                relay.yield(event)
+                if first {
+                    first = false
+                    notifier?.ready(status: "started; gpsd \(Self.describe(event))")
+                }
+            }
+            relay.finish()
+        }
         let sampling = Task { [spool, configuration, logger] in
-            for await sample in Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit).samples(from: events) {
+            for await sample in Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit).samples(from: tried) {
                 if case .heldInMemory(let error) = await spool.append(sample) {
                     logger.warning("sample held in memory: \(error.description)")
                 }
                 await counter.add(samples: 1)
                 await heartbeat?.sampled(sample)
+                // The watchdog is fed from this loop only: if sampling into the spool stalls, systemd restarts us.
+                if let notifier {
+                    let summary = await counter.summary
+                    notifier.send("WATCHDOG=1\nSTATUS=\(sample.state.name); \(summary.samples) samples, \(summary.acknowledged) acknowledged")
+                }
             }
         }
         let reader = both(connection, others).map { connection, store in
@@ -80,7 +102,10 @@ public struct GatewayDaemon: Sendable {
             await sampling.value
         } onCancel: {
             sampling.cancel()
+            relaying.cancel()
         }
+        relaying.cancel()
+        notifier?.stopping()
         if !Task.isCancelled, connection != nil {
             await drain(reader: reader)
         }
@@ -146,6 +171,14 @@ public struct GatewayDaemon: Sendable {
             if !busy || failed {
                 try? await Task.sleep(for: .seconds(configuration.sendInterval))
             }
+        }
+    }
+
+    static func describe(_ event: SourceEvent) -> String {
+        switch event {
+        case .connected(let address): return "connected at \(address)"
+        case .unreachable(let error), .disconnected(let error): return "unreachable (\(error.description))"
+        default: return "answering"
         }
     }
 

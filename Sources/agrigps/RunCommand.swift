@@ -73,6 +73,7 @@ struct Run: AsyncParsableCommand {
         daemonConfiguration.samplingInterval = try IntervalOption.parse(interval)
         daemonConfiguration.sendInterval = Double(sendInterval) ?? 10
         daemonConfiguration.heartbeatPath = state.heartbeatPath
+        daemonConfiguration.notifier = SystemdNotifier.fromEnvironment()
         daemonConfiguration.feed.safetyQueryInterval = Double(feedQueryInterval) ?? 3600
         var othersConfiguration = OtherMachinesStore.Configuration()
         othersConfiguration.historyWindow = (Double(historyHours) ?? 24) * 3600
