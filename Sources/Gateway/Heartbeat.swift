@@ -10,6 +10,8 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         public var state: String
         /// Receiver time when there was one, otherwise the system time of the sample.
         public var time: Date
+        /// System time of the sample, by which its age is judged (receiver time can be anything in a replay).
+        public var sampledAt: Date?
         public var latitude: Double?
         public var longitude: Double?
         public var altitude: Double?
@@ -18,6 +20,7 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         public init(_ sample: PositionSample) {
             state = sample.state.name
             time = sample.receiverTime ?? sample.sampledAt
+            sampledAt = sample.sampledAt
             if sample.state.hasPosition {
                 latitude = sample.report?.latitude
                 longitude = sample.report?.longitude

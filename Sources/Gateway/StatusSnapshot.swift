@@ -23,6 +23,8 @@ public struct StatusSnapshot: Sendable {
     public var spoolProblem: String?
     public var others: OthersView
     public var othersProblem: String?
+    /// Set when the state directory itself cannot be read (permissions): nothing can be judged.
+    public var unreadable: String?
 
     public struct Paths: Sendable {
         public var stateDirectory: String
@@ -44,6 +46,12 @@ public struct StatusSnapshot: Sendable {
         let heartbeat = Heartbeat.read(from: paths.heartbeat)
         var snapshot = StatusSnapshot(takenAt: now, daemon: daemonState(heartbeat, now: now, limit: heartbeatLimit), heartbeat: heartbeat,
                                       others: OthersView())
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: paths.stateDirectory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            snapshot.unreadable = "no state directory at \(paths.stateDirectory)"
+        } else if access(paths.stateDirectory, R_OK | X_OK) != 0 {
+            snapshot.unreadable = "cannot read the state directory \(paths.stateDirectory): run as its owner or a member of its group"
+        }
         do {
             snapshot.environment = try CredentialStore(directory: paths.stateDirectory).load()?.environment
         } catch {
@@ -70,5 +78,80 @@ public struct StatusSnapshot: Sendable {
         guard kill(heartbeat.pid, 0) == 0 || errno == EPERM else { return .notRunning(lastHeartbeat: heartbeat.updatedAt) }
         let age = now.timeIntervalSince(heartbeat.updatedAt)
         return age > limit ? .stalled(pid: heartbeat.pid, heartbeatAge: age) : .running(pid: heartbeat.pid, heartbeatAge: age)
+    }
+}
+
+/// Where `agrigps status` draws the line between OK, WARNING and CRITICAL; from the configuration file.
+public struct StatusThresholds: Sendable, Equatable {
+    /// A heartbeat older than this means the daemon is stuck: CRITICAL.
+    public var heartbeatLimit: Double = 120
+    /// Seconds since the last sample with a position.
+    public var fixAgeWarning: Double = 60
+    public var fixAgeCritical: Double = 600
+    /// Seconds the oldest unsent sample has waited.
+    public var queueAgeWarning: Double = 600
+    public var queueAgeCritical: Double = 3600
+    /// Seconds without data before another machine is stale.
+    public var staleAfter: Double = 300
+
+    public init() {}
+}
+
+/// The exit codes Nagios and Icinga read.
+public enum Health: Int32, Sendable, Comparable, CustomStringConvertible {
+    case ok = 0, warning = 1, critical = 2, unknown = 3
+
+    public static func < (left: Health, right: Health) -> Bool {
+        // UNKNOWN says less than CRITICAL: a known emergency outranks not knowing.
+        let rank: [Health: Int] = [.ok: 0, .warning: 1, .unknown: 2, .critical: 3]
+        return rank[left, default: 0] < rank[right, default: 0]
+    }
+
+    public var description: String {
+        switch self {
+        case .ok: return "OK"
+        case .warning: return "WARNING"
+        case .critical: return "CRITICAL"
+        case .unknown: return "UNKNOWN"
+        }
+    }
+}
+
+extension StatusSnapshot {
+    /// The overall health and every reason for it, worst first.
+    public func verdict(_ thresholds: StatusThresholds) -> (health: Health, reasons: [String]) {
+        // Without the state directory nothing else was read: a missing heartbeat then proves nothing.
+        if let unreadable { return (.unknown, [unreadable]) }
+        var findings: [(Health, String)] = []
+        switch daemon {
+        case .notRunning: findings.append((.critical, "daemon not running"))
+        case .stalled(_, let age): findings.append((.critical, "daemon stalled: no heartbeat for \(Int(age)) s"))
+        case .running: break
+        }
+        if let problem = spoolProblem, spool == nil { findings.append((.critical, "spool: \(problem)")) }
+        if environment == nil, credentialsProblem == nil { findings.append((.warning, "not onboarded")) }
+        if case .running = daemon {
+            let fixAge = heartbeat?.lastFix.map { takenAt.timeIntervalSince($0.sampledAt ?? $0.time) }
+            switch fixAge {
+            case nil: findings.append((.warning, "no fix yet"))
+            case let age? where age > thresholds.fixAgeCritical: findings.append((.critical, "no fix for \(Int(age)) s"))
+            case let age? where age > thresholds.fixAgeWarning: findings.append((.warning, "no fix for \(Int(age)) s"))
+            default: break
+            }
+            if let skew = heartbeat?.lastSample?.clockSkew { findings.append((.warning, "system clock off by \(Int(skew)) s")) }
+        }
+        if let spool {
+            if let age = spool.oldestPendingAge, age > thresholds.queueAgeCritical {
+                findings.append((.critical, "oldest unsent sample waited \(Int(age)) s"))
+            } else if let age = spool.oldestPendingAge, age > thresholds.queueAgeWarning {
+                findings.append((.warning, "oldest unsent sample waited \(Int(age)) s"))
+            }
+            if let fault = spool.storageFault { findings.append((.critical, "storage fault: \(fault.description)")) }
+            if spool.heldInMemory > 0 { findings.append((.critical, "\(spool.heldInMemory) samples held in memory only")) }
+            if spool.parked > 0 { findings.append((.warning, "\(spool.parked) samples parked after repeated refusals")) }
+            if spool.droppedTotal > 0 { findings.append((.warning, "\(spool.droppedTotal) samples dropped by the spool's caps")) }
+        }
+        let sorted = findings.sorted { $0.0 > $1.0 }
+        return (sorted.first?.0 ?? .ok, sorted.map(\.1))
     }
 }

@@ -29,4 +29,6 @@ public struct SpoolStatus: Sendable, Equatable {
     public var quarantinedAt: Date?
 
     public var droppedTotal: Int { dropped.values.reduce(0, +) }
+
+    public init() {}
 }

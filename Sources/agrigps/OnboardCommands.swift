@@ -35,8 +35,8 @@ struct Onboard: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The TAN from the agrirouter UI (also AGRIGPS_TAN).", valueName: "tan"))
     var tan: String?
 
-    @Option(name: .customLong("env"), help: ArgumentHelp("qa, production or local.", valueName: "environment"))
-    var environment: EnvironmentChoice = .qa
+    @Option(name: .customLong("env"), help: ArgumentHelp("qa, production or local (default: the configuration file's, else qa).", valueName: "environment"))
+    var environment: EnvironmentChoice?
 
     @Option(name: .customLong("application-id"), help: ArgumentHelp("Your application id in this environment.", valueName: "id"))
     var applicationID: String?
@@ -50,6 +50,7 @@ struct Onboard: AsyncParsableCommand {
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("With --env local: the CA certificate the local agrirouter signs with.", valueName: "path"))
     var caFile: String?
 
+    @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
     private var effectiveTAN: String { tan ?? ProcessInfo.processInfo.environment["AGRIGPS_TAN"] ?? "" }
@@ -73,15 +74,17 @@ struct Onboard: AsyncParsableCommand {
 
     func run() async throws {
         let store = CredentialStore(directory: state.resolved)
+        let file = try config.load()
         do {
-            let target = try resolveEnvironment()
+            let target = try resolveEnvironment(environment ?? file.text("agrirouter", "environment").flatMap(EnvironmentChoice.init) ?? .qa)
             if let existing = try store.load(), existing.environment != target.name {
                 throw OnboardingError.alreadyOnboarded(environment: existing.environment)
             }
             let environmentVariables = ProcessInfo.processInfo.environment
             let settings = OnboardingSettings(
-                applicationID: applicationID ?? environmentVariables["AGRIGPS_APPLICATION_ID"] ?? "",
-                certificationVersionID: certificationVersionID ?? environmentVariables["AGRIGPS_CERTIFICATION_VERSION_ID"] ?? "")
+                applicationID: applicationID ?? environmentVariables["AGRIGPS_APPLICATION_ID"] ?? file.text("agrirouter", "application_id") ?? "",
+                certificationVersionID: certificationVersionID ?? environmentVariables["AGRIGPS_CERTIFICATION_VERSION_ID"]
+                    ?? file.text("agrirouter", "certification_version_id") ?? "")
             let response = try await OnboardingClient(environment: target, settings: settings)
                 .onboard(tan: effectiveTAN, externalID: try store.externalID())
             try store.save(response, environment: target.name, settings: settings, trustedCAPEM: target.caCertificatePEM)
@@ -96,7 +99,7 @@ struct Onboard: AsyncParsableCommand {
         }
     }
 
-    private func resolveEnvironment() throws(OnboardingError) -> AgrirouterEnvironment {
+    private func resolveEnvironment(_ environment: EnvironmentChoice) throws(OnboardingError) -> AgrirouterEnvironment {
         switch environment {
         case .qa: return .qa
         case .production: return .production

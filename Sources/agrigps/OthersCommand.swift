@@ -27,9 +27,11 @@ struct Others: AsyncParsableCommand {
     @Flag(name: .customLong("include-stale"), help: "Also list stale, gone and silent machines.")
     var includeStale = false
 
-    @Option(name: .customLong("stale-after"), parsing: .unconditional, help: ArgumentHelp("Seconds without data before a machine is stale.", valueName: "seconds"))
-    var staleAfter = "300"
+    @Option(name: .customLong("stale-after"), parsing: .unconditional,
+            help: ArgumentHelp("Seconds without data before a machine is stale (default: the configuration file's, else 300).", valueName: "seconds"))
+    var staleAfter: String?
 
+    @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
     func validate() throws {
@@ -40,17 +42,20 @@ struct Others: AsyncParsableCommand {
                 throw ValidationError("--near: \(error.description)")
             }
         }
-        guard let seconds = Double(staleAfter), seconds.isFinite, seconds > 0 else {
-            throw ValidationError("--stale-after must be a positive number of seconds, got '\(staleAfter)'")
+        if let staleAfter {
+            guard let seconds = Double(staleAfter), seconds.isFinite, seconds > 0 else {
+                throw ValidationError("--stale-after must be a positive number of seconds, got '\(staleAfter)'")
+            }
         }
     }
 
     func run() async throws {
         let now = Date()
         let store = OtherMachinesStore(path: state.othersPath)
+        let stale = try staleAfter.flatMap(Double.init) ?? config.load().thresholds.staleAfter
         let view: OthersView
         do {
-            view = try await store.view(now: now, staleAfter: Double(staleAfter) ?? 300)
+            view = try await store.view(now: now, staleAfter: stale)
         } catch {
             throw CommandFailure(description: error.description, exitCode: 74)
         }

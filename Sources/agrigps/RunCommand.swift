@@ -20,42 +20,46 @@ struct Run: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("gpsd address.", valueName: "host:port"))
-    var gpsd = "127.0.0.1:2947"
+    @Option(help: ArgumentHelp("gpsd address (default 127.0.0.1:2947).", valueName: "host:port"))
+    var gpsd: String?
 
     @Option(help: ArgumentHelp("Replay this NMEA log instead of reading gpsd.", valueName: "log"))
     var replay: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample.", valueName: "seconds"))
-    var interval = "1"
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample (default 1).", valueName: "seconds"))
+    var interval: String?
 
     @Option(name: .customLong("send-interval"), parsing: .unconditional,
-            help: ArgumentHelp("Seconds between send cycles without a backlog (5, 10 or 20).", valueName: "seconds"))
-    var sendInterval = "10"
+            help: ArgumentHelp("Seconds between send cycles without a backlog (5, 10 or 20; default 10).", valueName: "seconds"))
+    var sendInterval: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Least seconds between two requests; defaults to 10 on QA, 5 in production, 0.2 locally.", valueName: "seconds"))
     var spacing: String?
 
     @Option(name: .customLong("feed-query-interval"), parsing: .unconditional,
-            help: ArgumentHelp("Seconds between safety feed queries, for pushes that expired unread.", valueName: "seconds"))
-    var feedQueryInterval = "3600"
+            help: ArgumentHelp("Seconds between safety feed queries, for pushes that expired unread (default 3600).", valueName: "seconds"))
+    var feedQueryInterval: String?
 
     @Option(name: .customLong("history-hours"), parsing: .unconditional,
-            help: ArgumentHelp("Hours of other machines' positions to keep.", valueName: "hours"))
-    var historyHours = "24"
+            help: ArgumentHelp("Hours of other machines' positions to keep (default 24).", valueName: "hours"))
+    var historyHours: String?
 
+    @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
     func validate() throws {
         for (flag, text) in [("--feed-query-interval", feedQueryInterval), ("--history-hours", historyHours)] {
+            guard let text else { continue }
             guard let value = Double(text), value.isFinite, value > 0 else {
                 throw ValidationError("\(flag) must be a positive number, got '\(text)'")
             }
         }
-        _ = try GPSDAddress.parseOption(gpsd)
-        _ = try IntervalOption.parse(interval)
-        guard let send = Double(sendInterval), send > 0 else {
-            throw ValidationError("--send-interval must be a positive number of seconds, got '\(sendInterval)'")
+        if let gpsd { _ = try GPSDAddress.parseOption(gpsd) }
+        if let interval { _ = try IntervalOption.parse(interval) }
+        if let sendInterval {
+            guard let send = Double(sendInterval), send > 0 else {
+                throw ValidationError("--send-interval must be a positive number of seconds, got '\(sendInterval)'")
+            }
         }
         if let spacing {
             guard let value = Double(spacing), value >= 0 else {
@@ -65,19 +69,25 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let file = try config.load()
         var spoolConfiguration = SpoolConfiguration()
         spoolConfiguration.wireSize = GPSEntry.wireSize(of:)
+        if let rows = file.number("spool", "max_samples") { spoolConfiguration.maximumRows = Int(rows) }
+        if let megabytes = file.number("spool", "max_megabytes") { spoolConfiguration.maximumBytes = Int(megabytes * 1_048_576) }
+        if let days = file.number("spool", "max_age_days") { spoolConfiguration.maximumAge = days * 86_400 }
         let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration)
-        let (connection, setup) = try link()
+        let (connection, setup) = try link(file)
+        // A flag wins over the file, the file over the default.
         var daemonConfiguration = GatewayDaemon.Configuration()
-        daemonConfiguration.samplingInterval = try IntervalOption.parse(interval)
-        daemonConfiguration.sendInterval = Double(sendInterval) ?? 10
+        daemonConfiguration.samplingInterval = try interval.map(IntervalOption.parse) ?? file.number("sampling", "interval") ?? 1
+        daemonConfiguration.sendInterval = sendInterval.flatMap(Double.init) ?? file.number("sending", "interval") ?? 10
         daemonConfiguration.heartbeatPath = state.heartbeatPath
-        daemonConfiguration.notifier = SystemdNotifier.fromEnvironment()
-        daemonConfiguration.feed.safetyQueryInterval = Double(feedQueryInterval) ?? 3600
+        daemonConfiguration.feed.safetyQueryInterval = feedQueryInterval.flatMap(Double.init) ?? file.number("others", "feed_query_interval") ?? 3600
         var othersConfiguration = OtherMachinesStore.Configuration()
-        othersConfiguration.historyWindow = (Double(historyHours) ?? 24) * 3600
+        othersConfiguration.historyWindow = (historyHours.flatMap(Double.init) ?? file.number("others", "history_hours") ?? 24) * 3600
         let others = OtherMachinesStore(path: state.othersPath, configuration: othersConfiguration)
+        let gpsdAddress = try GPSDAddress.parseOption(gpsd ?? file.text("gpsd", "address") ?? "127.0.0.1:2947")
+        daemonConfiguration.notifier = SystemdNotifier.fromEnvironment()
         let daemon = GatewayDaemon(spool: spool, connection: connection, setup: setup, others: others, configuration: daemonConfiguration)
 
         let interruption = Interruption()
@@ -92,7 +102,7 @@ struct Run: AsyncParsableCommand {
                 throw CommandFailure(error)
             }
         } else {
-            events = GPSDSource(configuration: GPSDSource.Configuration(address: try GPSDAddress.parseOption(gpsd))).events()
+            events = GPSDSource(configuration: GPSDSource.Configuration(address: gpsdAddress)).events()
         }
         let work = Task { await daemon.run(events: events, skewLimit: replay == nil ? 60 : nil) }
         let trap = SignalTrap { number in interruption.interrupt(by: number) }
@@ -107,10 +117,11 @@ struct Run: AsyncParsableCommand {
     }
 
     /// The agrirouter connection, when the machine is onboarded.
-    private func link() throws -> (AgrirouterConnection?, EndpointSetup?) {
+    private func link(_ file: ConfigurationFile) throws -> (AgrirouterConnection?, EndpointSetup?) {
         do {
             guard let stored = try CredentialStore(directory: state.resolved).load() else { return (nil, nil) }
-            let gap = spacing.flatMap(Double.init) ?? (stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
+            let gap = spacing.flatMap(Double.init) ?? file.number("sending", "spacing")
+                ?? (stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
             let connection = try AgrirouterConnection(endpoint: stored.response, trustedCAPEM: stored.trustedCAPEM, minimumSpacing: gap)
             let settings = stored.settings ?? OnboardingSettings(applicationID: "", certificationVersionID: "")
             return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID))

@@ -8,8 +8,16 @@ struct Status: AsyncParsableCommand {
         abstract: "Say whether the gateway is healthy: daemon, agrirouter link, sharing, fix, spool, other machines.",
         discussion: """
             Reads the state directory only (the daemon's heartbeat, the spool and the store of other
-            machines); no daemon needs to answer. Exit status: 0 when the daemon is running, 2 when it
-            is not running or its heartbeat is older than --heartbeat-limit.
+            machines); no daemon needs to answer, and no secret is printed. The first line is a
+            verdict in the form monitoring plugins print, and the exit status is the one Nagios and
+            Icinga read: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+              CRITICAL  the daemon is not running or its heartbeat is older than heartbeat_limit; no
+                        fix for fix_age_critical; the oldest unsent sample waited queue_age_critical;
+                        the spool cannot store
+              WARNING   not onboarded; no fix yet or for fix_age_warning; queue_age_warning; samples
+                        parked or dropped; the system clock is off from GNSS time
+              UNKNOWN   the state directory cannot be read
+            The thresholds come from the [status] section of the configuration file.
             """
     )
 
@@ -17,16 +25,19 @@ struct Status: AsyncParsableCommand {
     var json = false
 
     @Option(name: .customLong("heartbeat-limit"), parsing: .unconditional,
-            help: ArgumentHelp("Seconds after which a silent daemon counts as stalled.", valueName: "seconds"))
-    var heartbeatLimit = "120"
+            help: ArgumentHelp("Seconds after which a silent daemon counts as stalled (default 120).", valueName: "seconds"))
+    var heartbeatLimit: String?
 
-    @Option(name: .customLong("stale-after"), parsing: .unconditional, help: ArgumentHelp("Seconds without data before another machine is stale.", valueName: "seconds"))
-    var staleAfter = "300"
+    @Option(name: .customLong("stale-after"), parsing: .unconditional,
+            help: ArgumentHelp("Seconds without data before another machine is stale (default 300).", valueName: "seconds"))
+    var staleAfter: String?
 
+    @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
     func validate() throws {
         for (flag, text) in [("--heartbeat-limit", heartbeatLimit), ("--stale-after", staleAfter)] {
+            guard let text else { continue }
             guard let seconds = Double(text), seconds.isFinite, seconds > 0 else {
                 throw ValidationError("\(flag) must be a positive number of seconds, got '\(text)'")
             }
@@ -34,19 +45,35 @@ struct Status: AsyncParsableCommand {
     }
 
     func run() async throws {
+        var thresholds: StatusThresholds
+        do {
+            thresholds = try config.load().thresholds
+        } catch let failure as CommandFailure {
+            // A monitoring system must get one of its four codes, whatever goes wrong.
+            Output.line("UNKNOWN: \(failure.description)")
+            throw ExitCode(Health.unknown.rawValue)
+        }
+        if let limit = heartbeatLimit.flatMap(Double.init) { thresholds.heartbeatLimit = limit }
+        if let stale = staleAfter.flatMap(Double.init) { thresholds.staleAfter = stale }
         let paths = StatusSnapshot.Paths(stateDirectory: state.resolved, spool: state.spoolPath, others: state.othersPath, heartbeat: state.heartbeatPath)
-        let snapshot = await StatusSnapshot.gather(paths, heartbeatLimit: Double(heartbeatLimit) ?? 120, staleAfter: Double(staleAfter) ?? 300)
+        let snapshot = await StatusSnapshot.gather(paths, heartbeatLimit: thresholds.heartbeatLimit, staleAfter: thresholds.staleAfter)
+        let verdict = snapshot.verdict(thresholds)
         if json {
-            Output.line(StatusReport.json(snapshot))
+            Output.line(StatusReport.json(snapshot, verdict: verdict))
         } else {
+            Output.line(StatusReport.headline(verdict))
             for line in StatusReport.text(snapshot) { Output.line(line) }
         }
-        if case .running = snapshot.daemon { return }
-        throw ExitCode(2)
+        if verdict.health != .ok { throw ExitCode(verdict.health.rawValue) }
     }
 }
 
 enum StatusReport {
+    /// "OK: daemon running", "CRITICAL: daemon not running; not onboarded".
+    static func headline(_ verdict: (health: Health, reasons: [String])) -> String {
+        "\(verdict.health): " + (verdict.reasons.isEmpty ? "gateway healthy" : verdict.reasons.joined(separator: "; "))
+    }
+
     static func text(_ snapshot: StatusSnapshot) -> [String] {
         let now = snapshot.takenAt
         var lines: [String] = []
@@ -94,7 +121,7 @@ enum StatusReport {
         return lines
     }
 
-    static func json(_ snapshot: StatusSnapshot) -> String {
+    static func json(_ snapshot: StatusSnapshot, verdict: (health: Health, reasons: [String])) -> String {
         func date(_ value: Date?) -> Any { value.map { ISO8601UTC.string(from: $0) } ?? NSNull() }
         var daemon: [String: Any]
         switch snapshot.daemon {
@@ -104,13 +131,18 @@ enum StatusReport {
         }
         let heartbeat = snapshot.heartbeat
         var object: [String: Any] = [
+            "health": verdict.health.description,
+            "exit_code": verdict.health.rawValue,
+            "reasons": verdict.reasons,
             "taken_at": date(snapshot.takenAt),
             "daemon": daemon,
             "onboarded": snapshot.environment != nil,
             "environment": snapshot.environment ?? NSNull(),
             "endpoint_name": snapshot.others.ownName ?? NSNull(),
             "last_sample": heartbeat?.lastSample.map { ["state": $0.state, "time": date($0.time)] as [String: Any] } ?? NSNull(),
-            "last_fix": heartbeat?.lastFix.map { ["latitude": $0.latitude ?? 0, "longitude": $0.longitude ?? 0, "time": date($0.time)] as [String: Any] } ?? NSNull(),
+            "last_fix": heartbeat?.lastFix.map { ["latitude": $0.latitude ?? 0, "longitude": $0.longitude ?? 0, "time": date($0.time),
+                                                  "sampled_at": date($0.sampledAt)] as [String: Any] } ?? NSNull(),
+            "clock_skew_s": heartbeat?.lastSample?.clockSkew ?? NSNull(),
             "last_acknowledged_at": date(heartbeat?.lastAcknowledgedAt),
             "last_error": heartbeat?.lastError ?? NSNull(),
             "others": ["active": snapshot.others.count(.active), "stale": snapshot.others.count(.stale), "gone": snapshot.others.count(.gone)],

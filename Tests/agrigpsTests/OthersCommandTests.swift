@@ -93,9 +93,12 @@ struct OthersCommandTests {
 
     @Test("status with no daemon says so and exits 2")
     func statusWithoutDaemon() async throws {
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
         let result = try await AgrigpsCommand.run(["status", "--state-dir", state])
         #expect(result.code == 2)
-        #expect(result.stdout.first == "Daemon: NOT RUNNING (no heartbeat found)")
+        #expect(result.stdout.first?.hasPrefix("CRITICAL: daemon not running; spool: no spool yet") == true)
+        #expect(result.stdout.dropFirst().first == "Daemon: NOT RUNNING (no heartbeat found)")
         #expect(result.stdout.contains("Other machines: 0 active, 0 stale, 0 gone"))
     }
 }

@@ -1,0 +1,84 @@
+import Foundation
+import GNSS
+import Spool
+import Testing
+@testable import Gateway
+
+@Suite("Status verdict")
+struct StatusVerdictTests {
+    let now = Date(timeIntervalSince1970: 1_790_000_000)
+
+    /// A healthy gateway: running, onboarded, a fix 1 s old, nothing waiting.
+    func healthy() -> StatusSnapshot {
+        var heartbeat = Heartbeat(pid: 42, startedAt: now.addingTimeInterval(-3600), onboarded: true)
+        var fix = Heartbeat.Sample(PositionSample(sampledAt: now.addingTimeInterval(-1), state: .fix(.threeD, .rtkFixed),
+                                                  report: PositionReport(time: now, gpsdMode: 3, gpsdStatus: 3, latitude: 52, longitude: 8)))
+        fix.sampledAt = now.addingTimeInterval(-1)
+        heartbeat.lastFix = fix
+        heartbeat.lastSample = fix
+        return StatusSnapshot(takenAt: now, daemon: .running(pid: 42, heartbeatAge: 2), heartbeat: heartbeat, environment: "production",
+                              spool: SpoolStatus(), others: OthersView())
+    }
+
+    func verdict(_ change: (inout StatusSnapshot) -> Void, _ thresholds: StatusThresholds = StatusThresholds()) -> (Health, [String]) {
+        var snapshot = healthy()
+        change(&snapshot)
+        let result = snapshot.verdict(thresholds)
+        return (result.health, result.reasons)
+    }
+
+    @Test("OK when all is well; paused sharing is a choice, not a fault")
+    func ok() {
+        #expect(verdict { _ in }.0 == .ok)
+        #expect(verdict { $0.spool?.sharingPaused = true }.0 == .ok)
+    }
+
+    @Test("each WARNING with the threshold that triggers it")
+    func warnings() {
+        #expect(verdict { $0.environment = nil } == (.warning, ["not onboarded"]))
+        #expect(verdict { $0.heartbeat?.lastFix = nil } == (.warning, ["no fix yet"]))
+        #expect(verdict { $0.heartbeat?.lastFix?.sampledAt = now.addingTimeInterval(-61) } == (.warning, ["no fix for 61 s"]))
+        #expect(verdict { $0.heartbeat?.lastFix?.sampledAt = now.addingTimeInterval(-59) }.0 == .ok)
+        var strict = StatusThresholds()
+        strict.fixAgeWarning = 0.5
+        #expect(verdict({ _ in }, strict) == (.warning, ["no fix for 1 s"]))
+        #expect(verdict { $0.spool?.oldestPendingAge = 601 } == (.warning, ["oldest unsent sample waited 601 s"]))
+        #expect(verdict { $0.spool?.parked = 3 } == (.warning, ["3 samples parked after repeated refusals"]))
+        #expect(verdict { $0.spool?.dropped = ["age": 2] } == (.warning, ["2 samples dropped by the spool's caps"]))
+        #expect(verdict { $0.heartbeat?.lastSample?.clockSkew = 3600 } == (.warning, ["system clock off by 3600 s"]))
+    }
+
+    @Test("each CRITICAL with the threshold that triggers it, ahead of any warning")
+    func criticals() {
+        #expect(verdict { $0.daemon = .notRunning(lastHeartbeat: nil) } == (.critical, ["daemon not running"]))
+        #expect(verdict { $0.daemon = .stalled(pid: 42, heartbeatAge: 121) } == (.critical, ["daemon stalled: no heartbeat for 121 s"]))
+        #expect(verdict { $0.heartbeat?.lastFix?.sampledAt = now.addingTimeInterval(-601) } == (.critical, ["no fix for 601 s"]))
+        #expect(verdict { $0.spool?.oldestPendingAge = 3601 } == (.critical, ["oldest unsent sample waited 3601 s"]))
+        #expect(verdict { $0.spool?.heldInMemory = 10 } == (.critical, ["10 samples held in memory only"]))
+        let both = verdict {
+            $0.environment = nil
+            $0.daemon = .notRunning(lastHeartbeat: nil)
+        }
+        #expect(both == (.critical, ["daemon not running", "not onboarded"]))
+    }
+
+    @Test("UNKNOWN when the state directory cannot be read")
+    func unknown() {
+        // Its heartbeat unread, the daemon looks gone: that must not be reported as CRITICAL.
+        #expect(verdict {
+            $0.daemon = .notRunning(lastHeartbeat: nil)
+            $0.unreadable = "cannot read the state directory /var/lib/agrigps"
+        } == (.unknown, ["cannot read the state directory /var/lib/agrigps"]))
+    }
+
+    @Test("the daemon's state comes from its heartbeat and its process")
+    func daemonState() {
+        var heartbeat = Heartbeat(pid: getpid(), startedAt: now, onboarded: true)
+        heartbeat.updatedAt = now.addingTimeInterval(-5)
+        #expect(StatusSnapshot.daemonState(heartbeat, now: now, limit: 120) == .running(pid: getpid(), heartbeatAge: 5))
+        #expect(StatusSnapshot.daemonState(heartbeat, now: now.addingTimeInterval(200), limit: 120) == .stalled(pid: getpid(), heartbeatAge: 205))
+        heartbeat.pid = Int32.max
+        #expect(StatusSnapshot.daemonState(heartbeat, now: now, limit: 120) == .notRunning(lastHeartbeat: now.addingTimeInterval(-5)))
+        #expect(StatusSnapshot.daemonState(nil, now: now, limit: 120) == .notRunning(lastHeartbeat: nil))
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import GPSDReplay
+import Spool
+import Testing
+import TestSupport
+
+@Suite("agrigps status against a daemon", .serialized, .timeLimit(.minutes(2)))
+struct StatusCommandTests {
+    @Test("a running daemon is reported with its problems; SIGTERM ends it within 5 s with the spool intact; then status is CRITICAL")
+    func runningThenStopped() async throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-status-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        // Nothing listens on this port: the daemon samples gpsd_unreachable, as on a box whose gpsd is down.
+        let port = try ReplayGPSD.freeLoopbackPort()
+        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state])
+        defer {
+            if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
+            daemon.cleanUp()
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !(FileManager.default.contents(atPath: state + "/heartbeat.json").map { String(decoding: $0, as: UTF8.self) }?
+            .contains("lastSample") ?? false) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+
+        let status = try await AgrigpsCommand.run(["status", "--state-dir", state])
+        #expect(status.code == 1, "\(status.stdout)")
+        #expect(status.stdout.first == "WARNING: not onboarded; no fix yet")
+        #expect(status.stdout.contains { $0.hasPrefix("Daemon: running (pid \(daemon.process.pid)") })
+        #expect(status.stdout.contains { $0.hasPrefix("Fix: gpsd_unreachable, ") })
+        #expect(status.stdout.contains("Sharing: active"))
+        let json = try await AgrigpsCommand.run(["status", "--json", "--state-dir", state])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
+        #expect(object["health"] as? String == "WARNING" && object["exit_code"] as? Int == 1)
+        #expect(json.code == 1)
+
+        let stopping = Date()
+        kill(daemon.process.pid, SIGTERM)
+        let code = daemon.process.wait(timeout: 10)
+        #expect(code == 0)
+        #expect(Date().timeIntervalSince(stopping) < 5, "stopped within 5 s")
+        let taken = try #require(daemon.stdout.last.flatMap { line in
+            line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+        }, "\(daemon.stdout)")
+        let spool = Spool(path: state + "/spool.sqlite")
+        let spoolStatus = await spool.status()
+        #expect(spoolStatus.storageFault == nil)
+        #expect(try await spool.allSamples().count == taken, "every sample the daemon counted is in the spool")
+        #expect(spoolStatus.pending == taken)
+
+        let after = try await AgrigpsCommand.run(["status", "--state-dir", state])
+        #expect(after.code == 2)
+        #expect(after.stdout.first?.hasPrefix("CRITICAL: daemon not running") == true)
+    }
+
+    @Test("a state directory that does not exist is UNKNOWN, exit 3; so is a broken configuration file")
+    func unknown() async throws {
+        let missing = try await AgrigpsCommand.run(["status", "--state-dir", "/nonexistent/agrigps"])
+        #expect(missing.code == 3)
+        #expect(missing.stdout.first == "UNKNOWN: no state directory at /nonexistent/agrigps")
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-\(UUID().uuidString).conf").path
+        defer { unlink(config) }
+        try "[status]\nheartbeat_limit = \"soon\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let broken = try await AgrigpsCommand.run(["status", "--config", config, "--state-dir", "/tmp"])
+        #expect(broken.code == 3)
+        #expect(broken.stdout.first?.hasPrefix("UNKNOWN: \(config): [status] heartbeat_limit: must be a number of seconds") == true)
+    }
+}
