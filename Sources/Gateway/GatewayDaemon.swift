@@ -24,6 +24,10 @@ public struct GatewayDaemon: Sendable {
         /// systemd's notify socket: READY once the spool is open and gpsd has been tried, then
         /// WATCHDOG and STATUS with every sample the spool has taken.
         public var notifier: SystemdNotifier?
+        /// The agrirouter environment onboarded to, for the heartbeat; nil when not onboarded.
+        public var environment: String?
+        /// Seconds without data before another machine counts as stale, for the heartbeat's counts.
+        public var staleAfter: Double = 300
 
         public init() {}
     }
@@ -63,7 +67,8 @@ public struct GatewayDaemon: Sendable {
             logger.error("\(error.description)")
         }
         let counter = Counter()
-        let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, onboarded: connection != nil) }
+        let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, environment: configuration.environment) }
+        await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
         await heartbeat?.beat()
         let notifier = configuration.notifier
         let (tried, relay) = AsyncStream<SourceEvent>.makeStream()
@@ -79,12 +84,15 @@ public struct GatewayDaemon: Sendable {
             }
             relay.finish()
         }
-        let sampling = Task { [spool, configuration, logger] in
+        let sampling = Task { [spool, others, configuration, logger] in
             for await sample in Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit).samples(from: tried) {
                 if case .heldInMemory(let error) = await spool.append(sample) {
                     logger.warning("sample held in memory: \(error.description)")
                 }
                 await counter.add(samples: 1)
+                if let heartbeat, await heartbeat.countedAt.map({ Date().timeIntervalSince($0) >= 10 }) ?? true {
+                    await heartbeat.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
+                }
                 await heartbeat?.sampled(sample)
                 // The watchdog is fed from this loop only: if sampling into the spool stalls, systemd restarts us.
                 if let notifier {

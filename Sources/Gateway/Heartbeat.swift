@@ -1,5 +1,6 @@
 import Foundation
 import GNSS
+import Spool
 
 /// What the running daemon last said about itself, written to a small JSON file in the state
 /// directory. `agrigps status` and `agrigps others` read it; no server is needed, and an old
@@ -45,6 +46,37 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     public var lastAcknowledgedAt: Date?
     public var lastError: String?
     public var lastErrorAt: Date?
+    /// What status would otherwise read from files only the daemon's user may open: the spool's
+    /// counts and the others', as of `countedAt`, and the agrirouter environment.
+    public var environment: String?
+    public var spool: SpoolCounts?
+    public var others: OthersCounts?
+    public var countedAt: Date?
+
+    public struct SpoolCounts: Codable, Sendable, Equatable {
+        public var pending, inFlight, failed, parked, withheld, dropped, heldInMemory: Int
+        public var oldestPendingAge: Double?
+        public var sharingPaused: Bool
+        public var storageFault: String?
+
+        public init(_ status: SpoolStatus) {
+            pending = status.pending
+            inFlight = status.inFlight
+            failed = status.failed
+            parked = status.parked
+            withheld = status.withheld
+            dropped = status.droppedTotal
+            heldInMemory = status.heldInMemory
+            oldestPendingAge = status.oldestPendingAge
+            sharingPaused = status.sharingPaused
+            storageFault = status.storageFault?.description
+        }
+    }
+
+    public struct OthersCounts: Codable, Sendable, Equatable {
+        public var active, stale, gone: Int
+        public var ownName: String?
+    }
 
     public init(pid: Int32 = getpid(), startedAt: Date = Date(), onboarded: Bool) {
         self.pid = pid
@@ -58,10 +90,12 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         return try? decoder.decode(Heartbeat.self, from: data)
     }
 
-    /// Replaces the file atomically, so a reader never sees half of it.
+    /// Replaces the file atomically, so a reader never sees half of it. It holds no secret, so the
+    /// daemon's group may read it: that is how `agrigps status` works without root.
     public func write(to path: String) throws {
         let data = try Self.encoder.encode(self)
         try data.write(to: URL(fileURLWithPath: path), options: .atomic)
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: path)
     }
 
     private static let encoder: JSONEncoder = {
@@ -86,10 +120,11 @@ actor HeartbeatWriter {
     private var heartbeat: Heartbeat
     private var writtenAt: Date?
 
-    init(path: String, onboarded: Bool, minimumGap: Double = 2) {
+    init(path: String, environment: String?, minimumGap: Double = 2) {
         self.path = path
         self.minimumGap = minimumGap
-        var heartbeat = Heartbeat(onboarded: onboarded)
+        var heartbeat = Heartbeat(onboarded: environment != nil)
+        heartbeat.environment = environment
         heartbeat.lastFix = Heartbeat.read(from: path)?.lastFix
         self.heartbeat = heartbeat
     }
@@ -99,6 +134,16 @@ actor HeartbeatWriter {
         heartbeat.lastSample = summary
         if summary.coordinate != nil { heartbeat.lastFix = summary }
         writeIfDue()
+    }
+
+    var countedAt: Date? { heartbeat.countedAt }
+
+    func counted(spool: SpoolStatus, others: OthersView?, at time: Date = Date()) {
+        heartbeat.spool = Heartbeat.SpoolCounts(spool)
+        heartbeat.others = others.map {
+            Heartbeat.OthersCounts(active: $0.count(.active), stale: $0.count(.stale), gone: $0.count(.gone), ownName: $0.ownName)
+        }
+        heartbeat.countedAt = time
     }
 
     func acknowledged(at time: Date = Date()) {

@@ -1,5 +1,6 @@
 import Agrirouter
 import Foundation
+import Logging
 import Spool
 
 /// What `agrigps status` reports, read from the state directory alone: the daemon's heartbeat, the
@@ -25,6 +26,8 @@ public struct StatusSnapshot: Sendable {
     public var othersProblem: String?
     /// Set when the state directory itself cannot be read (permissions): nothing can be judged.
     public var unreadable: String?
+    /// Active, stale and gone machines, and our own name: from the store, or the heartbeat's copy.
+    public var othersCounts = Heartbeat.OthersCounts(active: 0, stale: 0, gone: 0)
 
     public struct Paths: Sendable {
         public var stateDirectory: String
@@ -52,22 +55,33 @@ public struct StatusSnapshot: Sendable {
         } else if access(paths.stateDirectory, R_OK | X_OK) != 0 {
             snapshot.unreadable = "cannot read the state directory \(paths.stateDirectory): run as its owner or a member of its group"
         }
+        // The files themselves are the daemon's user's; a member of its group reads the heartbeat's copy.
         do {
             snapshot.environment = try CredentialStore(directory: paths.stateDirectory).load()?.environment
         } catch {
-            snapshot.credentialsProblem = error.description
+            if let heartbeat { snapshot.environment = heartbeat.environment } else { snapshot.credentialsProblem = error.description }
         }
         if FileManager.default.fileExists(atPath: paths.spool) {
-            let spool = Spool(path: paths.spool)
-            let status = await spool.status()
-            if let fault = status.storageFault { snapshot.spoolProblem = fault.description } else { snapshot.spool = status }
+            // Status only looks: a spool it may not open is no error of its own to log.
+            var quiet = Logger(label: "agrigps.status")
+            quiet.logLevel = .critical
+            let status = await Spool(path: paths.spool, logger: quiet).status()
+            if status.storageFault == nil {
+                snapshot.spool = status
+            } else if let counts = heartbeat?.spool {
+                snapshot.spool = SpoolStatus(counts)
+            } else {
+                snapshot.spoolProblem = status.storageFault?.description
+            }
         } else {
             snapshot.spoolProblem = "no spool yet at \(paths.spool): the daemon has not run here"
         }
         do {
             snapshot.others = try await OtherMachinesStore(path: paths.others).view(now: now, staleAfter: staleAfter)
+            snapshot.othersCounts = Heartbeat.OthersCounts(active: snapshot.others.count(.active), stale: snapshot.others.count(.stale),
+                                                           gone: snapshot.others.count(.gone), ownName: snapshot.others.ownName)
         } catch {
-            snapshot.othersProblem = error.description
+            if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
         }
         return snapshot
     }
@@ -82,6 +96,22 @@ public struct StatusSnapshot: Sendable {
 }
 
 /// Where `agrigps status` draws the line between OK, WARNING and CRITICAL; from the configuration file.
+extension SpoolStatus {
+    /// The counts the daemon last put in its heartbeat.
+    init(_ counts: Heartbeat.SpoolCounts) {
+        self.init()
+        pending = counts.pending
+        inFlight = counts.inFlight
+        failed = counts.failed
+        parked = counts.parked
+        withheld = counts.withheld
+        heldInMemory = counts.heldInMemory
+        oldestPendingAge = counts.oldestPendingAge
+        sharingPaused = counts.sharingPaused
+        if counts.dropped > 0 { dropped = ["total": counts.dropped] }
+    }
+}
+
 public struct StatusThresholds: Sendable, Equatable {
     /// A heartbeat older than this means the daemon is stuck: CRITICAL.
     public var heartbeatLimit: Double = 120

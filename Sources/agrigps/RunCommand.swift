@@ -70,25 +70,14 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let file = try config.load()
-        var spoolConfiguration = SpoolConfiguration()
-        spoolConfiguration.wireSize = GPSEntry.wireSize(of:)
-        if let rows = file.number("spool", "max_samples") { spoolConfiguration.maximumRows = Int(rows) }
-        if let megabytes = file.number("spool", "max_megabytes") { spoolConfiguration.maximumBytes = Int(megabytes * 1_048_576) }
-        if let days = file.number("spool", "max_age_days") { spoolConfiguration.maximumAge = days * 86_400 }
-        let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration)
-        let (connection, setup) = try link(file)
-        // A flag wins over the file, the file over the default.
-        var daemonConfiguration = GatewayDaemon.Configuration()
-        daemonConfiguration.samplingInterval = try interval.map(IntervalOption.parse) ?? file.number("sampling", "interval") ?? 1
-        daemonConfiguration.sendInterval = sendInterval.flatMap(Double.init) ?? file.number("sending", "interval") ?? 10
-        daemonConfiguration.heartbeatPath = state.heartbeatPath
-        daemonConfiguration.feed.safetyQueryInterval = feedQueryInterval.flatMap(Double.init) ?? file.number("others", "feed_query_interval") ?? 3600
+        let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration(file))
+        let link = try self.link(file)
         var othersConfiguration = OtherMachinesStore.Configuration()
         othersConfiguration.historyWindow = (historyHours.flatMap(Double.init) ?? file.number("others", "history_hours") ?? 24) * 3600
         let others = OtherMachinesStore(path: state.othersPath, configuration: othersConfiguration)
         let gpsdAddress = try GPSDAddress.parseOption(gpsd ?? file.text("gpsd", "address") ?? "127.0.0.1:2947")
-        daemonConfiguration.notifier = SystemdNotifier.fromEnvironment()
-        let daemon = GatewayDaemon(spool: spool, connection: connection, setup: setup, others: others, configuration: daemonConfiguration)
+        let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
+                                   configuration: try daemonConfiguration(file, environment: link?.environment))
 
         let interruption = Interruption()
         var replayGPSD: ReplayGPSD?
@@ -116,15 +105,38 @@ struct Run: AsyncParsableCommand {
                     + "\(summary.othersStored) message\(summary.othersStored == 1 ? "" : "s") from other machines received")
     }
 
+    /// A flag wins over the file, the file over the default.
+    private func daemonConfiguration(_ file: ConfigurationFile, environment: String?) throws -> GatewayDaemon.Configuration {
+        var configuration = GatewayDaemon.Configuration()
+        configuration.samplingInterval = try interval.map(IntervalOption.parse) ?? file.number("sampling", "interval") ?? 1
+        configuration.sendInterval = sendInterval.flatMap(Double.init) ?? file.number("sending", "interval") ?? 10
+        configuration.feed.safetyQueryInterval = feedQueryInterval.flatMap(Double.init) ?? file.number("others", "feed_query_interval") ?? 3600
+        configuration.heartbeatPath = state.heartbeatPath
+        configuration.notifier = SystemdNotifier.fromEnvironment()
+        configuration.environment = environment
+        configuration.staleAfter = file.thresholds.staleAfter
+        return configuration
+    }
+
+    private func spoolConfiguration(_ file: ConfigurationFile) -> SpoolConfiguration {
+        var configuration = SpoolConfiguration()
+        configuration.wireSize = GPSEntry.wireSize(of:)
+        if let rows = file.number("spool", "max_samples") { configuration.maximumRows = Int(rows) }
+        if let megabytes = file.number("spool", "max_megabytes") { configuration.maximumBytes = Int(megabytes * 1_048_576) }
+        if let days = file.number("spool", "max_age_days") { configuration.maximumAge = days * 86_400 }
+        return configuration
+    }
+
     /// The agrirouter connection, when the machine is onboarded.
-    private func link(_ file: ConfigurationFile) throws -> (AgrirouterConnection?, EndpointSetup?) {
+    private func link(_ file: ConfigurationFile) throws -> (connection: AgrirouterConnection, setup: EndpointSetup, environment: String)? {
         do {
-            guard let stored = try CredentialStore(directory: state.resolved).load() else { return (nil, nil) }
+            guard let stored = try CredentialStore(directory: state.resolved).load() else { return nil }
             let gap = spacing.flatMap(Double.init) ?? file.number("sending", "spacing")
                 ?? (stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
             let connection = try AgrirouterConnection(endpoint: stored.response, trustedCAPEM: stored.trustedCAPEM, minimumSpacing: gap)
             let settings = stored.settings ?? OnboardingSettings(applicationID: "", certificationVersionID: "")
-            return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID))
+            return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID),
+                    stored.environment)
         } catch {
             throw CommandFailure(error)
         }

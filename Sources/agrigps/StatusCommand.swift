@@ -86,7 +86,7 @@ enum StatusReport {
         if let problem = snapshot.credentialsProblem {
             lines.append("agrirouter: credentials unreadable: \(problem)")
         } else if let environment = snapshot.environment {
-            lines.append("agrirouter: onboarded (\(environment))" + (snapshot.others.ownName.map { ", endpoint \"\($0)\"" } ?? ""))
+            lines.append("agrirouter: onboarded (\(environment))" + (snapshot.othersCounts.ownName.map { ", endpoint \"\($0)\"" } ?? ""))
         } else {
             lines.append("agrirouter: not onboarded; 'agrigps onboard --tan TAN' connects this machine")
         }
@@ -115,8 +115,8 @@ enum StatusReport {
                 lines.append("Last error: \(error) (\(durationText(now.timeIntervalSince(at))) ago)")
             }
         }
-        let others = snapshot.others
-        lines.append("Other machines: \(others.count(.active)) active, \(others.count(.stale)) stale, \(others.count(.gone)) gone"
+        let others = snapshot.othersCounts
+        lines.append("Other machines: \(others.active) active, \(others.stale) stale, \(others.gone) gone"
                      + (snapshot.othersProblem.map { " (\($0))" } ?? ""))
         return lines
     }
@@ -138,14 +138,14 @@ enum StatusReport {
             "daemon": daemon,
             "onboarded": snapshot.environment != nil,
             "environment": snapshot.environment ?? NSNull(),
-            "endpoint_name": snapshot.others.ownName ?? NSNull(),
+            "endpoint_name": snapshot.othersCounts.ownName ?? NSNull(),
             "last_sample": heartbeat?.lastSample.map { ["state": $0.state, "time": date($0.time)] as [String: Any] } ?? NSNull(),
             "last_fix": heartbeat?.lastFix.map { ["latitude": $0.latitude ?? 0, "longitude": $0.longitude ?? 0, "time": date($0.time),
                                                   "sampled_at": date($0.sampledAt)] as [String: Any] } ?? NSNull(),
             "clock_skew_s": heartbeat?.lastSample?.clockSkew ?? NSNull(),
             "last_acknowledged_at": date(heartbeat?.lastAcknowledgedAt),
             "last_error": heartbeat?.lastError ?? NSNull(),
-            "others": ["active": snapshot.others.count(.active), "stale": snapshot.others.count(.stale), "gone": snapshot.others.count(.gone)],
+            "others": ["active": snapshot.othersCounts.active, "stale": snapshot.othersCounts.stale, "gone": snapshot.othersCounts.gone],
         ]
         if let spool = snapshot.spool {
             object["sharing"] = spool.sharingPaused ? "paused" : "active"

@@ -66,3 +66,47 @@ struct StatusCommandTests {
         #expect(broken.stdout.first?.hasPrefix("UNKNOWN: \(config): [status] heartbeat_limit: must be a number of seconds") == true)
     }
 }
+
+@Suite("agrigps status without root", .serialized, .timeLimit(.minutes(1)))
+struct StatusWithoutRootTests {
+    @Test("a member of the daemon's group reads status from the heartbeat, with the databases closed to it")
+    func groupMember() async throws {
+        try #require(getuid() == 0, "the test switches users, which needs root (as CI has)")
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-group-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        // As systemd sets it up: the daemon's directory, its group may enter; new files take that group.
+        let group: gid_t = 4242
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        #expect(chown(state, 0, group) == 0 && chmod(state, 0o2750) == 0)
+        let port = try ReplayGPSD.freeLoopbackPort()
+        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state])
+        defer {
+            if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
+            daemon.cleanUp()
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !(FileManager.default.contents(atPath: state + "/heartbeat.json").map { String(decoding: $0, as: UTF8.self) }?
+            .contains("lastSample") ?? false) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        // The databases are the daemon's alone (UMask=0077 under systemd).
+        for name in try FileManager.default.contentsOfDirectory(atPath: state) where name.contains(".sqlite") {
+            chmod(state + "/" + name, 0o600)
+        }
+        let output = state + "/status.out"
+        let status = try ChildProcess(executable: "/usr/bin/setpriv",
+                                      arguments: ["--reuid", "65534", "--regid", "65534", "--groups", "\(group)", AgrigpsCommand.path,
+                                                  "status", "--state-dir", state],
+                                      environment: ["PATH": "/usr/bin:/bin"], outputPath: output, errorPath: output + ".err")
+        let code = status.wait(timeout: 20)
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map(String.init)
+        let errors = try String(contentsOfFile: output + ".err", encoding: .utf8)
+        #expect(code == 1, "\(lines) \(errors)")
+        #expect(lines.first == "WARNING: not onboarded; no fix yet")
+        #expect(lines.contains { $0.hasPrefix("Daemon: running (pid \(daemon.process.pid)") })
+        #expect(lines.contains { $0.hasPrefix("Spool: ") && $0.contains("pending") })
+        #expect(errors.isEmpty, "\(errors)")
+        let mode = try FileManager.default.attributesOfItem(atPath: state + "/heartbeat.json")[.posixPermissions] as? Int
+        #expect(mode == 0o640)
+    }
+}
