@@ -3,6 +3,7 @@ import Foundation
 import GNSS
 import Logging
 import Spool
+import Synchronization
 
 /// The long-running job: samples go to the spool first, always; when the machine is onboarded, the
 /// publisher sends them to agrirouter. One object, stopped by cancelling the task that runs it.
@@ -24,6 +25,8 @@ public struct GatewayDaemon: Sendable {
         /// systemd's notify socket: READY once the spool is open and gpsd has been tried, then
         /// WATCHDOG and STATUS with every sample the spool has taken.
         public var notifier: SystemdNotifier?
+        /// Seconds a stop waits for the request in progress, so that SIGTERM ends the daemon within 5 s.
+        public var shutdownGrace: Double = 3
         /// The agrirouter environment onboarded to, for the heartbeat; nil when not onboarded.
         public var environment: String?
         /// Seconds without data before another machine counts as stale, for the heartbeat's counts.
@@ -118,7 +121,12 @@ public struct GatewayDaemon: Sendable {
             await drain(reader: reader)
         }
         publishing.cancel()
-        _ = await publishing.value
+        // A request to agrirouter cannot be interrupted mid-way; on SIGTERM it is left to the
+        // process's end. Nothing is lost: its batch stays in flight in the spool, and the next
+        // start looks for its answer before sending it again.
+        if !(await Self.wait(for: publishing, atMost: configuration.shutdownGrace)) {
+            logger.notice("stopping without waiting for the request in progress; its samples stay in the spool")
+        }
         await heartbeat?.beat()
         var summary = await counter.summary
         summary.othersStored = await reader?.counters.stored ?? 0
@@ -178,6 +186,24 @@ public struct GatewayDaemon: Sendable {
             let busy = report.published > 0 || awaiting > 0 || pending > 0 || reading
             if !busy || failed {
                 try? await Task.sleep(for: .seconds(configuration.sendInterval))
+            }
+        }
+    }
+
+    /// Whether `task` finished within `seconds`.
+    static func wait(for task: Task<Void, Never>, atMost seconds: Double) async -> Bool {
+        let settled = Mutex(false)
+        return await withCheckedContinuation { continuation in
+            let resume = { @Sendable (finished: Bool) in
+                if settled.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: finished) }
+            }
+            Task {
+                await task.value
+                resume(true)
+            }
+            Task {
+                try? await Task.sleep(for: .seconds(seconds))
+                resume(false)
             }
         }
     }

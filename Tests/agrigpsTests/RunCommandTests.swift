@@ -145,4 +145,28 @@ struct RunCommandTests {
         kill(daemon.process.pid, SIGTERM)
         #expect(daemon.process.wait(timeout: 10) == 0, "SIGTERM stops the daemon cleanly")
     }
+
+    @Test("SIGTERM while a request to agrirouter hangs: the daemon still ends within 5 s, its samples kept")
+    func sigtermDuringStalledRequest() async throws {
+        let machine = try await OnboardedMachine.make()
+        defer { Task { await machine.close() } }
+        await machine.simulator.inject(.stall(seconds: 30))
+        let port = try ReplayGPSD.freeLoopbackPort()
+        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", machine.state, "--spacing", "0.05"])
+        defer {
+            if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
+            daemon.cleanUp()
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, await machine.simulator.gatewayRequestArrivals().isEmpty {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(500))  // the request is in the simulator's hands, unanswered
+        let stopping = Date()
+        kill(daemon.process.pid, SIGTERM)
+        #expect(daemon.process.wait(timeout: 10) == 0)
+        #expect(Date().timeIntervalSince(stopping) < 5, "stopped after \(Date().timeIntervalSince(stopping)) s")
+        let status = await machine.spoolStatus()
+        #expect(status.pending > 0 && status.storageFault == nil, "the samples wait for the next start")
+    }
 }

@@ -1,0 +1,48 @@
+# agrigps: build, install and package.
+#
+#   make            release build of agrigps, with the Swift runtime linked in
+#   make install    installs binary, unit, udev rule and example configuration (PREFIX=/usr/local, DESTDIR=)
+#   make deb        builds dist/agrigps_VERSION_ARCH.deb with dpkg-deb
+#
+# BIN=path packages an agrigps built elsewhere (the tests use the debug build).
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CONFIGURATION ?= release
+BIN ?= .build/$(CONFIGURATION)/agrigps
+# Symbols and debug information stay out of the installed binary (STRIP= keeps them).
+STRIP ?= -s
+VERSION := $(shell sed -n 's/^ *version: "\(.*\)",$$/\1/p' Sources/agrigps/Agrigps.swift)
+ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DIST ?= dist
+DEB := $(DIST)/agrigps_$(VERSION)_$(ARCH).deb
+STAGE := $(DIST)/stage
+
+.PHONY: all install deb clean-dist
+
+all: $(BIN)
+
+$(BIN):
+	swift build -c $(CONFIGURATION) --product agrigps --static-swift-stdlib
+
+# Files in place under $(DESTDIR); the unit's ExecStart follows $(PREFIX).
+install: $(BIN)
+	install -D -m 0755 $(STRIP) $(BIN) $(DESTDIR)$(PREFIX)/bin/agrigps
+	install -d $(DESTDIR)/lib/systemd/system $(DESTDIR)/lib/udev/rules.d
+	sed 's|^ExecStart=/usr/bin/agrigps|ExecStart=$(PREFIX)/bin/agrigps|' systemd/agrigps.service > $(DESTDIR)/lib/systemd/system/agrigps.service
+	chmod 0644 $(DESTDIR)/lib/systemd/system/agrigps.service
+	install -m 0644 udev/61-agrigps.rules $(DESTDIR)/lib/udev/rules.d/61-agrigps.rules
+	install -D -m 0644 config/agrigps.conf $(DESTDIR)/etc/agrigps/agrigps.conf
+
+deb: $(BIN)
+	rm -rf $(STAGE)
+	$(MAKE) --no-print-directory install DESTDIR=$(STAGE) PREFIX=/usr BIN=$(BIN)
+	install -d $(STAGE)/DEBIAN
+	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@ARCH@/$(ARCH)/' packaging/debian/control > $(STAGE)/DEBIAN/control
+	install -m 0644 packaging/debian/conffiles $(STAGE)/DEBIAN/conffiles
+	install -m 0755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm $(STAGE)/DEBIAN/
+	dpkg-deb --root-owner-group --build $(STAGE) $(DEB)
+	rm -rf $(STAGE)
+
+clean-dist:
+	rm -rf $(DIST)

@@ -1,0 +1,85 @@
+import Foundation
+import GPSDReplay
+import Testing
+
+/// `make deb` and `make install`, run on the debug binary the tests already have (BIN=…), so the
+/// package's layout is checked without a release build.
+@Suite("Packaging", .serialized, .timeLimit(.minutes(2)))
+struct PackagingTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    func run(_ executable: String, _ arguments: [String], in directory: String) throws -> (code: Int32?, output: String) {
+        let output = directory + "/command-\(UUID().uuidString.prefix(8)).out"
+        let process = try ChildProcess(executable: executable, arguments: arguments,
+                                       environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputPath: output, errorPath: output)
+        let code = process.wait(timeout: 60)
+        return (code, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+    }
+
+    func scratch() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-package-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    @Test("make deb builds a package with the binary, the unit, the udev rule and the configuration, which unpacks and runs")
+    func deb() throws {
+        let work = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let made = try run("/usr/bin/make", ["-C", Self.root, "deb", "BIN=\(AgrigpsCommand.path)", "DIST=\(work)/dist"], in: work)
+        try #require(made.code == 0, "\(made.output)")
+        let debs = try FileManager.default.contentsOfDirectory(atPath: work + "/dist").filter { $0.hasSuffix(".deb") }
+        #expect(debs.count == 1 && debs.first?.hasPrefix("agrigps_0.1.0_") == true, "\(debs)")
+        let deb = work + "/dist/" + (debs.first ?? "")
+
+        let info = try run("/usr/bin/dpkg-deb", ["--info", deb], in: work).output
+        for line in ["Package: agrigps", "Version: 0.1.0", "Depends: gpsd, libgps28, libcurl4, libsqlite3-0, adduser, init-system-helpers"] {
+            #expect(info.contains(" \(line)\n"), "\(line)")
+        }
+        #expect(info.contains("postinst") && info.contains("prerm") && info.contains("postrm") && info.contains("conffiles"))
+
+        let contents = try run("/usr/bin/dpkg-deb", ["--contents", deb], in: work).output.split(separator: "\n")
+        let files = Dictionary(uniqueKeysWithValues: contents.compactMap { line -> (String, String)? in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let path = fields.last, !path.hasSuffix("/") else { return nil }
+            return (String(path), "\(fields[0]) \(fields[1])")
+        })
+        #expect(files == [
+            "./usr/bin/agrigps": "-rwxr-xr-x root/root",
+            "./lib/systemd/system/agrigps.service": "-rw-r--r-- root/root",
+            "./lib/udev/rules.d/61-agrigps.rules": "-rw-r--r-- root/root",
+            "./etc/agrigps/agrigps.conf": "-rw-r--r-- root/root",
+        ])
+
+        // Into a temporary root: the files are the repository's, and the binary runs from there.
+        let root = work + "/root"
+        #expect(try run("/usr/bin/dpkg-deb", ["-x", deb, root], in: work).code == 0)
+        let unit = try String(contentsOfFile: root + "/lib/systemd/system/agrigps.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=/usr/bin/agrigps run"))
+        #expect(FileManager.default.contentsEqual(atPath: root + "/etc/agrigps/agrigps.conf", andPath: Self.root + "/config/agrigps.conf"))
+        let version = try run(root + "/usr/bin/agrigps", ["--version"], in: work)
+        #expect(version.code == 0 && version.output == "0.1.0\n")
+        let control = root + "/control"
+        #expect(try run("/usr/bin/dpkg-deb", ["-e", deb, control], in: work).code == 0)
+        #expect(try String(contentsOfFile: control + "/conffiles", encoding: .utf8) == "/etc/agrigps/agrigps.conf\n")
+        for script in ["postinst", "prerm", "postrm"] {
+            #expect(try run("/bin/sh", ["-n", control + "/" + script], in: work).code == 0, "\(script) parses")
+        }
+        let postinst = try String(contentsOfFile: control + "/postinst", encoding: .utf8)
+        #expect(postinst.contains("adduser --system --group") && postinst.contains("deb-systemd-helper enable agrigps.service"))
+    }
+
+    @Test("make install puts the files under DESTDIR, with the unit pointing at PREFIX")
+    func install() throws {
+        let work = try scratch()
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let made = try run("/usr/bin/make", ["-C", Self.root, "install", "BIN=\(AgrigpsCommand.path)", "DESTDIR=\(work)/root", "PREFIX=/opt/agrigps"], in: work)
+        try #require(made.code == 0, "\(made.output)")
+        #expect(FileManager.default.isExecutableFile(atPath: work + "/root/opt/agrigps/bin/agrigps"))
+        #expect(FileManager.default.fileExists(atPath: work + "/root/lib/udev/rules.d/61-agrigps.rules"))
+        #expect(FileManager.default.fileExists(atPath: work + "/root/etc/agrigps/agrigps.conf"))
+        let unit = try String(contentsOfFile: work + "/root/lib/systemd/system/agrigps.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=/opt/agrigps/bin/agrigps run"))
+    }
+}
