@@ -146,6 +146,14 @@ struct TwoMachineTests {
         #expect(status.stdout.contains("agrirouter: onboarded (local), endpoint \"Tractor\""))
         #expect(status.stdout.contains("Sharing: active"))
         #expect(await simulator.feed(endpoint: try endpointID(directory + "/tractor")).isEmpty, "everything confirmed")
+        // Nothing the commands print, for people or for scripts, carries the key's secret.
+        let secret = try String(contentsOfFile: directory + "/tractor/endpoint.secret", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let json = try await AgrigpsCommand.run(["status", "--json", "--state-dir", directory + "/tractor"])
+        let heartbeat = try String(contentsOfFile: directory + "/tractor/heartbeat.json", encoding: .utf8)
+        #expect(secret.count >= 16)
+        for text in [status.stdout.joined(), json.stdout.joined(), others.stdout.joined(), again.joined(), heartbeat] {
+            #expect(!text.contains(secret))
+        }
     }
 
     func endpointID(_ state: String) throws -> String {
