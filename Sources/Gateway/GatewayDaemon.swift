@@ -118,6 +118,7 @@ public struct GatewayDaemon: Sendable {
         relaying.cancel()
         notifier?.stopping()
         if !Task.isCancelled, connection != nil {
+            await counter.startDraining()
             await drain(reader: reader)
         }
         publishing.cancel()
@@ -157,37 +158,56 @@ public struct GatewayDaemon: Sendable {
                     continue
                 }
             }
-            var failed = false
-            var report = Publisher.CycleReport()
-            do throws(GatewayError) {
-                report = await publisher.absorb(try await pollOutbox(connection, reader: reader))
-                // Paused: nothing is sent, but the others are still read.
-                if !(await spool.isSharingPaused()) {
-                    let sent = await publisher.cycle(fetchingAnswers: false)
-                    report.published = sent.published
-                    if let error = sent.error { throw error }
-                }
-                try await reader?.step()
-            } catch {
-                logger.warning("\(error.description)")
-                await heartbeat?.failed(error.description)
-                failed = true
-            }
+            let started = uptime()
+            let (report, failed) = await pass(publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat)
             await counter.add(published: report.published, acknowledged: report.acknowledged)
-            if report.acknowledged > 0 {
-                logger.info("agrirouter acknowledged \(report.acknowledged) samples")
-                await heartbeat?.acknowledged()
-            }
-            await heartbeat?.beat()
-            // With a backlog, answers due or feed work, go again at once: the connection keeps the spacing.
-            let pending = await spool.status().pending
-            let awaiting = await publisher.awaitingAnswers
-            let reading = await reader?.isBusy ?? false
-            let busy = report.published > 0 || awaiting > 0 || pending > 0 || reading
-            if !busy || failed {
+            if failed {
                 try? await Task.sleep(for: .seconds(configuration.sendInterval))
+            } else if !(await hasWorkNow(publisher: publisher, reader: reader, counter: counter)) {
+                // The next cycle starts one send interval after this one started.
+                try? await Task.sleep(for: .seconds(max(0, configuration.sendInterval - (uptime() - started))))
             }
         }
+    }
+
+    /// One send cycle: poll the outbox (answers, pushes), publish the next batch unless paused, and
+    /// make the feed reader's next request. Returns what happened, and whether agrirouter failed us.
+    private func pass(publisher: Publisher, connection: AgrirouterConnection, reader: FeedReader?,
+                      heartbeat: HeartbeatWriter?) async -> (Publisher.CycleReport, failed: Bool) {
+        var report = Publisher.CycleReport()
+        var failed = false
+        do throws(GatewayError) {
+            report = await publisher.absorb(try await pollOutbox(connection, reader: reader))
+            // Paused: nothing is sent, but the others are still read.
+            if !(await spool.isSharingPaused()) {
+                let sent = await publisher.cycle(fetchingAnswers: false)
+                report.published = sent.published
+                if let error = sent.error { throw error }
+            }
+            try await reader?.step()
+        } catch {
+            logger.warning("\(error.description)")
+            await heartbeat?.failed(error.description)
+            failed = true
+        }
+        if report.acknowledged > 0 {
+            logger.info("agrirouter acknowledged \(report.acknowledged) samples")
+            await heartbeat?.acknowledged()
+        }
+        await heartbeat?.beat()
+        return (report, failed)
+    }
+
+    /// Whether to go again at once rather than wait for the next cycle (the connection keeps the
+    /// spacing): a backlog older than a cycle drains in full batches, the feed reader has requests
+    /// to make, or a finished replay is being sent off. Samples of the current cycle wait for the next.
+    private func hasWorkNow(publisher: Publisher, reader: FeedReader?, counter: Counter) async -> Bool {
+        let status = await spool.status()
+        if (status.oldestPendingAge ?? 0) > configuration.sendInterval + configuration.samplingInterval { return true }
+        if await reader?.isBusy ?? false { return true }
+        guard await counter.draining else { return false }
+        let awaiting = await publisher.awaitingAnswers
+        return status.pending + status.inFlight + status.failed > 0 || awaiting > 0
     }
 
     /// Whether `task` finished within `seconds`.
@@ -239,6 +259,10 @@ public struct GatewayDaemon: Sendable {
 
 private actor Counter {
     var summary = GatewayDaemon.Summary()
+    /// The source has ended (a replay): send what is left without waiting for cycles.
+    private(set) var draining = false
+
+    func startDraining() { draining = true }
 
     func add(samples: Int = 0, published: Int = 0, acknowledged: Int = 0) {
         summary.samples += samples
