@@ -1,10 +1,16 @@
 // Benchmarks, not tests: each figure is printed beside its baseline, taken in the same run.
 //
-//   swift run -c release agrigps-bench [--appends N] [--directory DIR]
+//   swift build -c release && .build/release/agrigps-bench [--appends N] [--directory DIR]
+//       [--drain-samples N] [--drain-spacing SECONDS] [--latency-seconds N]
 //
-// Spool appends: durable appends per second through the Spool (one transaction and one disk sync per
-// sample), against the sqlite3 C API doing the same statements with the same pragmas on the same
-// schema. Rounds alternate between the two so that a noisy disk hurts both alike.
+// 1. Spool appends: durable appends per second through the Spool (one transaction and one disk sync
+//    per sample), against the sqlite3 C API doing the same statements with the same pragmas on the
+//    same schema. Rounds alternate between the two so that a noisy disk hurts both alike.
+// 2. Backlog drain: a day at 1 Hz buffered, sent to agrirouter-sim at production spacing, against
+//    the fewest requests the payload cap allows.
+// 3. Bytes on the wire per position, against the raw GPSEntry.
+// 4. CPU seconds and peak RSS of `agrigps run` on 10 minutes of 10 Hz data, against `gpspipe -w`.
+// 5. Latency from a fix to its acknowledgement, p50 and p99, against the send interval plus 2 s.
 import Foundation
 import GNSS
 import Agrirouter
@@ -16,6 +22,9 @@ import SwiftProtobuf
 
 struct Options {
     var appends = 2000
+    var latencySeconds = 150
+    /// Run one benchmark only: spool, drain, cpu or latency.
+    var only: String?
     var directory = FileManager.default.temporaryDirectory.path
     var drainSamples = 86_400
     var drainSpacing = 5.0
@@ -28,8 +37,10 @@ struct Options {
             case ("--directory", let value?): directory = value
             case ("--drain-samples", let value?) where Int(value).map({ $0 > 0 }) == true: drainSamples = Int(value)!
             case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true: drainSpacing = Double(value)!
+            case ("--only", let value?) where ["spool", "drain", "cpu", "latency"].contains(value): only = value
+            case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: latencySeconds = Int(value)!
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS]\n".utf8))
+                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--latency-seconds N] [--only spool|drain|cpu|latency]\n".utf8))
                 exit(64)
             }
         }
@@ -116,74 +127,100 @@ let workDirectory = options.directory + "/agrigps-bench-\(getpid())"
 try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(atPath: workDirectory) }
 
-let spool = Spool(path: workDirectory + "/spool.sqlite")
-do {
-    // The baseline gets the spool's own schema, so both write the same row into the same table.
-    _ = Spool(path: workDirectory + "/baseline.sqlite")
-}
-let raw = RawSQLite(path: workDirectory + "/baseline.sqlite")
-print("agrigps-bench: spool appends, \(options.appends) per figure, in \(options.directory)")
+func spoolAppends() async {
+    let spool = Spool(path: workDirectory + "/spool.sqlite")
+    do {
+        // The baseline gets the spool's own schema, so both write the same row into the same table.
+        _ = Spool(path: workDirectory + "/baseline.sqlite")
+    }
+    let raw = RawSQLite(path: workDirectory + "/baseline.sqlite")
+    print("agrigps-bench: spool appends, \(options.appends) per figure, in \(options.directory)")
 
-for groupSize in [1, 10, 100] {
-    let rounds = 4
-    let groups = max(1, options.appends / groupSize / rounds)
-    var spoolTime = 0.0
-    var baselineTime = 0.0
-    var seq = 0
-    for _ in 0..<rounds {
-        spoolTime += await seconds {
-            for _ in 0..<groups {
-                let batch = (0..<groupSize).map { _ in seq += 1; return sample(seq) }
-                if groupSize == 1 { await spool.append(batch[0]) } else { await spool.append(batch) }
+    for groupSize in [1, 10, 100] {
+        let rounds = 4
+        let groups = max(1, options.appends / groupSize / rounds)
+        var spoolTime = 0.0
+        var baselineTime = 0.0
+        var seq = 0
+        for _ in 0..<rounds {
+            spoolTime += await seconds {
+                for _ in 0..<groups {
+                    let batch = (0..<groupSize).map { _ in seq += 1; return sample(seq) }
+                    if groupSize == 1 { await spool.append(batch[0]) } else { await spool.append(batch) }
+                }
+            }
+            baselineTime += await seconds {
+                for _ in 0..<groups { raw.append((0..<groupSize).map { _ in seq += 1; return sample(seq) }) }
             }
         }
-        baselineTime += await seconds {
-            for _ in 0..<groups { raw.append((0..<groupSize).map { _ in seq += 1; return sample(seq) }) }
-        }
+        let appended = Double(groups * rounds * groupSize)
+        let label = groupSize == 1 ? "durable appends (1 per commit)" : "grouped appends (\(groupSize) per commit)"
+        line(label, spool: appended / spoolTime, baseline: appended / baselineTime)
     }
-    let appended = Double(groups * rounds * groupSize)
-    let label = groupSize == 1 ? "durable appends (1 per commit)" : "grouped appends (\(groupSize) per commit)"
-    line(label, spool: appended / spoolTime, baseline: appended / baselineTime)
+    let status = await spool.status()
+    precondition(status.storageFault == nil && status.pending > 0, "the spool did not take the appends")
+
 }
-let status = await spool.status()
-precondition(status.storageFault == nil && status.pending > 0, "the spool did not take the appends")
 
 // Backlog drain: a day at 1 Hz buffered, then sent to agrirouter-sim over mutual TLS at production
 // spacing. Baseline: the fewest requests the payload cap allows (one per full GPSList), and the
 // raw GPSEntry size for the bytes on the wire.
-let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["BENCH00001": "Bench"]))
+let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["BENCH00001": "Bench", "BENCH00002": "Bench CPU",
+                                                                          "BENCH00003": "Bench latency"]))
 let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
 let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "bench", certificationVersionID: "bench"))
     .onboard(tan: "BENCH00001", externalID: "urn:agrigps:bench")
-var drainConfiguration = SpoolConfiguration()
-drainConfiguration.wireSize = GPSEntry.wireSize(of:)
-let backlog = Spool(path: workDirectory + "/backlog.sqlite", configuration: drainConfiguration)
-let start = Date().addingTimeInterval(-Double(options.drainSamples))
-let day = (0..<options.drainSamples).map { index -> PositionSample in
-    let report = PositionReport(time: start.addingTimeInterval(Double(index)), gpsdMode: 3, gpsdStatus: 3,
-                                latitude: 48.1 + Double(index) * 1e-7, longitude: 11.5 + Double(index) * 1e-7, altitudeHAE: 547.25,
-                                hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
-    return PositionSample(sampledAt: start.addingTimeInterval(Double(index)), state: report.fixState, report: report)
+
+func backlogDrain() async throws {
+    var drainConfiguration = SpoolConfiguration()
+    drainConfiguration.wireSize = GPSEntry.wireSize(of:)
+    let backlog = Spool(path: workDirectory + "/backlog.sqlite", configuration: drainConfiguration)
+    let start = Date().addingTimeInterval(-Double(options.drainSamples))
+    let day = (0..<options.drainSamples).map { index -> PositionSample in
+        let report = PositionReport(time: start.addingTimeInterval(Double(index)), gpsdMode: 3, gpsdStatus: 3,
+                                    latitude: 48.1 + Double(index) * 1e-7, longitude: 11.5 + Double(index) * 1e-7, altitudeHAE: 547.25,
+                                    hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
+        return PositionSample(sampledAt: start.addingTimeInterval(Double(index)), state: report.fixState, report: report)
+    }
+    for chunk in stride(from: 0, to: day.count, by: 10_000) { await backlog.append(Array(day[chunk..<min(chunk + 10_000, day.count)])) }
+    let drainConnection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01)
+    _ = try await EndpointSetup(applicationID: "bench", certificationVersionID: "bench").run(on: drainConnection)
+    let spaced = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: options.drainSpacing)
+    let publisher = Publisher(spool: backlog, connection: spaced)
+    let drainStart = uptime()
+    var positions = 0
+    while true {
+        positions += await publisher.cycle().published
+        let status = await backlog.status()
+        if status.pending + status.inFlight == 0, await publisher.awaitingAnswers == 0 { break }
+    }
+    let drainSeconds = uptime() - drainStart
+    let requests = await spaced.requestCount
+    let bodyBytes = await spaced.bodyBytesSent
+    let rawEntry = Double((try GPSEntry(day[0]).serializedBytes() as Data).count)
+    let fewest = Int((Double(options.drainSamples) / Double(SpoolConfiguration.agrirouterPayloadCap / GPSEntry.wireSize(of: day[0]))).rounded(.up))
+    print(String(format: "backlog drain: %d samples in %d requests (%d sends), %.0f s at %.0f s spacing; fewest sends the payload cap allows: %d",
+                 options.drainSamples, requests, (requests + 1) / 2, drainSeconds, options.drainSpacing, fewest))
+    print(String(format: "bytes on the wire per position: %.1f   raw GPSEntry %.0f bytes   ratio %.2f",
+                 Double(bodyBytes) / Double(positions), rawEntry, Double(bodyBytes) / Double(positions) / rawEntry))
 }
-for chunk in stride(from: 0, to: day.count, by: 10_000) { await backlog.append(Array(day[chunk..<min(chunk + 10_000, day.count)])) }
-let drainConnection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01)
-_ = try await EndpointSetup(applicationID: "bench", certificationVersionID: "bench").run(on: drainConnection)
-let spaced = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: options.drainSpacing)
-let publisher = Publisher(spool: backlog, connection: spaced)
-let drainStart = uptime()
-var positions = 0
-while true {
-    positions += await publisher.cycle().published
-    let status = await backlog.status()
-    if status.pending + status.inFlight == 0, await publisher.awaitingAnswers == 0 { break }
+
+if options.only == nil || options.only == "spool" { await spoolAppends() }
+if options.only == nil || options.only == "drain" { try await backlogDrain() }
+
+// The daemon itself, as a process: it is built beside this benchmark (swift build -c release).
+let agrigps = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("agrigps").path
+guard FileManager.default.isExecutableFile(atPath: agrigps) else {
+    FileHandle.standardError.write(Data("agrigps-bench: no agrigps beside this benchmark; run 'swift build -c release' first\n".utf8))
+    exit(69)
 }
-let drainSeconds = uptime() - drainStart
-let requests = await spaced.requestCount
-let bodyBytes = await spaced.bodyBytesSent
-let rawEntry = Double((try GPSEntry(day[0]).serializedBytes() as Data).count)
-let fewest = Int((Double(options.drainSamples) / Double(SpoolConfiguration.agrirouterPayloadCap / GPSEntry.wireSize(of: day[0]))).rounded(.up))
-print(String(format: "backlog drain: %d samples in %d requests (%d sends), %.0f s at %.0f s spacing; fewest sends the payload cap allows: %d",
-             options.drainSamples, requests, (requests + 1) / 2, drainSeconds, options.drainSpacing, fewest))
-print(String(format: "bytes on the wire per position: %.1f   raw GPSEntry %.0f bytes   ratio %.2f",
-             Double(bodyBytes) / Double(positions), rawEntry, Double(bodyBytes) / Double(positions) / rawEntry))
+let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Fixtures/nmea/nmea-rtk.log").path
+if options.only == nil || options.only == "cpu" {
+    try await cpuAndMemory(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator)
+}
+if options.only == nil || options.only == "latency" {
+    try await latency(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator,
+                      seconds: options.latencySeconds, sendInterval: 10, spacing: 5)
+}
 await simulator.shutdown()

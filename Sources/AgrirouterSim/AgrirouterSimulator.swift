@@ -79,6 +79,8 @@ public final class AgrirouterSimulator: Sendable {
     public func clearFaults() async { await state.clearFaults() }
     /// Everything an endpoint has sent, decoded, in order.
     public func sentMessages(endpoint: String) async -> [DecodedRequest] { await state.sentMessages(endpoint: endpoint) }
+    /// When each of `sentMessages` arrived (and was answered: the simulator acknowledges on arrival).
+    public func arrivals(endpoint: String) async -> [Date] { await state.arrivals(endpoint: endpoint) }
     /// When each measures or commands request arrived, in monotonic seconds.
     public func gatewayRequestArrivals() async -> [Double] { await state.gatewayRequestArrivals() }
     public func subscriptions(endpoint: String) async -> Set<String> { await state.subscriptions(endpoint: endpoint) }

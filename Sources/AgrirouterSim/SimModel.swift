@@ -74,6 +74,8 @@ struct SimEndpoint: Sendable {
     /// Every message id the endpoint confirmed, with when.
     var confirmations: [(messageID: String, at: Date)] = []
     var sent: [DecodedRequest] = []
+    /// When each of `sent` arrived.
+    var arrivals: [Date] = []
 
     func accepts(_ type: String, receiving: Bool) -> Bool {
         guard let direction = capabilities?[type] else { return false }

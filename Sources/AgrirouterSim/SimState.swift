@@ -189,6 +189,7 @@ actor SimState {
             return
         }
         endpoints[deviceID]?.sent.append(request)
+        endpoints[deviceID]?.arrivals.append(now)
         let id = request.envelope.applicationMessageID
         if let index = faults.firstIndex(where: { if case .ackWithFailure = $0 { true } else { false } }),
            case .ackWithFailure(let code) = faults[index] {
@@ -464,6 +465,7 @@ actor SimState {
     func clearFaults() { faults.removeAll() }
 
     func sentMessages(endpoint deviceID: String) -> [DecodedRequest] { endpoints[deviceID]?.sent ?? [] }
+    func arrivals(endpoint deviceID: String) -> [Date] { endpoints[deviceID]?.arrivals ?? [] }
     func gatewayRequestArrivals() -> [Double] { requestArrivals }
     func subscriptions(endpoint deviceID: String) -> Set<String> { endpoints[deviceID]?.subscriptions ?? [] }
     func feed(endpoint deviceID: String) -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { endpoints[deviceID]?.feed ?? [] }

@@ -54,6 +54,11 @@ public actor AgrirouterConnection {
         environment == "production" ? 5 : 10
     }
 
+    /// Seconds until a request could go out; a caller may wait this long before it gathers what to send.
+    public func untilNextTurn() -> Double {
+        max(0, (lastSlot ?? -.infinity) + minimumSpacing - uptime())
+    }
+
     /// Waits for the next free slot. The slot is reserved before suspending, so concurrent callers
     /// queue up instead of slipping in between.
     private func waitForTurn() async {

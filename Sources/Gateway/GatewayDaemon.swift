@@ -141,6 +141,7 @@ public struct GatewayDaemon: Sendable {
         }
         let publisher = Publisher(spool: spool, connection: connection, logger: logger)
         var setUpAt: Date?
+        var readerTurn = false
         while !Task.isCancelled {
             if setUpAt.map({ Date().timeIntervalSince($0) > configuration.setupRenewal }) ?? true {
                 do {
@@ -159,7 +160,8 @@ public struct GatewayDaemon: Sendable {
                 }
             }
             let started = uptime()
-            let (report, failed) = await pass(publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat)
+            let (report, failed) = await pass(publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat,
+                                              readerTurn: &readerTurn)
             await counter.add(published: report.published, acknowledged: report.acknowledged)
             if failed {
                 try? await Task.sleep(for: .seconds(configuration.sendInterval))
@@ -170,21 +172,28 @@ public struct GatewayDaemon: Sendable {
         }
     }
 
-    /// One send cycle: poll the outbox (answers, pushes), publish the next batch unless paused, and
-    /// make the feed reader's next request. Returns what happened, and whether agrirouter failed us.
+    /// One send cycle: publish the next batch unless paused, taken from the spool at its turn so it
+    /// is as fresh as can be; then either poll the outbox (answers, pushes) or, every other cycle
+    /// when it has one due, make the feed reader's request in the poll's place. Two requests a cycle
+    /// keep the interval at twice the spacing (10 s in production) even while the feed is read.
     private func pass(publisher: Publisher, connection: AgrirouterConnection, reader: FeedReader?,
-                      heartbeat: HeartbeatWriter?) async -> (Publisher.CycleReport, failed: Bool) {
+                      heartbeat: HeartbeatWriter?, readerTurn: inout Bool) async -> (Publisher.CycleReport, failed: Bool) {
         var report = Publisher.CycleReport()
         var failed = false
         do throws(GatewayError) {
-            report = await publisher.absorb(try await pollOutbox(connection, reader: reader))
             // Paused: nothing is sent, but the others are still read.
             if !(await spool.isSharingPaused()) {
                 let sent = await publisher.cycle(fetchingAnswers: false)
                 report.published = sent.published
                 if let error = sent.error { throw error }
             }
-            try await reader?.step()
+            if readerTurn, let reader, try await reader.step() {
+                readerTurn = false
+            } else {
+                let settled = await publisher.absorb(try await pollOutbox(connection, reader: reader))
+                report.acknowledged = settled.acknowledged
+                readerTurn = true
+            }
         } catch {
             logger.warning("\(error.description)")
             await heartbeat?.failed(error.description)

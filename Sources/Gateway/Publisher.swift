@@ -67,9 +67,12 @@ public actor Publisher {
                 return report
             }
         }
+        // The batch is taken when it can go out at once, so it carries the newest samples.
+        let wait = await connection.untilNextTurn()
+        if wait > 0 { try? await Task.sleep(for: .seconds(wait)) }
         let batch: SpoolBatch
         do {
-            guard let taken = try await spool.takeBatch(byteBudget: byteBudget, now: now) else { return report }
+            guard let taken = try await spool.takeBatch(byteBudget: byteBudget, now: wait > 0 ? now.addingTimeInterval(wait) : now) else { return report }
             batch = taken
         } catch {
             report.error = .transport(.connectionFailed("spool: \(error.description)"))

@@ -1,0 +1,213 @@
+// The benchmarks that run `agrigps run` itself as a process: CPU and peak memory against gpspipe
+// on the same replay, and the latency from a fix to agrirouter-sim's acknowledgement.
+import Agrirouter
+import AgrirouterSim
+import Foundation
+import GNSS
+import GPSDReplay
+import Gateway
+import Spool
+
+/// A long 10 Hz log made from a fixture's own GGA and RMC sentences, re-timed and re-checksummed, so
+/// that the receiver's fields are real and only the clock is ours.
+enum SyntheticLog {
+    static func make(fromFixture path: String, epochs: Int, step: Double, start: Date) throws -> String {
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(whereSeparator: \.isNewline).map(String.init)
+        var pairs: [(gga: [String], rmc: [String])] = []
+        var pendingGGA: [String]?
+        for line in lines {
+            let body = line.split(separator: "*").first.map(String.init) ?? ""
+            let fields = body.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            if fields.first?.hasSuffix("GGA") == true { pendingGGA = fields }
+            if fields.first?.hasSuffix("RMC") == true, let gga = pendingGGA {
+                pairs.append((gga, fields))
+                pendingGGA = nil
+            }
+        }
+        precondition(!pairs.isEmpty, "no GGA and RMC pairs in \(path)")
+        let time = DateFormatter()
+        time.locale = Locale(identifier: "en_US_POSIX")
+        time.timeZone = TimeZone(identifier: "UTC")
+        var text = ""
+        for epoch in 0..<epochs {
+            let at = start.addingTimeInterval(Double(epoch) * step)
+            time.dateFormat = "HHmmss.SS"
+            let clock = time.string(from: at)
+            time.dateFormat = "ddMMyy"
+            let day = time.string(from: at)
+            var (gga, rmc) = pairs[epoch % pairs.count]
+            gga[1] = clock
+            rmc[1] = clock
+            rmc[9] = day
+            text += sentence(gga) + sentence(rmc)
+        }
+        return text
+    }
+
+    private static func sentence(_ fields: [String]) -> String {
+        let body = fields.joined(separator: ",")
+        let checksum = body.utf8.dropFirst().reduce(UInt8(0)) { $0 ^ $1 }
+        return body + String(format: "*%02X\r\n", checksum)
+    }
+}
+
+/// A child process, and what the kernel counted for it once it has ended.
+struct MeasuredProcess {
+    let process: ChildProcess
+    let output: String
+
+    init(_ executable: String, _ arguments: [String], output: String) throws {
+        self.output = output
+        process = try ChildProcess(executable: executable, arguments: arguments, environment: ProcessInfo.processInfo.environment,
+                                   outputPath: output, errorPath: output + ".err")
+    }
+
+    /// The peak resident set so far, in MiB: VmHWM counts from the exec, unlike the rusage of a child
+    /// spawned with vfork, which starts from its parent's peak.
+    func peakMiB() -> Double {
+        let status = (try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return (line.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0) / 1024
+    }
+
+    /// Reads the peak, then SIGTERM; returns the CPU seconds (user + system) and the peak in MiB.
+    func stop() -> (cpu: Double, peakMiB: Double) {
+        let peak = peakMiB()
+        kill(process.pid, SIGTERM)
+        var status: Int32 = 0
+        var usage = rusage()
+        _ = wait4(process.pid, &status, 0, &usage)
+        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        return (cpu, peak)
+    }
+}
+
+func waitUntil(timeout: Double, _ condition: () async -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+    return false
+}
+
+/// A state directory onboarded to the simulator, as `agrigps onboard --env local` leaves it.
+func onboardedState(_ directory: String, simulator: AgrirouterSimulator, tan: String) async throws -> OnboardingResponse {
+    let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+    let settings = OnboardingSettings(applicationID: "bench", certificationVersionID: "bench")
+    let store = CredentialStore(directory: directory)
+    let response = try await OnboardingClient(environment: environment, settings: settings).onboard(tan: tan, externalID: try store.externalID())
+    try store.save(response, environment: "local", settings: settings, trustedCAPEM: simulator.caCertificatePEM)
+    return response
+}
+
+/// `agrigps run` against a private gpsd replaying `log`, stopped once the log has ended and the
+/// spool is sent (or, not onboarded, once the end has been sampled).
+func runReplayed(agrigps: String, log: NMEALog, state: String, onboardTo simulator: AgrirouterSimulator?,
+                 work: String) async throws -> (cpu: Double, peakMiB: Double) {
+    if let simulator { _ = try await onboardedState(state, simulator: simulator, tan: "BENCH00002") }
+    let gpsd = try ReplayGPSD(log: log)
+    defer { gpsd.stop() }
+    let daemon = try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "0.2",
+                                               "--send-interval", "1"], output: work + "/run.out")
+    let finished = await waitUntil(timeout: 300) {
+        guard lastSampleState(state) == "no_receiver" else { return false }
+        guard simulator != nil else { return true }
+        let status = await Spool(path: state + "/spool.sqlite").status()
+        return status.pending + status.inFlight == 0
+    }
+    let cost = daemon.stop()
+    precondition(finished, "agrigps did not finish the replay: \((try? String(contentsOfFile: work + "/run.out.err", encoding: .utf8))?.suffix(300) ?? "")")
+    return cost
+}
+
+func lastSampleState(_ directory: String) -> String? {
+    Heartbeat.read(from: directory + "/heartbeat.json")?.lastSample?.state
+}
+
+/// 10 minutes of 10 Hz data at top speed: `agrigps run` (sampling, spooling and publishing to the
+/// simulator) against `gpspipe -w` reading the same replay from its own gpsd.
+func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator) async throws {
+    let epochs = 6000
+    try SyntheticLog.make(fromFixture: fixture, epochs: epochs, step: 0.1, start: Date(timeIntervalSince1970: 1_790_000_000))
+        .write(toFile: work + "/10hz.log", atomically: true, encoding: .utf8)
+    let log = try NMEALog(contentsOf: work + "/10hz.log")
+    let publishing = try await runReplayed(agrigps: agrigps, log: log, state: work + "/cpu-state", onboardTo: simulator, work: work)
+    let sampling = try await runReplayed(agrigps: agrigps, log: log, state: work + "/cpu-sampling-state", onboardTo: nil, work: work)
+
+    let theirs = try ReplayGPSD(log: log)
+    let pipe = try MeasuredProcess("/usr/bin/gpspipe", ["-w", theirs.address.description], output: work + "/gpspipe.out")
+    let piped = await waitUntil(timeout: 300) {
+        (try? String(contentsOfFile: work + "/gpspipe.out", encoding: .utf8))?.contains("\"activated\":0") ?? false
+    }
+    let gpspipeCost = pipe.stop()
+    theirs.stop()
+    let reports = ((try? String(contentsOfFile: work + "/gpspipe.out", encoding: .utf8)) ?? "").components(separatedBy: "\"class\":\"TPV\"").count - 1
+    precondition(piped, "gpspipe did not see the end of the replay")
+    print(String(format: "agrigps run on %d epochs of 10 Hz (10 min) at top speed; baseline gpspipe -w on the same (%d TPV): CPU %.2f s, peak RSS %.1f MiB",
+                 epochs, reports, gpspipeCost.cpu, gpspipeCost.peakMiB))
+    for (label, cost) in [("sampling and publishing", publishing), ("sampling only (not onboarded)", sampling)] {
+        print(String(format: "   %-30@ CPU %.2f s (ratio %.1f), peak RSS %.1f MiB", label as NSString, cost.cpu,
+                     cost.cpu / max(gpspipeCost.cpu, 0.001), cost.peakMiB))
+    }
+}
+
+/// A 1 Hz receiver in real time, `agrigps run` publishing at production spacing: for every position
+/// the simulator acknowledged, the time from gpsd reporting the fix (seen by a client of our own on
+/// the same gpsd) to its arrival at the simulator, which acknowledges on arrival.
+func latency(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator,
+             seconds: Int, sendInterval: Double, spacing: Double) async throws {
+    try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: work + "/1hz.log", atomically: true, encoding: .utf8)
+    let log = try NMEALog(contentsOf: work + "/1hz.log")
+    var options = ReplayGPSD.Options()
+    options.realTime = true
+    let gpsd = try ReplayGPSD(log: log, options: options)
+    let state = work + "/latency-state"
+    let endpoint = try await onboardedState(state, simulator: simulator, tan: "BENCH00003")
+
+    // Our own client: when gpsd reported each fix, by its receiver time.
+    let seen = Task { () -> [Double: Date] in
+        var seen: [Double: Date] = [:]
+        for await event in GPSDSource(configuration: GPSDSource.Configuration(address: gpsd.address)).events() {
+            if case .report(let report) = event, let time = report.time { seen[time.timeIntervalSince1970.rounded()] = Date() }
+            if case .deviceRemoved = event { break }
+        }
+        return seen
+    }
+    try await Task.sleep(for: .milliseconds(300))
+    let daemon = try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "\(spacing)",
+                                               "--send-interval", "\(sendInterval)"], output: work + "/latency.out")
+    let fixTimes = await seen.value
+    _ = await waitUntil(timeout: 3 * sendInterval + 10) { await Spool(path: state + "/spool.sqlite").status().pending == 0 }
+    _ = daemon.stop()
+    gpsd.stop()
+
+    let messages = await simulator.sentMessages(endpoint: endpoint.deviceAlternateId)
+    let arrivals = await simulator.arrivals(endpoint: endpoint.deviceAlternateId)
+    var latencies: [Double] = []
+    for (message, arrival) in zip(messages, arrivals) where message.envelope.technicalMessageType == TechnicalMessageType.gpsInfo {
+        for entry in try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: message.payload).gpsEntries
+        where entry.positionStatus != .dNoGps && entry.positionStatus != .dNotAvailable {
+            if let fix = fixTimes[entry.gpsUtcTimestamp.date.timeIntervalSince1970.rounded()] {
+                latencies.append(arrival.timeIntervalSince(fix))
+            }
+        }
+    }
+    precondition(latencies.count >= seconds / 2, "only \(latencies.count) positions matched their fixes")
+    if let path = ProcessInfo.processInfo.environment["AGRIGPS_BENCH_LATENCIES"] {
+        try latencies.map { String(format: "%.2f", $0) }.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+    // The first minute holds the start: capabilities, subscription and the feed catch-up.
+    var steady = Array(latencies.dropFirst(60)).sorted()
+    if steady.isEmpty { steady = latencies.sorted() }
+    latencies.sort()
+    let p50 = latencies[latencies.count / 2]
+    let p99 = latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.99).rounded(.up)) - 1)]
+    print(String(format: "latency fix to acknowledged, %d positions, send interval %.0f s, spacing %.0f s: p50 %.1f s, p99 %.1f s, max %.1f s",
+                 latencies.count, sendInterval, spacing, p50, p99, latencies.last ?? 0))
+    let steadyP99 = steady[min(steady.count - 1, Int((Double(steady.count) * 0.99).rounded(.up)) - 1)]
+    print(String(format: "   after the first minute (%d positions): p50 %.1f s, p99 %.1f s", steady.count, steady[steady.count / 2], steadyP99))
+    print(String(format: "   baseline: the send interval plus 2 s = %.0f s   p99 ratio %.2f (after the first minute %.2f)",
+                 sendInterval + 2, p99 / (sendInterval + 2), steadyP99 / (sendInterval + 2)))
+}
