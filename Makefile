@@ -9,7 +9,8 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 CONFIGURATION ?= release
-BIN ?= .build/$(CONFIGURATION)/agrigps
+BUILT := .build/$(CONFIGURATION)/agrigps
+BIN ?= $(BUILT)
 # Symbols and debug information stay out of the installed binary (STRIP= keeps them).
 STRIP ?= -s
 VERSION := $(shell sed -n 's/^ *version: "\(.*\)",$$/\1/p' Sources/agrigps/Agrigps.swift)
@@ -18,15 +19,16 @@ DIST ?= dist
 DEB := $(DIST)/agrigps_$(VERSION)_$(ARCH).deb
 STAGE := $(DIST)/stage
 
-.PHONY: all install deb clean-dist
+.PHONY: all build install deb clean-dist
 
-all: $(BIN)
+all: build
 
-$(BIN):
-	swift build -c $(CONFIGURATION) --product agrigps --static-swift-stdlib
+# Always asks swift build (which does nothing when nothing changed), so a stale binary is never packaged.
+build:
+	@if [ "$(BIN)" = "$(BUILT)" ]; then swift build -c $(CONFIGURATION) --product agrigps --static-swift-stdlib; fi
 
 # Files in place under $(DESTDIR); the unit's ExecStart follows $(PREFIX).
-install: $(BIN)
+install: build
 	install -D -m 0755 $(STRIP) $(BIN) $(DESTDIR)$(PREFIX)/bin/agrigps
 	install -d $(DESTDIR)/lib/systemd/system $(DESTDIR)/lib/udev/rules.d
 	sed 's|^ExecStart=/usr/bin/agrigps|ExecStart=$(PREFIX)/bin/agrigps|' systemd/agrigps.service > $(DESTDIR)/lib/systemd/system/agrigps.service
@@ -34,7 +36,7 @@ install: $(BIN)
 	install -m 0644 udev/61-agrigps.rules $(DESTDIR)/lib/udev/rules.d/61-agrigps.rules
 	install -D -m 0644 config/agrigps.conf $(DESTDIR)/etc/agrigps/agrigps.conf
 
-deb: $(BIN)
+deb: build
 	rm -rf $(STAGE)
 	$(MAKE) --no-print-directory install DESTDIR=$(STAGE) PREFIX=/usr BIN=$(BIN)
 	install -d $(STAGE)/DEBIAN
