@@ -36,14 +36,70 @@ public struct GPSDSource: Sendable {
     /// Starts the reader thread. Dropping or cancelling the stream stops it.
     public func events() -> AsyncStream<SourceEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: SourceEvent.self)
+        start(EventRelay(continuation: continuation)) { stop in continuation.onTermination = { _ in stop.set() } }
+        return stream
+    }
+
+    /// Samples made on the reader thread itself, by the same rules as `Sampler`: a 10 Hz receiver's
+    /// reports stay on that thread, and only a sample per interval (and the rare events other than
+    /// reports) wakes the consumer. Dropping or cancelling the stream stops the thread.
+    public func sampled(by sampler: Sampler) -> AsyncStream<SamplerOutput> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SamplerOutput.self)
+        start(SamplingRelay(core: sampler.core(), continuation: continuation)) { stop in
+            continuation.onTermination = { _ in stop.set() }
+        }
+        return stream
+    }
+
+    private func start<Sink: SourceSink>(_ sink: Sink, stoppedBy connect: (StopFlag) -> Void) {
         let stop = StopFlag()
-        continuation.onTermination = { _ in stop.set() }
-        let reader = SourceReader(configuration: configuration, logger: logger,
-                                  continuation: continuation, stop: stop)
-        let thread = Thread { reader.run() }
+        connect(stop)
+        let reader = SourceReader(configuration: configuration, logger: logger, sink: sink, stop: stop)
+        let thread = Thread {
+            var reader = reader
+            reader.run()
+        }
         thread.name = "agrigps.gpsd-reader"
         thread.start()
-        return stream
+    }
+}
+
+/// Where the reader thread puts what it learns. Its methods run on that thread only.
+protocol SourceSink: Sendable {
+    /// The monotonic time at which `idle` has something to do, if ever.
+    var deadline: Double? { get }
+    mutating func take(_ event: SourceEvent)
+    mutating func idle()
+    mutating func finish()
+}
+
+/// Every event, as it comes, to an async consumer.
+struct EventRelay: SourceSink {
+    let continuation: AsyncStream<SourceEvent>.Continuation
+    var deadline: Double? { nil }
+    func take(_ event: SourceEvent) { continuation.yield(event) }
+    func idle() {}
+    func finish() { continuation.finish() }
+}
+
+/// The sampler's rules, applied where the events arise.
+struct SamplingRelay: SourceSink {
+    var core: SamplerCore
+    let continuation: AsyncStream<SamplerOutput>.Continuation
+
+    var deadline: Double? { core.nextTick }
+
+    mutating func take(_ event: SourceEvent) {
+        for output in core.outputs(for: event, at: .now()) { continuation.yield(output) }
+    }
+
+    mutating func idle() {
+        for sample in core.tick(at: .now()) { continuation.yield(.sample(sample)) }
+    }
+
+    mutating func finish() {
+        for sample in core.finish(at: .now()) { continuation.yield(.sample(sample)) }
+        continuation.finish()
     }
 }
 
@@ -55,15 +111,16 @@ final class StopFlag: Sendable {
 }
 
 /// The reader thread's loop. Everything here runs on that one thread.
-private struct SourceReader: Sendable {
+private struct SourceReader<Sink: SourceSink>: Sendable {
     let configuration: GPSDSource.Configuration
     let logger: Logger
-    let continuation: AsyncStream<SourceEvent>.Continuation
+    var sink: Sink
     let stop: StopFlag
 
-    private static let pollSeconds = 0.25
+    /// The longest wait between looks at the stop flag while gpsd is quiet or unreachable.
+    private static var longestWait: Double { 1 }
 
-    func run() {
+    mutating func run() {
         var backoff = configuration.initialBackoff
         var lastFailure: GPSDError?
         while !stop.isSet {
@@ -73,7 +130,7 @@ private struct SourceReader: Sendable {
             } catch {
                 if error != lastFailure { logger.warning("\(error.description); retrying") }
                 lastFailure = error
-                continuation.yield(.unreachable(error))
+                sink.take(.unreachable(error))
                 guard configuration.reconnects else { break }
                 pause(seconds: backoff)
                 backoff = min(backoff * 2, configuration.maximumBackoff)
@@ -82,15 +139,15 @@ private struct SourceReader: Sendable {
             backoff = configuration.initialBackoff
             lastFailure = nil
             logger.info("connected to gpsd at \(configuration.address)")
-            continuation.yield(.connected(configuration.address))
+            sink.take(.connected(configuration.address))
             let outcome = follow(connection)
             if case .lost(let error) = outcome {
                 logger.warning("\(error.description)")
-                continuation.yield(.disconnected(error))
+                sink.take(.disconnected(error))
             }
             if outcome == .finished || !configuration.reconnects { break }
         }
-        continuation.finish()
+        sink.finish()
     }
 
     private enum Outcome: Equatable {
@@ -98,16 +155,18 @@ private struct SourceReader: Sendable {
     }
 
     /// Reads one connection until it fails, the consumer leaves, or a replay ends.
-    private func follow(_ connection: GPSDConnection) -> Outcome {
+    private mutating func follow(_ connection: GPSDConnection) -> Outcome {
         var lastReport = uptime()
         var silenceReported = false
         while !stop.isSet {
-            if !connection.waitForData(timeout: Self.pollSeconds) {
+            let silentFrom = silenceReported ? nil : lastReport + configuration.silenceThreshold
+            if !connection.waitForData(timeout: waitUntil(silentFrom) - uptime()) {
                 let quiet = uptime() - lastReport
                 if !silenceReported && quiet >= configuration.silenceThreshold {
                     silenceReported = true
-                    continuation.yield(.receiverSilent(seconds: quiet))
+                    sink.take(.receiverSilent(seconds: quiet))
                 }
+                idleIfDue()
                 continue
             }
             let message: GPSDMessage
@@ -120,28 +179,42 @@ private struct SourceReader: Sendable {
             case .report(let report):
                 lastReport = uptime()
                 silenceReported = false
-                continuation.yield(.report(report))
+                sink.take(.report(report))
             case .devices(let paths):
-                continuation.yield(.devices(paths))
+                sink.take(.devices(paths))
             case .device(let path, true):
-                continuation.yield(.deviceActivated(path))
+                sink.take(.deviceActivated(path))
             case .device(let path, false):
-                continuation.yield(.deviceRemoved(path))
+                sink.take(.deviceRemoved(path))
                 if configuration.finishWhenDeviceRemoved { return .finished }
             case .sky, .other, .partial:
                 break
             }
+            // Messages other than reports (SKY, say) must not hold back the end of an interval.
+            idleIfDue()
         }
         return .stopped
     }
 
-    /// Sleeps in short steps so that a stop request is honoured quickly.
-    private func pause(seconds: Double) {
-        let deadline = uptime() + seconds
+    /// The earliest of: the sink's deadline (a hair after it, so that it has passed), `other`, and
+    /// the longest wait.
+    private func waitUntil(_ other: Double?) -> Double {
+        let now = uptime()
+        return [sink.deadline.map { $0 + 0.001 }, other, now + Self.longestWait].compactMap { $0 }.min() ?? now
+    }
+
+    private mutating func idleIfDue() {
+        if let deadline = sink.deadline, uptime() >= deadline { sink.idle() }
+    }
+
+    /// Sleeps until `seconds` have passed or a stop is requested, serving the sink's deadlines meanwhile.
+    private mutating func pause(seconds: Double) {
+        let end = uptime() + seconds
         while !stop.isSet {
-            let left = deadline - uptime()
-            if left <= 0 { return }
-            Thread.sleep(forTimeInterval: min(left, 0.05))
+            let now = uptime()
+            if now >= end { return }
+            Thread.sleep(forTimeInterval: max(0, waitUntil(end) - now))
+            idleIfDue()
         }
     }
 }

@@ -1,4 +1,19 @@
+/// What a sampled source delivers: one sample per interval, and the source's events other than
+/// reports (connected, unreachable, devices), which are rare and say how the source is doing.
+public enum SamplerOutput: Sendable, Equatable {
+    case sample(PositionSample)
+    case event(SourceEvent)
+
+    public var sample: PositionSample? {
+        if case .sample(let sample) = self { return sample }
+        return nil
+    }
+}
+
 /// Turns a stream of source events into one `PositionSample` per interval, in real time.
+///
+/// For gpsd itself, `GPSDSource.sampled(by:)` applies the same rules on the reader thread, so that
+/// reports never cross threads; this form serves any other stream of events (replays, tests).
 public struct Sampler: Sendable {
     public var interval: Double
     public var skewLimit: Double?
@@ -9,6 +24,10 @@ public struct Sampler: Sendable {
         self.skewLimit = skewLimit
     }
 
+    func core(startingAt start: ClockReading = .now()) -> SamplerCore {
+        SamplerCore(interval: interval, skewLimit: skewLimit, start: start)
+    }
+
     private enum Input: Sendable {
         case event(SourceEvent)
         case tick
@@ -17,10 +36,21 @@ public struct Sampler: Sendable {
 
     /// The samples end when `events` ends (after the last interval is emitted) or when cancelled.
     public func samples(from events: AsyncStream<SourceEvent>) -> AsyncStream<PositionSample> {
-        let interval = interval
-        let skewLimit = skewLimit
+        let outputs = outputs(from: events)
+        return AsyncStream { output in
+            let task = Task {
+                for await case .sample(let sample) in outputs { output.yield(sample) }
+                output.finish()
+            }
+            output.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// Samples, and the events other than reports, in the order they happened.
+    public func outputs(from events: AsyncStream<SourceEvent>) -> AsyncStream<SamplerOutput> {
         // Ticks only prompt a check of the clocks; a fraction of the interval keeps samples punctual.
         let tickSeconds = min(max(interval / 4, 0.01), 0.5)
+        let start = core()
         return AsyncStream { output in
             let work = Task {
                 let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
@@ -34,14 +64,14 @@ public struct Sampler: Sendable {
                         feed.yield(.tick)
                     }
                 }
-                var core = SamplerCore(interval: interval, skewLimit: skewLimit, start: .now())
+                var core = start
                 loop: for await input in inputs {
                     let now = ClockReading.now()
                     switch input {
-                    case .event(let event): core.handle(event, at: now).forEach { output.yield($0) }
-                    case .tick: core.tick(at: now).forEach { output.yield($0) }
+                    case .event(let event): core.outputs(for: event, at: now).forEach { output.yield($0) }
+                    case .tick: core.tick(at: now).forEach { output.yield(.sample($0)) }
                     case .end:
-                        core.finish(at: now).forEach { output.yield($0) }
+                        core.finish(at: now).forEach { output.yield(.sample($0)) }
                         break loop
                     }
                 }
@@ -52,5 +82,14 @@ public struct Sampler: Sendable {
             }
             output.onTermination = { _ in work.cancel() }
         }
+    }
+}
+
+extension SamplerCore {
+    /// The samples an event closes, then the event itself unless it is a report.
+    mutating func outputs(for event: SourceEvent, at now: ClockReading) -> [SamplerOutput] {
+        var outputs = handle(event, at: now).map(SamplerOutput.sample)
+        if case .report = event {} else { outputs.append(.event(event)) }
+        return outputs
     }
 }

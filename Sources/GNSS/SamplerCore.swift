@@ -87,6 +87,15 @@ public struct SamplerCore: Sendable {
         return out
     }
 
+    /// The monotonic time from which `tick` may have something to emit: the end of a wall-clock
+    /// interval, or the quiet grace after the last report while counting receiver time.
+    public var nextTick: Double? {
+        switch window {
+        case .wall(let start): return start + interval
+        case .receiver: return lastReportUptime.map { $0 + interval + quietGrace }
+        }
+    }
+
     public mutating func tick(at now: ClockReading) -> [PositionSample] {
         if case .receiver = window, let last = lastReportUptime, now.uptime - last > interval + quietGrace {
             // Reports stopped while we were counting receiver time: close that interval now.

@@ -47,7 +47,7 @@ public struct GatewayDaemon: Sendable {
     private let connection: AgrirouterConnection?
     private let setup: EndpointSetup?
     private let others: OtherMachinesStore?
-    private let configuration: Configuration
+    public let configuration: Configuration
     private let logger: Logger
 
     /// `connection` and `setup` are nil when the machine is not onboarded: it then samples into the spool only.
@@ -62,8 +62,14 @@ public struct GatewayDaemon: Sendable {
         self.logger = logger
     }
 
-    /// Runs until cancelled, or, for a finite source, until it ends and the spool has been sent.
+    /// Runs on a stream of events, sampled here; for replays and tests. A live gpsd is better
+    /// served by `run(sampled:)` with `GPSDSource.sampled(by:)`.
     public func run(events: AsyncStream<SourceEvent>, skewLimit: Double? = 60) async -> Summary {
+        await run(sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit).outputs(from: events))
+    }
+
+    /// Runs until cancelled, or, for a finite source, until it ends and the spool has been sent.
+    public func run(sampled source: AsyncStream<SamplerOutput>) async -> Summary {
         do {
             try await spool.setSharing(paused: false)  // a start with credentials means sharing is on
         } catch {
@@ -74,21 +80,15 @@ public struct GatewayDaemon: Sendable {
         await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
         await heartbeat?.beat()
         let notifier = configuration.notifier
-        let (tried, relay) = AsyncStream<SourceEvent>.makeStream()
-        let relaying = Task {
-            // The spool is open (set-sharing above opened it): READY once gpsd has answered or failed to.
-            var first = true
-            for await event in events {
-                relay.yield(event)
-                if first {
-                    first = false
-                    notifier?.ready(status: "started; gpsd \(Self.describe(event))")
-                }
-            }
-            relay.finish()
-        }
         let sampling = Task { [spool, others, configuration, logger] in
-            for await sample in Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit).samples(from: tried) {
+            // The spool is open (set-sharing above opened it): READY once gpsd has answered or failed to.
+            var ready = false
+            for await output in source {
+                if !ready {
+                    ready = true
+                    notifier?.ready(status: "started; gpsd \(Self.describe(output))")
+                }
+                guard case .sample(let sample) = output else { continue }
                 if case .heldInMemory(let error) = await spool.append(sample) {
                     logger.warning("sample held in memory: \(error.description)")
                 }
@@ -113,9 +113,7 @@ public struct GatewayDaemon: Sendable {
             await sampling.value
         } onCancel: {
             sampling.cancel()
-            relaying.cancel()
         }
-        relaying.cancel()
         notifier?.stopping()
         if !Task.isCancelled, connection != nil {
             await counter.startDraining()
@@ -237,7 +235,8 @@ public struct GatewayDaemon: Sendable {
         }
     }
 
-    static func describe(_ event: SourceEvent) -> String {
+    static func describe(_ output: SamplerOutput) -> String {
+        guard case .event(let event) = output else { return "answering" }
         switch event {
         case .connected(let address): return "connected at \(address)"
         case .unreachable(let error), .disconnected(let error): return "unreachable (\(error.description))"

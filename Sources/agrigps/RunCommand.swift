@@ -81,19 +81,21 @@ struct Run: AsyncParsableCommand {
 
         let interruption = Interruption()
         var replayGPSD: ReplayGPSD?
-        let events: AsyncStream<SourceEvent>
+        let source: AsyncStream<SamplerOutput>
         if let replay {
             do {
                 let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: replay))
                 replayGPSD = gpsd
-                events = gpsd.stream().events
+                // A recording's time is not now: no skew check.
+                source = Sampler(interval: daemon.configuration.samplingInterval, skewLimit: nil).outputs(from: gpsd.stream().events)
             } catch {
                 throw CommandFailure(error)
             }
         } else {
-            events = GPSDSource(configuration: GPSDSource.Configuration(address: gpsdAddress)).events()
+            let gpsd = GPSDSource(configuration: GPSDSource.Configuration(address: gpsdAddress))
+            source = gpsd.sampled(by: Sampler(interval: daemon.configuration.samplingInterval))
         }
-        let work = Task { await daemon.run(events: events, skewLimit: replay == nil ? 60 : nil) }
+        let work = Task { await daemon.run(sampled: source) }
         let trap = SignalTrap { number in interruption.interrupt(by: number) }
         interruption.onInterrupt { work.cancel() }
         let summary = await work.value

@@ -101,4 +101,51 @@ struct GPSDSourceTests {
         #expect(retry != nil, "the source did not keep trying to reconnect")
         #expect(gpsd.processIDs.allSatisfy(Processes.isGone))
     }
+
+    // MARK: - Sampling on the reader thread
+
+    /// A one-shot source that ends with the log, as a replay is read.
+    private func oneShot(port: UInt16) -> GPSDSource {
+        var configuration = GPSDSource.Configuration(address: GPSDAddress(host: "127.0.0.1", port: port))
+        configuration.reconnects = false
+        configuration.finishWhenDeviceRemoved = true
+        return GPSDSource(configuration: configuration)
+    }
+
+    @Test("sampling on the reader thread gives the fixes the sampler gives on the events, and passes the events on")
+    func readerThreadSamplesMatchTheSampler() async throws {
+        let sampler = Sampler(interval: 1, skewLimit: nil)
+        let first = try ReplayGPSD(log: try log("ublox-8"))
+        defer { first.stop() }
+        var onThread: [SamplerOutput] = []
+        for await output in oneShot(port: first.address.port).sampled(by: sampler) { onThread.append(output) }
+        let second = try ReplayGPSD(log: try log("ublox-8"))
+        defer { second.stop() }
+        var viaEvents: [PositionSample] = []
+        for await sample in sampler.samples(from: oneShot(port: second.address.port).events()) { viaEvents.append(sample) }
+
+        // Fixes fall in receiver-time intervals, so both ways agree on them exactly.
+        let fixes = { (samples: [PositionSample]) in samples.filter(\.state.hasPosition).map { [$0.receiverTime, $0.report?.latitude] as [AnyHashable?] } }
+        let threadFixes = fixes(onThread.compactMap(\.sample))
+        #expect(threadFixes.count >= 3)
+        #expect(threadFixes == fixes(viaEvents))
+        #expect(onThread.first == .event(.connected(first.address)))
+        #expect(onThread.last.map { if case .event(.deviceRemoved) = $0 { true } else { false } } == true, "the stream ends with the log")
+        #expect(!onThread.contains { if case .event(.report) = $0 { true } else { false } }, "reports stay on the reader thread")
+    }
+
+    @Test("with gpsd unreachable, the reader thread still samples every interval")
+    func readerThreadSamplesWhileGPSDIsDown() async throws {
+        let port = try ReplayGPSD.freeLoopbackPort()
+        let outputs = Recorder<SamplerOutput>()
+        await outputs.start(source(port: port).sampled(by: Sampler(interval: 0.2)))
+        defer { Task { await outputs.stop() } }
+        let fifth = await outputs.waitFor(timeout: 5) { _ in false }
+        #expect(fifth == nil)
+        let samples = await outputs.items.compactMap(\.sample)
+        // About 25 in 5 s; the backoff between attempts must not hold them back.
+        #expect(samples.count >= 20 && samples.count <= 27, "\(samples.count) samples in 5 s at 0.2 s")
+        #expect(samples.allSatisfy { $0.state == .gpsdUnreachable })
+        #expect(await outputs.items.first.map { if case .event(.unreachable) = $0 { true } else { false } } == true)
+    }
 }

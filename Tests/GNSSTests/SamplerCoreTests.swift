@@ -133,4 +133,22 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         let samples = run([(0.0, fix(100)), (0.1, fix(50)), (0.2, fix(51))], interval: 1)
         #expect(samples.map(\.receiverTime) == [100, 50, 51].map { Clock.origin.addingTimeInterval($0) })
     }
+
+    @Test("nextTick says when a tick has something to emit, so a thread can sleep until then")
+    func nextTickIsWhenTickEmits() {
+        let clock = Clock()
+        var core = SamplerCore(interval: 1, quietGrace: 1.5, start: clock.at(0))
+        #expect(core.nextTick == Double(1001))
+        #expect(core.tick(at: clock.at(0.99)).isEmpty)
+        #expect(core.tick(at: clock.at(1.0)).map(\.state) == [.noFix])
+        #expect(core.nextTick == Double(1002))
+
+        // Counting receiver time: nothing until the quiet grace after the last report has passed.
+        _ = core.handle(fix(1.2), at: clock.at(1.2))
+        _ = core.handle(fix(2.2), at: clock.at(2.2))
+        #expect(abs((core.nextTick ?? 0) - 1004.7) < 1e-9)
+        #expect(core.tick(at: clock.at(4.7)).isEmpty)
+        #expect(core.tick(at: clock.at(4.71)).map(\.state.hasPosition) == [true])
+        #expect(abs((core.nextTick ?? 0) - 1005.71) < 1e-9)
+    }
 }
