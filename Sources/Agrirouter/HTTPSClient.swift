@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import Synchronization
 
 /// The endpoint's client certificate. The key stays encrypted; libcurl gets all three from memory, so
 /// no plaintext key ever reaches a file. Printing it shows nothing secret.
@@ -73,6 +74,8 @@ public struct HTTPSClient: Sendable {
     public var trustedCAPEM: String?
     public var connectTimeout: Double
     public var totalTimeout: Double
+    /// Shared by copies of this client: the handles whose connections can be used again.
+    private let handles = CurlHandlePool()
 
     public init(trustedCAPEM: String? = nil, connectTimeout: Double = 10, totalTimeout: Double = 60) {
         self.trustedCAPEM = trustedCAPEM
@@ -88,8 +91,11 @@ public struct HTTPSClient: Sendable {
     /// error codes from it); otherwise non-2xx statuses are typed errors.
     public func perform(method: String, url: String, body: Data? = nil, headers: [String] = [],
                         credentials: ClientCredentials? = nil, anyStatus: Bool = false) throws(TransportError) -> HTTPResponse {
-        guard let handle = curl_easy_init() else { throw .connectionFailed("libcurl could not start a request") }
-        defer { curl_easy_cleanup(handle) }
+        guard let reusable = handles.take() else { throw .connectionFailed("libcurl could not start a request") }
+        let handle = reusable.raw
+        var completed = false
+        // Only a handle whose request completed goes back; after a failure its connection is suspect.
+        defer { if completed { handles.put(reusable) } }
         let response = ResponseBuffer()
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         var headerList: UnsafeMutablePointer<curl_slist>?
@@ -133,6 +139,7 @@ public struct HTTPSClient: Sendable {
             let detail = String(cString: errorBuffer).isEmpty ? String(cString: curl_easy_strerror(code)) : String(cString: errorBuffer)
             throw Self.error(for: code, detail: detail)
         }
+        completed = true
         let status = Int(ccurl_response_code(handle))
         if anyStatus { return HTTPResponse(status: status, body: response.data) }
         switch status {
@@ -182,6 +189,38 @@ public struct HTTPSClient: Sendable {
             return .connectionFailed(detail)
         }
     }
+}
+
+/// Idle libcurl handles, kept between requests. A handle keeps its connection and TLS session, so a
+/// request every few seconds pays neither a new TCP and TLS handshake nor the decryption of the
+/// client key each time, which on a small box is most of a request's CPU.
+private final class CurlHandlePool: Sendable {
+    private static let idleLimit = 2
+    private let idle = Mutex<[CurlHandle]>([])
+
+    /// An idle handle, or a new one; nil only if libcurl cannot make one.
+    func take() -> CurlHandle? {
+        idle.withLock { $0.popLast() } ?? CurlHandle()
+    }
+
+    func put(_ handle: CurlHandle) {
+        curl_easy_reset(handle.raw)  // clears the options; keeps the live connection and session cache
+        idle.withLock { handles in
+            if handles.count < Self.idleLimit { handles.append(handle) }
+        }
+    }
+}
+
+/// One easy handle. It is used by one request at a time: the pool hands it out exclusively.
+private final class CurlHandle: @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer
+
+    init?() {
+        guard let raw = curl_easy_init() else { return nil }
+        self.raw = raw
+    }
+
+    deinit { curl_easy_cleanup(raw) }
 }
 
 private final class ResponseBuffer {

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import Synchronization
 import X509
 
 /// A local agrirouter speaking the real REST interface: onboarding on one port (server TLS), measures
@@ -16,6 +17,7 @@ public final class AgrirouterSimulator: Sendable {
     private let state: SimState
     private let group: MultiThreadedEventLoopGroup
     private let channels: [any Channel]
+    private let gatewayConnectionCount: ConnectionCount
 
     public static func start(_ configuration: SimConfiguration, host: String = "127.0.0.1",
                              onboardingPort: Int = 0, gatewayPort: Int = 0) async throws -> AgrirouterSimulator {
@@ -30,22 +32,26 @@ public final class AgrirouterSimulator: Sendable {
         gatewayTLS.certificateVerification = .noHostnameVerification  // a client certificate is required
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let gatewayConnections = ConnectionCount()
         do {
             let onboarding = try await bind(host: host, port: onboardingPort, tls: try NIOSSLContext(configuration: onboardingTLS),
-                                            role: .onboarding, state: state, group: group)
+                                            role: .onboarding, state: state, group: group, count: ConnectionCount())
             let gateway = try await bind(host: host, port: gatewayPort, tls: try NIOSSLContext(configuration: gatewayTLS),
-                                         role: .gateway, state: state, group: group)
+                                         role: .gateway, state: state, group: group, count: gatewayConnections)
             await state.setGatewayBase("https://\(host):\(gateway.localAddress?.port ?? 0)")
             return AgrirouterSimulator(
                 onboardingURL: "https://\(host):\(onboarding.localAddress?.port ?? 0)/api/v1.0/registration/onboard",
-                caCertificatePEM: authority.certificatePEM, state: state, group: group, channels: [onboarding, gateway])
+                caCertificatePEM: authority.certificatePEM, state: state, group: group, channels: [onboarding, gateway],
+                gatewayConnectionCount: gatewayConnections)
         } catch {
             try? await group.shutdownGracefully()
             throw error
         }
     }
 
-    private init(onboardingURL: String, caCertificatePEM: String, state: SimState, group: MultiThreadedEventLoopGroup, channels: [any Channel]) {
+    private init(onboardingURL: String, caCertificatePEM: String, state: SimState, group: MultiThreadedEventLoopGroup, channels: [any Channel],
+                 gatewayConnectionCount: ConnectionCount) {
+        self.gatewayConnectionCount = gatewayConnectionCount
         self.onboardingURL = onboardingURL
         self.caCertificatePEM = caCertificatePEM
         self.state = state
@@ -54,12 +60,13 @@ public final class AgrirouterSimulator: Sendable {
     }
 
     private static func bind(host: String, port: Int, tls: NIOSSLContext, role: SimHTTPHandler.Role,
-                             state: SimState, group: MultiThreadedEventLoopGroup) async throws -> any Channel {
+                             state: SimState, group: MultiThreadedEventLoopGroup, count: ConnectionCount) async throws -> any Channel {
         try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 64)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                count.value.add(1, ordering: .relaxed)
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(SimHTTPHandler(state: state, role: role))
@@ -76,6 +83,8 @@ public final class AgrirouterSimulator: Sendable {
     // MARK: - Faults and inspection, for tests
 
     public func inject(_ fault: SimFault) async { await state.inject(fault) }
+    /// TCP connections accepted on the measures and commands port: each one a TLS handshake.
+    public var gatewayConnections: Int { gatewayConnectionCount.value.load(ordering: .relaxed) }
     public func clearFaults() async { await state.clearFaults() }
     /// Everything an endpoint has sent, decoded, in order.
     public func sentMessages(endpoint: String) async -> [DecodedRequest] { await state.sentMessages(endpoint: endpoint) }
@@ -201,4 +210,8 @@ final class SimHTTPHandler: ChannelInboundHandler {
             return .json(404, ["error": "no such resource"])
         }
     }
+}
+
+final class ConnectionCount: Sendable {
+    let value = Atomic<Int>(0)
 }

@@ -235,6 +235,27 @@ struct SimulatorTests {
         await #expect(throws: TransportError.payloadTooLarge) { try await endpoint.post([huge]) }
     }
 
+    @Test("a client's requests share one TLS connection; one the server closes is replaced")
+    func requestsShareOneConnection() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
+        defer { Task { await simulator.shutdown() } }
+        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+        #expect(simulator.gatewayConnections == 0)
+        for _ in 0..<3 {
+            _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+            _ = try await endpoint.outbox()
+        }
+        #expect(simulator.gatewayConnections == 1, "six requests, one handshake")
+
+        // The server closes the connection without answering, as an idle one is closed: libcurl
+        // sends the request again on a new connection, once.
+        await simulator.inject(.dropAfterBody)
+        #expect(try await endpoint.outbox().isEmpty)
+        #expect(simulator.gatewayConnections == 2)
+        _ = try await endpoint.outbox()
+        #expect(simulator.gatewayConnections == 2)
+    }
+
     @Test func faultsOnCommand() async throws {
         var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
         configuration.outboxLifetime = 0.3
@@ -246,9 +267,11 @@ struct SimulatorTests {
         await #expect(throws: TransportError.serverError(503)) { _ = try await endpoint.outbox() }
         #expect(try await endpoint.outbox().isEmpty)
 
+        // A drop on a connection of its own is an error (a reused one is retried: see requestsShareOneConnection).
         await simulator.inject(.dropAfterBody)
         await #expect {
-            _ = try await endpoint.outbox()
+            _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(method: "GET", url: endpoint.commandsURL,
+                                                                                    credentials: endpoint.credentials)
         } throws: { error in
             guard case .connectionFailed = error as? TransportError else { return false }
             return true
