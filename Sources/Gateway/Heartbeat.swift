@@ -112,15 +112,16 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     }()
 }
 
-/// Keeps the heartbeat current and writes it at most every `minimumGap` seconds, so a 1 Hz sampler
-/// does not wear the flash with a file per sample.
+/// Keeps the heartbeat current. A sample whose state differs from the last one is written at once;
+/// otherwise the file is written at most every `minimumGap` seconds, so a 1 Hz sampler neither wears
+/// the flash with a file per sample nor spends its CPU on them. Status allows 120 s.
 actor HeartbeatWriter {
     private let path: String
     private let minimumGap: Double
     private var heartbeat: Heartbeat
     private var writtenAt: Date?
 
-    init(path: String, environment: String?, minimumGap: Double = 2) {
+    init(path: String, environment: String?, minimumGap: Double = 10) {
         self.path = path
         self.minimumGap = minimumGap
         var heartbeat = Heartbeat(onboarded: environment != nil)
@@ -131,9 +132,10 @@ actor HeartbeatWriter {
 
     func sampled(_ sample: PositionSample) {
         let summary = Heartbeat.Sample(sample)
+        let changed = heartbeat.lastSample?.state != summary.state
         heartbeat.lastSample = summary
         if summary.coordinate != nil { heartbeat.lastFix = summary }
-        writeIfDue()
+        writeIfDue(force: changed)
     }
 
     var countedAt: Date? { heartbeat.countedAt }
