@@ -64,22 +64,26 @@ struct MeasuredProcess {
 
     /// The peak resident set so far, in MiB: VmHWM counts from the exec, unlike the rusage of a child
     /// spawned with vfork, which starts from its parent's peak.
-    func peakMiB() -> Double {
+    func peakMiB() -> Double { statusMiB("VmHWM:") }
+
+    private func statusMiB(_ field: String) -> Double {
         let status = (try? String(contentsOfFile: "/proc/\(process.pid)/status", encoding: .utf8)) ?? ""
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field) } ?? ""
         return (line.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0) / 1024
     }
 
-    /// Reads the peak, then SIGTERM; returns the CPU seconds (user + system) and the peak in MiB.
-    func stop() -> (cpu: Double, peakMiB: Double) {
+    /// Reads the peak, then SIGTERM; returns the CPU seconds (user + system), the peak in MiB, and
+    /// how much of the resident set was anonymous (heap, stacks) rather than mapped from files.
+    func stop() -> (cpu: Double, peakMiB: Double, anonymousMiB: Double) {
         let peak = peakMiB()
+        let anonymous = statusMiB("RssAnon:")
         kill(process.pid, SIGTERM)
         var status: Int32 = 0
         var usage = rusage()
         _ = wait4(process.pid, &status, 0, &usage)
         let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-        return (cpu, peak)
+        return (cpu, peak, anonymous)
     }
 }
 
@@ -102,54 +106,51 @@ func onboardedState(_ directory: String, simulator: AgrirouterSimulator, tan: St
     return response
 }
 
-/// `agrigps run` against a private gpsd replaying `log`, stopped once the log has ended and the
-/// spool is sent (or, not onboarded, once the end has been sampled).
-func runReplayed(agrigps: String, log: NMEALog, state: String, onboardTo simulator: AgrirouterSimulator?,
-                 work: String) async throws -> (cpu: Double, peakMiB: Double) {
-    if let simulator { _ = try await onboardedState(state, simulator: simulator, tan: "BENCH00002") }
-    let gpsd = try ReplayGPSD(log: log)
-    defer { gpsd.stop() }
-    let daemon = try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "0.2",
-                                               "--send-interval", "1"], output: work + "/run.out")
-    let finished = await waitUntil(timeout: 300) {
-        guard lastSampleState(state) == "no_receiver" else { return false }
-        guard simulator != nil else { return true }
-        let status = await Spool(path: state + "/spool.sqlite").status()
-        return status.pending + status.inFlight == 0
-    }
-    let cost = daemon.stop()
-    precondition(finished, "agrigps did not finish the replay: \((try? String(contentsOfFile: work + "/run.out.err", encoding: .utf8))?.suffix(300) ?? "")")
-    return cost
-}
-
 func lastSampleState(_ directory: String) -> String? {
     Heartbeat.read(from: directory + "/heartbeat.json")?.lastSample?.state
 }
 
-/// 10 minutes of 10 Hz data at top speed: `agrigps run` (sampling, spooling and publishing to the
-/// simulator) against `gpspipe -w` reading the same replay from its own gpsd.
-func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator) async throws {
-    let epochs = 6000
-    try SyntheticLog.make(fromFixture: fixture, epochs: epochs, step: 0.1, start: Date(timeIntervalSince1970: 1_790_000_000))
+/// `minutes` of 10 Hz data in real time, from one gpsd to three clients at once: `agrigps run`
+/// publishing to the simulator at production spacing, `agrigps run` not onboarded (sampling into its
+/// spool only), and the baseline `gpspipe -w`, which only copies gpsd's JSON to a file.
+func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, minutes: Int) async throws {
+    let epochs = minutes * 600
+    try SyntheticLog.make(fromFixture: fixture, epochs: epochs, step: 0.1, start: Date())
         .write(toFile: work + "/10hz.log", atomically: true, encoding: .utf8)
-    let log = try NMEALog(contentsOf: work + "/10hz.log")
-    let publishing = try await runReplayed(agrigps: agrigps, log: log, state: work + "/cpu-state", onboardTo: simulator, work: work)
-    let sampling = try await runReplayed(agrigps: agrigps, log: log, state: work + "/cpu-sampling-state", onboardTo: nil, work: work)
-
-    let theirs = try ReplayGPSD(log: log)
-    let pipe = try MeasuredProcess("/usr/bin/gpspipe", ["-w", theirs.address.description], output: work + "/gpspipe.out")
-    let piped = await waitUntil(timeout: 300) {
+    var options = ReplayGPSD.Options()
+    options.realTime = true
+    let publishingState = work + "/cpu-state", samplingState = work + "/cpu-sampling-state"
+    let endpoint = try await onboardedState(publishingState, simulator: simulator, tan: "BENCH00002")
+    let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: work + "/10hz.log"), options: options)
+    defer { gpsd.stop() }
+    let pipe = try MeasuredProcess("/usr/bin/gpspipe", ["-w", gpsd.address.description], output: work + "/gpspipe.out")
+    let daemon = { (state: String) in
+        try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "5",
+                                      "--send-interval", "10"], output: state + ".out")
+    }
+    let publishing = try daemon(publishingState), sampling = try daemon(samplingState)
+    let piped = await waitUntil(timeout: Double(minutes * 60 + 60)) {
         (try? String(contentsOfFile: work + "/gpspipe.out", encoding: .utf8))?.contains("\"activated\":0") ?? false
     }
-    let gpspipeCost = pipe.stop()
-    theirs.stop()
-    let reports = ((try? String(contentsOfFile: work + "/gpspipe.out", encoding: .utf8)) ?? "").components(separatedBy: "\"class\":\"TPV\"").count - 1
+    // Samples arrive in order, so the first "no receiver" at the simulator means every fix before it arrived.
+    let finished = await waitUntil(timeout: 60) {
+        guard lastSampleState(samplingState) == "no_receiver" else { return false }
+        return await simulator.sentMessages(endpoint: endpoint.deviceAlternateId).contains { message in
+            message.envelope.technicalMessageType == TechnicalMessageType.gpsInfo
+                && ((try? Agrirouter_Technicalmessagetype_GPSList(serializedBytes: message.payload))?.gpsEntries
+                    .contains { $0.positionStatus == .dNotAvailable } ?? false)
+        }
+    }
+    let costs = [("sampling and publishing", publishing.stop()), ("sampling only (not onboarded)", sampling.stop())]
+    let baseline = pipe.stop()
     precondition(piped, "gpspipe did not see the end of the replay")
-    print(String(format: "agrigps run on %d epochs of 10 Hz (10 min) at top speed; baseline gpspipe -w on the same (%d TPV): CPU %.2f s, peak RSS %.1f MiB",
-                 epochs, reports, gpspipeCost.cpu, gpspipeCost.peakMiB))
-    for (label, cost) in [("sampling and publishing", publishing), ("sampling only (not onboarded)", sampling)] {
-        print(String(format: "   %-30@ CPU %.2f s (ratio %.1f), peak RSS %.1f MiB", label as NSString, cost.cpu,
-                     cost.cpu / max(gpspipeCost.cpu, 0.001), cost.peakMiB))
+    precondition(finished, "agrigps did not sample the end of the replay and send it")
+    let reports = ((try? String(contentsOfFile: work + "/gpspipe.out", encoding: .utf8)) ?? "").components(separatedBy: "\"class\":\"TPV\"").count - 1
+    print(String(format: "agrigps run on %d min of 10 Hz data in real time (%d TPV); baseline gpspipe -w on the same gpsd: CPU %.2f s, peak RSS %.1f MiB",
+                 minutes, reports, baseline.cpu, baseline.peakMiB))
+    for (label, cost) in costs {
+        print(String(format: "   %-30@ CPU %.2f s (ratio %.1f), peak RSS %.1f MiB (%.1f MiB of it anonymous at the end)", label as NSString,
+                     cost.cpu, cost.cpu / max(baseline.cpu, 0.001), cost.peakMiB, cost.anonymousMiB))
     }
 }
 

@@ -1,7 +1,7 @@
 // Benchmarks, not tests: each figure is printed beside its baseline, taken in the same run.
 //
 //   swift build -c release && .build/release/agrigps-bench [--appends N] [--directory DIR]
-//       [--drain-samples N] [--drain-spacing SECONDS] [--latency-seconds N]
+//       [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N]
 //
 // 1. Spool appends: durable appends per second through the Spool (one transaction and one disk sync
 //    per sample), against the sqlite3 C API doing the same statements with the same pragmas on the
@@ -9,7 +9,8 @@
 // 2. Backlog drain: a day at 1 Hz buffered, sent to agrirouter-sim at production spacing, against
 //    the fewest requests the payload cap allows.
 // 3. Bytes on the wire per position, against the raw GPSEntry.
-// 4. CPU seconds and peak RSS of `agrigps run` on 10 minutes of 10 Hz data, against `gpspipe -w`.
+// 4. CPU seconds and peak RSS of `agrigps run` on 10 minutes of 10 Hz data in real time, against
+//    `gpspipe -w` on the same gpsd at the same time.
 // 5. Latency from a fix to its acknowledgement, p50 and p99, against the send interval plus 2 s.
 import Foundation
 import GNSS
@@ -23,6 +24,7 @@ import SwiftProtobuf
 struct Options {
     var appends = 2000
     var latencySeconds = 150
+    var cpuMinutes = 10
     /// Run one benchmark only: spool, drain, cpu or latency.
     var only: String?
     var directory = FileManager.default.temporaryDirectory.path
@@ -38,9 +40,10 @@ struct Options {
             case ("--drain-samples", let value?) where Int(value).map({ $0 > 0 }) == true: drainSamples = Int(value)!
             case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true: drainSpacing = Double(value)!
             case ("--only", let value?) where ["spool", "drain", "cpu", "latency"].contains(value): only = value
+            case ("--cpu-minutes", let value?) where Int(value).map({ $0 > 0 }) == true: cpuMinutes = Int(value)!
             case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: latencySeconds = Int(value)!
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--latency-seconds N] [--only spool|drain|cpu|latency]\n".utf8))
+                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--only spool|drain|cpu|latency]\n".utf8))
                 exit(64)
             }
         }
@@ -217,7 +220,7 @@ guard FileManager.default.isExecutableFile(atPath: agrigps) else {
 let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("Fixtures/nmea/nmea-rtk.log").path
 if options.only == nil || options.only == "cpu" {
-    try await cpuAndMemory(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator)
+    try await cpuAndMemory(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator, minutes: options.cpuMinutes)
 }
 if options.only == nil || options.only == "latency" {
     try await latency(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator,
