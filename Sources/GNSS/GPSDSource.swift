@@ -82,27 +82,6 @@ struct EventRelay: SourceSink {
     func finish() { continuation.finish() }
 }
 
-/// The sampler's rules, applied where the events arise.
-struct SamplingRelay: SourceSink {
-    var core: SamplerCore
-    let continuation: AsyncStream<SamplerOutput>.Continuation
-
-    var deadline: Double? { core.nextTick }
-
-    mutating func take(_ event: SourceEvent) {
-        for output in core.outputs(for: event, at: .now()) { continuation.yield(output) }
-    }
-
-    mutating func idle() {
-        for sample in core.tick(at: .now()) { continuation.yield(.sample(sample)) }
-    }
-
-    mutating func finish() {
-        for sample in core.finish(at: .now()) { continuation.yield(.sample(sample)) }
-        continuation.finish()
-    }
-}
-
 /// A one-way flag from the consumer to the reader thread.
 final class StopFlag: Sendable {
     private let value = Atomic<Bool>(false)
@@ -199,8 +178,11 @@ private struct SourceReader<Sink: SourceSink>: Sendable {
     /// The earliest of: the sink's deadline (a hair after it, so that it has passed), `other`, and
     /// the longest wait.
     private func waitUntil(_ other: Double?) -> Double {
-        let now = uptime()
-        return [sink.deadline.map { $0 + 0.001 }, other, now + Self.longestWait].compactMap { $0 }.min() ?? now
+        // Runs once per message from gpsd: no arrays here.
+        var until = uptime() + Self.longestWait
+        if let other { until = min(until, other) }
+        if let deadline = sink.deadline { until = min(until, deadline + 0.001) }
+        return until
     }
 
     private mutating func idleIfDue() {

@@ -64,32 +64,45 @@ public struct Sampler: Sendable {
                         feed.yield(.tick)
                     }
                 }
-                var core = start
+                // The same relay the gpsd reader thread uses, fed from this task instead.
+                var relay = SamplingRelay(core: start, continuation: output)
                 loop: for await input in inputs {
-                    let now = ClockReading.now()
                     switch input {
-                    case .event(let event): core.outputs(for: event, at: now).forEach { output.yield($0) }
-                    case .tick: core.tick(at: now).forEach { output.yield(.sample($0)) }
-                    case .end:
-                        core.finish(at: now).forEach { output.yield(.sample($0)) }
-                        break loop
+                    case .event(let event): relay.take(event)
+                    case .tick: relay.idle()
+                    case .end: break loop
                     }
                 }
                 forwarder.cancel()
                 ticker.cancel()
                 feed.finish()
-                output.finish()
+                relay.finish()
             }
             output.onTermination = { _ in work.cancel() }
         }
     }
 }
 
-extension SamplerCore {
-    /// The samples an event closes, then the event itself unless it is a report.
-    mutating func outputs(for event: SourceEvent, at now: ClockReading) -> [SamplerOutput] {
-        var outputs = handle(event, at: now).map(SamplerOutput.sample)
-        if case .report = event {} else { outputs.append(.event(event)) }
-        return outputs
+/// The sampler's rules applied to events as they arrive, on whichever thread delivers them: the gpsd
+/// reader thread (`GPSDSource.sampled(by:)`) or `Sampler`'s task.
+struct SamplingRelay: SourceSink {
+    var core: SamplerCore
+    let continuation: AsyncStream<SamplerOutput>.Continuation
+
+    var deadline: Double? { core.nextTick }
+
+    /// The samples the event closes, then the event itself unless it is a report.
+    mutating func take(_ event: SourceEvent) {
+        for sample in core.handle(event, at: .now()) { continuation.yield(.sample(sample)) }
+        if case .report = event {} else { continuation.yield(.event(event)) }
+    }
+
+    mutating func idle() {
+        for sample in core.tick(at: .now()) { continuation.yield(.sample(sample)) }
+    }
+
+    mutating func finish() {
+        for sample in core.finish(at: .now()) { continuation.yield(.sample(sample)) }
+        continuation.finish()
     }
 }

@@ -47,7 +47,7 @@ public struct GatewayDaemon: Sendable {
     private let connection: AgrirouterConnection?
     private let setup: EndpointSetup?
     private let others: OtherMachinesStore?
-    public let configuration: Configuration
+    private let configuration: Configuration
     private let logger: Logger
 
     /// `connection` and `setup` are nil when the machine is not onboarded: it then samples into the spool only.
@@ -62,8 +62,12 @@ public struct GatewayDaemon: Sendable {
         self.logger = logger
     }
 
-    /// Runs on a stream of events, sampled here; for replays and tests. A live gpsd is better
-    /// served by `run(sampled:)` with `GPSDSource.sampled(by:)`.
+    /// Runs on a live gpsd, sampled on its reader thread.
+    public func run(gpsd: GPSDSource) async -> Summary {
+        await run(sampled: gpsd.sampled(by: Sampler(interval: configuration.samplingInterval)))
+    }
+
+    /// Runs on a stream of events, sampled here; for replays and tests.
     public func run(events: AsyncStream<SourceEvent>, skewLimit: Double? = 60) async -> Summary {
         await run(sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit).outputs(from: events))
     }

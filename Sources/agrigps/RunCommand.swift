@@ -81,21 +81,21 @@ struct Run: AsyncParsableCommand {
 
         let interruption = Interruption()
         var replayGPSD: ReplayGPSD?
-        let source: AsyncStream<SamplerOutput>
+        let work: Task<GatewayDaemon.Summary, Never>
         if let replay {
             do {
                 let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: replay))
                 replayGPSD = gpsd
                 // A recording's time is not now: no skew check.
-                source = Sampler(interval: daemon.configuration.samplingInterval, skewLimit: nil).outputs(from: gpsd.stream().events)
+                let events = gpsd.stream().events
+                work = Task { await daemon.run(events: events, skewLimit: nil) }
             } catch {
                 throw CommandFailure(error)
             }
         } else {
             let gpsd = GPSDSource(configuration: GPSDSource.Configuration(address: gpsdAddress))
-            source = gpsd.sampled(by: Sampler(interval: daemon.configuration.samplingInterval))
+            work = Task { await daemon.run(gpsd: gpsd) }
         }
-        let work = Task { await daemon.run(sampled: source) }
         let trap = SignalTrap { number in interruption.interrupt(by: number) }
         interruption.onInterrupt { work.cancel() }
         let summary = await work.value
