@@ -1,6 +1,6 @@
 // Benchmarks, not tests: each figure is printed beside its baseline, taken in the same run.
 //
-//   swift build -c release && .build/release/agrigps-bench [--appends N] [--directory DIR]
+//   make bench BENCH_ARGS="..."    or, built the same way, .build/release/agrigps-bench [--appends N] [--directory DIR]
 //       [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N]
 //
 // 1. Spool appends: durable appends per second through the Spool (one transaction and one disk sync
@@ -214,7 +214,7 @@ if options.only == nil || options.only == "drain" { try await backlogDrain() }
 // The daemon itself, as a process: it is built beside this benchmark (swift build -c release).
 let agrigps = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("agrigps").path
 guard FileManager.default.isExecutableFile(atPath: agrigps) else {
-    FileHandle.standardError.write(Data("agrigps-bench: no agrigps beside this benchmark; run 'swift build -c release' first\n".utf8))
+    FileHandle.standardError.write(Data("agrigps-bench: no agrigps beside this benchmark; run 'make bench', which builds both\n".utf8))
     exit(69)
 }
 let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -35,7 +35,7 @@ public final class AgrirouterSimulator: Sendable {
         let gatewayConnections = ConnectionCount()
         do {
             let onboarding = try await bind(host: host, port: onboardingPort, tls: try NIOSSLContext(configuration: onboardingTLS),
-                                            role: .onboarding, state: state, group: group, count: ConnectionCount())
+                                            role: .onboarding, state: state, group: group)
             let gateway = try await bind(host: host, port: gatewayPort, tls: try NIOSSLContext(configuration: gatewayTLS),
                                          role: .gateway, state: state, group: group, count: gatewayConnections)
             await state.setGatewayBase("https://\(host):\(gateway.localAddress?.port ?? 0)")
@@ -60,12 +60,12 @@ public final class AgrirouterSimulator: Sendable {
     }
 
     private static func bind(host: String, port: Int, tls: NIOSSLContext, role: SimHTTPHandler.Role,
-                             state: SimState, group: MultiThreadedEventLoopGroup, count: ConnectionCount) async throws -> any Channel {
+                             state: SimState, group: MultiThreadedEventLoopGroup, count: ConnectionCount? = nil) async throws -> any Channel {
         try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 64)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                count.value.add(1, ordering: .relaxed)
+                count?.value.add(1, ordering: .relaxed)
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
