@@ -291,6 +291,14 @@ public actor Spool {
         (try? database?.read { db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'sharing'") }) == "paused"
     }
 
+    /// The journal mode and synchronous level of the spool's own connection (SQLite keeps synchronous
+    /// per connection, so another connection cannot tell).
+    func durability() -> (journalMode: String?, synchronous: Int?) {
+        (try? database?.read { db in
+            (try String.fetchOne(db, sql: "PRAGMA journal_mode"), try Int.fetchOne(db, sql: "PRAGMA synchronous"))
+        }) ?? (nil, nil)
+    }
+
     // MARK: - Status
 
     public func status(now: Date = Date()) -> SpoolStatus {

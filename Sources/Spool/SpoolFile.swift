@@ -39,10 +39,14 @@ enum SpoolFile {
             }
         }
         var settings = Configuration()
-        settings.journalMode = .wal
         settings.busyMode = .timeout(configuration.busyTimeout)
         let pageLimit = configuration.maximumPageCount
         settings.prepareDatabase { db in
+            // WAL is set here, not with GRDB's `journalMode = .wal`: that set-up runs after this closure
+            // and lowers synchronous to NORMAL, which loses the last commits on a power cut.
+            guard try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") == "wal" else {
+                throw SpoolError(kind: .database, sqliteCode: 0, message: "could not switch to WAL mode", path: path)
+            }
             // FULL: a commit survives power loss, not just a crash of this process.
             try db.execute(sql: "PRAGMA synchronous = FULL")
             if let pageLimit { try db.execute(sql: "PRAGMA max_page_count = \(pageLimit)") }
