@@ -71,8 +71,9 @@ final class RawSQLite {
         let insertSQL = """
             INSERT INTO sample (sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,
                 latitude, longitude, altitude_hae, altitude_msl, speed, track, hdop, pdop, satellites_used,
-                device, clock_skew, detail, wire_size)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                device, clock_skew, detail, wire_size, delivery)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+                CASE (SELECT text FROM spool_state WHERE name = 'sharing') WHEN 'paused' THEN 'withheld' ELSE 'pending' END)
             """
         let touchSQL = "INSERT INTO spool_state (name, number, text) VALUES ('last_append', ?, NULL) ON CONFLICT(name) DO UPDATE SET number = excluded.number, text = excluded.text"
         precondition(sqlite3_prepare_v2(db, insertSQL, -1, &insert, nil) == SQLITE_OK)

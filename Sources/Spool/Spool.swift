@@ -91,9 +91,7 @@ public actor Spool {
     /// Inserts and evicts; returns the new row ids and what the transaction adds to the queue.
     private func insert(_ writes: [(sample: PositionSample, wireSize: Int)], at now: Double,
                         into db: Database) throws -> ([Int64], (rows: Int, bytes: Int)) {
-        // Read inside the transaction: `agrigps pause` in another process may have just changed it.
-        let paused = try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'sharing'") == "paused"
-        let statement = try db.cachedStatement(sql: paused ? SampleColumns.insertWithheld : SampleColumns.insert)
+        let statement = try db.cachedStatement(sql: SampleColumns.insert)
         var ids: [Int64] = []
         ids.reserveCapacity(writes.count)
         for (sample, wireSize) in writes {
@@ -386,12 +384,13 @@ public actor Spool {
 /// Numbers and notes kept beside the queue, in the same database.
 enum SpoolState {
     static func set(_ name: String, number: Double? = nil, text: String? = nil, in db: Database) throws {
-        try db.execute(sql: "INSERT INTO spool_state (name, number, text) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET number = excluded.number, text = excluded.text",
-                       arguments: [name, number, text])
+        // Cached: an append runs this in every transaction.
+        try db.cachedStatement(sql: "INSERT INTO spool_state (name, number, text) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET number = excluded.number, text = excluded.text")
+            .execute(arguments: [name, number, text])
     }
 
     static func add(_ count: Int, to name: String, in db: Database) throws {
-        try db.execute(sql: "INSERT INTO spool_state (name, number) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET number = number + excluded.number",
-                       arguments: [name, count])
+        try db.cachedStatement(sql: "INSERT INTO spool_state (name, number) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET number = number + excluded.number")
+            .execute(arguments: [name, count])
     }
 }

@@ -32,10 +32,12 @@ enum SampleColumns {
         "device", "clock_skew", "detail", "wire_size",
     ]
 
-    static let insert = "INSERT INTO sample (\(columns.joined(separator: ", "))) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")))"
-
-    /// The same row, never to be sent: taken while sharing was paused.
-    static let insertWithheld = "INSERT INTO sample (\(columns.joined(separator: ", ")), delivery) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")), 'withheld')"
+    /// A sample taken while sharing is paused is withheld for good. The state is read by the insert
+    /// itself, inside the transaction, because `agrigps pause` in another process may just have set it.
+    static let insert = """
+        INSERT INTO sample (\(columns.joined(separator: ", ")), delivery) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")),
+            CASE (SELECT text FROM spool_state WHERE name = 'sharing') WHEN 'paused' THEN 'withheld' ELSE 'pending' END)
+        """
 
     static let select = """
         SELECT id, sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,
