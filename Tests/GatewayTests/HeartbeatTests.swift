@@ -28,4 +28,23 @@ import Testing
         await writer.beat()
         #expect(Heartbeat.read(from: path)?.updatedAt ?? .distantPast >= now)
     }
+
+    @Test("the file is replaced whole, group-readable whatever the umask, with nothing left beside it")
+    func replacesTheFileForTheGroup() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heartbeat-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/heartbeat.json"
+        let old = umask(0o077)
+        defer { umask(old) }
+        var heartbeat = Heartbeat(onboarded: false)
+        try heartbeat.write(to: path)
+        heartbeat.lastError = "second"
+        try heartbeat.write(to: path)
+        #expect(Heartbeat.read(from: path)?.lastError == "second")
+        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+        #expect(mode == 0o640)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["heartbeat.json"])
+        #expect(throws: HeartbeatWriteError.self) { try heartbeat.write(to: directory + "/missing/heartbeat.json") }
+    }
 }
