@@ -117,7 +117,8 @@ public struct SamplerCore: Sendable {
         var out: [PositionSample] = []
         condition = .receiving
         lastReportUptime = now.uptime
-        if let device = report.device { activeDevices.insert(device) }
+        // Ten reports a second from the one receiver a machine has: skip hashing the path each time.
+        if let device = report.device, activeDevices.count != 1 || activeDevices.first != device { activeDevices.insert(device) }
         if report.fixState.hasPosition, let time = report.time {
             let bucket = Int64((time.timeIntervalSince1970 / interval).rounded(.down))
             if case .receiver(let current) = window, current == bucket {
