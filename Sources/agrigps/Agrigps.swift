@@ -7,8 +7,8 @@ struct Agrigps: AsyncParsableCommand {
         commandName: "agrigps",
         abstract: "GNSS gateway: reads the receiver through gpsd and shares positions through agrirouter.",
         discussion: """
-            Every sample says what the receiver knows, including when it knows nothing:
-            gpsd_unreachable, no_receiver, no_fix, or fix_<2d|3d>_<quality> where quality is
+            Every sample says what the receiver knows, including when it knows nothing: \
+            gpsd_unreachable, no_receiver, no_fix, or fix_<2d|3d>_<quality> where quality is \
             autonomous, dgps, rtk_fixed, rtk_float, dead_reckoning, simulated or manual.
             """,
         version: "0.1.0",

@@ -23,12 +23,15 @@ struct Onboard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Connect this machine to agrirouter with a TAN (registration code) from the agrirouter UI.",
         discussion: """
-            QA is the default environment. The application id and certification version id come from
-            --application-id / --certification-version-id or AGRIGPS_APPLICATION_ID /
+            QA is the default environment. The application id and certification version id come from \
+            --application-id / --certification-version-id or AGRIGPS_APPLICATION_ID / \
             AGRIGPS_CERTIFICATION_VERSION_ID; QA and production have different ones.
-            The credentials are stored in the state directory with mode 0600 and never printed. Running
-            onboard again with a new TAN re-onboards the same endpoint. To try agrigps without an account,
-            use --env local with agrirouter-sim's --onboarding-url and --ca-file.
+
+            The credentials are stored in the state directory with mode 0600 and never printed. Running \
+            onboard again with a new TAN re-onboards the same endpoint.
+
+            To try agrigps without an account, use --env local with agrirouter-sim's --onboarding-url \
+            and --ca-file.
             """
     )
 
@@ -116,7 +119,7 @@ struct Disconnect: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Remove this machine's agrirouter credentials.",
         discussion: """
-            agrirouter offers a CU no way to delete itself: remove the endpoint in the agrirouter UI as well.
+            agrirouter offers a CU no way to delete itself: remove the endpoint in the agrirouter UI as well. \
             The endpoint id is kept, so onboarding again later with a new TAN is the same endpoint.
             """
     )

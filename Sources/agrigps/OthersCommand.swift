@@ -7,10 +7,11 @@ struct Others: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List the other machines sharing positions: name, distance and bearing, age, fix, state.",
         discussion: """
-            Reads what the daemon stored (STATE-DIR/others.sqlite), so it works offline too; the "last
+            Reads what the daemon stored (STATE-DIR/others.sqlite), so it works offline too; the "last \
             update" line says how old that is. Distance and bearing are from this machine's last fix.
-            A machine is stale when nothing has arrived from it for --stale-after seconds (by this
-            machine's clock), gone when it has left agrirouter's endpoint list, and silent when it is
+
+            A machine is stale when nothing has arrived from it for --stale-after seconds (by this \
+            machine's clock), gone when it has left agrirouter's endpoint list, and silent when it is \
             listed but has sent nothing. Only active machines are listed unless --include-stale is given.
             """
     )

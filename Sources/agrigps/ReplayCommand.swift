@@ -7,9 +7,10 @@ struct Replay: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Replay a recorded NMEA log through a private gpsd and print the samples.",
         discussion: """
-            Starts gpsd on a free loopback port (never the system gpsd's 2947), feeds it the log
+            Starts gpsd on a free loopback port (never the system gpsd's 2947), feeds it the log \
             over TCP, prints what agrigps makes of it, and exits 0 at the end of the log.
-            While the receiver has a fix, intervals are measured in receiver time, so a fast
+
+            While the receiver has a fix, intervals are measured in receiver time, so a fast \
             replay gives the samples of a real-time drive.
             """
     )

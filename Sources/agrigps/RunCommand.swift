@@ -11,11 +11,12 @@ struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the gateway: sample gpsd into the spool and, when onboarded, publish to agrirouter.",
         discussion: """
-            Every sample is committed to the spool (STATE-DIR/spool.sqlite) before anything else. When the
-            machine is onboarded, it announces its capabilities and subscription, then publishes the spool
-            as gps:info and removes samples only when agrirouter acknowledges them. Requests keep at least
+            Every sample is committed to the spool (STATE-DIR/spool.sqlite) before anything else. When the \
+            machine is onboarded, it announces its capabilities and subscription, then publishes the spool \
+            as gps:info and removes samples only when agrirouter acknowledges them. Requests keep at least \
             10 s apart on QA and 5 s in production. SIGTERM or SIGINT stops it cleanly.
-            With --replay LOG it reads a recorded NMEA log through a private gpsd instead, and stops once
+
+            With --replay LOG it reads a recorded NMEA log through a private gpsd instead, and stops once \
             the log has been sent: a field engineer's way to push a customer's log through the whole chain.
             """
     )

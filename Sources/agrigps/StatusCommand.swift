@@ -7,16 +7,19 @@ struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Say whether the gateway is healthy: daemon, agrirouter link, sharing, fix, spool, other machines.",
         discussion: """
-            Reads the state directory only (the daemon's heartbeat, the spool and the store of other
-            machines); no daemon needs to answer, and no secret is printed. The first line is a
-            verdict in the form monitoring plugins print, and the exit status is the one Nagios and
+            Reads the state directory only (the daemon's heartbeat, the spool and the store of other \
+            machines); no daemon needs to answer, and no secret is printed. The first line is a \
+            verdict in the form monitoring plugins print, and the exit status is the one Nagios and \
             Icinga read: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
-              CRITICAL  the daemon is not running or its heartbeat is older than heartbeat_limit; no
-                        fix for fix_age_critical; the oldest unsent sample waited queue_age_critical;
-                        the spool cannot store
-              WARNING   not onboarded; no fix yet or for fix_age_warning; queue_age_warning; samples
-                        parked or dropped; the system clock is off from GNSS time
-              UNKNOWN   the state directory cannot be read
+
+            CRITICAL  the daemon is not running or its heartbeat is older than
+                      heartbeat_limit; no fix for fix_age_critical; the oldest unsent
+                      sample waited queue_age_critical; the spool cannot store
+            WARNING   not onboarded; no fix yet or for fix_age_warning;
+                      queue_age_warning; samples parked or dropped; the system clock
+                      is off from GNSS time
+            UNKNOWN   the state directory cannot be read
+
             The thresholds come from the [status] section of the configuration file.
             """
     )

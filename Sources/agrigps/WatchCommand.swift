@@ -6,7 +6,7 @@ struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print live samples from gpsd, one line each.",
         discussion: """
-            Keeps running when gpsd is down or restarts: those intervals print as gpsd_unreachable.
+            Keeps running when gpsd is down or restarts: those intervals print as gpsd_unreachable. \
             A receiver that is unplugged or silent prints as no_receiver. Stop with Ctrl-C.
             """
     )

@@ -15,7 +15,7 @@ struct AgrigpsCommand {
     let stdoutPath: String
     let stderrPath: String
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.path) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "\(Self.path) (run swift build first)"])
         }
@@ -23,7 +23,7 @@ struct AgrigpsCommand {
         stdoutPath = base + ".out"
         stderrPath = base + ".err"
         process = try ChildProcess(executable: Self.path, arguments: arguments,
-                                   environment: ProcessInfo.processInfo.environment,
+                                   environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
                                    outputPath: stdoutPath, errorPath: stderrPath)
     }
 
@@ -215,5 +215,24 @@ struct CommandLineTests {
         let replay = try AgrigpsCommand.run(["replay", "--help"])
         #expect(replay.code == 0)
         #expect(replay.stdout.contains { $0.contains("--every-report") })
+    }
+
+    /// The help text is wrapped once, by the parser: a hard line break inside a paragraph of the
+    /// source leaves a short line wherever the parser's own wrap falls elsewhere.
+    @Test(arguments: ["", "run", "watch", "replay", "onboard", "disconnect", "pause", "resume", "status", "others"])
+    func helpParagraphsWrapEvenly(command: String) throws {
+        let help = try AgrigpsCommand((command.isEmpty ? [] : [command]) + ["--help"], environment: ["COLUMNS": "80"])
+        defer { help.cleanUp() }
+        #expect(help.process.wait(timeout: 30) == 0)
+        let lines = try String(contentsOfFile: help.stdoutPath, encoding: .utf8).components(separatedBy: "\n")
+        let text = lines.prefix { !$0.hasPrefix("USAGE:") }
+        #expect(text.count >= 2 && text.count < lines.count, "no help before USAGE (agrigps \(command) --help)")
+        for (line, next) in zip(text, text.dropFirst()) where !line.isEmpty && !next.isEmpty {
+            // Indented lines belong to a table laid out by hand.
+            guard !line.hasPrefix(" "), !next.hasPrefix(" ") else { continue }
+            let firstWord = next.prefix { $0 != " " }
+            // The parser keeps a line to 79 columns on an 80-column terminal.
+            #expect(line.count + 1 + firstWord.count > 79, "\"\(line)\" could have taken \"\(firstWord)\" (agrigps \(command) --help)")
+        }
     }
 }
