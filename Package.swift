@@ -89,7 +89,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(name: "agrirouter-sim", dependencies: ["AgrirouterSim"]),
+        .executableTarget(
+            name: "agrirouter-sim",
+            dependencies: ["AgrirouterSim", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
         .target(
             name: "GPSDReplay",

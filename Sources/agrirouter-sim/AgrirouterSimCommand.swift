@@ -1,0 +1,84 @@
+// agrirouter-sim: a local agrirouter for tests, demos and trying agrigps without an account.
+import AgrirouterSim
+import ArgumentParser
+import Foundation
+
+@main
+struct AgrirouterSimCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agrirouter-sim",
+        abstract: "A local agrirouter for tests, demos and trying agrigps without an account.",
+        discussion: """
+            Speaks agrirouter's REST interface over TLS with client certificates. Prints the \
+            onboarding URL, writes its CA certificate to --ca-file for clients to trust, and serves \
+            until SIGINT or SIGTERM.
+
+            Lines on standard input do what a user would do in agrirouter's UI:
+              rename ENDPOINT-ID NEW NAME
+              delete ENDPOINT-ID
+            """
+    )
+
+    @Option(name: .customLong("tan"), help: ArgumentHelp("A TAN it accepts and the name of the endpoint it onboards (repeatable).",
+                                                        valueName: "TAN=NAME"))
+    var tans: [String] = []
+
+    @Option(help: ArgumentHelp("Port for onboarding (default: a free one).", valueName: "port"))
+    var onboardingPort: Int?
+
+    @Option(help: ArgumentHelp("Port for the endpoints' REST interface (default: a free one).", valueName: "port"))
+    var gatewayPort: Int?
+
+    @Option(help: ArgumentHelp("Where to write the CA certificate clients must trust.", valueName: "path"))
+    var caFile: String?
+
+    func validate() throws {
+        if tans.isEmpty { throw ValidationError("give at least one --tan TAN=NAME") }
+        for tan in tans where Self.pair(tan) == nil { throw ValidationError("--tan takes TAN=NAME, got '\(tan)'") }
+        for (flag, port) in [("--onboarding-port", onboardingPort), ("--gateway-port", gatewayPort)] {
+            if let port, !(1...65535).contains(port) { throw ValidationError("\(flag): \(port) is not a port (1 to 65535)") }
+        }
+    }
+
+    private static func pair(_ text: String) -> (tan: String, name: String)? {
+        let pair = text.split(separator: "=", maxSplits: 1).map(String.init)
+        guard pair.count == 2, !pair[0].isEmpty, !pair[1].isEmpty else { return nil }
+        return (pair[0], pair[1])
+    }
+
+    func run() async throws {
+        let names = Dictionary(tans.compactMap(Self.pair), uniquingKeysWith: { $1 })
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: names), onboardingPort: onboardingPort ?? 0,
+                                                            gatewayPort: gatewayPort ?? 0)
+        if let caFile { try simulator.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8) }
+        print("agrirouter-sim: onboarding at \(simulator.onboardingURL)")
+        fflush(nil)
+        // readLine blocks, so it gets a thread of its own rather than one of Swift concurrency's few.
+        Thread.detachNewThread {
+            while let line = readLine() {
+                let done = DispatchSemaphore(value: 0)
+                Task {
+                    print(await control(line, simulator: simulator))
+                    fflush(nil)
+                    done.signal()
+                }
+                done.wait()
+            }
+        }
+        // Nothing needs cleaning up, so SIGINT and SIGTERM keep their default action and end the process.
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+}
+
+func control(_ line: String, simulator: AgrirouterSimulator) async -> String {
+    let words = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+    switch (words.first, words.count) {
+    case ("rename", 3...):
+        let name = words.dropFirst(2).joined(separator: " ")
+        return await simulator.rename(endpoint: words[1], to: name) ? "renamed \(words[1]) to \(name)" : "no endpoint \(words[1])"
+    case ("delete", 2):
+        return await simulator.delete(endpoint: words[1]) ? "deleted \(words[1])" : "no endpoint \(words[1])"
+    default:
+        return "commands: rename ENDPOINT-ID NEW NAME | delete ENDPOINT-ID"
+    }
+}
