@@ -10,6 +10,20 @@ import Testing
         #expect(ISO8601UTC.string(from: Date(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
     }
 
+    @Test func isoTimeReadsBackWithOrWithoutFraction() throws {
+        #expect(ISO8601UTC.date(from: "2020-03-18T13:28:19.900Z") == Date(timeIntervalSince1970: 1_584_538_099.9))
+        #expect(ISO8601UTC.date(from: "2020-03-18T13:28:19Z") == Date(timeIntervalSince1970: 1_584_538_099))
+        #expect(ISO8601UTC.date(from: "1969-12-31T23:59:59.500Z") == Date(timeIntervalSince1970: -0.5))
+        #expect(ISO8601UTC.date(from: "2024-02-29T00:00:00.123456Z")?.timeIntervalSince1970 == 1_709_164_800.123456)
+        for date in [Date(timeIntervalSince1970: 1_763_884_800.25), Date(timeIntervalSince1970: 0)] {
+            #expect(ISO8601UTC.date(from: ISO8601UTC.string(from: date)) == date)
+        }
+        for bad in ["", "2020-03-18 13:28:19Z", "2020-03-18T13:28:19", "2020-03-18T13:28:19+01:00", "2020-13-18T13:28:19Z",
+                    "2020-03-18T13:28:19.Z", "2020-03-18T13:28:19.1234567890123Z", "2020-03-18T1a:28:19Z", "２０２０-03-18T13:28:19Z"] {
+            #expect(ISO8601UTC.date(from: bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func jsonLineHasTheRequiredKeysInOrder() throws {
         let report = PositionReport(time: Date(timeIntervalSince1970: 0), gpsdMode: 3, gpsdStatus: 3,
                                     latitude: 48.5, longitude: -11.25, altitudeMSL: 500)
