@@ -36,7 +36,7 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
         if tans.isEmpty { throw ValidationError("give at least one --tan TAN=NAME") }
         for tan in tans where Self.pair(tan) == nil { throw ValidationError("--tan takes TAN=NAME, got '\(tan)'") }
         for (flag, port) in [("--onboarding-port", onboardingPort), ("--gateway-port", gatewayPort)] {
-            if let port, !(1...65535).contains(port) { throw ValidationError("\(flag): \(port) is not a port (1 to 65535)") }
+            if let port, !(0...65535).contains(port) { throw ValidationError("\(flag): \(port) is not a port (0 to 65535; 0 picks a free one)") }
         }
     }
 
