@@ -123,7 +123,7 @@ let package = Package(
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Spool", "Agrirouter", "AgrirouterSim", "GNSS",
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
-        .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "Agrirouter", "GNSS"]),
+        .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "Agrirouter", "GNSS", "GPSDReplay"]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "Agrirouter", "Spool", "Gateway", "GNSS",

@@ -1,5 +1,6 @@
 @testable import Agrirouter
 import Foundation
+import GPSDReplay
 import Testing
 
 /// The `agrirouter-sim` binary as the demo and a user start it.
@@ -9,32 +10,26 @@ struct SimulatorCommandLineTests {
     static let path = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")
         .deletingLastPathComponent().appendingPathComponent("agrirouter-sim").path
 
+    /// The binary started with ChildProcess (not Foundation.Process, whose child would inherit this
+    /// test thread's blocked signals and never see SIGTERM), its output in files.
     final class Run {
-        let process = Process()
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("agrirouter-sim-\(UUID().uuidString)")
+        let process: ChildProcess
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("agrirouter-sim-\(UUID().uuidString)").path
 
         init(_ arguments: [String]) throws {
-            FileManager.default.createFile(atPath: output.path + ".out", contents: nil)
-            FileManager.default.createFile(atPath: output.path + ".err", contents: nil)
-            process.executableURL = URL(fileURLWithPath: SimulatorCommandLineTests.path)
-            process.arguments = arguments
-            process.standardInput = Pipe()
-            process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output.path + ".out"))
-            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: output.path + ".err"))
-            try process.run()
+            process = try ChildProcess(executable: SimulatorCommandLineTests.path, arguments: arguments,
+                                       environment: ProcessInfo.processInfo.environment,
+                                       outputPath: output + ".out", errorPath: output + ".err")
         }
 
-        var stdout: String { (try? String(contentsOfFile: output.path + ".out", encoding: .utf8)) ?? "" }
-        var stderr: String { (try? String(contentsOfFile: output.path + ".err", encoding: .utf8)) ?? "" }
+        var stdout: String { (try? String(contentsOfFile: output + ".out", encoding: .utf8)) ?? "" }
+        var stderr: String { (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "" }
 
-        func finish() -> Int32 {
-            process.waitUntilExit()
-            return process.terminationStatus
-        }
+        func finish() -> Int32? { process.wait(timeout: 20) }
 
         deinit {
-            if process.isRunning { process.terminate() }
-            for suffix in [".out", ".err", ".pem"] { try? FileManager.default.removeItem(atPath: output.path + suffix) }
+            process.terminate(grace: 1)
+            for suffix in [".out", ".err"] { try? FileManager.default.removeItem(atPath: output + suffix) }
         }
     }
 
@@ -60,7 +55,8 @@ struct SimulatorCommandLineTests {
     @Test func servesOnboardingWithTheCAItWrote() async throws {
         let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("agrirouter-sim-ca-\(UUID().uuidString).pem").path
         defer { try? FileManager.default.removeItem(atPath: caFile) }
-        let started = try Run(["--tan", "TAN0000001=Tractor", "--ca-file", caFile])
+        // Port 0, like no port, picks a free one.
+        let started = try Run(["--tan", "TAN0000001=Tractor", "--ca-file", caFile, "--onboarding-port", "0"])
         let deadline = Date().addingTimeInterval(20)
         while !started.stdout.contains("onboarding at ") && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
         let line = try #require(started.stdout.split(separator: "\n").first { $0.contains("onboarding at ") })
@@ -73,7 +69,7 @@ struct SimulatorCommandLineTests {
                                       settings: OnboardingSettings(applicationID: "app", certificationVersionID: "version"))
         let response = try await client.onboard(tan: "TAN0000001", externalID: "urn:agrigps:cli-test")
         #expect(response.authentication.type == "PEM")
-        started.process.terminate()
-        #expect(started.finish() == SIGTERM)
+        kill(started.process.pid, SIGTERM)
+        #expect(started.finish() == 128 + SIGTERM)
     }
 }
