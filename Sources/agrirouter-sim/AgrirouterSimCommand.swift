@@ -34,7 +34,10 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
 
     func validate() throws {
         if tans.isEmpty { throw ValidationError("give at least one --tan TAN=NAME") }
-        for tan in tans where Self.pair(tan) == nil { throw ValidationError("--tan takes TAN=NAME, got '\(tan)'") }
+        // The value is not echoed: it holds a TAN.
+        for tan in tans where Self.pair(tan) == nil {
+            throw ValidationError("--tan takes TAN=NAME: the TAN, '=', then the name of the endpoint it onboards")
+        }
         for (flag, port) in [("--onboarding-port", onboardingPort), ("--gateway-port", gatewayPort)] {
             if let port, !(0...65535).contains(port) { throw ValidationError("\(flag): \(port) is not a port (0 to 65535; 0 picks a free one)") }
         }
