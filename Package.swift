@@ -17,9 +17,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.10.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
-        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
     ],
     targets: [
+        // The ranges every number from outside is checked against, and text made safe for a terminal.
+        .target(name: "Bounds"),
         // libgps (gpsd's client library) with a shim for what Swift cannot import directly.
         .systemLibrary(
             name: "CGPS",
@@ -31,6 +33,7 @@ let package = Package(
         .target(
             name: "GNSS",
             dependencies: [
+                "Bounds",
                 "CGPS",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -39,6 +42,7 @@ let package = Package(
         .target(
             name: "Spool",
             dependencies: [
+                "Bounds",
                 "GNSS",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -51,12 +55,21 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // OpenSSL's libcrypto, to check a credential (key, secret, certificate) before it is stored.
+        .systemLibrary(
+            name: "COpenSSL",
+            path: "Sources/COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         // agrirouter's protobuf messages (generated from Protos/ by script/regenerate-protobuf) and the envelope codec.
         .target(
             name: "Agrirouter",
             dependencies: [
+                "Bounds",
                 "GNSS",
                 "CCurl",
+                "COpenSSL",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
@@ -65,12 +78,12 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
+                "Bounds",
                 "GNSS",
                 "Spool",
                 "Agrirouter",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                .product(name: "TOMLKit", package: "TOMLKit"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -101,6 +114,7 @@ let package = Package(
         .executableTarget(
             name: "agrigps",
             dependencies: [
+                "Bounds",
                 "GNSS",
                 "GPSDReplay",
                 "Agrirouter",
@@ -119,14 +133,16 @@ let package = Package(
                            .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
-        .testTarget(name: "AgrirouterTests", dependencies: ["Agrirouter", "GNSS", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Spool", "Agrirouter", "AgrirouterSim", "GNSS",
+        .testTarget(name: "AgrirouterTests", dependencies: ["Agrirouter", "Bounds", "GNSS", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Spool", "Agrirouter", "AgrirouterSim", "GNSS", "Bounds",
+                                                     .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "Agrirouter", "GNSS", "GPSDReplay"]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "Agrirouter", "Spool", "Gateway", "GNSS",
+                                                     .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.
         .executableTarget(name: "spool-exerciser", dependencies: ["Spool", "GNSS"], path: "Tests/SpoolExerciser"),

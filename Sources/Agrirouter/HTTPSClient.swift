@@ -49,6 +49,10 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case payloadTooLarge
     case serverError(Int)
     case unexpectedStatus(Int)
+    /// The answer grew past the client's cap and was cut off: no answer agrirouter sends is that large.
+    case responseTooLarge(limit: Int)
+    /// libcurl refused an option we set: a libcurl too old or built without what agrigps needs.
+    case libcurlRefused(option: String, code: Int)
 
     public var description: String {
         switch self {
@@ -64,6 +68,10 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
         case .payloadTooLarge: return "agrirouter answered 413: the message is larger than it accepts"
         case .serverError(let status): return "agrirouter answered \(status), a server error; it will be retried"
         case .unexpectedStatus(let status): return "agrirouter answered with unexpected HTTP status \(status)"
+        case .responseTooLarge(let limit):
+            return "the answer was larger than \(limit / 1_048_576) MiB, more than agrirouter ever sends; it was cut off and not read"
+        case .libcurlRefused(let option, let code):
+            return "libcurl refused \(option) (CURLcode \(code)); install a libcurl with OpenSSL, 7.71 or later"
         }
     }
 }
@@ -74,13 +82,21 @@ public struct HTTPSClient: Sendable {
     public var trustedCAPEM: String?
     public var connectTimeout: Double
     public var totalTimeout: Double
+    /// The largest answer read; a larger one is cut off with `responseTooLarge`, so a hostile or broken
+    /// server cannot make the daemon hold more than this in memory.
+    public var maximumResponseBytes: Int
     /// Shared by copies of this client: the handles whose connections can be used again.
     private let handles = CurlHandlePool()
 
-    public init(trustedCAPEM: String? = nil, connectTimeout: Double = 10, totalTimeout: Double = 60) {
+    /// The outbox holds at most a few feed pages (1 MB each) and pushes: 16 MiB is several times that.
+    public static let defaultResponseLimit = 16 * 1_048_576
+
+    public init(trustedCAPEM: String? = nil, connectTimeout: Double = 10, totalTimeout: Double = 60,
+                maximumResponseBytes: Int = HTTPSClient.defaultResponseLimit) {
         self.trustedCAPEM = trustedCAPEM
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
+        self.maximumResponseBytes = maximumResponseBytes
         _ = HTTPSClient.globalInit
     }
 
@@ -96,45 +112,52 @@ public struct HTTPSClient: Sendable {
         var completed = false
         // Only a handle whose request completed goes back; after a failure its connection is suspect.
         defer { if completed { handles.put(reusable) } }
-        let response = ResponseBuffer()
+        let response = ResponseBuffer(limit: maximumResponseBytes)
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headerList) }
         for header in ["Accept: application/json"] + headers { headerList = curl_slist_append(headerList, header) }
 
-        let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errors in
-            ccurl_set_string(handle, CURLOPT_URL, url)
-            ccurl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headerList))
-            ccurl_set_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errors.baseAddress))
-            ccurl_set_long(handle, CURLOPT_NOSIGNAL, 1)
-            ccurl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(connectTimeout * 1000))
-            ccurl_set_long(handle, CURLOPT_TIMEOUT_MS, Int(totalTimeout * 1000))
-            ccurl_set_long(handle, CURLOPT_SSL_VERIFYPEER, 1)
-            ccurl_set_long(handle, CURLOPT_SSL_VERIFYHOST, 2)
-            ccurl_set_string(handle, CURLOPT_PROTOCOLS_STR, "https")
-            if let trustedCAPEM { setBlob(handle, CURLOPT_CAINFO_BLOB, trustedCAPEM) }
+        let code: CURLcode = try errorBuffer.withUnsafeMutableBufferPointer { errors throws(TransportError) in
+            // Every option is checked, as a refused one (a TLS option in a libcurl without it) would
+            // otherwise send the request without it.
+            var options = CurlOptions(handle)
+            options.set(CURLOPT_URL, url, "CURLOPT_URL")
+            options.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList), "CURLOPT_HTTPHEADER")
+            options.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errors.baseAddress), "CURLOPT_ERRORBUFFER")
+            options.set(CURLOPT_NOSIGNAL, 1, "CURLOPT_NOSIGNAL")
+            options.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(connectTimeout), "CURLOPT_CONNECTTIMEOUT_MS")
+            options.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(totalTimeout), "CURLOPT_TIMEOUT_MS")
+            options.set(CURLOPT_SSL_VERIFYPEER, 1, "CURLOPT_SSL_VERIFYPEER")
+            options.set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
+            options.set(CURLOPT_PROTOCOLS_STR, "https", "CURLOPT_PROTOCOLS_STR")
+            // A larger declared answer is refused before its body is read.
+            options.set(CURLOPT_MAXFILESIZE_LARGE, maximumResponseBytes, "CURLOPT_MAXFILESIZE_LARGE")
+            if let trustedCAPEM { options.set(CURLOPT_CAINFO_BLOB, blob: trustedCAPEM, "CURLOPT_CAINFO_BLOB") }
             if let credentials {
-                setBlob(handle, CURLOPT_SSLCERT_BLOB, credentials.certificatePEM)
-                ccurl_set_string(handle, CURLOPT_SSLCERTTYPE, "PEM")
-                setBlob(handle, CURLOPT_SSLKEY_BLOB, credentials.encryptedKeyPEM)
-                ccurl_set_string(handle, CURLOPT_SSLKEYTYPE, "PEM")
-                ccurl_set_string(handle, CURLOPT_KEYPASSWD, credentials.secret)
+                options.set(CURLOPT_SSLCERT_BLOB, blob: credentials.certificatePEM, "CURLOPT_SSLCERT_BLOB")
+                options.set(CURLOPT_SSLCERTTYPE, "PEM", "CURLOPT_SSLCERTTYPE")
+                options.set(CURLOPT_SSLKEY_BLOB, blob: credentials.encryptedKeyPEM, "CURLOPT_SSLKEY_BLOB")
+                options.set(CURLOPT_SSLKEYTYPE, "PEM", "CURLOPT_SSLKEYTYPE")
+                options.set(CURLOPT_KEYPASSWD, credentials.secret, "CURLOPT_KEYPASSWD")
             }
-            ccurl_set_string(handle, CURLOPT_CUSTOMREQUEST, method)
+            options.set(CURLOPT_CUSTOMREQUEST, method, "CURLOPT_CUSTOMREQUEST")
             if let body {
                 // The size first: COPYPOSTFIELDS copies that many bytes, so the body may contain zeros.
-                ccurl_set_long(handle, CURLOPT_POSTFIELDSIZE_LARGE, body.count)
+                options.set(CURLOPT_POSTFIELDSIZE_LARGE, body.count, "CURLOPT_POSTFIELDSIZE_LARGE")
                 var bytes = [UInt8](body)
-                ccurl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, &bytes)
+                options.set(CURLOPT_COPYPOSTFIELDS, pointer: &bytes, "CURLOPT_COPYPOSTFIELDS")
             }
             let context = Unmanaged.passUnretained(response).toOpaque()
-            ccurl_set_write_callback(handle, { data, size, count, context in
+            options.check(ccurl_set_write_callback(handle, { data, size, count, context in
                 guard let data, let context else { return 0 }
-                Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().data.append(UnsafeRawPointer(data).assumingMemoryBound(to: UInt8.self), count: size * count)
-                return size * count
-            }, context)
+                // Returning less than was given makes libcurl stop with CURLE_WRITE_ERROR.
+                return Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().append(data, size * count) ? size * count : 0
+            }, context), "CURLOPT_WRITEFUNCTION")
+            if let refused = options.refused { throw refused }
             return curl_easy_perform(handle)
         }
+        if response.overflowed || code == CURLE_FILESIZE_EXCEEDED { throw .responseTooLarge(limit: maximumResponseBytes) }
         guard code == CURLE_OK else {
             let detail = String(cString: errorBuffer).isEmpty ? String(cString: curl_easy_strerror(code)) : String(cString: errorBuffer)
             throw Self.error(for: code, detail: detail)
@@ -169,9 +192,11 @@ public struct HTTPSClient: Sendable {
         return try result.get()
     }
 
-    private func setBlob(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, _ text: String) {
-        var bytes = Array(text.utf8)
-        ccurl_set_blob(handle, option, &bytes, bytes.count)
+    /// A timeout for libcurl: whole milliseconds, at least 1, clamped to a day (a checked value never
+    /// reaches the clamp; a NaN would otherwise trap the conversion).
+    static func milliseconds(_ seconds: Double) -> Int {
+        guard seconds.isFinite else { return 86_400_000 }
+        return Int(min(max(seconds * 1000, 1), 86_400_000))
     }
 
     static func error(for code: CURLcode, detail: String) -> TransportError {
@@ -223,6 +248,55 @@ private final class CurlHandle: @unchecked Sendable {
     deinit { curl_easy_cleanup(raw) }
 }
 
+/// The options of one request, set in turn; the first that libcurl refuses is kept to be thrown.
+private struct CurlOptions {
+    let handle: UnsafeMutableRawPointer
+    private(set) var refused: TransportError?
+
+    init(_ handle: UnsafeMutableRawPointer) {
+        self.handle = handle
+    }
+
+    mutating func check(_ code: CURLcode, _ name: String) {
+        if code != CURLE_OK, refused == nil { refused = .libcurlRefused(option: name, code: Int(code.rawValue)) }
+    }
+
+    mutating func set(_ option: CURLoption, _ value: Int, _ name: String) {
+        check(ccurl_set_long(handle, option, value), name)
+    }
+
+    mutating func set(_ option: CURLoption, _ value: String, _ name: String) {
+        check(ccurl_set_string(handle, option, value), name)
+    }
+
+    mutating func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?, _ name: String) {
+        check(ccurl_set_pointer(handle, option, pointer), name)
+    }
+
+    /// libcurl copies the bytes, so the array may go away afterwards.
+    mutating func set(_ option: CURLoption, blob text: String, _ name: String) {
+        var bytes = Array(text.utf8)
+        check(ccurl_set_blob(handle, option, &bytes, bytes.count), name)
+    }
+}
+
+/// The answer as it arrives, up to a cap; past it, nothing more is kept and the transfer stops.
 private final class ResponseBuffer {
+    let limit: Int
     var data = Data()
+    var overflowed = false
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// False when `count` more bytes would pass the cap.
+    func append(_ bytes: UnsafeMutablePointer<CChar>, _ count: Int) -> Bool {
+        guard count <= limit - data.count else {
+            overflowed = true
+            return false
+        }
+        data.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: count)
+        return true
+    }
 }

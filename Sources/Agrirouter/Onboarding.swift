@@ -1,3 +1,4 @@
+import Bounds
 import Foundation
 
 /// Which agrirouter to onboard to. QA and production have their own hosts and their own application ids.
@@ -132,7 +133,8 @@ public struct OnboardingClient: Sendable {
             "certificationVersionId": settings.certificationVersionID, "gatewayId": "3", "certificateType": "PEM",
             "UTCTimestamp": formatter.string(from: now.addingTimeInterval(-10)), "timeZone": "+00:00",
         ]
-        let client = HTTPSClient(trustedCAPEM: environment.caCertificatePEM, totalTimeout: timeout)
+        // An onboarding answer is a few kilobytes: a credential and three ids.
+        let client = HTTPSClient(trustedCAPEM: environment.caCertificatePEM, totalTimeout: timeout, maximumResponseBytes: 1_048_576)
         let response: HTTPResponse
         do {
             let body = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
@@ -144,18 +146,14 @@ public struct OnboardingClient: Sendable {
             throw .unreadableResponse("\(error)")
         }
         guard response.status == 201 || response.status == 200 else { throw Self.refusal(response) }
+        let decoded: OnboardingResponse
         do {
-            let decoded = try JSONDecoder().decode(OnboardingResponse.self, from: response.body)
-            guard decoded.authentication.type == "PEM",
-                  ClientCredentials(agrirouterPEM: decoded.authentication.certificate, secret: decoded.authentication.secret) != nil else {
-                throw OnboardingError.unreadableResponse("the certificate is not an encrypted PEM key and certificate")
-            }
-            return decoded
-        } catch let error as OnboardingError {
-            throw error
+            decoded = try JSONDecoder().decode(OnboardingResponse.self, from: response.body)
         } catch {
             throw .unreadableResponse("unexpected JSON")
         }
+        _ = try decoded.check(for: environment)
+        return decoded
     }
 
     /// agrirouter's error body is `{"error":{"code":"0110","message":...}}`; the code may be a number.
@@ -167,6 +165,77 @@ public struct OnboardingClient: Sendable {
         case let number as NSNumber: code = String(format: "%04d", number.intValue)
         default: code = ""
         }
-        return .agrirouter(status: response.status, code: code, message: error?["message"] as? String ?? "")
+        // The code is shown to the user: another party's text, escaped and cut.
+        return .agrirouter(status: response.status, code: TerminalText.safe(code, limit: 16),
+                           message: TerminalText.safe(error?["message"] as? String ?? "", limit: 200))
+    }
+}
+
+extension OnboardingResponse {
+    /// Every check an answer passes before it may replace a stored credential; the first that fails
+    /// is the reason it is refused. Returns what the credential says of itself.
+    ///
+    /// - The ids are printable and short (real ones are UUIDs), so they are safe in a terminal and a path.
+    /// - The measures and commands URLs are https, on one host, without user info, a query or a
+    ///   fragment, and end in the endpoint id, as agrirouter's do. A local agrirouter must answer on its
+    ///   own host; QA and production on a DNS name (their hosts have moved before, so no name is fixed here).
+    /// - The credential is PEM, its secret opens its key, and the key belongs to its certificate.
+    public func check(for environment: AgrirouterEnvironment) throws(OnboardingError) -> CredentialFacts {
+        // A value is echoed to say what is wrong with it, escaped and cut, and never with the secret in it.
+        let secret = authentication.secret
+        func shown(_ text: String, limit: Int) -> String {
+            TerminalText.safe(secret.isEmpty ? text : text.replacingOccurrences(of: secret, with: "[secret]"), limit: limit)
+        }
+        for (name, id) in [("deviceAlternateId", deviceAlternateId), ("capabilityAlternateId", capabilityAlternateId),
+                           ("sensorAlternateId", sensorAlternateId)] {
+            guard Self.isPlainID(id) else {
+                throw .unreadableResponse("\(name) \"\(shown(id, limit: 40))\" is not an id (1 to 128 letters, digits, - _ . :)")
+            }
+        }
+        guard connectionCriteria.gatewayId == "3" else {
+            throw .unreadableResponse("gateway id \"\(shown(connectionCriteria.gatewayId, limit: 20))\" is not REST's (3)")
+        }
+        let measures = try Self.endpointURL(connectionCriteria.measures, name: "measures", shown: shown(connectionCriteria.measures, limit: 80),
+                                            deviceID: deviceAlternateId, environment: environment)
+        let commands = try Self.endpointURL(connectionCriteria.commands, name: "commands", shown: shown(connectionCriteria.commands, limit: 80),
+                                            deviceID: deviceAlternateId, environment: environment)
+        guard measures.host == commands.host, measures.port == commands.port else {
+            throw .unreadableResponse("the measures and commands URLs are on different hosts")
+        }
+        guard authentication.type == "PEM", !authentication.secret.isEmpty,
+              let credentials = ClientCredentials(agrirouterPEM: authentication.certificate, secret: authentication.secret) else {
+            throw .unreadableResponse("the certificate is not an encrypted PEM key and certificate")
+        }
+        do {
+            return try credentials.check()
+        } catch {
+            throw .unreadableResponse("the credential cannot be used: \(error.description)")
+        }
+    }
+
+    static func isPlainID(_ id: String) -> Bool {
+        (1...128).contains(id.utf8.count) && id.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.:".unicodeScalars.contains($0)) }
+    }
+
+    private static func endpointURL(_ text: String, name: String, shown: String, deviceID: String,
+                                    environment: AgrirouterEnvironment) throws(OnboardingError) -> URLComponents {
+        guard text.utf8.count <= 2048, let url = URLComponents(string: text), url.scheme?.lowercased() == "https",
+              let host = url.host, !host.isEmpty, url.user == nil, url.password == nil, url.query == nil, url.fragment == nil else {
+            throw .unreadableResponse("the \(name) URL \"\(shown)\" is not a plain https URL")
+        }
+        guard url.path.hasSuffix("/" + deviceID) else {
+            throw .unreadableResponse("the \(name) URL \"\(shown)\" does not end in the endpoint id")
+        }
+        if case .local(let onboardingURL, _) = environment {
+            guard let onboardingHost = URLComponents(string: onboardingURL)?.host, host.lowercased() == onboardingHost.lowercased() else {
+                throw .unreadableResponse("the \(name) URL \"\(shown)\" is not on the local agrirouter's host")
+            }
+        } else {
+            let isName = host.contains(".") && host.last?.isLetter == true && !host.hasSuffix(".localhost")
+            guard isName, host.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-.".unicodeScalars.contains($0)) }) else {
+                throw .unreadableResponse("the \(name) URL \"\(shown)\" is not on a DNS name")
+            }
+        }
+        return url
     }
 }

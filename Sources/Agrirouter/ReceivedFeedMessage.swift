@@ -1,3 +1,4 @@
+import Bounds
 import Foundation
 import SwiftProtobuf
 
@@ -23,13 +24,13 @@ public struct ReceivedFeedMessage: Sendable, Equatable {
     init(_ message: Agrirouter_Feed_Push_Notification_PushNotification.FeedMessage) {
         let header = message.header
         self.init(messageID: header.messageID, senderID: header.senderID, technicalMessageType: header.technicalMessageType,
-                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.date : nil, content: message.content.value)
+                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value)
     }
 
     init(_ message: Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage) {
         let header = message.header
         self.init(messageID: header.messageID, senderID: header.senderID, technicalMessageType: header.technicalMessageType,
-                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.date : nil, content: message.content.value)
+                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value)
     }
 }
 
@@ -70,18 +71,50 @@ public struct ReportedPosition: Sendable, Equatable {
         self.satellites = satellites
     }
 
-    public init(_ entry: GPSEntry) {
+    /// Reads a GPSEntry another machine sent, refusing what no receiver reports: a position outside
+    /// WGS84's ranges or not finite, an altitude outside `Bounds.altitude`, a time outside
+    /// `Bounds.epochSeconds`, a DOP above 100. One bad field refuses the whole entry: a sender that
+    /// writes nonsense in one field cannot be trusted in the next.
+    public init(checking entry: GPSEntry) throws(OutOfBounds) {
         let status = entry.positionStatus
         // proto3 cannot tell 0 from unset: a position of exactly 0/0 from a status without a fix is no position.
         let located = status.isFix && !(entry.positionNorth == 0 && entry.positionEast == 0)
+        var time: Date?
+        if entry.hasGpsUtcTimestamp {
+            guard let checked = entry.gpsUtcTimestamp.checkedDate else {
+                throw OutOfBounds(field: "gps_utc_timestamp", reason: "\(entry.gpsUtcTimestamp.seconds) s is not a time from 1980 to 2200")
+            }
+            time = checked
+        }
+        let altitude = Double(entry.positionUp) / 1000
         self.init(status: status.agrirouterName,
-                  latitude: located ? entry.positionNorth : nil,
-                  longitude: located ? entry.positionEast : nil,
-                  altitude: located && entry.positionUp != 0 ? Double(entry.positionUp) / 1000 : nil,
-                  gnssTime: entry.hasGpsUtcTimestamp ? entry.gpsUtcTimestamp.date : nil,
-                  hdop: entry.hdop > 0 ? entry.hdop : nil,
-                  pdop: entry.pdop > 0 ? entry.pdop : nil,
-                  satellites: entry.numberOfSatellites > 0 ? Int(entry.numberOfSatellites) : nil)
+                  latitude: located ? try Bounds.require(entry.positionNorth, in: Bounds.latitude, field: "position_north") : nil,
+                  longitude: located ? try Bounds.require(entry.positionEast, in: Bounds.longitude, field: "position_east") : nil,
+                  altitude: located && entry.positionUp != 0 ? try Bounds.require(altitude, in: Bounds.altitude, field: "position_up") : nil,
+                  gnssTime: time,
+                  hdop: try Self.dop(entry.hdop, field: "hdop"),
+                  pdop: try Self.dop(entry.pdop, field: "pdop"),
+                  satellites: entry.numberOfSatellites > 0 ? Int(try Bounds.require(Double(entry.numberOfSatellites), in: 0...255, field: "number_of_satellites")) : nil)
+    }
+
+    /// A DOP: absent when 0 (proto3's unset), refused when negative, not finite or above 100.
+    private static func dop(_ value: Double, field: String) throws(OutOfBounds) -> Double? {
+        if value == 0 { return nil }
+        return try Bounds.require(value, in: Bounds.dop, field: field)
+    }
+
+    /// A report read back from a store of ours: a value out of range there is damage, and is dropped
+    /// (the position is then unknown) rather than shown or computed with.
+    public static func stored(status: String, latitude: Double?, longitude: Double?, altitude: Double?, time: Double?,
+                              hdop: Double?, pdop: Double?, satellites: Int?) -> ReportedPosition {
+        let latitude = latitude.flatMap { Bounds.check($0, in: Bounds.latitude) }
+        let longitude = longitude.flatMap { Bounds.check($0, in: Bounds.longitude) }
+        let located = latitude != nil && longitude != nil
+        return ReportedPosition(status: status, latitude: located ? latitude : nil, longitude: located ? longitude : nil,
+                                altitude: located ? altitude.flatMap { Bounds.check($0, in: Bounds.altitude) } : nil,
+                                gnssTime: time.flatMap(Bounds.date(secondsSince1970:)),
+                                hdop: hdop.flatMap { Bounds.check($0, in: Bounds.dop) }, pdop: pdop.flatMap { Bounds.check($0, in: Bounds.dop) },
+                                satellites: satellites.flatMap { Bounds.satellites.contains($0) ? $0 : nil })
     }
 
     public var hasPosition: Bool { latitude != nil && longitude != nil }
@@ -115,4 +148,10 @@ extension GPSEntry.PositionStatus {
     static func description(ofAgrirouterName name: String) -> String {
         names.first { $0.agrirouter == name }?.ours ?? name.lowercased()
     }
+}
+
+extension Google_Protobuf_Timestamp {
+    /// The time, if it is one agrigps accepts (`Bounds.epochSeconds`); SwiftProtobuf's own `date`
+    /// traps on seconds near Int64's ends, which any sender can put on the wire.
+    public var checkedDate: Date? { Bounds.date(seconds: seconds, nanos: nanos) }
 }

@@ -1,5 +1,6 @@
 import Agrirouter
 import Foundation
+import SwiftProtobuf
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -112,7 +113,15 @@ public final class AgrirouterSimulator: Sendable {
     /// something unreadable. Returns the feed message id.
     @discardableResult
     public func deliver(_ content: Data, from sender: String, to receiver: String, sentAt: Date = Date(), push: Bool = true) async -> String {
-        await state.deliver(content, from: sender, to: receiver, sentAt: sentAt, push: push)
+        await state.deliver(content, from: sender, to: receiver, sentAt: Google_Protobuf_Timestamp(date: sentAt), push: push)
+    }
+
+    /// The same with a header time given as it goes on the wire, any value at all: for testing what
+    /// a receiver does with a timestamp no real agrirouter would send.
+    public func deliver(_ content: Data, from sender: String, to receiver: String, sentSeconds: Int64, sentNanos: Int32 = 0) async -> String {
+        var timestamp = Google_Protobuf_Timestamp()
+        (timestamp.seconds, timestamp.nanos) = (sentSeconds, sentNanos)
+        return await state.deliver(content, from: sender, to: receiver, sentAt: timestamp, push: true)
     }
 }
 

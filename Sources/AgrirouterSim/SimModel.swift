@@ -14,6 +14,9 @@ public struct SimConfiguration: Sendable {
     /// The largest payload accepted, in bytes of protobuf: the SDKs' chunk size, whose base64 stays
     /// within 1,024,000 characters. Larger ones get HTTP 413.
     public var maximumPayloadBytes = 767_997
+    /// For tests of what a client accepts: rewrites each successful onboarding answer (its JSON body)
+    /// before it is sent, into anything at all.
+    public var rewriteOnboardingAnswer: (@Sendable (Data) -> Data)?
 
     public init(tans: [String: String], applicationID: String? = nil, certificationVersionID: String? = nil) {
         self.tans = tans

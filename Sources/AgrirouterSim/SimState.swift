@@ -68,7 +68,7 @@ actor SimState {
             endpoint.certificateSerial = certificate.serialNumber.description
             endpoints[deviceID] = endpoint
             deviceIDByExternalID[externalID] = deviceID
-            return .json(201, [
+            var answer = SimResponse.json(201, [
                 "deviceAlternateId": deviceID,
                 "capabilityAlternateId": endpoint.capabilityID,
                 "sensorAlternateId": endpoint.sensorID,
@@ -79,6 +79,8 @@ actor SimState {
                 ],
                 "authentication": ["type": "PEM", "secret": secret, "certificate": credential],
             ])
+            if let rewrite = configuration.rewriteOnboardingAnswer { answer.body = rewrite(answer.body) }
+            return answer
         } catch {
             return .onboardingError(500, code: "0000", message: "certificate could not be issued")
         }
@@ -282,7 +284,7 @@ actor SimState {
         for (receiverID, receiver) in endpoints where receiverID != deviceID
             && receiver.subscriptions.contains(TechnicalMessageType.gpsInfo) {
             deliver(request.payload, from: deviceID, to: receiverID, sequenceNumber: request.envelope.applicationMessageSeqNo,
-                    sentAt: now, push: receiver.pushEnabled, now: now)
+                    sentAt: Google_Protobuf_Timestamp(date: now), push: receiver.pushEnabled, now: now)
         }
         answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
     }
@@ -290,7 +292,7 @@ actor SimState {
     /// Puts a gps:info into the receiver's feed (and, with push, a copy into its outbox). Returns its message id.
     @discardableResult
     func deliver(_ content: Data, from senderID: String, to receiverID: String, sequenceNumber: Int64 = 1,
-                 sentAt: Date, push pushing: Bool, now: Date = Date()) -> String {
+                 sentAt: Google_Protobuf_Timestamp, push pushing: Bool, now: Date = Date()) -> String {
         var message = Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage()
         message.header.receiverID = receiverID
         message.header.senderID = senderID
@@ -298,8 +300,8 @@ actor SimState {
         message.header.messageID = UUID().uuidString.lowercased()
         message.header.sequenceNumber = sequenceNumber
         message.header.payloadSize = Int64(content.count)
-        message.header.sentTimestamp = Google_Protobuf_Timestamp(date: sentAt)
-        message.header.createdAt = Google_Protobuf_Timestamp(date: sentAt)
+        message.header.sentTimestamp = sentAt
+        message.header.createdAt = sentAt
         message.content.value = content  // type_url left empty, as agrirouter 2.0 does
         endpoints[receiverID]?.feed.append(message)
         if pushing { push(message, to: receiverID, now: now) }
@@ -353,12 +355,14 @@ actor SimState {
             (ids.isEmpty || ids.contains(message.header.messageID))
                 && (senders.isEmpty || senders.contains(message.header.senderID))
                 && (period.map { period in
-                    let sent = message.header.sentTimestamp.date
-                    return (!period.hasSentFrom || sent >= period.sentFrom.date) && (!period.hasSentTo || sent <= period.sentTo.date)
+                    // Compared as numbers: a client's timestamp may be anything, and turning one near
+                    // Int64's ends into a Date traps.
+                    let sent = message.header.sentTimestamp.instant
+                    return (!period.hasSentFrom || sent >= period.sentFrom.instant) && (!period.hasSentTo || sent <= period.sentTo.instant)
                 } ?? true)
         }.sorted {
-            ($0.header.senderID, $0.header.sentTimestamp.date, $0.header.sequenceNumber)
-                < ($1.header.senderID, $1.header.sentTimestamp.date, $1.header.sequenceNumber)
+            ($0.header.senderID, $0.header.sentTimestamp.instant.seconds, $0.header.sentTimestamp.instant.nanos, $0.header.sequenceNumber)
+                < ($1.header.senderID, $1.header.sentTimestamp.instant.seconds, $1.header.sentTimestamp.instant.nanos, $1.header.sequenceNumber)
         }
     }
 
@@ -495,5 +499,19 @@ enum ISO8601 {
         if let date = formatter.date(from: text) { return date }
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.date(from: text)
+    }
+}
+
+extension Google_Protobuf_Timestamp {
+    /// Seconds and nanoseconds as a comparable pair, without converting to a Date.
+    var instant: Instant { Instant(seconds: seconds, nanos: nanos) }
+
+    struct Instant: Comparable {
+        var seconds: Int64
+        var nanos: Int32
+
+        static func < (left: Instant, right: Instant) -> Bool {
+            (left.seconds, left.nanos) < (right.seconds, right.nanos)
+        }
     }
 }

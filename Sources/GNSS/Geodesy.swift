@@ -35,7 +35,8 @@ public struct Coordinate: Sendable, Equatable, Codable {
     /// The nearest of the 8 compass points for a bearing: N, NE, E, …
     public static func compassPoint(_ bearing: Double) -> String {
         let points = ["N", "NE", "E", "SE", "S", "SW", "W", "NW"]
-        let index = Int((bearing / 45).rounded()) % 8
+        guard bearing.isFinite else { return "?" }
+        let index = Int((bearing.truncatingRemainder(dividingBy: 360) / 45).rounded()) % 8
         return points[(index + 8) % 8]
     }
 }

@@ -1,3 +1,4 @@
+import Bounds
 import Foundation
 
 /// A reading of both clocks: monotonic seconds for measuring intervals, wall time for stamping.
@@ -119,8 +120,8 @@ public struct SamplerCore: Sendable {
         lastReportUptime = now.uptime
         // Ten reports a second from the one receiver a machine has: skip hashing the path each time.
         if let device = report.device, activeDevices.count != 1 || activeDevices.first != device { activeDevices.insert(device) }
-        if report.fixState.hasPosition, let time = report.time {
-            let bucket = Int64((time.timeIntervalSince1970 / interval).rounded(.down))
+        if report.fixState.hasPosition, let time = report.time,
+           let bucket = Bounds.whole((time.timeIntervalSince1970 / interval).rounded(.down)).map(Int64.init) {
             if case .receiver(let current) = window, current == bucket {
                 // Same interval: the newer report wins.
             } else {

@@ -1,6 +1,6 @@
+import Bounds
 import Foundation
 import GNSS
-import TOMLKit
 
 /// Why the configuration file was refused: which key, and what is allowed.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -12,6 +12,11 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     public var description: String {
         key.isEmpty ? "\(path): \(problem)" : "\(path): \(key): \(problem)"
     }
+}
+
+/// A flag refused by the rule of the configuration key it stands for.
+public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var description: String
 }
 
 /// `/etc/agrigps/agrigps.conf`, in TOML. Every key is optional; command-line flags override it.
@@ -66,7 +71,8 @@ public struct ConfigurationFile: Sendable, Equatable {
     static let keys: [Key] = [
         Key(section: "gpsd", name: "address", kind: .address),
         Key(section: "sampling", name: "interval", kind: .number(0.1...3600, unit: "seconds")),
-        Key(section: "sending", name: "interval", kind: .number(1...3600, unit: "seconds")),
+        // Below the request spacing it only means "as often as the spacing allows" (tests use that).
+        Key(section: "sending", name: "interval", kind: .number(0.1...3600, unit: "seconds")),
         Key(section: "sending", name: "spacing", kind: .number(0...600, unit: "seconds")),
         Key(section: "agrirouter", name: "environment", kind: .choice(["qa", "production"])),
         Key(section: "agrirouter", name: "application_id", kind: .text),
@@ -99,77 +105,115 @@ public struct ConfigurationFile: Sendable, Equatable {
             if required { throw ConfigurationError(path: path, key: "", problem: "no such file") }
             return ConfigurationFile(path: path)
         }
-        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw ConfigurationError(path: path, key: "", problem: "cannot be read as UTF-8 text; check its permissions")
+        if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
+           size.intValue > ConfigurationText.maximumBytes {
+            throw ConfigurationError(path: path, key: "", problem: "is \(size.intValue) bytes; a configuration file is at most \(ConfigurationText.maximumBytes)")
         }
-        return try parse(text, path: path)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(path: path, key: "", problem: "cannot be read; check its permissions")
+        }
+        return try parse(Array(data), path: path)
     }
 
     public static func parse(_ text: String, path: String) throws(ConfigurationError) -> ConfigurationFile {
-        let table: TOMLTable
+        try parse(Array(text.utf8), path: path)
+    }
+
+    static func parse(_ bytes: [UInt8], path: String) throws(ConfigurationError) -> ConfigurationFile {
+        let entries: [(section: String, key: String, value: ConfigurationText.Value, line: Int)]
         do {
-            table = try TOMLTable(string: text)
-        } catch let error as TOMLParseError {
-            throw ConfigurationError(path: path, key: "", problem: "not valid TOML at line \(error.source.begin.line): \(error.description)")
+            entries = try ConfigurationText.parse(bytes)
         } catch {
-            throw ConfigurationError(path: path, key: "", problem: "not valid TOML: \(error)")
+            throw ConfigurationError(path: path, key: "", problem: error.line > 0 ? "line \(error.line): \(error.reason)" : error.reason)
         }
         var file = ConfigurationFile(path: path)
         let sections = Array(Set(keys.map(\.section))).sorted()
-        for sectionName in table.keys.sorted() {
-            guard sections.contains(sectionName) else {
-                throw ConfigurationError(path: path, key: "[\(sectionName)]",
+        for entry in entries {
+            guard sections.contains(entry.section) else {
+                throw ConfigurationError(path: path, key: "[\(TerminalText.safe(entry.section, limit: 40))]",
                                          problem: "unknown section; the sections are \(sections.map { "[\($0)]" }.joined(separator: ", "))")
             }
-            guard let section = table[sectionName]?.table else {
-                throw ConfigurationError(path: path, key: sectionName, problem: "must be a section, [\(sectionName)]")
+            let known = keys.filter { $0.section == entry.section }
+            guard let key = known.first(where: { $0.name == entry.key }) else {
+                throw ConfigurationError(path: path, key: "[\(entry.section)] \(TerminalText.safe(entry.key, limit: 40))",
+                                         problem: "unknown key; [\(entry.section)] takes \(known.map(\.name).joined(separator: ", "))")
             }
-            let known = keys.filter { $0.section == sectionName }
-            for name in section.keys.sorted() {
-                guard let key = known.first(where: { $0.name == name }) else {
-                    throw ConfigurationError(path: path, key: "[\(sectionName)] \(name)",
-                                             problem: "unknown key; [\(sectionName)] takes \(known.map(\.name).joined(separator: ", "))")
-                }
-                file.values["\(sectionName).\(name)"] = try value(section[name], for: key, path: path)
+            do {
+                file.values["\(entry.section).\(entry.key)"] = try value(entry.value, for: key)
+            } catch {
+                throw ConfigurationError(path: path, key: "[\(key.section)] \(key.name)", problem: error.problem)
             }
         }
         try file.checkThresholds()
         return file
     }
 
-    private static func value(_ raw: TOMLValueConvertible?, for key: Key, path: String) throws(ConfigurationError) -> Value {
-        let label = "[\(key.section)] \(key.name)"
-        let shown = raw.map { "\($0)" } ?? "nothing"
-        func refuse(_ allowed: String) -> ConfigurationError {
-            ConfigurationError(path: path, key: label, problem: "must be \(allowed), got \(shown)")
+    /// Why one value was refused: what is allowed, and what was given, made safe to print.
+    struct Refusal: Error {
+        var problem: String
+    }
+
+    private static func value(_ raw: ConfigurationText.Value, for key: Key) throws(Refusal) -> Value {
+        let shown: String
+        switch raw {
+        case .string(let text): shown = "\"" + TerminalText.safe(text, limit: 60) + "\""
+        case .integer(let number): shown = String(number)
+        case .float(let number): shown = Bounds.show(number)
+        case .boolean(let flag): shown = String(flag)
         }
+        return try value(of: key, number: raw.number, text: { if case .string(let text) = raw { text } else { nil } }(), shown: shown,
+                         isInteger: { if case .integer = raw { true } else { false } }())
+    }
+
+    /// The one check a key's value passes, whether it comes from the file or from a flag.
+    static func value(of key: Key, number: Double?, text: String?, shown: String, isInteger: Bool) throws(Refusal) -> Value {
+        func refuse(_ allowed: String) -> Refusal { Refusal(problem: "must be \(allowed), got \(shown)") }
         switch key.kind {
         case .number(let range, let unit):
-            guard let number = raw?.double ?? raw?.int.map(Double.init), range.contains(number) else {
+            guard let number, let checked = Bounds.check(number, in: range) else {
                 throw refuse("a number of \(unit) from \(Self.format(range.lowerBound)) to \(Self.format(range.upperBound))")
             }
-            return .number(number)
+            return .number(checked)
         case .integer(let range):
-            guard let number = raw?.int, range.contains(number) else {
+            guard let number, isInteger || number == number.rounded(), let whole = Bounds.whole(number), range.contains(whole) else {
                 throw refuse("a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
-            return .number(Double(number))
+            return .number(Double(whole))
         case .choice(let choices):
-            guard let text = raw?.string, choices.contains(text) else {
+            guard let text, choices.contains(text) else {
                 throw refuse(choices.map { "\"\($0)\"" }.joined(separator: " or "))
             }
             return .text(text)
         case .text:
-            guard let text = raw?.string, !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw refuse("a non-empty string") }
+            guard let text, !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw refuse("a non-empty string") }
+            guard TerminalText.isSafe(text, limit: 200) else { throw refuse("at most 200 characters with no control characters") }
             return .text(text)
         case .address:
-            guard let text = raw?.string else { throw refuse("a string \"host:port\"") }
+            guard let text else { throw refuse("a string \"host:port\"") }
             do {
                 _ = try GPSDAddress(parsing: text)
             } catch {
-                throw ConfigurationError(path: path, key: label, problem: error.description)
+                throw Refusal(problem: TerminalText.safe(error.description, limit: 200))
             }
             return .text(text)
+        }
+    }
+
+    /// A flag that stands for a key of the file (`--interval` for [sampling] interval) is checked by
+    /// the same rule, so the two can never disagree on what is allowed.
+    public static func checkFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> Double {
+        guard let key = keys.first(where: { $0.section == section && $0.name == name }) else {
+            preconditionFailure("no configuration key [\(section)] \(name)")
+        }
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        do {
+            guard case .number(let number) = try value(of: key, number: Double(trimmed), text: text, shown: "'\(TerminalText.safe(text, limit: 40))'",
+                                                      isInteger: Int(trimmed) != nil) else {
+                preconditionFailure("[\(section)] \(name) is not a number")
+            }
+            return number
+        } catch {
+            throw FlagError(description: "\(flag) \(error.problem)")
         }
     }
 
@@ -185,7 +229,7 @@ public struct ConfigurationFile: Sendable, Equatable {
     }
 
     private static func format(_ number: Double) -> String {
-        number == number.rounded() ? String(Int(number)) : String(number)
+        Bounds.show(number)
     }
 
     public func number(_ section: String, _ name: String) -> Double? {

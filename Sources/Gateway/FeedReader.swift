@@ -1,4 +1,5 @@
 import Agrirouter
+import Bounds
 import Foundation
 import Logging
 import SwiftProtobuf
@@ -34,7 +35,8 @@ public actor FeedReader {
         public var received = 0
         public var stored = 0
         public var duplicates = 0
-        public var undecodable = 0
+        /// Unreadable or out of range: confirmed, counted, never stored.
+        public var refused = 0
         public var confirmed = 0
         public var queries = 0
         public var endpointLists = 0
@@ -135,8 +137,8 @@ public actor FeedReader {
         }
     }
 
-    /// Stores what arrived, then queues every id for confirming; an undecodable message is logged and
-    /// confirmed too, so it cannot come back forever. If the store fails, nothing is confirmed and the
+    /// Stores what arrived, then queues every id for confirming; a refused message (unreadable, or a
+    /// value out of range) is logged, counted and confirmed too, so it cannot come back forever. If the store fails, nothing is confirmed and the
     /// feed delivers the messages again.
     private func receive(_ messages: [ReceivedFeedMessage], now: Date) async {
         guard !messages.isEmpty else { return }
@@ -150,9 +152,10 @@ public actor FeedReader {
         }
         counters.stored += recorded.stored
         counters.duplicates += recorded.duplicates
-        counters.undecodable += recorded.undecodable.count
-        for (id, reason) in recorded.undecodable.sorted(by: { $0.key < $1.key }) {
-            logger.warning("feed message \(id) has no readable gps:info (\(reason)); confirmed and skipped")
+        counters.refused += recorded.refused.count
+        for (id, reason) in recorded.refused.sorted(by: { $0.key < $1.key }) {
+            logger.warning("refused a feed message; it is confirmed and skipped",
+                           metadata: ["message": "\(TerminalText.safe(id))", "reason": "\(TerminalText.safe(reason, limit: 300))"])
         }
         toConfirm += recorded.confirmable.filter { !toConfirm.contains($0) }
         if !recorded.unnamedSenders.isEmpty, unknownSenderRefreshAt.map({ now.timeIntervalSince($0) >= configuration.unknownSenderRefreshGap }) ?? true {

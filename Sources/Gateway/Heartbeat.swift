@@ -1,3 +1,4 @@
+import Bounds
 import Foundation
 import GNSS
 import Spool
@@ -28,6 +29,17 @@ public struct Heartbeat: Codable, Sendable, Equatable {
                 altitude = sample.report?.altitudeHAE ?? sample.report?.altitudeMSL
             }
             clockSkew = sample.clockSkew
+        }
+
+        fileprivate func checked() -> Sample {
+            var sample = self
+            sample.latitude = latitude.flatMap { Bounds.check($0, in: Bounds.latitude) }
+            sample.longitude = longitude.flatMap { Bounds.check($0, in: Bounds.longitude) }
+            if sample.latitude == nil || sample.longitude == nil { (sample.latitude, sample.longitude) = (nil, nil) }
+            sample.altitude = altitude.flatMap { Bounds.check($0, in: Bounds.altitude) }
+            sample.clockSkew = clockSkew.flatMap { Bounds.check($0, in: Bounds.duration) }
+            sample.state = TerminalText.safe(state, limit: 40)
+            return sample
         }
 
         public var coordinate: Coordinate? {
@@ -76,6 +88,18 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     public struct OthersCounts: Codable, Sendable, Equatable {
         public var active, stale, gone: Int
         public var ownName: String?
+        /// Messages from other machines refused (unreadable or out of range); nil in older heartbeats.
+        public var refused: Int?
+        public var lastRefusal: String?
+
+        public init(active: Int, stale: Int, gone: Int, ownName: String? = nil, refused: Int? = nil, lastRefusal: String? = nil) {
+            (self.active, self.stale, self.gone, self.ownName, self.refused, self.lastRefusal) = (active, stale, gone, ownName, refused, lastRefusal)
+        }
+
+        public init(_ view: OthersView) {
+            self.init(active: view.count(.active), stale: view.count(.stale), gone: view.count(.gone), ownName: view.ownName,
+                      refused: view.refusedMessages, lastRefusal: view.lastRefusal)
+        }
     }
 
     public init(pid: Int32 = getpid(), startedAt: Date = Date(), onboarded: Bool) {
@@ -85,9 +109,36 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         self.onboarded = onboarded
     }
 
+    /// The heartbeat file, or nil if it is missing or unreadable. It is input like any other: a
+    /// number out of range in it is dropped (unknown), and a file larger than a heartbeat can be is
+    /// not read at all.
     public static func read(from path: String) -> Heartbeat? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? decoder.decode(Heartbeat.self, from: data)
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let size = attributes[.size] as? NSNumber, size.intValue <= 1_048_576,
+              let data = FileManager.default.contents(atPath: path) else { return nil }
+        return (try? decoder.decode(Heartbeat.self, from: data))?.checked()
+    }
+
+    private func checked() -> Heartbeat {
+        var heartbeat = self
+        heartbeat.lastSample = lastSample?.checked()
+        heartbeat.lastFix = lastFix?.checked()
+        if var spool = heartbeat.spool {
+            spool.oldestPendingAge = spool.oldestPendingAge.flatMap { Bounds.check($0, in: Bounds.duration) }
+            for keyPath in [\SpoolCounts.pending, \.inFlight, \.failed, \.parked, \.withheld, \.dropped, \.heldInMemory] {
+                spool[keyPath: keyPath] = max(0, spool[keyPath: keyPath])
+            }
+            heartbeat.spool = spool
+        }
+        heartbeat.lastError = lastError.map { TerminalText.safe($0, limit: 500) }
+        if var others = heartbeat.others {
+            others.ownName = others.ownName.map { TerminalText.safe($0, limit: 80) }
+            others.lastRefusal = others.lastRefusal.map { TerminalText.safe($0, limit: 300) }
+            others.refused = others.refused.map { max(0, $0) }
+            heartbeat.others = others
+        }
+        heartbeat.environment = environment.flatMap { ["qa", "production", "local"].contains($0) ? $0 : nil }
+        return heartbeat
     }
 
     /// Replaces the file atomically, so a reader never sees half of it. It holds no secret, so the
@@ -182,9 +233,7 @@ actor HeartbeatWriter {
 
     func counted(spool: SpoolStatus, others: OthersView?, at time: Date = Date()) {
         heartbeat.spool = Heartbeat.SpoolCounts(spool)
-        heartbeat.others = others.map {
-            Heartbeat.OthersCounts(active: $0.count(.active), stale: $0.count(.stale), gone: $0.count(.gone), ownName: $0.ownName)
-        }
+        heartbeat.others = others.map(Heartbeat.OthersCounts.init)
         heartbeat.countedAt = time
     }
 

@@ -60,12 +60,19 @@ public struct OthersView: Sendable, Equatable {
     public var endpointsListedAt: Date?
     /// The newest message received from anyone.
     public var lastReceivedAt: Date?
+    /// Messages from other machines refused since the store was made (unreadable or out of range),
+    /// and the last reason, with its sender.
+    public var refusedMessages: Int
+    public var lastRefusal: String?
 
-    public init(machines: [OtherMachine] = [], ownName: String? = nil, endpointsListedAt: Date? = nil, lastReceivedAt: Date? = nil) {
+    public init(machines: [OtherMachine] = [], ownName: String? = nil, endpointsListedAt: Date? = nil, lastReceivedAt: Date? = nil,
+                refusedMessages: Int = 0, lastRefusal: String? = nil) {
         self.machines = machines
         self.ownName = ownName
         self.endpointsListedAt = endpointsListedAt
         self.lastReceivedAt = lastReceivedAt
+        self.refusedMessages = refusedMessages
+        self.lastRefusal = lastRefusal
     }
 
     public func count(_ activity: OtherMachine.Activity) -> Int {

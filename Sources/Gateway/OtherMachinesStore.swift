@@ -1,7 +1,9 @@
 import Agrirouter
+import Bounds
 import Foundation
 import GRDB
 import Logging
+import Spool
 
 /// Why the store of other machines failed, with SQLite's code and message.
 public struct OthersStoreError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -30,8 +32,9 @@ public actor OtherMachinesStore {
         public var confirmable: [String] = []
         public var stored = 0
         public var duplicates = 0
-        /// Message id and why its content could not be read.
-        public var undecodable: [String: String] = [:]
+        /// Message id and why it was refused: its content could not be read, or a value in it is out
+        /// of range. A refused message is confirmed like the others, so it cannot come back forever.
+        public var refused: [String: String] = [:]
         /// Senders with no name yet: the endpoint list should be fetched again.
         public var unnamedSenders: Set<String> = []
     }
@@ -82,16 +85,23 @@ public actor OtherMachinesStore {
             recorded.duplicates += 1
             return
         }
-        let entries: [GPSEntry]
-        do {
-            entries = try GPSInfoContent.gpsList(from: message.content).gpsEntries
-        } catch {
-            recorded.undecodable[message.messageID] = error.description
-            return
-        }
         let received = receivedAt.timeIntervalSince1970
+        // Refused ones too: a refusal delivered again is a duplicate, not a second refusal.
         try db.execute(sql: "INSERT INTO received_message (message_id, endpoint_id, received_at) VALUES (?, ?, ?)",
                        arguments: [message.messageID, message.senderID, received])
+        let reports: [ReportedPosition]
+        do {
+            reports = try Self.reports(in: message)
+        } catch {
+            recorded.refused[message.messageID] = error.reason
+            try db.execute(sql: """
+                INSERT INTO view_state (key, value) VALUES ('refused_messages', 1)
+                ON CONFLICT(key) DO UPDATE SET value = value + 1
+                """)
+            try db.execute(sql: "INSERT OR REPLACE INTO view_state (key, value) VALUES ('last_refusal', ?)",
+                           arguments: [TerminalText.safe("\(message.senderID): \(error.reason)", limit: 300)])
+            return
+        }
         try db.execute(sql: """
             INSERT INTO machine (endpoint_id, last_received_at) VALUES (?, ?)
             ON CONFLICT(endpoint_id) DO UPDATE SET last_received_at = MAX(COALESCE(last_received_at, 0), excluded.last_received_at)
@@ -99,8 +109,7 @@ public actor OtherMachinesStore {
         if try String.fetchOne(db, sql: "SELECT name FROM machine WHERE endpoint_id = ?", arguments: [message.senderID]) == nil {
             recorded.unnamedSenders.insert(message.senderID)
         }
-        for entry in entries {
-            let report = ReportedPosition(entry)
+        for report in reports {
             // Pushes arrive out of order: a report only replaces a newer one's place if it is newer.
             let time = (report.gnssTime ?? message.sentAt ?? receivedAt).timeIntervalSince1970
             try db.execute(sql: """
@@ -123,6 +132,31 @@ public actor OtherMachinesStore {
             }
         }
         recorded.stored += 1
+    }
+
+    private struct Refusal: Error {
+        var reason: String
+    }
+
+    /// Every entry of a gps:info, each checked; the first that cannot be read or is out of range
+    /// refuses the message.
+    private static func reports(in message: ReceivedFeedMessage) throws(Refusal) -> [ReportedPosition] {
+        let entries: [GPSEntry]
+        do {
+            entries = try GPSInfoContent.gpsList(from: message.content).gpsEntries
+        } catch {
+            throw Refusal(reason: error.description)
+        }
+        var reports: [ReportedPosition] = []
+        reports.reserveCapacity(entries.count)
+        for (index, entry) in entries.enumerated() {
+            do {
+                reports.append(try ReportedPosition(checking: entry))
+            } catch {
+                throw Refusal(reason: "entry \(index + 1): \(error.description)")
+            }
+        }
+        return reports
     }
 
     /// Applies agrirouter's endpoint list: names for all, our own name aside, and "gone" for a
@@ -159,19 +193,21 @@ public actor OtherMachinesStore {
                 FROM machine m LEFT JOIN position r ON r.id = m.last_report LEFT JOIN position p ON p.id = m.last_position
                 ORDER BY m.name, m.endpoint_id
                 """).map { row in
-                let received = (row["last_received_at"] as Double?).map(Date.init(timeIntervalSince1970:))
-                let left = (row["left_list_at"] as Double?).map(Date.init(timeIntervalSince1970:))
-                return OtherMachine(endpointID: row["endpoint_id"], name: row["name"], lastReport: Self.report(row, 4),
+                let received = row.date("last_received_at")
+                let left = row.date("left_list_at")
+                return OtherMachine(endpointID: row.text("endpoint_id", limit: 1024) ?? "?", name: row.text("name", limit: 1024), lastReport: Self.report(row, 4),
                                     lastPosition: Self.report(row, 4 + Self.reportColumnCount), lastReceivedAt: received, leftListAt: left,
                                     activity: OtherMachine.activity(lastReceivedAt: received, leftListAt: left, now: now, staleAfter: staleAfter))
             }
-            let state = try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT key, value FROM view_state").map {
-                ($0["key"] as String, $0["value"] as DatabaseValue)
-            })
-            let lastReceived = try Double.fetchOne(db, sql: "SELECT MAX(last_received_at) FROM machine")
+            let state = try Dictionary(Row.fetchAll(db, sql: "SELECT key, value FROM view_state").compactMap { row in
+                row.text("key", limit: 100).map { ($0, row["value"] as DatabaseValue) }
+            }, uniquingKeysWith: { first, _ in first })
+            let lastReceived = machines.compactMap(\.lastReceivedAt).max()
             return OthersView(machines: machines, ownName: state["own_name"].flatMap { String.fromDatabaseValue($0) },
-                              endpointsListedAt: state["endpoints_listed_at"].flatMap { Double.fromDatabaseValue($0) }.map(Date.init(timeIntervalSince1970:)),
-                              lastReceivedAt: lastReceived.map(Date.init(timeIntervalSince1970:)))
+                              endpointsListedAt: state["endpoints_listed_at"].flatMap { Double.fromDatabaseValue($0) }.flatMap(Bounds.date(secondsSince1970:)),
+                              lastReceivedAt: lastReceived,
+                              refusedMessages: state["refused_messages"].flatMap { Double.fromDatabaseValue($0) }.flatMap(Bounds.count) ?? 0,
+                              lastRefusal: state["last_refusal"].flatMap { String.fromDatabaseValue($0) })
         }
     }
 
@@ -188,9 +224,9 @@ public actor OtherMachinesStore {
     public func storedMessages() throws(OthersStoreError) -> [String: Date] {
         guard database != nil || exists else { return [:] }
         return try read { db in
-            Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT message_id, received_at FROM received_message").map {
-                ($0["message_id"] as String, Date(timeIntervalSince1970: $0["received_at"]))
-            })
+            Dictionary(try Row.fetchAll(db, sql: "SELECT message_id, received_at FROM received_message").compactMap { row in
+                row.text("message_id").map { ($0, row.date("received_at") ?? .distantPast) }
+            }, uniquingKeysWith: { first, _ in first })
         }
     }
 
@@ -201,11 +237,15 @@ public actor OtherMachinesStore {
         reportFields.map { "\(table).\($0)" }.joined(separator: ", ")
     }
 
+    /// A stored report, read as untrusted input: a value of the wrong type or out of range is unknown.
     private static func report(_ row: Row, _ start: Int) -> ReportedPosition? {
-        guard let status: String = row[start] else { return nil }
-        return ReportedPosition(status: status, latitude: row[start + 1], longitude: row[start + 2], altitude: row[start + 3],
-                                gnssTime: (row[start + 4] as Double?).map(Date.init(timeIntervalSince1970:)),
-                                hdop: row[start + 5], pdop: row[start + 6], satellites: row[start + 7])
+        guard let status = row.text(at: start, limit: 64) else { return nil }
+        return ReportedPosition.stored(status: status, latitude: row.double(at: start + 1, in: Bounds.latitude),
+                                       longitude: row.double(at: start + 2, in: Bounds.longitude),
+                                       altitude: row.double(at: start + 3, in: Bounds.altitude),
+                                       time: row.double(at: start + 4, in: Bounds.epochSeconds),
+                                       hdop: row.double(at: start + 5, in: Bounds.dop), pdop: row.double(at: start + 6, in: Bounds.dop),
+                                       satellites: row.int(at: start + 7, in: Bounds.satellites))
     }
 
     // MARK: - The file

@@ -1,3 +1,4 @@
+import Bounds
 import Foundation
 import GNSS
 
@@ -100,19 +101,23 @@ public enum DistanceText {
         return number * scale
     }
 
-    /// "850 m", "1.2 km", "35 km".
+    /// "850 m", "1.2 km", "35 km"; "unknown" for a value that is no distance.
     public static func format(metres: Double) -> String {
-        if metres < 1000 { return "\(Int(metres.rounded())) m" }
+        guard metres.isFinite, metres >= 0 else { return "unknown" }
+        if metres < 1000 { return "\(Bounds.whole(metres.rounded()) ?? 0) m" }
         if metres < 10_000 { return String(format: "%.1f km", metres / 1000) }
-        return "\(Int((metres / 1000).rounded())) km"
+        return "\(Bounds.whole((metres / 1000).rounded()) ?? 0) km"
     }
 }
 
-/// "45 s", "12 min", "3 h", "2 d".
+/// "45 s", "12 min", "3 h", "2 d". A negative age (a clock set back) reads 0 s; one that is not a
+/// number reads "unknown"; a huge one is clamped, never a trap.
 public func durationText(_ seconds: Double) -> String {
+    guard !seconds.isNaN else { return "unknown" }
     let seconds = max(0, seconds)
-    if seconds < 120 { return "\(Int(seconds.rounded())) s" }
-    if seconds < 7200 { return "\(Int((seconds / 60).rounded())) min" }
-    if seconds < 2 * 86400 { return "\(Int((seconds / 3600).rounded())) h" }
-    return "\(Int((seconds / 86400).rounded())) d"
+    func whole(_ value: Double) -> Int { Bounds.whole(value.rounded()) ?? 0 }
+    if seconds < 120 { return "\(whole(seconds)) s" }
+    if seconds < 7200 { return "\(whole(seconds / 60)) min" }
+    if seconds < 2 * 86400 { return "\(whole(seconds / 3600)) h" }
+    return "\(whole(seconds / 86400)) d"
 }

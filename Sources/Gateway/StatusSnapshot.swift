@@ -1,4 +1,5 @@
 import Agrirouter
+import Bounds
 import Foundation
 import Logging
 import Spool
@@ -78,8 +79,7 @@ public struct StatusSnapshot: Sendable {
         }
         do {
             snapshot.others = try await OtherMachinesStore(path: paths.others).view(now: now, staleAfter: staleAfter)
-            snapshot.othersCounts = Heartbeat.OthersCounts(active: snapshot.others.count(.active), stale: snapshot.others.count(.stale),
-                                                           gone: snapshot.others.count(.gone), ownName: snapshot.others.ownName)
+            snapshot.othersCounts = Heartbeat.OthersCounts(snapshot.others)
         } catch {
             if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
         }
@@ -148,6 +148,9 @@ public enum Health: Int32, Sendable, Comparable, CustomStringConvertible {
 }
 
 extension StatusSnapshot {
+    /// A number of seconds for a status line; checked values never reach Int's ends, and this clamps if one did.
+    static func whole(_ value: Double) -> Int { Bounds.whole(value) ?? 0 }
+
     /// The overall health and every reason for it, worst first.
     public func verdict(_ thresholds: StatusThresholds) -> (health: Health, reasons: [String]) {
         // Without the state directory nothing else was read: a missing heartbeat then proves nothing.
@@ -155,7 +158,7 @@ extension StatusSnapshot {
         var findings: [(Health, String)] = []
         switch daemon {
         case .notRunning: findings.append((.critical, "daemon not running"))
-        case .stalled(_, let age): findings.append((.critical, "daemon stalled: no heartbeat for \(Int(age)) s"))
+        case .stalled(_, let age): findings.append((.critical, "daemon stalled: no heartbeat for \(Self.whole(age)) s"))
         case .running: break
         }
         if let problem = spoolProblem, spool == nil { findings.append((.critical, "spool: \(problem)")) }
@@ -164,17 +167,17 @@ extension StatusSnapshot {
             let fixAge = heartbeat?.lastFix.map { takenAt.timeIntervalSince($0.sampledAt ?? $0.time) }
             switch fixAge {
             case nil: findings.append((.warning, "no fix yet"))
-            case let age? where age > thresholds.fixAgeCritical: findings.append((.critical, "no fix for \(Int(age)) s"))
-            case let age? where age > thresholds.fixAgeWarning: findings.append((.warning, "no fix for \(Int(age)) s"))
+            case let age? where age > thresholds.fixAgeCritical: findings.append((.critical, "no fix for \(Self.whole(age)) s"))
+            case let age? where age > thresholds.fixAgeWarning: findings.append((.warning, "no fix for \(Self.whole(age)) s"))
             default: break
             }
-            if let skew = heartbeat?.lastSample?.clockSkew { findings.append((.warning, "system clock off by \(Int(skew)) s")) }
+            if let skew = heartbeat?.lastSample?.clockSkew { findings.append((.warning, "system clock off by \(Self.whole(skew)) s")) }
         }
         if let spool {
             if let age = spool.oldestPendingAge, age > thresholds.queueAgeCritical {
-                findings.append((.critical, "oldest unsent sample waited \(Int(age)) s"))
+                findings.append((.critical, "oldest unsent sample waited \(Self.whole(age)) s"))
             } else if let age = spool.oldestPendingAge, age > thresholds.queueAgeWarning {
-                findings.append((.warning, "oldest unsent sample waited \(Int(age)) s"))
+                findings.append((.warning, "oldest unsent sample waited \(Self.whole(age)) s"))
             }
             if let fault = spool.storageFault { findings.append((.critical, "storage fault: \(fault.description)")) }
             if spool.heldInMemory > 0 { findings.append((.critical, "\(spool.heldInMemory) samples held in memory only")) }

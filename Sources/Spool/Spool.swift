@@ -1,3 +1,4 @@
+import Bounds
 import Foundation
 import GNSS
 import GRDB
@@ -160,7 +161,7 @@ public actor Spool {
             var (count, bytes, lastID): (Int, Int, Int64) = (0, 0, 0)
             for row in candidates where count < excessRows || bytes < excessBytes {
                 count += 1
-                bytes += row["wire_size"] as Int
+                bytes += SampleColumns.wireSize(row)
                 lastID = row["id"]
             }
             try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND id <= ?", arguments: [lastID])
@@ -184,7 +185,7 @@ public actor Spool {
                                         arguments: ["now": now, "limit": maximumEntries])
             var (bytes, lastID): (Int, Int64?) = (0, nil)
             for row in rows {
-                let size: Int = row["wire_size"]
+                let size = SampleColumns.wireSize(row)
                 if lastID != nil && bytes + size > byteBudget { break }
                 bytes += size
                 lastID = row["id"]
@@ -319,25 +320,27 @@ public actor Spool {
                     default: break
                     }
                 }
-                let oldest = try Double.fetchOne(db, sql: "SELECT MIN(sampled_at) FROM sample WHERE delivery IN ('pending', 'failed')")
-                status.oldestPendingAge = oldest.map { now.timeIntervalSince1970 - $0 }
+                // A file of ours is still input: every number is checked before use, so a damaged or
+                // edited row gives an unknown, never a trap.
+                let oldest = try Row.fetchOne(db, sql: "SELECT MIN(sampled_at) AS oldest FROM sample WHERE delivery IN ('pending', 'failed')")
+                status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { now.timeIntervalSince1970 - $0 }
                 for row in try Row.fetchAll(db, sql: "SELECT name, number, text FROM spool_state") {
-                    let name: String = row["name"]
-                    let number: Double? = row["number"]
-                    if name.hasPrefix("dropped_"), let number {
-                        status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += Int(number)
+                    guard let name = row.text("name", limit: 100) else { continue }
+                    let count = row.double("number", in: Bounds.count).flatMap(Bounds.count)
+                    if name.hasPrefix("dropped_"), let count {
+                        status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += count
                     } else if name == "sharing" {
-                        status.sharingPaused = (row["text"] as String?) == "paused"
-                    } else if name == "resent", let number {
-                        status.resent = Int(number)
-                    } else if name == "last_append", let number {
-                        status.lastAppendAt = Date(timeIntervalSince1970: number)
+                        status.sharingPaused = row.text("text") == "paused"
+                    } else if name == "resent", let count {
+                        status.resent = count
+                    } else if name == "last_append" {
+                        status.lastAppendAt = row.date("number")
                     } else if name == "last_storage_fault" {
-                        status.lastStorageFault = row["text"]
-                        status.lastStorageFaultAt = number.map(Date.init(timeIntervalSince1970:))
+                        status.lastStorageFault = row.text("text")
+                        status.lastStorageFaultAt = row.date("number")
                     } else if name == "quarantined_file" {
-                        status.quarantinedFile = row["text"]
-                        status.quarantinedAt = number.map(Date.init(timeIntervalSince1970:))
+                        status.quarantinedFile = row.text("text")
+                        status.quarantinedAt = row.date("number")
                     }
                 }
             }

@@ -1,3 +1,4 @@
+import Bounds
 import Foundation
 import GNSS
 import GRDB
@@ -58,21 +59,38 @@ enum SampleColumns {
         return StatementArguments(values)
     }
 
+    /// A row read back. Every value passes the same checks as a report from gpsd (`PositionReport`
+    /// drops what is out of range), so a damaged row is sent as what can still be trusted of it.
     static func spooled(_ row: Row) -> SpooledSample {
-        let time: Double? = row["receiver_time"]
-        let state = FixState(name: row["state"], noReceiverReason: (row["state_reason"] as String?).flatMap(NoReceiverReason.init))
-            ?? .noFix
-        let mode: Int = row["gpsd_mode"]
-        let hasReport = time != nil || mode != 0 || row["latitude"] != nil || row["hdop"] != nil
+        let time = row.date("receiver_time")
+        let state = row.text("state", limit: 64).flatMap { name in
+            FixState(name: name, noReceiverReason: row.text("state_reason", limit: 64).flatMap(NoReceiverReason.init))
+        } ?? .noFix
+        let mode = row.int("gpsd_mode", in: 0...3) ?? 0
+        let hasReport = time != nil || mode != 0 || !row.hasNull("latitude") || !row.hasNull("hdop")
         let report = hasReport ? PositionReport(
-            time: time.map(Date.init(timeIntervalSince1970:)), gpsdMode: mode, gpsdStatus: row["gpsd_status"],
-            latitude: row["latitude"], longitude: row["longitude"],
-            altitudeHAE: row["altitude_hae"], altitudeMSL: row["altitude_msl"],
-            speed: row["speed"], track: row["track"], hdop: row["hdop"], pdop: row["pdop"],
-            satellitesUsed: row["satellites_used"], device: row["device"]) : nil
+            time: time, gpsdMode: mode, gpsdStatus: row.int("gpsd_status", in: 0...255) ?? 0,
+            latitude: row.double("latitude", in: Bounds.latitude), longitude: row.double("longitude", in: Bounds.longitude),
+            altitudeHAE: row.double("altitude_hae", in: Bounds.altitude), altitudeMSL: row.double("altitude_msl", in: Bounds.altitude),
+            speed: row.double("speed", in: Bounds.speed), track: row.double("track", in: Bounds.track),
+            hdop: row.double("hdop", in: Bounds.dop), pdop: row.double("pdop", in: Bounds.dop),
+            satellitesUsed: row.int("satellites_used", in: Bounds.satellites), device: row.text("device", limit: 512)) : nil
+        // The system time of a sample is never absent; a damaged one falls back to the receiver's, then
+        // to the start of GNSS time, which the age cap then treats as very old rather than as a trap.
+        let sampledAt = row.date("sampled_at") ?? time ?? Date(timeIntervalSince1970: Bounds.epochSeconds.lowerBound)
         let sample = PositionSample(
-            sampledAt: Date(timeIntervalSince1970: row["sampled_at"]), state: state, report: report,
-            clockSkew: row["clock_skew"], detail: row["detail"])
-        return SpooledSample(rowID: row["id"], sample: sample, wireSize: row["wire_size"])
+            sampledAt: sampledAt, state: state, report: report,
+            clockSkew: row.double("clock_skew", in: Bounds.duration), detail: row.text("detail", limit: 512))
+        return SpooledSample(rowID: row["id"], sample: sample, wireSize: wireSize(row))
     }
+
+    /// The stored encoded size; a damaged one counts as a large entry, so that a batch stays under the
+    /// payload cap whatever the file says.
+    static func wireSize(_ row: Row) -> Int {
+        row.int("wire_size", in: 0...1_000_000) ?? 1024
+    }
+}
+
+extension Row {
+    func hasNull(_ column: String) -> Bool { (self[column] as DatabaseValue).isNull }
 }

@@ -1,5 +1,6 @@
 import Agrirouter
 import ArgumentParser
+import Bounds
 import Foundation
 
 /// Where agrigps keeps its state: `--state-dir`, else systemd's $STATE_DIRECTORY, else /var/lib/agrigps.
@@ -91,7 +92,7 @@ struct Onboard: AsyncParsableCommand {
             let response = try await OnboardingClient(environment: target, settings: settings)
                 .onboard(tan: effectiveTAN, externalID: try store.externalID())
             try store.save(response, environment: target.name, settings: settings, trustedCAPEM: target.caCertificatePEM)
-            Output.line("Onboarded to agrirouter \(target.name) as endpoint \(response.deviceAlternateId).")
+            Output.line("Onboarded to agrirouter \(target.name) as endpoint \(TerminalText.safe(response.deviceAlternateId)).")
             Output.line("Credentials stored in \(store.directory) (readable by this user only).")
         } catch let error as OnboardingError {
             var text = error.description
@@ -140,14 +141,14 @@ struct Disconnect: ParsableCommand {
                 guard isatty(0) != 0 else {
                     throw CommandFailure(description: "disconnect removes the credentials; confirm with --yes", exitCode: 64)
                 }
-                FileHandle.standardOutput.write(Data("Remove the agrirouter credentials of endpoint \(endpoint.response.deviceAlternateId)? [y/N] ".utf8))
+                FileHandle.standardOutput.write(Data("Remove the agrirouter credentials of endpoint \(TerminalText.safe(endpoint.response.deviceAlternateId))? [y/N] ".utf8))
                 guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
                     Output.line("Nothing removed.")
                     return
                 }
             }
             try store.delete()
-            Output.line("Removed the credentials of endpoint \(endpoint.response.deviceAlternateId) (agrirouter \(endpoint.environment)).")
+            Output.line("Removed the credentials of endpoint \(TerminalText.safe(endpoint.response.deviceAlternateId)) (agrirouter \(TerminalText.safe(endpoint.environment))).")
             Output.line("Now delete this endpoint in the agrirouter UI too, or it stays listed there.")
         } catch let error as OnboardingError {
             throw CommandFailure(error)

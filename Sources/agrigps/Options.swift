@@ -3,16 +3,28 @@ import Foundation
 import Gateway
 import GNSS
 
-/// The sampling interval as typed: a positive number of seconds (1, 5, 10 or 20 are usual).
+/// A flag that stands for a key of the configuration file (`--interval` for [sampling] interval):
+/// checked by that key's rule, so the flag and the file can never disagree on what is allowed.
+enum KeyedFlag {
+    static func value(_ flag: String, _ text: String, section: String, name: String) throws -> Double {
+        do {
+            return try ConfigurationFile.checkFlag(flag, text, section: section, name: name)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
+    /// The flag's value if it was given, else the file's, else `fallback`.
+    static func value(_ flag: String, _ text: String?, section: String, name: String, file: ConfigurationFile, fallback: Double) throws -> Double {
+        if let text { return try value(flag, text, section: section, name: name) }
+        return file.number(section, name) ?? fallback
+    }
+}
+
+/// The sampling interval as typed: seconds, by the rule of [sampling] interval (1, 5, 10 or 20 are usual).
 struct IntervalOption {
     static func parse(_ text: String) throws -> Double {
-        guard let seconds = Double(text), seconds.isFinite else {
-            throw ValidationError("--interval must be a number of seconds, got '\(text)'")
-        }
-        guard seconds > 0 else {
-            throw ValidationError("--interval must be greater than zero, got '\(text)'")
-        }
-        return seconds
+        try KeyedFlag.value("--interval", text, section: "sampling", name: "interval")
     }
 }
 

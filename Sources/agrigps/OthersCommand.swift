@@ -1,4 +1,5 @@
 import ArgumentParser
+import Bounds
 import Foundation
 import GNSS
 import Gateway
@@ -43,17 +44,14 @@ struct Others: AsyncParsableCommand {
                 throw ValidationError("--near: \(error.description)")
             }
         }
-        if let staleAfter {
-            guard let seconds = Double(staleAfter), seconds.isFinite, seconds > 0 else {
-                throw ValidationError("--stale-after must be a positive number of seconds, got '\(staleAfter)'")
-            }
-        }
+        if let staleAfter { _ = try KeyedFlag.value("--stale-after", staleAfter, section: "others", name: "stale_after") }
     }
 
     func run() async throws {
         let now = Date()
         let store = OtherMachinesStore(path: state.othersPath)
-        let stale = try staleAfter.flatMap(Double.init) ?? config.load().thresholds.staleAfter
+        let stale = try staleAfter.map { try KeyedFlag.value("--stale-after", $0, section: "others", name: "stale_after") }
+            ?? config.load().thresholds.staleAfter
         let view: OthersView
         do {
             view = try await store.view(now: now, staleAfter: stale)
@@ -69,7 +67,7 @@ struct Others: AsyncParsableCommand {
         let listing = OthersListing(view: view, ownPosition: ownFix?.coordinate, now: now, near: radius,
                                     order: sort ?? (ownFix?.coordinate == nil ? .name : .distance), includeStale: includeStale)
         if json {
-            Output.line(OthersReport.json(listing, view: view, ownFix: ownFix, now: now))
+            Output.line(try OthersReport.json(listing, view: view, ownFix: ownFix, now: now))
         } else {
             for line in OthersReport.text(listing, view: view, ownFix: ownFix, now: now, storeExists: store.exists) { Output.line(line) }
         }
@@ -90,17 +88,22 @@ enum OthersReport {
             lines.append("No machine to show.")
         } else {
             let rows = listing.entries.map { entry -> [String] in
-                [entry.machine.name ?? "(unnamed) \(entry.machine.endpointID.prefix(8))",
+                // Names and ids are other people's text: shown escaped and cut, never raw.
+                [entry.machine.name.map { TerminalText.safe($0, limit: 40) } ?? "(unnamed) \(TerminalText.safe(entry.machine.endpointID.prefix(8)))",
                  entry.distance.map(DistanceText.format(metres:)) ?? "unknown",
-                 entry.bearing.map { "\(Coordinate.compassPoint($0)) \(Int($0.rounded()) % 360)°" } ?? "-",
+                 entry.bearing.map { "\(Coordinate.compassPoint($0)) \((Bounds.whole($0.rounded()) ?? 0) % 360)°" } ?? "-",
                  entry.age.map(durationText) ?? "never",
-                 entry.machine.lastReport?.statusDescription ?? "-",
+                 entry.machine.lastReport.map { TerminalText.safe($0.statusDescription, limit: 24) } ?? "-",
                  entry.machine.activity.rawValue]
             }
             lines += table(header: ["NAME", "DISTANCE", "BEARING", "AGE", "FIX", "STATE"], rows: rows)
         }
         if listing.hiddenInactive > 0 {
             lines.append("\(listing.hiddenInactive) stale, gone or silent machine\(listing.hiddenInactive == 1 ? "" : "s") not shown; --include-stale shows them.")
+        }
+        if view.refusedMessages > 0 {
+            lines.append("\(view.refusedMessages) message\(view.refusedMessages == 1 ? "" : "s") from other machines refused as unreadable or out of range"
+                         + (view.lastRefusal.map { "; the last: \(TerminalText.safe($0, limit: 200))" } ?? ""))
         }
         if listing.hiddenUnlocated > 0 {
             lines.append("\(listing.hiddenUnlocated) machine\(listing.hiddenUnlocated == 1 ? "" : "s") with no known position left out by --near.")
@@ -127,9 +130,11 @@ enum OthersReport {
         }
     }
 
-    static func json(_ listing: OthersListing, view: OthersView, ownFix: Heartbeat.Sample?, now: Date) -> String {
+    /// JSON for scripts. Every number in it has been range-checked where it was read, so encoding
+    /// cannot meet a NaN; if it fails all the same, that is an error, never an empty object.
+    static func json(_ listing: OthersListing, view: OthersView, ownFix: Heartbeat.Sample?, now: Date) throws -> String {
         func date(_ value: Date?) -> Any { value.map { ISO8601UTC.string(from: $0) } ?? NSNull() }
-        func value(_ number: Double?) -> Any { number ?? NSNull() }
+        func value(_ number: Double?) -> Any { number.flatMap { $0.isFinite ? $0 : nil } ?? NSNull() }
         let machines: [[String: Any]] = listing.entries.map { entry in
             let machine = entry.machine
             return [
@@ -156,8 +161,12 @@ enum OthersReport {
             "last_update": date([view.lastReceivedAt, view.endpointsListedAt].compactMap { $0 }.max()),
             "machines": machines,
             "not_shown": ["inactive": listing.hiddenInactive, "unlocated": listing.hiddenUnlocated],
+            "refused_messages": view.refusedMessages,
         ]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        guard JSONSerialization.isValidJSONObject(object),
+              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            throw CommandFailure(description: "the stored data of other machines could not be written as JSON; run 'agrigps others' for the text view", exitCode: 70)
+        }
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -1,5 +1,6 @@
 import Agrirouter
 import ArgumentParser
+import Bounds
 import Foundation
 import GNSS
 import GPSDReplay
@@ -48,25 +49,28 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
+    /// Each flag is checked by the rule of the configuration key it overrides.
+    static var keyedFlags: [(flag: String, value: KeyPath<Run, String?>, section: String, name: String)] {
+        [
+        ("--interval", \.interval, "sampling", "interval"),
+        ("--send-interval", \.sendInterval, "sending", "interval"),
+        ("--spacing", \.spacing, "sending", "spacing"),
+        ("--feed-query-interval", \.feedQueryInterval, "others", "feed_query_interval"),
+        ("--history-hours", \.historyHours, "others", "history_hours"),
+        ]
+    }
+
     func validate() throws {
-        for (flag, text) in [("--feed-query-interval", feedQueryInterval), ("--history-hours", historyHours)] {
-            guard let text else { continue }
-            guard let value = Double(text), value.isFinite, value > 0 else {
-                throw ValidationError("\(flag) must be a positive number, got '\(text)'")
-            }
+        for keyed in Self.keyedFlags {
+            if let text = self[keyPath: keyed.value] { _ = try KeyedFlag.value(keyed.flag, text, section: keyed.section, name: keyed.name) }
         }
         if let gpsd { _ = try GPSDAddress.parseOption(gpsd) }
-        if let interval { _ = try IntervalOption.parse(interval) }
-        if let sendInterval {
-            guard let send = Double(sendInterval), send > 0 else {
-                throw ValidationError("--send-interval must be a positive number of seconds, got '\(sendInterval)'")
-            }
-        }
-        if let spacing {
-            guard let value = Double(spacing), value >= 0 else {
-                throw ValidationError("--spacing must be a number of seconds, got '\(spacing)'")
-            }
-        }
+    }
+
+    /// A flag's checked value, else the file's, else the default.
+    private func keyed(_ flag: String, _ file: ConfigurationFile, fallback: Double) throws -> Double {
+        guard let keyed = Self.keyedFlags.first(where: { $0.flag == flag }) else { preconditionFailure("no flag \(flag)") }
+        return try KeyedFlag.value(flag, self[keyPath: keyed.value], section: keyed.section, name: keyed.name, file: file, fallback: fallback)
     }
 
     func run() async throws {
@@ -74,7 +78,7 @@ struct Run: AsyncParsableCommand {
         let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration(file))
         let link = try self.link(file)
         var othersConfiguration = OtherMachinesStore.Configuration()
-        othersConfiguration.historyWindow = (historyHours.flatMap(Double.init) ?? file.number("others", "history_hours") ?? 24) * 3600
+        othersConfiguration.historyWindow = try keyed("--history-hours", file, fallback: 24) * 3600
         let others = OtherMachinesStore(path: state.othersPath, configuration: othersConfiguration)
         let gpsdAddress = try GPSDAddress.parseOption(gpsd ?? file.text("gpsd", "address") ?? "127.0.0.1:2947")
         let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
@@ -106,14 +110,16 @@ struct Run: AsyncParsableCommand {
         Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
                     + "\(status.pending + status.inFlight + status.failed) waiting in the spool; "
                     + "\(summary.othersStored) message\(summary.othersStored == 1 ? "" : "s") from other machines received")
+        // Stopped by a signal: the shell's convention, 128 + its number (143 for SIGTERM, 130 for SIGINT).
+        if let signal = interruption.signal { throw ExitCode(128 + signal) }
     }
 
     /// A flag wins over the file, the file over the default.
     private func daemonConfiguration(_ file: ConfigurationFile, environment: String?) throws -> GatewayDaemon.Configuration {
         var configuration = GatewayDaemon.Configuration()
-        configuration.samplingInterval = try interval.map(IntervalOption.parse) ?? file.number("sampling", "interval") ?? 1
-        configuration.sendInterval = sendInterval.flatMap(Double.init) ?? file.number("sending", "interval") ?? 10
-        configuration.feed.safetyQueryInterval = feedQueryInterval.flatMap(Double.init) ?? file.number("others", "feed_query_interval") ?? 3600
+        configuration.samplingInterval = try keyed("--interval", file, fallback: 1)
+        configuration.sendInterval = try keyed("--send-interval", file, fallback: 10)
+        configuration.feed.safetyQueryInterval = try keyed("--feed-query-interval", file, fallback: 3600)
         configuration.heartbeatPath = state.heartbeatPath
         configuration.notifier = SystemdNotifier.fromEnvironment()
         configuration.environment = environment
@@ -124,25 +130,35 @@ struct Run: AsyncParsableCommand {
     private func spoolConfiguration(_ file: ConfigurationFile) -> SpoolConfiguration {
         var configuration = SpoolConfiguration()
         configuration.wireSize = GPSEntry.wireSize(of:)
-        if let rows = file.number("spool", "max_samples") { configuration.maximumRows = Int(rows) }
-        if let megabytes = file.number("spool", "max_megabytes") { configuration.maximumBytes = Int(megabytes * 1_048_576) }
+        // Checked by the file's ranges (at most 10^8 rows, 10^5 MiB), so these conversions cannot trap.
+        if let rows = file.number("spool", "max_samples") { configuration.maximumRows = Bounds.whole(rows) ?? configuration.maximumRows }
+        if let megabytes = file.number("spool", "max_megabytes") {
+            configuration.maximumBytes = Bounds.whole(megabytes * 1_048_576) ?? configuration.maximumBytes
+        }
         if let days = file.number("spool", "max_age_days") { configuration.maximumAge = days * 86_400 }
         return configuration
     }
 
     /// The agrirouter connection, when the machine is onboarded.
     private func link(_ file: ConfigurationFile) throws -> (connection: AgrirouterConnection, setup: EndpointSetup, environment: String)? {
+        let loaded: StoredEndpoint?
         do {
-            guard let stored = try CredentialStore(directory: state.resolved).load() else { return nil }
-            let gap = spacing.flatMap(Double.init) ?? file.number("sending", "spacing")
-                ?? (stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
-            let connection = try AgrirouterConnection(endpoint: stored.response, trustedCAPEM: stored.trustedCAPEM, minimumSpacing: gap)
-            let settings = stored.settings ?? OnboardingSettings(applicationID: "", certificationVersionID: "")
-            return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID),
-                    stored.environment)
+            loaded = try CredentialStore(directory: state.resolved).load()
         } catch {
             throw CommandFailure(error)
         }
+        guard let stored = loaded else { return nil }
+        let gap = try keyed("--spacing", file,
+                            fallback: stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
+        let connection: AgrirouterConnection
+        do {
+            connection = try AgrirouterConnection(endpoint: stored.response, trustedCAPEM: stored.trustedCAPEM, minimumSpacing: gap)
+        } catch {
+            throw CommandFailure(error)
+        }
+        let settings = stored.settings ?? OnboardingSettings(applicationID: "", certificationVersionID: "")
+        return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID),
+                stored.environment)
     }
 }
 

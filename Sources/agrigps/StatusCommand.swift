@@ -1,4 +1,5 @@
 import ArgumentParser
+import Bounds
 import Foundation
 import GNSS
 import Gateway
@@ -39,12 +40,8 @@ struct Status: AsyncParsableCommand {
     @OptionGroup var state: StateDirectoryOption
 
     func validate() throws {
-        for (flag, text) in [("--heartbeat-limit", heartbeatLimit), ("--stale-after", staleAfter)] {
-            guard let text else { continue }
-            guard let seconds = Double(text), seconds.isFinite, seconds > 0 else {
-                throw ValidationError("\(flag) must be a positive number of seconds, got '\(text)'")
-            }
-        }
+        if let heartbeatLimit { _ = try KeyedFlag.value("--heartbeat-limit", heartbeatLimit, section: "status", name: "heartbeat_limit") }
+        if let staleAfter { _ = try KeyedFlag.value("--stale-after", staleAfter, section: "others", name: "stale_after") }
     }
 
     func run() async throws {
@@ -56,8 +53,8 @@ struct Status: AsyncParsableCommand {
             Output.line("UNKNOWN: \(failure.description)")
             throw ExitCode(Health.unknown.rawValue)
         }
-        if let limit = heartbeatLimit.flatMap(Double.init) { thresholds.heartbeatLimit = limit }
-        if let stale = staleAfter.flatMap(Double.init) { thresholds.staleAfter = stale }
+        if let heartbeatLimit { thresholds.heartbeatLimit = try KeyedFlag.value("--heartbeat-limit", heartbeatLimit, section: "status", name: "heartbeat_limit") }
+        if let staleAfter { thresholds.staleAfter = try KeyedFlag.value("--stale-after", staleAfter, section: "others", name: "stale_after") }
         let paths = StatusSnapshot.Paths(stateDirectory: state.resolved, spool: state.spoolPath, others: state.othersPath, heartbeat: state.heartbeatPath)
         let snapshot = await StatusSnapshot.gather(paths, heartbeatLimit: thresholds.heartbeatLimit, staleAfter: thresholds.staleAfter)
         let verdict = snapshot.verdict(thresholds)
@@ -89,7 +86,7 @@ enum StatusReport {
         if let problem = snapshot.credentialsProblem {
             lines.append("agrirouter: credentials unreadable: \(problem)")
         } else if let environment = snapshot.environment {
-            lines.append("agrirouter: onboarded (\(environment))" + (snapshot.othersCounts.ownName.map { ", endpoint \"\($0)\"" } ?? ""))
+            lines.append("agrirouter: onboarded (\(environment))" + (snapshot.othersCounts.ownName.map { ", endpoint \"\(TerminalText.safe($0, limit: 80))\"" } ?? ""))
         } else {
             lines.append("agrirouter: not onboarded; 'agrigps onboard --tan TAN' connects this machine")
         }
@@ -115,12 +112,16 @@ enum StatusReport {
         if let heartbeat = snapshot.heartbeat {
             lines.append("Last acknowledged: " + (heartbeat.lastAcknowledgedAt.map { "\(durationText(now.timeIntervalSince($0))) ago" } ?? "never"))
             if let error = heartbeat.lastError, let at = heartbeat.lastErrorAt {
-                lines.append("Last error: \(error) (\(durationText(now.timeIntervalSince(at))) ago)")
+                lines.append("Last error: \(TerminalText.safe(error, limit: 300)) (\(durationText(now.timeIntervalSince(at))) ago)")
             }
         }
         let others = snapshot.othersCounts
         lines.append("Other machines: \(others.active) active, \(others.stale) stale, \(others.gone) gone"
                      + (snapshot.othersProblem.map { " (\($0))" } ?? ""))
+        if let refused = others.refused, refused > 0 {
+            lines.append("Refused from other machines: \(refused) message\(refused == 1 ? "" : "s") unreadable or out of range, confirmed and skipped"
+                         + (others.lastRefusal.map { "; the last: \(TerminalText.safe($0, limit: 200))" } ?? ""))
+        }
         return lines
     }
 
@@ -148,7 +149,8 @@ enum StatusReport {
             "clock_skew_s": heartbeat?.lastSample?.clockSkew ?? NSNull(),
             "last_acknowledged_at": date(heartbeat?.lastAcknowledgedAt),
             "last_error": heartbeat?.lastError ?? NSNull(),
-            "others": ["active": snapshot.othersCounts.active, "stale": snapshot.othersCounts.stale, "gone": snapshot.othersCounts.gone],
+            "others": ["active": snapshot.othersCounts.active, "stale": snapshot.othersCounts.stale, "gone": snapshot.othersCounts.gone,
+                       "refused_messages": snapshot.othersCounts.refused ?? 0, "last_refusal": snapshot.othersCounts.lastRefusal ?? NSNull()] as [String: Any],
         ]
         if let spool = snapshot.spool {
             object["sharing"] = spool.sharingPaused ? "paused" : "active"
@@ -158,7 +160,12 @@ enum StatusReport {
             object["sharing"] = NSNull()
             object["spool"] = ["problem": snapshot.spoolProblem ?? ""]
         }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        // Every number here was range-checked where it was read; should one still not encode, say so
+        // in JSON rather than print an empty object.
+        guard JSONSerialization.isValidJSONObject(object),
+              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return #"{"health":"UNKNOWN","exit_code":3,"reasons":["the status could not be written as JSON"]}"#
+        }
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Bounds
 import Foundation
 import GNSS
 
@@ -26,8 +27,8 @@ struct Watch: AsyncParsableCommand {
     func validate() throws {
         _ = try GPSDAddress.parseOption(gpsd)
         _ = try IntervalOption.parse(interval)
-        guard let seconds = Double(silence), seconds > 0 else {
-            throw ValidationError("--silence must be a positive number of seconds, got '\(silence)'")
+        guard let seconds = Double(silence), Bounds.check(seconds, in: 0.1...3600) != nil else {
+            throw ValidationError("--silence must be a number of seconds from 0.1 to 3600, got '\(TerminalText.safe(silence, limit: 40))'")
         }
     }
 

@@ -53,9 +53,26 @@ struct ConfigurationFileTests {
     }
 
     @Test("each kind of mistake names the key and what is allowed", arguments: [
-        ("[sampling\ninterval = 1", "", "not valid TOML at line 1"),
+        ("[sampling\ninterval = 1", "", "line 1: a section header is [name]"),
         ("[tractor]\nname = \"x\"", "[tractor]", "unknown section; the sections are [agrirouter], [gpsd], [others], [sampling], [sending], [spool], [status]"),
-        ("sampling = 1", "sampling", "must be a section, [sampling]"),
+        ("sampling = 1", "", "line 1: sampling is outside any section"),
+        ("[[[", "", "line 1: arrays of tables ([[...]]) are not used here"),
+        ("[sampling]\ninterval = 1\u{0}\n[bogus]", "", "line 2: a NUL byte: the file is damaged or not text"),
+        ("[sampling]\ninterval = 1\ninterval = 2", "", "line 3: [sampling] interval is set twice"),
+        ("[sampling]\ninterval = [1, 2]", "", "line 2: arrays are not used here"),
+        ("[sampling]\ninterval = { a = 1 }", "", "line 2: inline tables are not used here"),
+        ("[sampling]\nsampling.interval = 1", "", "line 2: dotted keys are not used here"),
+        ("[sampling]\ninterval = 1979-05-27", "", "line 2: 1979-05-27 is not a value"),
+        ("[sampling]\ninterval = \"\"\"1\"\"\"", "", "line 2: multi-line strings are not used here"),
+        ("[sampling]\ninterval = \"1", "", "line 2: the string has no closing \""),
+        ("[sampling]\ninterval = 99999999999999999999", "", "line 2: 99999999999999999999 is not a value"),
+        ("[sampling]\ninterval = 1e-10", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got 1e-10"),
+        ("[sampling]\ninterval = inf", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got inf"),
+        ("[sampling]\ninterval = nan", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got nan"),
+        ("[sending]\nspacing = 1e300", "[sending] spacing", "must be a number of seconds from 0 to 600, got 1e+300"),
+        ("[agrirouter]\napplication_id = \"a\\u001b[2Jb\\nc\"", "[agrirouter] application_id",
+         "must be at most 200 characters with no control characters, got \"a\\x1b[2Jb\\nc\""),
+        ("[spool]\nmax_samples = 0x7fffffffffffffff", "[spool] max_samples", "must be a whole number from 1000 to 100000000, got 9223372036854775807"),
         ("[sampling]\nrate = 1", "[sampling] rate", "unknown key; [sampling] takes interval"),
         ("[sampling]\ninterval = \"fast\"", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got \"fast\""),
         ("[sampling]\ninterval = 0", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got 0"),
@@ -73,6 +90,58 @@ struct ConfigurationFileTests {
         } catch {
             #expect(error.key == key)
             #expect(error.problem.hasPrefix(problem), "\(error.problem)")
+            #expect(!error.description.contains("\n") && !error.description.contains("\u{1B}"), "\(error.description)")
+        }
+    }
+
+    @Test("a value of a million characters is refused in a line of bounded length")
+    func hugeValue() {
+        let text = "[agrirouter]\napplication_id = \"" + String(repeating: "x", count: 1_000_000) + "\""
+        do {
+            _ = try ConfigurationFile.parse(text, path: "agrigps.conf")
+            Issue.record("a 1 MB file was accepted")
+        } catch {
+            #expect(error.description.count < 300, "\(error.description.count) characters")
+        }
+        let long = "[agrirouter]\napplication_id = \"" + String(repeating: "y", count: 5_000) + "\""
+        do {
+            _ = try ConfigurationFile.parse(long, path: "agrigps.conf")
+            Issue.record("a 5000-character id was accepted")
+        } catch {
+            #expect(error.description.count < 300 && error.description.contains("more)"), "\(error.description)")
+        }
+    }
+
+    @Test("TOML's own spellings of numbers and strings are read as TOML reads them")
+    func spellings() throws {
+        let file = try ConfigurationFile.parse("""
+            # a comment
+            [sampling]   # another
+            interval = 1_0.5
+            [spool]
+            max_samples = 0x1_86A0
+            max_megabytes = +64
+            [agrirouter]
+            application_id = 'lit\\eral'
+            certification_version_id = "t\\u00e9st\\"q"
+            """, path: "x")
+        #expect(file.number("sampling", "interval") == 10.5)
+        #expect(file.number("spool", "max_samples") == 100_000 && file.number("spool", "max_megabytes") == 64)
+        #expect(file.text("agrirouter", "application_id") == "lit\\eral")
+        #expect(file.text("agrirouter", "certification_version_id") == "tést\"q")
+    }
+
+    @Test("a flag is checked by its key's rule, with the flag's name in the message")
+    func flags() throws {
+        #expect(try ConfigurationFile.checkFlag("--interval", "5", section: "sampling", name: "interval") == 5)
+        for (flag, text, section, name, message) in [
+            ("--interval", "1e-10", "sampling", "interval", "--interval must be a number of seconds from 0.1 to 3600, got '1e-10'"),
+            ("--spacing", "inf", "sending", "spacing", "--spacing must be a number of seconds from 0 to 600, got 'inf'"),
+            ("--spacing", "1e300", "sending", "spacing", "--spacing must be a number of seconds from 0 to 600, got '1e300'"),
+            ("--history-hours", "nan", "others", "history_hours", "--history-hours must be a number of hours from 1 to 720, got 'nan'"),
+            ("--interval", "\u{1B}[2J", "sampling", "interval", "--interval must be a number of seconds from 0.1 to 3600, got '\\x1b[2J'"),
+        ] {
+            #expect(throws: FlagError(description: message)) { try ConfigurationFile.checkFlag(flag, text, section: section, name: name) }
         }
     }
 }

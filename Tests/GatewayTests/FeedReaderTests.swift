@@ -189,8 +189,36 @@ struct FeedReaderTests {
         let broken = await rig.simulator.deliver(Data([0x0A, 0xFF, 0xFF]), from: rig.harvesterID, to: rig.tractorID)
         try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
         try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
-        #expect(await rig.reader.counters.undecodable == 1)
+        #expect(await rig.reader.counters.refused == 1)
         #expect(await rig.simulator.confirmations(endpoint: rig.tractorID).contains { $0.messageID == broken })
+        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+    }
+
+    @Test("hostile gps:info from another machine is refused, confirmed once and counted; the reader keeps going and stores the next")
+    func hostile() async throws {
+        let rig = try await PeerRig.make()
+        defer { Task { await rig.close() } }
+        await rig.reader.connected()
+        try await rig.pumpUntilSettled()
+        // Through the simulator's publish path, as another gateway would send them.
+        var extreme = rig.GPSList([(.dGnss, 52.2, 8.2, Date())])
+        extreme.gpsEntries[0].gpsUtcTimestamp.seconds = .min
+        try await rig.harvester.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: extreme)
+        try await rig.publish([(.dGnss, 91, 200, Date())])
+        try await rig.publish([(.dGnss, .infinity, 8, Date())])
+        // A header time no agrirouter sends: the message itself is fine and is stored.
+        let headerOnly = await rig.simulator.deliver(try rig.GPSList([(.dGnss, 52.3, 8.3, Date())]).serializedBytes(),
+                                                     from: rig.harvesterID, to: rig.tractorID, sentSeconds: .max)
+        try await rig.pumpUntilIdle { try await rig.store.view().refusedMessages == 3 }
+        try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
+        try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition?.latitude == 52.2 }
+        let view = try await rig.store.view()
+        #expect(view.refusedMessages == 3)
+        #expect(await rig.reader.counters.refused == 3)
+        #expect(view.lastRefusal?.contains("position_north") == true)
+        #expect(try await rig.store.history(of: rig.harvesterID).map(\.latitude) == [52.3, 52.2])
+        let confirmed = await rig.simulator.confirmations(endpoint: rig.tractorID).map(\.messageID)
+        #expect(confirmed.count == 5 && Set(confirmed).count == 5 && confirmed.contains(headerOnly))
         #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
     }
 

@@ -80,7 +80,7 @@ struct OtherMachinesStoreTests {
                                           sentAt: t0, content: Data([0xFF, 0xFF, 0xFF]))
         let recorded = try await store.record([own, other, garbage], ownEndpointID: "me", receivedAt: t0)
         #expect(recorded.confirmable == [own.messageID, other.messageID, "broken"])
-        #expect(recorded.stored == 0 && recorded.undecodable.keys.sorted() == ["broken"])
+        #expect(recorded.stored == 0 && recorded.refused.keys.sorted() == ["broken"])
         #expect(try await store.view(now: t0).machines.isEmpty)
         try? FileManager.default.removeItem(atPath: directory)
     }

@@ -12,7 +12,7 @@ struct OthersCommandTests {
     let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-others-cli-\(UUID().uuidString)").path
 
     /// A store holding one machine 908 m north-east of 52°N 8°E, heard from just now.
-    func storeWithHarvester() async throws {
+    func storeWithHarvester(heardAgo: Double = 0) async throws {
         var list = Agrirouter_Technicalmessagetype_GPSList()
         var entry = GPSEntry()
         entry.positionStatus = .dRtkFinteger
@@ -23,7 +23,7 @@ struct OthersCommandTests {
         let store = OtherMachinesStore(path: state + "/others.sqlite")
         let message = ReceivedFeedMessage(messageID: "m1", senderID: "harvester-id", technicalMessageType: TechnicalMessageType.gpsInfo,
                                           sentAt: Date(), content: try list.serializedBytes())
-        _ = try await store.record([message], ownEndpointID: "me", receivedAt: Date())
+        _ = try await store.record([message], ownEndpointID: "me", receivedAt: Date().addingTimeInterval(-heardAgo))
         try await store.applyEndpointList([("me", "Tractor"), ("harvester-id", "Harvester")], ownEndpointID: "me", at: Date())
     }
 
@@ -61,7 +61,7 @@ struct OthersCommandTests {
 
     @Test("with our fix: distance, bearing and --near filter")
     func withOwnFix() async throws {
-        try await storeWithHarvester()
+        try await storeWithHarvester(heardAgo: 20)
         defer { try? FileManager.default.removeItem(atPath: state) }
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         try writeOwnFix(latitude: 52, longitude: 8)
@@ -76,9 +76,9 @@ struct OthersCommandTests {
         #expect(far.code == 0 && far.stdout.first == "No machine to show.")
         let near = try await AgrigpsCommand.run(["others", "--near", "1 km", "--state-dir", state])
         #expect(near.stdout.contains { $0.hasPrefix("Harvester") })
-        let stale = try await AgrigpsCommand.run(["others", "--stale-after", "0.001", "--state-dir", state])
+        let stale = try await AgrigpsCommand.run(["others", "--stale-after", "10", "--state-dir", state])
         #expect(stale.stdout.contains("1 stale, gone or silent machine not shown; --include-stale shows them."))
-        let all = try await AgrigpsCommand.run(["others", "--stale-after", "0.001", "--include-stale", "--state-dir", state])
+        let all = try await AgrigpsCommand.run(["others", "--stale-after", "10", "--include-stale", "--state-dir", state])
         #expect(all.stdout.contains { $0.hasPrefix("Harvester") && $0.hasSuffix("stale") })
     }
 

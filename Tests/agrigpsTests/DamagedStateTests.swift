@@ -1,0 +1,94 @@
+import Agrirouter
+import Foundation
+import Gateway
+import GNSS
+import GRDB
+import Spool
+import SwiftProtobuf
+import Testing
+import TestSupport
+
+/// The state directory is the daemon's own, but a damaged disk, a bad edit or a hostile copy can put
+/// anything in it. Reading it back must never trap: values out of range read as unknown.
+@Suite("a damaged state directory", .serialized, .timeLimit(.minutes(2)))
+struct DamagedStateTests {
+    let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-damaged-\(UUID().uuidString)").path
+
+    /// A spool, a store of others and a heartbeat, each with extreme numbers and hostile text in it.
+    func damage() async throws {
+        let spool = Spool(path: state + "/spool.sqlite")
+        _ = await spool.append(PositionSampleFixture.fix(latitude: 52, longitude: 8))
+        _ = await spool.append(PositionSampleFixture.fix(latitude: 52.1, longitude: 8.1))
+        let spoolFile = try DatabaseQueue(path: state + "/spool.sqlite")
+        try await spoolFile.write { db in
+            try db.execute(sql: "UPDATE sample SET sampled_at = -1e300, latitude = 'north', gpsd_mode = 1e300, wire_size = 'big' WHERE id = 1")
+            try db.execute(sql: "UPDATE sample SET clock_skew = 1e300, altitude_hae = 1e308, receiver_time = 1e300 WHERE id = 2")
+            try db.execute(sql: "INSERT OR REPLACE INTO spool_state (name, number) VALUES ('dropped_caps', 1e300), ('resent', -1e300), ('last_append', 1e300)")
+        }
+        try spoolFile.close()
+
+        let store = OtherMachinesStore(path: state + "/others.sqlite")
+        var entry = GPSEntry()
+        (entry.positionStatus, entry.positionNorth, entry.positionEast) = (.dGnss, 52.2, 8.2)
+        entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date())
+        var list = Agrirouter_Technicalmessagetype_GPSList()
+        list.gpsEntries = [entry]
+        let message = ReceivedFeedMessage(messageID: "m1", senderID: "peer", technicalMessageType: TechnicalMessageType.gpsInfo,
+                                          sentAt: Date(), content: try list.serializedBytes())
+        _ = try await store.record([message], ownEndpointID: "me", receivedAt: Date())
+        try await store.applyEndpointList([("peer", "Peer")], ownEndpointID: "me", at: Date())
+        let othersFile = try DatabaseQueue(path: state + "/others.sqlite")
+        try await othersFile.write { db in
+            try db.execute(sql: "UPDATE position SET report_time = 1e300, latitude = 'x', longitude = 1e308, altitude = -1e300, satellites = 1e300")
+            try db.execute(sql: "UPDATE machine SET last_received_at = -1e300, name = ?", arguments: ["Evil\u{1B}[31m\nName"])
+            try db.execute(sql: "INSERT OR REPLACE INTO view_state (key, value) VALUES ('endpoints_listed_at', 1e300), ('refused_messages', 'many')")
+        }
+        try othersFile.close()
+
+        let heartbeat = """
+            {"pid":1,"startedAt":"2026-01-01T00:00:00Z","updatedAt":"2026-01-01T00:00:00Z","onboarded":false,
+             "lastSample":{"state":"fix_3d_autonomous\\u001b[2J","time":"2026-01-01T00:00:00Z","latitude":1e300,"longitude":8,"clockSkew":1e300},
+             "lastFix":{"state":"fix_3d_autonomous","time":"2026-01-01T00:00:00Z","latitude":95,"longitude":8,"clockSkew":-1e300},
+             "lastError":"bad\\u001b]0;title\\u0007\\nforged line","lastErrorAt":"2026-01-01T00:00:00Z"}
+            """
+        try Data(heartbeat.utf8).write(to: URL(fileURLWithPath: state + "/heartbeat.json"))
+    }
+
+    @Test("status, status --json, others and others --json answer with no trap, valid JSON, and no raw control character")
+    func readers() async throws {
+        try await damage()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        for arguments in [["status"], ["status", "--json"], ["others", "--include-stale"], ["others", "--json", "--include-stale"]] {
+            let result = try await AgrigpsCommand.run(arguments + ["--state-dir", state])
+            let code = try #require(result.code, "\(arguments) did not end")
+            #expect((0...3).contains(code), "\(arguments): exit \(code), \(result.stderr)")
+            let output = (result.stdout + result.stderr).joined(separator: "\n")
+            #expect(!output.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" && $0 != "\t" }, "\(arguments): \(output)")
+            if arguments.contains("--json") {
+                let object = try JSONSerialization.jsonObject(with: Data(result.stdout.joined().utf8)) as? [String: Any]
+                #expect(object?.isEmpty == false, "\(arguments): \(result.stdout)")
+            }
+        }
+        let others = try await AgrigpsCommand.run(["others", "--include-stale", "--state-dir", state])
+        #expect(others.code == 0)
+        #expect(others.stdout.contains { $0.contains("Evil\\x1b[31m\\nName") }, "\(others.stdout)")
+    }
+
+    @Test("the daemon starts on the damaged spool, samples and stops cleanly; the damaged rows are still counted, not lost")
+    func daemon() async throws {
+        try await damage()
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state])
+        #expect(run.code == 0, "\(run.stderr)")
+        let spool = Spool(path: state + "/spool.sqlite")
+        let samples = try await spool.allSamples()
+        #expect(samples.count > 2)
+        // The row whose numbers are out of range is kept, with those numbers unknown.
+        let damaged = try #require(samples.first { $0.0.rowID == 2 }?.0.sample)
+        #expect(damaged.clockSkew == nil && damaged.report?.altitudeHAE == nil && damaged.report?.time == nil && damaged.report?.latitude == 52.1)
+        // The row with no usable time reads as taken at the start of GNSS time: the age cap drops it, and counts it.
+        let status = await spool.status()
+        #expect(!samples.contains { $0.0.rowID == 1 } && status.dropped["age"] == 1, "\(status.dropped)")
+        #expect(status.dropped["caps"] == nil && status.resent == 0)
+    }
+}
