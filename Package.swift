@@ -144,6 +144,10 @@ let package = Package(
         .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "Agrirouter", "Spool", "Gateway", "GNSS",
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
+        // The mutation campaign over every decoder of other parties' input: script/fuzz runs it.
+        .executableTarget(name: "agrigps-fuzz", dependencies: ["Agrirouter", "AgrirouterSim", "Bounds", "Gateway", "GNSS",
+                                                              .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+                          path: "Tests/Fuzz"),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.
         .executableTarget(name: "spool-exerciser", dependencies: ["Spool", "GNSS"], path: "Tests/SpoolExerciser"),
         .testTarget(name: "SpoolTests", dependencies: ["Spool", "GNSS", "TestSupport", "spool-exerciser",
