@@ -1,6 +1,6 @@
 // Thin shim over gpsd's libgps (API 11, gpsd 3.22) for what Swift cannot import directly:
-// the variadic gps_send, errno captured next to the call that set it, and status constants
-// whose names differ between gpsd releases.
+// the variadic gps_send, errno captured next to the call that set it, a decode that bypasses
+// libgps' own reading, and status constants whose names differ between gpsd releases.
 #ifndef AGRIGPS_CGPS_SHIM_H
 #define AGRIGPS_CGPS_SHIM_H
 
@@ -43,12 +43,13 @@ static inline int cgps_send(struct gps_data_t *gps, const char *command) {
     return gps_send(gps, "%s", command);
 }
 
-// libgps ORs some message bits into `set` and assigns others, so clear it before every read;
-// the raw line lands in `line` so the caller can see messages libgps does not parse (DEVICE activated:0).
-static inline int cgps_read_line(struct gps_data_t *gps, char *line, int line_len) {
+// Decodes one line we framed ourselves (libgps 3.22's own reading spins on a partial line).
+// Only for lines GPSDJSON.isSafeForLibgps accepts: gps_unpack loops for ever on a line whose
+// parse fails before a later "class": key (fixed upstream after 3.22). libgps ORs some message
+// bits into `set` and assigns others, so it is cleared first.
+static inline int cgps_unpack(struct gps_data_t *gps, char *line) {
     gps->set = 0;
-    if (line_len > 0) line[0] = '\0';
-    return gps_read(gps, line, line_len);
+    return gps_unpack(line, gps);
 }
 
 #endif

@@ -16,12 +16,23 @@ enum GPSDMessage: Sendable, Equatable {
 
 /// A connection to gpsd through libgps. It owns one heap-allocated `gps_data_t` and must be used
 /// from one thread only: libgps keeps all per-connection state in that struct.
+///
+/// libgps opens, watches and decodes, but we read the socket and cut the lines ourselves: libgps
+/// 3.22 spins on a partial line (gps_waiting says data, gps_read gets EAGAIN, about 40,000 times
+/// a second), and its gps_unpack loops for ever on some malformed lines, so only TPV and SKY lines
+/// of a shape it copes with reach it.
 final class GPSDConnection {
-    private static let lineCapacity = 65_536
+    /// The longest line accepted; gpsd's longest (SKY with every satellite in view) is a few KB.
+    static let lineLimit = 65_536
+    private static let lineCapacity = lineLimit + 1
+    private static let chunkSize = 16_384
 
     let address: GPSDAddress
     private let gps: UnsafeMutablePointer<gps_data_t>
+    /// A NUL-terminated copy of the line being decoded: gps_unpack wants a writable C string.
     private let line: UnsafeMutablePointer<CChar>
+    private let chunk: UnsafeMutableRawBufferPointer
+    private var input = LineBuffer()
     private var isOpen = false
     private var sky: (hdop: Double?, pdop: Double?, used: Int?) = (nil, nil, nil)
 
@@ -31,6 +42,7 @@ final class GPSDConnection {
         gps = .allocate(capacity: 1)
         gps.initialize(to: gps_data_t())
         line = .allocate(capacity: Self.lineCapacity)
+        chunk = .allocate(byteCount: Self.chunkSize, alignment: 1)
         // From here on deinit runs even if init throws, and it alone frees the buffers.
         var code: Int32 = 0
         if cgps_open(address.host, String(address.port), gps, &code) != 0 {
@@ -48,36 +60,71 @@ final class GPSDConnection {
         gps.deinitialize(count: 1)
         gps.deallocate()
         line.deallocate()
+        chunk.deallocate()
     }
 
     /// Waits up to `timeout` for data; false on timeout.
     func waitForData(timeout: Double) -> Bool {
-        gps_waiting(gps, Int32(max(0, timeout) * 1_000_000))
+        if input.hasLine() { return true }
+        var entry = pollfd(fd: gps.pointee.gps_fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, pollMilliseconds(timeout)) > 0
     }
 
-    /// Reads one message. Throws when gpsd has closed the connection or the read failed.
+    /// Reads one message. Throws when gpsd has closed the connection, the read failed, or gpsd
+    /// sent a line too long to be one of its own.
     func read() throws(GPSDError) -> GPSDMessage {
-        errno = 0
-        let count = cgps_read_line(gps, line, Int32(Self.lineCapacity))
-        if count < 0 {
-            let code = errno
-            let reason = code == 0 ? "gpsd closed the connection" : String(cString: strerror(code))
-            throw GPSDError(kind: .connectionLost, address: address, code: code, message: reason)
+        if !input.hasLine() { try fill() }
+        if input.nextLineLength() > Self.lineLimit {
+            throw GPSDError(kind: .connectionLost, address: address, code: EMSGSIZE,
+                            message: "gpsd sent a line longer than \(Self.lineLimit) bytes; "
+                                + "check that the address is that of a gpsd")
         }
-        if count == 0 { return .partial }
-        let raw = UnsafeRawBufferPointer(start: line, count: strlen(line))
-        switch GPSDJSON.messageClass(of: raw) {
-        case "TPV": return .report(currentReport())
-        case "SKY":
-            rememberSky()
-            return .sky
-        case "DEVICES": return .devices(GPSDJSON.devicePaths(in: raw))
+        return input.takeLine { classify($0) } ?? .partial
+    }
+
+    /// One non-blocking read of whatever gpsd has sent.
+    private func fill() throws(GPSDError) {
+        let count = recv(gps.pointee.gps_fd, chunk.baseAddress, chunk.count, Int32(MSG_DONTWAIT))
+        if count > 0 {
+            input.append(UnsafeRawBufferPointer(rebasing: chunk[..<count]))
+            return
+        }
+        if count == 0 {
+            throw GPSDError(kind: .connectionLost, address: address, code: 0, message: "gpsd closed the connection")
+        }
+        let code = errno
+        if code == EAGAIN || code == EWOULDBLOCK || code == EINTR { return }
+        throw GPSDError(kind: .connectionLost, address: address, code: code, message: String(cString: strerror(code)))
+    }
+
+    private func classify(_ raw: UnsafeRawBufferPointer) -> GPSDMessage {
+        let kind = GPSDJSON.messageClass(of: raw)
+        switch kind {
+        case "TPV", "SKY":
+            guard unpack(raw) else { return .other }
+            guard kind == "TPV" else {
+                rememberSky()
+                return .sky
+            }
+            return .report(currentReport())
+        case "DEVICES":
+            guard let paths = GPSDJSON.devicePaths(in: raw) else { return .other }
+            return .devices(paths)
         case "DEVICE":
             guard let device = GPSDJSON.device(in: raw) else { return .other }
             if !device.active { sky = (nil, nil, nil) }
             return .device(path: device.path, active: device.active)
         default: return .other
         }
+    }
+
+    /// Has libgps decode `raw` into `gps`; false for a line libgps must not see.
+    private func unpack(_ raw: UnsafeRawBufferPointer) -> Bool {
+        guard raw.count < Self.lineCapacity, GPSDJSON.isSafeForLibgps(raw), let base = raw.baseAddress else { return false }
+        UnsafeMutableRawPointer(line).copyMemory(from: base, byteCount: raw.count)
+        line[raw.count] = 0
+        _ = cgps_unpack(gps, line)
+        return true
     }
 
     private func currentReport() -> PositionReport {
@@ -110,6 +157,60 @@ final class GPSDConnection {
         let kind: GPSDError.Kind = (code == -1 || code == -2) ? .cannotResolve : .cannotConnect
         return GPSDError(kind: kind, address: address, code: code, message: message)
     }
+}
+
+/// Bytes read from gpsd, cut into lines. A value type: the connection owns the one copy.
+struct LineBuffer {
+    private static let newline = UInt8(ascii: "\n")
+    private var bytes: [UInt8] = []
+    /// Bytes before `start` have been handed out.
+    private var start = 0
+    /// `bytes[start..<searched]` holds no newline: each byte is looked at once.
+    private var searched = 0
+
+    mutating func append(_ chunk: UnsafeRawBufferPointer) {
+        if start > 0 {
+            bytes.removeSubrange(..<start)
+            searched -= start
+            start = 0
+        }
+        bytes.append(contentsOf: chunk)
+    }
+
+    mutating func hasLine() -> Bool { newlineIndex() != nil }
+
+    /// The length of the next line so far: up to its newline, or all that is buffered.
+    mutating func nextLineLength() -> Int { (newlineIndex() ?? bytes.count) - start }
+
+    /// Hands the next complete line to `body`, without its newline or CR, and drops it; nil when
+    /// no complete line is buffered.
+    mutating func takeLine<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
+        guard let end = newlineIndex() else { return nil }
+        var length = end - start
+        if length > 0 && bytes[end - 1] == UInt8(ascii: "\r") { length -= 1 }
+        let first = start
+        let result = bytes.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[first..<(first + length)])) }
+        start = end + 1
+        searched = start
+        return result
+    }
+
+    private mutating func newlineIndex() -> Int? {
+        if let index = bytes[searched...].firstIndex(of: Self.newline) {
+            searched = index
+            return index
+        }
+        searched = bytes.count
+        return nil
+    }
+}
+
+/// A poll(2) timeout from seconds, rounded up so that a short wait does not become a busy loop;
+/// NaN, negative and huge values cannot trap.
+func pollMilliseconds(_ seconds: Double) -> Int32 {
+    guard seconds > 0 else { return 0 }
+    guard seconds < 86_400 else { return 86_400_000 }
+    return Int32((seconds * 1000).rounded(.up))
 }
 
 /// gpsd marks absent values with NaN; Swift callers get nil instead.

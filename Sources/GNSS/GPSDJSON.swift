@@ -4,6 +4,8 @@ import Foundation
 /// list, and DEVICE `"activated":0` (libgps 3.22 fails to parse that one, so the raw line is all we have).
 enum GPSDJSON {
     private static let classKey = Array(#""class":""#.utf8)
+    private static let leadingClass = Array(#"{"class":""#.utf8)
+    private static let classKeyOnly = Array(#""class":"#.utf8)
 
     /// The value of the first `"class"` key, which gpsd always writes first.
     static func messageClass(of line: UnsafeRawBufferPointer) -> Substring? {
@@ -13,8 +15,18 @@ enum GPSDJSON {
         return Substring(decoding: line[valueStart..<end], as: UTF8.self)
     }
 
-    static func devicePaths(in line: UnsafeRawBufferPointer) -> [String] {
-        guard let object = decode(line), let devices = object["devices"] as? [[String: Any]] else { return [] }
+    /// True for lines libgps 3.22 decodes without hanging: the class first, and no second `"class":`.
+    /// gps_unpack restarts at a later `"class":` after a failed parse, and re-parses the same
+    /// failure for ever when one follows. Every TPV and SKY line gpsd writes has this shape.
+    static func isSafeForLibgps(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard line.starts(with: leadingClass) else { return false }
+        let rest = UnsafeRawBufferPointer(rebasing: line[(1 + classKeyOnly.count)...])
+        return find(classKeyOnly, in: rest) == nil
+    }
+
+    /// The device paths of a DEVICES line; nil when the line is not one we can read.
+    static func devicePaths(in line: UnsafeRawBufferPointer) -> [String]? {
+        guard let object = decode(line), let devices = object["devices"] as? [[String: Any]] else { return nil }
         return devices.compactMap { $0["path"] as? String }
     }
 

@@ -10,30 +10,66 @@ public struct NMEALog: Sendable {
         var delayBefore: Double
     }
 
+    /// Bytes of a fed line that are not NMEA text, replaced by NUL before gpsd sees them.
+    public struct ReplacedBytes: Sendable, Equatable {
+        public var count: Int
+        /// Offset in the log file of the first one, counted from 0.
+        public var firstOffset: Int
+    }
+
     public let path: String
     /// Lines that start with `$` or `!`.
     public let sentenceCount: Int
+    /// What was replaced by NUL, if anything: the caller should say so, the log is damaged there.
+    public let replacedBytes: ReplacedBytes?
     let lines: [FeedLine]
 
     public static let endOfFeed = Array("# EOF\n".utf8)
 
     public init(contentsOf path: String) throws(ReplayError) {
+        try self.init(contentsOf: path, replacingNonText: true)
+    }
+
+    /// `replacingNonText: false` feeds the bytes as they are; only tests want that, to make gpsd
+    /// take part of a log for binary data.
+    init(contentsOf path: String, replacingNonText: Bool) throws(ReplayError) {
         let bytes = try Self.read(path)
         guard bytes.contains(where: { !Self.isSpace($0) }) else { throw .logEmpty(path) }
         if let offset = Self.binaryOffset(in: bytes) { throw .logBinary(path, offset: offset) }
         var lines: [FeedLine] = []
         var sentences = 0
+        var replaced: ReplacedBytes?
         var clock = EpochClock()
+        // Slices keep the indices of `bytes`, so a line's indices are offsets in the file.
         for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
             guard let first = line.first else { continue }
             if first == UInt8(ascii: "#") && !line.starts(with: Array("# Date:".utf8)) { continue }
             if first == UInt8(ascii: "$") || first == UInt8(ascii: "!") { sentences += 1 }
-            lines.append(FeedLine(bytes: Array(line) + [UInt8(ascii: "\n")], delayBefore: clock.delay(before: line)))
+            var fed = Array(line)
+            if replacingNonText { Self.replaceNonText(in: &fed, from: line.startIndex, noting: &replaced) }
+            lines.append(FeedLine(bytes: fed + [UInt8(ascii: "\n")], delayBefore: clock.delay(before: line)))
         }
         guard sentences > 0 else { throw .logHasNoSentences(path) }
         self.path = path
         self.sentenceCount = sentences
+        self.replacedBytes = replaced
         self.lines = lines
+    }
+
+    /// Bytes gpsd reads as NMEA, or skips harmlessly: printable ASCII, TAB, CR, and NUL (a receiver
+    /// that reboots mid-sentence writes runs of NUL). Any other control byte can start a binary
+    /// frame in gpsd's packet sniffer: DLE (0x10) followed by a byte from 0x13 up opens a TSIP frame
+    /// of up to 255 bytes, which swallows our `# EOF`, and the replay would never end.
+    static func isText(_ byte: UInt8) -> Bool {
+        (0x20...0x7E).contains(byte) || byte == 0x09 || byte == 0x0D || byte == 0x00
+    }
+
+    private static func replaceNonText(in line: inout [UInt8], from offset: Int, noting replaced: inout ReplacedBytes?) {
+        for index in line.indices where !isText(line[index]) {
+            line[index] = 0
+            if replaced == nil { replaced = ReplacedBytes(count: 0, firstOffset: offset + index) }
+            replaced?.count += 1
+        }
     }
 
     private static func read(_ path: String) throws(ReplayError) -> [UInt8] {

@@ -1,4 +1,5 @@
 import Foundation
+import GNSS
 import Synchronization
 
 /// Serves a log to gpsd over loopback TCP. gpsd connects only when its first client sends WATCH,
@@ -10,6 +11,7 @@ final class ReplayFeeder: Sendable {
     private let realTime: Bool
     private let endWithEOF: Bool
     private let stopped = Atomic<Bool>(false)
+    private let fedAt = Mutex<Double?>(nil)
 
     init(log: NMEALog, realTime: Bool, endWithEOF: Bool) throws(ReplayError) {
         (listener, port) = try LoopbackSocket.listen()
@@ -25,6 +27,9 @@ final class ReplayFeeder: Sendable {
 
     private var isStopped: Bool { stopped.load(ordering: .acquiring) }
 
+    /// When (`uptime()`) gpsd had taken the whole log and `# EOF`; nil until then.
+    var finishedAt: Double? { fedAt.withLock { $0 } }
+
     private func serve() {
         defer { close(listener) }
         var peer: Int32 = -1
@@ -34,8 +39,8 @@ final class ReplayFeeder: Sendable {
         guard peer >= 0 else { return }
         defer { close(peer) }
         guard write(to: peer) else { return }
-        if endWithEOF {
-            _ = LoopbackSocket.sendAll(peer, NMEALog.endOfFeed)
+        if endWithEOF, LoopbackSocket.sendAll(peer, NMEALog.endOfFeed) {
+            fedAt.withLock { $0 = uptime() }
         }
         // Without EOF the receiver just goes quiet: hold the line open until told to stop.
         while !endWithEOF && !isStopped { usleep(50_000) }

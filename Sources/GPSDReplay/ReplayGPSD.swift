@@ -52,7 +52,12 @@ public final class ReplayGPSD: Sendable {
         }
         self.feeder = feeder
         processIDs = [gpsd.pid]
+        // gpsd writes to the log it holds open; the directory need not outlive a SIGKILL of ours.
+        try? FileManager.default.removeItem(atPath: workDirectory)
     }
+
+    /// When the feeder had handed gpsd the whole log and `# EOF` (`uptime()`); nil until then.
+    var feedFinishedAt: Double? { feeder.finishedAt }
 
     deinit { stop() }
 
@@ -63,6 +68,7 @@ public final class ReplayGPSD: Sendable {
             feeder.stop()
             gpsd.terminate(grace: 2)
             Self.removeSharedMemory(key: Self.sharedMemoryKey(port: address.port))
+            // Both normally done already, at start-up; kept in case that did not happen.
             try? FileManager.default.removeItem(atPath: workDirectory)
         }
     }
@@ -85,6 +91,7 @@ public final class ReplayGPSD: Sendable {
             let deadline = Date().addingTimeInterval(options.startTimeout)
             while Date() < deadline && !child.hasExited {
                 if LoopbackSocket.accepts(port: port) {
+                    releaseSharedMemoryEarly(key: sharedMemoryKey(port: port), gpsd: child)
                     return (child, GPSDAddress(host: "127.0.0.1", port: port))
                 }
                 usleep(10_000)
@@ -100,6 +107,28 @@ public final class ReplayGPSD: Sendable {
     /// gpsd exports its data in SysV shared memory under this key; one key per instance keeps
     /// concurrent replays apart (gpsfake does the same).
     static func sharedMemoryKey(port: UInt16) -> Int32 { Int32(0x4770_0000) | Int32(port) }
+
+    /// gpsd 3.22 always exports to shared memory and removes the segment only on an orderly exit,
+    /// so every SIGKILL (of gpsd, or of us, which kills gpsd) would leave one behind. Marked for
+    /// removal as soon as our gpsd holds it, the segment stays usable and the kernel frees it when
+    /// gpsd goes, however it goes. gpsd creates it a few milliseconds after it opens its port.
+    private static func releaseSharedMemoryEarly(key: Int32, gpsd: GPSDProcess, timeout: Double = 1) {
+        let deadline = uptime() + timeout
+        while uptime() < deadline && !gpsd.hasExited {
+            let id = shmget(key, 0, 0)
+            var info = shmid_ds()
+            if id >= 0 && shmctl(id, IPC_STAT, &info) == 0 {
+                // Attached means attached by our gpsd: nobody else uses this instance's key.
+                if info.shm_cpid == gpsd.pid || info.shm_nattch > 0 {
+                    shmctl(id, IPC_RMID, nil)
+                    return
+                }
+                // Left by a gpsd killed before this fix, on the same port: let ours make its own.
+                if kill(info.shm_cpid, 0) != 0 && errno == ESRCH { shmctl(id, IPC_RMID, nil) }
+            }
+            usleep(2_000)
+        }
+    }
 
     /// gpsd started as root drops privileges and then cannot remove its own segment.
     private static func removeSharedMemory(key: Int32) {

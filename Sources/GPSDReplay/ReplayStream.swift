@@ -1,4 +1,6 @@
+import Foundation
 import GNSS
+import Synchronization
 
 /// How a replay ended.
 public enum ReplayEnding: Sendable, Equatable {
@@ -32,16 +34,34 @@ public struct ReplayStream: Sendable {
 extension ReplayGPSD {
     /// Connects a one-shot gpsd source to this replay: no reconnection, and the stream ends when
     /// gpsd closes the device at the end of the log.
-    public func stream(silenceThreshold: Double = 5) -> ReplayStream {
+    ///
+    /// gpsd may never close it: bytes it takes for the start of a binary frame can swallow our
+    /// `# EOF`. So once the whole log has been fed and gpsd has said nothing for `endGrace`
+    /// seconds, gpsd is stopped and the replay fails, rather than waiting for ever.
+    public func stream(silenceThreshold: Double = 5, endGrace: Double = 3) -> ReplayStream {
         var configuration = GPSDSource.Configuration(address: address)
         configuration.reconnects = false
         configuration.finishWhenDeviceRemoved = true
         configuration.silenceThreshold = silenceThreshold
         let source = GPSDSource(configuration: configuration).events()
         let (events, relay) = AsyncStream.makeStream(of: SourceEvent.self)
+        let watch = ReplayWatch()
+        let watchdog = Task { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: 100_000_000)
+                guard let fedAt = feedFinishedAt else { continue }
+                guard uptime() - max(fedAt, watch.heard) >= endGrace else { continue }
+                watch.give(up: "gpsd had not closed the device \(String(format: "%g", endGrace)) s after reading "
+                    + "the whole log (part of the log may have been taken for binary data)")
+                // stop() waits for gpsd to exit: not on the cooperative pool.
+                Thread { self.stop() }.start()
+                return
+            }
+        }
         let ending = Task { () -> ReplayEnding in
             var ending = ReplayEnding.failed("gpsd stopped before the end of the log")
             for await event in source {
+                watch.hear()
                 switch event {
                 case .deviceRemoved: ending = .endOfLog
                 case .unreachable(let error), .disconnected(let error): ending = .failed(error.description)
@@ -49,10 +69,25 @@ extension ReplayGPSD {
                 }
                 relay.yield(event)
             }
+            watchdog.cancel()
             relay.finish()
+            // Stopping gpsd ends the source with a lost connection; the watchdog's reason is the real one.
+            if ending != .endOfLog, let reason = watch.verdict { return .failed(reason) }
             return ending
         }
         relay.onTermination = { _ in ending.cancel() }
         return ReplayStream(events: events, ending: ending)
     }
+}
+
+/// What the watchdog of a replay knows: when gpsd last said something, and why it gave up, if it did.
+private final class ReplayWatch: Sendable {
+    private let lastHeard = Mutex<Double>(uptime())
+    private let reason = Mutex<String?>(nil)
+
+    var heard: Double { lastHeard.withLock { $0 } }
+    var verdict: String? { reason.withLock { $0 } }
+
+    func hear() { lastHeard.withLock { $0 = uptime() } }
+    func give(up why: String) { reason.withLock { $0 = why } }
 }

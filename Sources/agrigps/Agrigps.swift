@@ -1,4 +1,5 @@
 import ArgumentParser
+import Bounds
 import Foundation
 import Logging
 
@@ -43,7 +44,7 @@ enum Main {
             var handler = StreamLogHandler.standardError(label: label)
             // The daemon tells what it does; the other commands speak only when something is wrong.
             handler.logLevel = CommandLine.arguments.dropFirst().first == "run" ? .info : .warning
-            return handler
+            return SafeLogHandler(wrapped: handler)
         }
         do {
             var command = try Agrigps.parseAsRoot()
@@ -74,7 +75,12 @@ enum Output {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
+    static func warning(_ text: String) {
+        FileHandle.standardError.write(Data("agrigps: warning: \(text)\n".utf8))
+    }
+
+    /// One line: an error may quote what the user or another party typed, so it is made safe first.
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data("agrigps: error: \(text)\n".utf8))
+        FileHandle.standardError.write(Data("agrigps: error: \(TerminalText.safe(text, limit: 1000))\n".utf8))
     }
 }

@@ -43,6 +43,7 @@ struct Replay: AsyncParsableCommand {
         let gpsd: ReplayGPSD
         do {
             let nmea = try NMEALog(contentsOf: log)
+            if let replaced = nmea.replacedBytes { Output.warning(Self.warning(log: log, replaced: replaced)) }
             var options = ReplayGPSD.Options()
             options.realTime = realTime
             gpsd = try ReplayGPSD(log: nmea, options: options)
@@ -58,6 +59,12 @@ struct Replay: AsyncParsableCommand {
         if case .failed(let reason) = ending {
             throw CommandFailure(description: "replay of \(log) ended early: \(reason)", exitCode: 70)
         }
+    }
+
+    /// The replay goes on, but whoever reads its output should know the log is damaged, and where.
+    static func warning(log: String, replaced: NMEALog.ReplacedBytes) -> String {
+        let what = replaced.count == 1 ? "1 byte that is not" : "\(replaced.count) bytes that are not"
+        return "\(log): \(what) NMEA text (first at byte \(replaced.firstOffset)) fed to gpsd as NUL"
     }
 
     /// Streams the replay to stdout and says whether gpsd reached the end of the log.

@@ -52,6 +52,33 @@ import TestSupport
         #expect(log.sentenceCount > 100)
     }
 
+    @Test("bytes that are not NMEA text are fed as NUL, counted, and the first located")
+    func nonTextBytesBecomeNUL() throws {
+        // DLE then ',' would open a TSIP frame in gpsd; 0xFF and ESC are just as foreign to NMEA.
+        let text: [UInt8] = Array("# Notes: \u{1}\n$GPGGA,1".utf8) + [0x10] + Array(",2\r\n$GPRMC,\t".utf8) + [0xFF, 0x1B, 0x00] + Array("*00\n".utf8)
+            + Array(String(repeating: "$GPGSV,1,1,00*79\n", count: 3).utf8)  // under one odd byte in ten
+        let path = try temporaryFile(text)
+        defer { unlink(path) }
+        let log = try NMEALog(contentsOf: path)
+        #expect(log.lines.prefix(2).map(\.bytes) == [Array("$GPGGA,1\0,2\r\n".utf8), Array("$GPRMC,\t\0\0\0*00\n".utf8)])
+        // The comment line is not fed, so its byte does not count; NUL is left as it is.
+        #expect(log.replacedBytes == NMEALog.ReplacedBytes(count: 3, firstOffset: 19))
+        #expect(text[19] == 0x10)
+        let raw = try NMEALog(contentsOf: path, replacingNonText: false)
+        #expect(raw.lines.prefix(2).map(\.bytes) == [Array("$GPGGA,1".utf8) + [0x10] + Array(",2\r\n".utf8),
+                                          Array("$GPRMC,\t".utf8) + [0xFF, 0x1B, 0x00] + Array("*00\n".utf8)])
+        #expect(raw.replacedBytes == nil)
+    }
+
+    @Test("a clean log replaces nothing, and a log of mostly odd bytes is still refused")
+    func cleanLogsAndBinaryFiles() throws {
+        #expect(try NMEALog(contentsOf: Fixtures.log("ublox-lea-4h")).replacedBytes == nil)
+        #expect(try NMEALog(contentsOf: Fixtures.log("gp-320fw-2019-04-07-coldboot")).replacedBytes == nil)  // NULs only
+        let path = try temporaryFile(Array("$GPGGA,1,2\n".utf8) + [UInt8](repeating: 0x10, count: 3))
+        defer { unlink(path) }
+        #expect(throws: ReplayError.logBinary(path, offset: 11)) { try NMEALog(contentsOf: path) }
+    }
+
     @Test func commentsAreDroppedExceptDate() throws {
         let text = "# Provenance: x\n# Date: 2006-08-10\n$GPGGA,030807,4907.8533,N,12243.1974,W,0,00,,,M,,M,,*64\n# Notes: $GLGSV\n"
         let path = try temporaryFile(Array(text.utf8))

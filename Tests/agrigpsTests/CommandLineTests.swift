@@ -186,6 +186,19 @@ struct CommandLineTests {
         #expect(watch.process.wait(timeout: 5) == 0)
     }
 
+    @Test("a log with a control byte that gpsd would take for a binary frame still replays to the end")
+    func controlByteInTheLogIsFedAsNUL() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-dle-\(UUID().uuidString).log").path
+        defer { unlink(path) }
+        // DLE then ',' opens a TSIP frame in gpsd, which would swallow the end of the feed.
+        try Data(Array("$GPGGA,1".utf8) + [0x10] + Array(",2\n".utf8)).write(to: URL(fileURLWithPath: path))
+        let started = Date()
+        let result = try await AgrigpsCommand.run(["replay", path], timeout: 15)
+        #expect(result.code == 0, "stderr: \(result.stderr)")
+        #expect(Date().timeIntervalSince(started) < 15)
+        #expect(result.stderr == ["agrigps: warning: \(path): 1 byte that is not NMEA text (first at byte 8) fed to gpsd as NUL"])
+    }
+
     @Test func interruptedReplayLeavesNoProcessBehind() throws {
         let replay = try AgrigpsCommand(["replay", Fixtures.log("telit-he910"), "--real-time"])
         defer {
