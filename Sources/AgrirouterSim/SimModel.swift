@@ -39,6 +39,8 @@ public enum SimFault: Sendable, Equatable {
     case ackWithFailure(code: String)
     /// Put no answers into outboxes until cleared.
     case silentOutbox
+    /// Answer the next outbox GET with a body of this many bytes (a JSON array padded with spaces).
+    case oversizedOutbox(bytes: Int)
 }
 
 /// A simple HTTP answer.

@@ -172,6 +172,11 @@ actor SimState {
             if fault.delay == 0 { return fault }
             stall = fault.delay
         }
+        if let index = faults.firstIndex(where: { if case .oversizedOutbox = $0 { true } else { false } }),
+           case .oversizedOutbox(let bytes) = faults[index] {
+            faults.remove(at: index)
+            return SimResponse(status: 200, body: Data("[".utf8) + Data(repeating: UInt8(ascii: " "), count: max(0, bytes - 2)) + Data("]".utf8))
+        }
         let live = (endpoints[deviceID]?.outbox ?? []).filter { $0.expires > now }
         endpoints[deviceID]?.outbox = []
         let items = live.map { ["sensorAlternateId": endpoints[deviceID]!.sensorID,

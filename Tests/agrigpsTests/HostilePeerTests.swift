@@ -1,0 +1,88 @@
+import Agrirouter
+import AgrirouterSim
+import Foundation
+import GPSDReplay
+import SwiftProtobuf
+import Testing
+import TestSupport
+
+/// The daemon against what another machine or a broken agrirouter can send it.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct HostilePeerTests {
+    /// A daemon on an onboarded machine whose gpsd is down, so that it only talks to agrirouter.
+    func daemon(_ machine: OnboardedMachine) throws -> AgrigpsCommand {
+        let port = try ReplayGPSD.freeLoopbackPort()
+        return try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "1", "--send-interval", "0.2",
+                                   "--spacing", "0.05", "--state-dir", machine.state])
+    }
+
+    func waitFor(_ seconds: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    @Test("a push whose GPS entry has a time of INT64_MIN is refused, confirmed once and counted; the daemon keeps running and status shows it")
+    func hostilePush() async throws {
+        let machine = try await OnboardedMachine.make()
+        defer { Task { await machine.close() } }
+        let daemon = try daemon(machine)
+        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+        let tractor = try machine.endpointID
+        // Set up, and past its feed catch-up, once agrirouter has its samples.
+        #expect(await waitFor(20) { ((try? await machine.received().count) ?? 0) > 1 })
+
+        var entry = GPSEntry()
+        (entry.positionStatus, entry.positionNorth, entry.positionEast) = (.dGnss, 52.1, 8.1)
+        entry.gpsUtcTimestamp.seconds = .min
+        var list = Agrirouter_Technicalmessagetype_GPSList()
+        list.gpsEntries = [entry]
+        let hostile = await machine.simulator.deliver(try list.serializedBytes(), from: "peer-endpoint", to: tractor, sentSeconds: .min)
+        #expect(await waitFor(20) { await machine.simulator.confirmations(endpoint: tractor).contains { $0.messageID == hostile } }, "\(daemon.stderr.suffix(20))")
+
+        // Still alive a few polls later, the message confirmed once, and status says so.
+        try await Task.sleep(for: .seconds(1))
+        #expect(daemon.process.isRunning(), "\(daemon.stderr.suffix(5))")
+        #expect(await machine.simulator.confirmations(endpoint: tractor).count { $0.messageID == hostile } == 1)
+        let status = try await AgrigpsCommand.run(["status", "--json", "--state-dir", machine.state])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.joined().utf8)) as? [String: Any])
+        let others = try #require(object["others"] as? [String: Any])
+        #expect(others["refused_messages"] as? Int == 1)
+        #expect((others["last_refusal"] as? String)?.contains("gps_utc_timestamp") == true)
+        let text = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
+        #expect(text.stdout.contains { $0.hasPrefix("Refused from other machines: 1 message") }, "\(text.stdout)")
+        #expect(daemon.stderr.count { $0.contains("refused a feed message") } == 1, "logged once")
+
+        kill(daemon.process.pid, SIGTERM)
+        #expect(daemon.process.wait(timeout: 10) == 143)
+    }
+
+    @Test("an outbox answer of 300 MB is cut off at the cap: the daemon's memory stays bounded and it goes on polling")
+    func oversizedOutbox() async throws {
+        let machine = try await OnboardedMachine.make()
+        defer { Task { await machine.close() } }
+        let daemon = try daemon(machine)
+        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+        let tractor = try machine.endpointID
+        #expect(await waitFor(20) { ((try? await machine.received().count) ?? 0) > 1 })
+        let before = await machine.simulator.gatewayRequestArrivals().count
+        await machine.simulator.inject(.oversizedOutbox(bytes: 300_000_000))
+        // It polls again after the refused answer: the fault is used up, and more requests arrive.
+        #expect(await waitFor(30) { await machine.simulator.gatewayRequestArrivals().count > before + 4 }, "\(daemon.stderr.suffix(20))")
+        #expect(daemon.process.isRunning())
+        let peak = Self.peakResidentMiB(daemon.process.pid)
+        print("agrigps run: peak resident set \(peak) MiB after a 300 MB outbox answer")
+        #expect(peak > 0 && peak < 120, "peak resident set \(peak) MiB")
+        #expect(daemon.stderr.contains { $0.contains("larger than 16 MiB") }, "\(daemon.stderr.suffix(5))")
+    }
+
+    /// VmHWM of a live process, in MiB.
+    static func peakResidentMiB(_ pid: pid_t) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        return (line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0) / 1024
+    }
+}
