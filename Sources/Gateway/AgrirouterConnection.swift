@@ -23,8 +23,29 @@ public enum GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// How long to wait after transport errors: doubling from `first` up to `maximum`, each wait
+/// stretched or shrunk at random by up to `jitter` (a fraction), so that many boxes that lost the
+/// same network do not come back in step. It only ever adds to the request spacing.
+public struct Backoff: Sendable, Equatable {
+    public var first: Double = 5
+    public var maximum: Double = 300
+    public var jitter: Double = 0.2
+
+    public init(first: Double = 5, maximum: Double = 300, jitter: Double = 0.2) {
+        (self.first, self.maximum, self.jitter) = (first, maximum, jitter)
+    }
+
+    /// The wait after `failures` consecutive failures (1 or more), before jitter.
+    public func delay(afterFailures failures: Int) -> Double {
+        guard failures > 0 else { return 0 }
+        // 2^20 times `first` is past any sensible maximum: stop doubling there, so nothing overflows.
+        return min(maximum, first * Double(1 << min(failures - 1, 20)))
+    }
+}
+
 /// The onboarded endpoint's line to agrirouter: measures out, outbox in, and never two requests
-/// closer together than `minimumSpacing` (DKE asks for 5 s in production and 10 s on QA).
+/// closer together than `minimumSpacing` (DKE asks for 5 s in production and 10 s on QA). After a
+/// transport error the next request waits out a backoff as well; a success resets it.
 public actor AgrirouterConnection {
     public nonisolated let endpoint: OnboardingResponse
     private let credentials: ClientCredentials
@@ -33,12 +54,16 @@ public actor AgrirouterConnection {
     private var encoder = MessageEncoder()
     /// Start of the most recently reserved request slot (monotonic seconds).
     private var lastSlot: Double?
+    private let backoff: Backoff
+    /// Transport errors in a row, and the monotonic time before which no request goes out.
+    public private(set) var consecutiveFailures = 0
+    private var retryAt: Double?
     /// Requests made, and the bytes of the measures bodies sent, for status and the benchmarks.
     public private(set) var requestCount = 0
     public private(set) var bodyBytesSent = 0
 
     public init(endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
-                timeout: Double = 60) throws(OnboardingError) {
+                timeout: Double = 60, backoff: Backoff = Backoff()) throws(OnboardingError) {
         guard let credentials = ClientCredentials(agrirouterPEM: endpoint.authentication.certificate,
                                                   secret: endpoint.authentication.secret) else {
             throw .unreadableResponse("the stored certificate is not an encrypted PEM key and certificate")
@@ -47,6 +72,25 @@ public actor AgrirouterConnection {
         self.credentials = credentials
         self.client = HTTPSClient(trustedCAPEM: trustedCAPEM, connectTimeout: min(10, timeout), totalTimeout: timeout)
         self.minimumSpacing = minimumSpacing
+        self.backoff = backoff
+    }
+
+    /// Seconds until the backoff allows the next request; nil when not backing off.
+    public func backingOff() -> Double? {
+        retryAt.map { max(0, $0 - uptime()) }
+    }
+
+    /// A request went through (whatever agrirouter made of it): the backoff ends.
+    private func succeeded() {
+        consecutiveFailures = 0
+        retryAt = nil
+    }
+
+    /// A transport error: the next request waits out a longer backoff.
+    private func failed() {
+        consecutiveFailures += 1
+        let delay = backoff.delay(afterFailures: consecutiveFailures)
+        retryAt = uptime() + delay * (1 + backoff.jitter * Double.random(in: -1...1))
     }
 
     /// The spacing suited to an environment: 10 s on QA, 5 s in production.
@@ -63,7 +107,7 @@ public actor AgrirouterConnection {
     /// queue up instead of slipping in between.
     private func waitForTurn() async {
         let now = uptime()
-        let slot = max(now, (lastSlot ?? -.infinity) + minimumSpacing)
+        let slot = max(now, (lastSlot ?? -.infinity) + minimumSpacing, retryAt ?? -.infinity)
         lastSlot = slot
         requestCount += 1
         if slot > now { try? await Task.sleep(for: .seconds(slot - now)) }
@@ -90,8 +134,10 @@ public actor AgrirouterConnection {
             _ = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
                                       headers: ["Content-Type: application/json"], credentials: credentials)
         } catch {
+            failed()
             throw .transport(error)
         }
+        succeeded()
         return message
     }
 
@@ -100,7 +146,14 @@ public actor AgrirouterConnection {
         await waitForTurn()
         let items: [OutboxItem]
         do {
-            let response = try await client.send(method: "GET", url: endpoint.connectionCriteria.commands, credentials: credentials)
+            let response: HTTPResponse
+            do {
+                response = try await client.send(method: "GET", url: endpoint.connectionCriteria.commands, credentials: credentials)
+            } catch {
+                failed()
+                throw error
+            }
+            succeeded()
             items = try OutboxItem.list(from: response.body)
         } catch let error as TransportError {
             throw .transport(error)

@@ -47,6 +47,7 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// fix_age_critical = 600
 /// queue_age_warning = 600      # seconds the oldest unsent sample has waited
 /// queue_age_critical = 3600
+/// ack_age_warning = 300         # seconds without an acknowledgement while samples wait (onboarded)
 /// ```
 public struct ConfigurationFile: Sendable, Equatable {
     public enum Value: Sendable, Equatable {
@@ -88,6 +89,7 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "status", name: "fix_age_critical", kind: .number(1...86_400, unit: "seconds")),
         Key(section: "status", name: "queue_age_warning", kind: .number(1...2_592_000, unit: "seconds")),
         Key(section: "status", name: "queue_age_critical", kind: .number(1...2_592_000, unit: "seconds")),
+        Key(section: "status", name: "ack_age_warning", kind: .number(10...2_592_000, unit: "seconds")),
     ]
 
     public let path: String
@@ -250,6 +252,7 @@ public struct ConfigurationFile: Sendable, Equatable {
         if let value = number("status", "fix_age_critical") { thresholds.fixAgeCritical = value }
         if let value = number("status", "queue_age_warning") { thresholds.queueAgeWarning = value }
         if let value = number("status", "queue_age_critical") { thresholds.queueAgeCritical = value }
+        if let value = number("status", "ack_age_warning") { thresholds.ackAgeWarning = value }
         if let value = number("others", "stale_after") { thresholds.staleAfter = value }
         return thresholds
     }

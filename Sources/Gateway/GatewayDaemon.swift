@@ -31,6 +31,8 @@ public struct GatewayDaemon: Sendable {
         public var environment: String?
         /// Seconds without data before another machine counts as stale, for the heartbeat's counts.
         public var staleAfter: Double = 300
+        /// The endpoint certificate's expiry, for the heartbeat, where status reads it without root.
+        public var certificateNotAfter: Date?
 
         public init() {}
     }
@@ -81,6 +83,7 @@ public struct GatewayDaemon: Sendable {
         }
         let counter = Counter()
         let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, environment: configuration.environment) }
+        await heartbeat?.certificate(notAfter: configuration.certificateNotAfter)
         await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
         await heartbeat?.beat()
         let notifier = configuration.notifier
@@ -155,6 +158,7 @@ public struct GatewayDaemon: Sendable {
                     logger.info("capabilities and subscription acknowledged")
                 } catch {
                     await heartbeat?.failed("endpoint set-up: \(error.description)")
+                    await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
                     await heartbeat?.beat()
                     logger.warning("endpoint set-up: \(error.description); retrying in \(Int(configuration.setupRetry)) s")
                     try? await Task.sleep(for: .seconds(configuration.setupRetry))
@@ -201,6 +205,7 @@ public struct GatewayDaemon: Sendable {
             await heartbeat?.failed(error.description)
             failed = true
         }
+        await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
         if report.acknowledged > 0 {
             logger.info("agrirouter acknowledged \(report.acknowledged) samples")
             await heartbeat?.acknowledged()

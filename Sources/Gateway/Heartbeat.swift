@@ -58,6 +58,11 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     public var lastAcknowledgedAt: Date?
     public var lastError: String?
     public var lastErrorAt: Date?
+    /// Backing off after transport errors: when the next request may go, and how many failed in a row.
+    public var nextAttemptAt: Date?
+    public var transportFailures: Int?
+    /// The endpoint certificate's last valid moment, read when the daemon started.
+    public var certificateNotAfter: Date?
     /// What status would otherwise read from files only the daemon's user may open: the spool's
     /// counts and the others', as of `countedAt`, and the agrirouter environment.
     public var environment: String?
@@ -138,6 +143,7 @@ public struct Heartbeat: Codable, Sendable, Equatable {
             heartbeat.others = others
         }
         heartbeat.environment = environment.flatMap { ["qa", "production", "local"].contains($0) ? $0 : nil }
+        heartbeat.transportFailures = transportFailures.map { max(0, $0) }
         return heartbeat
     }
 
@@ -244,6 +250,16 @@ actor HeartbeatWriter {
     func failed(_ error: String, at time: Date = Date()) {
         heartbeat.lastError = error
         heartbeat.lastErrorAt = time
+    }
+
+    /// The connection's backoff after a cycle: nil seconds when it is not backing off.
+    func backingOff(seconds: Double?, failures: Int, at time: Date = Date()) {
+        heartbeat.nextAttemptAt = seconds.map { time.addingTimeInterval($0) }
+        heartbeat.transportFailures = failures > 0 ? failures : nil
+    }
+
+    func certificate(notAfter: Date?) {
+        heartbeat.certificateNotAfter = notAfter
     }
 
     func beat(now: Date = Date()) {

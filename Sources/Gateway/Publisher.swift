@@ -90,10 +90,28 @@ public actor Publisher {
             try? await spool.fail(batch: batch.id, reason: "HTTP 413", now: now)
             report.error = .transport(.payloadTooLarge)
         } catch {
-            try? await spool.release(batch: batch.id)
+            if Self.mayHaveArrived(error) {
+                // The request may have reached agrirouter and its answer may be on its way to the
+                // outbox: wait for it like for any batch sent. Without one within the outbox's life,
+                // the spool returns the batch to pending and it is sent again.
+                awaiting[batch.id] = now
+                report.published = batch.samples.count
+            } else {
+                try? await spool.release(batch: batch.id)
+            }
             report.error = error
         }
         return report
+    }
+
+    /// Whether a failed POST may still have been received: it timed out, or the connection broke
+    /// after the body went out. Refused connections, TLS failures and HTTP error statuses mean it
+    /// was not taken.
+    static func mayHaveArrived(_ error: GatewayError) -> Bool {
+        switch error {
+        case .transport(.timedOut), .transport(.connectionFailed): return true
+        default: return false
+        }
     }
 
     private func settle(_ report: inout CycleReport, now: Date) async throws(GatewayError) {

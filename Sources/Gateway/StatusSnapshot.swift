@@ -1,6 +1,7 @@
 import Agrirouter
 import Bounds
 import Foundation
+import GNSS
 import Logging
 import Spool
 
@@ -21,6 +22,8 @@ public struct StatusSnapshot: Sendable {
     /// nil when not onboarded.
     public var environment: String?
     public var credentialsProblem: String?
+    /// The endpoint certificate's expiry: from the credential when status may read it, else the heartbeat's copy.
+    public var certificateNotAfter: Date?
     public var spool: SpoolStatus?
     public var spoolProblem: String?
     public var others: OthersView
@@ -58,9 +61,12 @@ public struct StatusSnapshot: Sendable {
         }
         // The files themselves are the daemon's user's; a member of its group reads the heartbeat's copy.
         do {
-            snapshot.environment = try CredentialStore(directory: paths.stateDirectory).load()?.environment
+            let stored = try CredentialStore(directory: paths.stateDirectory).load()
+            snapshot.environment = stored?.environment
+            snapshot.certificateNotAfter = try? stored?.credentials?.check().notAfter
         } catch {
             if let heartbeat { snapshot.environment = heartbeat.environment } else { snapshot.credentialsProblem = error.description }
+            snapshot.certificateNotAfter = heartbeat?.certificateNotAfter
         }
         if FileManager.default.fileExists(atPath: paths.spool) {
             // Status only looks: a spool it may not open is no error of its own to log.
@@ -121,6 +127,10 @@ public struct StatusThresholds: Sendable, Equatable {
     /// Seconds the oldest unsent sample has waited.
     public var queueAgeWarning: Double = 600
     public var queueAgeCritical: Double = 3600
+    /// Seconds without an acknowledgement, while onboarded with samples waiting, before a WARNING.
+    public var ackAgeWarning: Double = 300
+    /// A certificate that expires within this many seconds is a WARNING; an expired one is CRITICAL.
+    public var certificateWarning: Double = 30 * 86_400
     /// Seconds without data before another machine is stale.
     public var staleAfter: Double = 300
 
@@ -183,6 +193,25 @@ extension StatusSnapshot {
             if spool.heldInMemory > 0 { findings.append((.critical, "\(spool.heldInMemory) samples held in memory only")) }
             if spool.parked > 0 { findings.append((.warning, "\(spool.parked) samples parked after repeated refusals")) }
             if spool.droppedTotal > 0 { findings.append((.warning, "\(spool.droppedTotal) samples dropped by the spool's caps")) }
+            // Onboarded with samples waiting, and agrirouter has taken none for a while: an outage,
+            // even if the daemon itself is fine.
+            if environment != nil, spool.pending + spool.inFlight + spool.failed > 0, case .running = daemon, let heartbeat {
+                let since = max(heartbeat.lastAcknowledgedAt ?? heartbeat.startedAt, heartbeat.startedAt)
+                let quiet = takenAt.timeIntervalSince(since)
+                if quiet > thresholds.ackAgeWarning {
+                    var reason = "nothing acknowledged for \(Self.whole(quiet)) s"
+                    if let next = heartbeat.nextAttemptAt, next > takenAt { reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s" }
+                    findings.append((.warning, reason))
+                }
+            }
+        }
+        if environment != nil, let notAfter = certificateNotAfter {
+            let left = notAfter.timeIntervalSince(takenAt)
+            if left <= 0 {
+                findings.append((.critical, "the endpoint certificate expired on \(ISO8601UTC.string(from: notAfter).prefix(10)); onboard again"))
+            } else if left < thresholds.certificateWarning {
+                findings.append((.warning, "the endpoint certificate expires in \(Self.whole(left / 86_400)) d; onboard again before then"))
+            }
         }
         let sorted = findings.sorted { $0.0 > $1.0 }
         return (sorted.first?.0 ?? .ok, sorted.map(\.1))

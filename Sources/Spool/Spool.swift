@@ -134,6 +134,9 @@ public actor Spool {
         return SpoolError(kind: .database, sqliteCode: 0, message: "\(error)", path: path)
     }
 
+    /// The newer of a sample's system and GNSS times: what the age cap judges it by.
+    static let age = "MAX(sampled_at, COALESCE(receiver_time, sampled_at))"
+
     // MARK: - Caps
 
     /// Drops the oldest unsent rows while the spool is over a cap. `added` is what this transaction
@@ -142,10 +145,13 @@ public actor Spool {
         if uptime() - lastAgeSweep >= 60 {
             lastAgeSweep = uptime()
             let cutoff = now - configuration.maximumAge
-            let old = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(wire_size) FROM sample WHERE \(Self.unsent) AND sampled_at < ?", arguments: [cutoff])
+            // Old by both clocks: a box without a battery-backed clock samples at "1970" until NTP
+            // runs, and those samples carry their true GNSS time; a replay's GNSS time is years old
+            // while its system time is now. Either keeps a sample.
+            let old = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(wire_size) FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?", arguments: [cutoff])
             let count: Int = old?[0] ?? 0
             if count > 0 {
-                try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND sampled_at < ?", arguments: [cutoff])
+                try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?", arguments: [cutoff])
                 try SpoolState.add(count, to: "dropped_age", in: db)
                 added.rows -= count
                 added.bytes -= Int(old?[1] ?? 0.0)

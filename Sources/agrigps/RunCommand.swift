@@ -75,14 +75,24 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let file = try config.load()
+        let lock: StateDirectoryLock
+        do {
+            lock = try StateDirectoryLock(directory: state.resolved)
+        } catch let held as StateDirectoryLock.Held {
+            throw CommandFailure(description: held.description, exitCode: 75)  // EX_TEMPFAIL: try again once the other one stops
+        } catch {
+            throw CommandFailure(description: "\(error)", exitCode: 73)
+        }
         let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration(file))
         let link = try self.link(file)
         var othersConfiguration = OtherMachinesStore.Configuration()
         othersConfiguration.historyWindow = try keyed("--history-hours", file, fallback: 24) * 3600
         let others = OtherMachinesStore(path: state.othersPath, configuration: othersConfiguration)
         let gpsdAddress = try GPSDAddress.parseOption(gpsd ?? file.text("gpsd", "address") ?? "127.0.0.1:2947")
+        var configuration = try daemonConfiguration(file, environment: link?.environment)
+        configuration.certificateNotAfter = link?.certificateNotAfter
         let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
-                                   configuration: try daemonConfiguration(file, environment: link?.environment))
+                                   configuration: configuration)
 
         let interruption = Interruption()
         var replayGPSD: ReplayGPSD?
@@ -110,6 +120,7 @@ struct Run: AsyncParsableCommand {
         Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
                     + "\(status.pending + status.inFlight + status.failed) waiting in the spool; "
                     + "\(summary.othersStored) message\(summary.othersStored == 1 ? "" : "s") from other machines received")
+        _ = consume lock  // held until the daemon has stopped
         // Stopped by a signal: the shell's convention, 128 + its number (143 for SIGTERM, 130 for SIGINT).
         if let signal = interruption.signal { throw ExitCode(128 + signal) }
     }
@@ -140,7 +151,8 @@ struct Run: AsyncParsableCommand {
     }
 
     /// The agrirouter connection, when the machine is onboarded.
-    private func link(_ file: ConfigurationFile) throws -> (connection: AgrirouterConnection, setup: EndpointSetup, environment: String)? {
+    private func link(_ file: ConfigurationFile) throws
+        -> (connection: AgrirouterConnection, setup: EndpointSetup, environment: String, certificateNotAfter: Date?)? {
         let loaded: StoredEndpoint?
         do {
             loaded = try CredentialStore(directory: state.resolved).load()
@@ -158,7 +170,7 @@ struct Run: AsyncParsableCommand {
         }
         let settings = stored.settings ?? OnboardingSettings(applicationID: "", certificationVersionID: "")
         return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID),
-                stored.environment)
+                stored.environment, try? stored.credentials?.check().notAfter)
     }
 }
 

@@ -86,7 +86,8 @@ enum StatusReport {
         if let problem = snapshot.credentialsProblem {
             lines.append("agrirouter: credentials unreadable: \(problem)")
         } else if let environment = snapshot.environment {
-            lines.append("agrirouter: onboarded (\(environment))" + (snapshot.othersCounts.ownName.map { ", endpoint \"\(TerminalText.safe($0, limit: 80))\"" } ?? ""))
+            lines.append("agrirouter: onboarded (\(environment))" + (snapshot.othersCounts.ownName.map { ", endpoint \"\(TerminalText.safe($0, limit: 80))\"" } ?? "")
+                         + (snapshot.certificateNotAfter.map { "; certificate valid until \(ISO8601UTC.string(from: $0).prefix(10))" } ?? ""))
         } else {
             lines.append("agrirouter: not onboarded; 'agrigps onboard --tan TAN' connects this machine")
         }
@@ -113,6 +114,10 @@ enum StatusReport {
             lines.append("Last acknowledged: " + (heartbeat.lastAcknowledgedAt.map { "\(durationText(now.timeIntervalSince($0))) ago" } ?? "never"))
             if let error = heartbeat.lastError, let at = heartbeat.lastErrorAt {
                 lines.append("Last error: \(TerminalText.safe(error, limit: 300)) (\(durationText(now.timeIntervalSince(at))) ago)")
+            }
+            if let next = heartbeat.nextAttemptAt, next > now {
+                lines.append("Backing off: next attempt in \(durationText(next.timeIntervalSince(now)))"
+                             + (heartbeat.transportFailures.map { " after \($0) failed request\($0 == 1 ? "" : "s") in a row" } ?? ""))
             }
         }
         let others = snapshot.othersCounts
@@ -149,6 +154,9 @@ enum StatusReport {
             "clock_skew_s": heartbeat?.lastSample?.clockSkew ?? NSNull(),
             "last_acknowledged_at": date(heartbeat?.lastAcknowledgedAt),
             "last_error": heartbeat?.lastError ?? NSNull(),
+            "next_attempt_at": date(heartbeat?.nextAttemptAt),
+            "transport_failures": heartbeat?.transportFailures ?? 0,
+            "certificate_not_after": date(snapshot.certificateNotAfter),
             "others": ["active": snapshot.othersCounts.active, "stale": snapshot.othersCounts.stale, "gone": snapshot.othersCounts.gone,
                        "refused_messages": snapshot.othersCounts.refused ?? 0, "last_refusal": snapshot.othersCounts.lastRefusal ?? NSNull()] as [String: Any],
         ]

@@ -15,7 +15,8 @@ struct Rig {
     let directory: String
 
     static func make(spacing: Double = 0.02, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
-                     simulatorPayloadCap: Int = 767_997,
+                     simulatorPayloadCap: Int = 767_997, timeout: Double = 10,
+                     backoff: Backoff = Backoff(first: 0.05, maximum: 0.2),
                      spool configure: (inout SpoolConfiguration) -> Void = { _ in }) async throws -> Rig {
         var simulatorConfiguration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Watcher"])
         simulatorConfiguration.maximumPayloadBytes = simulatorPayloadCap
@@ -23,7 +24,8 @@ struct Rig {
         let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
         let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
             .onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
-        let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: 10)
+        let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout,
+                                                  backoff: backoff)
         _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: connection)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-gateway-\(UUID().uuidString)").path
         var configuration = SpoolConfiguration()
@@ -129,6 +131,70 @@ struct PublisherTests {
         let status = await rig.spool.status()
         #expect(status.resent == 5, "the possible duplicates are counted")
         #expect(status.pending == 0 && status.inFlight == 0)
+    }
+
+    @Test func aTimedOutPublishWaitsForItsAnswerInsteadOfBeingSentTwice() async throws {
+        let rig = try await Rig.make(timeout: 1)
+        defer { Task { await rig.close() } }
+        for index in 0..<3 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+        // agrirouter takes the batch and answers it, but the HTTP reply comes after our timeout.
+        await rig.simulator.inject(.stallPublish(seconds: 2))
+        let first = await rig.publisher.cycle()
+        #expect(first.error == .transport(.timedOut))
+        #expect(await rig.publisher.awaitingAnswers == 1, "the batch waits for its answer")
+        let afterTimeout = await rig.spool.status()
+        #expect(afterTimeout.inFlight == 3 && afterTimeout.pending == 0)
+        try await Task.sleep(for: .seconds(2.5))
+        let reports = await rig.drain()
+        #expect(reports.map(\.acknowledged).reduce(0, +) == 3)
+        #expect(try await rig.publishedEntries().count == 3, "sent once: no duplicate")
+        let status = await rig.spool.status()
+        #expect(status.inFlight == 0 && status.pending == 0 && status.resent == 0)
+    }
+
+    @Test func aRefusedConnectionReleasesTheBatchAtOnce() async throws {
+        let rig = try await Rig.make()
+        defer { Task { await rig.close() } }
+        await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
+        await rig.simulator.inject(.serviceUnavailable(count: 1))
+        let first = await rig.publisher.cycle()
+        #expect(first.error == .transport(.serverError(503)))
+        let status = await rig.spool.status()
+        #expect(await rig.publisher.awaitingAnswers == 0, "a 503 was not taken")
+        #expect(status.pending == 1, "sent again next cycle")
+    }
+
+    @Test func transportErrorsBackOffDoublingToTheCapAndASuccessEndsIt() async throws {
+        let rig = try await Rig.make(backoff: Backoff(first: 0.2, maximum: 0.8, jitter: 0))
+        defer { Task { await rig.close() } }
+        await rig.simulator.inject(.serviceUnavailable(count: 4))
+        let before = await rig.simulator.gatewayRequestArrivals().count
+        for _ in 0..<5 { _ = try? await rig.connection.fetchOutbox() }
+        let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(before))
+        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
+        #expect(arrivals.count == 5)
+        for (gap, expected) in zip(gaps, [0.2, 0.4, 0.8, 0.8]) {
+            #expect(abs(gap - expected) < 0.15, "gaps \(gaps)")
+        }
+        let failures = await rig.connection.consecutiveFailures
+        let backingOff = await rig.connection.backingOff()
+        #expect(failures == 0 && backingOff == nil, "the fifth went through")
+        #expect(Backoff().delay(afterFailures: 1) == 5 && Backoff().delay(afterFailures: 7) == 300 && Backoff().delay(afterFailures: 10_000) == 300)
+    }
+
+    @Test func jitterKeepsEachWaitWithinItsFraction() async throws {
+        let rig = try await Rig.make(backoff: Backoff(first: 1, maximum: 1, jitter: 0.2))
+        defer { Task { await rig.close() } }
+        var waits: [Double] = []
+        for _ in 0..<6 {
+            await rig.simulator.inject(.serviceUnavailable(count: 1))
+            _ = try? await rig.connection.send(TechnicalMessageType.listEndpoints, payload: nil)
+            waits.append(try #require(await rig.connection.backingOff()))
+            await rig.simulator.clearFaults()
+            _ = try? await rig.connection.fetchOutbox()  // waits the backoff out, succeeds, resets it
+        }
+        #expect(waits.allSatisfy { (0.75...1.2).contains($0) }, "\(waits)")
+        #expect(Set(waits.map { ($0 * 100).rounded() }).count > 1, "the waits differ: \(waits)")
     }
 
     @Test func anOutageLosesNothingAndABacklogDrainsInFullBatches() async throws {

@@ -33,6 +33,32 @@ struct StatusVerdictTests {
         #expect(verdict { $0.spool?.sharingPaused = true }.0 == .ok)
     }
 
+    @Test("an outage: samples waiting and nothing acknowledged past the threshold is a WARNING that names the next attempt")
+    func outage() {
+        #expect(verdict {
+            $0.spool?.pending = 5
+            $0.heartbeat?.lastAcknowledgedAt = now.addingTimeInterval(-301)
+            $0.heartbeat?.nextAttemptAt = now.addingTimeInterval(40)
+        } == (.warning, ["nothing acknowledged for 301 s; next attempt in 40 s"]))
+        #expect(verdict { $0.spool?.pending = 5; $0.heartbeat?.lastAcknowledgedAt = now.addingTimeInterval(-299) }.0 == .ok)
+        #expect(verdict { $0.heartbeat?.lastAcknowledgedAt = now.addingTimeInterval(-9999) }.0 == .ok, "nothing waits: nothing to acknowledge")
+        #expect(verdict { $0.spool?.inFlight = 1 } == (.warning, ["nothing acknowledged for 3600 s"]), "none since the start an hour ago")
+        #expect(verdict { $0.spool?.pending = 1; $0.environment = nil } == (.warning, ["not onboarded"]))
+        var patient = StatusThresholds()
+        patient.ackAgeWarning = 7200
+        #expect(verdict({ $0.spool?.pending = 1 }, patient).0 == .ok)
+    }
+
+    @Test("the certificate: a WARNING 30 days before it expires, CRITICAL after")
+    func certificate() {
+        #expect(verdict { $0.certificateNotAfter = now.addingTimeInterval(10 * 86_400) }
+                == (.warning, ["the endpoint certificate expires in 10 d; onboard again before then"]))
+        #expect(verdict { $0.certificateNotAfter = now.addingTimeInterval(-1) }
+                == (.critical, ["the endpoint certificate expired on 2026-09-21; onboard again"]))
+        #expect(verdict { $0.certificateNotAfter = now.addingTimeInterval(31 * 86_400) }.0 == .ok)
+        #expect(verdict { $0.certificateNotAfter = now.addingTimeInterval(-1); $0.environment = nil }.0 == .warning, "not onboarded: no certificate to judge")
+    }
+
     @Test("each WARNING with the threshold that triggers it")
     func warnings() {
         #expect(verdict { $0.environment = nil } == (.warning, ["not onboarded"]))

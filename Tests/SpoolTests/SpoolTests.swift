@@ -190,6 +190,24 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(await fresh.status().dropped == ["age": 1])
     }
 
+    @Test func samplesTakenWhileTheClockSaid1970KeepTheirGNSSTimeAndAreNotAged() async throws {
+        let scratch = Scratch()
+        let now = Date()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumAge = 3600 })
+        // A box without a real-time clock: system time 1970, receiver time now.
+        for seq in 1...3 {
+            let report = PositionReport(time: now.addingTimeInterval(Double(seq)), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)
+            await spool.append(PositionSample(sampledAt: Date(timeIntervalSince1970: Double(seq)), state: .fix(.threeD, .autonomous), report: report))
+        }
+        // A no-fix sample from the same stretch has nothing but its 1970 system time: that one ages.
+        await spool.append(PositionSample(sampledAt: Date(timeIntervalSince1970: 4), state: .noFix))
+        // The clock is set right; the next start's first append sweeps by age.
+        let later = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumAge = 3600 })
+        await later.append(sample(5, at: now))
+        #expect(await later.status().dropped == ["age": 1], "only the no-fix sample with no GNSS time")
+        #expect(try await later.allSamples().filter { $0.0.sample.receiverTime != nil }.count == 4)
+    }
+
     @Test func corruptFileIsQuarantinedAndANewSpoolStarts() async throws {
         for damage in ["header", "pages"] {
             let scratch = Scratch()

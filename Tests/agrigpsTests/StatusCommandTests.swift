@@ -109,4 +109,34 @@ struct StatusWithoutRootTests {
         let mode = try FileManager.default.attributesOfItem(atPath: state + "/heartbeat.json")[.posixPermissions] as? Int
         #expect(mode == 0o640)
     }
+
+    @Test("a second daemon on the same state directory exits at once with 75 and names the first; the first runs on")
+    func oneDaemonPerStateDirectory() async throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-lock-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let port = try ReplayGPSD.freeLoopbackPort()
+        let first = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state])
+        defer {
+            if first.process.isRunning() { first.process.terminate(grace: 1) }
+            first.cleanUp()
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !FileManager.default.fileExists(atPath: state + "/heartbeat.json") {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let second = try await AgrigpsCommand.run(["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state], timeout: 10)
+        #expect(second.code == 75, "\(second.stderr)")
+        #expect(second.stderr.count == 1 && second.stderr.first?.contains("already uses the state directory") == true)
+        #expect(second.stderr.first?.contains("pid \(first.process.pid)") == true, "\(second.stderr)")
+        #expect(first.process.isRunning())
+        kill(first.process.pid, SIGTERM)
+        #expect(first.process.wait(timeout: 10) == 143)
+        // Once the first has stopped, the directory is free again.
+        let third = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state])
+        defer { third.cleanUp() }
+        try await Task.sleep(for: .seconds(1))
+        #expect(third.process.isRunning())
+        kill(third.process.pid, SIGTERM)
+        #expect(third.process.wait(timeout: 10) == 143)
+    }
 }
