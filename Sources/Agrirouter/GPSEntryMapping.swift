@@ -38,8 +38,10 @@ extension GPSEntry.PositionStatus {
 extension GPSEntry {
     /// One sample as a GPSEntry: latitude north, longitude east, altitude above the WGS84 ellipsoid in
     /// millimetres (mean sea level when the ellipsoid height is unknown), the fix quality as reported,
-    /// and the receiver's time (the sample's system time when the receiver gave none).
-    public init(_ sample: PositionSample) {
+    /// and the receiver's time. When the receiver gave none, the sample's system time, corrected to
+    /// the best known UTC by `clock`; a time that cannot be true (a clock at 1970) is left out rather
+    /// than sent.
+    public init(_ sample: PositionSample, correctedBy clock: TrueTime? = nil) {
         self.init()
         let report = sample.report
         positionStatus = PositionStatus(sample.state)
@@ -53,15 +55,21 @@ extension GPSEntry {
         if let pdop = report?.pdop { self.pdop = pdop }
         if let hdop = report?.hdop { self.hdop = hdop }
         if let used = report?.satellitesUsed, used > 0 { numberOfSatellites = UInt32(used) }
+        let time = report?.time ?? clock.map { $0.corrected(sample.sampledAt) } ?? sample.sampledAt
+        guard report?.time != nil || time >= TrueTime.plausibleFrom else { return }
         // Milliseconds: receivers report no finer, and whole milliseconds encode shorter.
-        let time = (report?.time ?? sample.sampledAt).timeIntervalSince1970
-        gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date(timeIntervalSince1970: (time * 1000).rounded() / 1000))
+        let seconds = time.timeIntervalSince1970
+        gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date(timeIntervalSince1970: (seconds * 1000).rounded() / 1000))
     }
 
     /// Bytes this entry takes inside a GPSList: its tag, its length and itself. The spool budgets with it.
     public static func wireSize(of sample: PositionSample) -> Int {
+        // A sample without receiver time may go out with a corrected time, or none: budget for the
+        // longest, a time in 2100 with milliseconds, so a batch never outgrows the payload cap.
+        var sized = sample
+        if sample.report?.time == nil { sized.sampledAt = Date(timeIntervalSince1970: 4_102_444_799.999) }
         // Serialising a proto3 message of plain fields cannot fail; 96 bytes bounds any entry if it did.
-        let size = (try? GPSEntry(sample).serializedBytes() as Data)?.count ?? 96
+        let size = (try? GPSEntry(sized).serializedBytes() as Data)?.count ?? 96
         return 1 + varintSize(size) + size
     }
 

@@ -181,10 +181,17 @@ extension OnboardingResponse {
     ///   own host; QA and production on a DNS name (their hosts have moved before, so no name is fixed here).
     /// - The credential is PEM, its secret opens its key, and the key belongs to its certificate.
     public func check(for environment: AgrirouterEnvironment) throws(OnboardingError) -> CredentialFacts {
-        // A value is echoed to say what is wrong with it, escaped and cut, and never with the secret in it.
+        // A passphrase, not a payload: checked first, so that a huge one cannot make the checks below slow.
         let secret = authentication.secret
+        guard (1...1024).contains(secret.unicodeScalars.count) else {
+            throw .unreadableResponse("the secret is not a passphrase of 1 to 1024 characters")
+        }
+        // A value is echoed to say what is wrong with it, escaped and cut, and never with the secret in
+        // it. It is cut before the secret is looked for, but not so short that a secret that starts
+        // in what is shown could be cut in two.
         func shown(_ text: String, limit: Int) -> String {
-            TerminalText.safe(secret.isEmpty ? text : text.replacingOccurrences(of: secret, with: "[secret]"), limit: limit)
+            let head = String(text.unicodeScalars.prefix(limit + secret.unicodeScalars.count))
+            return TerminalText.safe(head.replacingOccurrences(of: secret, with: "[secret]"), limit: limit)
         }
         for (name, id) in [("deviceAlternateId", deviceAlternateId), ("capabilityAlternateId", capabilityAlternateId),
                            ("sensorAlternateId", sensorAlternateId)] {

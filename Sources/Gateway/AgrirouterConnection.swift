@@ -12,6 +12,9 @@ public enum GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
     case refused(technicalMessageType: String, codes: [String])
     /// No answer arrived in time.
     case noAnswer(technicalMessageType: String)
+    /// The true time is not known yet (no fix since start, and the system clock is not plausible):
+    /// a request would carry a wrong timestamp, so it is held.
+    case timeUnknown
 
     public var description: String {
         switch self {
@@ -19,6 +22,9 @@ public enum GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .codec(let error): return error.description
         case .refused(let type, let codes): return "agrirouter refused \(type) (\(codes.joined(separator: ", ")))"
         case .noAnswer(let type): return "agrirouter did not answer \(type) in time"
+        case .timeUnknown:
+            return "holding requests until the time is known: the system clock reads before \(ISO8601UTC.string(from: TrueTime.plausibleFrom).prefix(10)) "
+                + "and there has been no GNSS fix yet; a fix or NTP will set it"
         }
     }
 }
@@ -55,6 +61,8 @@ public actor AgrirouterConnection {
     /// Start of the most recently reserved request slot (monotonic seconds).
     private var lastSlot: Double?
     private let backoff: Backoff
+    /// The best known UTC for the envelopes' and the measures' timestamps; nil uses the system clock.
+    private let clock: TrueTime?
     /// Transport errors in a row, and the monotonic time before which no request goes out.
     public private(set) var consecutiveFailures = 0
     private var retryAt: Double?
@@ -63,7 +71,7 @@ public actor AgrirouterConnection {
     public private(set) var bodyBytesSent = 0
 
     public init(endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
-                timeout: Double = 60, backoff: Backoff = Backoff()) throws(OnboardingError) {
+                timeout: Double = 60, backoff: Backoff = Backoff(), clock: TrueTime? = nil) throws(OnboardingError) {
         guard let credentials = ClientCredentials(agrirouterPEM: endpoint.authentication.certificate,
                                                   secret: endpoint.authentication.secret) else {
             throw .unreadableResponse("the stored certificate is not an encrypted PEM key and certificate")
@@ -73,7 +81,11 @@ public actor AgrirouterConnection {
         self.client = HTTPSClient(trustedCAPEM: trustedCAPEM, connectTimeout: min(10, timeout), totalTimeout: timeout)
         self.minimumSpacing = minimumSpacing
         self.backoff = backoff
+        self.clock = clock
     }
+
+    /// Whether a request could be stamped with a true time now.
+    public nonisolated var timeIsKnown: Bool { clock.map { $0.now() != nil } ?? true }
 
     /// Seconds until the backoff allows the next request; nil when not backing off.
     public func backingOff() -> Double? {
@@ -120,11 +132,14 @@ public actor AgrirouterConnection {
         async throws(GatewayError) -> EncodedMessage {
         let message: EncodedMessage
         let body: Data
+        // agrirouter refuses timestamps from the future, and certification wants them within a
+        // minute of UTC: stamp with the best known UTC, never the system clock's guess.
+        guard let now = clock.map({ $0.now() }) ?? Date() else { throw .timeUnknown }
         do {
             message = try encoder.encode(applicationMessageID: applicationMessageID, technicalMessageType: technicalMessageType,
-                                         mode: mode, payload: payload)
+                                         mode: mode, payload: payload, at: now)
             body = try MeasuresBody(sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
-                                    messages: [message]).json()
+                                    messages: [message], at: now).json()
         } catch {
             throw .codec(error)
         }

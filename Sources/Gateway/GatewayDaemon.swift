@@ -33,6 +33,8 @@ public struct GatewayDaemon: Sendable {
         public var staleAfter: Double = 300
         /// The endpoint certificate's expiry, for the heartbeat, where status reads it without root.
         public var certificateNotAfter: Date?
+        /// The best known UTC, disciplined by the samples' GNSS time; the connection stamps requests with it.
+        public var clock: TrueTime?
 
         public init() {}
     }
@@ -96,6 +98,7 @@ public struct GatewayDaemon: Sendable {
                     notifier?.ready(status: "started; gpsd \(Self.describe(output))")
                 }
                 guard case .sample(let sample) = output else { continue }
+                configuration.clock?.observe(sample)
                 if case .heldInMemory(let error) = await spool.append(sample) {
                     logger.warning("sample held in memory: \(error.description)")
                 }
@@ -144,7 +147,7 @@ public struct GatewayDaemon: Sendable {
             logger.notice("not onboarded: sampling into the spool only")
             return
         }
-        let publisher = Publisher(spool: spool, connection: connection, logger: logger)
+        let publisher = Publisher(spool: spool, connection: connection, clock: configuration.clock, logger: logger)
         var setUpAt: Date?
         var readerTurn = false
         while !Task.isCancelled {

@@ -22,13 +22,16 @@ public actor Publisher {
     private let connection: AgrirouterConnection
     private let logger: Logger
     private let byteBudget: Int
+    /// Corrects the time of samples that have no receiver time; nil leaves their system time.
+    private let clock: TrueTime?
     /// Batches sent and not yet answered, by application_message_id, with when they went out.
     private var awaiting: [String: Date] = [:]
     private var adoptedEarlierBatches = false
 
     public init(spool: Spool, connection: AgrirouterConnection, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
-                logger: Logger = Logger(label: "agrigps.publisher")) {
+                clock: TrueTime? = nil, logger: Logger = Logger(label: "agrigps.publisher")) {
         self.spool = spool
+        self.clock = clock
         self.connection = connection
         self.byteBudget = byteBudget
         self.logger = logger
@@ -67,6 +70,11 @@ public actor Publisher {
                 return report
             }
         }
+        // Without a true time the request would carry a wrong one: the batch stays in the spool.
+        guard connection.timeIsKnown else {
+            report.error = .timeUnknown
+            return report
+        }
         // The batch is taken when it can go out at once, so it carries the newest samples.
         let wait = await connection.untilNextTurn()
         if wait > 0 { try? await Task.sleep(for: .seconds(wait)) }
@@ -79,7 +87,7 @@ public actor Publisher {
             return report
         }
         var list = Agrirouter_Technicalmessagetype_GPSList()
-        list.gpsEntries = batch.samples.map { GPSEntry($0.sample) }
+        list.gpsEntries = batch.samples.map { GPSEntry($0.sample, correctedBy: clock) }
         do {
             try await connection.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id)
             awaiting[batch.id] = now

@@ -84,13 +84,16 @@ struct Run: AsyncParsableCommand {
             throw CommandFailure(description: "\(error)", exitCode: 73)
         }
         let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration(file))
-        let link = try self.link(file)
+        // A live receiver's GNSS time disciplines every timestamp sent; a replay's is the recording's.
+        let clock = TrueTime(followsGNSS: replay == nil)
+        let link = try self.link(file, clock: clock)
         var othersConfiguration = OtherMachinesStore.Configuration()
         othersConfiguration.historyWindow = try keyed("--history-hours", file, fallback: 24) * 3600
         let others = OtherMachinesStore(path: state.othersPath, configuration: othersConfiguration)
         let gpsdAddress = try GPSDAddress.parseOption(gpsd ?? file.text("gpsd", "address") ?? "127.0.0.1:2947")
         var configuration = try daemonConfiguration(file, environment: link?.environment)
         configuration.certificateNotAfter = link?.certificateNotAfter
+        configuration.clock = clock
         let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
                                    configuration: configuration)
 
@@ -151,7 +154,7 @@ struct Run: AsyncParsableCommand {
     }
 
     /// The agrirouter connection, when the machine is onboarded.
-    private func link(_ file: ConfigurationFile) throws
+    private func link(_ file: ConfigurationFile, clock: TrueTime) throws
         -> (connection: AgrirouterConnection, setup: EndpointSetup, environment: String, certificateNotAfter: Date?)? {
         let loaded: StoredEndpoint?
         do {
@@ -164,7 +167,7 @@ struct Run: AsyncParsableCommand {
                             fallback: stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
         let connection: AgrirouterConnection
         do {
-            connection = try AgrirouterConnection(endpoint: stored.response, trustedCAPEM: stored.trustedCAPEM, minimumSpacing: gap)
+            connection = try AgrirouterConnection(endpoint: stored.response, trustedCAPEM: stored.trustedCAPEM, minimumSpacing: gap, clock: clock)
         } catch {
             throw CommandFailure(error)
         }

@@ -152,3 +152,45 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         #expect(abs((core.nextTick ?? 0) - 1005.71) < 1e-9)
     }
 }
+
+@Suite("The best known UTC")
+struct TrueTimeTests {
+    let system = Date(timeIntervalSince1970: 1_790_000_000)
+
+    func fix(gnss: Date, sampledAt: Date) -> PositionSample {
+        PositionSample(sampledAt: sampledAt, state: .fix(.threeD, .autonomous),
+                       report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8))
+    }
+
+    @Test("before any fix: the system clock if plausible, else unknown")
+    func beforeAFix() {
+        #expect(TrueTime().now(systemNow: system, uptimeNow: 10) == system)
+        #expect(TrueTime().now(systemNow: Date(timeIntervalSince1970: 5), uptimeNow: 10) == nil, "a box that booted at 1970")
+        #expect(TrueTime().corrected(Date(timeIntervalSince1970: 5), systemNow: Date(timeIntervalSince1970: 5), uptimeNow: 10)
+                == Date(timeIntervalSince1970: 5), "unknown: left as it is")
+    }
+
+    @Test("after a fix: GNSS time carried forward on the monotonic clock, whatever the system clock does")
+    func afterAFix() {
+        let clock = TrueTime()
+        // The system clock is 2 h fast; the sample was known 0.5 s ago.
+        let gnss = system.addingTimeInterval(-7200)
+        clock.observe(fix(gnss: gnss, sampledAt: system.addingTimeInterval(-0.5)), systemNow: system, uptimeNow: 100)
+        #expect(clock.now(systemNow: system, uptimeNow: 100) == gnss.addingTimeInterval(0.5))
+        #expect(clock.systemClockError(systemNow: system, uptimeNow: 100) == 7199.5)
+        // 60 s later the system clock is stepped back to 1970: the truth moves on by 60 s all the same.
+        #expect(clock.now(systemNow: Date(timeIntervalSince1970: 0), uptimeNow: 160) == gnss.addingTimeInterval(60.5))
+        #expect(clock.corrected(system.addingTimeInterval(-10), systemNow: system, uptimeNow: 100)
+                == gnss.addingTimeInterval(-9.5), "a system time moved onto the true clock")
+    }
+
+    @Test("samples without a position or a time, and a replay's, do not set the clock")
+    func ignored() {
+        let clock = TrueTime()
+        clock.observe(PositionSample(sampledAt: system, state: .noFix), systemNow: system, uptimeNow: 1)
+        #expect(clock.systemClockError(systemNow: system, uptimeNow: 1) == 0)
+        let replay = TrueTime(followsGNSS: false)
+        replay.observe(fix(gnss: Date(timeIntervalSince1970: 1_500_000_000), sampledAt: system), systemNow: system, uptimeNow: 1)
+        #expect(replay.now(systemNow: system, uptimeNow: 1) == system)
+    }
+}

@@ -16,7 +16,7 @@ struct Rig {
 
     static func make(spacing: Double = 0.02, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
                      simulatorPayloadCap: Int = 767_997, timeout: Double = 10,
-                     backoff: Backoff = Backoff(first: 0.05, maximum: 0.2),
+                     backoff: Backoff = Backoff(first: 0.05, maximum: 0.2), clock: TrueTime? = nil,
                      spool configure: (inout SpoolConfiguration) -> Void = { _ in }) async throws -> Rig {
         var simulatorConfiguration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Watcher"])
         simulatorConfiguration.maximumPayloadBytes = simulatorPayloadCap
@@ -24,15 +24,18 @@ struct Rig {
         let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
         let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
             .onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
+        // Set up with the system clock, so that a test's clock may start out not knowing the time.
+        let setUp = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout)
+        _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: setUp)
         let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout,
-                                                  backoff: backoff)
-        _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: connection)
+                                                  backoff: backoff, clock: clock)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-gateway-\(UUID().uuidString)").path
         var configuration = SpoolConfiguration()
         configuration.wireSize = GPSEntry.wireSize(of:)
         configure(&configuration)
         let spool = Spool(path: directory + "/spool.sqlite", configuration: configuration)
-        return Rig(simulator: simulator, spool: spool, connection: connection, publisher: Publisher(spool: spool, connection: connection, byteBudget: byteBudget), directory: directory)
+        return Rig(simulator: simulator, spool: spool, connection: connection,
+                   publisher: Publisher(spool: spool, connection: connection, byteBudget: byteBudget, clock: clock), directory: directory)
     }
 
     func close() async {
@@ -90,7 +93,7 @@ struct PublisherTests {
         for item in samples { await rig.spool.append(item) }
         _ = await rig.drain()
         let entries = try await rig.publishedEntries()
-        #expect(same(entries, samples.map(GPSEntry.init)))
+        #expect(same(entries, samples.map { GPSEntry($0) }))
         #expect(entries.first?.positionUp == 512_345, "millimetres above the ellipsoid")
         #expect(entries.map(\.positionStatus).prefix(8) == [.dRtkFinteger, .dRtkFloat, .dDgnss, .dNoGps, .dGnss, .dNotAvailable, .dError, .dEstDrMode])
         let status = await rig.spool.status()
@@ -131,6 +134,33 @@ struct PublisherTests {
         let status = await rig.spool.status()
         #expect(status.resent == 5, "the possible duplicates are counted")
         #expect(status.pending == 0 && status.inFlight == 0)
+    }
+
+    @Test func requestsWaitForATrueTimeThenCarryGNSSTimeNotTheSystemClocks() async throws {
+        // A clock that has never seen a fix and does not trust the system clock (a box at "1970").
+        let clock = TrueTime(plausibleFrom: .distantFuture)
+        let rig = try await Rig.make(clock: clock)
+        defer { Task { await rig.close() } }
+        let systemNow = Date()
+        // No receiver time, as gpsd unreachable gives: its time is the sample's system time, corrected.
+        await rig.spool.append(PositionSample(sampledAt: systemNow.addingTimeInterval(-1), state: .gpsdUnreachable))
+        let held = await rig.publisher.cycle()
+        #expect(held.error == .timeUnknown && held.published == 0)
+        #expect(await rig.spool.status().pending == 1, "held in the spool, not sent with a wrong time")
+        #expect(try await rig.publishedEntries().isEmpty)
+
+        // A fix says the system clock is two hours fast.
+        let gnss = systemNow.addingTimeInterval(-7200)
+        clock.observe(PositionSample(sampledAt: systemNow, state: .fix(.threeD, .autonomous),
+                                     report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)))
+        _ = await rig.drain()
+        let entry = try #require(try await rig.publishedEntries().first)
+        #expect(abs(entry.gpsUtcTimestamp.date.timeIntervalSince(gnss.addingTimeInterval(-1))) < 1, "the sample's time, corrected")
+        let envelope = try #require(await rig.simulator.sentMessages(endpoint: rig.connection.endpoint.deviceAlternateId)
+            .last { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }?.envelope)
+        let stamped = envelope.timestamp.date
+        #expect(abs(stamped.timeIntervalSince(Date().addingTimeInterval(-7200))) < 5, "the envelope carries GNSS time, not +7200 s")
+        #expect(stamped <= clock.now()!, "never ahead of the best known UTC")
     }
 
     @Test func aTimedOutPublishWaitsForItsAnswerInsteadOfBeingSentTwice() async throws {
@@ -208,7 +238,7 @@ struct PublisherTests {
         #expect(reports.prefix(4).allSatisfy { $0.error == .transport(.serverError(503)) })
         let entries = try await rig.publishedEntries()
         #expect(entries.count == backlog.count)
-        #expect(same(entries, backlog.map(GPSEntry.init)))
+        #expect(same(entries, backlog.map { GPSEntry($0) }))
         let batches = reports.filter { $0.published > 0 }.map(\.published)
         let perBatch = SpoolConfiguration.agrirouterPayloadCap / GPSEntry.wireSize(of: backlog[0])
         #expect(batches.count == (backlog.count + perBatch - 1) / perBatch, "full batches: \(batches)")
