@@ -45,6 +45,9 @@ public struct GatewayDaemon: Sendable {
         public var acknowledged = 0
         /// Messages from other machines stored (not counting repeats).
         public var othersStored = 0
+        /// Samples held in memory that could not be written before the process ended, and why.
+        public var lostAtShutdown = 0
+        public var lossReason: String?
     }
 
     private let spool: Spool
@@ -136,9 +139,15 @@ public struct GatewayDaemon: Sendable {
         if !(await Self.wait(for: publishing, atMost: configuration.shutdownGrace)) {
             logger.notice("stopping without waiting for the request in progress; its samples stay in the spool")
         }
+        // Samples held in memory while the spool could not store: written now if the disk allows,
+        // otherwise counted as lost, in the summary, the log and the heartbeat.
+        let shutdown = await spool.flushHeld()
+        await heartbeat?.lost(shutdown.lost, reason: shutdown.fault?.description)
         await heartbeat?.beat()
         var summary = await counter.summary
         summary.othersStored = await reader?.counters.stored ?? 0
+        summary.lostAtShutdown = shutdown.lost
+        summary.lossReason = shutdown.fault?.description
         return summary
     }
 

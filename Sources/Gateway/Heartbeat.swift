@@ -63,6 +63,12 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     public var transportFailures: Int?
     /// The endpoint certificate's last valid moment, read when the daemon started.
     public var certificateNotAfter: Date?
+    /// Samples lost when the daemon last stopped (held in memory, unwritable), and why.
+    public var lostSamples: Int?
+    public var lossReason: String?
+    public var lostAt: Date?
+    /// How long a loss stays reported, across restarts: a day, so the next morning's check sees it.
+    public static let lossReported: Double = 86_400
     /// What status would otherwise read from files only the daemon's user may open: the spool's
     /// counts and the others', as of `countedAt`, and the agrirouter environment.
     public var environment: String?
@@ -144,6 +150,8 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         }
         heartbeat.environment = environment.flatMap { ["qa", "production", "local"].contains($0) ? $0 : nil }
         heartbeat.transportFailures = transportFailures.map { max(0, $0) }
+        heartbeat.lostSamples = lostSamples.map { max(0, $0) }
+        heartbeat.lossReason = lossReason.map { TerminalText.safe($0, limit: 300) }
         return heartbeat
     }
 
@@ -223,7 +231,12 @@ actor HeartbeatWriter {
         self.minimumGap = minimumGap
         var heartbeat = Heartbeat(onboarded: environment != nil)
         heartbeat.environment = environment
-        heartbeat.lastFix = Heartbeat.read(from: path)?.lastFix
+        let previous = Heartbeat.read(from: path)
+        heartbeat.lastFix = previous?.lastFix
+        // A loss stays reported after the restart that follows it, for `lossReported`.
+        if let lostAt = previous?.lostAt, Date().timeIntervalSince(lostAt) < Heartbeat.lossReported {
+            (heartbeat.lostSamples, heartbeat.lossReason, heartbeat.lostAt) = (previous?.lostSamples, previous?.lossReason, lostAt)
+        }
         self.heartbeat = heartbeat
     }
 
@@ -256,6 +269,13 @@ actor HeartbeatWriter {
     func backingOff(seconds: Double?, failures: Int, at time: Date = Date()) {
         heartbeat.nextAttemptAt = seconds.map { time.addingTimeInterval($0) }
         heartbeat.transportFailures = failures > 0 ? failures : nil
+    }
+
+    func lost(_ count: Int, reason: String?) {
+        guard count > 0 else { return }
+        heartbeat.lostSamples = (heartbeat.lostSamples ?? 0) + count
+        heartbeat.lossReason = reason
+        heartbeat.lostAt = Date()
     }
 
     func certificate(notAfter: Date?) {

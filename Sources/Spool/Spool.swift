@@ -89,6 +89,36 @@ public actor Spool {
         }
     }
 
+    /// What became of the samples held in memory when the process stops.
+    public struct Shutdown: Sendable, Equatable {
+        /// Written now, at the last moment.
+        public var written = 0
+        /// Lost with the process: still unwritable, or dropped earlier from the full memory ring.
+        public var lost = 0
+        /// Why they could not be written.
+        public var fault: SpoolError?
+    }
+
+    /// Called once at shutdown: makes a last attempt to write what is held in memory (after a WAL
+    /// checkpoint, which gives back the space a full disk may be short of), and says exactly how
+    /// many samples are lost if it fails. A loss is never silent.
+    public func flushHeld() -> Shutdown {
+        guard !ring.isEmpty || ringDropped > 0 else { return Shutdown() }
+        let held = ring.count
+        let droppedEarlier = ringDropped
+        if let database, fault?.kind == .diskFull {
+            _ = try? database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        }
+        lastReopen = -Double.infinity  // a last try, not one in five seconds
+        _ = append([])
+        if ring.isEmpty {
+            return Shutdown(written: held, lost: 0)
+        }
+        let shutdown = Shutdown(written: 0, lost: ring.count + droppedEarlier, fault: fault)
+        logger.critical("\(shutdown.lost) samples held in memory are lost at shutdown: \(fault?.description ?? "the spool cannot store")")
+        return shutdown
+    }
+
     /// Inserts and evicts; returns the new row ids and what the transaction adds to the queue.
     private func insert(_ writes: [(sample: PositionSample, wireSize: Int)], at now: Double,
                         into db: Database) throws -> ([Int64], (rows: Int, bytes: Int)) {

@@ -122,7 +122,9 @@ struct Run: AsyncParsableCommand {
         let status = await spool.status()
         Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
                     + "\(status.pending + status.inFlight + status.failed) waiting in the spool; "
-                    + "\(summary.othersStored) message\(summary.othersStored == 1 ? "" : "s") from other machines received")
+                    + "\(summary.othersStored) message\(summary.othersStored == 1 ? "" : "s") from other machines received"
+                    + (summary.lostAtShutdown > 0
+                       ? "; \(summary.lostAtShutdown) samples held in memory LOST: \(summary.lossReason ?? "the spool could not store them")" : ""))
         _ = consume lock  // held until the daemon has stopped
         // Stopped by a signal: the shell's convention, 128 + its number (143 for SIGTERM, 130 for SIGINT).
         if let signal = interruption.signal { throw ExitCode(128 + signal) }

@@ -260,6 +260,30 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(recovered.lastStorageFaultAt != nil)
     }
 
+    @Test func atShutdownHeldSamplesAreWrittenIfTheDiskAllowsAndCountedAsLostIfNot() async throws {
+        for recovers in [true, false] {
+            let scratch = Scratch()
+            let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumPageCount = 24 })
+            var seq = 0
+            var held = 0
+            while held < 3 && seq < 100_000 {
+                seq += 1
+                if case .heldInMemory = await spool.append(sample(seq)) { held += 1 }
+            }
+            if recovers {
+                try await DatabaseQueue(path: scratch.spoolPath).write { try $0.execute(sql: "DELETE FROM sample WHERE id <= 200") }
+            }
+            let shutdown = await spool.flushHeld()
+            if recovers {
+                #expect(shutdown == Spool.Shutdown(written: 3, lost: 0, fault: nil))
+                #expect(Array(seqs(try await spool.allSamples().map(\.0)).suffix(3)) == [seq - 2, seq - 1, seq])
+            } else {
+                #expect(shutdown.written == 0 && shutdown.lost == 3 && shutdown.fault?.kind == .diskFull)
+            }
+        }
+        #expect(await Spool(path: Scratch().spoolPath, configuration: configuration()).flushHeld() == Spool.Shutdown())
+    }
+
     @Test func upgradeFromTheFirstSchemaKeepsTheQueue() async throws {
         let scratch = Scratch()
         do {
