@@ -1,9 +1,12 @@
 import Agrirouter
-import SwiftProtobuf
+import Bounds
 import Foundation
+import SwiftProtobuf
 
-/// The conversation after onboarding and at every start: capabilities (gps:info both ways, push on),
-/// their ACK, then the subscription. Capabilities wipe subscriptions, so the order matters.
+/// The conversation after onboarding, then daily or when what it says changes: capabilities (gps:info
+/// both ways, push on), their ACK, then the subscription. Capabilities wipe subscriptions, so the
+/// order matters. `EndpointSetupRecord` remembers the last one across restarts, so a crash loop
+/// does not send them every few seconds.
 public struct EndpointSetup: Sendable {
     public var applicationID: String
     public var certificationVersionID: String
@@ -19,6 +22,12 @@ public struct EndpointSetup: Sendable {
     /// Runs the conversation. Returns the other outbox items seen meanwhile (pushes, late ACKs), which
     /// belong to whoever handles them next.
     public func run(on connection: AgrirouterConnection) async throws(GatewayError) -> [DecodedResponse] {
+        var others = try await request(TechnicalMessageType.capabilities, payload: capabilities, on: connection)
+        others += try await request(TechnicalMessageType.subscription, payload: subscription, on: connection)
+        return others
+    }
+
+    var capabilities: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification {
         var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
         var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
         capability.technicalMessageType = TechnicalMessageType.gpsInfo
@@ -27,14 +36,26 @@ public struct EndpointSetup: Sendable {
         specification.appCertificationID = applicationID
         specification.appCertificationVersionID = certificationVersionID
         specification.enablePushNotifications = .enabled
-        var others = try await request(TechnicalMessageType.capabilities, payload: specification, on: connection)
+        return specification
+    }
 
+    var subscription: Agrirouter_Request_Payload_Endpoint_Subscription {
         var subscription = Agrirouter_Request_Payload_Endpoint_Subscription()
         var item = Agrirouter_Request_Payload_Endpoint_Subscription.MessageTypeSubscriptionItem()
         item.technicalMessageType = TechnicalMessageType.gpsInfo
         subscription.technicalMessageTypes = [item]
-        others += try await request(TechnicalMessageType.subscription, payload: subscription, on: connection)
-        return others
+        return subscription
+    }
+
+    /// What the set-up says, for one endpoint, as a short stable digest (FNV-1a of the two payloads):
+    /// a change of capabilities or subscription makes the stored record stale.
+    public func fingerprint(endpointID: String) -> String {
+        var bytes = Array(endpointID.utf8)
+        bytes += (try? capabilities.serializedBytes() as [UInt8]) ?? []
+        bytes += (try? subscription.serializedBytes() as [UInt8]) ?? []
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 16)
     }
 
     private func request(_ type: String, payload: any SwiftProtobuf.Message,
@@ -59,4 +80,37 @@ public struct EndpointSetup: Sendable {
     }
 }
 
+/// When the set-up was last acknowledged, and for what: `STATE-DIR/endpoint-setup.json`.
+public struct EndpointSetupRecord: Codable, Sendable, Equatable {
+    public var endpointID: String
+    public var fingerprint: String
+    /// Seconds since 1970.
+    public var acknowledgedAt: Double
 
+    public init(endpointID: String, fingerprint: String, acknowledgedAt: Date) {
+        self.endpointID = endpointID
+        self.fingerprint = fingerprint
+        self.acknowledgedAt = acknowledgedAt.timeIntervalSince1970
+    }
+
+    /// The record, if it is there and readable; a damaged one reads as none (the set-up runs again).
+    public static func read(from path: String) -> EndpointSetupRecord? {
+        guard let data = FileManager.default.contents(atPath: path), data.count < 4096,
+              let record = try? JSONDecoder().decode(EndpointSetupRecord.self, from: data),
+              Bounds.date(secondsSince1970: record.acknowledgedAt) != nil else { return nil }
+        return record
+    }
+
+    public func write(to path: String) throws {
+        try JSONEncoder().encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    /// When a set-up for `endpointID` saying `fingerprint` was acknowledged no more than `maximumAge`
+    /// ago (and not in the future), by this record; nil when it must run again.
+    public func stillValid(endpointID: String, fingerprint: String, maximumAge: Double, now: Date = Date()) -> Date? {
+        let at = Date(timeIntervalSince1970: acknowledgedAt)
+        guard self.endpointID == endpointID, self.fingerprint == fingerprint,
+              now.timeIntervalSince(at) >= 0, now.timeIntervalSince(at) < maximumAge else { return nil }
+        return at
+    }
+}

@@ -35,6 +35,8 @@ public struct GatewayDaemon: Sendable {
         public var certificateNotAfter: Date?
         /// The best known UTC, disciplined by the samples' GNSS time; the connection stamps requests with it.
         public var clock: TrueTime?
+        /// Where the last acknowledged endpoint set-up is remembered; nil runs it at every start.
+        public var setupRecordPath: String?
 
         public init() {}
     }
@@ -157,7 +159,12 @@ public struct GatewayDaemon: Sendable {
             return
         }
         let publisher = Publisher(spool: spool, connection: connection, clock: configuration.clock, logger: logger)
-        var setUpAt: Date?
+        var setUpAt = remembered(setup, connection)
+        if setUpAt != nil {
+            // Capabilities and subscription stand; the feed is still read back on connect, as agrirouter asks.
+            await reader?.connected()
+            logger.info("capabilities and subscription acknowledged within a day; not sent again before it is up")
+        }
         var readerTurn = false
         while !Task.isCancelled {
             if setUpAt.map({ Date().timeIntervalSince($0) > configuration.setupRenewal }) ?? true {
@@ -166,6 +173,7 @@ public struct GatewayDaemon: Sendable {
                     let settled = await publisher.absorb(await reader?.absorb(seen) ?? seen)
                     await counter.add(acknowledged: settled.acknowledged)
                     setUpAt = Date()
+                    remember(setup, connection, at: setUpAt ?? Date())
                     await reader?.connected()
                     logger.info("capabilities and subscription acknowledged")
                 } catch {
@@ -187,6 +195,24 @@ public struct GatewayDaemon: Sendable {
                 // The next cycle starts one send interval after this one started.
                 try? await Task.sleep(for: .seconds(max(0, configuration.sendInterval - (uptime() - started))))
             }
+        }
+    }
+
+    /// When the same set-up was acknowledged within `setupRenewal`, by the record; nil to run it now.
+    private func remembered(_ setup: EndpointSetup, _ connection: AgrirouterConnection) -> Date? {
+        guard let path = configuration.setupRecordPath, let record = EndpointSetupRecord.read(from: path) else { return nil }
+        let endpoint = connection.endpoint.deviceAlternateId
+        return record.stillValid(endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint),
+                                 maximumAge: configuration.setupRenewal)
+    }
+
+    private func remember(_ setup: EndpointSetup, _ connection: AgrirouterConnection, at time: Date) {
+        guard let path = configuration.setupRecordPath else { return }
+        let endpoint = connection.endpoint.deviceAlternateId
+        do {
+            try EndpointSetupRecord(endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint), acknowledgedAt: time).write(to: path)
+        } catch {
+            logger.warning("cannot remember the endpoint set-up in \(path): \(error); it runs again at the next start")
         }
     }
 

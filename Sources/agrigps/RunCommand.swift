@@ -137,6 +137,7 @@ struct Run: AsyncParsableCommand {
         configuration.sendInterval = try keyed("--send-interval", file, fallback: 10)
         configuration.feed.safetyQueryInterval = try keyed("--feed-query-interval", file, fallback: 3600)
         configuration.heartbeatPath = state.heartbeatPath
+        configuration.setupRecordPath = state.resolved + "/endpoint-setup.json"
         configuration.notifier = SystemdNotifier.fromEnvironment()
         configuration.environment = environment
         configuration.staleAfter = file.thresholds.staleAfter

@@ -109,6 +109,10 @@ struct RunCommandTests {
         #expect(received.map(\.positionNorth) == expected.map(\.latitude))
         let status = await machine.spoolStatus()
         #expect(status.pending + status.inFlight + status.failed == 0 && status.resent == 0)
+        // The restart remembered the first run's set-up: capabilities and subscription went once.
+        let sent = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
+        #expect(sent.count { $0 == TechnicalMessageType.capabilities } == 1 && sent.count { $0 == TechnicalMessageType.subscription } == 1,
+                "\(sent.filter { $0 != TechnicalMessageType.gpsInfo })")
     }
 
     @Test func pauseAndResumeReachARunningDaemon() async throws {
