@@ -11,6 +11,9 @@ actor SimState {
     private var gatewayBase = ""
     private var unusedTANs: [String: String]
     private var endpoints: [String: SimEndpoint] = [:]
+    /// Endpoints deleted in the UI: gone from every list and route, but their certificate still opens
+    /// the door, and every message they send is answered "endpoint unknown" (dke:ping's way of telling).
+    private var deleted: Set<String> = []
     private var deviceIDByExternalID: [String: String] = [:]
     private var faults: [SimFault] = []
     /// When each gateway request arrived (monotonic seconds), to check the client's spacing.
@@ -209,6 +212,11 @@ actor SimState {
             return
         }
         endpoints[deviceID]?.seenMessageIDs.insert(id)
+        if deleted.contains(deviceID) {
+            answer(deviceID, type: .ackWithFailure, code: 404, applicationMessageID: id,
+                   messages: [("Endpoint is unknown", "VAL_000011")], now: now)
+            return
+        }
         switch request.envelope.technicalMessageType {
         case TechnicalMessageType.capabilities: capabilities(request, from: deviceID, now: now)
         case TechnicalMessageType.subscription: subscription(request, from: deviceID, now: now)
@@ -286,7 +294,7 @@ actor SimState {
             answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [("Payload is not a GPSList", "VAL_000300")], now: now)
             return
         }
-        for (receiverID, receiver) in endpoints where receiverID != deviceID
+        for (receiverID, receiver) in endpoints where receiverID != deviceID && !deleted.contains(receiverID)
             && receiver.subscriptions.contains(TechnicalMessageType.gpsInfo) {
             deliver(request.payload, from: deviceID, to: receiverID, sequenceNumber: request.envelope.applicationMessageSeqNo,
                     sentAt: Google_Protobuf_Timestamp(date: now), push: receiver.pushEnabled, now: now)
@@ -327,7 +335,7 @@ actor SimState {
 
     private func listEndpoints(_ request: DecodedRequest, for deviceID: String, now: Date) {
         var listing = Agrirouter_Response_Payload_Account_ListEndpointsResponse()
-        listing.endpoints = endpoints.values.sorted { $0.name < $1.name }.map { endpoint in
+        listing.endpoints = endpoints.values.filter { !deleted.contains($0.deviceID) }.sorted { $0.name < $1.name }.map { endpoint in
             var entry = Agrirouter_Response_Payload_Account_ListEndpointsResponse.Endpoint()
             entry.endpointID = endpoint.deviceID
             entry.endpointName = endpoint.name
@@ -489,12 +497,15 @@ actor SimState {
 
     /// Deletes an endpoint, as its owner would in agrirouter's UI: it leaves every list.
     func delete(endpoint deviceID: String) -> Bool {
-        guard let endpoint = endpoints.removeValue(forKey: deviceID) else { return false }
+        guard let endpoint = endpoints[deviceID], !deleted.contains(deviceID) else { return false }
+        deleted.insert(deviceID)
         deviceIDByExternalID[endpoint.externalID] = nil
         return true
     }
 
-    func endpointIDs(named name: String) -> [String] { endpoints.values.filter { $0.name == name }.map(\.deviceID).sorted() }
+    func endpointIDs(named name: String) -> [String] {
+        endpoints.values.filter { $0.name == name && !deleted.contains($0.deviceID) }.map(\.deviceID).sorted()
+    }
 }
 
 enum ISO8601 {

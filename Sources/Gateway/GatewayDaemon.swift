@@ -37,6 +37,8 @@ public struct GatewayDaemon: Sendable {
         public var clock: TrueTime?
         /// Where the last acknowledged endpoint set-up is remembered; nil runs it at every start.
         public var setupRecordPath: String?
+        /// How often dke:ping asks whether agrirouter still knows the endpoint.
+        public var endpointCheckInterval: Double = 24 * 3600
 
         public init() {}
     }
@@ -166,6 +168,8 @@ public struct GatewayDaemon: Sendable {
             logger.info("capabilities and subscription acknowledged within a day; not sent again before it is up")
         }
         var readerTurn = false
+        var check = EndpointCheck(interval: configuration.endpointCheckInterval)
+        var certificateRefusals = 0
         while !Task.isCancelled {
             if setUpAt.map({ Date().timeIntervalSince($0) > configuration.setupRenewal }) ?? true {
                 do {
@@ -177,6 +181,8 @@ public struct GatewayDaemon: Sendable {
                     await reader?.connected()
                     logger.info("capabilities and subscription acknowledged")
                 } catch {
+                    check.setUpRefused(error, now: Date())
+                    await heartbeat?.endpointDeleted(at: check.deletedAt)
                     await heartbeat?.failed("endpoint set-up: \(error.description)")
                     await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
                     await heartbeat?.beat()
@@ -186,10 +192,15 @@ public struct GatewayDaemon: Sendable {
                 }
             }
             let started = uptime()
-            let (report, failed) = await pass(publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat,
-                                              readerTurn: &readerTurn)
+            await pingIfDue(&check, connection)
+            let (report, error) = await pass(publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat,
+                                             readerTurn: &readerTurn, check: &check)
             await counter.add(published: report.published, acknowledged: report.acknowledged)
-            if failed {
+            for codes in report.refusals { check.suspect(codes: codes) }
+            certificateRefusals = Self.refusesCertificate(error) ? certificateRefusals + 1 : 0
+            check.suspectCertificateRefusals(certificateRefusals)
+            await heartbeat?.endpointDeleted(at: check.deletedAt)
+            if error != nil {
                 try? await Task.sleep(for: .seconds(configuration.sendInterval))
             } else if !(await hasWorkNow(publisher: publisher, reader: reader, counter: counter)) {
                 // The next cycle starts one send interval after this one started.
@@ -220,10 +231,10 @@ public struct GatewayDaemon: Sendable {
     /// is as fresh as can be; then either poll the outbox (answers, pushes) or, every other cycle
     /// when it has one due, make the feed reader's request in the poll's place. Two requests a cycle
     /// keep the interval at twice the spacing (10 s in production) even while the feed is read.
-    private func pass(publisher: Publisher, connection: AgrirouterConnection, reader: FeedReader?,
-                      heartbeat: HeartbeatWriter?, readerTurn: inout Bool) async -> (Publisher.CycleReport, failed: Bool) {
+    private func pass(publisher: Publisher, connection: AgrirouterConnection, reader: FeedReader?, heartbeat: HeartbeatWriter?,
+                      readerTurn: inout Bool, check: inout EndpointCheck) async -> (Publisher.CycleReport, error: GatewayError?) {
         var report = Publisher.CycleReport()
-        var failed = false
+        var failure: GatewayError?
         do throws(GatewayError) {
             // Paused: nothing is sent, but the others are still read.
             if !(await spool.isSharingPaused()) {
@@ -234,14 +245,15 @@ public struct GatewayDaemon: Sendable {
             if readerTurn, let reader, try await reader.step() {
                 readerTurn = false
             } else {
-                let settled = await publisher.absorb(try await pollOutbox(connection, reader: reader))
+                let settled = await publisher.absorb(check.absorb(try await pollOutbox(connection, reader: reader), now: Date()))
                 report.acknowledged = settled.acknowledged
+                report.refusals += settled.refusals
                 readerTurn = true
             }
         } catch {
             logger.warning("\(error.description)")
             await heartbeat?.failed(error.description)
-            failed = true
+            failure = error
         }
         await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
         if report.acknowledged > 0 {
@@ -249,7 +261,27 @@ public struct GatewayDaemon: Sendable {
             await heartbeat?.acknowledged()
         }
         await heartbeat?.beat()
-        return (report, failed)
+        return (report, failure)
+    }
+
+    /// Sends dke:ping when the check wants one; its answer comes with the next outbox poll.
+    private func pingIfDue(_ check: inout EndpointCheck, _ connection: AgrirouterConnection) async {
+        guard check.isDue(now: Date()) else { return }
+        do throws(GatewayError) {
+            let sent = try await connection.send(TechnicalMessageType.ping, payload: nil)
+            check.sent(sent.applicationMessageID, at: Date())
+        } catch {
+            check.notSent()
+            logger.warning("dke:ping: \(error.description)")
+        }
+    }
+
+    /// agrirouter refused the endpoint's certificate, or the endpoint itself.
+    static func refusesCertificate(_ error: GatewayError?) -> Bool {
+        switch error {
+        case .transport(.unauthorized)?, .transport(.forbidden)?, .transport(.clientCertificateRejected)?: return true
+        default: return false
+        }
     }
 
     /// Whether to go again at once rather than wait for the next cycle (the connection keeps the

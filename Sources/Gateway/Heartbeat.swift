@@ -67,6 +67,8 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     public var lostSamples: Int?
     public var lossReason: String?
     public var lostAt: Date?
+    /// When agrirouter said it no longer knows this endpoint (dke:ping, or a refused set-up).
+    public var endpointDeletedAt: Date?
     /// How long a loss stays reported, across restarts: a day, so the next morning's check sees it.
     public static let lossReported: Double = 86_400
     /// What status would otherwise read from files only the daemon's user may open: the spool's
@@ -276,6 +278,12 @@ actor HeartbeatWriter {
         heartbeat.lostSamples = (heartbeat.lostSamples ?? 0) + count
         heartbeat.lossReason = reason
         heartbeat.lostAt = Date()
+    }
+
+    func endpointDeleted(at time: Date?) {
+        guard let time, heartbeat.endpointDeletedAt == nil else { return }
+        heartbeat.endpointDeletedAt = time
+        writeIfDue(force: true)
     }
 
     func certificate(notAfter: Date?) {

@@ -209,6 +209,10 @@ extension StatusSnapshot {
                 }
             }
         }
+        if environment != nil, let deleted = heartbeat?.endpointDeletedAt {
+            findings.append((.critical, "agrirouter no longer knows this endpoint (since \(ISO8601UTC.string(from: deleted).prefix(16))Z): "
+                             + "it was deleted or offboarded; onboard again with a new TAN"))
+        }
         if environment != nil, let notAfter = certificateNotAfter {
             let left = notAfter.timeIntervalSince(takenAt)
             if left <= 0 {

@@ -157,6 +157,7 @@ enum StatusReport {
             "next_attempt_at": date(heartbeat?.nextAttemptAt),
             "transport_failures": heartbeat?.transportFailures ?? 0,
             "lost_samples": heartbeat?.lostSamples ?? 0,
+            "endpoint_deleted_at": date(heartbeat?.endpointDeletedAt),
             "certificate_not_after": date(snapshot.certificateNotAfter),
             "others": ["active": snapshot.othersCounts.active, "stale": snapshot.othersCounts.stale, "gone": snapshot.othersCounts.gone,
                        "refused_messages": snapshot.othersCounts.refused ?? 0, "last_refusal": snapshot.othersCounts.lastRefusal ?? NSNull()] as [String: Any],

@@ -79,6 +79,35 @@ struct HostilePeerTests {
         #expect(daemon.stderr.contains { $0.contains("larger than 16 MiB") }, "\(daemon.stderr.suffix(5))")
     }
 
+    @Test("an endpoint deleted in agrirouter's UI is found by dke:ping at once; status is CRITICAL and says to onboard again")
+    func deletedEndpoint() async throws {
+        let machine = try await OnboardedMachine.make()
+        defer { Task { await machine.close() } }
+        let daemon = try daemon(machine)
+        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+        let tractor = try machine.endpointID
+        #expect(await waitFor(20) { ((try? await machine.received().count) ?? 0) > 1 })
+        func pings() async -> Int {
+            await machine.simulator.sentMessages(endpoint: tractor).count { $0.envelope.technicalMessageType == TechnicalMessageType.ping }
+        }
+        #expect(await pings() == 1, "one ping at the start, answered ACK")
+        let healthy = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
+        #expect(!healthy.stdout.joined().contains("no longer knows"))
+
+        #expect(await machine.simulator.delete(endpoint: tractor))
+        // The next gps:info is refused as from an unknown endpoint; that sends a ping at once, not in a day.
+        #expect(await waitFor(20) {
+            let status = try? await AgrigpsCommand.run(["status", "--json", "--state-dir", machine.state])
+            let object = (try? JSONSerialization.jsonObject(with: Data((status?.stdout ?? []).joined().utf8))) as? [String: Any]
+            return object?["endpoint_deleted_at"] is String
+        })
+        #expect(await pings() == 2)
+        let status = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
+        #expect(status.code == 2)
+        #expect(status.stdout.first?.contains("agrirouter no longer knows this endpoint") == true, "\(status.stdout)")
+        #expect(status.stdout.first?.contains("onboard again with a new TAN") == true)
+    }
+
     /// VmHWM of a live process, in MiB.
     static func peakResidentMiB(_ pid: pid_t) -> Int {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
