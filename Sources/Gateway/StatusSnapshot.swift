@@ -193,10 +193,18 @@ extension StatusSnapshot {
             } else if let age = spool.oldestPendingAge, age > thresholds.queueAgeWarning {
                 findings.append((.warning, "oldest unsent sample waited \(Self.whole(age)) s"))
             }
-            if let fault = spool.storageFault { findings.append((.critical, "storage fault: \(fault.description)")) }
-            if spool.heldInMemory > 0 { findings.append((.critical, "\(spool.heldInMemory) samples held in memory only")) }
+            // Held in memory is nothing lost yet: a WARNING. What the full memory ring had to drop is lost: CRITICAL.
+            if let fault = spool.storageFault { findings.append((.warning, "the spool cannot store: \(fault.description)")) }
+            if spool.heldInMemory > 0 { findings.append((.warning, "\(spool.heldInMemory) samples held in memory only")) }
+            if let lost = spool.dropped["memory"], lost > 0 {
+                findings.append((.critical, "\(lost) samples lost: the memory ring overflowed while the spool could not store"))
+            }
             if spool.parked > 0 { findings.append((.warning, "\(spool.parked) samples parked after repeated refusals")) }
-            if spool.droppedTotal > 0 { findings.append((.warning, "\(spool.droppedTotal) samples dropped by the spool's caps")) }
+            let capped = spool.droppedTotal - (spool.dropped["memory"] ?? 0)
+            if capped > 0 { findings.append((.warning, "\(capped) samples dropped by the spool's caps")) }
+            if let file = spool.quarantinedFile, spool.quarantinedAt.map({ takenAt.timeIntervalSince($0) < 86_400 }) ?? true {
+                findings.append((.warning, "a damaged spool was moved aside as \(TerminalText.safe(file, limit: 200)); what it held was not sent"))
+            }
             // Onboarded with samples waiting, and agrirouter has taken none for a while: an outage,
             // even if the daemon itself is fine.
             if environment != nil, spool.pending + spool.inFlight + spool.failed > 0, case .running = daemon, let heartbeat {

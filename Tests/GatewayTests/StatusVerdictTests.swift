@@ -79,6 +79,10 @@ struct StatusVerdictTests {
         #expect(verdict { $0.spool?.oldestPendingAge = 601 } == (.warning, ["oldest unsent sample waited 601 s"]))
         #expect(verdict { $0.spool?.parked = 3 } == (.warning, ["3 samples parked after repeated refusals"]))
         #expect(verdict { $0.spool?.dropped = ["age": 2] } == (.warning, ["2 samples dropped by the spool's caps"]))
+        #expect(verdict { $0.spool?.heldInMemory = 10 } == (.warning, ["10 samples held in memory only"]), "nothing lost yet")
+        #expect(verdict { $0.spool?.quarantinedFile = "/var/lib/agrigps/spool.sqlite.corrupt-20261123T120000Z"; $0.spool?.quarantinedAt = now }
+                == (.warning, ["a damaged spool was moved aside as /var/lib/agrigps/spool.sqlite.corrupt-20261123T120000Z; what it held was not sent"]))
+        #expect(verdict { $0.spool?.quarantinedFile = "x"; $0.spool?.quarantinedAt = now.addingTimeInterval(-86_401) }.0 == .ok)
         #expect(verdict { $0.heartbeat?.lastSample?.clockSkew = 3600 } == (.warning, ["system clock off by 3600 s"]))
     }
 
@@ -88,7 +92,8 @@ struct StatusVerdictTests {
         #expect(verdict { $0.daemon = .stalled(pid: 42, heartbeatAge: 121) } == (.critical, ["daemon stalled: no heartbeat for 121 s"]))
         #expect(verdict { $0.heartbeat?.lastFix?.sampledAt = now.addingTimeInterval(-601) } == (.critical, ["no fix for 601 s"]))
         #expect(verdict { $0.spool?.oldestPendingAge = 3601 } == (.critical, ["oldest unsent sample waited 3601 s"]))
-        #expect(verdict { $0.spool?.heldInMemory = 10 } == (.critical, ["10 samples held in memory only"]))
+        #expect(verdict { $0.spool?.dropped = ["memory": 4] }
+                == (.critical, ["4 samples lost: the memory ring overflowed while the spool could not store"]))
         let both = verdict {
             $0.environment = nil
             $0.daemon = .notRunning(lastHeartbeat: nil)
