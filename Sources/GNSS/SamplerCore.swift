@@ -99,9 +99,12 @@ public struct SamplerCore: Sendable {
 
     public mutating func tick(at now: ClockReading) -> [PositionSample] {
         if case .receiver = window, let last = lastReportUptime, now.uptime - last > interval + quietGrace {
-            // Reports stopped while we were counting receiver time: close that interval now.
-            let out = flush()
-            window = .wall(start: now.uptime)
+            // Reports stopped while we were counting receiver time: close that interval now. The
+            // system clock takes over where it ended, one interval after the last report, so the
+            // intervals the grace has already covered get their samples too and leave no hole.
+            var out = flush()
+            window = .wall(start: last + interval)
+            out += closeElapsedWallWindows(at: now)
             return out
         }
         return closeElapsedWallWindows(at: now)
@@ -147,15 +150,30 @@ public struct SamplerCore: Sendable {
         return out
     }
 
+    /// The longest run of missed intervals that is filled sample by sample; a longer stall (a suspend,
+    /// a blocked loop) gets one sample, not thousands.
+    static let fillLimit = 5
+
     private mutating func closeElapsedWallWindows(at now: ClockReading) -> [PositionSample] {
-        guard case .wall(let start) = window else { return [] }
-        let elapsed = now.uptime - start
-        guard elapsed >= interval else { return [] }
-        // After a long stall (suspend, blocked loop) emit one sample, not one per missed interval.
-        let next = elapsed >= 2 * interval ? now.uptime : start + interval
-        window = .wall(start: next)
-        if pending != nil { return flush() }
-        return [explicitSample(at: now.wall)]
+        guard case .wall(var start) = window else { return [] }
+        var out: [PositionSample] = []
+        var filled = 0
+        while now.uptime - start >= interval {
+            let elapsed = now.uptime - start
+            if elapsed >= Double(Self.fillLimit + 1) * interval {
+                // A long stall: one sample for it, and the intervals start again from now.
+                window = .wall(start: now.uptime)
+                return out + (pending != nil ? flush() : [explicitSample(at: now.wall, uptime: now.uptime)])
+            }
+            let end = start + interval
+            start = end
+            window = .wall(start: start)
+            // Each missed interval is stamped at its own end by the system clock.
+            out += pending != nil ? flush() : [explicitSample(at: now.wall.addingTimeInterval(end - now.uptime), uptime: end)]
+            filled += 1
+            if filled > Self.fillLimit { break }
+        }
+        return out
     }
 
     private mutating func flush() -> [PositionSample] {
@@ -165,13 +183,23 @@ public struct SamplerCore: Sendable {
                                clockSkew: skew(of: report, at: arrival))]
     }
 
-    private func explicitSample(at wall: Date) -> PositionSample {
+    /// Seconds without any report, from a receiver that was reporting, after which an interval with no
+    /// report is "no receiver", not "no fix": a receiver without a fix still reports every second
+    /// (mode 1), so silence means it is gone, before gpsd or the source's silence timer say so.
+    static let silentAfter = 2.5
+
+    private func explicitSample(at wall: Date, uptime: Double) -> PositionSample {
         switch condition {
         case .unreachable(let detail):
             return PositionSample(sampledAt: wall, state: .gpsdUnreachable, detail: detail)
         case .noReceiver(let reason):
             return PositionSample(sampledAt: wall, state: .noReceiver(reason), detail: reason.rawValue)
-        case .awaitingReports, .receiving:
+        case .receiving:
+            if let last = lastReportUptime, uptime - last >= Self.silentAfter {
+                return PositionSample(sampledAt: wall, state: .noReceiver(.silent), detail: "no report for \(Int(uptime - last)) s")
+            }
+            return PositionSample(sampledAt: wall, state: .noFix, detail: "no report in this interval")
+        case .awaitingReports:
             return PositionSample(sampledAt: wall, state: .noFix, detail: "no report in this interval")
         }
     }

@@ -63,8 +63,10 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         let samples = run(timeline, interval: 1, until: 5.05)
         #expect(samples.count == 5)
         #expect(samples.prefix(3).map { $0.receiverTime } == [100, 101, 102].map { Clock.origin.addingTimeInterval($0) })
-        #expect(samples.allSatisfy { $0.state == .noFix })
+        #expect(samples.prefix(4).allSatisfy { $0.state == .noFix })
         #expect(samples.suffix(2).allSatisfy { $0.report == nil && $0.detail != nil })
+        // 2.5 s without a report from a receiver that was reporting: it is gone, not without a fix.
+        #expect(samples.last?.state == .noReceiver(.silent))
     }
 
     @Test func fixLostAndRegainedAreBothSampled() throws {
@@ -114,7 +116,24 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         let samples = run([(0.0, fix(0))], interval: 1, until: 4)
         #expect(samples.first?.state == .fix(.threeD, .autonomous))
         #expect(samples.count >= 2)
-        #expect(samples.dropFirst().allSatisfy { $0.state == .noFix && $0.report == nil })
+        #expect(samples.dropFirst().allSatisfy { $0.report == nil })
+        #expect(samples.dropFirst().map(\.state) == [.noFix, .noReceiver(.silent), .noReceiver(.silent)], "silent from 2.5 s without a report")
+    }
+
+    @Test("no hole when the fix is lost and the receiver falls silent: a sample for every interval, none stamped twice")
+    func noHoleWhenReportsStop() throws {
+        // 1 Hz fixes for 10 s, then nothing; gpsd's source says "silent" after 5 s of quiet.
+        var timeline = (0..<10).map { t in (Double(t), fix(Double(t))) }
+        timeline.append((14.0, .receiverSilent(seconds: 5)))
+        let samples = run(timeline, interval: 1, until: 20)
+        let times = samples.map { $0.sampledAt.timeIntervalSince(Clock.origin) }
+        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+        // A fix is stamped when it arrived, an explicit state at the end of its interval: so the one
+        // gap of two seconds is between the last fix's interval and the first without one.
+        #expect(gaps.allSatisfy { $0 > 0.5 && $0 <= 2.01 }, "times \(times.map { ($0 * 100).rounded() / 100 })")
+        #expect(samples.count == 20, "\(samples.count) samples for 20 s")
+        #expect(samples.prefix(10).allSatisfy { $0.state.hasPosition })
+        #expect(samples.last?.state == .noReceiver(.silent))
     }
 
     @Test func clockSkewBeyondSixtySecondsIsFlagged() {
@@ -148,8 +167,9 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         _ = core.handle(fix(2.2), at: clock.at(2.2))
         #expect(abs((core.nextTick ?? 0) - 1004.7) < 1e-9)
         #expect(core.tick(at: clock.at(4.7)).isEmpty)
-        #expect(core.tick(at: clock.at(4.71)).map(\.state.hasPosition) == [true])
-        #expect(abs((core.nextTick ?? 0) - 1005.71) < 1e-9)
+        // The fix's interval, and the one the grace covered without reports: no hole.
+        #expect(core.tick(at: clock.at(4.71)).map(\.state.hasPosition) == [true, false])
+        #expect(abs((core.nextTick ?? 0) - 1005.2) < 1e-9)
     }
 }
 
