@@ -1,4 +1,5 @@
 import Agrirouter
+import Bounds
 import Foundation
 import GNSS
 import Logging
@@ -93,6 +94,7 @@ public struct GatewayDaemon: Sendable {
         let counter = Counter()
         let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, environment: configuration.environment) }
         await heartbeat?.certificate(notAfter: configuration.certificateNotAfter)
+        await checkForLostRows(heartbeat)
         await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
         await heartbeat?.beat()
         let notifier = configuration.notifier
@@ -106,8 +108,9 @@ public struct GatewayDaemon: Sendable {
                 }
                 guard case .sample(let sample) = output else { continue }
                 configuration.clock?.observe(sample)
-                if case .heldInMemory(let error) = await spool.append(sample) {
-                    logger.warning("sample held in memory: \(error.description)")
+                switch await spool.append(sample) {
+                case .heldInMemory(let error): logger.warning("sample held in memory: \(error.description)")
+                case .stored(let rowID): await heartbeat?.stored(rowID: rowID)
                 }
                 await counter.add(samples: 1)
                 if let heartbeat, await heartbeat.countedAt.map({ Date().timeIntervalSince($0) >= 10 }) ?? true {
@@ -146,7 +149,7 @@ public struct GatewayDaemon: Sendable {
         // Samples held in memory while the spool could not store: written now if the disk allows,
         // otherwise counted as lost, in the summary, the log and the heartbeat.
         let shutdown = await spool.flushHeld()
-        await heartbeat?.lost(shutdown.lost, reason: shutdown.fault?.description)
+        await heartbeat?.lost(shutdown.lost, reason: "held in memory at shutdown; " + (shutdown.fault?.description ?? "the spool could not store them"))
         await heartbeat?.beat()
         var summary = await counter.summary
         summary.othersStored = await reader?.counters.stored ?? 0
@@ -262,6 +265,20 @@ public struct GatewayDaemon: Sendable {
         }
         await heartbeat?.beat()
         return (report, failure)
+    }
+
+    /// Compares the spool with what the previous run saw it commit: rows it committed that are not
+    /// there any more were lost with a deleted or damaged write-ahead log, or a spool moved aside.
+    /// Which of them agrirouter had acknowledged is not known, so the count is an upper bound.
+    private func checkForLostRows(_ heartbeat: HeartbeatWriter?) async {
+        guard let heartbeat, let seen = heartbeat.previous?.spoolRowID else { return }
+        let highest = await spool.highestRowID()
+        guard highest < seen else { return }
+        let reason = "the spool lost committed rows (its write-ahead log deleted or damaged, or the file moved aside); "
+            + "up to \(seen - highest) samples taken before this start were not sent"
+        logger.critical("\(reason)")
+        await heartbeat.lost(Bounds.whole(Double(seen - highest)) ?? 0, reason: reason)
+        await heartbeat.stored(rowID: highest)
     }
 
     /// Sends dke:ping when the check wants one; its answer comes with the next outbox poll.

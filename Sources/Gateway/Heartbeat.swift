@@ -69,6 +69,8 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     public var lostAt: Date?
     /// When agrirouter said it no longer knows this endpoint (dke:ping, or a refused set-up).
     public var endpointDeletedAt: Date?
+    /// The row id of the newest sample the spool committed, as the daemon last saw it.
+    public var spoolRowID: Int64?
     /// How long a loss stays reported, across restarts: a day, so the next morning's check sees it.
     public static let lossReported: Double = 86_400
     /// What status would otherwise read from files only the daemon's user may open: the spool's
@@ -228,12 +230,17 @@ actor HeartbeatWriter {
     private var heartbeat: Heartbeat
     private var writtenAt: Date?
 
+    /// What the previous run's heartbeat said, read at start.
+    let previous: Heartbeat?
+
     init(path: String, environment: String?, minimumGap: Double = 10) {
         self.path = path
         self.minimumGap = minimumGap
         var heartbeat = Heartbeat(onboarded: environment != nil)
         heartbeat.environment = environment
         let previous = Heartbeat.read(from: path)
+        self.previous = previous
+        heartbeat.spoolRowID = previous?.spoolRowID
         heartbeat.lastFix = previous?.lastFix
         // A loss stays reported after the restart that follows it, for `lossReported`.
         if let lostAt = previous?.lostAt, Date().timeIntervalSince(lostAt) < Heartbeat.lossReported {
@@ -278,6 +285,10 @@ actor HeartbeatWriter {
         heartbeat.lostSamples = (heartbeat.lostSamples ?? 0) + count
         heartbeat.lossReason = reason
         heartbeat.lostAt = Date()
+    }
+
+    func stored(rowID: Int64) {
+        heartbeat.spoolRowID = rowID
     }
 
     func endpointDeleted(at time: Date?) {

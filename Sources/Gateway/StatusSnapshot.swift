@@ -174,7 +174,7 @@ extension StatusSnapshot {
         if let problem = spoolProblem, spool == nil { findings.append((.critical, "spool: \(problem)")) }
         if let lost = heartbeat?.lostSamples, lost > 0,
            heartbeat?.lostAt.map({ takenAt.timeIntervalSince($0) < Heartbeat.lossReported }) ?? true {
-            findings.append((.critical, "\(lost) samples lost at a shutdown: " + (heartbeat?.lossReason ?? "the spool could not store them")))
+            findings.append((.critical, "\(lost) samples lost: " + (heartbeat?.lossReason ?? "the spool could not store them")))
         }
         if environment == nil, credentialsProblem == nil { findings.append((.warning, "not onboarded")) }
         if case .running = daemon {

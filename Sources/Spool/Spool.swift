@@ -386,6 +386,13 @@ public actor Spool {
         return status
     }
 
+    /// The highest row id the spool has ever given out (AUTOINCREMENT keeps it past deletions); 0 for a
+    /// new spool. A restart that finds it lower than the daemon last saw means committed rows are gone:
+    /// a write-ahead log deleted or damaged, or a spool moved aside.
+    public func highestRowID() -> Int64 {
+        (try? read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'sample'") }) .flatMap { $0 } ?? 0
+    }
+
     /// The most recently appended sample still in the spool, whatever its delivery state.
     public func newestSample() throws(SpoolError) -> SpooledSample? {
         try read { db in try Row.fetchOne(db, sql: SampleColumns.select + " ORDER BY id DESC LIMIT 1").map(SampleColumns.spooled) }

@@ -52,7 +52,7 @@ struct StatusVerdictTests {
     @Test("samples lost at a shutdown are CRITICAL, with the reason, until a new heartbeat without them")
     func loss() {
         #expect(verdict { $0.heartbeat?.lostSamples = 94; $0.heartbeat?.lossReason = "spool: database or disk is full" }
-                == (.critical, ["94 samples lost at a shutdown: spool: database or disk is full"]))
+                == (.critical, ["94 samples lost: spool: database or disk is full"]))
         #expect(verdict { $0.heartbeat?.lostSamples = 0 }.0 == .ok)
         #expect(verdict { $0.heartbeat?.lostSamples = 94; $0.heartbeat?.lostAt = now.addingTimeInterval(-86_401) }.0 == .ok, "reported for a day")
     }

@@ -93,4 +93,22 @@ struct DamagedStateTests {
         #expect(first.sampledAt == first.receiverTime && first.report?.latitude == nil)
         #expect(status.dropped.isEmpty && status.resent == 0, "\(status.dropped)")
     }
+
+    @Test("committed rows that vanish between two runs (a lost write-ahead log, a spool moved aside) are counted as lost, and status is CRITICAL")
+    func vanishedRows() async throws {
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let first = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state])
+        #expect(first.code == 0, "\(first.stderr)")
+        let taken = try #require(first.stdout.last?.split(separator: " ").dropFirst().first.flatMap { Int($0) })
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: state + "/spool.sqlite" + suffix) }
+        let second = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state])
+        #expect(second.code == 0)
+        #expect(second.stderr.contains { $0.contains("the spool lost committed rows") && $0.contains("up to \(taken) samples") }, "\(second.stderr)")
+        let status = try await AgrigpsCommand.run(["status", "--state-dir", state])
+        #expect(status.code == 2)
+        #expect(status.stdout.first?.contains("\(taken) samples lost: the spool lost committed rows") == true, "\(status.stdout)")
+        // A third run over an intact spool finds nothing new to report (the first loss stays reported for a day).
+        let third = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state])
+        #expect(!third.stderr.contains { $0.contains("lost committed rows") })
+    }
 }
