@@ -55,7 +55,9 @@ enum LoopbackSocket {
     /// Waits up to `timeout` seconds for `fd` to become readable (or acceptable).
     static func readable(_ fd: Int32, timeout: Double) -> Bool {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, Int32(timeout * 1000)) > 0
+        // Clamped: a NaN or huge timeout must not trap the conversion.
+        let milliseconds = timeout.isFinite ? Int32(min(max(timeout * 1000, 0), 86_400_000)) : 86_400_000
+        return poll(&entry, 1, milliseconds) > 0
     }
 
     private static func loopback(port: UInt16) -> sockaddr_in {

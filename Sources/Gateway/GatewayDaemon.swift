@@ -113,7 +113,7 @@ public struct GatewayDaemon: Sendable {
                 case .stored(let rowID): await heartbeat?.stored(rowID: rowID)
                 }
                 await counter.add(samples: 1)
-                if let heartbeat, await heartbeat.countedAt.map({ Date().timeIntervalSince($0) >= 10 }) ?? true {
+                if let heartbeat, await heartbeat.countsOlder(than: 10) {
                     await heartbeat.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
                 }
                 await heartbeat?.sampled(sample)

@@ -228,7 +228,10 @@ actor HeartbeatWriter {
     private let path: String
     private let minimumGap: Double
     private var heartbeat: Heartbeat
-    private var writtenAt: Date?
+    /// Monotonic time of the last write and the last count: a system clock stepped back by hours
+    /// must not stop the heartbeat for hours.
+    private var writtenAt: Double?
+    private var countedUptime: Double?
 
     /// What the previous run's heartbeat said, read at start.
     let previous: Heartbeat?
@@ -263,6 +266,7 @@ actor HeartbeatWriter {
         heartbeat.spool = Heartbeat.SpoolCounts(spool)
         heartbeat.others = others.map(Heartbeat.OthersCounts.init)
         heartbeat.countedAt = time
+        countedUptime = uptime()
     }
 
     func acknowledged(at time: Date = Date()) {
@@ -306,9 +310,14 @@ actor HeartbeatWriter {
     }
 
     private func writeIfDue(now: Date = Date(), force: Bool = false) {
-        guard force || writtenAt.map({ now.timeIntervalSince($0) >= minimumGap }) ?? true else { return }
+        guard force || writtenAt.map({ uptime() - $0 >= minimumGap }) ?? true else { return }
         heartbeat.updatedAt = now
         try? heartbeat.write(to: path)
-        writtenAt = now
+        writtenAt = uptime()
+    }
+
+    /// Whether the counts are older than `seconds` by the monotonic clock.
+    func countsOlder(than seconds: Double) -> Bool {
+        countedUptime.map { uptime() - $0 >= seconds } ?? true
     }
 }

@@ -79,9 +79,11 @@ enum StatusReport {
         var lines: [String] = []
         switch snapshot.daemon {
         case .running(let pid, let age): lines.append("Daemon: running (pid \(pid), heartbeat \(durationText(age)) ago)")
-        case .stalled(let pid, let age): lines.append("Daemon: STALLED (pid \(pid), no heartbeat for \(durationText(age)))")
+        case .stalled(let pid, let age):
+            let since = snapshot.heartbeat.map { ago($0.updatedAt, now: now) } ?? "\(durationText(age)) ago"
+            lines.append("Daemon: STALLED (pid \(pid), last heartbeat \(since))")
         case .notRunning(let last):
-            lines.append("Daemon: NOT RUNNING" + (last.map { " (last heartbeat \(durationText(now.timeIntervalSince($0))) ago)" } ?? " (no heartbeat found)"))
+            lines.append("Daemon: NOT RUNNING" + (last.map { " (last heartbeat \(ago($0, now: now)))" } ?? " (no heartbeat found)"))
         }
         if let problem = snapshot.credentialsProblem {
             lines.append("agrirouter: credentials unreadable: \(problem)")
@@ -95,7 +97,7 @@ enum StatusReport {
             lines.append("Sharing: " + (spool.sharingPaused ? "PAUSED ('agrigps resume' turns it back on)" : "active"))
         }
         if let sample = snapshot.heartbeat?.lastSample {
-            var fix = "Fix: \(sample.state), \(durationText(now.timeIntervalSince(sample.time))) ago"
+            var fix = "Fix: \(sample.state), \(ago(sample.time, now: now))"
             if let last = snapshot.heartbeat?.lastFix?.coordinate {
                 fix += String(format: "; last position %.6f, %.6f", last.latitude, last.longitude)
             }
@@ -111,9 +113,9 @@ enum StatusReport {
             lines.append("Spool: \(problem)")
         }
         if let heartbeat = snapshot.heartbeat {
-            lines.append("Last acknowledged: " + (heartbeat.lastAcknowledgedAt.map { "\(durationText(now.timeIntervalSince($0))) ago" } ?? "never"))
+            lines.append("Last acknowledged: " + (heartbeat.lastAcknowledgedAt.map { ago($0, now: now) } ?? "never"))
             if let error = heartbeat.lastError, let at = heartbeat.lastErrorAt {
-                lines.append("Last error: \(TerminalText.safe(error, limit: 300)) (\(durationText(now.timeIntervalSince(at))) ago)")
+                lines.append("Last error: \(TerminalText.safe(error, limit: 300)) (\(ago(at, now: now)))")
             }
             if let next = heartbeat.nextAttemptAt, next > now {
                 lines.append("Backing off: next attempt in \(durationText(next.timeIntervalSince(now)))"
@@ -128,6 +130,16 @@ enum StatusReport {
                          + (others.lastRefusal.map { "; the last: \(TerminalText.safe($0, limit: 200))" } ?? ""))
         }
         return lines
+    }
+
+    /// "12 s ago", or what can honestly be said when either clock reading is not a true time: a box
+    /// without a real-time clock stamps at 1970 until NTP or a fix sets it, and a clock set back
+    /// leaves stamps in its future.
+    static func ago(_ time: Date, now: Date) -> String {
+        if time < TrueTime.plausibleFrom || now < TrueTime.plausibleFrom { return "at a time the clock did not know yet" }
+        let age = now.timeIntervalSince(time)
+        if age < -60 { return "later than this clock says it is now: the clock was set back" }
+        return "\(durationText(age)) ago"
     }
 
     static func json(_ snapshot: StatusSnapshot, verdict: (health: Health, reasons: [String])) -> String {

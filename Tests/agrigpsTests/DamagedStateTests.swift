@@ -111,4 +111,20 @@ struct DamagedStateTests {
         let third = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state])
         #expect(!third.stderr.contains { $0.contains("lost committed rows") })
     }
+
+    @Test("times stamped while the clock read 1970, or ahead of a clock set back, are said to be unknown, not 20,000 days ago")
+    func clockSteps() async throws {
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        // A pid no process has, so the daemon reads as not running.
+        var heartbeat = Heartbeat(pid: Int32.max, startedAt: Date(timeIntervalSince1970: 5), onboarded: false)
+        heartbeat.lastError = "gpsd unreachable"
+        heartbeat.lastErrorAt = Date(timeIntervalSince1970: 5)
+        heartbeat.lastAcknowledgedAt = Date().addingTimeInterval(7200)
+        try heartbeat.write(to: state + "/heartbeat.json")
+        let status = try await AgrigpsCommand.run(["status", "--state-dir", state])
+        #expect(status.stdout.contains("Last error: gpsd unreachable (at a time the clock did not know yet)"), "\(status.stdout)")
+        #expect(status.stdout.contains("Last acknowledged: later than this clock says it is now: the clock was set back"))
+        #expect(status.stdout.contains { $0.hasPrefix("Daemon: NOT RUNNING (last heartbeat at a time the clock did not know yet)") })
+    }
 }
