@@ -41,8 +41,10 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case clientCertificateRejected(String)
     /// Our certificate or key cannot be used: the secret does not open the key, or the PEM is damaged.
     case credentialsUnusable(String)
-    /// The TLS handshake or the connection failed otherwise, including a connection dropped mid-answer.
+    /// The TLS handshake or the connection failed otherwise, before the whole request was sent.
     case connectionFailed(String)
+    /// The whole request was sent, then the connection broke before the answer: it may have arrived.
+    case brokenAfterSending(String)
     case unauthorized
     case forbidden
     case notFound
@@ -62,6 +64,7 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
         case .clientCertificateRejected(let detail): return "agrirouter refused this endpoint's certificate (\(detail)); onboard again"
         case .credentialsUnusable(let detail): return "the stored certificate cannot be used (\(detail)); its secret does not open its key or it is damaged: onboard again"
         case .connectionFailed(let detail): return "the connection to agrirouter failed: \(detail)"
+        case .brokenAfterSending(let detail): return "the connection to agrirouter broke after the request was sent: \(detail)"
         case .unauthorized: return "agrirouter answered 401 Unauthorized: the endpoint's certificate is not accepted; onboard again"
         case .forbidden: return "agrirouter answered 403 Forbidden: the endpoint may have been removed; onboard again"
         case .notFound: return "agrirouter answered 404 Not Found: the endpoint's URLs are no longer valid; onboard again"
@@ -71,7 +74,7 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
         case .responseTooLarge(let limit):
             return "the answer was larger than \(limit / 1_048_576) MiB, more than agrirouter ever sends; it was cut off and not read"
         case .libcurlRefused(let option, let code):
-            return "libcurl refused \(option) (CURLcode \(code)); install a libcurl with OpenSSL, 7.71 or later"
+            return "libcurl refused \(option) (CURLcode \(code)); install a libcurl with OpenSSL, 7.85 or later"
         }
     }
 }
@@ -160,7 +163,10 @@ public struct HTTPSClient: Sendable {
         if response.overflowed || code == CURLE_FILESIZE_EXCEEDED { throw .responseTooLarge(limit: maximumResponseBytes) }
         guard code == CURLE_OK else {
             let detail = String(cString: errorBuffer).isEmpty ? String(cString: curl_easy_strerror(code)) : String(cString: errorBuffer)
-            throw Self.error(for: code, detail: detail)
+            // Whether a POST may have arrived decides whether its batch waits for an answer: it did
+            // only if its whole body went out.
+            let sentWhole = body.map { !$0.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.count) } ?? false
+            throw Self.error(for: code, detail: detail, sentWholeBody: sentWhole, hasBody: body != nil)
         }
         completed = true
         let status = Int(ccurl_response_code(handle))
@@ -199,9 +205,10 @@ public struct HTTPSClient: Sendable {
         return Int(min(max(seconds * 1000, 1), 86_400_000))
     }
 
-    static func error(for code: CURLcode, detail: String) -> TransportError {
+    static func error(for code: CURLcode, detail: String, sentWholeBody: Bool = false, hasBody: Bool = false) -> TransportError {
         switch code {
-        case CURLE_OPERATION_TIMEDOUT: return .timedOut
+        case CURLE_OPERATION_TIMEDOUT:
+            return hasBody && !sentWholeBody ? .connectionFailed("timed out before the request was sent (\(detail))") : .timedOut
         case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return .cannotConnect(detail)
         case CURLE_SSL_CERTPROBLEM: return .credentialsUnusable(detail)
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE: return .serverNotTrusted(detail)
@@ -211,7 +218,7 @@ public struct HTTPSClient: Sendable {
             if detail.lowercased().contains("alert") {
                 return .clientCertificateRejected(detail)
             }
-            return .connectionFailed(detail)
+            return sentWholeBody ? .brokenAfterSending(detail) : .connectionFailed(detail)
         }
     }
 }

@@ -37,6 +37,13 @@ static inline CURLcode ccurl_set_write_callback(CURL *handle, ccurl_write_callba
     return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_WRITEDATA, context);
 }
 
+// Bytes of the request body sent; -1 when libcurl cannot say.
+static inline long long ccurl_size_uploaded(CURL *handle) {
+    curl_off_t size = 0;
+    if (curl_easy_getinfo(handle, CURLINFO_SIZE_UPLOAD_T, &size) != CURLE_OK) return -1;
+    return (long long)size;
+}
+
 static inline long ccurl_response_code(CURL *handle) {
     long code = 0;
     curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &code);

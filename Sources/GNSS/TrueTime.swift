@@ -32,7 +32,9 @@ public final class TrueTime: Sendable {
     /// Takes a sample's GNSS time as the truth, if it has a position and a time. The sample was
     /// known at `sampledAt` by the system clock; the monotonic reading is worked back from that.
     public func observe(_ sample: PositionSample, systemNow: Date = Date(), uptimeNow: Double = uptime()) {
-        guard follows, sample.state.hasPosition, let time = sample.receiverTime else { return }
+        // A time before 2026 is no fix's true time: a receiver with the GPS week-rollover fault reports
+        // 19.6 years back, and it must not override a correct system clock.
+        guard follows, sample.state.hasPosition, let time = sample.receiverTime, time >= Self.plausibleFrom else { return }
         // How long ago the sample was known; bounded, so a clock step in between cannot skew it far.
         let age = min(max(systemNow.timeIntervalSince(sample.sampledAt), 0), 60)
         anchor.withLock { $0 = Anchor(gnss: time.timeIntervalSince1970, uptime: uptimeNow - age) }

@@ -112,7 +112,7 @@ public actor AgrirouterConnection {
 
     /// Seconds until a request could go out; a caller may wait this long before it gathers what to send.
     public func untilNextTurn() -> Double {
-        max(0, (lastSlot ?? -.infinity) + minimumSpacing - uptime())
+        max(0, (lastSlot ?? -.infinity) + minimumSpacing - uptime(), (retryAt ?? -.infinity) - uptime())
     }
 
     /// Waits for the next free slot. The slot is reserved before suspending, so concurrent callers

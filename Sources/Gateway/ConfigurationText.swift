@@ -49,9 +49,12 @@ enum ConfigurationText {
         var section: String?
         var seenSections: Set<String> = []
         var seenKeys: Set<String> = []
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Split by scalars: Swift counts "\r\n" as one Character, so a file saved with Windows line
+        // ends would not split on "\n" at all.
+        for (index, scalars) in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let number = index + 1
-            var line = Scanner(Substring(rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine), line: number)
+            let rawLine = String(String.UnicodeScalarView(scalars.last == "\r" ? scalars.dropLast() : scalars))
+            var line = Scanner(Substring(rawLine), line: number)
             line.skipSpace()
             if line.atEndOrComment { continue }
             if line.peek == "[" {
@@ -181,8 +184,10 @@ enum ConfigurationText {
                     case "f": out.append("\u{C}")
                     case "u", "U":
                         let digits = rest_.prefix(escape == "u" ? 4 : 8)
-                        guard digits.count == (escape == "u" ? 4 : 8), let code = UInt32(digits, radix: 16),
+                        guard digits.count == (escape == "u" ? 4 : 8), digits.allSatisfy(\.isHexDigit), let code = UInt32(digits, radix: 16),
                               let scalar = Unicode.Scalar(code) else { throw fail("a \\\(escape) escape needs hexadecimal digits of a character") }
+                        // A control character is no part of any value here (a NUL would cut a C string short).
+                        guard code >= 0x20, code != 0x7F else { throw fail("a \\\(escape) escape of a control character") }
                         rest_ = rest_.dropFirst(digits.count)
                         out.unicodeScalars.append(scalar)
                     default: throw fail("\\\(TerminalText.safe(String(escape), limit: 4)) is not an escape TOML knows")
@@ -203,18 +208,22 @@ enum ConfigurationText {
             guard !word.isEmpty, !word.hasPrefix("_"), !word.hasSuffix("_"), !word.contains("__") else { return nil }
             let plain = String(word.filter { $0 != "_" })
             for (prefix, radix) in [("0x", 16), ("0o", 8), ("0b", 2)] where plain.hasPrefix(prefix) {
-                return Int(plain.dropFirst(2), radix: radix).map(Value.integer)
+                let digits = plain.dropFirst(2)
+                guard !digits.isEmpty, digits.allSatisfy({ $0.hexDigitValue.map { $0 < radix } ?? false }) else { return nil }
+                return Int(digits, radix: radix).map(Value.integer)
             }
             let unsigned = plain.hasPrefix("+") || plain.hasPrefix("-") ? plain.dropFirst() : Substring(plain)
-            if ["inf", "nan"].contains(unsigned) {
-                return .float(plain.hasPrefix("-") ? -.infinity : (unsigned == "inf" ? .infinity : .nan))
-            }
+            if unsigned == "inf" { return .float(plain.hasPrefix("-") ? -.infinity : .infinity) }
+            if unsigned == "nan" { return .float(.nan) }
             guard let first = unsigned.first, first.isASCII, first.isNumber,
                   unsigned.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) }) else { return nil }
             if unsigned.allSatisfy({ $0.isNumber }) {
                 if unsigned.count > 1, unsigned.hasPrefix("0") { return nil }  // TOML forbids leading zeros
                 return Int(plain).map(Value.integer)
             }
+            // TOML wants a digit on both sides of a point, and after an exponent's e.
+            let shape = #/^[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$/#
+            guard plain.wholeMatch(of: shape) != nil else { return nil }
             return Double(plain).map(Value.float)
         }
     }

@@ -9,6 +9,8 @@ struct EndpointCheck: Sendable {
     static let unknownEndpoint = "VAL_000011"
 
     var interval: Double
+    /// A ping unanswered this long is asked again: the outbox keeps answers 5 minutes.
+    var answerTimeout: Double = 300
     private(set) var lastSent: Date?
     private var awaiting: String?
     /// Set once a ping, or the set-up, says the endpoint is gone; it does not come back by itself.
@@ -20,7 +22,10 @@ struct EndpointCheck: Sendable {
     }
 
     /// Whether to send a ping now.
-    func isDue(now: Date) -> Bool {
+    mutating func isDue(now: Date) -> Bool {
+        if awaiting != nil, let sent = lastSent, now.timeIntervalSince(sent) >= answerTimeout {
+            (awaiting, wanted) = (nil, true)  // its answer was lost: ask again
+        }
         guard awaiting == nil, deletedAt == nil else { return false }
         return wanted || lastSent.map { now.timeIntervalSince($0) >= interval } ?? true
     }

@@ -177,7 +177,7 @@ public struct GatewayDaemon: Sendable {
             if setUpAt.map({ Date().timeIntervalSince($0) > configuration.setupRenewal }) ?? true {
                 do {
                     let seen = try await setup.run(on: connection)
-                    let settled = await publisher.absorb(await reader?.absorb(seen) ?? seen)
+                    let settled = await publisher.absorb(check.absorb(await reader?.absorb(seen) ?? seen, now: Date()))
                     await counter.add(acknowledged: settled.acknowledged)
                     setUpAt = Date()
                     remember(setup, connection, at: setUpAt ?? Date())
@@ -271,9 +271,8 @@ public struct GatewayDaemon: Sendable {
     /// there any more were lost with a deleted or damaged write-ahead log, or a spool moved aside.
     /// Which of them agrirouter had acknowledged is not known, so the count is an upper bound.
     private func checkForLostRows(_ heartbeat: HeartbeatWriter?) async {
-        guard let heartbeat, let seen = heartbeat.previous?.spoolRowID else { return }
-        let highest = await spool.highestRowID()
-        guard highest < seen else { return }
+        guard let heartbeat, let seen = heartbeat.previous?.spoolRowID, seen > 0,
+              let highest = await spool.highestRowID(), highest < seen else { return }
         let reason = "the spool lost committed rows (its write-ahead log deleted or damaged, or the file moved aside); "
             + "up to \(seen - highest) samples taken before this start were not sent"
         logger.critical("\(reason)")

@@ -154,7 +154,8 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         }
         heartbeat.environment = environment.flatMap { ["qa", "production", "local"].contains($0) ? $0 : nil }
         heartbeat.transportFailures = transportFailures.map { max(0, $0) }
-        heartbeat.lostSamples = lostSamples.map { max(0, $0) }
+        heartbeat.lostSamples = lostSamples.flatMap { Bounds.count(Double($0)) }
+        heartbeat.spoolRowID = spoolRowID.map { max(0, $0) }
         heartbeat.lossReason = lossReason.map { TerminalText.safe($0, limit: 300) }
         return heartbeat
     }
@@ -286,7 +287,8 @@ actor HeartbeatWriter {
 
     func lost(_ count: Int, reason: String?) {
         guard count > 0 else { return }
-        heartbeat.lostSamples = (heartbeat.lostSamples ?? 0) + count
+        let (sum, overflow) = (heartbeat.lostSamples ?? 0).addingReportingOverflow(max(0, count))
+        heartbeat.lostSamples = overflow ? Int.max : sum
         heartbeat.lossReason = reason
         heartbeat.lostAt = Date()
     }

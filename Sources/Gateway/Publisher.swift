@@ -90,7 +90,7 @@ public actor Publisher {
         list.gpsEntries = batch.samples.map { GPSEntry($0.sample, correctedBy: clock) }
         do {
             try await connection.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id)
-            awaiting[batch.id] = now
+            awaiting[batch.id] = now.addingTimeInterval(wait)  // when it went out, after the wait for its turn
             report.published = batch.samples.count
         } catch .transport(.payloadTooLarge) {
             // Sending the same batch again would meet the same 413: count it as a failure, so it
@@ -102,7 +102,7 @@ public actor Publisher {
                 // The request may have reached agrirouter and its answer may be on its way to the
                 // outbox: wait for it like for any batch sent. Without one within the outbox's life,
                 // the spool returns the batch to pending and it is sent again.
-                awaiting[batch.id] = now
+                awaiting[batch.id] = now.addingTimeInterval(wait)  // when it went out, after the wait for its turn
                 report.published = batch.samples.count
             } else {
                 try? await spool.release(batch: batch.id)
@@ -112,12 +112,12 @@ public actor Publisher {
         return report
     }
 
-    /// Whether a failed POST may still have been received: it timed out, or the connection broke
-    /// after the body went out. Refused connections, TLS failures and HTTP error statuses mean it
-    /// was not taken.
+    /// Whether a failed POST may still have been received: its whole body went out, then it timed
+    /// out or the connection broke. A refused connection, a TLS failure, a failure before the body
+    /// was sent and an HTTP error status mean it was not taken.
     static func mayHaveArrived(_ error: GatewayError) -> Bool {
         switch error {
-        case .transport(.timedOut), .transport(.connectionFailed): return true
+        case .transport(.timedOut), .transport(.brokenAfterSending): return true
         default: return false
         }
     }

@@ -165,7 +165,11 @@ public actor Spool {
     }
 
     /// The newer of a sample's system and GNSS times: what the age cap judges it by.
-    static let age = "MAX(sampled_at, COALESCE(receiver_time, sampled_at))"
+    /// A sample taken while the clock read before 2026 with no receiver time has no true time at all:
+    /// it is judged as if new (NULL never compares below the cutoff), so it waits to be sent with its
+    /// time left out rather than being deleted as 56 years old.
+    static let age = "(CASE WHEN receiver_time IS NULL AND sampled_at < \(Int(TrueTime.plausibleFrom.timeIntervalSince1970)) THEN NULL "
+        + "ELSE MAX(sampled_at, COALESCE(receiver_time, sampled_at)) END)"
 
     // MARK: - Caps
 
@@ -178,13 +182,14 @@ public actor Spool {
             // Old by both clocks: a box without a battery-backed clock samples at "1970" until NTP
             // runs, and those samples carry their true GNSS time; a replay's GNSS time is years old
             // while its system time is now. Either keeps a sample.
-            let old = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(wire_size) FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?", arguments: [cutoff])
+            let old = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?",
+                                       arguments: [cutoff])
             let count: Int = old?[0] ?? 0
             if count > 0 {
                 try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?", arguments: [cutoff])
                 try SpoolState.add(count, to: "dropped_age", in: db)
                 added.rows -= count
-                added.bytes -= Int(old?[1] ?? 0.0)
+                added.bytes -= old?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0
             }
         }
         while queued.rows + added.rows > configuration.maximumRows || queued.bytes + added.bytes > configuration.maximumBytes {
@@ -245,7 +250,8 @@ public actor Spool {
     public func acknowledge(batch id: String, now: Date = Date()) throws(SpoolError) -> Int {
         let now = now.timeIntervalSince1970
         let (count, bytes) = try write { db in
-            let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(wire_size) FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [id])
+            let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'",
+                                        arguments: [id])
             let count: Int = done?[0] ?? 0
             if configuration.acknowledgedHistory > 0 {
                 try db.execute(sql: "UPDATE sample SET delivery = 'acknowledged', acknowledged_at = ? WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [now, id])
@@ -253,7 +259,7 @@ public actor Spool {
             } else {
                 try db.execute(sql: "DELETE FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [id])
             }
-            return (count, Int(done?[1] ?? 0.0))
+            return (count, done?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0)
         }
         queued.rows -= count
         queued.bytes -= bytes
@@ -290,7 +296,8 @@ public actor Spool {
     }
 
     private func reclaimExpired(now: Double, in db: Database) throws -> Int {
-        try db.execute(sql: "UPDATE sample SET delivery = 'pending' WHERE delivery = 'in_flight' AND sent_at < ?",
+        // A damaged send time (not a number) is as good as expired.
+        try db.execute(sql: "UPDATE sample SET delivery = 'pending' WHERE delivery = 'in_flight' AND (sent_at < ? OR typeof(sent_at) != 'real')",
                        arguments: [now - configuration.inFlightTimeout])
         return db.changesCount
     }
@@ -299,8 +306,11 @@ public actor Spool {
     /// instead of resending them.
     public func inFlightBatches() throws(SpoolError) -> [(id: String, sentAt: Date)] {
         try read { db in
+            // Read leniently: a damaged row gives no id (it is left to the reclaim) or an unknown time.
             try Row.fetchAll(db, sql: "SELECT batch_id, MIN(sent_at) FROM sample WHERE delivery = 'in_flight' GROUP BY batch_id")
-                .map { (id: $0[0], sentAt: Date(timeIntervalSince1970: $0[1])) }
+                .compactMap { row in
+                    row.text(at: 0, limit: 200).map { (id: $0, sentAt: row.double(at: 1, in: Bounds.epochSeconds).map(Date.init(timeIntervalSince1970:)) ?? .distantPast) }
+                }
         }
     }
 
@@ -345,8 +355,8 @@ public actor Spool {
         do {
             try database.read { db in
                 for row in try Row.fetchAll(db, sql: "SELECT delivery, COUNT(*) FROM sample GROUP BY delivery") {
-                    let count: Int = row[1]
-                    switch row[0] as String {
+                    let count = row.int(at: 1, in: 0...Int.max) ?? 0
+                    switch row.text(at: 0, limit: 32) ?? "" {
                     case "pending": status.pending = count
                     case "in_flight": status.inFlight = count
                     case "failed": status.failed = count
@@ -389,8 +399,12 @@ public actor Spool {
     /// The highest row id the spool has ever given out (AUTOINCREMENT keeps it past deletions); 0 for a
     /// new spool. A restart that finds it lower than the daemon last saw means committed rows are gone:
     /// a write-ahead log deleted or damaged, or a spool moved aside.
-    public func highestRowID() -> Int64 {
-        (try? read { db in try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'sample'") }) .flatMap { $0 } ?? 0
+    public func highestRowID() -> Int64? {
+        let fetched: Row??
+        fetched = try? read { db in try Row.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'sample'") }
+        guard let row = fetched else { return nil }  // the spool cannot be read: nothing can be concluded
+        guard let row else { return 0 }  // no row was ever inserted
+        return row.int(at: 0, in: 0...Int.max).map { Int64($0) } ?? 0
     }
 
     /// The most recently appended sample still in the spool, whatever its delivery state.

@@ -1,3 +1,4 @@
+import Bounds
 import Foundation
 import GRDB
 import Logging
@@ -59,9 +60,9 @@ enum SpoolFile {
             }
             try SpoolSchema.migrator.migrate(database)
             let queued = try database.read { db in
-                try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(wire_size) FROM sample WHERE delivery != 'acknowledged'")
+                try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE delivery != 'acknowledged'")
             }
-            return (database, (queued?[0] ?? 0, Int(queued?[1] ?? 0.0)))
+            return (database, (queued?[0] ?? 0, queued?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0))
         } catch let error as SpoolError {
             throw error
         } catch let error as DatabaseError {

@@ -86,6 +86,9 @@ enum SampleColumns {
 
     /// The stored encoded size; a damaged one counts as a large entry, so that a batch stays under the
     /// payload cap whatever the file says.
+    /// The same rule in SQL, for sums: a damaged size counts 1024, so TOTAL stays a sane number.
+    static let wireSizeSQL = "CASE WHEN typeof(wire_size) = 'integer' AND wire_size BETWEEN 0 AND 1000000 THEN wire_size ELSE 1024 END"
+
     static func wireSize(_ row: Row) -> Int {
         row.int("wire_size", in: 0...1_000_000) ?? 1024
     }

@@ -204,8 +204,11 @@ struct TrueTimeTests {
                 == gnss.addingTimeInterval(-9.5), "a system time moved onto the true clock")
     }
 
-    @Test("samples without a position or a time, and a replay's, do not set the clock")
+    @Test("samples without a position or a time, a time before 2026 (GPS week rollover), and a replay's, do not set the clock")
     func ignored() {
+        let rollover = TrueTime()
+        rollover.observe(fix(gnss: system.addingTimeInterval(-1024 * 7 * 86_400), sampledAt: system), systemNow: system, uptimeNow: 1)
+        #expect(rollover.now(systemNow: system, uptimeNow: 1) == system, "19.6 years back is a receiver fault, not the time")
         let clock = TrueTime()
         clock.observe(PositionSample(sampledAt: system, state: .noFix), systemNow: system, uptimeNow: 1)
         #expect(clock.systemClockError(systemNow: system, uptimeNow: 1) == 0)

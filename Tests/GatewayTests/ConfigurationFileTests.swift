@@ -67,11 +67,16 @@ struct ConfigurationFileTests {
         ("[sampling]\ninterval = \"1", "", "line 2: the string has no closing \""),
         ("[sampling]\ninterval = 99999999999999999999", "", "line 2: 99999999999999999999 is not a value"),
         ("[sampling]\ninterval = 1e-10", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got 1e-10"),
+        ("[sampling]\ninterval = 1.", "", "line 2: 1. is not a value"),
+        ("[spool]\nmax_samples = 0x-5", "", "line 2: 0x-5 is not a value"),
+        ("[gpsd]\naddress = \"127.0.0.1\\u0000:2947\"", "", "line 2: a \\u escape of a control character"),
+        ("[gpsd]\naddress = \"\\u+123\"", "", "line 2: a \\u escape needs hexadecimal digits"),
         ("[sampling]\ninterval = inf", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got inf"),
         ("[sampling]\ninterval = nan", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got nan"),
         ("[sending]\nspacing = 1e300", "[sending] spacing", "must be a number of seconds from 0 to 600, got 1e+300"),
-        ("[agrirouter]\napplication_id = \"a\\u001b[2Jb\\nc\"", "[agrirouter] application_id",
-         "must be at most 200 characters with no control characters, got \"a\\x1b[2Jb\\nc\""),
+        ("[agrirouter]\napplication_id = \"a\\u001b[2Jb\\nc\"", "", "line 2: a \\u escape of a control character"),
+        ("[agrirouter]\napplication_id = \"a\\tb\\nc\"", "[agrirouter] application_id",
+         "must be at most 200 characters with no control characters, got \"a\\tb\\nc\""),
         ("[spool]\nmax_samples = 0x7fffffffffffffff", "[spool] max_samples", "must be a whole number from 1000 to 100000000, got 9223372036854775807"),
         ("[sampling]\nrate = 1", "[sampling] rate", "unknown key; [sampling] takes interval"),
         ("[sampling]\ninterval = \"fast\"", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got \"fast\""),
@@ -110,6 +115,16 @@ struct ConfigurationFileTests {
         } catch {
             #expect(error.description.count < 300 && error.description.contains("more)"), "\(error.description)")
         }
+    }
+
+    @Test("a file saved with Windows line ends reads as the same file, comments first or not")
+    func windowsLineEnds() throws {
+        let example = try String(contentsOfFile: ExampleConfigurationTests.path, encoding: .utf8)
+        let crlf = example.replacingOccurrences(of: "\n", with: "\r\n")
+        #expect(try ConfigurationFile.parse(crlf, path: "x") == ConfigurationFile.parse(example, path: "x"))
+        let file = try ConfigurationFile.parse("[sampling]\r\ninterval = 5\r\n# done\r\n", path: "x")
+        #expect(file.number("sampling", "interval") == 5)
+        #expect(throws: ConfigurationError.self) { try ConfigurationFile.parse("# x\r\n[sampling]\r\ninterval = 1e-10\r\n", path: "x") }
     }
 
     @Test("TOML's own spellings of numbers and strings are read as TOML reads them")

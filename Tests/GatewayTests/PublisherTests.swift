@@ -25,7 +25,8 @@ struct Rig {
         let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
             .onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
         // Set up with the system clock, so that a test's clock may start out not knowing the time.
-        let setUp = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout)
+        // ... and with a patient timeout: only the connection under test gets the test's short one.
+        let setUp = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: 10)
         _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: setUp)
         let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout,
                                                   backoff: backoff, clock: clock)
@@ -182,7 +183,7 @@ struct PublisherTests {
         #expect(status.inFlight == 0 && status.pending == 0 && status.resent == 0)
     }
 
-    @Test func aRefusedConnectionReleasesTheBatchAtOnce() async throws {
+    @Test func anHTTPErrorOrARefusedConnectionReleasesTheBatchAtOnce() async throws {
         let rig = try await Rig.make()
         defer { Task { await rig.close() } }
         await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
@@ -192,6 +193,16 @@ struct PublisherTests {
         let status = await rig.spool.status()
         #expect(await rig.publisher.awaitingAnswers == 0, "a 503 was not taken")
         #expect(status.pending == 1, "sent again next cycle")
+        // Nobody listening any more: the request never left, so nothing waits for an answer.
+        await rig.simulator.shutdown()
+        try await Task.sleep(for: .milliseconds(300))  // past the backoff of the 503
+        let refused = await rig.publisher.cycle()
+        guard case .transport(let error)? = refused.error, !Publisher.mayHaveArrived(.transport(error)) else {
+            Issue.record("\(String(describing: refused.error))")
+            return
+        }
+        #expect(await rig.publisher.awaitingAnswers == 0)
+        #expect(await rig.spool.status().pending == 1)
     }
 
     @Test func transportErrorsBackOffDoublingToTheCapAndASuccessEndsIt() async throws {
@@ -203,9 +214,11 @@ struct PublisherTests {
         let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(before))
         let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
         #expect(arrivals.count == 5)
+        // Never sooner than the backoff; later only by what a loaded machine adds (a new TLS handshake each time).
         for (gap, expected) in zip(gaps, [0.2, 0.4, 0.8, 0.8]) {
-            #expect(abs(gap - expected) < 0.15, "gaps \(gaps)")
+            #expect(gap >= expected - 0.02 && gap < expected + 1, "gaps \(gaps)")
         }
+        #expect(gaps.count == 4 && gaps[2] > gaps[0], "it doubles: \(gaps)")
         let failures = await rig.connection.consecutiveFailures
         let backingOff = await rig.connection.backingOff()
         #expect(failures == 0 && backingOff == nil, "the fifth went through")
@@ -223,7 +236,7 @@ struct PublisherTests {
             await rig.simulator.clearFaults()
             _ = try? await rig.connection.fetchOutbox()  // waits the backoff out, succeeds, resets it
         }
-        #expect(waits.allSatisfy { (0.75...1.2).contains($0) }, "\(waits)")
+        #expect(waits.allSatisfy { (0.6...1.2).contains($0) }, "\(waits)")
         #expect(Set(waits.map { ($0 * 100).rounded() }).count > 1, "the waits differ: \(waits)")
     }
 

@@ -199,13 +199,19 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
             let report = PositionReport(time: now.addingTimeInterval(Double(seq)), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)
             await spool.append(PositionSample(sampledAt: Date(timeIntervalSince1970: Double(seq)), state: .fix(.threeD, .autonomous), report: report))
         }
-        // A no-fix sample from the same stretch has nothing but its 1970 system time: that one ages.
+        // A no-fix sample from the same stretch has nothing but its 1970 system time: no true time at
+        // all, so it is not aged either (it goes out with its time left out).
         await spool.append(PositionSample(sampledAt: Date(timeIntervalSince1970: 4), state: .noFix))
         // The clock is set right; the next start's first append sweeps by age.
         let later = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumAge = 3600 })
         await later.append(sample(5, at: now))
-        #expect(await later.status().dropped == ["age": 1], "only the no-fix sample with no GNSS time")
-        #expect(try await later.allSamples().filter { $0.0.sample.receiverTime != nil }.count == 4)
+        #expect(await later.status().dropped.isEmpty, "nothing dropped by age")
+        #expect(try await later.allSamples().count == 5)
+        // A sample old by a true clock still goes.
+        await later.append(PositionSample(sampledAt: now.addingTimeInterval(-7200), state: .noFix))
+        let sweeping = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumAge = 3600 })
+        await sweeping.append(sample(6, at: now))
+        #expect(await sweeping.status().dropped == ["age": 1])
     }
 
     @Test func corruptFileIsQuarantinedAndANewSpoolStarts() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Gateway
 import GPSDReplay
 import Spool
 import Testing
@@ -131,12 +132,17 @@ struct StatusWithoutRootTests {
         #expect(first.process.isRunning())
         kill(first.process.pid, SIGTERM)
         #expect(first.process.wait(timeout: 10) == 143)
+        #expect(first.stdout.last?.hasPrefix("agrigps: ") == true, "stopped by its own handler, with its summary")
         // Once the first has stopped, the directory is free again.
         let third = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state])
         defer { third.cleanUp() }
-        try await Task.sleep(for: .seconds(1))
+        let started = Date().addingTimeInterval(20)
+        while Date() < started, (Heartbeat.read(from: state + "/heartbeat.json")?.pid ?? 0) != third.process.pid {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         #expect(third.process.isRunning())
         kill(third.process.pid, SIGTERM)
         #expect(third.process.wait(timeout: 10) == 143)
+        #expect(third.stdout.last?.hasPrefix("agrigps: ") == true)
     }
 }
