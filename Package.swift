@@ -109,7 +109,7 @@ let package = Package(
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
         .target(
             name: "GPSDReplay",
-            dependencies: ["GNSS"]
+            dependencies: ["Bounds", "GNSS"]
         ),
         .executableTarget(
             name: "agrigps",

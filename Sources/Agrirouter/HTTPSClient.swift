@@ -1,3 +1,4 @@
+import Bounds
 import CCurl
 import Foundation
 import Synchronization
@@ -202,7 +203,7 @@ public struct HTTPSClient: Sendable {
     /// reaches the clamp; a NaN would otherwise trap the conversion).
     static func milliseconds(_ seconds: Double) -> Int {
         guard seconds.isFinite else { return 86_400_000 }
-        return Int(min(max(seconds * 1000, 1), 86_400_000))
+        return Bounds.clamped(seconds * 1000, to: 1...86_400_000) ?? 86_400_000
     }
 
     static func error(for code: CURLcode, detail: String, sentWholeBody: Bool = false, hasBody: Bool = false) -> TransportError {

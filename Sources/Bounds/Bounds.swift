@@ -49,13 +49,19 @@ public enum Bounds {
         return Date(timeIntervalSince1970: Double(seconds) + Double(nanos) / 1e9)
     }
 
-    /// A whole number for a finite double, rounded toward zero and clamped to Int's range; nil for NaN.
+    /// A whole number for a double, rounded toward zero and clamped to `range`; nil for NaN. Never
+    /// traps, whatever the double (±inf included): the one conversion from Double to Int here.
+    public static func clamped(_ value: Double, to range: ClosedRange<Int>) -> Int? {
+        guard !value.isNaN else { return nil }
+        if value >= Double(range.upperBound) { return range.upperBound }
+        if value <= Double(range.lowerBound) { return range.lowerBound }
+        return Int(value)
+    }
+
+    /// A whole number for a double, rounded toward zero and clamped to Int's range; nil for NaN.
     /// For showing and counting numbers that have already been range-checked: it never traps.
     public static func whole(_ value: Double) -> Int? {
-        guard !value.isNaN else { return nil }
-        if value >= 9.2e18 { return Int.max }
-        if value <= -9.2e18 { return Int.min }
-        return Int(value)
+        clamped(value, to: Int.min...Int.max)
     }
 
     /// A count read back from a file: a whole number from 0 to 10^15, else nil.

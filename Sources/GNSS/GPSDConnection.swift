@@ -1,3 +1,4 @@
+import Bounds
 import CGPS
 import Foundation
 
@@ -208,9 +209,7 @@ struct LineBuffer {
 /// A poll(2) timeout from seconds, rounded up so that a short wait does not become a busy loop;
 /// NaN, negative and huge values cannot trap.
 func pollMilliseconds(_ seconds: Double) -> Int32 {
-    guard seconds > 0 else { return 0 }
-    guard seconds < 86_400 else { return 86_400_000 }
-    return Int32((seconds * 1000).rounded(.up))
+    Int32(Bounds.clamped((seconds * 1000).rounded(.up), to: 0...86_400_000) ?? 0)
 }
 
 /// gpsd marks absent values with NaN; Swift callers get nil instead.

@@ -157,7 +157,7 @@ public struct SamplerCore: Sendable {
     private mutating func closeElapsedWallWindows(at now: ClockReading) -> [PositionSample] {
         guard case .wall(var start) = window else { return [] }
         var out: [PositionSample] = []
-        var filled = 0
+        // At most `fillLimit` turns: a longer stretch is the stall case, which returns at once.
         while now.uptime - start >= interval {
             let elapsed = now.uptime - start
             if elapsed >= Double(Self.fillLimit + 1) * interval {
@@ -170,8 +170,6 @@ public struct SamplerCore: Sendable {
             window = .wall(start: start)
             // Each missed interval is stamped at its own end by the system clock.
             out += pending != nil ? flush() : [explicitSample(at: now.wall.addingTimeInterval(end - now.uptime), uptime: end)]
-            filled += 1
-            if filled > Self.fillLimit { break }
         }
         return out
     }

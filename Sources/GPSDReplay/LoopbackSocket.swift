@@ -1,3 +1,4 @@
+import Bounds
 import Foundation
 
 /// Small loopback TCP helpers; the replay never talks beyond 127.0.0.1.
@@ -56,8 +57,8 @@ enum LoopbackSocket {
     static func readable(_ fd: Int32, timeout: Double) -> Bool {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         // Clamped: a NaN or huge timeout must not trap the conversion.
-        let milliseconds = timeout.isFinite ? Int32(min(max(timeout * 1000, 0), 86_400_000)) : 86_400_000
-        return poll(&entry, 1, milliseconds) > 0
+        let milliseconds = timeout.isFinite ? Bounds.clamped(timeout * 1000, to: 0...86_400_000) ?? 0 : 86_400_000
+        return poll(&entry, 1, Int32(milliseconds)) > 0
     }
 
     private static func loopback(port: UInt16) -> sockaddr_in {

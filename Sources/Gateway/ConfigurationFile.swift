@@ -173,7 +173,7 @@ public struct ConfigurationFile: Sendable, Equatable {
         switch key.kind {
         case .number(let range, let unit):
             guard let number, let checked = Bounds.check(number, in: range) else {
-                throw refuse("a number of \(unit) from \(Self.format(range.lowerBound)) to \(Self.format(range.upperBound))")
+                throw refuse("a number of \(unit) from \(Bounds.show(range.lowerBound)) to \(Bounds.show(range.upperBound))")
             }
             return .number(checked)
         case .integer(let range):
@@ -226,12 +226,8 @@ public struct ConfigurationFile: Sendable, Equatable {
                                                ("queue_age_warning", "queue_age_critical", merged.queueAgeWarning, merged.queueAgeCritical)]
         where low >= high {
             throw ConfigurationError(path: path, key: "[status] \(warning)",
-                                     problem: "must be less than [status] \(critical) (\(Self.format(high))), got \(Self.format(low))")
+                                     problem: "must be less than [status] \(critical) (\(Bounds.show(high))), got \(Bounds.show(low))")
         }
-    }
-
-    private static func format(_ number: Double) -> String {
-        Bounds.show(number)
     }
 
     public func number(_ section: String, _ name: String) -> Double? {

@@ -108,15 +108,16 @@ public struct GatewayDaemon: Sendable {
                 }
                 guard case .sample(let sample) = output else { continue }
                 configuration.clock?.observe(sample)
+                var rowID: Int64?
                 switch await spool.append(sample) {
                 case .heldInMemory(let error): logger.warning("sample held in memory: \(error.description)")
-                case .stored(let rowID): await heartbeat?.stored(rowID: rowID)
+                case .stored(let id): rowID = id
                 }
                 await counter.add(samples: 1)
                 if let heartbeat, await heartbeat.countsOlder(than: 10) {
                     await heartbeat.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
                 }
-                await heartbeat?.sampled(sample)
+                await heartbeat?.sampled(sample, rowID: rowID)
                 // The watchdog is fed from this loop only: if sampling into the spool stalls, systemd restarts us.
                 if let notifier {
                     let summary = await counter.summary

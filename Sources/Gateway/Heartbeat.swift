@@ -253,15 +253,15 @@ actor HeartbeatWriter {
         self.heartbeat = heartbeat
     }
 
-    func sampled(_ sample: PositionSample) {
+    /// A sample taken, and the spool's row id for it when it was committed.
+    func sampled(_ sample: PositionSample, rowID: Int64? = nil) {
+        if let rowID { heartbeat.spoolRowID = rowID }
         let summary = Heartbeat.Sample(sample)
         let changed = heartbeat.lastSample?.state != summary.state
         heartbeat.lastSample = summary
         if summary.coordinate != nil { heartbeat.lastFix = summary }
         writeIfDue(force: changed)
     }
-
-    var countedAt: Date? { heartbeat.countedAt }
 
     func counted(spool: SpoolStatus, others: OthersView?, at time: Date = Date()) {
         heartbeat.spool = Heartbeat.SpoolCounts(spool)

@@ -18,11 +18,7 @@ struct StatusCommandTests {
             if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
             daemon.cleanUp()
         }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !(FileManager.default.contents(atPath: state + "/heartbeat.json").map { String(decoding: $0, as: UTF8.self) }?
-            .contains("lastSample") ?? false) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await waitForHeartbeat(in: state) { $0.lastSample != nil }
 
         let status = try await AgrigpsCommand.run(["status", "--state-dir", state])
         #expect(status.code == 1, "\(status.stdout)")
@@ -85,11 +81,7 @@ struct StatusWithoutRootTests {
             if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
             daemon.cleanUp()
         }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !(FileManager.default.contents(atPath: state + "/heartbeat.json").map { String(decoding: $0, as: UTF8.self) }?
-            .contains("lastSample") ?? false) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await waitForHeartbeat(in: state) { $0.lastSample != nil }
         // The databases are the daemon's alone (UMask=0077 under systemd).
         for name in try FileManager.default.contentsOfDirectory(atPath: state) where name.contains(".sqlite") {
             chmod(state + "/" + name, 0o600)
@@ -121,10 +113,7 @@ struct StatusWithoutRootTests {
             if first.process.isRunning() { first.process.terminate(grace: 1) }
             first.cleanUp()
         }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !FileManager.default.fileExists(atPath: state + "/heartbeat.json") {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await waitForHeartbeat(in: state) { _ in true }
         let second = try await AgrigpsCommand.run(["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state], timeout: 10)
         #expect(second.code == 75, "\(second.stderr)")
         #expect(second.stderr.count == 1 && second.stderr.first?.contains("already uses the state directory") == true)
@@ -136,13 +125,18 @@ struct StatusWithoutRootTests {
         // Once the first has stopped, the directory is free again.
         let third = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state])
         defer { third.cleanUp() }
-        let started = Date().addingTimeInterval(20)
-        while Date() < started, (Heartbeat.read(from: state + "/heartbeat.json")?.pid ?? 0) != third.process.pid {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await waitForHeartbeat(in: state) { $0.pid == third.process.pid }
         #expect(third.process.isRunning())
         kill(third.process.pid, SIGTERM)
         #expect(third.process.wait(timeout: 10) == 143)
         #expect(third.stdout.last?.hasPrefix("agrigps: ") == true)
+    }
+}
+
+/// Waits up to 20 s until the heartbeat in `state` is there and meets `condition`.
+func waitForHeartbeat(in state: String, _ condition: (Heartbeat) -> Bool) async throws {
+    let deadline = Date().addingTimeInterval(20)
+    while Date() < deadline, !(Heartbeat.read(from: state + "/heartbeat.json").map(condition) ?? false) {
+        try await Task.sleep(for: .milliseconds(50))
     }
 }
