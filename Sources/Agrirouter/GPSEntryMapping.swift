@@ -38,9 +38,9 @@ extension GPSEntry.PositionStatus {
 extension GPSEntry {
     /// One sample as a GPSEntry: latitude north, longitude east, altitude above the WGS84 ellipsoid in
     /// millimetres (mean sea level when the ellipsoid height is unknown), the fix quality as reported,
-    /// and the receiver's time. When the receiver gave none, the sample's system time, corrected to
-    /// the best known UTC by `clock`; a time that cannot be true (a clock at 1970) is left out rather
-    /// than sent.
+    /// and the receiver's time. When the receiver gave none, the true time of the sample's monotonic
+    /// stamp, once `clock` knows it, else its system time corrected to the best known UTC; a time
+    /// that cannot be true (a clock at 1970) is left out rather than sent.
     public init(_ sample: PositionSample, correctedBy clock: TrueTime? = nil) {
         self.init()
         let report = sample.report
@@ -55,7 +55,9 @@ extension GPSEntry {
         if let pdop = report?.pdop { self.pdop = pdop }
         if let hdop = report?.hdop { self.hdop = hdop }
         if let used = report?.satellitesUsed, used > 0 { numberOfSatellites = UInt32(used) }
-        let time = report?.time ?? clock.map { $0.corrected(sample.sampledAt) } ?? sample.sampledAt
+        let time = report?.time ?? clock.map { clock in
+            sample.sampledUptime.flatMap(clock.time(atUptime:)) ?? clock.corrected(sample.sampledAt)
+        } ?? sample.sampledAt
         guard report?.time != nil || time >= TrueTime.plausibleFrom else { return }
         // Milliseconds: receivers report no finer, and whole milliseconds encode shorter.
         let seconds = time.timeIntervalSince1970

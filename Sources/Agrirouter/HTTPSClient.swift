@@ -30,6 +30,15 @@ public struct ClientCredentials: Sendable, CustomStringConvertible {
 public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var body: Data
+    /// The server's clock, from its `Date` header (whole seconds, so never ahead of it); nil without
+    /// one or with one that is not a date from 1980 to 2200.
+    public var serverDate: Date?
+
+    public init(status: Int, body: Data, serverDate: Date? = nil) {
+        self.status = status
+        self.body = body
+        self.serverDate = serverDate
+    }
 }
 
 /// A failed request, by what the user or the code can do about it.
@@ -171,9 +180,10 @@ public struct HTTPSClient: Sendable {
         }
         completed = true
         let status = Int(ccurl_response_code(handle))
-        if anyStatus { return HTTPResponse(status: status, body: response.data) }
+        let date = Self.serverDate(handle)
+        if anyStatus { return HTTPResponse(status: status, body: response.data, serverDate: date) }
         switch status {
-        case 200..<300: return HTTPResponse(status: status, body: response.data)
+        case 200..<300: return HTTPResponse(status: status, body: response.data, serverDate: date)
         case 401: throw .unauthorized
         case 403: throw .forbidden
         case 404: throw .notFound
@@ -181,6 +191,12 @@ public struct HTTPSClient: Sendable {
         case 500..<600: throw .serverError(status)
         default: throw .unexpectedStatus(status)
         }
+    }
+
+    private static func serverDate(_ handle: UnsafeMutableRawPointer) -> Date? {
+        guard let value = ccurl_header(handle, "Date") else { return nil }
+        let seconds = curl_getdate(value, nil)  // -1 when it is not a date
+        return seconds >= 0 ? Bounds.date(secondsSince1970: Double(seconds)) : nil
     }
 
     /// `perform` on a thread of libdispatch's, so a slow server never blocks the cooperative pool.

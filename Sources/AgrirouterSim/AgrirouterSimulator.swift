@@ -84,6 +84,15 @@ public final class AgrirouterSimulator: Sendable {
     // MARK: - Faults and inspection, for tests
 
     public func inject(_ fault: SimFault) async { await state.inject(fault) }
+    /// An HTTP date (RFC 9110's IMF-fixdate): "Sun, 06 Nov 1994 08:49:37 GMT".
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
     /// TCP connections accepted on the measures and commands port: each one a TLS handshake.
     public var gatewayConnections: Int { gatewayConnectionCount.value.load(ordering: .relaxed) }
     public func clearFaults() async { await state.clearFaults() }
@@ -93,6 +102,8 @@ public final class AgrirouterSimulator: Sendable {
     public func arrivals(endpoint: String) async -> [Date] { await state.arrivals(endpoint: endpoint) }
     /// When each measures or commands request arrived, in monotonic seconds.
     public func gatewayRequestArrivals() async -> [Double] { await state.gatewayRequestArrivals() }
+    /// Messages answered ACK_WITH_FAILURE for a timestamp ahead of this machine's clock.
+    public func refusedForFutureTimestamps() async -> Int { await state.refusedForFutureTimestamps() }
     public func subscriptions(endpoint: String) async -> Set<String> { await state.subscriptions(endpoint: endpoint) }
     /// The messages waiting in an endpoint's feed, unconfirmed.
     public func feed(endpoint: String) async -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { await state.feed(endpoint: endpoint) }
@@ -189,6 +200,7 @@ final class SimHTTPHandler: ChannelInboundHandler {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: response.contentType)
         headers.add(name: "Content-Length", value: String(response.body.count))
+        headers.add(name: "Date", value: AgrirouterSimulator.httpDate(Date()))  // as every real server sends; clients read agrirouter's time from it
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: response.status), headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: response.body)))), promise: nil)

@@ -18,6 +18,8 @@ actor SimState {
     private var faults: [SimFault] = []
     /// When each gateway request arrived (monotonic seconds), to check the client's spacing.
     private var requestArrivals: [Double] = []
+    /// Messages refused for a timestamp in the future.
+    private var futureTimestampsRefused = 0
 
     /// The largest base64 message agrirouter takes: 767,997 bytes of protobuf.
     static let maximumMessageCharacters = 1_024_000
@@ -162,7 +164,7 @@ actor SimState {
             return SimResponse(status: 413, body: Data("Request too large".utf8), contentType: "text/plain")
         }
         for measure in request.measures {
-            handle(measure.message, from: deviceID, now: now)
+            handle(measure.message, from: deviceID, sentAt: Double(measure.timestamp), now: now)
         }
         return SimResponse(status: 200)
     }
@@ -192,7 +194,7 @@ actor SimState {
 
     // MARK: - Messages
 
-    private func handle(_ base64: String, from deviceID: String, now: Date) {
+    private func handle(_ base64: String, from deviceID: String, sentAt: Double?, now: Date) {
         guard let request = try? RequestDecoder.decode(base64: base64) else {
             answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: "",
                    messages: [("Error occured while decoding the message.", "VAL_000300")], now: now)
@@ -208,6 +210,11 @@ actor SimState {
             return
         }
         if let problem = envelopeProblem(request, from: deviceID) {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [(problem, "VAL_000300")], now: now)
+            return
+        }
+        if let problem = Self.futureTimestamp(request, sentAt: sentAt, now: now) {
+            futureTimestampsRefused += 1
             answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [(problem, "VAL_000300")], now: now)
             return
         }
@@ -230,6 +237,18 @@ actor SimState {
             answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id,
                    messages: [("Unknown technical message type \(request.envelope.technicalMessageType)", "VAL_000300")], now: now)
         }
+    }
+
+    /// agrirouter has "some tolerance for timestamps in the past" and none for the future: a measure's
+    /// or an envelope's timestamp more than a second ahead of this machine's clock (a measure's is in
+    /// whole seconds) is refused. Payloads are not read for it: a replayed log's positions may carry
+    /// any time, and agrirouter passes payloads on as they are.
+    static func futureTimestamp(_ request: DecodedRequest, sentAt: Double?, now: Date) -> String? {
+        let limit = now.timeIntervalSince1970 + 1
+        if let sentAt, sentAt > limit { return "the measure's timestamp \(sentAt) is in the future" }
+        let envelope = request.envelope.timestamp
+        if Double(envelope.seconds) > limit { return "the envelope's timestamp \(envelope.seconds) is in the future" }
+        return nil
     }
 
     /// What agrirouter checks on every envelope before it looks at the payload.
@@ -484,6 +503,7 @@ actor SimState {
     func sentMessages(endpoint deviceID: String) -> [DecodedRequest] { endpoints[deviceID]?.sent ?? [] }
     func arrivals(endpoint deviceID: String) -> [Date] { endpoints[deviceID]?.arrivals ?? [] }
     func gatewayRequestArrivals() -> [Double] { requestArrivals }
+    func refusedForFutureTimestamps() -> Int { futureTimestampsRefused }
     func subscriptions(endpoint deviceID: String) -> Set<String> { endpoints[deviceID]?.subscriptions ?? [] }
     func feed(endpoint deviceID: String) -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { endpoints[deviceID]?.feed ?? [] }
     func confirmations(endpoint deviceID: String) -> [(messageID: String, at: Date)] { endpoints[deviceID]?.confirmations ?? [] }

@@ -44,6 +44,14 @@ static inline long long ccurl_size_uploaded(CURL *handle) {
     return (long long)size;
 }
 
+// The value of the response header `name` (its last occurrence), or NULL. Owned by libcurl until the
+// next request on the handle.
+static inline const char *ccurl_header(CURL *handle, const char *name) {
+    struct curl_header *header = NULL;
+    if (curl_easy_header(handle, name, 0, CURLH_HEADER, -1, &header) != CURLHE_OK || header == NULL) return NULL;
+    return header->value;
+}
+
 static inline long ccurl_response_code(CURL *handle) {
     long code = 0;
     curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &code);

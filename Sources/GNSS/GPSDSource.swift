@@ -45,7 +45,7 @@ public struct GPSDSource: Sendable {
     /// reports) wakes the consumer. Dropping or cancelling the stream stops the thread.
     public func sampled(by sampler: Sampler) -> AsyncStream<SamplerOutput> {
         let (stream, continuation) = AsyncStream.makeStream(of: SamplerOutput.self)
-        start(SamplingRelay(core: sampler.core(), continuation: continuation)) { stop in
+        start(sampler.relay(to: continuation)) { stop in
             continuation.onTermination = { _ in stop.set() }
         }
         return stream

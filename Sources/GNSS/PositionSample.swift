@@ -12,14 +12,19 @@ public struct PositionSample: Sendable, Equatable {
     public var clockSkew: Double?
     /// A short human-readable reason for an explicit state ("connection refused", ...).
     public var detail: String?
+    /// The monotonic clock (`uptime()`) at `sampledAt`, while this boot lasts: a sample taken while
+    /// the system clock read 1970, and that has no receiver time, gets its true time from it once a
+    /// fix tells how the two clocks relate. Nil once the machine has rebooted.
+    public var sampledUptime: Double?
 
     public init(sampledAt: Date, state: FixState, report: PositionReport? = nil,
-                clockSkew: Double? = nil, detail: String? = nil) {
+                clockSkew: Double? = nil, detail: String? = nil, sampledUptime: Double? = nil) {
         self.sampledAt = sampledAt
         self.state = state
         self.report = report
         self.clockSkew = clockSkew
         self.detail = detail
+        self.sampledUptime = sampledUptime
     }
 
     /// Receiver UTC time of the underlying report, if any.

@@ -17,15 +17,22 @@ public enum SamplerOutput: Sendable, Equatable {
 public struct Sampler: Sendable {
     public var interval: Double
     public var skewLimit: Double?
+    /// The system clock that stamps samples.
+    public var wall: WallClock
 
-    public init(interval: Double, skewLimit: Double? = 60) {
+    public init(interval: Double, skewLimit: Double? = 60, wall: WallClock = .system) {
         precondition(interval > 0, "the sampling interval must be positive")
         self.interval = interval
         self.skewLimit = skewLimit
+        self.wall = wall
     }
 
-    func core(startingAt start: ClockReading = .now()) -> SamplerCore {
-        SamplerCore(interval: interval, skewLimit: skewLimit, start: start)
+    func core() -> SamplerCore {
+        SamplerCore(interval: interval, skewLimit: skewLimit, start: wall.reading())
+    }
+
+    func relay(to continuation: AsyncStream<SamplerOutput>.Continuation) -> SamplingRelay {
+        SamplingRelay(core: core(), wall: wall, continuation: continuation)
     }
 
     private enum Input: Sendable {
@@ -51,6 +58,7 @@ public struct Sampler: Sendable {
         // Ticks only prompt a check of the clocks; a fraction of the interval keeps samples punctual.
         let tickSeconds = min(max(interval / 4, 0.01), 0.5)
         let start = core()
+        let wall = wall
         return AsyncStream { output in
             let work = Task {
                 let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
@@ -65,7 +73,7 @@ public struct Sampler: Sendable {
                     }
                 }
                 // The same relay the gpsd reader thread uses, fed from this task instead.
-                var relay = SamplingRelay(core: start, continuation: output)
+                var relay = SamplingRelay(core: start, wall: wall, continuation: output)
                 loop: for await input in inputs {
                     switch input {
                     case .event(let event): relay.take(event)
@@ -87,22 +95,23 @@ public struct Sampler: Sendable {
 /// reader thread (`GPSDSource.sampled(by:)`) or `Sampler`'s task.
 struct SamplingRelay: SourceSink {
     var core: SamplerCore
+    let wall: WallClock
     let continuation: AsyncStream<SamplerOutput>.Continuation
 
     var deadline: Double? { core.nextTick }
 
     /// The samples the event closes, then the event itself unless it is a report.
     mutating func take(_ event: SourceEvent) {
-        for sample in core.handle(event, at: .now()) { continuation.yield(.sample(sample)) }
+        for sample in core.handle(event, at: wall.reading()) { continuation.yield(.sample(sample)) }
         if case .report = event {} else { continuation.yield(.event(event)) }
     }
 
     mutating func idle() {
-        for sample in core.tick(at: .now()) { continuation.yield(.sample(sample)) }
+        for sample in core.tick(at: wall.reading()) { continuation.yield(.sample(sample)) }
     }
 
     mutating func finish() {
-        for sample in core.finish(at: .now()) { continuation.yield(.sample(sample)) }
+        for sample in core.finish(at: wall.reading()) { continuation.yield(.sample(sample)) }
         continuation.finish()
     }
 }

@@ -10,8 +10,6 @@ public struct ClockReading: Sendable, Equatable {
         self.uptime = uptime
         self.wall = wall
     }
-
-    public static func now() -> ClockReading { ClockReading(uptime: GNSS.uptime(), wall: Date()) }
 }
 
 /// The sampling rules, free of threads and timers so that tests can drive them with any clock.
@@ -43,7 +41,7 @@ public struct SamplerCore: Sendable {
     }
 
     private var window: Window
-    private var pending: (report: PositionReport, arrival: Date)?
+    private var pending: (report: PositionReport, arrival: ClockReading)?
     private var condition: Condition = .awaitingReports
     private var activeDevices: Set<String> = []
     private var lastReportUptime: Double?
@@ -138,7 +136,7 @@ public struct SamplerCore: Sendable {
             // Gaining or losing the fix inside one interval must not hide the state it left.
             out += flush()
         }
-        pending = (report, now.wall)
+        pending = (report, now)
         return out
     }
 
@@ -177,8 +175,8 @@ public struct SamplerCore: Sendable {
     private mutating func flush() -> [PositionSample] {
         guard let (report, arrival) = pending else { return [] }
         pending = nil
-        return [PositionSample(sampledAt: arrival, state: report.fixState, report: report,
-                               clockSkew: skew(of: report, at: arrival))]
+        return [PositionSample(sampledAt: arrival.wall, state: report.fixState, report: report,
+                               clockSkew: skew(of: report, at: arrival.wall), sampledUptime: arrival.uptime)]
     }
 
     /// Seconds without any report, from a receiver that was reporting, after which an interval with no
@@ -187,6 +185,12 @@ public struct SamplerCore: Sendable {
     static let silentAfter = 2.5
 
     private func explicitSample(at wall: Date, uptime: Double) -> PositionSample {
+        var sample = explicitState(at: wall, uptime: uptime)
+        sample.sampledUptime = uptime
+        return sample
+    }
+
+    private func explicitState(at wall: Date, uptime: Double) -> PositionSample {
         switch condition {
         case .unreachable(let detail):
             return PositionSample(sampledAt: wall, state: .gpsdUnreachable, detail: detail)

@@ -56,6 +56,13 @@ public struct NMEALog: Sendable {
         self.lines = lines
     }
 
+    init(path: String, sentenceCount: Int, replacedBytes: ReplacedBytes?, lines: [FeedLine]) {
+        self.path = path
+        self.sentenceCount = sentenceCount
+        self.replacedBytes = replacedBytes
+        self.lines = lines
+    }
+
     /// Bytes gpsd reads as NMEA, or skips harmlessly: printable ASCII, TAB, CR, and NUL (a receiver
     /// that reboots mid-sentence writes runs of NUL). Any other control byte can start a binary
     /// frame in gpsd's packet sniffer: DLE (0x10) followed by a byte from 0x13 up opens a TSIP frame

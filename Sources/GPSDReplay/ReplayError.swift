@@ -6,6 +6,7 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     case logEmpty(String)
     case logBinary(String, offset: Int)
     case logHasNoSentences(String)
+    case logHasNoTimes(String)
     case gpsdMissing(String)
     case gpsdFailedToStart(String)
     case system(String)
@@ -20,6 +21,8 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(path) is not an NMEA text log (binary data at byte \(offset))"
         case .logHasNoSentences(let path):
             return "\(path) holds no NMEA sentences (no line starts with '$' or '!')"
+        case .logHasNoTimes(let path):
+            return "\(path) has no sentence with a valid time (GGA, RMC, GLL, ZDA, GNS) to move to now; replay it without --retime"
         case .gpsdMissing(let path): return "gpsd not found at \(path); install the gpsd package"
         case .gpsdFailedToStart(let reason): return "the private gpsd did not start: \(reason)"
         case .system(let reason): return reason
@@ -30,7 +33,7 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     public var exitCode: Int32 {
         switch self {
         case .logNotFound, .logIsDirectory, .logUnreadable: return 66  // EX_NOINPUT
-        case .logEmpty, .logBinary, .logHasNoSentences: return 65      // EX_DATAERR
+        case .logEmpty, .logBinary, .logHasNoSentences, .logHasNoTimes: return 65      // EX_DATAERR
         case .gpsdMissing, .gpsdFailedToStart: return 69                // EX_UNAVAILABLE
         case .system: return 71                                         // EX_OSERR
         }

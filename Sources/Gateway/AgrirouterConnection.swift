@@ -87,15 +87,21 @@ public actor AgrirouterConnection {
     /// Whether a request could be stamped with a true time now.
     public nonisolated var timeIsKnown: Bool { clock.map { $0.now() != nil } ?? true }
 
+    /// Whether that time comes from a fix or agrirouter's own clock, not from the system clock alone,
+    /// which may be hours fast: agrirouter would refuse what it stamps.
+    public nonisolated var timeIsVerified: Bool { clock?.isVerified ?? true }
+
     /// Seconds until the backoff allows the next request; nil when not backing off.
     public func backingOff() -> Double? {
         retryAt.map { max(0, $0 - uptime()) }
     }
 
-    /// A request went through (whatever agrirouter made of it): the backoff ends.
-    private func succeeded() {
+    /// A request went through (whatever agrirouter made of it): the backoff ends, and agrirouter's
+    /// clock, if it told it, bounds the true time.
+    private func succeeded(at serverDate: Date?) {
         consecutiveFailures = 0
         retryAt = nil
+        if let serverDate { clock?.observe(serverTime: serverDate) }
     }
 
     /// A transport error: the next request waits out a longer backoff.
@@ -146,13 +152,13 @@ public actor AgrirouterConnection {
         await waitForTurn()
         bodyBytesSent += body.count
         do {
-            _ = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
-                                      headers: ["Content-Type: application/json"], credentials: credentials)
+            let response = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
+                                                 headers: ["Content-Type: application/json"], credentials: credentials)
+            succeeded(at: response.serverDate)
         } catch {
             failed()
             throw .transport(error)
         }
-        succeeded()
         return message
     }
 
@@ -168,7 +174,7 @@ public actor AgrirouterConnection {
                 failed()
                 throw error
             }
-            succeeded()
+            succeeded(at: response.serverDate)
             items = try OutboxItem.list(from: response.body)
         } catch let error as TransportError {
             throw .transport(error)

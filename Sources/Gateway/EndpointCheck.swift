@@ -1,5 +1,6 @@
 import Agrirouter
 import Foundation
+import GNSS
 
 /// Whether agrirouter still knows this endpoint: someone may delete it in agrirouter's UI, and
 /// agrirouter offboards endpoints idle for 18 months. dke:ping answers ACK while the endpoint
@@ -11,7 +12,8 @@ struct EndpointCheck: Sendable {
     var interval: Double
     /// A ping unanswered this long is asked again: the outbox keeps answers 5 minutes.
     var answerTimeout: Double = 300
-    private(set) var lastSent: Date?
+    /// When the last ping went out, on the monotonic clock.
+    private(set) var lastSent: Double?
     private var awaiting: String?
     /// Set once a ping, or the set-up, says the endpoint is gone; it does not come back by itself.
     private(set) var deletedAt: Date?
@@ -22,15 +24,15 @@ struct EndpointCheck: Sendable {
     }
 
     /// Whether to send a ping now.
-    mutating func isDue(now: Date) -> Bool {
-        if awaiting != nil, let sent = lastSent, now.timeIntervalSince(sent) >= answerTimeout {
+    mutating func isDue(uptimeNow now: Double) -> Bool {
+        if awaiting != nil, let sent = lastSent, now - sent >= answerTimeout {
             (awaiting, wanted) = (nil, true)  // its answer was lost: ask again
         }
         guard awaiting == nil, deletedAt == nil else { return false }
-        return wanted || lastSent.map { now.timeIntervalSince($0) >= interval } ?? true
+        return wanted || lastSent.map { now - $0 >= interval } ?? true
     }
 
-    mutating func sent(_ id: String, at now: Date) {
+    mutating func sent(_ id: String, uptimeNow now: Double) {
         (awaiting, lastSent, wanted) = (id, now, false)
     }
 
@@ -42,8 +44,8 @@ struct EndpointCheck: Sendable {
         if codes.contains(Self.unknownEndpoint) { wanted = true }
     }
 
-    mutating func suspectCertificateRefusals(_ count: Int) {
-        if count >= 3, lastSent.map({ Date().timeIntervalSince($0) >= 300 }) ?? true { wanted = true }
+    mutating func suspectCertificateRefusals(_ count: Int, uptimeNow: Double = uptime()) {
+        if count >= 3, lastSent.map({ uptimeNow - $0 >= 300 }) ?? true { wanted = true }
     }
 
     /// Takes the ping's answer out of `responses`, if it is there, and returns the rest.

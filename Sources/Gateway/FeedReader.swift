@@ -1,6 +1,7 @@
 import Agrirouter
 import Bounds
 import Foundation
+import GNSS
 import Logging
 import SwiftProtobuf
 
@@ -55,6 +56,8 @@ public actor FeedReader {
     private let ownEndpointID: String
     private let configuration: Configuration
     private let logger: Logger
+    /// The feed's query windows are agrirouter's time: the best known UTC, not the system clock's.
+    private let clock: TrueTime?
     private var awaiting: [String: (request: Request, sentAt: Date)] = [:]
     private var toConfirm: [String] = []
     private var listWanted = false
@@ -66,8 +69,9 @@ public actor FeedReader {
     public private(set) var counters = Counters()
 
     public init(store: OtherMachinesStore, connection: AgrirouterConnection, ownEndpointID: String,
-                configuration: Configuration = Configuration(), logger: Logger = Logger(label: "agrigps.feed")) {
+                configuration: Configuration = Configuration(), clock: TrueTime? = nil, logger: Logger = Logger(label: "agrigps.feed")) {
         self.store = store
+        self.clock = clock
         self.connection = connection
         self.ownEndpointID = ownEndpointID
         self.configuration = configuration
@@ -75,7 +79,8 @@ public actor FeedReader {
     }
 
     /// After capabilities and subscription: name the others, catch up on the feed, clean it.
-    public func connected(now: Date = Date()) {
+    public func connected(now: Date? = nil) {
+        let now = now ?? clock?.bestGuess() ?? Date()
         listWanted = true
         query = (now.addingTimeInterval(-configuration.catchUpWindow), now, configuration.maximumPages)
         deleteBefore = now.addingTimeInterval(-configuration.catchUpWindow)
@@ -93,7 +98,8 @@ public actor FeedReader {
     // MARK: - Answers and pushes
 
     /// Takes the outbox items that are its business (pushes, answers to its requests) and returns the rest.
-    public func absorb(_ responses: [DecodedResponse], now: Date = Date()) async -> [DecodedResponse] {
+    public func absorb(_ responses: [DecodedResponse], now: Date? = nil) async -> [DecodedResponse] {
+        let now = now ?? clock?.bestGuess() ?? Date()
         var rest: [DecodedResponse] = []
         for response in responses {
             if response.envelope.type == .pushNotification {
@@ -169,7 +175,8 @@ public actor FeedReader {
     /// Makes the most urgent request that is due, if any: confirms first (agrirouter re-delivers
     /// what is not confirmed), then names, then feed queries and clean-up. Returns whether it sent one.
     @discardableResult
-    public func step(now: Date = Date()) async throws(GatewayError) -> Bool {
+    public func step(now: Date? = nil) async throws(GatewayError) -> Bool {
+        let now = now ?? clock?.bestGuess() ?? Date()
         expireUnanswered(now: now)
         if let listedAt, now.timeIntervalSince(listedAt) >= configuration.endpointRefresh { listWanted = true }
         if let due = nextSafetyQuery, now >= due, query == nil {

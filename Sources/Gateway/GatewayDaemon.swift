@@ -76,13 +76,16 @@ public struct GatewayDaemon: Sendable {
 
     /// Runs on a live gpsd, sampled on its reader thread.
     public func run(gpsd: GPSDSource) async -> Summary {
-        await run(sampled: gpsd.sampled(by: Sampler(interval: configuration.samplingInterval)))
+        await run(sampled: gpsd.sampled(by: Sampler(interval: configuration.samplingInterval, wall: wall)))
     }
 
     /// Runs on a stream of events, sampled here; for replays and tests.
     public func run(events: AsyncStream<SourceEvent>, skewLimit: Double? = 60) async -> Summary {
-        await run(sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit).outputs(from: events))
+        await run(sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit, wall: wall).outputs(from: events))
     }
+
+    /// The system clock, as the clock the daemon was given reads it.
+    private var wall: WallClock { configuration.clock?.wall ?? .system }
 
     /// Runs until cancelled, or, for a finite source, until it ends and the spool has been sent.
     public func run(sampled source: AsyncStream<SamplerOutput>) async -> Summary {
@@ -127,7 +130,7 @@ public struct GatewayDaemon: Sendable {
         }
         let reader = both(connection, others).map { connection, store in
             FeedReader(store: store, connection: connection, ownEndpointID: connection.endpoint.deviceAlternateId,
-                       configuration: configuration.feed, logger: logger)
+                       configuration: configuration.feed, clock: configuration.clock, logger: logger)
         }
         let publishing = Task { [self] in await publish(counter: counter, heartbeat: heartbeat, reader: reader) }
         await withTaskCancellationHandler {
@@ -165,6 +168,8 @@ public struct GatewayDaemon: Sendable {
             return
         }
         let publisher = Publisher(spool: spool, connection: connection, clock: configuration.clock, logger: logger)
+        // When the set-up was last acknowledged, on the monotonic clock: a clock step neither
+        // repeats it at once nor puts it off for hours.
         var setUpAt = remembered(setup, connection)
         if setUpAt != nil {
             // Capabilities and subscription stand; the feed is still read back on connect, as agrirouter asks.
@@ -174,18 +179,30 @@ public struct GatewayDaemon: Sendable {
         var readerTurn = false
         var check = EndpointCheck(interval: configuration.endpointCheckInterval)
         var certificateRefusals = 0
+        var probedTime = false
         while !Task.isCancelled {
-            if setUpAt.map({ Date().timeIntervalSince($0) > configuration.setupRenewal }) ?? true {
+            // Nothing stamped goes out on the system clock's word alone while an outbox poll (which
+            // carries no timestamp) can learn agrirouter's time from its answer first.
+            // Once is enough: an answer without a `Date` leaves the system clock as the best known.
+            if !probedTime, !connection.timeIsVerified {
+                guard let settled = await learnTime(connection, publisher: publisher, reader: reader, check: &check, heartbeat: heartbeat) else {
+                    try? await Task.sleep(for: .seconds(configuration.sendInterval))
+                    continue
+                }
+                await counter.add(acknowledged: settled)
+            }
+            probedTime = true
+            if setUpAt.map({ uptime() - $0 > configuration.setupRenewal }) ?? true {
                 do {
                     let seen = try await setup.run(on: connection)
-                    let settled = await publisher.absorb(check.absorb(await reader?.absorb(seen) ?? seen, now: Date()))
+                    let settled = await publisher.absorb(check.absorb(await reader?.absorb(seen) ?? seen, now: trueNow()))
                     await counter.add(acknowledged: settled.acknowledged)
-                    setUpAt = Date()
-                    remember(setup, connection, at: setUpAt ?? Date())
+                    setUpAt = uptime()
+                    remember(setup, connection, at: trueNow())
                     await reader?.connected()
                     logger.info("capabilities and subscription acknowledged")
                 } catch {
-                    check.setUpRefused(error, now: Date())
+                    check.setUpRefused(error, now: trueNow())
                     await heartbeat?.endpointDeleted(at: check.deletedAt)
                     await heartbeat?.failed("endpoint set-up: \(error.description)")
                     await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
@@ -213,12 +230,20 @@ public struct GatewayDaemon: Sendable {
         }
     }
 
-    /// When the same set-up was acknowledged within `setupRenewal`, by the record; nil to run it now.
-    private func remembered(_ setup: EndpointSetup, _ connection: AgrirouterConnection) -> Date? {
+    /// When (on the monotonic clock) the same set-up was acknowledged within `setupRenewal`, by the
+    /// record; nil to run it now.
+    private func remembered(_ setup: EndpointSetup, _ connection: AgrirouterConnection) -> Double? {
         guard let path = configuration.setupRecordPath, let record = EndpointSetupRecord.read(from: path) else { return nil }
         let endpoint = connection.endpoint.deviceAlternateId
+        let now = trueNow()
         return record.stillValid(endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint),
-                                 maximumAge: configuration.setupRenewal)
+                                 maximumAge: configuration.setupRenewal, now: now)
+            .map { uptime() - now.timeIntervalSince($0) }
+    }
+
+    /// The best known UTC, or the system clock's reading while it is unknown.
+    private func trueNow() -> Date {
+        configuration.clock?.bestGuess() ?? Date()
     }
 
     private func remember(_ setup: EndpointSetup, _ connection: AgrirouterConnection, at time: Date) {
@@ -249,7 +274,7 @@ public struct GatewayDaemon: Sendable {
             if readerTurn, let reader, try await reader.step() {
                 readerTurn = false
             } else {
-                let settled = await publisher.absorb(check.absorb(try await pollOutbox(connection, reader: reader), now: Date()))
+                let settled = await publisher.absorb(check.absorb(try await pollOutbox(connection, reader: reader), now: trueNow()))
                 report.acknowledged = settled.acknowledged
                 report.refusals += settled.refusals
                 readerTurn = true
@@ -281,12 +306,26 @@ public struct GatewayDaemon: Sendable {
         await heartbeat.stored(rowID: highest)
     }
 
+    /// Polls the outbox, handing its answers on as any poll does, for the `Date` of its answer.
+    /// Returns the samples its answers acknowledged; nil when the poll failed.
+    private func learnTime(_ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
+                           check: inout EndpointCheck, heartbeat: HeartbeatWriter?) async -> Int? {
+        do throws(GatewayError) {
+            return await publisher.absorb(check.absorb(try await pollOutbox(connection, reader: reader), now: trueNow())).acknowledged
+        } catch {
+            logger.warning("\(error.description)")
+            await heartbeat?.failed(error.description)
+            await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
+            return nil
+        }
+    }
+
     /// Sends dke:ping when the check wants one; its answer comes with the next outbox poll.
     private func pingIfDue(_ check: inout EndpointCheck, _ connection: AgrirouterConnection) async {
-        guard check.isDue(now: Date()) else { return }
+        guard check.isDue(uptimeNow: uptime()) else { return }
         do throws(GatewayError) {
             let sent = try await connection.send(TechnicalMessageType.ping, payload: nil)
-            check.sent(sent.applicationMessageID, at: Date())
+            check.sent(sent.applicationMessageID, uptimeNow: uptime())
         } catch {
             check.notSent()
             logger.warning("dke:ping: \(error.description)")
@@ -347,11 +386,10 @@ public struct GatewayDaemon: Sendable {
         return await reader?.absorb(responses) ?? responses
     }
 
-    /// Waits until nothing is left to send or in flight, or the drain timeout passes.
     /// Waits until nothing is left to send or in flight, and the feed has been read, or the drain timeout passes.
     private func drain(reader: FeedReader?) async {
-        let deadline = Date().addingTimeInterval(configuration.drainTimeout)
-        while Date() < deadline && !Task.isCancelled {
+        let deadline = uptime() + configuration.drainTimeout
+        while uptime() < deadline && !Task.isCancelled {
             let status = await spool.status()
             let feedRead = await reader?.hasCaughtUp ?? true
             if status.pending + status.inFlight + status.failed == 0 && feedRead { return }

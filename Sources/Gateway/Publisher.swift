@@ -24,8 +24,9 @@ public actor Publisher {
     private let byteBudget: Int
     /// Corrects the time of samples that have no receiver time; nil leaves their system time.
     private let clock: TrueTime?
-    /// Batches sent and not yet answered, by application_message_id, with when they went out.
-    private var awaiting: [String: Date] = [:]
+    /// Batches sent and not yet answered, by application_message_id, with when they went out on the
+    /// monotonic clock: a step of the system clock neither resends them early nor strands them.
+    private var awaiting: [String: Double] = [:]
     private var adoptedEarlierBatches = false
 
     public init(spool: Spool, connection: AgrirouterConnection, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
@@ -43,7 +44,8 @@ public actor Publisher {
     /// Outbox items someone else fetched (the daemon's outbox poll, the endpoint set-up): answers to
     /// our batches among them settle those batches, exactly as if this publisher had fetched them.
     @discardableResult
-    public func absorb(_ responses: [DecodedResponse], now: Date = Date()) async -> CycleReport {
+    public func absorb(_ responses: [DecodedResponse], now: Date? = nil) async -> CycleReport {
+        let now = now ?? bestGuess()
         var report = CycleReport()
         await settle(responses, into: &report, now: now)
         return report
@@ -52,16 +54,22 @@ public actor Publisher {
     /// One step: settle answers for what was sent, then publish the next batch if the spool has one.
     /// A batch that cannot be handed over goes back to pending at once, with no failure counted.
     /// With `fetchingAnswers` false, the caller polls the outbox and hands the answers to `absorb`.
-    public func cycle(now: Date = Date(), inFlightTimeout: Double = 300, fetchingAnswers: Bool = true) async -> CycleReport {
+    /// `now` is the best known UTC (kept in the spool); `uptimeNow` the monotonic clock, which times
+    /// the wait for answers.
+    public func cycle(now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = 300,
+                      fetchingAnswers: Bool = true) async -> CycleReport {
+        let now = now ?? bestGuess()
         var report = CycleReport()
         if !adoptedEarlierBatches {
             // A batch a killed predecessor sent may have its answer waiting in the outbox: wait for
-            // it rather than sending the batch twice.
+            // it rather than sending the batch twice. Its send time is from another run, so only
+            // as good as the clock was then: the wait it leaves is kept within the timeout.
             adoptedEarlierBatches = true
-            for (id, sentAt) in (try? await spool.inFlightBatches()) ?? [] { awaiting[id] = sentAt }
+            for (id, sentAt) in (try? await spool.inFlightBatches()) ?? [] {
+                awaiting[id] = uptimeNow - min(max(now.timeIntervalSince(sentAt), 0), inFlightTimeout)
+            }
         }
-        // Unanswered past the outbox's life: the spool returns those samples to pending by itself.
-        awaiting = awaiting.filter { now.timeIntervalSince($0.value) < inFlightTimeout }
+        await giveUpOn(awaiting.filter { uptimeNow - $0.value >= inFlightTimeout }.map(\.key))
         if fetchingAnswers && !awaiting.isEmpty {
             do {
                 try await settle(&report, now: now)
@@ -90,7 +98,7 @@ public actor Publisher {
         list.gpsEntries = batch.samples.map { GPSEntry($0.sample, correctedBy: clock) }
         do {
             try await connection.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id)
-            awaiting[batch.id] = now.addingTimeInterval(wait)  // when it went out, after the wait for its turn
+            awaiting[batch.id] = uptimeNow + wait  // when it went out, after the wait for its turn
             report.published = batch.samples.count
         } catch .transport(.payloadTooLarge) {
             // Sending the same batch again would meet the same 413: count it as a failure, so it
@@ -102,7 +110,7 @@ public actor Publisher {
                 // The request may have reached agrirouter and its answer may be on its way to the
                 // outbox: wait for it like for any batch sent. Without one within the outbox's life,
                 // the spool returns the batch to pending and it is sent again.
-                awaiting[batch.id] = now.addingTimeInterval(wait)  // when it went out, after the wait for its turn
+                awaiting[batch.id] = uptimeNow + wait
                 report.published = batch.samples.count
             } else {
                 try? await spool.release(batch: batch.id)
@@ -110,6 +118,25 @@ public actor Publisher {
             report.error = error
         }
         return report
+    }
+
+    /// Unanswered past the outbox's life: the answer will not come, so the samples go back to pending
+    /// and are sent again (the spool counts them as resent). One that cannot be released yet is kept.
+    private func giveUpOn(_ ids: [String]) async {
+        for id in ids {
+            do {
+                try await spool.release(batch: id)
+                awaiting[id] = nil
+                logger.notice("no answer for batch \(id) within the outbox's life; its samples are sent again")
+            } catch {
+                logger.error("spool: \(error.description)")
+            }
+        }
+    }
+
+    /// The best known UTC, or the system clock's reading while it is unknown.
+    private func bestGuess() -> Date {
+        clock?.bestGuess() ?? Date()
     }
 
     /// Whether a failed POST may still have been received: its whole body went out, then it timed

@@ -27,7 +27,9 @@ public actor Spool {
     /// Rows not yet sent: eviction takes the oldest of these. Withheld rows (taken while sharing was
     /// paused) are never sent but count here, so they are the first to go when space runs out.
     static let unsent = "delivery IN ('pending', 'failed', 'parked', 'withheld')"
-    static let sendable = "(delivery = 'pending' OR (delivery = 'failed' AND retry_after <= :now))"
+    /// A retry time further ahead than the longest delay was set by a clock that has since been
+    /// stepped back: it is due now rather than hours or years from now.
+    static let sendable = "(delivery = 'pending' OR (delivery = 'failed' AND (retry_after <= :now OR retry_after > :now + :longest)))"
 
     /// Opens (creating if needed) the spool at `path`. Never fails: a corrupt file is moved aside and
     /// a new spool started; a file that cannot be opened leaves the spool holding samples in memory
@@ -62,7 +64,7 @@ public actor Spool {
         guard let database = database ?? reopenIfDue() else { return hold(incoming) }
         let writes = ring + incoming
         do {
-            let now = Date().timeIntervalSince1970
+            let now = configuration.clock().timeIntervalSince1970
             let recovered = fault
             let (ids, added) = try database.write { db in
                 if let recovered {
@@ -218,12 +220,12 @@ public actor Spool {
     /// under `id`, and returns them in the order they were taken. Nil when nothing is waiting.
     public func takeBatch(id: String = UUID().uuidString.lowercased(),
                           byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
-                          maximumEntries: Int = 20_000, now: Date = Date()) throws(SpoolError) -> SpoolBatch? {
-        let now = now.timeIntervalSince1970
+                          maximumEntries: Int = 20_000, now: Date? = nil) throws(SpoolError) -> SpoolBatch? {
+        let now = (now ?? configuration.clock()).timeIntervalSince1970
+        let longest = configuration.maximumRetryDelay
         return try write { db in
-            try self.reclaimExpired(now: now, in: db)
             let rows = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(Self.sendable) ORDER BY id LIMIT :limit",
-                                        arguments: ["now": now, "limit": maximumEntries])
+                                        arguments: ["now": now, "longest": longest, "limit": maximumEntries])
             var (bytes, lastID): (Int, Int64?) = (0, nil)
             for row in rows {
                 let size = SampleColumns.wireSize(row)
@@ -234,11 +236,11 @@ public actor Spool {
             guard let lastID else { return nil }
             // Rows that carry a batch id were sent before: agrirouter may get them twice. Count them.
             let resent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(Self.sendable) AND id <= :last AND batch_id IS NOT NULL",
-                                          arguments: ["now": now, "last": lastID]) ?? 0
+                                          arguments: ["now": now, "longest": longest, "last": lastID]) ?? 0
             if resent > 0 { try SpoolState.add(resent, to: "resent", in: db) }
             // The same predicate over the same prefix of ids marks exactly the rows counted above.
             try db.execute(sql: "UPDATE sample SET delivery = 'in_flight', batch_id = :batch, sent_at = :now WHERE \(Self.sendable) AND id <= :last",
-                           arguments: ["batch": id, "now": now, "last": lastID])
+                           arguments: ["batch": id, "now": now, "longest": longest, "last": lastID])
             let samples = try Row.fetchAll(db, sql: SampleColumns.select + " WHERE batch_id = ? AND delivery = 'in_flight' ORDER BY id", arguments: [id])
             return SpoolBatch(id: id, samples: samples.map(SampleColumns.spooled))
         }
@@ -247,8 +249,8 @@ public actor Spool {
     /// agrirouter acknowledged batch `id`: its samples leave the spool (or are kept as history).
     /// A late acknowledgement for a batch that already went back to pending still counts.
     @discardableResult
-    public func acknowledge(batch id: String, now: Date = Date()) throws(SpoolError) -> Int {
-        let now = now.timeIntervalSince1970
+    public func acknowledge(batch id: String, now: Date? = nil) throws(SpoolError) -> Int {
+        let now = (now ?? configuration.clock()).timeIntervalSince1970
         let (count, bytes) = try write { db in
             let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'",
                                         arguments: [id])
@@ -268,8 +270,8 @@ public actor Spool {
 
     /// Sending batch `id` failed (agrirouter said ACK_WITH_FAILURE, say). Its samples are retried after
     /// a growing delay, and parked after `parkAfterFailures` failures.
-    public func fail(batch id: String, reason: String, now: Date = Date()) throws(SpoolError) {
-        let now = now.timeIntervalSince1970
+    public func fail(batch id: String, reason: String, now: Date? = nil) throws(SpoolError) {
+        let now = (now ?? configuration.clock()).timeIntervalSince1970
         try write { db in
             try db.execute(sql: """
                 UPDATE sample SET attempts = attempts + 1, last_error = :reason,
@@ -281,7 +283,8 @@ public actor Spool {
         }
     }
 
-    /// Batch `id` was never handed over (no network, say): back to pending with no failure counted.
+    /// Batch `id` was never handed over (no network, say), or its answer did not come within the
+    /// outbox's life: back to pending with no failure counted.
     public func release(batch id: String) throws(SpoolError) {
         try write { db in
             try db.execute(sql: "UPDATE sample SET delivery = 'pending' WHERE batch_id = ? AND delivery = 'in_flight'", arguments: [id])
@@ -289,10 +292,11 @@ public actor Spool {
     }
 
     /// Returns in-flight samples older than the timeout to pending; a crash or a lost acknowledgement
-    /// becomes a resend, never a loss. `takeBatch` does this too.
+    /// becomes a resend, never a loss. For a process other than the publisher, which releases the
+    /// batches it gives up on itself, timed on the monotonic clock.
     @discardableResult
-    public func reclaimExpiredBatches(now: Date = Date()) throws(SpoolError) -> Int {
-        try write { db in try self.reclaimExpired(now: now.timeIntervalSince1970, in: db) }
+    public func reclaimExpiredBatches(now: Date? = nil) throws(SpoolError) -> Int {
+        try write { db in try self.reclaimExpired(now: (now ?? configuration.clock()).timeIntervalSince1970, in: db) }
     }
 
     private func reclaimExpired(now: Double, in db: Database) throws -> Int {
@@ -329,7 +333,7 @@ public actor Spool {
     /// the user turned sharing off for that time. The setting lives in the database, so another process
     /// (`agrigps pause`) reaches a running daemon through it.
     public func setSharing(paused: Bool) throws(SpoolError) {
-        try write { db in try SpoolState.set("sharing", number: Date().timeIntervalSince1970, text: paused ? "paused" : "active", in: db) }
+        try write { db in try SpoolState.set("sharing", number: configuration.clock().timeIntervalSince1970, text: paused ? "paused" : "active", in: db) }
     }
 
     public func isSharingPaused() -> Bool {
@@ -346,7 +350,8 @@ public actor Spool {
 
     // MARK: - Status
 
-    public func status(now: Date = Date()) -> SpoolStatus {
+    public func status(now: Date? = nil) -> SpoolStatus {
+        let now = now ?? configuration.clock()
         var status = SpoolStatus()
         status.heldInMemory = ring.count
         status.storageFault = fault
@@ -368,7 +373,8 @@ public actor Spool {
                 }
                 // A file of ours is still input: every number is checked before use, so a damaged or
                 // edited row gives an unknown, never a trap.
-                let oldest = try Row.fetchOne(db, sql: "SELECT MIN(sampled_at) AS oldest FROM sample WHERE delivery IN ('pending', 'failed')")
+                // Judged as the age cap judges it: a sample stamped at "1970" is not 56 years old.
+                let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.age)) AS oldest FROM sample WHERE delivery IN ('pending', 'failed')")
                 status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { now.timeIntervalSince1970 - $0 }
                 for row in try Row.fetchAll(db, sql: "SELECT name, number, text FROM spool_state") {
                     guard let name = row.text("name", limit: 100) else { continue }
@@ -415,7 +421,7 @@ public actor Spool {
     /// Every spooled sample in append order, whatever its delivery state; for inspection and tests.
     public func allSamples() throws(SpoolError) -> [(SpooledSample, delivery: String)] {
         try read { db in
-            try Row.fetchAll(db, sql: SampleColumns.select.replacingOccurrences(of: "wire_size FROM", with: "wire_size, delivery FROM") + " ORDER BY id")
+            try Row.fetchAll(db, sql: SampleColumns.select.replacingOccurrences(of: " FROM sample", with: ", delivery FROM sample") + " ORDER BY id")
                 .map { (SampleColumns.spooled($0), $0["delivery"]) }
         }
     }

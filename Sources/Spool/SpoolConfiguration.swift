@@ -1,3 +1,4 @@
+import Foundation
 import GNSS
 
 /// How the spool behaves. Every limit has a default that suits a box sampling once a second.
@@ -9,9 +10,10 @@ public struct SpoolConfiguration: Sendable {
     public var maximumRows = 500_000
     /// Most encoded bytes (the `wireSize` of each row) kept unacknowledged.
     public var maximumBytes = 64 * 1024 * 1024
-    /// Samples older than this (system time) are dropped unless in flight. Seconds.
+    /// Samples older than this, by both their system and their GNSS time, are dropped unless in flight. Seconds.
     public var maximumAge: Double = 30 * 24 * 3600
-    /// In-flight batches older than this return to pending. agrirouter's outbox keeps answers 5 minutes.
+    /// In-flight batches older than this return to pending when `reclaimExpiredBatches` is called (the
+    /// publisher times its own batches on the monotonic clock). agrirouter's outbox keeps answers 5 minutes.
     public var inFlightTimeout: Double = 300
     /// Keep acknowledged rows this long (seconds) for inspection; 0 deletes them on acknowledgement.
     public var acknowledgedHistory: Double = 0
@@ -27,6 +29,9 @@ public struct SpoolConfiguration: Sendable {
     /// SQLite's `max_page_count`: a hard ceiling on the file, so that the spool meets "disk full"
     /// before the disk does. Nil leaves SQLite's default.
     public var maximumPageCount: Int?
+    /// The time the spool keeps its own times by (age cap, retries, state changes): the daemon gives
+    /// its best known UTC, so a wrong system clock neither ages samples out nor delays retries.
+    public var clock: @Sendable () -> Date = { Date() }
     /// SQLite busy timeout, seconds.
     public var busyTimeout: Double = 5
     /// Encoded size of one sample in a GPSList, framing included. The link layer knows the exact

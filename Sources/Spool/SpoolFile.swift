@@ -17,7 +17,7 @@ enum SpoolFile {
             do {
                 let opened = try openChecked(path: path, configuration: configuration)
                 try opened.database.write { db in
-                    try SpoolState.set("quarantined_file", number: Date().timeIntervalSince1970, text: aside, in: db)
+                    try SpoolState.set("quarantined_file", number: configuration.clock().timeIntervalSince1970, text: aside, in: db)
                 }
                 return .success(opened)
             } catch let error as SpoolError {
@@ -59,6 +59,7 @@ enum SpoolFile {
                 throw SpoolError(kind: .corrupt, sqliteCode: 11, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))", path: path)
             }
             try SpoolSchema.migrator.migrate(database)
+            try database.write(SpoolSchema.forgetOtherBoots)
             let queued = try database.read { db in
                 try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE delivery != 'acknowledged'")
             }

@@ -30,7 +30,7 @@ enum SampleColumns {
     private static let columns = [
         "sampled_at", "receiver_time", "state", "state_reason", "gpsd_mode", "gpsd_status",
         "latitude", "longitude", "altitude_hae", "altitude_msl", "speed", "track", "hdop", "pdop", "satellites_used",
-        "device", "clock_skew", "detail", "wire_size",
+        "device", "clock_skew", "detail", "wire_size", "sampled_uptime",
     ]
 
     /// A sample taken while sharing is paused is withheld for good. The state is read by the insert
@@ -43,7 +43,7 @@ enum SampleColumns {
     static let select = """
         SELECT id, sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,
             latitude, longitude, altitude_hae, altitude_msl, speed, track, hdop, pdop, satellites_used,
-            device, clock_skew, detail, wire_size FROM sample
+            device, clock_skew, detail, wire_size, sampled_uptime FROM sample
         """
 
     static func arguments(_ sample: PositionSample, wireSize: Int) -> StatementArguments {
@@ -54,7 +54,7 @@ enum SampleColumns {
             report?.gpsdMode ?? 0, report?.gpsdStatus ?? 0,
             report?.latitude, report?.longitude, report?.altitudeHAE, report?.altitudeMSL,
             report?.speed, report?.track, report?.hdop, report?.pdop, report?.satellitesUsed,
-            report?.device, sample.clockSkew, sample.detail, wireSize,
+            report?.device, sample.clockSkew, sample.detail, wireSize, sample.sampledUptime,
         ]
         return StatementArguments(values)
     }
@@ -80,7 +80,8 @@ enum SampleColumns {
         let sampledAt = row.date("sampled_at") ?? time ?? Date(timeIntervalSince1970: Bounds.epochSeconds.lowerBound)
         let sample = PositionSample(
             sampledAt: sampledAt, state: state, report: report,
-            clockSkew: row.double("clock_skew", in: Bounds.duration), detail: row.text("detail", limit: 512))
+            clockSkew: row.double("clock_skew", in: Bounds.duration), detail: row.text("detail", limit: 512),
+            sampledUptime: row.double("sampled_uptime", in: 0...1e10))
         return SpooledSample(rowID: row["id"], sample: sample, wireSize: wireSize(row))
     }
 

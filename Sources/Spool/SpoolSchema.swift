@@ -1,9 +1,11 @@
+import Foundation
 import GRDB
 
 /// The spool's schema, built by migrations that only ever add: an upgrade keeps the queue.
 enum SpoolSchema {
     static let queueVersion = "v1-queue"
     static let retriesVersion = "v2-retries-and-counters"
+    static let uptimeVersion = "v3-sampled-uptime"
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -42,6 +44,23 @@ enum SpoolSchema {
                 );
                 """)
         }
+        migrator.registerMigration(uptimeVersion) { db in
+            try db.execute(sql: "ALTER TABLE sample ADD COLUMN sampled_uptime REAL")
+        }
         return migrator
+    }
+
+    /// The monotonic clock starts again at every boot: stamps from an earlier boot are cleared at
+    /// open, so they can never be taken for this boot's.
+    static func forgetOtherBoots(_ db: Database) throws {
+        guard let boot = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .ascii)
+            .trimmingCharacters(in: .whitespacesAndNewlines), !boot.isEmpty else {
+            try db.execute(sql: "UPDATE sample SET sampled_uptime = NULL WHERE sampled_uptime IS NOT NULL")
+            return
+        }
+        guard try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'boot_id'") != boot else { return }
+        try db.execute(sql: "UPDATE sample SET sampled_uptime = NULL WHERE sampled_uptime IS NOT NULL")
+        try db.execute(sql: "INSERT INTO spool_state (name, text) VALUES ('boot_id', ?) ON CONFLICT(name) DO UPDATE SET text = excluded.text",
+                       arguments: [boot])
     }
 }

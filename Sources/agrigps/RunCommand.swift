@@ -18,7 +18,9 @@ struct Run: AsyncParsableCommand {
             10 s apart on QA and 5 s in production. SIGTERM or SIGINT stops it cleanly.
 
             With --replay LOG it reads a recorded NMEA log through a private gpsd instead, and stops once \
-            the log has been sent: a field engineer's way to push a customer's log through the whole chain.
+            the log has been sent: a field engineer's way to push a customer's log through the whole chain. \
+            Add --retime to feed the log in real time with its times moved to now, so that it stands in \
+            for a live receiver: its GNSS time then corrects the clock of every timestamp sent.
             """
     )
 
@@ -27,6 +29,14 @@ struct Run: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Replay this NMEA log instead of reading gpsd.", valueName: "log"))
     var replay: String?
+
+    @Flag(help: "With --replay: move the log's times to now and feed it in real time, as a live receiver.")
+    var retime = false
+
+    /// For tests: the daemon's system clock is shifted by the seconds in this file, which a test may
+    /// rewrite to step it (a test machine's own clock cannot be set to 1970).
+    @Option(name: .customLong("clock-offset-file"), help: .hidden)
+    var clockOffsetFile: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample (default 1).", valueName: "seconds"))
     var interval: String?
@@ -65,6 +75,7 @@ struct Run: AsyncParsableCommand {
             if let text = self[keyPath: keyed.value] { _ = try KeyedFlag.value(keyed.flag, text, section: keyed.section, name: keyed.name) }
         }
         if let gpsd { _ = try GPSDAddress.parseOption(gpsd) }
+        if retime && replay == nil { throw ValidationError("--retime moves a replayed log's times; give --replay LOG too") }
     }
 
     /// A flag's checked value, else the file's, else the default.
@@ -83,9 +94,12 @@ struct Run: AsyncParsableCommand {
         } catch {
             throw CommandFailure(description: "\(error)", exitCode: 73)
         }
-        let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration(file))
-        // A live receiver's GNSS time disciplines every timestamp sent; a replay's is the recording's.
-        let clock = TrueTime(followsGNSS: replay == nil)
+        // A live receiver's GNSS time disciplines every timestamp sent; a replay's is the recording's,
+        // unless it was moved to now.
+        let clock = TrueTime(followsGNSS: replay == nil || retime, wall: clockOffsetFile.map(WallClock.shifted(byFile:)) ?? .system)
+        var spoolConfiguration = spoolConfiguration(file)
+        spoolConfiguration.clock = { clock.bestGuess() }  // ages and retries survive a wrong or stepped system clock
+        let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration)
         let link = try self.link(file, clock: clock)
         var othersConfiguration = OtherMachinesStore.Configuration()
         othersConfiguration.historyWindow = try keyed("--history-hours", file, fallback: 24) * 3600
@@ -102,11 +116,14 @@ struct Run: AsyncParsableCommand {
         let work: Task<GatewayDaemon.Summary, Never>
         if let replay {
             do {
-                let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: replay))
+                let log = try NMEALog(contentsOf: replay)
+                var options = ReplayGPSD.Options()
+                options.realTime = retime
+                let gpsd = try ReplayGPSD(log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
                 replayGPSD = gpsd
-                // A recording's time is not now: no skew check.
+                // A recording's time is not now: no skew check, unless it was moved to now.
                 let events = gpsd.stream().events
-                work = Task { await daemon.run(events: events, skewLimit: nil) }
+                work = Task { [retime] in await daemon.run(events: events, skewLimit: retime ? 60 : nil) }
             } catch {
                 throw CommandFailure(error)
             }

@@ -379,3 +379,22 @@ struct SimulatorFeedTests {
         }
     }
 }
+
+@Suite struct FutureTimestampTests {
+    @Test("a message stamped more than a second ahead is refused, as agrirouter refuses it; a past one is not")
+    func futureStampsAreRefused() throws {
+        var encoder = MessageEncoder()
+        let now = Date()
+        func request(at time: Date) throws -> DecodedRequest {
+            try RequestDecoder.decode(base64: try encoder.encode(technicalMessageType: TechnicalMessageType.ping, mode: .direct, payload: nil, at: time).base64)
+        }
+        #expect(SimState.futureTimestamp(try request(at: now.addingTimeInterval(-3600)), sentAt: now.timeIntervalSince1970 - 3600, now: now) == nil)
+        #expect(SimState.futureTimestamp(try request(at: now.addingTimeInterval(0.5)), sentAt: nil, now: now) == nil, "within a second")
+        #expect(SimState.futureTimestamp(try request(at: now.addingTimeInterval(7200)), sentAt: nil, now: now)?.contains("envelope") == true)
+        #expect(SimState.futureTimestamp(try request(at: now), sentAt: now.timeIntervalSince1970 + 60, now: now)?.contains("measure") == true)
+    }
+
+    @Test func answersCarryAnHTTPDate() {
+        #expect(AgrirouterSimulator.httpDate(Date(timeIntervalSince1970: 784_111_777)) == "Sun, 06 Nov 1994 08:49:37 GMT")
+    }
+}

@@ -216,4 +216,43 @@ struct TrueTimeTests {
         replay.observe(fix(gnss: Date(timeIntervalSince1970: 1_500_000_000), sampledAt: system), systemNow: system, uptimeNow: 1)
         #expect(replay.now(systemNow: system, uptimeNow: 1) == system)
     }
+
+    @Test("agrirouter's Date stands in until a fix: a lower bound that never steps back, and a fix wins")
+    func serverTime() {
+        let clock = TrueTime(wall: .shifted(by: 7200))
+        #expect(!clock.isVerified)
+        clock.observe(serverTime: system, uptimeNow: 10)
+        #expect(clock.isVerified)
+        #expect(clock.now(systemNow: system.addingTimeInterval(7200), uptimeNow: 15) == system.addingTimeInterval(5))
+        // An earlier answer's Date (a second's resolution) does not move the time back.
+        clock.observe(serverTime: system.addingTimeInterval(3), uptimeNow: 14)
+        #expect(clock.now(systemNow: system, uptimeNow: 15) == system.addingTimeInterval(5))
+        clock.observe(serverTime: Date(timeIntervalSince1970: 5), uptimeNow: 16)
+        #expect(clock.now(systemNow: system, uptimeNow: 16) == system.addingTimeInterval(6), "an implausible Date is ignored")
+        clock.observe(fix(gnss: system.addingTimeInterval(100), sampledAt: system), systemNow: system, uptimeNow: 20)
+        #expect(clock.now(systemNow: system, uptimeNow: 21) == system.addingTimeInterval(101), "the fix wins")
+    }
+
+    @Test("a sample's monotonic stamp gets its true time once the clocks are related")
+    func samplesFromBeforeTheFix() {
+        let clock = TrueTime()
+        #expect(clock.time(atUptime: 5) == nil)
+        clock.observe(fix(gnss: system, sampledAt: Date(timeIntervalSince1970: 1000)), systemNow: Date(timeIntervalSince1970: 1000), uptimeNow: 100)
+        #expect(clock.time(atUptime: 40) == system.addingTimeInterval(-60), "taken a minute before the fix, at \"1970\"")
+    }
+
+    @Test("the wall clock a test shifts through a file follows the file, and keeps its shift when the file is nonsense")
+    func wallClockFromAFile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-shift-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try "-3600\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let wall = WallClock.shifted(byFile: path)
+        #expect(abs(wall.now().timeIntervalSince(Date()) + 3600) < 1)
+        try "not a number".write(toFile: path, atomically: true, encoding: .utf8)
+        Thread.sleep(forTimeInterval: 1.1)
+        #expect(abs(wall.now().timeIntervalSince(Date()) + 3600) < 1)
+        try "7200".write(toFile: path, atomically: true, encoding: .utf8)
+        Thread.sleep(forTimeInterval: 1.1)
+        #expect(abs(wall.now().timeIntervalSince(Date()) - 7200) < 1)
+    }
 }

@@ -97,3 +97,54 @@ import TestSupport
         #expect(delays == [0, 0, 0, 1.5, 1.0, 1, 1])  // midnight wraps; a 12 h jump is capped to 1 s
     }
 }
+
+@Suite struct RetimingTests {
+    private func log(_ text: String) throws -> NMEALog {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-retime-\(UUID().uuidString).log").path
+        try text.write(toFile: path, atomically: true, encoding: .ascii)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try NMEALog(contentsOf: path)
+    }
+
+    private func checksumIsValid(_ line: String) -> Bool {
+        guard let star = line.lastIndex(of: "*") else { return false }
+        let body = line[line.index(after: line.startIndex)..<star]
+        return UInt8(line[line.index(after: star)...].prefix(2), radix: 16) == body.utf8.reduce(0, ^)
+    }
+
+    @Test("times and dates move to the start given, gaps close up as the feed paces them, checksums stay valid")
+    func movesTimesAndDates() throws {
+        let original = try log("""
+            # Date: 2014-12-31
+            $GPGGA,235958.50,5540.1955,N,01241.0967,E,1,08,1.0,10.0,M,40.0,M,,*57
+            $GPRMC,235958.50,A,5540.1955,N,01241.0967,E,0.0,0.0,311214,,,A*5D
+            $GPGGA,235959.50,5540.1955,N,01241.0967,E,1,08,1.0,10.0,M,40.0,M,,*56
+            $GPGGA,000100.50,5540.1955,N,01241.0967,E,1,08,1.0,10.0,M,40.0,M,,*56
+            $GPZDA,000100.50,01,01,2015,00,00*64
+            $GPGGA,000101.50,5540.1955,N,01241.0967,E,1,08,1.0,10.0,M,40.0,M,,*99
+            $GPGSV,1,1,00*79
+
+            """)
+        // 2026-11-23T10:00:00Z
+        let moved = try original.retimed(startingAt: Date(timeIntervalSince1970: 1_795_428_000.3))
+        let lines = moved.lines.map { String(decoding: $0.bytes, as: UTF8.self).trimmingCharacters(in: .newlines) }
+        #expect(lines[0] == "# Date: 2026-11-23")
+        #expect(lines[1].hasPrefix("$GPGGA,100000.50,5540.1955,N"))
+        #expect(lines[2].hasPrefix("$GPRMC,100000.50,A,") && lines[2].contains(",231126,"))
+        #expect(lines[3].hasPrefix("$GPGGA,100001.50,"))
+        // 61 s of recording fed as 1 s (over 5 s): the moved times follow the feed, not the recording.
+        #expect(lines[4].hasPrefix("$GPGGA,100002.50,"))
+        #expect(lines[5].hasPrefix("$GPZDA,100002.50,23,11,2026,"))
+        #expect(lines[1...5].allSatisfy(checksumIsValid))
+        // A sentence whose checksum was already wrong, and one without a time, are fed as they were.
+        #expect(lines[6] == "$GPGGA,000101.50,5540.1955,N,01241.0967,E,1,08,1.0,10.0,M,40.0,M,,*99")
+        #expect(lines[7] == "$GPGSV,1,1,00*79")
+        #expect(moved.lines.map(\.delayBefore) == original.lines.map(\.delayBefore))
+    }
+
+    @Test func aLogWithoutTimesCannotBeRetimed() throws {
+        let original = try log("$GPGSV,1,1,00*79\n")
+        #expect(throws: ReplayError.logHasNoTimes(original.path)) { try original.retimed(startingAt: Date()) }
+        #expect(ReplayError.logHasNoTimes("x").exitCode == 65)
+    }
+}

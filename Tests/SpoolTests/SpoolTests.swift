@@ -114,6 +114,10 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         _ = try await spool.takeBatch(id: "lost", now: epoch)
         #expect(try await spool.takeBatch(id: "early", now: epoch.addingTimeInterval(299)) == nil)
         #expect(try await spool.reclaimExpiredBatches(now: epoch.addingTimeInterval(299)) == 0)
+        // Taking a batch never reclaims by itself: a clock stepped ahead must not resend what is
+        // still awaiting its answer (the publisher times its batches on the monotonic clock).
+        #expect(try await spool.takeBatch(id: "early", now: epoch.addingTimeInterval(10_000)) == nil)
+        #expect(try await spool.reclaimExpiredBatches(now: epoch.addingTimeInterval(301)) == 3)
         let resend = try #require(try await spool.takeBatch(id: "resend", now: epoch.addingTimeInterval(301)))
         #expect(seqs(resend.samples) == [1, 2, 3])
         // An acknowledgement that arrives late for the first send still settles the samples.
@@ -142,6 +146,31 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(status.parked == 1 && status.failed == 0 && status.pending == 0)
         #expect(try await spool.retryParked() == 1)
         #expect(try await spool.takeBatch(now: now)?.samples.count == 1)
+    }
+
+    @Test("a retry set by a clock since stepped back is due now, not hours later")
+    func retryAfterABackwardClockStep() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.retryDelay = 30; $0.maximumRetryDelay = 3600 })
+        await spool.append(sample(1))
+        let fast = epoch.addingTimeInterval(7200)  // two hours fast when it failed
+        _ = try await spool.takeBatch(id: "fast", now: fast)
+        try await spool.fail(batch: "fast", reason: "HTTP 503", now: fast)
+        #expect(try await spool.takeBatch(now: fast.addingTimeInterval(29)) == nil, "its own delay still holds")
+        #expect(try await spool.takeBatch(id: "set-back", now: epoch)?.samples.count == 1, "due at once once the clock is set back")
+    }
+
+    @Test("a sample's monotonic stamp is kept while this boot lasts and forgotten after a reboot")
+    func monotonicStampsBelongToOneBoot() async throws {
+        let scratch = Scratch()
+        var stamped = sample(1)
+        stamped.sampledUptime = 1234.5
+        await Spool(path: scratch.spoolPath, configuration: configuration()).append(stamped)
+        #expect(try await Spool(path: scratch.spoolPath, configuration: configuration()).allSamples().first?.0.sample.sampledUptime == 1234.5)
+        try await DatabaseQueue(path: scratch.spoolPath).write { db in
+            try db.execute(sql: "UPDATE spool_state SET text = 'another-boot' WHERE name = 'boot_id'")
+        }
+        #expect(try await Spool(path: scratch.spoolPath, configuration: configuration()).allSamples().first?.0.sample.sampledUptime == nil)
     }
 
     @Test func acknowledgedHistoryIsKeptThenPurged() async throws {
@@ -309,7 +338,7 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(seqs(rows.map(\.0)) == [1, 2, 3])
         #expect(rows.first?.0.sample.state == .fix(.threeD, .dgps))
         let applied = try await DatabaseQueue(path: scratch.spoolPath).read { try SpoolSchema.migrator.appliedIdentifiers($0) }
-        #expect(applied == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion])
+        #expect(Set(applied) == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion])
         #expect(await spool.status().pending == 2)
     }
 }
