@@ -30,6 +30,14 @@ public struct StatusSnapshot: Sendable {
     public var othersProblem: String?
     /// Set when the state directory itself cannot be read (permissions): nothing can be judged.
     public var unreadable: String?
+    /// Bytes free for the daemon's user on the disk that holds the state directory; nil if unknown.
+    public var diskFree: Int64?
+    public var stateDirectory = ""
+
+    /// Less than this free and the spool cannot grow: the daemon holds new samples in memory only.
+    public static let diskFullBelow: Int64 = 1 << 20
+    /// Less than this free: the spool could not reach its default cap (64 MiB).
+    public static let diskLowBelow: Int64 = 64 << 20
     /// Active, stale and gone machines, and our own name: from the store, or the heartbeat's copy.
     public var othersCounts = Heartbeat.OthersCounts(active: 0, stale: 0, gone: 0)
 
@@ -59,6 +67,8 @@ public struct StatusSnapshot: Sendable {
         } else if access(paths.stateDirectory, R_OK | X_OK) != 0 {
             snapshot.unreadable = "cannot read the state directory \(paths.stateDirectory): run as its owner or a member of its group"
         }
+        snapshot.stateDirectory = paths.stateDirectory
+        snapshot.diskFree = freeBytes(on: paths.stateDirectory)
         // The files themselves are the daemon's user's; a member of its group reads the heartbeat's copy.
         do {
             let stored = try CredentialStore(directory: paths.stateDirectory).load()
@@ -90,6 +100,14 @@ public struct StatusSnapshot: Sendable {
             if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
         }
         return snapshot
+    }
+
+    /// What statvfs says an unprivileged user may still write there (root's reserve not counted).
+    static func freeBytes(on path: String) -> Int64? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        let bytes = Double(info.f_bavail) * Double(info.f_frsize)
+        return Bounds.whole(min(bytes, 1e18)).map(Int64.init)
     }
 
     static func daemonState(_ heartbeat: Heartbeat?, now: Date, limit: Double) -> Daemon {
@@ -166,10 +184,19 @@ extension StatusSnapshot {
         // Without the state directory nothing else was read: a missing heartbeat then proves nothing.
         if let unreadable { return (.unknown, [unreadable]) }
         var findings: [(Health, String)] = []
+        let diskFull = diskFree.map { $0 < Self.diskFullBelow } ?? false
         switch daemon {
         case .notRunning: findings.append((.critical, "daemon not running"))
+        case .stalled(_, let age) where diskFull:
+            findings.append((.critical, "no heartbeat for \(Self.whole(age)) s: the daemon cannot write it to a full disk"))
         case .stalled(_, let age): findings.append((.critical, "daemon stalled: no heartbeat for \(Self.whole(age)) s"))
         case .running: break
+        }
+        if let free = diskFree, diskFull {
+            findings.append((.critical, "the disk holding \(TerminalText.safe(stateDirectory, limit: 200)) is full (\(free / 1024) KiB free): "
+                             + "new samples are held in memory only and are lost if the daemon stops; free space there"))
+        } else if let free = diskFree, free < Self.diskLowBelow {
+            findings.append((.warning, "only \(free >> 20) MiB free on the disk holding \(TerminalText.safe(stateDirectory, limit: 200))"))
         }
         if let problem = spoolProblem, spool == nil { findings.append((.critical, "spool: \(problem)")) }
         if let lost = heartbeat?.lostSamples, lost > 0,

@@ -23,6 +23,7 @@ public actor Spool {
     private var queued = (rows: 0, bytes: 0)
     private var lastReopen = uptime()
     private var lastAgeSweep = -Double.infinity
+    private var lastCheckpoint = -Double.infinity
 
     /// Rows not yet sent: eviction takes the oldest of these. Withheld rows (taken while sharing was
     /// paused) are never sent but count here, so they are the first to go when space runs out.
@@ -87,8 +88,18 @@ public actor Spool {
             if spoolError != fault { logger.error("\(spoolError.description); holding samples in memory") }
             fault = spoolError
             if spoolError.kind == .corrupt { self.database = nil }  // reopening quarantines it
+            if spoolError.kind == .diskFull { checkpointIfDue(database) }
             return hold(incoming)
         }
+    }
+
+    /// On a full disk the write-ahead log holds space the main file may not need: moving its pages
+    /// home and truncating it lets a nearly full disk take samples again. Tried once per
+    /// `reopenInterval`, as it reads and writes the whole log.
+    private func checkpointIfDue(_ database: DatabaseQueue) {
+        guard uptime() - lastCheckpoint >= configuration.reopenInterval else { return }
+        lastCheckpoint = uptime()
+        _ = try? database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 
     /// What became of the samples held in memory when the process stops.

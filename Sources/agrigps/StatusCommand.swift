@@ -108,6 +108,7 @@ enum StatusReport {
             var queue = "Spool: \(spool.pending) pending"
             if let age = spool.oldestPendingAge { queue += " (oldest \(durationText(age)))" }
             queue += ", \(spool.inFlight) in flight, \(spool.parked) parked, \(spool.droppedTotal) dropped, \(spool.withheld) withheld while paused"
+            if spool.heldInMemory > 0 { queue += ", \(spool.heldInMemory) held in memory" }
             lines.append(queue)
         } else if let problem = snapshot.spoolProblem {
             lines.append("Spool: \(problem)")
@@ -171,13 +172,15 @@ enum StatusReport {
             "lost_samples": heartbeat?.lostSamples ?? 0,
             "endpoint_deleted_at": date(heartbeat?.endpointDeletedAt),
             "certificate_not_after": date(snapshot.certificateNotAfter),
+            "disk_free_bytes": snapshot.diskFree ?? NSNull(),
             "others": ["active": snapshot.othersCounts.active, "stale": snapshot.othersCounts.stale, "gone": snapshot.othersCounts.gone,
                        "refused_messages": snapshot.othersCounts.refused ?? 0, "last_refusal": snapshot.othersCounts.lastRefusal ?? NSNull()] as [String: Any],
         ]
         if let spool = snapshot.spool {
             object["sharing"] = spool.sharingPaused ? "paused" : "active"
             object["spool"] = ["pending": spool.pending, "in_flight": spool.inFlight, "parked": spool.parked, "dropped": spool.droppedTotal,
-                               "withheld": spool.withheld, "oldest_pending_age_s": spool.oldestPendingAge.map { $0.rounded() } ?? NSNull()] as [String: Any]
+                               "withheld": spool.withheld, "held_in_memory": spool.heldInMemory,
+                               "oldest_pending_age_s": spool.oldestPendingAge.map { $0.rounded() } ?? NSNull()] as [String: Any]
         } else {
             object["sharing"] = NSNull()
             object["spool"] = ["problem": snapshot.spoolProblem ?? ""]

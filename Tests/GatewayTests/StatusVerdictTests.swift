@@ -16,8 +16,10 @@ struct StatusVerdictTests {
         fix.sampledAt = now.addingTimeInterval(-1)
         heartbeat.lastFix = fix
         heartbeat.lastSample = fix
-        return StatusSnapshot(takenAt: now, daemon: .running(pid: 42, heartbeatAge: 2), heartbeat: heartbeat, environment: "production",
-                              spool: SpoolStatus(), others: OthersView())
+        var snapshot = StatusSnapshot(takenAt: now, daemon: .running(pid: 42, heartbeatAge: 2), heartbeat: heartbeat, environment: "production",
+                                      spool: SpoolStatus(), others: OthersView())
+        snapshot.stateDirectory = "/var/lib/agrigps"
+        return snapshot
     }
 
     func verdict(_ change: (inout StatusSnapshot) -> Void, _ thresholds: StatusThresholds = StatusThresholds()) -> (Health, [String]) {
@@ -31,6 +33,20 @@ struct StatusVerdictTests {
     func ok() {
         #expect(verdict { _ in }.0 == .ok)
         #expect(verdict { $0.spool?.sharingPaused = true }.0 == .ok)
+    }
+
+    @Test("a full disk is CRITICAL and explains a stale heartbeat; a low one is a WARNING")
+    func disk() {
+        #expect(verdict { $0.diskFree = 200 << 20 }.0 == .ok)
+        let low = verdict { $0.diskFree = 10 << 20 }
+        #expect(low.0 == .warning && low.1 == ["only 10 MiB free on the disk holding /var/lib/agrigps"])
+        let full = verdict {
+            $0.diskFree = 4096
+            $0.daemon = .stalled(pid: 42, heartbeatAge: 300)
+        }
+        #expect(full.0 == .critical)
+        #expect(full.1.first == "no heartbeat for 300 s: the daemon cannot write it to a full disk")
+        #expect(full.1.contains { $0.hasPrefix("the disk holding /var/lib/agrigps is full (4 KiB free)") })
     }
 
     @Test("an outage: samples waiting and nothing acknowledged past the threshold is a WARNING that names the next attempt")
