@@ -106,10 +106,12 @@ let package = Package(
             name: "agrirouter-sim",
             dependencies: ["AgrirouterSim", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // posix_spawn's close-from action, which glibc declares only for _GNU_SOURCE.
+        .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
         .target(
             name: "GPSDReplay",
-            dependencies: ["Bounds", "GNSS"]
+            dependencies: ["Bounds", "CSpawn", "GNSS"]
         ),
         .executableTarget(
             name: "agrigps",

@@ -126,6 +126,7 @@ public struct HTTPSClient: Sendable {
         // Only a handle whose request completed goes back; after a failure its connection is suspect.
         defer { if completed { handles.put(reusable) } }
         let response = ResponseBuffer(limit: maximumResponseBytes)
+        let requestBody = body.map(RequestBody.init)
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headerList) }
@@ -155,11 +156,17 @@ public struct HTTPSClient: Sendable {
                 options.set(CURLOPT_KEYPASSWD, credentials.secret, "CURLOPT_KEYPASSWD")
             }
             options.set(CURLOPT_CUSTOMREQUEST, method, "CURLOPT_CUSTOMREQUEST")
-            if let body {
-                // The size first: COPYPOSTFIELDS copies that many bytes, so the body may contain zeros.
-                options.set(CURLOPT_POSTFIELDSIZE_LARGE, body.count, "CURLOPT_POSTFIELDSIZE_LARGE")
-                var bytes = [UInt8](body)
-                options.set(CURLOPT_COPYPOSTFIELDS, pointer: &bytes, "CURLOPT_COPYPOSTFIELDS")
+            // A connection idle this long may have been closed by the server: a new one is safer
+            // than a request that dies on it, whose body may or may not have been taken.
+            options.set(CURLOPT_MAXAGE_CONN, 30, "CURLOPT_MAXAGE_CONN")
+            if let requestBody {
+                // Read through our callback, which knows whether the whole body ever went out.
+                options.set(CURLOPT_POST, 1, "CURLOPT_POST")
+                options.set(CURLOPT_POSTFIELDSIZE_LARGE, requestBody.bytes.count, "CURLOPT_POSTFIELDSIZE_LARGE")
+                options.check(ccurl_set_read_callback(handle, { buffer, size, count, context in
+                    guard let buffer, let context else { return 0 }
+                    return Unmanaged<RequestBody>.fromOpaque(context).takeUnretainedValue().read(into: buffer, size * count)
+                }, Unmanaged.passUnretained(requestBody).toOpaque()), "CURLOPT_READFUNCTION")
             }
             let context = Unmanaged.passUnretained(response).toOpaque()
             options.check(ccurl_set_write_callback(handle, { data, size, count, context in
@@ -174,8 +181,8 @@ public struct HTTPSClient: Sendable {
         guard code == CURLE_OK else {
             let detail = String(cString: errorBuffer).isEmpty ? String(cString: curl_easy_strerror(code)) : String(cString: errorBuffer)
             // Whether a POST may have arrived decides whether its batch waits for an answer: it did
-            // only if its whole body went out.
-            let sentWhole = body.map { !$0.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.count) } ?? false
+            // only if its whole body went out, on this connection or one that died before it.
+            let sentWhole = requestBody.map { $0.wentOutWhole || (!$0.bytes.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.bytes.count)) } ?? false
             throw Self.error(for: code, detail: detail, sentWholeBody: sentWhole, hasBody: body != nil)
         }
         completed = true
@@ -223,6 +230,9 @@ public struct HTTPSClient: Sendable {
     }
 
     static func error(for code: CURLcode, detail: String, sentWholeBody: Bool = false, hasBody: Bool = false) -> TransportError {
+        // A body that went out whole may have been taken, whatever failed after it (a retry's
+        // connect, a rewind libcurl was not allowed to make).
+        if sentWholeBody, code != CURLE_OPERATION_TIMEDOUT { return .brokenAfterSending(detail) }
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
             return hasBody && !sentWholeBody ? .connectionFailed("timed out before the request was sent (\(detail))") : .timedOut
@@ -305,6 +315,29 @@ private struct CurlOptions {
 }
 
 /// The answer as it arrives, up to a cap; past it, nothing more is kept and the transfer stops.
+/// The request body, handed to libcurl as it asks; it notes whether all of it was ever handed out.
+private final class RequestBody {
+    let bytes: [UInt8]
+    private var offset = 0
+    private(set) var wentOutWhole = false
+
+    init(_ data: Data) {
+        bytes = [UInt8](data)
+    }
+
+    func read(into buffer: UnsafeMutablePointer<CChar>, _ capacity: Int) -> Int {
+        let count = min(capacity, bytes.count - offset)
+        if count > 0 {
+            bytes.withUnsafeBytes { source in
+                UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + offset, byteCount: count)
+            }
+            offset += count
+        }
+        if offset == bytes.count { wentOutWhole = true }
+        return count
+    }
+}
+
 private final class ResponseBuffer {
     let limit: Int
     var data = Data()

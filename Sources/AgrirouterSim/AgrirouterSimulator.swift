@@ -19,6 +19,9 @@ public final class AgrirouterSimulator: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let channels: [any Channel]
     private let gatewayConnectionCount: ConnectionCount
+    /// The gateway's listener and its open connections, which an outage closes and a recovery
+    /// opens again on the same port.
+    private let gateway: GatewayListener
 
     public static func start(_ configuration: SimConfiguration, host: String = "127.0.0.1",
                              onboardingPort: Int = 0, gatewayPort: Int = 0) async throws -> AgrirouterSimulator {
@@ -37,13 +40,20 @@ public final class AgrirouterSimulator: Sendable {
         do {
             let onboarding = try await bind(host: host, port: onboardingPort, tls: try NIOSSLContext(configuration: onboardingTLS),
                                             role: .onboarding, state: state, group: group)
-            let gateway = try await bind(host: host, port: gatewayPort, tls: try NIOSSLContext(configuration: gatewayTLS),
-                                         role: .gateway, state: state, group: group, count: gatewayConnections)
-            await state.setGatewayBase("https://\(host):\(gateway.localAddress?.port ?? 0)")
+            let open = GatewayListener.Connections()
+            let gatewayContext = try NIOSSLContext(configuration: gatewayTLS)
+            let gateway = try await bind(host: host, port: gatewayPort, tls: gatewayContext,
+                                         role: .gateway, state: state, group: group, count: gatewayConnections, open: open)
+            let port = gateway.localAddress?.port ?? 0
+            await state.setGatewayBase("https://\(host):\(port)")
+            let listener = GatewayListener(channel: gateway, connections: open) {
+                try await bind(host: host, port: port, tls: gatewayContext, role: .gateway, state: state, group: group,
+                               count: gatewayConnections, open: open)
+            }
             return AgrirouterSimulator(
                 onboardingURL: "https://\(host):\(onboarding.localAddress?.port ?? 0)/api/v1.0/registration/onboard",
-                caCertificatePEM: authority.certificatePEM, state: state, group: group, channels: [onboarding, gateway],
-                gatewayConnectionCount: gatewayConnections)
+                caCertificatePEM: authority.certificatePEM, state: state, group: group, channels: [onboarding],
+                gatewayConnectionCount: gatewayConnections, gateway: listener)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -51,8 +61,9 @@ public final class AgrirouterSimulator: Sendable {
     }
 
     private init(onboardingURL: String, caCertificatePEM: String, state: SimState, group: MultiThreadedEventLoopGroup, channels: [any Channel],
-                 gatewayConnectionCount: ConnectionCount) {
+                 gatewayConnectionCount: ConnectionCount, gateway: GatewayListener) {
         self.gatewayConnectionCount = gatewayConnectionCount
+        self.gateway = gateway
         self.onboardingURL = onboardingURL
         self.caCertificatePEM = caCertificatePEM
         self.state = state
@@ -61,12 +72,14 @@ public final class AgrirouterSimulator: Sendable {
     }
 
     private static func bind(host: String, port: Int, tls: NIOSSLContext, role: SimHTTPHandler.Role,
-                             state: SimState, group: MultiThreadedEventLoopGroup, count: ConnectionCount? = nil) async throws -> any Channel {
+                             state: SimState, group: MultiThreadedEventLoopGroup, count: ConnectionCount? = nil,
+                             open: GatewayListener.Connections? = nil) async throws -> any Channel {
         try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 64)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 count?.value.add(1, ordering: .relaxed)
+                open?.add(channel)
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
@@ -77,6 +90,7 @@ public final class AgrirouterSimulator: Sendable {
     }
 
     public func shutdown() async {
+        await gateway.close()
         for channel in channels { try? await channel.close() }
         try? await group.shutdownGracefully()
     }
@@ -84,6 +98,17 @@ public final class AgrirouterSimulator: Sendable {
     // MARK: - Faults and inspection, for tests
 
     public func inject(_ fault: SimFault) async { await state.inject(fault) }
+
+    /// An outage of the hung kind: for `seconds`, every measures and commands request hangs
+    /// unprocessed, and its connection is closed unanswered when the time is up.
+    public func stallGateway(for seconds: Double) async { await state.stall(for: seconds) }
+
+    /// An outage of the refusing kind: the measures and commands port closes, with every connection
+    /// to it, so that connecting is refused until `resumeGateway`.
+    public func suspendGateway() async { await gateway.close() }
+
+    /// Listens on the same port again after `suspendGateway`.
+    public func resumeGateway() async throws { try await gateway.reopen() }
     /// An HTTP date (RFC 9110's IMF-fixdate): "Sun, 06 Nov 1994 08:49:37 GMT".
     static func httpDate(_ date: Date) -> String {
         let formatter = DateFormatter()
@@ -230,6 +255,44 @@ final class SimHTTPHandler: ChannelInboundHandler {
         default:
             return .json(404, ["error": "no such resource"])
         }
+    }
+}
+
+/// The gateway's listening channel, and the connections it accepted, so an outage can close both.
+final class GatewayListener: Sendable {
+    final class Connections: Sendable {
+        private let open = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+        func add(_ channel: any Channel) {
+            let key = ObjectIdentifier(channel)
+            open.withLock { $0[key] = channel }
+            channel.closeFuture.whenComplete { [self] _ in _ = open.withLock { $0.removeValue(forKey: key) } }
+        }
+
+        func closeAll() async {
+            for channel in open.withLock({ Array($0.values) }) { try? await channel.close() }
+        }
+    }
+
+    private let channel: Mutex<(any Channel)?>
+    private let connections: Connections
+    private let bind: @Sendable () async throws -> any Channel
+
+    init(channel: any Channel, connections: Connections, bind: @escaping @Sendable () async throws -> any Channel) {
+        self.channel = Mutex(channel)
+        self.connections = connections
+        self.bind = bind
+    }
+
+    func close() async {
+        if let listening = channel.withLock({ current in defer { current = nil }; return current }) { try? await listening.close() }
+        await connections.closeAll()
+    }
+
+    func reopen() async throws {
+        guard channel.withLock({ $0 == nil }) else { return }
+        let listening = try await bind()
+        channel.withLock { $0 = listening }
     }
 }
 

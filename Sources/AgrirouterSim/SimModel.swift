@@ -35,6 +35,9 @@ public enum SimFault: Sendable, Equatable {
     case stallPublish(seconds: Double)
     /// Read the next gateway request, then close the connection without an answer.
     case dropAfterBody
+    /// Handle the next measures request in full (its answers go to the outbox), then close the
+    /// connection without an HTTP answer: the request arrived, and the client cannot know it.
+    case takeThenDrop
     /// Answer the next message with ACK_WITH_FAILURE and this code.
     case ackWithFailure(code: String)
     /// Put no answers into outboxes until cleared.

@@ -20,6 +20,8 @@ actor SimState {
     private var requestArrivals: [Double] = []
     /// Messages refused for a timestamp in the future.
     private var futureTimestampsRefused = 0
+    /// Until when (monotonic seconds) every gateway request hangs unprocessed.
+    private var stalledUntil: Double?
 
     /// The largest base64 message agrirouter takes: 767,997 bytes of protobuf.
     static let maximumMessageCharacters = 1_024_000
@@ -110,6 +112,11 @@ actor SimState {
     }
 
     private func transportFault() -> SimResponse? {
+        let now = ProcessInfo.processInfo.systemUptime
+        if let until = stalledUntil, now < until {
+            // A hung server: the request is not processed, and the connection closes unanswered when it ends.
+            return SimResponse(status: 0, drop: true, delay: until - now)
+        }
         guard let index = faults.firstIndex(where: {
             switch $0 { case .serviceUnavailable, .stall, .dropAfterBody: return true; default: return false }
         }) else { return nil }
@@ -131,11 +138,15 @@ actor SimState {
         if let refusal = authenticate(deviceID: deviceID, certificate: certificate) { return refusal }
         var stall = 0.0
         if let fault = transportFault() {
-            if fault.delay == 0 { return fault }
+            if fault.delay == 0 || fault.drop { return fault }
             stall = fault.delay
         }
         var response = accept(deviceID: deviceID, body: body, now: now)
         response.delay = stall
+        if let index = faults.firstIndex(of: .takeThenDrop) {
+            faults.remove(at: index)
+            response.drop = true
+        }
         if let index = faults.firstIndex(where: { if case .stallPublish = $0 { true } else { false } }),
            case .stallPublish(let seconds) = faults[index], Self.carriesGPSInfo(body) {
             faults.remove(at: index)
@@ -174,7 +185,7 @@ actor SimState {
         if let refusal = authenticate(deviceID: deviceID, certificate: certificate) { return refusal }
         var stall = 0.0
         if let fault = transportFault() {
-            if fault.delay == 0 { return fault }
+            if fault.delay == 0 || fault.drop { return fault }
             stall = fault.delay
         }
         if let index = faults.firstIndex(where: { if case .oversizedOutbox = $0 { true } else { false } }),
@@ -498,6 +509,7 @@ actor SimState {
     // MARK: - Control and inspection
 
     func inject(_ fault: SimFault) { faults.append(fault) }
+    func stall(for seconds: Double) { stalledUntil = ProcessInfo.processInfo.systemUptime + seconds }
     func clearFaults() { faults.removeAll() }
 
     func sentMessages(endpoint deviceID: String) -> [DecodedRequest] { endpoints[deviceID]?.sent ?? [] }

@@ -37,6 +37,15 @@ static inline CURLcode ccurl_set_write_callback(CURL *handle, ccurl_write_callba
     return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_WRITEDATA, context);
 }
 
+typedef size_t (*ccurl_read_callback)(char *buffer, size_t size, size_t count, void *context);
+
+// The request body comes from `callback`. No seek callback is set, so libcurl cannot rewind it: it
+// never resends a body behind the caller's back on a fresh connection after a reused one died.
+static inline CURLcode ccurl_set_read_callback(CURL *handle, ccurl_read_callback callback, void *context) {
+    CURLcode code = curl_easy_setopt(handle, CURLOPT_READFUNCTION, callback);
+    return code != CURLE_OK ? code : curl_easy_setopt(handle, CURLOPT_READDATA, context);
+}
+
 // Bytes of the request body sent; -1 when libcurl cannot say.
 static inline long long ccurl_size_uploaded(CURL *handle) {
     curl_off_t size = 0;

@@ -1,3 +1,4 @@
+import CSpawn
 import Foundation
 
 /// A child process started with posix_spawn.
@@ -32,6 +33,9 @@ public struct ChildProcess: Sendable {
         } else {
             posix_spawn_file_actions_adddup2(&files, 1, 2)
         }
+        // Nothing else of ours: a listening socket or a lock a child held on to would outlive us.
+        let closed = posix_spawn_file_actions_addclosefrom_np(&files, 3)
+        guard closed == 0 else { throw .system("cannot prepare to start \(executable): \(String(cString: strerror(closed)))") }
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]

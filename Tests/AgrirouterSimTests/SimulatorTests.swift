@@ -256,6 +256,51 @@ struct SimulatorTests {
         #expect(simulator.gatewayConnections == 2)
     }
 
+    @Test("a POST taken by the server and then cut off is never sent again behind the client's back, and is reported as possibly arrived")
+    func aPostCutOffAfterArrivalIsNotResent() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
+        defer { Task { await simulator.shutdown() } }
+        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+        _ = try await endpoint.outbox()  // the connection is now a reused one
+        let before = await simulator.sentMessages(endpoint: endpoint.deviceID).count
+        await simulator.inject(.takeThenDrop)
+        await #expect {
+            _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+        } throws: { error in
+            guard case .brokenAfterSending = error as? TransportError else { return false }
+            return true
+        }
+        #expect(await simulator.sentMessages(endpoint: endpoint.deviceID).count == before + 1, "taken once, not resent")
+        #expect(try await endpoint.outbox().count == 1, "its answer waits in the outbox")
+    }
+
+    @Test("outages: a hung gateway takes requests and never answers them; a suspended one refuses connections until resumed")
+    func outages() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
+        defer { Task { await simulator.shutdown() } }
+        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+        #expect(try await endpoint.outbox().isEmpty)
+
+        await simulator.stallGateway(for: 1.5)
+        let hung = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 2, totalTimeout: 5)
+        await #expect(throws: TransportError.self) {
+            _ = try await hung.send(method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
+        }
+        #expect(try await endpoint.outbox().isEmpty, "answers again once the time is up")
+
+        await simulator.suspendGateway()
+        await #expect {
+            _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(method: "GET", url: endpoint.commandsURL,
+                                                                                    credentials: endpoint.credentials)
+        } throws: { error in
+            guard case .cannotConnect = error as? TransportError else { return false }
+            return true
+        }
+        try await simulator.resumeGateway()
+        _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+        #expect(try await endpoint.outbox().count == 1, "the same port, the same state")
+    }
+
     @Test func faultsOnCommand() async throws {
         var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
         configuration.outboxLifetime = 0.3

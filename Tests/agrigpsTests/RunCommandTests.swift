@@ -12,8 +12,9 @@ struct OnboardedMachine {
     let directory: String
     var state: String { directory + "/state" }
 
-    static func make() async throws -> OnboardedMachine {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TANA123456": "Tractor"]))
+    /// `gatewayPort` 0 takes a free one.
+    static func make(gatewayPort: Int = 0) async throws -> OnboardedMachine {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TANA123456": "Tractor"]), gatewayPort: gatewayPort)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-run-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
