@@ -45,6 +45,13 @@ public struct SamplerCore: Sendable {
     private var condition: Condition = .awaitingReports
     private var activeDevices: Set<String> = []
     private var lastReportUptime: Double?
+    private var lastFix: EmittedFix?
+
+    private struct EmittedFix: Equatable {
+        var time: Date
+        var latitude: Double?
+        var longitude: Double?
+    }
 
     public init(interval: Double, skewLimit: Double? = 60, quietGrace: Double = 1.5, start: ClockReading) {
         precondition(interval > 0, "the sampling interval must be positive")
@@ -175,6 +182,13 @@ public struct SamplerCore: Sendable {
     private mutating func flush() -> [PositionSample] {
         guard let (report, arrival) = pending else { return [] }
         pending = nil
+        // gpsd may report one epoch's fix again after a report without it (a fix that flickers as
+        // the receiver acquires it): the same time and position are the same observation, sampled once.
+        if report.fixState.hasPosition, let time = report.time {
+            let fix = EmittedFix(time: time, latitude: report.latitude, longitude: report.longitude)
+            if fix == lastFix { return [] }
+            lastFix = fix
+        }
         return [PositionSample(sampledAt: arrival.wall, state: report.fixState, report: report,
                                clockSkew: skew(of: report, at: arrival.wall), sampledUptime: arrival.uptime)]
     }

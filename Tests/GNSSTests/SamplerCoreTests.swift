@@ -57,6 +57,16 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         #expect(realTime.map(\.report) == fast.map(\.report))
     }
 
+    @Test("a fix that flickers within one epoch (fix, no fix, the same fix again) is sampled once, with the no fix between")
+    func theSameEpochIsNotSampledTwice() {
+        let samples = run([(0.1, fix(0)), (0.2, noFix(nil)), (0.3, fix(0)), (1.1, fix(1, lat: 49))], interval: 1)
+        #expect(samples.map(\.state) == [.fix(.threeD, .autonomous), .noFix, .fix(.threeD, .autonomous)])
+        #expect(samples.compactMap { $0.report?.latitude } == [48, 49])
+        // The same time with another position is another observation: it is kept.
+        let moved = run([(0.1, fix(0)), (0.2, noFix(nil)), (0.3, fix(0, lat: 48.5)), (1.1, fix(1, lat: 49))], interval: 1)
+        #expect(moved.compactMap { $0.report?.latitude } == [48, 48.5, 49])
+    }
+
     @Test func withoutAFixIntervalsFollowTheSystemClock() {
         // No-fix reports at 0.5, 1.5, 2.5; nothing after 3 s; interval 1 s, observed until 5 s.
         let timeline = [(0.5, noFix(100)), (1.5, noFix(101)), (2.5, noFix(102))]
