@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import GPSDReplay
 import GRDB
+import SwiftProtobuf
 import Testing
 import TestSupport
 
@@ -94,11 +95,14 @@ struct DeliveryRunTests {
 
         let committed = try Self.committed(onboarded.state + "/spool.sqlite")
         let received = try await onboarded.received()
-        // A sample with a fix is told apart by its GNSS time (one per interval, and runs never
-        // overlap); samples without one may share a time (a receiver repeats a time while it has no
-        // fix) and are only counted. A resent batch holds samples with a fix, so it shows.
+        // A sample with a fix is told apart by the whole entry: its GNSS time is one per interval and
+        // runs never overlap, and where gpsd reports a fix first without its time, then with it, the
+        // two differ in what the first lacked. Samples without a fix may share a time (a receiver
+        // repeats one while it has no fix) and are only counted. A resent batch holds samples with a
+        // fix, so it shows.
         let fixes = received.filter { $0.positionStatus != .dNoGps }
-        let duplicates = fixes.count - Set(fixes.map { "\($0.gpsUtcTimestamp.seconds).\($0.gpsUtcTimestamp.nanos)" }).count
+        let key = { (entry: GPSEntry) in (try? entry.serializedBytes() as Data) ?? Data() }
+        let duplicates = fixes.count - Set(fixes.map(key)).count
         let lost = committed - (received.count - duplicates)
         let status = await onboarded.spoolStatus()
         let future = await onboarded.simulator.refusedForFutureTimestamps()
@@ -116,7 +120,7 @@ struct DeliveryRunTests {
         #expect(refusedAttempts >= 1 && refusedAttempts <= 3 + Int(Self.outage / 60), "\(refusedAttempts) attempts while refused")
         var seen: [String: [Int]] = [:]
         for (index, entry) in received.enumerated() where entry.positionStatus != .dNoGps {
-            seen["\(entry.gpsUtcTimestamp.seconds).\(entry.gpsUtcTimestamp.nanos)", default: []].append(index)
+            seen[key(entry).base64EncodedString(), default: []].append(index)
         }
         let twice = seen.filter { $0.value.count > 1 }.map { key, indices in
             "\(key): " + indices.map { "#\($0) \(received[$0].positionStatus) \(received[$0].positionNorth) \(received[$0].positionEast)" }.joined(separator: ", ")
