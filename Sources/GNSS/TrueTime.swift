@@ -94,6 +94,11 @@ public final class TrueTime: Sendable {
         return now(systemNow: system, uptimeNow: uptime()) ?? system
     }
 
+    /// `clock`'s best guess, or the system clock where the caller was given no clock (tests, tools).
+    public static func bestGuess(_ clock: TrueTime?) -> Date {
+        clock?.bestGuess() ?? Date()
+    }
+
     /// System clock minus the best known UTC, in seconds; nil when unknown.
     public func systemClockError() -> Double? {
         systemClockError(systemNow: wall.now(), uptimeNow: uptime())

@@ -132,8 +132,12 @@ struct EpochClock {
         default: return nil
         }
         guard fields.count > index else { return nil }
-        let text = String(decoding: fields[index], as: UTF8.self)
-        guard text.count >= 6, let value = Double(text) else { return nil }
+        return secondsOfDay(String(decoding: fields[index], as: UTF8.self))
+    }
+
+    /// An NMEA time field, `hhmmss[.ss]`, as seconds since midnight; nil if it is not one.
+    static func secondsOfDay(_ text: String) -> Double? {
+        guard text.count >= 6, let value = Double(text), value >= 0 else { return nil }
         let hours = (value / 10_000).rounded(.down)
         let minutes = ((value - hours * 10_000) / 100).rounded(.down)
         let seconds = value - hours * 10_000 - minutes * 100

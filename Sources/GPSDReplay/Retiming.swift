@@ -82,15 +82,7 @@ private struct Sentence {
 
     var type: Substring { fields[0].suffix(3) }
 
-    var timeOfDay: Double? {
-        let text = fields[timeIndex]
-        guard text.count >= 6, let value = Double(text), value >= 0 else { return nil }
-        let hours = (value / 10_000).rounded(.down)
-        let minutes = ((value - hours * 10_000) / 100).rounded(.down)
-        let seconds = value - hours * 10_000 - minutes * 100
-        guard hours < 24, minutes < 60, seconds < 61 else { return nil }
-        return hours * 3600 + minutes * 60 + seconds
-    }
+    var timeOfDay: Double? { EpochClock.secondsOfDay(fields[timeIndex]) }
 
     /// The sentence at `time` (seconds since 1970), with its date fields too, and a fresh checksum.
     func moved(to time: Double) -> [UInt8]? {

@@ -80,7 +80,7 @@ public actor FeedReader {
 
     /// After capabilities and subscription: name the others, catch up on the feed, clean it.
     public func connected(now: Date? = nil) {
-        let now = now ?? clock?.bestGuess() ?? Date()
+        let now = now ?? TrueTime.bestGuess(clock)
         listWanted = true
         query = (now.addingTimeInterval(-configuration.catchUpWindow), now, configuration.maximumPages)
         deleteBefore = now.addingTimeInterval(-configuration.catchUpWindow)
@@ -99,7 +99,7 @@ public actor FeedReader {
 
     /// Takes the outbox items that are its business (pushes, answers to its requests) and returns the rest.
     public func absorb(_ responses: [DecodedResponse], now: Date? = nil) async -> [DecodedResponse] {
-        let now = now ?? clock?.bestGuess() ?? Date()
+        let now = now ?? TrueTime.bestGuess(clock)
         var rest: [DecodedResponse] = []
         for response in responses {
             if response.envelope.type == .pushNotification {
@@ -176,7 +176,7 @@ public actor FeedReader {
     /// what is not confirmed), then names, then feed queries and clean-up. Returns whether it sent one.
     @discardableResult
     public func step(now: Date? = nil) async throws(GatewayError) -> Bool {
-        let now = now ?? clock?.bestGuess() ?? Date()
+        let now = now ?? TrueTime.bestGuess(clock)
         expireUnanswered(now: now)
         if let listedAt, now.timeIntervalSince(listedAt) >= configuration.endpointRefresh { listWanted = true }
         if let due = nextSafetyQuery, now >= due, query == nil {

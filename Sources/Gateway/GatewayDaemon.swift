@@ -243,7 +243,7 @@ public struct GatewayDaemon: Sendable {
 
     /// The best known UTC, or the system clock's reading while it is unknown.
     private func trueNow() -> Date {
-        configuration.clock?.bestGuess() ?? Date()
+        TrueTime.bestGuess(configuration.clock)
     }
 
     private func remember(_ setup: EndpointSetup, _ connection: AgrirouterConnection, at time: Date) {
@@ -274,7 +274,7 @@ public struct GatewayDaemon: Sendable {
             if readerTurn, let reader, try await reader.step() {
                 readerTurn = false
             } else {
-                let settled = await publisher.absorb(check.absorb(try await pollOutbox(connection, reader: reader), now: trueNow()))
+                let settled = try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
                 report.acknowledged = settled.acknowledged
                 report.refusals += settled.refusals
                 readerTurn = true
@@ -311,7 +311,7 @@ public struct GatewayDaemon: Sendable {
     private func learnTime(_ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
                            check: inout EndpointCheck, heartbeat: HeartbeatWriter?) async -> Int? {
         do throws(GatewayError) {
-            return await publisher.absorb(check.absorb(try await pollOutbox(connection, reader: reader), now: trueNow())).acknowledged
+            return try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check).acknowledged
         } catch {
             logger.warning("\(error.description)")
             await heartbeat?.failed(error.description)
@@ -377,6 +377,13 @@ public struct GatewayDaemon: Sendable {
         case .unreachable(let error), .disconnected(let error): return "unreachable (\(error.description))"
         default: return "answering"
         }
+    }
+
+    /// One GET of the outbox, every answer handed to whoever waits for it: the feed reader, the
+    /// endpoint check, then the publisher.
+    private func pollAndSettle(_ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
+                               check: inout EndpointCheck) async throws(GatewayError) -> Publisher.CycleReport {
+        await publisher.absorb(check.absorb(try await pollOutbox(connection, reader: reader), now: trueNow()))
     }
 
     /// One GET of the outbox: the feed reader takes pushes and its answers, the rest is for the publisher.

@@ -45,7 +45,7 @@ public actor Publisher {
     /// our batches among them settle those batches, exactly as if this publisher had fetched them.
     @discardableResult
     public func absorb(_ responses: [DecodedResponse], now: Date? = nil) async -> CycleReport {
-        let now = now ?? bestGuess()
+        let now = now ?? TrueTime.bestGuess(clock)
         var report = CycleReport()
         await settle(responses, into: &report, now: now)
         return report
@@ -58,7 +58,7 @@ public actor Publisher {
     /// the wait for answers.
     public func cycle(now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = 300,
                       fetchingAnswers: Bool = true) async -> CycleReport {
-        let now = now ?? bestGuess()
+        let now = now ?? TrueTime.bestGuess(clock)
         var report = CycleReport()
         if !adoptedEarlierBatches {
             // A batch a killed predecessor sent may have its answer waiting in the outbox: wait for
@@ -132,11 +132,6 @@ public actor Publisher {
                 logger.error("spool: \(error.description)")
             }
         }
-    }
-
-    /// The best known UTC, or the system clock's reading while it is unknown.
-    private func bestGuess() -> Date {
-        clock?.bestGuess() ?? Date()
     }
 
     /// Whether a failed POST may still have been received: its whole body went out, then it timed
