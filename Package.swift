@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.0"),
+        // The cab view's web server. No traits: neither swift-configuration nor full Foundation is needed.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: []),
     ],
     targets: [
         // The ranges every number from outside is checked against, and text made safe for a terminal.
@@ -87,6 +89,34 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What the CLI and the cab view read from the state directory, every database opened read-only:
+        // the status verdict, the other machines seen from our own position, our own newest samples.
+        .target(
+            name: "StateView",
+            dependencies: [
+                "Bounds",
+                "GNSS",
+                "Spool",
+                "Agrirouter",
+                "Gateway",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The cab view: a small web page (map, sharing, settings) served by `agrigps web`, a process of its own.
+        .target(
+            name: "CabView",
+            dependencies: [
+                "Bounds",
+                "GNSS",
+                "Spool",
+                "Agrirouter",
+                "Gateway",
+                "StateView",
+                "COpenSSL",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The local agrirouter: onboarding with TANs, client-certificate REST, validation, outbox, routing.
         .target(
             name: "AgrirouterSim",
@@ -122,6 +152,8 @@ let package = Package(
                 "Agrirouter",
                 "Spool",
                 "Gateway",
+                "StateView",
+                "CabView",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -136,18 +168,21 @@ let package = Package(
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "AgrirouterTests", dependencies: ["Agrirouter", "Bounds", "GNSS", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Spool", "Agrirouter", "AgrirouterSim", "GNSS", "Bounds",
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "Agrirouter", "AgrirouterSim", "GNSS", "Bounds",
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "Agrirouter", "GNSS", "GPSDReplay"]),
+        .testTarget(name: "StateViewTests", dependencies: ["StateView", "Gateway", "Spool", "GNSS", "Agrirouter", "TestSupport"]),
+        .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "Gateway", "Spool", "GNSS", "Agrirouter", "AgrirouterSim",
+                                                     "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "Agrirouter", "Spool", "Gateway", "GNSS",
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         // The mutation campaign over every decoder of other parties' input: script/fuzz runs it.
-        .executableTarget(name: "agrigps-fuzz", dependencies: ["Agrirouter", "AgrirouterSim", "Bounds", "Gateway", "GNSS",
+        .executableTarget(name: "agrigps-fuzz", dependencies: ["Agrirouter", "AgrirouterSim", "Bounds", "Gateway", "StateView", "GNSS",
                                                               .product(name: "SwiftProtobuf", package: "swift-protobuf")],
                           path: "Tests/Fuzz"),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.

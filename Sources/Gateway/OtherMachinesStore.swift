@@ -44,9 +44,21 @@ public actor OtherMachinesStore {
     private var database: DatabaseQueue?
     private var prunedAt: Date?
 
+    /// Opened read-only: never created or migrated, and every write fails. For readers in other
+    /// processes (`agrigps status`, the cab view), which must not change the daemon's file.
+    private let readOnly: Bool
+
     public init(path: String, configuration: Configuration = Configuration()) {
         self.path = path
         self.configuration = configuration
+        self.readOnly = false
+    }
+
+    /// A reader of another process's store.
+    public init(readingOnly path: String) {
+        self.path = path
+        self.configuration = Configuration()
+        self.readOnly = true
     }
 
     /// Whether the file exists yet; readers use it to say "nothing seen yet" without creating one.
@@ -253,6 +265,14 @@ public actor OtherMachinesStore {
     private func opened() throws(OthersStoreError) -> DatabaseQueue {
         if let database { return database }
         do {
+            if readOnly {
+                var settings = GRDB.Configuration()
+                settings.readonly = true
+                settings.busyMode = .timeout(2)
+                let database = try DatabaseQueue(path: path, configuration: settings)
+                self.database = database
+                return database
+            }
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             var settings = GRDB.Configuration()
             settings.journalMode = .wal

@@ -369,48 +369,51 @@ public actor Spool {
         if ringDropped > 0 { status.dropped["memory"] = ringDropped }
         guard let database else { return status }
         do {
-            try database.read { db in
-                for row in try Row.fetchAll(db, sql: "SELECT delivery, COUNT(*) FROM sample GROUP BY delivery") {
-                    let count = row.int(at: 1, in: 0...Int.max) ?? 0
-                    switch row.text(at: 0, limit: 32) ?? "" {
-                    case "pending": status.pending = count
-                    case "in_flight": status.inFlight = count
-                    case "failed": status.failed = count
-                    case "parked": status.parked = count
-                    case "acknowledged": status.acknowledgedKept = count
-                    case "withheld": status.withheld = count
-                    default: break
-                    }
-                }
-                // A file of ours is still input: every number is checked before use, so a damaged or
-                // edited row gives an unknown, never a trap.
-                // Judged as the age cap judges it: a sample stamped at "1970" is not 56 years old.
-                let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.age)) AS oldest FROM sample WHERE delivery IN ('pending', 'failed')")
-                status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { now.timeIntervalSince1970 - $0 }
-                for row in try Row.fetchAll(db, sql: "SELECT name, number, text FROM spool_state") {
-                    guard let name = row.text("name", limit: 100) else { continue }
-                    let count = row.double("number", in: Bounds.count).flatMap(Bounds.count)
-                    if name.hasPrefix("dropped_"), let count {
-                        status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += count
-                    } else if name == "sharing" {
-                        status.sharingPaused = row.text("text") == "paused"
-                    } else if name == "resent", let count {
-                        status.resent = count
-                    } else if name == "last_append" {
-                        status.lastAppendAt = row.date("number")
-                    } else if name == "last_storage_fault" {
-                        status.lastStorageFault = row.text("text")
-                        status.lastStorageFaultAt = row.date("number")
-                    } else if name == "quarantined_file" {
-                        status.quarantinedFile = row.text("text")
-                        status.quarantinedAt = row.date("number")
-                    }
-                }
-            }
+            try database.read { db in try Self.readStatus(db, now: now, into: &status) }
         } catch {
             status.storageFault = storageError(error)
         }
         return status
+    }
+
+    /// The counts and notes of `status`, read in one transaction; shared with the read-only `SpoolReader`.
+    static func readStatus(_ db: Database, now: Date, into status: inout SpoolStatus) throws {
+        for row in try Row.fetchAll(db, sql: "SELECT delivery, COUNT(*) FROM sample GROUP BY delivery") {
+            let count = row.int(at: 1, in: 0...Int.max) ?? 0
+            switch row.text(at: 0, limit: 32) ?? "" {
+            case "pending": status.pending = count
+            case "in_flight": status.inFlight = count
+            case "failed": status.failed = count
+            case "parked": status.parked = count
+            case "acknowledged": status.acknowledgedKept = count
+            case "withheld": status.withheld = count
+            default: break
+            }
+        }
+        // A file of ours is still input: every number is checked before use, so a damaged or
+        // edited row gives an unknown, never a trap.
+        // Judged as the age cap judges it: a sample stamped at "1970" is not 56 years old.
+        let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.age)) AS oldest FROM sample WHERE delivery IN ('pending', 'failed')")
+        status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { now.timeIntervalSince1970 - $0 }
+        for row in try Row.fetchAll(db, sql: "SELECT name, number, text FROM spool_state") {
+            guard let name = row.text("name", limit: 100) else { continue }
+            let count = row.double("number", in: Bounds.count).flatMap(Bounds.count)
+            if name.hasPrefix("dropped_"), let count {
+                status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += count
+            } else if name == "sharing" {
+                status.sharingPaused = row.text("text") == "paused"
+            } else if name == "resent", let count {
+                status.resent = count
+            } else if name == "last_append" {
+                status.lastAppendAt = row.date("number")
+            } else if name == "last_storage_fault" {
+                status.lastStorageFault = row.text("text")
+                status.lastStorageFaultAt = row.date("number")
+            } else if name == "quarantined_file" {
+                status.quarantinedFile = row.text("text")
+                status.quarantinedAt = row.date("number")
+            }
+        }
     }
 
     /// The highest row id the spool has ever given out (AUTOINCREMENT keeps it past deletions); 0 for a

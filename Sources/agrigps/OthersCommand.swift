@@ -3,6 +3,7 @@ import Bounds
 import Foundation
 import GNSS
 import Gateway
+import StateView
 
 struct Others: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -10,6 +10,7 @@ import AgrirouterSim
 import Bounds
 import Foundation
 import Gateway
+import StateView
 import GNSS
 import SwiftProtobuf
 import Synchronization

@@ -6,6 +6,7 @@ import PropertyBased
 import SwiftProtobuf
 import Testing
 @testable import Gateway
+@testable import StateView
 
 /// Doubles near the edges that matter, which random bit patterns rarely hit.
 let edgeDoubles: [Double] = [0, -0.0, 1, -1, 90, 90.000001, -90, 180, 180.0001, -180, 1e9, 1e15, 9.2e18, 1e300, -1e300,

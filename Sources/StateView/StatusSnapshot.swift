@@ -1,8 +1,8 @@
 import Agrirouter
+import Gateway
 import Bounds
 import Foundation
 import GNSS
-import Logging
 import Spool
 
 /// What `agrigps status` reports, read from the state directory alone: the daemon's heartbeat, the
@@ -79,22 +79,17 @@ public struct StatusSnapshot: Sendable {
             snapshot.certificateNotAfter = heartbeat?.certificateNotAfter
         }
         if FileManager.default.fileExists(atPath: paths.spool) {
-            // Status only looks: a spool it may not open is no error of its own to log.
-            var quiet = Logger(label: "agrigps.status")
-            quiet.logLevel = .critical
-            let status = await Spool(path: paths.spool, logger: quiet).status()
-            if status.storageFault == nil {
-                snapshot.spool = status
-            } else if let counts = heartbeat?.spool {
-                snapshot.spool = SpoolStatus(counts)
-            } else {
-                snapshot.spoolProblem = status.storageFault?.description
+            // Read-only: a look must never change, migrate or move aside the daemon's file.
+            do {
+                snapshot.spool = try await SpoolReader(path: paths.spool).status(now: now)
+            } catch {
+                if let counts = heartbeat?.spool { snapshot.spool = SpoolStatus(counts) } else { snapshot.spoolProblem = error.description }
             }
         } else {
             snapshot.spoolProblem = "no spool yet at \(paths.spool): the daemon has not run here"
         }
         do {
-            snapshot.others = try await OtherMachinesStore(path: paths.others).view(now: now, staleAfter: staleAfter)
+            snapshot.others = try await OtherMachinesStore(readingOnly: paths.others).view(now: now, staleAfter: staleAfter)
             snapshot.othersCounts = Heartbeat.OthersCounts(snapshot.others)
         } catch {
             if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
@@ -119,7 +114,6 @@ public struct StatusSnapshot: Sendable {
     }
 }
 
-/// Where `agrigps status` draws the line between OK, WARNING and CRITICAL; from the configuration file.
 extension SpoolStatus {
     /// The counts the daemon last put in its heartbeat.
     init(_ counts: Heartbeat.SpoolCounts) {
@@ -133,45 +127,6 @@ extension SpoolStatus {
         oldestPendingAge = counts.oldestPendingAge
         sharingPaused = counts.sharingPaused
         if counts.dropped > 0 { dropped = ["total": counts.dropped] }
-    }
-}
-
-public struct StatusThresholds: Sendable, Equatable {
-    /// A heartbeat older than this means the daemon is stuck: CRITICAL.
-    public var heartbeatLimit: Double = 120
-    /// Seconds since the last sample with a position.
-    public var fixAgeWarning: Double = 60
-    public var fixAgeCritical: Double = 600
-    /// Seconds the oldest unsent sample has waited.
-    public var queueAgeWarning: Double = 600
-    public var queueAgeCritical: Double = 3600
-    /// Seconds without an acknowledgement, while onboarded with samples waiting, before a WARNING.
-    public var ackAgeWarning: Double = 300
-    /// A certificate that expires within this many seconds is a WARNING; an expired one is CRITICAL.
-    public var certificateWarning: Double = 30 * 86_400
-    /// Seconds without data before another machine is stale.
-    public var staleAfter: Double = 300
-
-    public init() {}
-}
-
-/// The exit codes Nagios and Icinga read.
-public enum Health: Int32, Sendable, Comparable, CustomStringConvertible {
-    case ok = 0, warning = 1, critical = 2, unknown = 3
-
-    public static func < (left: Health, right: Health) -> Bool {
-        // UNKNOWN says less than CRITICAL: a known emergency outranks not knowing.
-        let rank: [Health: Int] = [.ok: 0, .warning: 1, .unknown: 2, .critical: 3]
-        return rank[left, default: 0] < rank[right, default: 0]
-    }
-
-    public var description: String {
-        switch self {
-        case .ok: return "OK"
-        case .warning: return "WARNING"
-        case .critical: return "CRITICAL"
-        case .unknown: return "UNKNOWN"
-        }
     }
 }
 

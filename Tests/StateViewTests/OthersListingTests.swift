@@ -2,7 +2,8 @@ import Agrirouter
 import Foundation
 import GNSS
 import Testing
-@testable import Gateway
+@testable import StateView
+import Gateway
 
 @Suite("Listing the others")
 struct OthersListingTests {

@@ -2,7 +2,8 @@ import Foundation
 import GNSS
 import Spool
 import Testing
-@testable import Gateway
+@testable import StateView
+import Gateway
 
 @Suite("Status verdict")
 struct StatusVerdictTests {

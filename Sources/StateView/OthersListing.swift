@@ -1,6 +1,7 @@
 import Bounds
 import Foundation
 import GNSS
+import Gateway
 
 /// The other machines as `agrigps others` lists them: seen from our own last fix, filtered and sorted.
 public struct OthersListing: Sendable {
@@ -58,12 +59,6 @@ public struct OthersListing: Sendable {
             return a != b ? a < b : label(left).localizedStandardCompare(label(right)) == .orderedAscending
         }
     }
-}
-
-/// Both values, when neither is nil.
-func both<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
-    guard let a, let b else { return nil }
-    return (a, b)
 }
 
 /// A distance as a person types it: "500m", "2 km", "1.5mi", or a bare number of metres.

@@ -1,0 +1,72 @@
+import Foundation
+import GRDB
+
+/// The spool seen from another process (`agrigps status`, the cab view): opened read-only, never
+/// migrated, checked or moved aside, so that a reader can neither change nor quarantine the daemon's file.
+public actor SpoolReader {
+    public let path: String
+    private var database: DatabaseQueue?
+    /// The file's inode when it was opened: a spool moved aside and made anew is opened again.
+    private var inode: UInt64 = 0
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// The same counts and notes as the daemon's `Spool.status`, minus what only the daemon holds in memory.
+    public func status(now: Date = Date()) throws(SpoolError) -> SpoolStatus {
+        try read { db in
+            var status = SpoolStatus()
+            try Spool.readStatus(db, now: now, into: &status)
+            return status
+        }
+    }
+
+    /// The newest samples still in the spool, newest first, whatever their delivery state.
+    public func newest(limit: Int) throws(SpoolError) -> [SpooledSample] {
+        let limit = max(0, min(limit, 100_000))
+        return try read { db in
+            try Row.fetchAll(db, sql: SampleColumns.select + " ORDER BY id DESC LIMIT ?", arguments: [limit]).map(SampleColumns.spooled)
+        }
+    }
+
+    /// A number that changes whenever another connection commits to the file (SQLite's data_version),
+    /// so a reader can tell cheaply whether anything is new.
+    public func changeCounter() throws(SpoolError) -> Int64 {
+        try read { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
+    }
+
+    private func opened() throws(SpoolError) -> DatabaseQueue {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            database = nil
+            throw SpoolError(kind: .readOnly, sqliteCode: 14, message: "no spool yet: the daemon has not run here", path: path)
+        }
+        if let database, UInt64(info.st_ino) == inode { return database }
+        inode = UInt64(info.st_ino)
+        var settings = Configuration()
+        settings.readonly = true
+        settings.busyMode = .timeout(2)
+        do {
+            let database = try DatabaseQueue(path: path, configuration: settings)
+            self.database = database
+            return database
+        } catch let error as DatabaseError {
+            throw SpoolError(error, path: path)
+        } catch {
+            throw SpoolError(kind: .database, sqliteCode: 0, message: "\(error)", path: path)
+        }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws(SpoolError) -> T {
+        let database = try opened()
+        do {
+            // One connection kept open: data_version compares commits with this connection's last look.
+            return try database.read(body)
+        } catch let error as DatabaseError {
+            throw SpoolError(error, path: path)
+        } catch {
+            throw SpoolError(kind: .database, sqliteCode: 0, message: "\(error)", path: path)
+        }
+    }
+}

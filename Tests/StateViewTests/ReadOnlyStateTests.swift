@@ -1,0 +1,72 @@
+import Foundation
+import GNSS
+import Gateway
+import Spool
+import StateView
+import Testing
+
+/// The readers of the state directory (status, the cab view) open every database read-only: a look
+/// never changes, migrates or moves aside the daemon's files.
+@Suite("Reading the state directory read-only")
+struct ReadOnlyStateTests {
+    func temporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "agrigps-stateview-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func paths(_ directory: String) -> StatusSnapshot.Paths {
+        StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
+                             heartbeat: directory + "/heartbeat.json")
+    }
+
+    @Test("a damaged spool is reported, not quarantined, and left byte for byte as it was")
+    func damagedSpoolUntouched() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let garbage = Data(repeating: 0x5A, count: 8192)
+        try garbage.write(to: URL(fileURLWithPath: directory + "/spool.sqlite"))
+        let snapshot = await StatusSnapshot.gather(paths(directory))
+        #expect(snapshot.spool == nil)
+        let problem = try #require(snapshot.spoolProblem)
+        #expect(problem.contains("spool.sqlite"), "\(problem)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/spool.sqlite")) == garbage)
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory)
+        let movedAside = left.filter { $0.contains("corrupt") }
+        #expect(movedAside.isEmpty, "\(left)")
+    }
+
+    @Test("a spool the daemon wrote is read as it stands: counts, newest first, and a change counter that moves on a commit")
+    func readsLiveSpool() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let spool = Spool(path: directory + "/spool.sqlite")
+        let start = Date().addingTimeInterval(-60)
+        for second in 0..<3 {
+            let time = start.addingTimeInterval(Double(second))
+            _ = await spool.append(PositionSample(sampledAt: time, state: .fix(.threeD, .autonomous),
+                                                  report: PositionReport(time: time, gpsdMode: 3, gpsdStatus: 1,
+                                                                         latitude: 52 + Double(second) / 1000, longitude: 8)))
+        }
+        let reader = SpoolReader(path: directory + "/spool.sqlite")
+        let status = try await reader.status(now: start.addingTimeInterval(10))
+        #expect(status.pending == 3)
+        let newest = try await reader.newest(limit: 2)
+        #expect(newest.map { $0.sample.report?.latitude } == [52.002, 52.001])
+        let before = try await reader.changeCounter()
+        #expect(try await reader.changeCounter() == before, "nothing committed, nothing changed")
+        try await spool.setSharing(paused: true)
+        let after = try await reader.changeCounter()
+        #expect(after != before, "a commit by the daemon's connection moves the counter")
+        #expect(try await reader.status().sharingPaused)
+    }
+
+    @Test("an absent other-machines store is not created by a look")
+    func othersNotCreated() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let snapshot = await StatusSnapshot.gather(paths(directory))
+        #expect(snapshot.others.machines.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/others.sqlite"))
+    }
+}
