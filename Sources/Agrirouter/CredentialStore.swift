@@ -29,6 +29,16 @@ public struct CredentialStore: Sendable {
     var endpointPath: String { directory + "/endpoint.json" }
     var secretPath: String { directory + "/endpoint.secret" }
 
+    /// Changes whenever the credentials are stored anew or removed (inode, size and modification time
+    /// of both files): a running daemon compares it to pick up a new onboarding or a disconnect.
+    public func fingerprint() -> String {
+        [endpointPath, secretPath].map { path in
+            var info = stat()
+            guard stat(path, &info) == 0 else { return "-" }
+            return "\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        }.joined(separator: "/")
+    }
+
     /// The id this machine onboards with, created on first use and never changed.
     public func externalID() throws(OnboardingError) -> String {
         if let existing = try? String(contentsOfFile: idPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),

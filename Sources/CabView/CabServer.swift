@@ -1,1 +1,342 @@
+import Agrirouter
+import Foundation
+import Gateway
+import HTTPTypes
 import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Spool
+import StateView
+
+/// What `agrigps web` serves, and where.
+public struct CabConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// A tile URL template ({z}/{x}/{y}), or nil for none: a plain background that needs no internet.
+    public var tiles: String? = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+    public var leafletDirectory = "/usr/share/javascript/leaflet"
+    public var sessionLifetime: Double = 12 * 3600
+    public var notMovingAfter: Double = 600
+    public var paths: StatusSnapshot.Paths
+    public var thresholds = StatusThresholds()
+    /// Where onboarding from the page may go, by name, and with which application ids.
+    public var environments: [String: AgrirouterEnvironment] = ["qa": .qa, "production": .production]
+    public var onboardingSettings = OnboardingSettings(applicationID: "", certificationVersionID: "")
+
+    public init(paths: StatusSnapshot.Paths) {
+        self.paths = paths
+    }
+
+    /// Loopback only: 127.0.0.0/8, ::1 or localhost.
+    public var isLoopback: Bool { Self.isLoopback(host) }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    public var passwordFile: PasswordFile { PasswordFile(directory: paths.stateDirectory) }
+
+    /// Beyond loopback the page would let anyone on the cab's network pause sharing or disconnect:
+    /// refused without a password.
+    public func checkExposure() throws(PasswordError) {
+        if !isLoopback && !passwordFile.exists {
+            throw PasswordError(description: "[web] listen = \(host):\(port) reaches beyond this machine; set a password first "
+                                + "with 'agrigps web set-password', or listen on 127.0.0.1")
+        }
+    }
+}
+
+/// The cab view's web server: the page, Leaflet from the system, the JSON API and the event stream.
+public struct CabServer: Sendable {
+    let configuration: CabConfiguration
+    let monitor: CabMonitor
+    let sessions: Sessions
+    let logger: Logger
+
+    public init(configuration: CabConfiguration, logger: Logger = Logger(label: "agrigps.web")) {
+        self.configuration = configuration
+        self.logger = logger
+        var settings = CabMonitor.Settings(paths: configuration.paths, thresholds: configuration.thresholds,
+                                           environments: configuration.environments.keys.sorted())
+        settings.notMovingAfter = configuration.notMovingAfter
+        monitor = CabMonitor(settings: settings, logger: logger)
+        sessions = Sessions(lifetime: configuration.sessionLifetime)
+    }
+
+    /// Serves until SIGTERM or SIGINT; `onListening` gets the port actually bound (for port 0).
+    public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        try configuration.checkExposure()
+        let router = Router()
+        router.add(middleware: Guard(configuration: configuration, sessions: sessions))
+        addRoutes(to: router)
+        let monitorService = MonitorService(monitor: monitor)
+        var quiet = logger
+        quiet.logLevel = .warning
+        let application = Application(router: router,
+                                      configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+                                      services: [monitorService],
+                                      onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
+                                      logger: quiet)
+        try await application.runService()
+    }
+
+    func addRoutes(to router: Router<BasicRequestContext>) {
+        router.get("/") { _, _ in Self.asset(CabPage.html, type: "text/html; charset=utf-8") }
+        router.get("/app.js") { _, _ in Self.asset(CabPage.script, type: "text/javascript; charset=utf-8") }
+        router.get("/app.css") { _, _ in Self.asset(CabPage.style, type: "text/css; charset=utf-8") }
+        router.get("/leaflet/**") { request, _ in try self.leaflet(request.uri.path) }
+        router.get("/api/session") { request, _ in try await self.session(request) }
+        router.post("/api/login") { request, _ in try await self.login(request) }
+        router.post("/api/logout") { request, _ in
+            await self.sessions.close(Guard.cookie(request))
+            return Self.json(["ok": true], headers: [.setCookie: Guard.expiredCookie])
+        }
+        router.get("/api/state") { _, _ in try await self.state() }
+        router.get("/api/track") { _, _ in try await self.track() }
+        router.get("/api/events") { request, _ in self.events(request) }
+        router.post("/api/sharing") { request, _ in try await self.sharing(request) }
+        router.post("/api/onboard") { request, _ in try await self.onboard(request) }
+        router.post("/api/disconnect") { request, _ in try await self.disconnect(request) }
+    }
+
+    // MARK: - Reading
+
+    func state() async throws -> Response {
+        await monitor.refreshIfChanged()
+        guard let model = await monitor.model else { throw HTTPError(.serviceUnavailable, message: "the state directory is not read yet") }
+        return Self.json(model)
+    }
+
+    /// Our own trail (what the spool held and this process saw since it started) and each other machine's history.
+    func track() async throws -> Response {
+        var others: [String: [[Double]]] = [:]
+        let store = OtherMachinesStore(readingOnly: configuration.paths.others)
+        if let model = await monitor.model {
+            for other in model.others.prefix(100) {
+                let history = (try? await store.history(of: other.id)) ?? []
+                others[other.id] = history.suffix(2000).compactMap { report in both(report.latitude, report.longitude).map { [$0, $1] } }
+            }
+        }
+        return Self.json(Trails(own: await monitor.track, others: others))
+    }
+
+    struct Trails: Codable {
+        var own: [[Double]]
+        var others: [String: [[Double]]]
+    }
+
+    /// Server-Sent Events: the model whenever it changes, notices as they happen, a comment every 15 s
+    /// to keep proxies and the browser from giving up on a quiet stream.
+    func events(_ request: Request) -> Response {
+        let monitor = monitor
+        let body = ResponseBody { writer in
+            var seen = -1
+            var noticeSeen = await monitor.notices.last?.sequence ?? 0
+            var quietSince = ContinuousClock.now
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                let version = await monitor.version
+                if version != seen, let model = await monitor.model {
+                    seen = version
+                    try await writer.write(ByteBuffer(string: "event: state\ndata: " + Self.encode(model) + "\n\n"))
+                    quietSince = .now
+                }
+                for notice in await monitor.notices(after: noticeSeen) {
+                    noticeSeen = notice.sequence
+                    try await writer.write(ByteBuffer(string: "event: notice\ndata: " + Self.encode(notice) + "\n\n"))
+                }
+                if ContinuousClock.now - quietSince > .seconds(15) {
+                    try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                    quietSince = .now
+                }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: body)
+    }
+
+    // MARK: - Sessions
+
+    func session(_ request: Request) async throws -> Response {
+        let passwordSet = configuration.passwordFile.exists
+        var answer: [String: Any] = ["passwordRequired": passwordSet, "tiles": configuration.tiles ?? "none",
+                                     "staleAfterSeconds": configuration.thresholds.staleAfter]
+        if let session = await sessions.session(Guard.cookie(request)) {
+            answer["loggedIn"] = true
+            answer["csrfToken"] = session.csrfToken
+            return Self.json(answer)
+        }
+        // Without a password the page is for this machine only (loopback): the browser gets a session at once.
+        guard !passwordSet, configuration.isLoopback else {
+            answer["loggedIn"] = false
+            return Self.json(answer)
+        }
+        return try await opened(answer)
+    }
+
+    func login(_ request: Request) async throws -> Response {
+        struct Login: Decodable { var password: String }
+        let login = try await Self.decode(Login.self, from: request)
+        guard configuration.passwordFile.exists else {
+            throw HTTPError(.badRequest, message: "no password is set for this page; 'agrigps web set-password' sets one")
+        }
+        guard configuration.passwordFile.verify(login.password) else {
+            // A wrong guess costs a second, which makes guessing slow.
+            try? await Task.sleep(for: .seconds(1))
+            logger.warning("a login to the cab view was refused: wrong password")
+            throw HTTPError(.unauthorized, message: "wrong password")
+        }
+        return try await opened(["passwordRequired": true, "tiles": configuration.tiles ?? "none",
+                                 "staleAfterSeconds": configuration.thresholds.staleAfter])
+    }
+
+    private func opened(_ answer: [String: Any]) async throws -> Response {
+        guard let (id, session) = await sessions.open() else { throw HTTPError(.internalServerError, message: "no session could be made") }
+        var answer = answer
+        answer["loggedIn"] = true
+        answer["csrfToken"] = session.csrfToken
+        let maxAge = Int(configuration.sessionLifetime.rounded())
+        return Self.json(answer, headers: [.setCookie: "\(Guard.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(maxAge)"])
+    }
+
+    // MARK: - Acting
+
+    func sharing(_ request: Request) async throws -> Response {
+        struct Sharing: Decodable { var paused: Bool }
+        let wanted = try await Self.decode(Sharing.self, from: request)
+        // The same path as `agrigps pause` and `agrigps resume`: the spool's own switch, which the daemon reads.
+        do {
+            try await Spool(path: configuration.paths.spool).setSharing(paused: wanted.paused)
+        } catch {
+            throw HTTPError(.serviceUnavailable, message: "sharing could not be switched: \(error.description)")
+        }
+        logger.notice("sharing \(wanted.paused ? "paused" : "resumed") from the cab view")
+        await monitor.refreshIfChanged(now: Date())
+        return Self.json(["paused": wanted.paused])
+    }
+
+    func onboard(_ request: Request) async throws -> Response {
+        struct Onboard: Decodable { var tan: String; var environment: String }
+        let wanted = try await Self.decode(Onboard.self, from: request)
+        guard Onboarder.isPlausibleTAN(wanted.tan) else {
+            throw HTTPError(.badRequest, message: OnboardingError.invalidTAN.description)
+        }
+        guard let target = configuration.environments[wanted.environment] else {
+            throw HTTPError(.badRequest, message: "unknown environment; choose one of \(configuration.environments.keys.sorted().joined(separator: ", "))")
+        }
+        let onboarder = Onboarder(store: CredentialStore(directory: configuration.paths.stateDirectory), settings: configuration.onboardingSettings)
+        do {
+            let response = try await onboarder.onboard(tan: wanted.tan, to: target)
+            logger.notice("onboarded from the cab view", metadata: ["environment": "\(target.name)"])
+            return Self.json(["onboarded": true, "environment": target.name, "endpoint": response.deviceAlternateId] as [String: Any])
+        } catch {
+            logger.warning("onboarding from the cab view failed: \(error.description)")
+            throw HTTPError(Self.status(for: error), message: error.description)
+        }
+    }
+
+    func disconnect(_ request: Request) async throws -> Response {
+        struct Disconnect: Decodable { var confirm: Bool }
+        let wanted = try await Self.decode(Disconnect.self, from: request)
+        guard wanted.confirm else { throw HTTPError(.badRequest, message: "disconnect removes the credentials; confirm it") }
+        let store = CredentialStore(directory: configuration.paths.stateDirectory)
+        do {
+            guard try store.load() != nil else { throw HTTPError(.conflict, message: "this machine is not onboarded") }
+            try store.delete()
+        } catch let error as OnboardingError {
+            throw HTTPError(.internalServerError, message: error.description)
+        }
+        logger.notice("disconnected from agrirouter from the cab view")
+        return Self.json(["onboarded": false, "advice": "Now delete this endpoint in the agrirouter UI too, or it stays listed there."])
+    }
+
+    static func status(for error: OnboardingError) -> HTTPResponse.Status {
+        switch error {
+        case .invalidTAN, .missingSettings: return .badRequest
+        case .alreadyOnboarded: return .conflict
+        case .agrirouter: return .unprocessableContent
+        case .transport, .unreadableResponse: return .badGateway
+        case .storage: return .internalServerError
+        }
+    }
+
+    // MARK: - Plumbing
+
+    /// A request body as JSON of the expected shape: at most 16 KiB, and a clear 400 otherwise.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: 16 * 1024)
+        } catch {
+            throw HTTPError(.contentTooLarge, message: "a request body here is at most 16 KiB")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch {
+            throw HTTPError(.badRequest, message: "the body must be JSON of the form \(Self.shape(of: T.self))")
+        }
+    }
+
+    static func shape(of type: Any.Type) -> String {
+        switch "\(type)" {
+        case let name where name.contains("Sharing"): return #"{"paused": true|false}"#
+        case let name where name.contains("Onboard"): return #"{"tan": "…", "environment": "qa"|"production"}"#
+        case let name where name.contains("Disconnect"): return #"{"confirm": true}"#
+        case let name where name.contains("Login"): return #"{"password": "…"}"#
+        default: return "{…}"
+        }
+    }
+
+    static func encode<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+
+    static func json<T: Encodable>(_ value: T, headers: HTTPFields = [:]) -> Response {
+        var headers = headers
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "no-store"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: encode(value))))
+    }
+
+    static func json(_ value: [String: Any], headers: HTTPFields = [:]) -> Response {
+        var headers = headers
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "no-store"
+        let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func asset(_ text: String, type: String) -> Response {
+        Response(status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"], body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// Leaflet's own files from the system package, and nothing else from that directory.
+    static let leafletFiles: [String: String] = [
+        "leaflet.js": "text/javascript", "leaflet.css": "text/css",
+        "images/marker-icon.png": "image/png", "images/marker-icon-2x.png": "image/png", "images/marker-shadow.png": "image/png",
+        "images/layers.png": "image/png", "images/layers-2x.png": "image/png",
+    ]
+
+    func leaflet(_ path: String) throws -> Response {
+        let name = String(path.dropFirst("/leaflet/".count))
+        guard let type = Self.leafletFiles[name] else { throw HTTPError(.notFound, message: "no such file") }
+        guard let data = FileManager.default.contents(atPath: configuration.leafletDirectory + "/" + name) else {
+            throw HTTPError(.notFound, message: "Leaflet is not installed at \(configuration.leafletDirectory) (Debian: apt install libjs-leaflet)")
+        }
+        return Response(status: .ok, headers: [.contentType: type, .cacheControl: "max-age=86400"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+/// Runs the monitor's polling for as long as the server runs.
+struct MonitorService: Service {
+    let monitor: CabMonitor
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await monitor.run()
+        }
+    }
+}

@@ -33,6 +33,8 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// environment = "qa"           # qa or production, for onboarding
 /// application_id = "…"
 /// certification_version_id = "…"
+/// onboarding_url = "https://…"  # a local agrirouter only (agrirouter-sim), for onboarding from the cab view
+/// ca_file = "/path/ca.pem"      # the CA that local agrirouter signs with
 /// [spool]
 /// max_samples = 500000
 /// max_megabytes = 64
@@ -48,6 +50,12 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// queue_age_warning = 600      # seconds the oldest unsent sample has waited
 /// queue_age_critical = 3600
 /// ack_age_warning = 300         # seconds without an acknowledgement while samples wait (onboarded)
+/// [web]
+/// listen = "127.0.0.1:8080"     # beyond loopback only with a password ('agrigps web set-password')
+/// tiles = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"   # or "none": a plain background, no internet
+/// leaflet_directory = "/usr/share/javascript/leaflet"
+/// session_hours = 12            # a login lasts this long
+/// not_moving_minutes = 10       # another machine that has not moved for this long is announced
 /// ```
 public struct ConfigurationFile: Sendable, Equatable {
     public enum Value: Sendable, Equatable {
@@ -78,6 +86,8 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "agrirouter", name: "environment", kind: .choice(["qa", "production"])),
         Key(section: "agrirouter", name: "application_id", kind: .text),
         Key(section: "agrirouter", name: "certification_version_id", kind: .text),
+        Key(section: "agrirouter", name: "onboarding_url", kind: .text),
+        Key(section: "agrirouter", name: "ca_file", kind: .text),
         Key(section: "spool", name: "max_samples", kind: .integer(1000...100_000_000)),
         Key(section: "spool", name: "max_megabytes", kind: .number(1...100_000, unit: "megabytes")),
         Key(section: "spool", name: "max_age_days", kind: .number(1...3650, unit: "days")),
@@ -90,6 +100,11 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "status", name: "queue_age_warning", kind: .number(1...2_592_000, unit: "seconds")),
         Key(section: "status", name: "queue_age_critical", kind: .number(1...2_592_000, unit: "seconds")),
         Key(section: "status", name: "ack_age_warning", kind: .number(10...2_592_000, unit: "seconds")),
+        Key(section: "web", name: "listen", kind: .address),
+        Key(section: "web", name: "tiles", kind: .text),
+        Key(section: "web", name: "leaflet_directory", kind: .text),
+        Key(section: "web", name: "session_hours", kind: .number(0.1...720, unit: "hours")),
+        Key(section: "web", name: "not_moving_minutes", kind: .number(1...1440, unit: "minutes")),
     ]
 
     public let path: String

@@ -40,6 +40,8 @@ public struct GatewayDaemon: Sendable {
         public var setupRecordPath: String?
         /// How often dke:ping asks whether agrirouter still knows the endpoint.
         public var endpointCheckInterval: Double = 24 * 3600
+        /// A start turns sharing back on; a restart for new credentials keeps a pause as it was.
+        public var resumeSharingAtStart = true
 
         public init() {}
     }
@@ -53,6 +55,18 @@ public struct GatewayDaemon: Sendable {
         /// Samples held in memory that could not be written before the process ended, and why.
         public var lostAtShutdown = 0
         public var lossReason: String?
+
+        public init() {}
+
+        /// Adds up the runs of one process (a restart for new credentials is a second run).
+        public mutating func add(_ other: Summary) {
+            samples += other.samples
+            published += other.published
+            acknowledged += other.acknowledged
+            othersStored += other.othersStored
+            lostAtShutdown += other.lostAtShutdown
+            lossReason = other.lossReason ?? lossReason
+        }
     }
 
     private let spool: Spool
@@ -90,7 +104,11 @@ public struct GatewayDaemon: Sendable {
     /// Runs until cancelled, or, for a finite source, until it ends and the spool has been sent.
     public func run(sampled source: AsyncStream<SamplerOutput>) async -> Summary {
         do {
-            try await spool.setSharing(paused: false)  // a start with credentials means sharing is on
+            if configuration.resumeSharingAtStart {
+                try await spool.setSharing(paused: false)  // a start with credentials means sharing is on
+            } else {
+                _ = await spool.isSharingPaused()  // opens the spool, as the READY below promises
+            }
         } catch {
             logger.error("\(error.description)")
         }

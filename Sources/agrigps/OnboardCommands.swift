@@ -2,6 +2,7 @@ import Agrirouter
 import ArgumentParser
 import Bounds
 import Foundation
+import Gateway
 
 /// Where agrigps keeps its state: `--state-dir`, else systemd's $STATE_DIRECTORY, else /var/lib/agrigps.
 enum EnvironmentChoice: String, ExpressibleByArgument, CaseIterable {
@@ -61,7 +62,7 @@ struct Onboard: AsyncParsableCommand {
 
     func validate() throws {
         guard !effectiveTAN.isEmpty else { throw ValidationError("give the TAN with --tan (or AGRIGPS_TAN)") }
-        guard effectiveTAN.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+        guard Onboarder.isPlausibleTAN(effectiveTAN) else {
             throw ValidationError("a TAN is letters and digits only, as the agrirouter UI shows it")
         }
         if environment == .local {
@@ -79,22 +80,13 @@ struct Onboard: AsyncParsableCommand {
     func run() async throws {
         let store = CredentialStore(directory: state.resolved)
         let file = try config.load()
-        do {
+        do throws(OnboardingError) {
             let target = try resolveEnvironment(environment ?? file.text("agrirouter", "environment").flatMap(EnvironmentChoice.init) ?? .qa)
-            if let existing = try store.load(), existing.environment != target.name {
-                throw OnboardingError.alreadyOnboarded(environment: existing.environment)
-            }
-            let environmentVariables = ProcessInfo.processInfo.environment
-            let settings = OnboardingSettings(
-                applicationID: applicationID ?? environmentVariables["AGRIGPS_APPLICATION_ID"] ?? file.text("agrirouter", "application_id") ?? "",
-                certificationVersionID: certificationVersionID ?? environmentVariables["AGRIGPS_CERTIFICATION_VERSION_ID"]
-                    ?? file.text("agrirouter", "certification_version_id") ?? "")
-            let response = try await OnboardingClient(environment: target, settings: settings)
-                .onboard(tan: effectiveTAN, externalID: try store.externalID())
-            try store.save(response, environment: target.name, settings: settings, trustedCAPEM: target.caCertificatePEM)
+            let settings = Onboarder.settings(file: file, applicationID: applicationID, certificationVersionID: certificationVersionID)
+            let response = try await Onboarder(store: store, settings: settings).onboard(tan: effectiveTAN, to: target)
             Output.line("Onboarded to agrirouter \(target.name) as endpoint \(TerminalText.safe(response.deviceAlternateId)).")
             Output.line("Credentials stored in \(store.directory) (readable by this user only).")
-        } catch let error as OnboardingError {
+        } catch {
             var text = error.description
             if case .missingSettings = error {
                 text += " (give --application-id and --certification-version-id, or AGRIGPS_APPLICATION_ID and AGRIGPS_CERTIFICATION_VERSION_ID)"

@@ -100,42 +100,47 @@ struct Run: AsyncParsableCommand {
         var spoolConfiguration = spoolConfiguration(file)
         spoolConfiguration.clock = { clock.bestGuess() }  // ages and retries survive a wrong or stepped system clock
         let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration)
-        let link = try self.link(file, clock: clock)
         var othersConfiguration = OtherMachinesStore.Configuration()
         othersConfiguration.historyWindow = try keyed("--history-hours", file, fallback: 24) * 3600
         let others = OtherMachinesStore(path: state.othersPath, configuration: othersConfiguration)
         let gpsdAddress = try GPSDAddress.parseOption(gpsd ?? file.text("gpsd", "address") ?? "127.0.0.1:2947")
-        var configuration = try daemonConfiguration(file, environment: link?.environment)
-        configuration.certificateNotAfter = link?.certificateNotAfter
-        configuration.clock = clock
-        let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
-                                   configuration: configuration)
-
         let interruption = Interruption()
+        let credentials = CredentialStore(directory: state.resolved)
+        var restart = false
+        var summary = GatewayDaemon.Summary()
         var replayGPSD: ReplayGPSD?
-        let work: Task<GatewayDaemon.Summary, Never>
-        if let replay {
-            do {
-                let log = try NMEALog(contentsOf: replay)
-                var options = ReplayGPSD.Options()
-                options.realTime = retime
-                let gpsd = try ReplayGPSD(log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
-                replayGPSD = gpsd
-                // A recording's time is not now: no skew check, unless it was moved to now.
-                let events = gpsd.stream().events
-                work = Task { [retime] in await daemon.run(events: events, skewLimit: retime ? 60 : nil) }
-            } catch {
-                throw CommandFailure(error)
-            }
-        } else {
-            let gpsd = GPSDSource(configuration: GPSDSource.Configuration(address: gpsdAddress))
-            work = Task { await daemon.run(gpsd: gpsd) }
-        }
         let trap = SignalTrap { number in interruption.interrupt(by: number) }
-        interruption.onInterrupt { work.cancel() }
-        let summary = await work.value
-        replayGPSD?.stop()
+        repeat {
+            let fingerprint = credentials.fingerprint()
+            let link = try self.link(file, clock: clock)
+            var configuration = try daemonConfiguration(file, environment: link?.environment)
+            configuration.certificateNotAfter = link?.certificateNotAfter
+            configuration.clock = clock
+            configuration.resumeSharingAtStart = !restart
+            let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
+                                       configuration: configuration)
+            let work: Task<GatewayDaemon.Summary, Never>
+            if let replay {
+                (work, replayGPSD) = try startReplay(replay, daemon: daemon)
+            } else {
+                let gpsd = GPSDSource(configuration: GPSDSource.Configuration(address: gpsdAddress))
+                work = Task { await daemon.run(gpsd: gpsd) }
+            }
+            // A live daemon picks up an onboarding or a disconnect (by the CLI or the cab view) by
+            // itself: it stops and starts again with the new credentials, its spool as it was.
+            let watch = replay == nil ? Task { await Self.waitForChange(of: credentials, from: fingerprint) } : nil
+            let watcher = Task {
+                if await watch?.value == true { work.cancel() }
+            }
+            interruption.onInterrupt { work.cancel() }
+            summary.add(await work.value)
+            watch?.cancel()
+            watcher.cancel()
+            restart = interruption.signal == nil && credentials.fingerprint() != fingerprint && replay == nil
+            if restart { Logger(label: "agrigps.daemon").notice("the credentials changed: starting again with them") }
+        } while restart
         _ = consume trap
+        replayGPSD?.stop()
         let status = await spool.status()
         Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
                     + "\(status.pending + status.inFlight + status.failed) waiting in the spool; "
@@ -145,6 +150,38 @@ struct Run: AsyncParsableCommand {
         _ = consume lock  // held until the daemon has stopped
         // Stopped by a signal: the shell's convention, 128 + its number (143 for SIGTERM, 130 for SIGINT).
         if let signal = interruption.signal { throw ExitCode(128 + signal) }
+    }
+
+    /// Starts the daemon on a private gpsd that replays `path`.
+    private func startReplay(_ path: String, daemon: GatewayDaemon) throws -> (Task<GatewayDaemon.Summary, Never>, ReplayGPSD) {
+        do {
+            let log = try NMEALog(contentsOf: path)
+            var options = ReplayGPSD.Options()
+            options.realTime = retime
+            let gpsd = try ReplayGPSD(log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
+            // A recording's time is not now: no skew check, unless it was moved to now.
+            let events = gpsd.stream().events
+            return (Task { [retime] in await daemon.run(events: events, skewLimit: retime ? 60 : nil) }, gpsd)
+        } catch {
+            throw CommandFailure(error)
+        }
+    }
+
+    /// True once the stored credentials differ from `fingerprint` and have stayed the same for a
+    /// second (both files written); looked at every 2 s until cancelled.
+    static func waitForChange(of store: CredentialStore, from fingerprint: String) async -> Bool {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(2))
+            var seen = store.fingerprint()
+            guard seen != fingerprint else { continue }
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                let now = store.fingerprint()
+                if now == seen { return true }
+                seen = now
+            }
+        }
+        return false
     }
 
     /// A flag wins over the file, the file over the default.

@@ -1,0 +1,138 @@
+import Bounds
+import Foundation
+import GNSS
+import Gateway
+import Spool
+import StateView
+
+/// What the page shows, as the browser receives it (GET /api/state and every SSE `state` event).
+/// No secret is ever in it: no key, no passphrase, no TAN; the endpoint's name and id are not secret.
+struct CabModel: Codable, Equatable, Sendable {
+    struct Own: Codable, Equatable, Sendable {
+        var latitude: Double
+        var longitude: Double
+        /// rtk_fixed, rtk_float, dgps, autonomous, or none when this is the last position before the fix was lost.
+        var fix: String
+        var fixText: String
+        /// True when the receiver has no fix now: the position shown is the last one known.
+        var old: Bool
+        var time: String?
+        var speed: Double?
+        var satellites: Int?
+        var hdop: Double?
+    }
+
+    struct Other: Codable, Equatable, Sendable {
+        var id: String
+        var name: String
+        var latitude: Double?
+        var longitude: Double?
+        /// active, stale, gone or silent.
+        var state: String
+        var fix: String?
+        var ageSeconds: Double?
+        var age: String
+        var distance: String?
+        var distanceMetres: Double?
+    }
+
+    struct Settings: Codable, Equatable, Sendable {
+        var onboarded: Bool
+        var environment: String?
+        var endpointName: String?
+        var certificateValidUntil: String?
+        /// The environments this page may onboard to; the choice is locked while onboarded.
+        var environments: [String]
+    }
+
+    var takenAt: String
+    var health: String
+    var reasons: [String]
+    var sharing: SharingIndicator
+    var own: Own?
+    var others: [Other]
+    var lastUpdate: String?
+    var settings: Settings
+    var staleAfterSeconds: Double
+}
+
+extension CabModel {
+    /// Builds the model from what the state directory says now.
+    init(snapshot: StatusSnapshot, newest: PositionSample?, lastFix: PositionSample?, thresholds: StatusThresholds,
+         environments: [String]) {
+        let verdict = snapshot.verdict(thresholds)
+        let now = snapshot.takenAt
+        takenAt = ISO8601UTC.string(from: now)
+        health = verdict.health.description
+        reasons = verdict.reasons
+        let lastState = newest?.state ?? snapshot.heartbeat?.lastSample.flatMap { FixState(name: $0.state) }
+        sharing = SharingIndicator(snapshot, lastState: lastState, thresholds: thresholds)
+        own = Self.own(newest: newest, lastFix: lastFix, heartbeat: snapshot.heartbeat)
+        // With the daemon stopped, the newest position is the last one known, however good its fix was.
+        if case .notRunning = snapshot.daemon, var stopped = own, !stopped.old {
+            stopped.old = true
+            stopped.fix = "none"
+            stopped.fixText = "gateway stopped: last known position"
+            own = stopped
+        }
+        let ownCoordinate = own.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }
+        let listing = OthersListing(view: snapshot.others, ownPosition: ownCoordinate, now: now, includeStale: true)
+        others = listing.entries.map { entry in
+            let machine = entry.machine
+            return Other(id: machine.endpointID, name: machine.name ?? machine.endpointID,
+                         latitude: machine.coordinate?.latitude, longitude: machine.coordinate?.longitude,
+                         state: machine.activity.rawValue, fix: machine.lastReport?.status,
+                         ageSeconds: entry.age.map { max(0, $0.rounded()) }, age: entry.age.map(durationText) ?? "never",
+                         distance: entry.distance.map { DistanceText.format(metres: $0) }, distanceMetres: entry.distance)
+        }
+        lastUpdate = snapshot.others.lastReceivedAt.map { ISO8601UTC.string(from: $0) }
+        settings = Settings(onboarded: snapshot.environment != nil, environment: snapshot.environment,
+                            endpointName: snapshot.othersCounts.ownName,
+                            certificateValidUntil: snapshot.certificateNotAfter.map { String(ISO8601UTC.string(from: $0).prefix(10)) },
+                            environments: environments)
+        staleAfterSeconds = thresholds.staleAfter
+    }
+
+    /// Our marker: the newest sample with a fix, or, without a fix now, the last known position marked old.
+    static func own(newest: PositionSample?, lastFix: PositionSample?, heartbeat: Heartbeat?) -> Own? {
+        if let newest, newest.state.hasPosition, let own = Own(newest, old: false) { return own }
+        if let lastFix, let own = Own(lastFix, old: true) { return own }
+        guard let fix = heartbeat?.lastFix, let coordinate = fix.coordinate else { return nil }
+        return Own(latitude: coordinate.latitude, longitude: coordinate.longitude, fix: "none", fixText: "last known position",
+                   old: true, time: ISO8601UTC.string(from: fix.time))
+    }
+}
+
+extension CabModel.Own {
+    init?(_ sample: PositionSample, old: Bool) {
+        guard let report = sample.report, let latitude = report.latitude, let longitude = report.longitude,
+              Bounds.latitude.contains(latitude), Bounds.longitude.contains(longitude) else { return nil }
+        self.latitude = latitude
+        self.longitude = longitude
+        if old {
+            fix = "none"
+            fixText = "no fix now: last known position"
+        } else {
+            (fix, fixText) = Self.quality(sample.state)
+        }
+        self.old = old
+        time = (sample.receiverTime ?? sample.sampledAt).timeIntervalSince1970 > 0 ? ISO8601UTC.string(from: sample.receiverTime ?? sample.sampledAt) : nil
+        speed = report.speed
+        satellites = report.satellitesUsed
+        hdop = report.hdop
+    }
+
+    static func quality(_ state: FixState) -> (String, String) {
+        guard case .fix(let dimension, let quality) = state else { return ("none", "no fix") }
+        let dimensions = dimension == .threeD ? "3D" : "2D"
+        switch quality {
+        case .rtkFixed: return ("rtk_fixed", "RTK fixed")
+        case .rtkFloat: return ("rtk_float", "RTK float")
+        case .dgps: return ("dgps", "DGPS \(dimensions)")
+        case .autonomous: return ("autonomous", "GNSS \(dimensions)")
+        case .deadReckoning: return ("autonomous", "dead reckoning")
+        case .simulated: return ("autonomous", "simulated")
+        case .manual: return ("autonomous", "manual")
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import GNSS
+import Gateway
+import Logging
+import Spool
+import StateView
+
+/// Watches the state directory for the page process: a cheap look every `pollInterval` (the spool's
+/// change counter, the heartbeat's and stores' modification times), and a full read only when
+/// something changed, or every `refreshInterval` so that ages and staleness move on.
+actor CabMonitor {
+    struct Settings: Sendable {
+        var paths: StatusSnapshot.Paths
+        var thresholds: StatusThresholds
+        var environments: [String]
+        /// Another machine that has not moved this far for this long is announced.
+        var notMovingAfter: Double = 600
+        var pollInterval: Double = 0.25
+        var refreshInterval: Double = 5
+        /// Own positions kept for the trail.
+        var trackLimit = 3600
+    }
+
+    /// One announcement on the page and in the journal.
+    struct Notice: Codable, Equatable, Sendable {
+        var sequence: Int
+        var kind: String
+        var text: String
+        var at: String
+    }
+
+    private let settings: Settings
+    private let logger: Logger
+    private let spool: SpoolReader
+    private(set) var model: CabModel?
+    /// Moves on with every model built.
+    private(set) var version = 0
+    private(set) var notices: [Notice] = []
+    private var noticeSequence = 0
+    private(set) var track: [[Double]] = []
+    private var lastRowID: Int64 = 0
+    private var newest: PositionSample?
+    private var lastFix: PositionSample?
+    private var signature: [Double] = []
+    private var builtAt = Date.distantPast
+    private var previous: [String: Observed] = [:]
+
+    private struct Observed {
+        var state: String
+        var coordinate: Coordinate?
+        var stillSince: Date
+        var announcedStill = false
+    }
+
+    init(settings: Settings, logger: Logger) {
+        self.settings = settings
+        self.logger = logger
+        spool = SpoolReader(path: settings.paths.spool)
+    }
+
+    /// Polls until cancelled.
+    func run() async {
+        while !Task.isCancelled {
+            await refreshIfChanged()
+            try? await Task.sleep(for: .seconds(settings.pollInterval))
+        }
+    }
+
+    /// Builds a new model when anything in the state directory moved, or when the last is old.
+    func refreshIfChanged(now: Date = Date()) async {
+        let current = await currentSignature()
+        guard current != signature || now.timeIntervalSince(builtAt) >= settings.refreshInterval || model == nil else { return }
+        signature = current
+        await rebuild(now: now)
+    }
+
+    private func currentSignature() async -> [Double] {
+        let counter = (try? await spool.changeCounter()).map(Double.init) ?? -1
+        let paths = settings.paths
+        return [counter] + [paths.heartbeat, paths.others, paths.others + "-wal", paths.stateDirectory + "/endpoint.json", paths.spool]
+            .map(Self.modified)
+    }
+
+    /// A file's modification time in seconds, with its size folded in; -1 when absent.
+    static func modified(_ path: String) -> Double {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return -1 }
+        return Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9 + Double(info.st_size) * 1e-12
+    }
+
+    private func rebuild(now: Date) async {
+        await readOwnSamples()
+        let snapshot = await StatusSnapshot.gather(settings.paths, now: now, heartbeatLimit: settings.thresholds.heartbeatLimit,
+                                                   staleAfter: settings.thresholds.staleAfter)
+        let built = CabModel(snapshot: snapshot, newest: newest, lastFix: lastFix, thresholds: settings.thresholds,
+                             environments: settings.environments)
+        announce(built.others, now: now)
+        model = built
+        builtAt = now
+        version += 1
+    }
+
+    /// New own samples since the last look, in order: the newest for the marker, fixes for the trail.
+    private func readOwnSamples() async {
+        let limit = lastRowID == 0 ? settings.trackLimit : 120
+        guard let rows = try? await spool.newest(limit: limit) else { return }
+        for row in rows.reversed() where row.rowID > lastRowID {
+            lastRowID = row.rowID
+            newest = row.sample
+            if row.sample.state.hasPosition, let latitude = row.sample.report?.latitude, let longitude = row.sample.report?.longitude {
+                lastFix = row.sample
+                track.append([latitude, longitude])
+            }
+        }
+        if track.count > settings.trackLimit { track.removeFirst(track.count - settings.trackLimit) }
+    }
+
+    /// Another machine went stale, came back, left the endpoint list, or stood still too long.
+    private func announce(_ others: [CabModel.Other], now: Date) {
+        var seen: [String: Observed] = [:]
+        for other in others {
+            let coordinate = both(other.latitude, other.longitude).map { Coordinate(latitude: $0, longitude: $1) }
+            var observed = Observed(state: other.state, coordinate: coordinate, stillSince: now)
+            if let before = previous[other.id] {
+                if before.state != other.state {
+                    switch (before.state, other.state) {
+                    case (_, "stale"): post("stale", "\(other.name) went stale: nothing received for \(other.age)", now)
+                    case ("stale", "active"), ("gone", "active"): post("back", "\(other.name) is back", now)
+                    case (_, "gone"): post("gone", "\(other.name) left the endpoint list", now)
+                    default: break
+                    }
+                }
+                let moved = both(before.coordinate, coordinate).map { $0.distance(to: $1) > 5 } ?? true
+                if !moved {
+                    observed.stillSince = before.stillSince
+                    observed.announcedStill = before.announcedStill
+                }
+                if other.state == "active", !observed.announcedStill, now.timeIntervalSince(observed.stillSince) >= settings.notMovingAfter {
+                    observed.announcedStill = true
+                    post("still", "\(other.name) has not moved for \(durationText(now.timeIntervalSince(observed.stillSince)))", now)
+                }
+            }
+            seen[other.id] = observed
+        }
+        previous = seen
+    }
+
+    private func post(_ kind: String, _ text: String, _ now: Date) {
+        noticeSequence += 1
+        notices.append(Notice(sequence: noticeSequence, kind: kind, text: text, at: ISO8601UTC.string(from: now)))
+        if notices.count > 50 { notices.removeFirst(notices.count - 50) }
+        logger.notice("\(text)", metadata: ["event": "\(kind)"])
+    }
+
+    /// Notices after `sequence`.
+    func notices(after sequence: Int) -> [Notice] {
+        notices.filter { $0.sequence > sequence }
+    }
+}

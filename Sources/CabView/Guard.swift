@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// Every request passes here first:
+/// - without a password (loopback only), the Host must name this machine, so that a web page cannot
+///   reach the API through a rebound DNS name;
+/// - with a password, everything but the page itself, Leaflet, the session and the login needs a session;
+/// - every state-changing request needs a session and its CSRF token in `X-CSRF-Token`;
+/// - every answer forbids framing and sniffing, and scripts come only from this origin.
+struct Guard: RouterMiddleware {
+    typealias Context = BasicRequestContext
+
+    static let cookieName = "agrigps_session"
+    static let expiredCookie = "\(cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
+    static let csrfHeader = HTTPField.Name("X-CSRF-Token")!
+
+    let configuration: CabConfiguration
+    let sessions: Sessions
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response: Response
+        do {
+            try await check(request)
+            response = try await next(request, context)
+        } catch let error as HTTPError {
+            response = Self.problem(error.status, error.body ?? "refused")
+        } catch {
+            response = Self.problem(.internalServerError, "the request failed")
+        }
+        response.headers[HTTPField.Name("X-Frame-Options")!] = "DENY"
+        response.headers[.xContentTypeOptions] = "nosniff"
+        response.headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
+        response.headers[.contentSecurityPolicy] = contentSecurityPolicy
+        return response
+    }
+
+    /// A 4xx or 5xx as JSON that the page shows as it is: `{"error": "…"}`.
+    static func problem(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: ["error": message])) ?? Data(#"{"error":"refused"}"#.utf8)
+        return Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    var contentSecurityPolicy: String {
+        var images = "'self' data:"
+        if let tiles = configuration.tiles, let url = URL(string: tiles.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")),
+           let scheme = url.scheme, let host = url.host {
+            images += " \(scheme)://\(host)"
+        }
+        return "default-src 'self'; img-src \(images); style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    }
+
+    func check(_ request: Request) async throws {
+        let path = request.uri.path
+        let passwordSet = configuration.passwordFile.exists
+        if !passwordSet, !Self.isLocalHost(request.head.authority) {
+            throw HTTPError(.misdirectedRequest, message: "open this page as http://127.0.0.1:\(configuration.port)/ on this machine")
+        }
+        let open = ["/", "/app.js", "/app.css", "/api/session", "/api/login"].contains(path) || path.hasPrefix("/leaflet/")
+        let session = await sessions.session(Self.cookie(request))
+        if passwordSet, !open, session == nil {
+            throw HTTPError(.unauthorized, message: "log in first")
+        }
+        guard request.method != .get, request.method != .head, path != "/api/login" else { return }
+        guard let session else { throw HTTPError(.unauthorized, message: "no session: reload the page") }
+        guard let token = request.headers[Self.csrfHeader],
+              PasswordFile.equalInConstantTime(Array(token.utf8), Array(session.csrfToken.utf8)) else {
+            throw HTTPError(.forbidden, message: "missing or wrong CSRF token: reload the page")
+        }
+    }
+
+    /// The session cookie's value, if the request carries one.
+    static func cookie(_ request: Request) -> String? {
+        for header in request.headers[values: .cookie] {
+            for part in header.split(separator: ";") {
+                let pair = part.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+                if pair.count == 2, pair[0] == cookieName { return String(pair[1]) }
+            }
+        }
+        return nil
+    }
+
+    /// localhost, 127.x.y.z or [::1], with or without a port.
+    static func isLocalHost(_ host: String?) -> Bool {
+        guard let host else { return false }
+        var name = host
+        if name.hasPrefix("[") {
+            name = String(name.dropFirst().prefix { $0 != "]" })
+        } else if let colon = name.lastIndex(of: ":") {
+            name = String(name[..<colon])
+        }
+        return CabConfiguration.isLoopback(name.lowercased())
+    }
+}

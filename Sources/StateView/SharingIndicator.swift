@@ -1,0 +1,67 @@
+import Foundation
+import GNSS
+import Gateway
+
+/// The one line that says whether positions are being shared, and if not, why. The cab view shows it
+/// at all times; the order below is the order of what matters to the person in the cab.
+public struct SharingIndicator: Sendable, Equatable, Codable {
+    public enum State: String, Sendable, Codable, CaseIterable {
+        case daemonStopped = "daemon_stopped"
+        case notOnboarded = "not_onboarded"
+        case paused
+        case offline
+        case gpsdUnreachable = "gpsd_unreachable"
+        case noReceiver = "no_receiver"
+        case noFix = "no_fix"
+        case sharing
+    }
+
+    public var state: State
+    /// Samples waiting in the spool to be sent.
+    public var waiting: Int
+    public var text: String
+
+    /// `lastState` is the newest sample's fix state, from the spool or the heartbeat.
+    public init(_ snapshot: StatusSnapshot, lastState: FixState?, thresholds: StatusThresholds) {
+        let spool = snapshot.spool
+        waiting = spool.map { $0.pending + $0.inFlight + $0.failed } ?? 0
+        let heartbeat = snapshot.heartbeat
+        let now = snapshot.takenAt
+        // Offline: samples wait and the last request failed after the last acknowledgement, or
+        // agrirouter has taken nothing for longer than status allows.
+        let failedLast = both(heartbeat?.lastErrorAt, heartbeat?.lastAcknowledgedAt).map { $0 > $1 }
+            ?? (heartbeat?.lastErrorAt != nil)
+        let quiet = heartbeat.map { now.timeIntervalSince(max($0.lastAcknowledgedAt ?? $0.startedAt, $0.startedAt)) > thresholds.ackAgeWarning } ?? false
+        let backingOff = heartbeat?.nextAttemptAt.map { $0 > now } ?? false
+        if case .notRunning = snapshot.daemon {
+            state = .daemonStopped
+        } else if snapshot.environment == nil {
+            state = .notOnboarded
+        } else if spool?.sharingPaused == true {
+            state = .paused
+        } else if waiting > 0, failedLast || backingOff || quiet {
+            state = .offline
+        } else {
+            switch lastState {
+            case .gpsdUnreachable?: state = .gpsdUnreachable
+            case .noReceiver?: state = .noReceiver
+            case .noFix?, nil: state = .noFix
+            case .fix?: state = .sharing
+            }
+        }
+        text = Self.text(state, waiting: waiting)
+    }
+
+    static func text(_ state: State, waiting: Int) -> String {
+        switch state {
+        case .daemonStopped: return "Gateway stopped: nothing is sampled or shared"
+        case .notOnboarded: return "Not onboarded: positions stay on this machine"
+        case .paused: return "Sharing paused"
+        case .offline: return "Offline: \(waiting) position\(waiting == 1 ? "" : "s") waiting"
+        case .gpsdUnreachable: return "gpsd unreachable: no positions"
+        case .noReceiver: return "No receiver"
+        case .noFix: return "No fix"
+        case .sharing: return "Sharing"
+        }
+    }
+}
