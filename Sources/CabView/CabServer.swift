@@ -64,8 +64,9 @@ public struct CabServer: Sendable {
         sessions = Sessions(lifetime: configuration.sessionLifetime)
     }
 
-    /// Serves until SIGTERM or SIGINT; `onListening` gets the port actually bound (for port 0).
-    public func run(onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+    /// Serves until SIGTERM or SIGINT, or, without `handlingSignals` (tests), until cancelled;
+    /// `onListening` gets the port actually bound (for port 0).
+    public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         try configuration.checkExposure()
         let router = Router()
         router.add(middleware: Guard(configuration: configuration, sessions: sessions))
@@ -78,7 +79,11 @@ public struct CabServer: Sendable {
                                       services: [monitorService],
                                       onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
                                       logger: quiet)
-        try await application.runService()
+        if handlingSignals {
+            try await application.runService()
+        } else {
+            try await application.runService(gracefulShutdownSignals: [])
+        }
     }
 
     func addRoutes(to router: Router<BasicRequestContext>) {

@@ -1,6 +1,7 @@
 import Foundation
 import GPSDReplay
 import Testing
+import TestSupport
 
 /// `make deb` and `make install`, run on the debug binary the tests already have (BIN=…), so the
 /// package's layout is checked without a release build.

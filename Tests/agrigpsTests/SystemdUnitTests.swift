@@ -1,6 +1,7 @@
 import Foundation
 import GPSDReplay
 import Testing
+import TestSupport
 
 /// The shipped unit, checked by systemd's own analyser (installed by script/bootstrap with systemd).
 @Suite("systemd unit", .serialized, .timeLimit(.minutes(1)))

@@ -1,0 +1,235 @@
+import Agrirouter
+import AgrirouterSim
+import CabView
+import Foundation
+import GNSS
+import Gateway
+import Spool
+import StateView
+import Testing
+import TestSupport
+
+@Suite("Cab view API", .serialized, .timeLimit(.minutes(3)))
+struct CabAPITests {
+    /// A running, onboarded-looking box with three samples in its spool.
+    func servedBox() async throws -> CabFixture {
+        let fixture = try CabFixture()
+        let spool = Spool(path: fixture.paths.spool)
+        for step in 0..<3 {
+            _ = await spool.append(CabFixture.fix(latitude: 52.5 + Double(step) * 0.0001, longitude: 13.4, at: Date().addingTimeInterval(Double(step - 3))))
+        }
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+        return fixture
+    }
+
+    @Test("a browser on this machine gets a session at once; state shows our newest position and the sharing indicator")
+    func sessionAndState() async throws {
+        let fixture = try await servedBox()
+        defer { Task { await fixture.stop() } }
+        let reply = try await fixture.get("/api/session")
+        #expect(reply.status == 200)
+        let session = try #require(CabFixture.session(from: reply), "\(reply.headers)")
+        #expect(reply.header("Set-Cookie")?.contains("HttpOnly") == true && reply.header("Set-Cookie")?.contains("SameSite=Strict") == true)
+        let state = try await fixture.get("/api/state", session: session)
+        #expect(state.status == 200)
+        let object = try #require(state.json)
+        let own = try #require(object["own"] as? [String: Any])
+        #expect(own["latitude"] as? Double == 52.5002)
+        #expect(own["fix"] as? String == "rtk_fixed")
+        let sharing = try #require(object["sharing"] as? [String: Any])
+        #expect(sharing["state"] as? String == "not_onboarded")
+        #expect(state.header("Content-Security-Policy")?.contains("default-src 'self'") == true)
+        #expect(state.header("X-Frame-Options") == "DENY")
+    }
+
+    @Test("the page, its script and Leaflet are served; nothing else from Leaflet's directory, and unknown paths are 404")
+    func assets() async throws {
+        let fixture = try await servedBox()
+        defer { Task { await fixture.stop() } }
+        let page = try await fixture.get("/")
+        #expect(page.status == 200 && page.text.contains("/leaflet/leaflet.js") && !page.text.contains("unpkg") && !page.text.contains("cdn"))
+        #expect(try await fixture.get("/app.js").status == 200)
+        let leaflet = try await fixture.get("/leaflet/leaflet.js")
+        #expect(leaflet.status == 200 && leaflet.text.contains("Leaflet"), "libjs-leaflet must be installed (script/bootstrap)")
+        #expect(try await fixture.get("/leaflet/../../../etc/passwd").status == 404)
+        #expect(try await fixture.get("/leaflet/leaflet.css.map").status == 404)
+        #expect(try await fixture.get("/api/nothing").status == 404)
+    }
+
+    @Test("state-changing requests need a session and its CSRF token; with both, pause reaches the spool")
+    func csrf() async throws {
+        let fixture = try await servedBox()
+        defer { Task { await fixture.stop() } }
+        let noSession = try await fixture.post("/api/sharing", ["paused": true])
+        #expect(noSession.status == 401)
+        let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+        let noToken = try await fixture.post("/api/sharing", ["paused": true], session: session, csrf: false)
+        #expect(noToken.status == 403, "\(noToken.text)")
+        var forged = session
+        forged.csrfToken = String(repeating: "0", count: 64)
+        #expect(try await fixture.post("/api/sharing", ["paused": true], session: forged).status == 403)
+        #expect(try await SpoolReader(path: fixture.paths.spool).status().sharingPaused == false, "nothing refused changed anything")
+        let paused = try await fixture.post("/api/sharing", ["paused": true], session: session)
+        #expect(paused.status == 200, "\(paused.text)")
+        #expect(try await SpoolReader(path: fixture.paths.spool).status().sharingPaused == true)
+        #expect(try await fixture.post("/api/sharing", ["paused": false], session: session).status == 200)
+        #expect(try await SpoolReader(path: fixture.paths.spool).status().sharingPaused == false)
+    }
+
+    @Test("bad input on every endpoint is a 4xx with a message, never a crash")
+    func badInput() async throws {
+        let fixture = try await servedBox()
+        defer { Task { await fixture.stop() } }
+        let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+        let cases: [(String, Any, Int)] = [
+            ("/api/sharing", ["paused": "yes"], 400),
+            ("/api/sharing", [1, 2, 3], 400),
+            ("/api/onboard", ["tan": "ABC DEF", "environment": "qa"], 400),
+            ("/api/onboard", ["tan": "<script>", "environment": "qa"], 400),
+            ("/api/onboard", ["tan": "ABCDEF1234", "environment": "mars"], 400),
+            ("/api/onboard", ["tan": String(repeating: "A", count: 200), "environment": "qa"], 400),
+            ("/api/disconnect", ["confirm": false], 400),
+            ("/api/disconnect", ["confirm": true], 409),
+            ("/api/login", ["password": "whatever1"], 400),
+        ]
+        for (path, body, status) in cases {
+            let reply = try await fixture.post(path, body, session: session)
+            #expect(reply.status == status, "\(path) \(body): \(reply.status) \(reply.text)")
+            let message = reply.json?["error"] as? String
+            #expect(message?.isEmpty == false, "\(path) says why: \(reply.text)")
+            #expect(!reply.text.contains("<script>"), "input is not echoed back")
+        }
+        let notJSON = try await LoopbackHTTP.request("POST", port: fixture.port, path: "/api/sharing",
+                                                     headers: ["Cookie": session.cookie, "X-CSRF-Token": session.csrfToken],
+                                                     body: Data("paused=1".utf8))
+        #expect(notJSON.status == 400 && (notJSON.json?["error"] as? String)?.contains("JSON") == true, "\(notJSON.text)")
+        let huge = try await LoopbackHTTP.request("POST", port: fixture.port, path: "/api/sharing",
+                                                  headers: ["Cookie": session.cookie, "X-CSRF-Token": session.csrfToken],
+                                                  body: Data(repeating: 0x20, count: 64 * 1024))
+        #expect(huge.status == 413, "\(huge.text)")
+        #expect(try await fixture.get("/api/state").status == 200, "still serving")
+    }
+
+    @Test("without a password, a request naming another host is refused (no DNS rebinding)")
+    func foreignHost() async throws {
+        let fixture = try await servedBox()
+        defer { Task { await fixture.stop() } }
+        let reply = try await fixture.get("/api/session", headers: ["Host": "attacker.example:8080"])
+        #expect(reply.status == 421, "\(reply.text)")
+        #expect(reply.header("Set-Cookie") == nil)
+        #expect(try await fixture.get("/api/session", headers: ["Host": "localhost:8080"]).status == 200)
+    }
+
+    @Test("the event stream sends the state at once and a new sample within a second or two")
+    func events() async throws {
+        let fixture = try await servedBox()
+        defer { Task { await fixture.stop() } }
+        let spool = Spool(path: fixture.paths.spool)
+        let appender = Task {
+            try await Task.sleep(for: .milliseconds(600))
+            _ = await spool.append(CabFixture.fix(latitude: 48.1234567, longitude: 11.5, quality: .rtkFloat))
+        }
+        let started = Date()
+        let text = try await LoopbackHTTP.stream(port: fixture.port, path: "/api/events", headers: ["Accept": "text/event-stream"], timeout: 10) {
+            $0.contains("48.1234567")
+        }
+        _ = try await appender.value
+        #expect(text.contains("event: state"))
+        #expect(text.contains("48.1234567"), "the new sample reached the stream")
+        #expect(text.contains("rtk_float"))
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    @Test("with a password: reading needs a login, a wrong one is refused, the right one opens a session")
+    func password() async throws {
+        let fixture = try CabFixture()
+        defer { Task { await fixture.stop() } }
+        try PasswordFile(directory: fixture.directory).set("correct horse")
+        let stored = try String(contentsOfFile: fixture.directory + "/web-password", encoding: .utf8)
+        #expect(!stored.contains("correct horse") && stored.hasPrefix("pbkdf2-sha256$"))
+        let mode = try FileManager.default.attributesOfItem(atPath: fixture.directory + "/web-password")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        try await fixture.start()
+        #expect(try await fixture.get("/api/state").status == 401)
+        let anonymous = try await fixture.get("/api/session")
+        #expect(anonymous.json?["loggedIn"] as? Bool == false && anonymous.header("Set-Cookie") == nil)
+        let wrong = try await fixture.post("/api/login", ["password": "wrong horse"])
+        #expect(wrong.status == 401)
+        let right = try await fixture.post("/api/login", ["password": "correct horse"])
+        #expect(right.status == 200)
+        let session = try #require(CabFixture.session(from: right))
+        #expect(try await fixture.get("/api/state", session: session).status == 200)
+        #expect(try await fixture.get("/api/state", headers: ["Cookie": "agrigps_session=" + String(repeating: "a", count: 64)]).status == 401)
+    }
+
+    @Test("the listener refuses to bind beyond loopback without a password, and says how to set one")
+    func exposure() throws {
+        let directory = NSTemporaryDirectory() + "agrigps-cab-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = CabConfiguration(paths: StatusSnapshot.Paths(stateDirectory: directory, spool: "", others: "", heartbeat: ""))
+        configuration.host = "0.0.0.0"
+        #expect(throws: PasswordError.self) { try configuration.checkExposure() }
+        do {
+            try configuration.checkExposure()
+        } catch {
+            #expect(error.description.contains("agrigps web set-password"))
+        }
+        try PasswordFile(directory: directory).set("a long enough one")
+        try configuration.checkExposure()
+        configuration.host = "127.0.0.1"
+        try FileManager.default.removeItem(atPath: directory + "/web-password")
+        try configuration.checkExposure()
+        #expect(throws: PasswordError.self) { try PasswordFile(directory: directory).set("short") }
+    }
+
+    @Test("onboarding through the page stores the credentials as the CLI does; a bad TAN gets agrirouter's code and advice; no secret in any answer")
+    func onboarding() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["CAB0000001": "Cab-Tractor"]))
+        let fixture = try CabFixture()
+        fixture.configuration.environments["local"] = .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        fixture.configuration.onboardingSettings = OnboardingSettings(applicationID: "app", certificationVersionID: "version")
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+        defer { Task { await fixture.stop(); await simulator.shutdown() } }
+        let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+        var answers: [String] = []
+
+        let refused = try await fixture.post("/api/onboard", ["tan": "WRONG00001", "environment": "local"], session: session)
+        answers.append(refused.text)
+        #expect(refused.status == 422, "\(refused.text)")
+        let message = refused.json?["error"] as? String ?? ""
+        #expect(message.contains("0401") && message.contains("create a new one in the agrirouter UI"), "\(message)")
+        #expect(!message.contains("WRONG00001"), "the TAN is never echoed back")
+
+        let onboarded = try await fixture.post("/api/onboard", ["tan": "CAB0000001", "environment": "local"], session: session)
+        answers.append(onboarded.text)
+        #expect(onboarded.status == 200, "\(onboarded.text)")
+        let stored = try #require(try CredentialStore(directory: fixture.directory).load())
+        #expect(stored.environment == "local")
+        let secret = stored.response.authentication.secret
+        #expect(secret.count > 8)
+
+        // The page's state now says onboarded, with the certificate's date and the QA/Production choice locked.
+        try await Task.sleep(for: .milliseconds(400))
+        let state = try await fixture.get("/api/state", session: session)
+        answers.append(state.text)
+        let settings = try #require(state.json?["settings"] as? [String: Any])
+        #expect(settings["onboarded"] as? Bool == true && settings["environment"] as? String == "local")
+        #expect((settings["certificateValidUntil"] as? String)?.count == 10)
+
+        let other = try await fixture.post("/api/onboard", ["tan": "CAB0000002", "environment": "qa"], session: session)
+        #expect(other.status == 409, "onboarded elsewhere: disconnect first: \(other.text)")
+        let disconnected = try await fixture.post("/api/disconnect", ["confirm": true], session: session)
+        answers.append(disconnected.text)
+        #expect(disconnected.status == 200)
+        #expect(try CredentialStore(directory: fixture.directory).load() == nil)
+        answers.append(try await fixture.get("/api/track", session: session).text)
+        answers.append(try await fixture.get("/", session: session).text)
+        for answer in answers {
+            #expect(!answer.contains(secret), "the key's secret is in no answer")
+            #expect(!answer.contains("PRIVATE KEY") && !answer.contains("CAB0000001"), "no key, no TAN")
+        }
+    }
+}

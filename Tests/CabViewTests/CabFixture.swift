@@ -1,0 +1,94 @@
+import Agrirouter
+import AgrirouterSim
+import CabView
+import Foundation
+import GNSS
+import Gateway
+import Spool
+import StateView
+import TestSupport
+
+/// A state directory and a cab view serving it in this process, on a free loopback port.
+final class CabFixture: @unchecked Sendable {
+    let directory: String
+    let paths: StatusSnapshot.Paths
+    var configuration: CabConfiguration
+    private var task: Task<Void, any Error>?
+    private(set) var port = 0
+
+    init() throws {
+        directory = NSTemporaryDirectory() + "agrigps-cab-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        paths = StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
+                                     heartbeat: directory + "/heartbeat.json")
+        configuration = CabConfiguration(paths: paths)
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.tiles = nil
+    }
+
+    /// Starts serving; returns once the port is bound.
+    func start() async throws {
+        let bound = PortBox()
+        let server = CabServer(configuration: configuration)
+        task = Task { try await server.run(handlingSignals: false) { port in bound.set(port) } }
+        let deadline = Date().addingTimeInterval(10)
+        while bound.port == 0 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        guard bound.port != 0 else { throw LoopbackHTTPError(description: "the cab view did not start listening") }
+        port = bound.port
+    }
+
+    func stop() async {
+        task?.cancel()
+        _ = await task?.result
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A heartbeat from a daemon that is this process: "running".
+    func writeHeartbeat(onboarded: Bool, lastFix: PositionSample? = nil, environment: String? = nil) throws {
+        var heartbeat = Heartbeat(pid: getpid(), startedAt: Date().addingTimeInterval(-60), onboarded: onboarded)
+        heartbeat.environment = environment
+        if let lastFix {
+            heartbeat.lastFix = Heartbeat.Sample(lastFix)
+            heartbeat.lastSample = Heartbeat.Sample(lastFix)
+        }
+        try heartbeat.write(to: paths.heartbeat)
+    }
+
+    static func fix(latitude: Double, longitude: Double, quality: FixQuality = .rtkFixed, at time: Date = Date()) -> PositionSample {
+        PositionSample(sampledAt: time, state: .fix(.threeD, quality),
+                       report: PositionReport(time: time, gpsdMode: 3, gpsdStatus: 2, latitude: latitude, longitude: longitude, satellitesUsed: 14))
+    }
+
+    func get(_ path: String, session: Session? = nil, headers: [String: String] = [:]) async throws -> HTTPReply {
+        try await LoopbackHTTP.request("GET", port: port, path: path, headers: (session?.headers ?? [:]).merging(headers) { $1 })
+    }
+
+    func post(_ path: String, _ json: Any, session: Session? = nil, csrf: Bool = true) async throws -> HTTPReply {
+        var headers = session.map { ["Cookie": $0.cookie] } ?? [:]
+        if csrf, let session { headers["X-CSRF-Token"] = session.csrfToken }
+        return try await LoopbackHTTP.post(port: port, path: path, json: json, headers: headers)
+    }
+
+    struct Session {
+        var cookie: String
+        var csrfToken: String
+        var headers: [String: String] { ["Cookie": cookie] }
+    }
+
+    /// The session a browser on this machine gets from GET /api/session (or after a login).
+    static func session(from reply: HTTPReply) -> Session? {
+        guard let setCookie = reply.header("Set-Cookie"), let token = reply.json?["csrfToken"] as? String,
+              let pair = setCookie.split(separator: ";").first else { return nil }
+        return Session(cookie: String(pair), csrfToken: token)
+    }
+}
+
+private final class PortBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    var port: Int { lock.withLock { value } }
+    func set(_ port: Int) { lock.withLock { value = port } }
+}

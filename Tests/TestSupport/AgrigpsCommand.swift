@@ -1,0 +1,85 @@
+import Foundation
+import GPSDReplay
+
+/// The built `agrigps` binary, for the tests that run it as a user would.
+public struct AgrigpsCommand {
+    /// `swift build` puts the binary beside the test bundle.
+    public static let path: String = {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("agrigps").path
+    }()
+
+    public let process: ChildProcess
+    public let stdoutPath: String
+    public let stderrPath: String
+
+    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.path) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "\(Self.path) (run swift build first)"])
+        }
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-cli-\(UUID().uuidString)").path
+        stdoutPath = base + ".out"
+        stderrPath = base + ".err"
+        process = try ChildProcess(executable: Self.path, arguments: arguments,
+                                   environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                                   outputPath: stdoutPath, errorPath: stderrPath)
+    }
+
+    public var stdout: [String] { (try? Fixtures.lines(of: stdoutPath)) ?? [] }
+    public var stderr: [String] { (try? Fixtures.lines(of: stderrPath)) ?? [] }
+
+    /// Runs to completion (bounded) and returns the exit code.
+    public static func run(_ arguments: [String], timeout: Double = 60) throws -> (code: Int32?, stdout: [String], stderr: [String]) {
+        let command = try AgrigpsCommand(arguments)
+        defer { command.cleanUp() }
+        let code = command.process.wait(timeout: timeout)
+        if code == nil { command.process.terminate(grace: 1) }
+        return (code, command.stdout, command.stderr)
+    }
+
+    /// `run` for async tests: waits by suspending, so the cooperative pool stays free for in-process servers.
+    public static func run(_ arguments: [String], timeout: Double = 60) async throws -> (code: Int32?, stdout: [String], stderr: [String]) {
+        let command = try AgrigpsCommand(arguments)
+        defer { command.cleanUp() }
+        let deadline = Date().addingTimeInterval(timeout)
+        var code: Int32?
+        while code == nil && Date() < deadline {
+            code = command.process.wait(timeout: 0)
+            if code == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        if code == nil { command.process.terminate(grace: 1) }
+        return (code, command.stdout, command.stderr)
+    }
+
+    /// Waits until stdout has a line matching `predicate`.
+    public func waitForOutput(timeout: Double, _ predicate: (String) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stdout.contains(where: predicate) { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// Every process below this one: for replay, its gpsd.
+    public func descendants() -> [pid_t] {
+        var found: [pid_t] = []
+        var frontier = [process.pid]
+        while let pid = frontier.popLast() {
+            // A child belongs to the thread that spawned it: read every thread's list.
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            let children = tasks.flatMap { task in
+                ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "")
+                    .split(separator: " ").compactMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            }
+            found += children
+            frontier += children
+        }
+        return found
+    }
+
+    public func cleanUp() {
+        unlink(stdoutPath)
+        unlink(stderrPath)
+    }
+}
