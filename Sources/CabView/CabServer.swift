@@ -73,7 +73,8 @@ public struct CabServer: Sendable {
         addRoutes(to: router)
         let monitorService = MonitorService(monitor: monitor)
         var quiet = logger
-        quiet.logLevel = .warning
+        // Stopped by cancellation (tests), the server reports the cut connections as errors: not news.
+        quiet.logLevel = handlingSignals ? .warning : .critical
         let application = Application(router: router,
                                       configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
                                       services: [monitorService],

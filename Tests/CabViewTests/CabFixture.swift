@@ -16,8 +16,8 @@ final class CabFixture: @unchecked Sendable {
     private var task: Task<Void, any Error>?
     private(set) var port = 0
 
-    init() throws {
-        directory = NSTemporaryDirectory() + "agrigps-cab-\(UUID().uuidString)"
+    init(stateDirectory: String? = nil) throws {
+        directory = stateDirectory ?? NSTemporaryDirectory() + "agrigps-cab-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         paths = StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
                                      heartbeat: directory + "/heartbeat.json")

@@ -83,7 +83,7 @@ public enum LoopbackHTTP {
             let count = recv(descriptor, &buffer, buffer.count, 0)
             if count > 0 {
                 received.append(contentsOf: buffer[0..<count])
-                if enough(received) { return received }
+                if enough(received) || isComplete(received) { return received }
             } else if count == 0 {
                 return received
             } else if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
@@ -92,6 +92,19 @@ public enum LoopbackHTTP {
         }
         if method == "GET", headers["Accept"] == "text/event-stream" { return received }
         throw LoopbackHTTPError(description: "no whole answer from 127.0.0.1:\(port)\(path) within \(timeout) s: \(String(decoding: received.prefix(300), as: UTF8.self))")
+    }
+
+    /// Whether a whole answer is in: its Content-Length read, or a chunked body's last chunk. A server
+    /// may keep the connection open despite "Connection: close".
+    static func isComplete(_ raw: Data) -> Bool {
+        guard let split = raw.range(of: Data("\r\n\r\n".utf8)) else { return false }
+        let head = String(decoding: raw[..<split.lowerBound], as: UTF8.self).lowercased()
+        let body = raw[split.upperBound...]
+        for line in head.components(separatedBy: "\r\n") where line.hasPrefix("content-length:") {
+            return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)).map { body.count >= $0 } ?? false
+        }
+        if head.contains("transfer-encoding: chunked") { return body.range(of: Data("\r\n0\r\n\r\n".utf8)) != nil || body.starts(with: Data("0\r\n\r\n".utf8)) }
+        return false
     }
 
     static func parse(_ raw: Data) throws -> HTTPReply {

@@ -1,0 +1,183 @@
+import Foundation
+import GPSDReplay
+
+/// A real headless Chromium driven over the W3C WebDriver protocol by Debian's chromedriver, on a
+/// loopback port of its own. Just what the cab view's tests need: open a page at a given viewport,
+/// run script in it, click, type, and take screenshots.
+public final class WebDriver: @unchecked Sendable {
+    public static let chromium = "/usr/bin/chromium"
+    public static let chromedriver = "/usr/bin/chromedriver"
+
+    public static var isInstalled: Bool {
+        FileManager.default.isExecutableFile(atPath: chromium) && FileManager.default.isExecutableFile(atPath: chromedriver)
+    }
+
+    private let driver: ChildProcess
+    private let port: Int
+    private let profile: String
+    public private(set) var session = ""
+
+    /// Starts chromedriver and a browser whose viewport is `width`×`height` CSS pixels.
+    public init(width: Int, height: Int) async throws {
+        guard Self.isInstalled else {
+            throw LoopbackHTTPError(description: "chromium and chromium-driver are not installed (script/bootstrap installs them)")
+        }
+        port = Int(try ReplayGPSD.freeLoopbackPort())
+        profile = NSTemporaryDirectory() + "agrigps-chromium-\(UUID().uuidString)"
+        driver = try ChildProcess(executable: Self.chromedriver, arguments: ["--port=\(port)"],
+                                  environment: ProcessInfo.processInfo.environment, outputPath: "/dev/null", errorPath: "/dev/null")
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            if let ready = try? await LoopbackHTTP.request("GET", port: port, path: "/status", timeout: 2),
+               ((ready.json?["value"] as? [String: Any])?["ready"] as? Bool) == true { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                         "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "--hide-scrollbars"]
+        let options: [String: Any] = ["binary": Self.chromium, "args": arguments,
+                                      "mobileEmulation": ["deviceMetrics": ["width": width, "height": height, "pixelRatio": 1]]]
+        let capabilities: [String: Any] = ["capabilities": ["alwaysMatch": ["browserName": "chrome", "goog:chromeOptions": options]]]
+        let created = try await command("POST", "/session", capabilities, timeout: 60)
+        guard let id = (created as? [String: Any])?["sessionId"] as? String else {
+            quitDriver()
+            throw LoopbackHTTPError(description: "chromedriver made no session: \(String(describing: created))")
+        }
+        session = id
+    }
+
+    /// Ends the browser and the driver.
+    public func quit() async {
+        _ = try? await command("DELETE", "/session/\(session)", nil, timeout: 20)
+        quitDriver()
+    }
+
+    private func quitDriver() {
+        driver.terminate(grace: 2)
+        try? FileManager.default.removeItem(atPath: profile)
+    }
+
+    public func open(_ url: String) async throws {
+        _ = try await command("POST", "/session/\(session)/url", ["url": url], timeout: 30)
+    }
+
+    /// Runs `script` (a function body; `arguments[0]`… are `arguments`) in the page and returns its value.
+    @discardableResult
+    public func run(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
+        try await command("POST", "/session/\(session)/execute/sync", ["script": script, "args": arguments], timeout: 30)
+    }
+
+    /// Polls `script` until it returns true, or gives up after `timeout` seconds; whether it did.
+    public func wait(timeout: Double, for script: String) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try await run(script) as? Bool == true { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return false
+    }
+
+    public func element(_ selector: String) async throws -> String {
+        let found = try await command("POST", "/session/\(session)/element", ["using": "css selector", "value": selector], timeout: 10)
+        guard let object = found as? [String: Any], let id = object.values.first as? String else {
+            throw LoopbackHTTPError(description: "no element \(selector)")
+        }
+        return id
+    }
+
+    public func click(_ selector: String) async throws {
+        _ = try await command("POST", "/session/\(session)/element/\(try await element(selector))/click", [:], timeout: 10)
+    }
+
+    public func type(_ text: String, into selector: String) async throws {
+        let id = try await element(selector)
+        _ = try await command("POST", "/session/\(session)/element/\(id)/clear", [:], timeout: 10)
+        _ = try await command("POST", "/session/\(session)/element/\(id)/value", ["text": text], timeout: 10)
+    }
+
+    public func text(_ selector: String) async throws -> String {
+        (try await command("GET", "/session/\(session)/element/\(try await element(selector))/text", nil, timeout: 10) as? String) ?? ""
+    }
+
+    /// A PNG of the viewport.
+    public func screenshot() async throws -> Data {
+        guard let base64 = try await command("GET", "/session/\(session)/screenshot", nil, timeout: 30) as? String,
+              let data = Data(base64Encoded: base64) else { throw LoopbackHTTPError(description: "no screenshot") }
+        return data
+    }
+
+    private func command(_ method: String, _ path: String, _ body: Any?, timeout: Double) async throws -> Any? {
+        let data = try body.map { try JSONSerialization.data(withJSONObject: $0) }
+        let reply = try await LoopbackHTTP.request(method, port: port, path: path, headers: data == nil ? [:] : ["Content-Type": "application/json"],
+                                                   body: data, timeout: timeout)
+        let value = reply.json?["value"]
+        if reply.status >= 300 {
+            let detail = (value as? [String: Any])?["message"] as? String ?? reply.text
+            throw LoopbackHTTPError(description: "WebDriver \(method) \(path): HTTP \(reply.status): \(detail.prefix(500))")
+        }
+        return value is NSNull ? nil : value
+    }
+}
+
+/// Whether a PNG is more than one flat colour: decoded by Python's zlib (a Debian base package), the
+/// share of the most common pixel and the number of distinct ones.
+public enum PNGCheck {
+    public static func variety(of path: String) async throws -> (dominantShare: Double, colours: Int) {
+        let script = """
+            import sys, zlib, struct, collections
+            data = open(sys.argv[1], 'rb').read()
+            assert data[:8] == b'\\x89PNG\\r\\n\\x1a\\n'
+            pos, idat, width, height, colour = 8, b'', 0, 0, 0
+            while pos < len(data):
+                length, kind = struct.unpack('>I4s', data[pos:pos + 8])
+                chunk = data[pos + 8:pos + 8 + length]
+                if kind == b'IHDR': width, height, depth, colour = struct.unpack('>IIBB', chunk[:10])
+                if kind == b'IDAT': idat += chunk
+                pos += 12 + length
+            channels = {2: 3, 6: 4}[colour]
+            raw = zlib.decompress(idat)
+            stride = width * channels
+            previous = bytearray(stride)
+            counts = collections.Counter()
+            for row in range(height):
+                start = row * (stride + 1)
+                kind, line = raw[start], bytearray(raw[start + 1:start + 1 + stride])
+                for i in range(stride):
+                    left = line[i - channels] if i >= channels else 0
+                    up = previous[i]
+                    corner = previous[i - channels] if i >= channels else 0
+                    if kind == 1: line[i] = (line[i] + left) & 255
+                    elif kind == 2: line[i] = (line[i] + up) & 255
+                    elif kind == 3: line[i] = (line[i] + (left + up) // 2) & 255
+                    elif kind == 4:
+                        p = left + up - corner
+                        pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                        line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 255
+                counts.update(bytes(line[i:i + 3]) for i in range(0, stride, channels * 4))
+                previous = line
+            total = sum(counts.values())
+            print(counts.most_common(1)[0][1] / total, len(counts))
+            """
+        let output = NSTemporaryDirectory() + "agrigps-png-\(UUID().uuidString).txt"
+        defer { unlink(output) }
+        let process = try ChildProcess(executable: "/usr/bin/python3", arguments: ["-c", script, path],
+                                       environment: ProcessInfo.processInfo.environment, outputPath: output, errorPath: output + ".err")
+        defer { unlink(output + ".err") }
+        // Waited for by suspending: the cooperative pool stays free for the servers of the test.
+        var code: Int32?
+        let deadline = Date().addingTimeInterval(60)
+        while code == nil && Date() < deadline {
+            code = process.wait(timeout: 0)
+            if code == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        if code == nil { process.terminate(grace: 1) }
+        guard code == 0 else {
+            throw LoopbackHTTPError(description: "python3 could not read \(path): \((try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "")")
+        }
+        let parts = try String(contentsOfFile: output, encoding: .utf8).split(separator: " ")
+        guard parts.count == 2, let share = Double(parts[0].trimmingCharacters(in: .whitespacesAndNewlines)),
+              let colours = Int(parts[1].trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw LoopbackHTTPError(description: "unreadable PNG check output")
+        }
+        return (share, colours)
+    }
+}
