@@ -1,7 +1,7 @@
 # agrigps: build, install and package.
 #
 #   make            release build of agrigps, with the Swift runtime linked in
-#   make install    installs binary, unit, udev rule and example configuration (PREFIX=/usr/local, DESTDIR=)
+#   make install    installs binary, units (daemon and cab view), udev rule and example configuration (PREFIX=/usr/local, DESTDIR=)
 #   make deb        builds dist/agrigps_VERSION_ARCH.deb with dpkg-deb
 #   make bench      builds agrigps and its benchmarks as shipped, then runs them (BENCH_ARGS=)
 #
@@ -43,8 +43,10 @@ bench:
 install: build
 	install -D -m 0755 $(STRIP) $(BIN) $(DESTDIR)$(PREFIX)/bin/agrigps
 	install -d $(DESTDIR)/lib/systemd/system $(DESTDIR)/lib/udev/rules.d
-	sed 's|^ExecStart=/usr/bin/agrigps|ExecStart=$(PREFIX)/bin/agrigps|' systemd/agrigps.service > $(DESTDIR)/lib/systemd/system/agrigps.service
-	chmod 0644 $(DESTDIR)/lib/systemd/system/agrigps.service
+	for unit in agrigps.service agrigps-web.service; do \
+		sed 's|^ExecStart=/usr/bin/agrigps|ExecStart=$(PREFIX)/bin/agrigps|' systemd/$$unit > $(DESTDIR)/lib/systemd/system/$$unit && \
+		chmod 0644 $(DESTDIR)/lib/systemd/system/$$unit || exit 1; \
+	done
 	install -m 0644 udev/61-agrigps.rules $(DESTDIR)/lib/udev/rules.d/61-agrigps.rules
 	install -D -m 0644 config/agrigps.conf $(DESTDIR)/etc/agrigps/agrigps.conf
 

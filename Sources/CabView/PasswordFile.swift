@@ -35,6 +35,11 @@ public struct PasswordFile: Sendable {
         let temporary = path + ".new"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw PasswordError(description: "cannot write \(temporary): \(String(cString: strerror(errno)))") }
+        // Set by root for the service: the file belongs to whoever owns the state directory (agrigps).
+        var directory = stat()
+        if geteuid() == 0, stat((path as NSString).deletingLastPathComponent, &directory) == 0 {
+            _ = fchown(descriptor, directory.st_uid, directory.st_gid)
+        }
         let bytes = Array(line.utf8)
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         let synced = fsync(descriptor) == 0

@@ -24,7 +24,7 @@ struct PackagingTests {
         return directory
     }
 
-    @Test("make deb builds a package with the binary, the unit, the udev rule and the configuration, which unpacks and runs")
+    @Test("make deb builds a package with the binary, the units, the udev rule and the configuration, which unpacks and runs")
     func deb() throws {
         let work = try scratch()
         defer { try? FileManager.default.removeItem(atPath: work) }
@@ -35,7 +35,7 @@ struct PackagingTests {
         let deb = work + "/dist/" + (debs.first ?? "")
 
         let info = try run("/usr/bin/dpkg-deb", ["--info", deb], in: work).output
-        for line in ["Package: agrigps", "Version: 0.1.0", "Depends: libc6 (>= 2.36), gpsd, libgps28, libcurl4, libsqlite3-0, adduser, init-system-helpers"] {
+        for line in ["Package: agrigps", "Version: 0.1.0", "Depends: libc6 (>= 2.36), gpsd, libgps28, libcurl4, libsqlite3-0, libjs-leaflet, adduser, init-system-helpers"] {
             #expect(info.contains(" \(line)\n"), "\(line)")
         }
         #expect(info.contains("postinst") && info.contains("prerm") && info.contains("postrm") && info.contains("conffiles"))
@@ -49,6 +49,7 @@ struct PackagingTests {
         #expect(files == [
             "./usr/bin/agrigps": "-rwxr-xr-x root/root",
             "./lib/systemd/system/agrigps.service": "-rw-r--r-- root/root",
+            "./lib/systemd/system/agrigps-web.service": "-rw-r--r-- root/root",
             "./lib/udev/rules.d/61-agrigps.rules": "-rw-r--r-- root/root",
             "./etc/agrigps/agrigps.conf": "-rw-r--r-- root/root",
         ])
@@ -58,6 +59,8 @@ struct PackagingTests {
         #expect(try run("/usr/bin/dpkg-deb", ["-x", deb, root], in: work).code == 0)
         let unit = try String(contentsOfFile: root + "/lib/systemd/system/agrigps.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/agrigps run"))
+        let webUnit = try String(contentsOfFile: root + "/lib/systemd/system/agrigps-web.service", encoding: .utf8)
+        #expect(webUnit.contains("ExecStart=/usr/bin/agrigps web\n"))
         #expect(FileManager.default.contentsEqual(atPath: root + "/etc/agrigps/agrigps.conf", andPath: Self.root + "/config/agrigps.conf"))
         let version = try run(root + "/usr/bin/agrigps", ["--version"], in: work)
         #expect(version.code == 0 && version.output == "0.1.0\n")
@@ -68,7 +71,8 @@ struct PackagingTests {
             #expect(try run("/bin/sh", ["-n", control + "/" + script], in: work).code == 0, "\(script) parses")
         }
         let postinst = try String(contentsOfFile: control + "/postinst", encoding: .utf8)
-        #expect(postinst.contains("adduser --system --group") && postinst.contains("deb-systemd-helper enable agrigps.service"))
+        #expect(postinst.contains("adduser --system --group") && postinst.contains("deb-systemd-helper enable agrigps.service")
+                && postinst.contains("deb-systemd-helper enable agrigps-web.service"))
     }
 
     @Test("make install puts the files under DESTDIR, with the unit pointing at PREFIX")
@@ -82,5 +86,7 @@ struct PackagingTests {
         #expect(FileManager.default.fileExists(atPath: work + "/root/etc/agrigps/agrigps.conf"))
         let unit = try String(contentsOfFile: work + "/root/lib/systemd/system/agrigps.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/opt/agrigps/bin/agrigps run"))
+        let webUnit = try String(contentsOfFile: work + "/root/lib/systemd/system/agrigps-web.service", encoding: .utf8)
+        #expect(webUnit.contains("ExecStart=/opt/agrigps/bin/agrigps web"))
     }
 }

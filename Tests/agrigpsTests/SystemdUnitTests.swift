@@ -3,19 +3,26 @@ import GPSDReplay
 import Testing
 import TestSupport
 
-/// The shipped unit, checked by systemd's own analyser (installed by script/bootstrap with systemd).
-@Suite("systemd unit", .serialized, .timeLimit(.minutes(1)))
+/// The shipped units (the daemon's and the cab view's), checked by systemd's own analyser (installed
+/// by script/bootstrap with systemd).
+@Suite("systemd units", .serialized, .timeLimit(.minutes(1)))
 struct SystemdUnitTests {
-    static let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("systemd/agrigps.service").path
+    static let units = ["agrigps.service", "agrigps-web.service"]
+
+    static func path(of name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("systemd/\(name)").path
+    }
+
+    static let unit = path(of: "agrigps.service")
 
     /// The unit with ExecStart pointing at the built binary, since verify checks that it exists.
-    func installedCopy() throws -> (directory: String, unit: String) {
+    func installedCopy(_ name: String = "agrigps.service") throws -> (directory: String, unit: String) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-unit-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let text = try String(contentsOfFile: Self.unit, encoding: .utf8)
-        #expect(text.contains("ExecStart=/usr/bin/agrigps run"))
-        let unit = directory + "/agrigps.service"
+        let text = try String(contentsOfFile: Self.path(of: name), encoding: .utf8)
+        #expect(text.contains(name == "agrigps.service" ? "ExecStart=/usr/bin/agrigps run" : "ExecStart=/usr/bin/agrigps web"))
+        let unit = directory + "/" + name
         try text.replacingOccurrences(of: "ExecStart=/usr/bin/agrigps", with: "ExecStart=\(AgrigpsCommand.path)")
             .write(toFile: unit, atomically: true, encoding: .utf8)
         return (directory, unit)
@@ -29,17 +36,17 @@ struct SystemdUnitTests {
         return (code, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
     }
 
-    @Test("systemd-analyze verify finds nothing to complain about")
-    func verify() throws {
-        let (directory, unit) = try installedCopy()
+    @Test("systemd-analyze verify finds nothing to complain about", arguments: units)
+    func verify(_ name: String) throws {
+        let (directory, unit) = try installedCopy(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let result = try analyze(["verify", unit], in: directory)
         #expect(result.code == 0 && result.output.isEmpty, "\(result.output)")
     }
 
-    @Test("systemd-analyze security rates the exposure 2.0 or lower")
-    func security() throws {
-        let (directory, unit) = try installedCopy()
+    @Test("systemd-analyze security rates the exposure 2.0 or lower", arguments: units)
+    func security(_ name: String) throws {
+        let (directory, unit) = try installedCopy(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let result = try analyze(["security", "--offline=true", "--no-pager", unit], in: directory)
         #expect(result.code == 0)
@@ -59,5 +66,20 @@ struct SystemdUnitTests {
                          "ProtectSystem=strict", "ProtectHome=yes", "PrivateTmp=yes"] {
             #expect(settings.contains(expected), "\(expected)")
         }
+    }
+
+    @Test("the cab view's unit runs as the daemon's user, in its group and state directory, hardened alike")
+    func webSettings() throws {
+        let text = try String(contentsOfFile: Self.path(of: "agrigps-web.service"), encoding: .utf8)
+        let settings = Set(text.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && $0.contains("=") })
+        let daemon = Set(try String(contentsOfFile: Self.unit, encoding: .utf8).split(separator: "\n").map(String.init)
+            .filter { !$0.hasPrefix("#") && ($0.hasPrefix("Protect") || $0.hasPrefix("Private") || $0.hasPrefix("Restrict")
+                                             || $0.hasPrefix("SystemCall") || $0.hasPrefix("Capability")) })
+        for expected in ["User=agrigps", "Group=agrigps", "StateDirectory=agrigps", "ConfigurationDirectory=agrigps", "UMask=0077",
+                         "ExecStart=/usr/bin/agrigps web", "Restart=on-failure"] {
+            #expect(settings.contains(expected), "\(expected)")
+        }
+        let missing = daemon.subtracting(settings)
+        #expect(missing.isEmpty, "hardened like the daemon: \(missing)")
     }
 }
