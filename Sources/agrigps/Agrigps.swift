@@ -43,7 +43,7 @@ enum Main {
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             // The daemon tells what it does; the other commands speak only when something is wrong.
-            handler.logLevel = CommandLine.arguments.dropFirst().first == "run" ? .info : .warning
+            handler.logLevel = ["run", "web"].contains(CommandLine.arguments.dropFirst().first ?? "") ? .info : .warning
             return SafeLogHandler(wrapped: handler)
         }
         do {
