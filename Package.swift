@@ -168,7 +168,7 @@ let package = Package(
         // Benchmarks that print each figure beside its baseline: swift run -c release agrigps-bench
         .executableTarget(
             name: "agrigps-bench",
-            dependencies: ["Spool", "GNSS", "GPSDReplay", "Gateway", "Agrirouter", "AgrirouterSim",
+            dependencies: ["Spool", "GNSS", "GPSDReplay", "Gateway", "Agrirouter", "AgrirouterSim", "TestSupport",
                            .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),

@@ -7,6 +7,7 @@ import GNSS
 import GPSDReplay
 import Gateway
 import Spool
+import TestSupport
 
 /// A long 10 Hz log made from a fixture's own GGA and RMC sentences, re-timed and re-checksummed, so
 /// that the receiver's fields are real and only the clock is ours.
@@ -211,4 +212,66 @@ func latency(agrigps: String, fixture: String, work: String, simulator: Agrirout
     print(String(format: "   after the first minute (%d positions): p50 %.1f s, p99 %.1f s", steady.count, steady[steady.count / 2], steadyP99))
     print(String(format: "   baseline: the send interval plus 2 s = %.0f s   p99 ratio %.2f (after the first minute %.2f)",
                  sendInterval + 2, p99 / (sendInterval + 2), steadyP99 / (sendInterval + 2)))
+}
+
+/// A 1 Hz receiver in real time, `agrigps run` sampling it and `agrigps web` serving the cab view to a
+/// real headless Chromium: for every fix, the time from gpsd reporting it (seen by a client of our
+/// own) to the page moving our marker to it; and the page process's peak resident set.
+func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async throws {
+    guard WebDriver.isInstalled else {
+        print("cab view: skipped, chromium and chromium-driver are not installed (script/bootstrap)")
+        return
+    }
+    try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: work + "/cab.log", atomically: true, encoding: .utf8)
+    var options = ReplayGPSD.Options()
+    options.realTime = true
+    let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: work + "/cab.log"), options: options)
+    defer { gpsd.stop() }
+    let state = work + "/cab-state"
+    let seen = Task { () -> [Double: Date] in
+        var seen: [Double: Date] = [:]
+        for await event in GPSDSource(configuration: GPSDSource.Configuration(address: gpsd.address)).events() {
+            if case .report(let report) = event, let time = report.time, report.latitude != nil { seen[time.timeIntervalSince1970.rounded()] = Date() }
+            if case .deviceRemoved = event { break }
+        }
+        return seen
+    }
+    let daemon = try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state], output: work + "/cab-run.out")
+    let port = Int(try ReplayGPSD.freeLoopbackPort())
+    let web = try MeasuredProcess(agrigps, ["web", "--state-dir", state, "--listen", "127.0.0.1:\(port)"], output: work + "/cab-web.out")
+    let browser = try await WebDriver(width: 1280, height: 800)
+    try await browser.open("http://127.0.0.1:\(port)/")
+    _ = try await browser.wait(timeout: 30, for: "return !!(window.cab && cab.map)")
+    // Every time the page moves our marker: the fix's receiver time and the browser's clock (the same machine's).
+    try await browser.run("""
+        window.moves = [];
+        const draw = window.drawOwn;
+        window.drawOwn = function (own) { draw(own); if (own && own.time) { window.moves.push([own.time, Date.now()]); } };
+        """)
+    let fixTimes = await seen.value
+    let moves = (try await browser.run("return window.moves") as? [[Any]]) ?? []
+    await browser.quit()
+    let webCost = web.stop()
+    let daemonCost = daemon.stop()
+    let parser = ISO8601DateFormatter()
+    parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    var latencies: [Double] = []
+    var counted = Set<Double>()
+    for move in moves {
+        guard let time = (move.first as? String).flatMap(parser.date(from:)), let shown = move.last as? Double else { continue }
+        let key = time.timeIntervalSince1970.rounded()
+        guard let fix = fixTimes[key], counted.insert(key).inserted else { continue }
+        latencies.append(shown / 1000 - fix.timeIntervalSince1970)
+    }
+    guard latencies.count >= seconds / 2 else {
+        print("cab view: only \(latencies.count) of \(fixTimes.count) fixes reached the marker; nothing to report")
+        return
+    }
+    latencies.sort()
+    let p50 = latencies[latencies.count / 2]
+    let p99 = latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.99).rounded(.up)) - 1)]
+    print(String(format: "cab view, fix reported by gpsd to the marker moving in Chromium, %d fixes at 1 Hz: p50 %.2f s, p99 %.2f s, max %.2f s   goal p99 1.5 s (ratio %.2f)",
+                 latencies.count, p50, p99, latencies.last ?? 0, p99 / 1.5))
+    print(String(format: "   agrigps web: CPU %.2f s over %d s, peak RSS %.1f MiB; agrigps run beside it: CPU %.2f s, peak RSS %.1f MiB",
+                 webCost.cpu, seconds, webCost.peakMiB, daemonCost.cpu, daemonCost.peakMiB))
 }

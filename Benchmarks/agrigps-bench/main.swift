@@ -1,7 +1,7 @@
 // Benchmarks, not tests: each figure is printed beside its baseline, taken in the same run.
 //
 //   make bench BENCH_ARGS="..."    or, built the same way, .build/release/agrigps-bench [--appends N] [--directory DIR]
-//       [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N]
+//       [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--cab-seconds N]
 //
 // 1. Spool appends: durable appends per second through the Spool (one transaction and one disk sync
 //    per sample), against the sqlite3 C API doing the same statements with the same pragmas on the
@@ -12,6 +12,8 @@
 // 4. CPU seconds and peak RSS of `agrigps run` on 10 minutes of 10 Hz data in real time, against
 //    `gpspipe -w` on the same gpsd at the same time.
 // 5. Latency from a fix to its acknowledgement, p50 and p99, against the send interval plus 2 s.
+// 6. The cab view: from a fix to the marker moving in a real Chromium, p50 and p99 against the goal
+//    of 1.5 s, and the page process's peak RSS.
 import Foundation
 import GNSS
 import Agrirouter
@@ -20,6 +22,7 @@ import GRDBSQLite
 import Gateway
 import Spool
 import SwiftProtobuf
+import TestSupport
 
 struct Options {
     var appends = 2000
@@ -30,6 +33,7 @@ struct Options {
     var directory = FileManager.default.temporaryDirectory.path
     var drainSamples = 86_400
     var drainSpacing = 5.0
+    var cabSeconds = 120
 
     init(_ arguments: [String]) {
         var rest = arguments.dropFirst()
@@ -39,11 +43,12 @@ struct Options {
             case ("--directory", let value?): directory = value
             case ("--drain-samples", let value?) where Int(value).map({ $0 > 0 }) == true: drainSamples = Int(value)!
             case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true: drainSpacing = Double(value)!
-            case ("--only", let value?) where ["spool", "drain", "cpu", "latency"].contains(value): only = value
+            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "cab"].contains(value): only = value
+            case ("--cab-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: cabSeconds = Int(value)!
             case ("--cpu-minutes", let value?) where Int(value).map({ $0 > 0 }) == true: cpuMinutes = Int(value)!
             case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: latencySeconds = Int(value)!
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--only spool|drain|cpu|latency]\n".utf8))
+                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--cab-seconds N] [--only spool|drain|cpu|latency|cab]\n".utf8))
                 exit(64)
             }
         }
@@ -226,5 +231,8 @@ if options.only == nil || options.only == "cpu" {
 if options.only == nil || options.only == "latency" {
     try await latency(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator,
                       seconds: options.latencySeconds, sendInterval: 10, spacing: 5)
+}
+if options.only == nil || options.only == "cab" {
+    try await cabView(agrigps: agrigps, fixture: fixture, work: workDirectory, seconds: options.cabSeconds)
 }
 await simulator.shutdown()

@@ -98,7 +98,7 @@ main { flex: 1; position: relative; min-height: 0; }
 #map-buttons button[aria-pressed="true"] { background: #d8efe0; }
 #pause { font-weight: 600; }
 #own-info { position: absolute; left: 8px; bottom: 28px; z-index: 1000; background: rgba(255,255,255,0.9); padding: 4px 8px; border-radius: 4px; font-size: 14px; }
-.other-label { font-weight: 600; }
+.other-label, .own-label { font-weight: 600; }
 .other-label.stale { color: #888; }
 table { border-collapse: collapse; width: 100%; background: #fff; }
 th, td { text-align: left; padding: 6px; border-bottom: 1px solid #ddd; }
@@ -180,7 +180,7 @@ function drawOwn(own) {
   const style = { radius: 10, color: "#ffffff", weight: 3, fillColor: colour, fillOpacity: own.old ? 0.35 : 1, dashArray: own.old ? "4 4" : null };
   if (!cab.own) {
     cab.own = L.circleMarker([own.latitude, own.longitude], style).addTo(cab.map);
-    cab.own.bindTooltip("This machine", { direction: "top" });
+    cab.own.bindTooltip("This machine", { permanent: true, direction: "top", className: "own-label" });
   } else {
     cab.own.setLatLng([own.latitude, own.longitude]);
     cab.own.setStyle(style);
@@ -323,6 +323,7 @@ function draw(state) {
   drawOthers(state.others);
   drawNearby(state);
   drawSettings(state);
+  // The first view: our own position, or everyone when we have none.
   if (!cab.fitted && (state.own || state.others.length)) { cab.fitted = true; if (!state.own) { fitAll(); } }
 }
 

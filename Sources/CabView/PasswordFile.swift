@@ -31,14 +31,20 @@ public struct PasswordFile: Sendable {
         guard let salt = Self.randomBytes(16), let hash = Self.derive(password, salt: salt, iterations: Self.iterations) else {
             throw PasswordError(description: "the password could not be hashed (OpenSSL failed)")
         }
+        let directory = (path as NSString).deletingLastPathComponent
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw PasswordError(description: "cannot create \(directory): \(error.localizedDescription)")
+        }
         let line = "pbkdf2-sha256$\(Self.iterations)$\(Self.hex(salt))$\(Self.hex(hash))\n"
         let temporary = path + ".new"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw PasswordError(description: "cannot write \(temporary): \(String(cString: strerror(errno)))") }
         // Set by root for the service: the file belongs to whoever owns the state directory (agrigps).
-        var directory = stat()
-        if geteuid() == 0, stat((path as NSString).deletingLastPathComponent, &directory) == 0 {
-            _ = fchown(descriptor, directory.st_uid, directory.st_gid)
+        var owner = stat()
+        if geteuid() == 0, stat(directory, &owner) == 0 {
+            _ = fchown(descriptor, owner.st_uid, owner.st_gid)
         }
         let bytes = Array(line.utf8)
         let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }

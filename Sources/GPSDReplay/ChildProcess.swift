@@ -9,9 +9,10 @@ import Foundation
 public struct ChildProcess: Sendable {
     public let pid: pid_t
 
-    /// Starts `executable`; its stdout goes to `outputPath`, and its stderr too unless `errorPath` is given.
+    /// Starts `executable`; its stdout goes to `outputPath`, and its stderr too unless `errorPath` is
+    /// given. Its stdin reads `inputPath`, or nothing.
     public init(executable: String, arguments: [String], environment: [String: String],
-                outputPath: String, errorPath: String? = nil) throws(ReplayError) {
+                outputPath: String, errorPath: String? = nil, inputPath: String? = nil) throws(ReplayError) {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -26,7 +27,7 @@ public struct ChildProcess: Sendable {
         var files = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&files)
         defer { posix_spawn_file_actions_destroy(&files) }
-        posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&files, 0, inputPath ?? "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&files, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         if let errorPath {
             posix_spawn_file_actions_addopen(&files, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)

@@ -37,12 +37,21 @@ struct WebServe: AsyncParsableCommand {
         if let listen { _ = try Self.address(listen) }
     }
 
-    /// host:port, with the web's default port when none is given.
+    /// host:port (port 0: any free one, as tests and the demo use), or a host alone for port 8080.
     static func address(_ text: String) throws -> (host: String, port: Int) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        var hostPart = trimmed
+        var port = 8080
+        if let colon = trimmed.lastIndex(of: ":"), !trimmed.hasSuffix("]"), trimmed.first == "[" || trimmed.firstIndex(of: ":") == colon {
+            let portText = trimmed[trimmed.index(after: colon)...]
+            guard let number = Int(portText), (0...65535).contains(number) else {
+                throw ValidationError("--listen: '\(TerminalText.safe(String(portText), limit: 20))' is not a port; use a number from 1 to 65535")
+            }
+            port = number
+            hostPart = String(trimmed[..<colon])
+        }
         do {
-            let parsed = try GPSDAddress(parsing: text)
-            let hasPort = text.trimmingCharacters(in: .whitespaces).last.map(\.isNumber) == true && text.contains(":")
-            return (parsed.host, hasPort ? Int(parsed.port) : 8080)
+            return (try GPSDAddress(parsing: hostPart).host, port)
         } catch {
             throw ValidationError("--listen: \(error.description)")
         }

@@ -186,12 +186,7 @@ struct CabAPITests {
 
     @Test("onboarding through the page stores the credentials as the CLI does; a bad TAN gets agrirouter's code and advice; no secret in any answer")
     func onboarding() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["CAB0000001": "Cab-Tractor"]))
-        let fixture = try CabFixture()
-        fixture.configuration.environments["local"] = .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        fixture.configuration.onboardingSettings = OnboardingSettings(applicationID: "app", certificationVersionID: "version")
-        try fixture.writeHeartbeat(onboarded: false)
-        try await fixture.start()
+        let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "CAB0000001")
         defer { Task { await fixture.stop(); await simulator.shutdown() } }
         let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
         var answers: [String] = []

@@ -148,12 +148,7 @@ struct CabBrowserTests {
 
     @Test("settings: a bad TAN shows agrirouter's code and advice; a good one onboards; the choice locks; disconnect asks first")
     func settings() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["SETTINGS01": "Cab-Tractor"]))
-        let fixture = try CabFixture()
-        fixture.configuration.environments["local"] = .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        fixture.configuration.onboardingSettings = OnboardingSettings(applicationID: "app", certificationVersionID: "version")
-        try fixture.writeHeartbeat(onboarded: false)
-        try await fixture.start()
+        let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "SETTINGS01")
         defer { Task { await fixture.stop(); await simulator.shutdown() } }
         let browser = try await WebDriver(width: 1280, height: 800)
         defer { Task { await browser.quit() } }

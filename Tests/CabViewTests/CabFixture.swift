@@ -46,6 +46,17 @@ final class CabFixture: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// A box not onboarded yet, whose page may onboard to a local agrirouter that takes `tan`; started.
+    static func notOnboarded(localAgrirouterTAN tan: String) async throws -> (CabFixture, AgrirouterSimulator) {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: [tan: "Cab-Tractor"]))
+        let fixture = try CabFixture()
+        fixture.configuration.environments["local"] = .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        fixture.configuration.onboardingSettings = OnboardingSettings(applicationID: "app", certificationVersionID: "version")
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+        return (fixture, simulator)
+    }
+
     /// A heartbeat from a daemon that is this process: "running".
     func writeHeartbeat(onboarded: Bool, lastFix: PositionSample? = nil, environment: String? = nil) throws {
         var heartbeat = Heartbeat(pid: getpid(), startedAt: Date().addingTimeInterval(-60), onboarded: onboarded)

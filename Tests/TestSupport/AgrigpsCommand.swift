@@ -13,16 +13,19 @@ public struct AgrigpsCommand {
     public let stdoutPath: String
     public let stderrPath: String
 
-    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
+    /// `input`, if given, is what the command reads on its standard input.
+    public init(_ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.path) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "\(Self.path) (run swift build first)"])
         }
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-cli-\(UUID().uuidString)").path
         stdoutPath = base + ".out"
         stderrPath = base + ".err"
+        if let input { try input.write(toFile: base + ".in", atomically: true, encoding: .utf8) }
+        defer { if input != nil { unlink(base + ".in") } }
         process = try ChildProcess(executable: Self.path, arguments: arguments,
                                    environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
-                                   outputPath: stdoutPath, errorPath: stderrPath)
+                                   outputPath: stdoutPath, errorPath: stderrPath, inputPath: input.map { _ in base + ".in" })
     }
 
     public var stdout: [String] { (try? Fixtures.lines(of: stdoutPath)) ?? [] }
@@ -38,8 +41,9 @@ public struct AgrigpsCommand {
     }
 
     /// `run` for async tests: waits by suspending, so the cooperative pool stays free for in-process servers.
-    public static func run(_ arguments: [String], timeout: Double = 60) async throws -> (code: Int32?, stdout: [String], stderr: [String]) {
-        let command = try AgrigpsCommand(arguments)
+    public static func run(_ arguments: [String], timeout: Double = 60, input: String? = nil) async throws
+        -> (code: Int32?, stdout: [String], stderr: [String]) {
+        let command = try AgrigpsCommand(arguments, input: input)
         defer { command.cleanUp() }
         let deadline = Date().addingTimeInterval(timeout)
         var code: Int32?
