@@ -26,7 +26,7 @@ struct CabAPITests {
     @Test("a browser on this machine gets a session at once; state shows our newest position and the sharing indicator")
     func sessionAndState() async throws {
         let fixture = try await servedBox()
-        defer { Task { await fixture.stop() } }
+        defer { fixture.close() }
         let reply = try await fixture.get("/api/session")
         #expect(reply.status == 200)
         let session = try #require(CabFixture.session(from: reply), "\(reply.headers)")
@@ -46,7 +46,7 @@ struct CabAPITests {
     @Test("the page, its script and Leaflet are served; nothing else from Leaflet's directory, and unknown paths are 404")
     func assets() async throws {
         let fixture = try await servedBox()
-        defer { Task { await fixture.stop() } }
+        defer { fixture.close() }
         let page = try await fixture.get("/")
         #expect(page.status == 200 && page.text.contains("/leaflet/leaflet.js") && !page.text.contains("unpkg") && !page.text.contains("cdn"))
         #expect(try await fixture.get("/app.js").status == 200)
@@ -60,7 +60,7 @@ struct CabAPITests {
     @Test("state-changing requests need a session and its CSRF token; with both, pause reaches the spool")
     func csrf() async throws {
         let fixture = try await servedBox()
-        defer { Task { await fixture.stop() } }
+        defer { fixture.close() }
         let noSession = try await fixture.post("/api/sharing", ["paused": true])
         #expect(noSession.status == 401)
         let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
@@ -80,7 +80,7 @@ struct CabAPITests {
     @Test("bad input on every endpoint is a 4xx with a message, never a crash")
     func badInput() async throws {
         let fixture = try await servedBox()
-        defer { Task { await fixture.stop() } }
+        defer { fixture.close() }
         let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
         let cases: [(String, Any, Int)] = [
             ("/api/sharing", ["paused": "yes"], 400),
@@ -114,7 +114,7 @@ struct CabAPITests {
     @Test("without a password, a request naming another host is refused (no DNS rebinding)")
     func foreignHost() async throws {
         let fixture = try await servedBox()
-        defer { Task { await fixture.stop() } }
+        defer { fixture.close() }
         let reply = try await fixture.get("/api/session", headers: ["Host": "attacker.example:8080"])
         #expect(reply.status == 421, "\(reply.text)")
         #expect(reply.header("Set-Cookie") == nil)
@@ -124,7 +124,7 @@ struct CabAPITests {
     @Test("the event stream sends the state at once and a new sample within a second or two")
     func events() async throws {
         let fixture = try await servedBox()
-        defer { Task { await fixture.stop() } }
+        defer { fixture.close() }
         let spool = Spool(path: fixture.paths.spool)
         let appender = Task {
             try await Task.sleep(for: .milliseconds(600))
@@ -144,7 +144,7 @@ struct CabAPITests {
     @Test("with a password: reading needs a login, a wrong one is refused, the right one opens a session")
     func password() async throws {
         let fixture = try CabFixture()
-        defer { Task { await fixture.stop() } }
+        defer { fixture.close() }
         try PasswordFile(directory: fixture.directory).set("correct horse")
         let stored = try String(contentsOfFile: fixture.directory + "/web-password", encoding: .utf8)
         #expect(!stored.contains("correct horse") && stored.hasPrefix("pbkdf2-sha256$"))
@@ -187,7 +187,10 @@ struct CabAPITests {
     @Test("onboarding through the page stores the credentials as the CLI does; a bad TAN gets agrirouter's code and advice; no secret in any answer")
     func onboarding() async throws {
         let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "CAB0000001")
-        defer { Task { await fixture.stop(); await simulator.shutdown() } }
+        defer {
+            fixture.close()
+            Task { await simulator.shutdown() }
+        }
         let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
         var answers: [String] = []
 

@@ -60,14 +60,15 @@ struct CabBrowserTests {
             try await fixture.start()
         }
 
-        func stop() async {
+        /// For `defer`: the daemon (and its gpsd) stopped at once; the simulator winds down after.
+        func close() {
             if let daemon {
                 daemon.process.terminate(grace: 3)
                 daemon.cleanUp()
             }
-            await fixture.stop()
-            await simulator.shutdown()
+            fixture.close()
             try? FileManager.default.removeItem(atPath: root)
+            Task { [simulator] in await simulator.shutdown() }
         }
 
         var url: String { "http://127.0.0.1:\(fixture.port)/" }
@@ -91,10 +92,10 @@ struct CabBrowserTests {
     @Test("own marker at the replayed position; the other machine by name, grey once stale; pause and status agree both ways; screenshots not blank")
     func mapPauseAndScreenshots() async throws {
         let field = try await Field()
-        defer { Task { await field.stop() } }
+        defer { field.close() }
         try await field.start()
         let browser = try await WebDriver(width: 1280, height: 800)
-        defer { Task { await browser.quit() } }
+        defer { browser.close() }
         try await browser.open(field.url)
 
         // Our marker appears, and it sits where gpsd said the replayed receiver was.
@@ -132,7 +133,7 @@ struct CabBrowserTests {
         try await Task.sleep(for: .milliseconds(500))
         let tablet = try Self.save(try await browser.screenshot(), as: "map-1280x800.png")
         let phoneBrowser = try await WebDriver(width: 360, height: 640)
-        defer { Task { await phoneBrowser.quit() } }
+        defer { phoneBrowser.close() }
         try await phoneBrowser.open(field.url)
         #expect(try await phoneBrowser.wait(timeout: 20, for: "return !!(window.cab && cab.own && Object.keys(cab.others).length > 0)"))
         try await phoneBrowser.click("#fit")
@@ -144,14 +145,19 @@ struct CabBrowserTests {
             let variety = try await PNGCheck.variety(of: path)
             #expect(variety.dominantShare < 0.97 && variety.colours > 20, "\(path) is not blank: \(variety)")
         }
+        await phoneBrowser.quit()
+        await browser.quit()
     }
 
     @Test("settings: a bad TAN shows agrirouter's code and advice; a good one onboards; the choice locks; disconnect asks first")
     func settings() async throws {
         let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "SETTINGS01")
-        defer { Task { await fixture.stop(); await simulator.shutdown() } }
+        defer {
+            fixture.close()
+            Task { await simulator.shutdown() }
+        }
         let browser = try await WebDriver(width: 1280, height: 800)
-        defer { Task { await browser.quit() } }
+        defer { browser.close() }
         try await browser.open("http://127.0.0.1:\(fixture.port)/")
         #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.state)"))
         try await browser.click("#tabs button[data-tab='settings']")
@@ -185,5 +191,6 @@ struct CabBrowserTests {
         #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('endpoint').textContent.startsWith('Not onboarded')"))
         #expect(try CredentialStore(directory: fixture.directory).load() == nil)
         _ = try Self.save(try await browser.screenshot(), as: "settings-1280x800.png")
+        await browser.quit()
     }
 }

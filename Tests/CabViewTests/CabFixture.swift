@@ -46,6 +46,12 @@ final class CabFixture: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// For `defer`: stops serving without waiting for the server to wind down.
+    func close() {
+        task?.cancel()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
     /// A box not onboarded yet, whose page may onboard to a local agrirouter that takes `tan`; started.
     static func notOnboarded(localAgrirouterTAN tan: String) async throws -> (CabFixture, AgrirouterSimulator) {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: [tan: "Cab-Tractor"]))

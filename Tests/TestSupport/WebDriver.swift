@@ -32,6 +32,15 @@ public final class WebDriver: @unchecked Sendable {
                ((ready.json?["value"] as? [String: Any])?["ready"] as? Bool) == true { break }
             try await Task.sleep(for: .milliseconds(100))
         }
+        do {
+            session = try await newSession(width: width, height: height)
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    private func newSession(width: Int, height: Int) async throws -> String {
         let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                          "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "--hide-scrollbars"]
         let options: [String: Any] = ["binary": Self.chromium, "args": arguments,
@@ -39,20 +48,27 @@ public final class WebDriver: @unchecked Sendable {
         let capabilities: [String: Any] = ["capabilities": ["alwaysMatch": ["browserName": "chrome", "goog:chromeOptions": options]]]
         let created = try await command("POST", "/session", capabilities, timeout: 60)
         guard let id = (created as? [String: Any])?["sessionId"] as? String else {
-            quitDriver()
             throw LoopbackHTTPError(description: "chromedriver made no session: \(String(describing: created))")
         }
-        session = id
+        return id
     }
 
-    /// Ends the browser and the driver.
+    /// Ends the browser through the driver, then the driver.
     public func quit() async {
-        _ = try? await command("DELETE", "/session/\(session)", nil, timeout: 20)
-        quitDriver()
+        if !session.isEmpty { _ = try? await command("DELETE", "/session/\(session)", nil, timeout: 20) }
+        close()
     }
 
-    private func quitDriver() {
+    /// Ends the driver and every browser process of this profile, at once and without waiting on the
+    /// driver: for `defer`, so that no failed test leaves a Chromium behind.
+    public func close() {
         driver.terminate(grace: 2)
+        let marker = "--user-data-dir=\(profile)"
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), let command = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
+                  String(decoding: command, as: UTF8.self).contains(marker) else { continue }
+            kill(pid, SIGKILL)
+        }
         try? FileManager.default.removeItem(atPath: profile)
     }
 
