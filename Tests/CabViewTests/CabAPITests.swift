@@ -77,6 +77,24 @@ struct CabAPITests {
         #expect(try await SpoolReader(path: fixture.paths.spool).status().sharingPaused == false)
     }
 
+    @Test("the trail holds our own samples in order; logging out ends the session for good")
+    func trackAndLogout() async throws {
+        let fixture = try await servedBox()
+        defer { fixture.close() }
+        let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+        let track = try await fixture.get("/api/track", session: session)
+        #expect(track.status == 200)
+        let own = try #require(track.json?["own"] as? [[Double]])
+        #expect(own == [[52.5, 13.4], [52.5001, 13.4], [52.5002, 13.4]], "\(own)")
+        #expect((track.json?["others"] as? [String: Any])?.isEmpty == true)
+
+        let logout = try await fixture.post("/api/logout", [:], session: session)
+        #expect(logout.status == 200)
+        #expect(logout.header("Set-Cookie")?.contains("Max-Age=0") == true)
+        let after = try await fixture.post("/api/sharing", ["paused": true], session: session)
+        #expect(after.status == 401, "the old cookie opens nothing: \(after.text)")
+    }
+
     @Test("bad input on every endpoint is a 4xx with a message, never a crash")
     func badInput() async throws {
         let fixture = try await servedBox()
