@@ -5,13 +5,15 @@
 #   make deb        builds dist/agrigps_VERSION_ARCH.deb with dpkg-deb
 #   make bench      builds agrigps and its benchmarks as shipped, then runs them (BENCH_ARGS=)
 #
-# BIN=path packages an agrigps built elsewhere (the tests use the debug build).
+# BIN=path packages an agrigps built elsewhere (the tests use the debug build); WEB_BIN=path its agrigps-web.
 
 PREFIX ?= /usr/local
 DESTDIR ?=
 CONFIGURATION ?= release
 BUILT := .build/$(CONFIGURATION)/agrigps
 BIN ?= $(BUILT)
+# The cab view's server, a program of its own that `agrigps web` runs: beside BIN unless given.
+WEB_BIN ?= $(dir $(BIN))agrigps-web
 # Symbols and debug information stay out of the installed binary (STRIP= keeps them).
 STRIP ?= -s
 VERSION := $(shell sed -n 's/^ *version: "\(.*\)",$$/\1/p' Sources/agrigps/Agrigps.swift)
@@ -31,17 +33,19 @@ all: build
 
 # Always asks swift build (which does nothing when nothing changed), so a stale binary is never packaged.
 build:
-	@if [ "$(BIN)" = "$(BUILT)" ]; then $(SWIFT_BUILD) --product agrigps; fi
+	@if [ "$(BIN)" = "$(BUILT)" ]; then $(SWIFT_BUILD) --product agrigps && $(SWIFT_BUILD) --product agrigps-web; fi
 
 # The benchmarks measure the binary that make deb ships.
 bench:
 	$(SWIFT_BUILD) --product agrigps
+	$(SWIFT_BUILD) --product agrigps-web
 	$(SWIFT_BUILD) --product agrigps-bench
 	.build/$(CONFIGURATION)/agrigps-bench $(BENCH_ARGS)
 
 # Files in place under $(DESTDIR); the unit's ExecStart follows $(PREFIX).
 install: build
 	install -D -m 0755 $(STRIP) $(BIN) $(DESTDIR)$(PREFIX)/bin/agrigps
+	install -D -m 0755 $(STRIP) $(WEB_BIN) $(DESTDIR)$(PREFIX)/bin/agrigps-web
 	install -d $(DESTDIR)/lib/systemd/system $(DESTDIR)/lib/udev/rules.d
 	for unit in agrigps.service agrigps-web.service; do \
 		sed 's|^ExecStart=/usr/bin/agrigps|ExecStart=$(PREFIX)/bin/agrigps|' systemd/$$unit > $(DESTDIR)/lib/systemd/system/$$unit && \

@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "agrigps", targets: ["agrigps"]),
+        .executable(name: "agrigps-web", targets: ["agrigps-web"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -148,6 +149,16 @@ let package = Package(
             name: "GPSDReplay",
             dependencies: ["Bounds", "CSpawn", "GNSS"]
         ),
+        // What every command-line program shares: option groups, one-line errors, exit codes, the safe log.
+        .target(
+            name: "CommandSupport",
+            dependencies: [
+                "Bounds",
+                "Gateway",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "agrigps",
             dependencies: [
@@ -158,9 +169,22 @@ let package = Package(
                 "Spool",
                 "Gateway",
                 "StateView",
-                "CabView",
+                "CommandSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // `agrigps web`: the cab view's server, a program of its own so that the daemon links no web server.
+        .executableTarget(
+            name: "agrigps-web",
+            dependencies: [
+                "Bounds",
+                "GNSS",
+                "Gateway",
+                "StateView",
+                "CabView",
+                "CommandSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // Fixture paths, gpsd's .chk reader and process checks shared by the test targets.

@@ -1,6 +1,7 @@
 import Agrirouter
 import ArgumentParser
 import Bounds
+import CommandSupport
 import Foundation
 import Gateway
 
@@ -10,7 +11,7 @@ enum EnvironmentChoice: String, ExpressibleByArgument, CaseIterable {
 }
 
 extension OnboardingError: HasExitCode {
-    var exitCode: Int32 {
+    public var exitCode: Int32 {
         switch self {
         case .missingSettings: return 78        // EX_CONFIG
         case .invalidTAN, .alreadyOnboarded: return 64

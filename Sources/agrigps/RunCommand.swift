@@ -1,6 +1,7 @@
 import Agrirouter
 import ArgumentParser
 import Bounds
+import CommandSupport
 import Foundation
 import GNSS
 import GPSDReplay

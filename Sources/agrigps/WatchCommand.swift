@@ -1,5 +1,6 @@
 import ArgumentParser
 import Bounds
+import CommandSupport
 import Foundation
 import GNSS
 

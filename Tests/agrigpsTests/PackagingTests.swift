@@ -48,6 +48,7 @@ struct PackagingTests {
         })
         #expect(files == [
             "./usr/bin/agrigps": "-rwxr-xr-x root/root",
+            "./usr/bin/agrigps-web": "-rwxr-xr-x root/root",
             "./lib/systemd/system/agrigps.service": "-rw-r--r-- root/root",
             "./lib/systemd/system/agrigps-web.service": "-rw-r--r-- root/root",
             "./lib/udev/rules.d/61-agrigps.rules": "-rw-r--r-- root/root",
@@ -64,6 +65,9 @@ struct PackagingTests {
         #expect(FileManager.default.contentsEqual(atPath: root + "/etc/agrigps/agrigps.conf", andPath: Self.root + "/config/agrigps.conf"))
         let version = try run(root + "/usr/bin/agrigps", ["--version"], in: work)
         #expect(version.code == 0 && version.output == "0.1.0\n")
+        // `agrigps web` finds the cab view's program beside it.
+        let web = try run(root + "/usr/bin/agrigps", ["web", "--help"], in: work)
+        #expect(web.code == 0 && web.output.contains("USAGE: agrigps web"), "\(web.output)")
         let control = root + "/control"
         #expect(try run("/usr/bin/dpkg-deb", ["-e", deb, control], in: work).code == 0)
         #expect(try String(contentsOfFile: control + "/conffiles", encoding: .utf8) == "/etc/agrigps/agrigps.conf\n")
@@ -82,6 +86,7 @@ struct PackagingTests {
         let made = try run("/usr/bin/make", ["-C", Self.root, "install", "BIN=\(AgrigpsCommand.path)", "DESTDIR=\(work)/root", "PREFIX=/opt/agrigps"], in: work)
         try #require(made.code == 0, "\(made.output)")
         #expect(FileManager.default.isExecutableFile(atPath: work + "/root/opt/agrigps/bin/agrigps"))
+        #expect(FileManager.default.isExecutableFile(atPath: work + "/root/opt/agrigps/bin/agrigps-web"))
         #expect(FileManager.default.fileExists(atPath: work + "/root/lib/udev/rules.d/61-agrigps.rules"))
         #expect(FileManager.default.fileExists(atPath: work + "/root/etc/agrigps/agrigps.conf"))
         let unit = try String(contentsOfFile: work + "/root/lib/systemd/system/agrigps.service", encoding: .utf8)

@@ -5,25 +5,25 @@ import Logging
 /// Messages carry text from outside (agrirouter's codes and errors, other machines' ids, gpsd's
 /// device names), so control characters are escaped and the length capped here, in one place: no
 /// line can move a terminal's cursor or forge a second journal entry.
-struct SafeLogHandler: LogHandler {
-    var wrapped: any LogHandler
+public struct SafeLogHandler: LogHandler {
+    public var wrapped: any LogHandler
 
-    var logLevel: Logger.Level {
+    public var logLevel: Logger.Level {
         get { wrapped.logLevel }
         set { wrapped.logLevel = newValue }
     }
 
-    var metadata: Logger.Metadata {
+    public var metadata: Logger.Metadata {
         get { wrapped.metadata }
         set { wrapped.metadata = newValue }
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { wrapped[metadataKey: key] }
         set { wrapped[metadataKey: key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+    public func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
              file: String, function: String, line: UInt) {
         let safe = metadata?.mapValues { Logger.MetadataValue.string(TerminalText.safe("\($0)", limit: 500)) }
         wrapped.log(level: level, message: "\(TerminalText.safe(message.description, limit: 2000))", metadata: safe,

@@ -1,0 +1,75 @@
+import ArgumentParser
+import Bounds
+import Foundation
+import Logging
+
+/// What every agrigps program does around its command: the log made safe for a terminal and the
+/// journal, one line per error, and sysexits-style exit codes.
+public enum CommandMain {
+    /// Parses the arguments as `Root`, runs the command, and exits with its code. `verbose` commands
+    /// (the daemon, the web page) log what they do; the others speak only when something is wrong.
+    public static func run<Root: ParsableCommand>(_ root: Root.Type, verbose: Bool) async -> Never {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = verbose ? .info : .warning
+            return SafeLogHandler(wrapped: handler)
+        }
+        do {
+            var command = try Root.parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            exit(0)
+        } catch let code as ExitCode {
+            // Already reported (or an interruption): only the code is left to give.
+            exit(code.rawValue)
+        } catch let error as CommandFailure {
+            Output.error(error.description)
+            exit(error.exitCode)
+        } catch {
+            let code = Root.exitCode(for: error)
+            // Help and --version are not errors: let the parser print them in full.
+            if code == .success { Root.exit(withError: error) }
+            Output.error(Root.message(for: error).replacingOccurrences(of: "\n", with: " "))
+            exit(code.rawValue)
+        }
+    }
+}
+
+/// A failure the command line reports as one line, with a sysexits-style exit code.
+public struct CommandFailure: Error, CustomStringConvertible {
+    public let description: String
+    public let exitCode: Int32
+
+    public init(description: String, exitCode: Int32) {
+        self.description = description
+        self.exitCode = exitCode
+    }
+
+    public init(_ error: some Error & CustomStringConvertible & HasExitCode) {
+        self.init(description: error.description, exitCode: error.exitCode)
+    }
+}
+
+/// Errors of the modules below that already say what to do, and which exit code they deserve.
+public protocol HasExitCode {
+    var exitCode: Int32 { get }
+}
+
+/// Line-at-a-time output that reaches a pipe at once (a field engineer may be tailing it).
+public enum Output {
+    public static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    public static func warning(_ text: String) {
+        FileHandle.standardError.write(Data("agrigps: warning: \(text)\n".utf8))
+    }
+
+    /// One line: an error may quote what the user or another party typed, so it is made safe first.
+    public static func error(_ text: String) {
+        FileHandle.standardError.write(Data("agrigps: error: \(TerminalText.safe(text, limit: 1000))\n".utf8))
+    }
+}
