@@ -119,10 +119,16 @@ public struct OnboardingClient: Sendable {
         self.timeout = timeout
     }
 
+    /// A TAN is letters and digits only, as the agrirouter UI shows it; at most 64 of them. Checked
+    /// before any request, by the command line and the cab view as well.
+    public static func isPlausibleTAN(_ tan: String) -> Bool {
+        !tan.isEmpty && tan.count <= 64 && tan.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+    }
+
     /// Onboards endpoint `externalID` with `tan`. The timestamp is 10 s in the past: agrirouter
     /// refuses any from the future (0110), however slightly.
     public func onboard(tan: String, externalID: String, now: Date = Date()) async throws(OnboardingError) -> OnboardingResponse {
-        guard !tan.isEmpty, tan.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else { throw .invalidTAN }
+        guard Self.isPlausibleTAN(tan) else { throw .invalidTAN }
         let missing = [("applicationId", settings.applicationID), ("certificationVersionId", settings.certificationVersionID)]
             .filter { $0.1.isEmpty }.map(\.0)
         guard missing.isEmpty else { throw .missingSettings(missing) }

@@ -1,3 +1,4 @@
+import Agrirouter
 import Foundation
 import GNSS
 import Gateway
@@ -41,7 +42,7 @@ actor CabMonitor {
     private var lastRowID: Int64 = 0
     private var newest: PositionSample?
     private var lastFix: PositionSample?
-    private var signature: [Double] = []
+    private var signature: [String] = []
     private var builtAt = Date.distantPast
     private var previous: [String: Observed] = [:]
 
@@ -74,18 +75,20 @@ actor CabMonitor {
         await rebuild(now: now)
     }
 
-    private func currentSignature() async -> [Double] {
-        let counter = (try? await spool.changeCounter()).map(Double.init) ?? -1
+    /// The spool's change counter, the files' stamps, and the credentials' fingerprint: equal when
+    /// nothing the page shows can have changed.
+    private func currentSignature() async -> [String] {
+        let counter = (try? await spool.changeCounter()).map(String.init) ?? "-"
         let paths = settings.paths
-        return [counter] + [paths.heartbeat, paths.others, paths.others + "-wal", paths.stateDirectory + "/endpoint.json", paths.spool]
-            .map(Self.modified)
+        return [counter, CredentialStore(directory: paths.stateDirectory).fingerprint()]
+            + [paths.heartbeat, paths.others, paths.others + "-wal", paths.spool].map(Self.stamp)
     }
 
-    /// A file's modification time in seconds, with its size folded in; -1 when absent.
-    static func modified(_ path: String) -> Double {
+    /// A file's modification time and size; "-" when absent.
+    static func stamp(_ path: String) -> String {
         var info = stat()
-        guard stat(path, &info) == 0 else { return -1 }
-        return Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9 + Double(info.st_size) * 1e-12
+        guard stat(path, &info) == 0 else { return "-" }
+        return "\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec):\(info.st_size)"
     }
 
     private func rebuild(now: Date) async {

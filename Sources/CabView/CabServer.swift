@@ -164,10 +164,14 @@ public struct CabServer: Sendable {
 
     // MARK: - Sessions
 
+    /// What the page learns about this server with its session: whether it asks for a password, the tiles, the stale threshold.
+    private func sessionAnswer(passwordSet: Bool) -> [String: Any] {
+        ["passwordRequired": passwordSet, "tiles": configuration.tiles ?? "none", "staleAfterSeconds": configuration.thresholds.staleAfter]
+    }
+
     func session(_ request: Request) async throws -> Response {
         let passwordSet = configuration.passwordFile.exists
-        var answer: [String: Any] = ["passwordRequired": passwordSet, "tiles": configuration.tiles ?? "none",
-                                     "staleAfterSeconds": configuration.thresholds.staleAfter]
+        var answer = sessionAnswer(passwordSet: passwordSet)
         if let session = await sessions.session(Guard.cookie(request)) {
             answer["loggedIn"] = true
             answer["csrfToken"] = session.csrfToken
@@ -193,8 +197,7 @@ public struct CabServer: Sendable {
             logger.warning("a login to the cab view was refused: wrong password")
             throw HTTPError(.unauthorized, message: "wrong password")
         }
-        return try await opened(["passwordRequired": true, "tiles": configuration.tiles ?? "none",
-                                 "staleAfterSeconds": configuration.thresholds.staleAfter])
+        return try await opened(sessionAnswer(passwordSet: true))
     }
 
     private func opened(_ answer: [String: Any]) async throws -> Response {
@@ -225,7 +228,7 @@ public struct CabServer: Sendable {
     func onboard(_ request: Request) async throws -> Response {
         struct Onboard: Decodable { var tan: String; var environment: String }
         let wanted = try await Self.decode(Onboard.self, from: request)
-        guard Onboarder.isPlausibleTAN(wanted.tan) else {
+        guard OnboardingClient.isPlausibleTAN(wanted.tan) else {
             throw HTTPError(.badRequest, message: OnboardingError.invalidTAN.description)
         }
         guard let target = configuration.environments[wanted.environment] else {
@@ -300,19 +303,20 @@ public struct CabServer: Sendable {
         return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
     }
 
-    static func json<T: Encodable>(_ value: T, headers: HTTPFields = [:]) -> Response {
+    /// Every JSON answer, success or refusal: typed as such and never cached.
+    static func jsonResponse(_ data: Data, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
         var headers = headers
         headers[.contentType] = "application/json"
         headers[.cacheControl] = "no-store"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: encode(value))))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func json<T: Encodable>(_ value: T, headers: HTTPFields = [:]) -> Response {
+        jsonResponse(Data(encode(value).utf8), headers: headers)
     }
 
     static func json(_ value: [String: Any], headers: HTTPFields = [:]) -> Response {
-        var headers = headers
-        headers[.contentType] = "application/json"
-        headers[.cacheControl] = "no-store"
-        let data = (try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        jsonResponse((try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])) ?? Data("{}".utf8), headers: headers)
     }
 
     static func asset(_ text: String, type: String) -> Response {

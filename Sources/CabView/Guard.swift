@@ -38,8 +38,7 @@ struct Guard: RouterMiddleware {
     /// A 4xx or 5xx as JSON that the page shows as it is: `{"error": "…"}`.
     static func problem(_ status: HTTPResponse.Status, _ message: String) -> Response {
         let data = (try? JSONSerialization.data(withJSONObject: ["error": message])) ?? Data(#"{"error":"refused"}"#.utf8)
-        return Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return CabServer.jsonResponse(data, status: status)
     }
 
     var contentSecurityPolicy: String {

@@ -367,7 +367,7 @@ public struct GatewayDaemon: Sendable {
         if await reader?.isBusy ?? false { return true }
         guard await counter.draining else { return false }
         let awaiting = await publisher.awaitingAnswers
-        return status.pending + status.inFlight + status.failed > 0 || awaiting > 0
+        return status.waiting > 0 || awaiting > 0
     }
 
     /// Whether `task` finished within `seconds`.
@@ -417,7 +417,7 @@ public struct GatewayDaemon: Sendable {
         while uptime() < deadline && !Task.isCancelled {
             let status = await spool.status()
             let feedRead = await reader?.hasCaughtUp ?? true
-            if status.pending + status.inFlight + status.failed == 0 && feedRead { return }
+            if status.waiting == 0 && feedRead { return }
             try? await Task.sleep(for: .milliseconds(100))
         }
         logger.warning("stopped with samples still in the spool; they are sent on the next run")

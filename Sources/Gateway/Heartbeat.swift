@@ -127,6 +127,12 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     /// The heartbeat file, or nil if it is missing or unreadable. It is input like any other: a
     /// number out of range in it is dropped (unknown), and a file larger than a heartbeat can be is
     /// not read at all.
+    /// Seconds at `now` since agrirouter last acknowledged anything, counted from this daemon's start
+    /// at the earliest: an acknowledgement from an earlier run says nothing about this one.
+    public func secondsWithoutAcknowledgement(at now: Date) -> Double {
+        now.timeIntervalSince(max(lastAcknowledgedAt ?? startedAt, startedAt))
+    }
+
     public static func read(from path: String) -> Heartbeat? {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
               let size = attributes[.size] as? NSNumber, size.intValue <= 1_048_576,

@@ -21,15 +21,11 @@ public struct Onboarder: Sendable {
                 ?? file.text("agrirouter", "certification_version_id") ?? "")
     }
 
-    /// A TAN is letters and digits only, as the agrirouter UI shows it; at most 64 of them.
-    public static func isPlausibleTAN(_ tan: String) -> Bool {
-        !tan.isEmpty && tan.count <= 64 && tan.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
-    }
-
     /// Onboards (or re-onboards the same endpoint) and stores the credentials. Refused without a
-    /// request when the machine is onboarded to another environment: disconnect first.
+    /// request when the TAN cannot be one, or when the machine is onboarded to another environment:
+    /// disconnect first.
     public func onboard(tan: String, to target: AgrirouterEnvironment) async throws(OnboardingError) -> OnboardingResponse {
-        guard Self.isPlausibleTAN(tan) else { throw .invalidTAN }
+        guard OnboardingClient.isPlausibleTAN(tan) else { throw .invalidTAN }
         if let existing = try store.load(), existing.environment != target.name {
             throw .alreadyOnboarded(environment: existing.environment)
         }

@@ -29,6 +29,8 @@ public struct SpoolStatus: Sendable, Equatable {
     public var quarantinedAt: Date?
 
     public var droppedTotal: Int { dropped.values.reduce(0, +) }
+    /// Samples still to be sent: pending, in flight or failed (and to be retried).
+    public var waiting: Int { pending + inFlight + failed }
 
     public init() {}
 }

@@ -24,14 +24,14 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
     /// `lastState` is the newest sample's fix state, from the spool or the heartbeat.
     public init(_ snapshot: StatusSnapshot, lastState: FixState?, thresholds: StatusThresholds) {
         let spool = snapshot.spool
-        waiting = spool.map { $0.pending + $0.inFlight + $0.failed } ?? 0
+        waiting = spool?.waiting ?? 0
         let heartbeat = snapshot.heartbeat
         let now = snapshot.takenAt
         // Offline: samples wait and the last request failed after the last acknowledgement, or
         // agrirouter has taken nothing for longer than status allows.
         let failedLast = both(heartbeat?.lastErrorAt, heartbeat?.lastAcknowledgedAt).map { $0 > $1 }
             ?? (heartbeat?.lastErrorAt != nil)
-        let quiet = heartbeat.map { now.timeIntervalSince(max($0.lastAcknowledgedAt ?? $0.startedAt, $0.startedAt)) > thresholds.ackAgeWarning } ?? false
+        let quiet = heartbeat.map { $0.secondsWithoutAcknowledgement(at: now) > thresholds.ackAgeWarning } ?? false
         let backingOff = heartbeat?.nextAttemptAt.map { $0 > now } ?? false
         if case .notRunning = snapshot.daemon {
             state = .daemonStopped

@@ -189,9 +189,8 @@ extension StatusSnapshot {
             }
             // Onboarded with samples waiting, and agrirouter has taken none for a while: an outage,
             // even if the daemon itself is fine.
-            if environment != nil, spool.pending + spool.inFlight + spool.failed > 0, case .running = daemon, let heartbeat {
-                let since = max(heartbeat.lastAcknowledgedAt ?? heartbeat.startedAt, heartbeat.startedAt)
-                let quiet = takenAt.timeIntervalSince(since)
+            if environment != nil, spool.waiting > 0, case .running = daemon, let heartbeat {
+                let quiet = heartbeat.secondsWithoutAcknowledgement(at: takenAt)
                 if quiet > thresholds.ackAgeWarning {
                     var reason = "nothing acknowledged for \(Self.whole(quiet)) s"
                     if let next = heartbeat.nextAttemptAt, next > takenAt { reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s" }

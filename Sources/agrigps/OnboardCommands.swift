@@ -63,7 +63,7 @@ struct Onboard: AsyncParsableCommand {
 
     func validate() throws {
         guard !effectiveTAN.isEmpty else { throw ValidationError("give the TAN with --tan (or AGRIGPS_TAN)") }
-        guard Onboarder.isPlausibleTAN(effectiveTAN) else {
+        guard OnboardingClient.isPlausibleTAN(effectiveTAN) else {
             throw ValidationError("a TAN is letters and digits only, as the agrirouter UI shows it")
         }
         if environment == .local {

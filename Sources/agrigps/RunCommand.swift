@@ -129,14 +129,12 @@ struct Run: AsyncParsableCommand {
             }
             // A live daemon picks up an onboarding or a disconnect (by the CLI or the cab view) by
             // itself: it stops and starts again with the new credentials, its spool as it was.
-            let watch = replay == nil ? Task { await Self.waitForChange(of: credentials, from: fingerprint) } : nil
-            let watcher = Task {
-                if await watch?.value == true { work.cancel() }
-            }
+            let watcher = replay == nil ? Task {
+                if await Self.waitForChange(of: credentials, from: fingerprint) { work.cancel() }
+            } : nil
             interruption.onInterrupt { work.cancel() }
             summary.add(await work.value)
-            watch?.cancel()
-            watcher.cancel()
+            watcher?.cancel()
             restart = interruption.signal == nil && credentials.fingerprint() != fingerprint && replay == nil
             if restart { Logger(label: "agrigps.daemon").notice("the credentials changed: starting again with them") }
         } while restart
@@ -144,7 +142,7 @@ struct Run: AsyncParsableCommand {
         replayGPSD?.stop()
         let status = await spool.status()
         Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
-                    + "\(status.pending + status.inFlight + status.failed) waiting in the spool; "
+                    + "\(status.waiting) waiting in the spool; "
                     + "\(summary.othersStored) message\(summary.othersStored == 1 ? "" : "s") from other machines received"
                     + (summary.lostAtShutdown > 0
                        ? "; \(summary.lostAtShutdown) samples held in memory LOST: \(summary.lossReason ?? "the spool could not store them")" : ""))

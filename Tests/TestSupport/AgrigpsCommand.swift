@@ -45,13 +45,7 @@ public struct AgrigpsCommand {
         -> (code: Int32?, stdout: [String], stderr: [String]) {
         let command = try AgrigpsCommand(arguments, input: input)
         defer { command.cleanUp() }
-        let deadline = Date().addingTimeInterval(timeout)
-        var code: Int32?
-        while code == nil && Date() < deadline {
-            code = command.process.wait(timeout: 0)
-            if code == nil { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        if code == nil { command.process.terminate(grace: 1) }
+        let code = try await command.process.finish(timeout: timeout)
         return (code, command.stdout, command.stderr)
     }
 
@@ -85,5 +79,20 @@ public struct AgrigpsCommand {
     public func cleanUp() {
         unlink(stdoutPath)
         unlink(stderrPath)
+    }
+}
+
+extension ChildProcess {
+    /// Its exit code, waited for by suspending (the cooperative pool stays free for in-process
+    /// servers); after `timeout` seconds it is terminated and the answer is nil.
+    public func finish(timeout: Double) async throws -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        var code: Int32?
+        while code == nil && Date() < deadline {
+            code = wait(timeout: 0)
+            if code == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        if code == nil { terminate(grace: 1) }
+        return code
     }
 }

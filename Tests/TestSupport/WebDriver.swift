@@ -178,15 +178,7 @@ public enum PNGCheck {
         let process = try ChildProcess(executable: "/usr/bin/python3", arguments: ["-c", script, path],
                                        environment: ProcessInfo.processInfo.environment, outputPath: output, errorPath: output + ".err")
         defer { unlink(output + ".err") }
-        // Waited for by suspending: the cooperative pool stays free for the servers of the test.
-        var code: Int32?
-        let deadline = Date().addingTimeInterval(60)
-        while code == nil && Date() < deadline {
-            code = process.wait(timeout: 0)
-            if code == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        if code == nil { process.terminate(grace: 1) }
-        guard code == 0 else {
+        guard try await process.finish(timeout: 60) == 0 else {
             throw LoopbackHTTPError(description: "python3 could not read \(path): \((try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "")")
         }
         let parts = try String(contentsOfFile: output, encoding: .utf8).split(separator: " ")
