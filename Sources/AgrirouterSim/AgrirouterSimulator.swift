@@ -23,11 +23,15 @@ public final class AgrirouterSimulator: Sendable {
     /// opens again on the same port.
     private let gateway: GatewayListener
 
-    public static func start(_ configuration: SimConfiguration, host: String = "127.0.0.1",
+    /// Listens on `host`. Clients that reach it by another address (a virtual machine's guest reaches
+    /// the host's loopback at 10.0.2.2) are given `advertisedHost` in the URLs it hands out, and its
+    /// server certificate names that address too.
+    public static func start(_ configuration: SimConfiguration, host: String = "127.0.0.1", advertisedHost: String? = nil,
                              onboardingPort: Int = 0, gatewayPort: Int = 0) async throws -> AgrirouterSimulator {
         let authority = try CertificateAuthority()
         let state = SimState(configuration: configuration, authority: authority)
-        let (serverCertificate, serverKey) = try authority.issueServerCertificate()
+        let advertised = advertisedHost ?? host
+        let (serverCertificate, serverKey) = try authority.issueServerCertificate(alsoFor: advertised)
         let certificate = try NIOSSLCertificate(bytes: Array(serverCertificate.serializeAsPEM().pemString.utf8), format: .pem)
         let key = try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem)
         let onboardingTLS = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
@@ -45,13 +49,13 @@ public final class AgrirouterSimulator: Sendable {
             let gateway = try await bind(host: host, port: gatewayPort, tls: gatewayContext,
                                          role: .gateway, state: state, group: group, count: gatewayConnections, open: open)
             let port = gateway.localAddress?.port ?? 0
-            await state.setGatewayBase("https://\(host):\(port)")
+            await state.setGatewayBase("https://\(advertised):\(port)")
             let listener = GatewayListener(channel: gateway, connections: open) {
                 try await bind(host: host, port: port, tls: gatewayContext, role: .gateway, state: state, group: group,
                                count: gatewayConnections, open: open)
             }
             return AgrirouterSimulator(
-                onboardingURL: "https://\(host):\(onboarding.localAddress?.port ?? 0)/api/v1.0/registration/onboard",
+                onboardingURL: "https://\(advertised):\(onboarding.localAddress?.port ?? 0)/api/v1.0/registration/onboard",
                 caCertificatePEM: authority.certificatePEM, state: state, group: group, channels: [onboarding],
                 gatewayConnectionCount: gatewayConnections, gateway: listener)
         } catch {

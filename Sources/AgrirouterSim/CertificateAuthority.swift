@@ -39,10 +39,21 @@ struct CertificateAuthority: Sendable {
         (try? certificate.serializeAsPEM().pemString) ?? ""
     }
 
-    /// A certificate for the simulator's TLS server.
-    func issueServerCertificate() throws -> (certificate: Certificate, key: P256.Signing.PrivateKey) {
-        try issue(subject: DistinguishedName { CommonName("localhost") }, usage: .serverAuth,
-                  names: [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
+    /// A certificate for the simulator's TLS server: localhost and 127.0.0.1, and `host` (an IPv4
+    /// address or a DNS name) when clients reach it by another name.
+    func issueServerCertificate(alsoFor host: String? = nil) throws -> (certificate: Certificate, key: P256.Signing.PrivateKey) {
+        var names: [GeneralName] = [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
+        if let host, host != "localhost", host != "127.0.0.1" {
+            names.append(Self.ipv4(host).map { .ipAddress(ASN1OctetString(contentBytes: $0[...])) } ?? .dnsName(host))
+        }
+        return try issue(subject: DistinguishedName { CommonName("localhost") }, usage: .serverAuth, names: names)
+    }
+
+    /// The four bytes of a dotted IPv4 address, or nil for anything else.
+    static func ipv4(_ text: String) -> [UInt8]? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        let bytes = parts.compactMap { UInt8($0) }
+        return parts.count == 4 && bytes.count == 4 ? bytes : nil
     }
 
     /// A client certificate for an endpoint, valid 10 years as agrirouter's are.

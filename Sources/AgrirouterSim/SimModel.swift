@@ -17,6 +17,9 @@ public struct SimConfiguration: Sendable {
     /// For tests of what a client accepts: rewrites each successful onboarding answer (its JSON body)
     /// before it is sent, into anything at all.
     public var rewriteOnboardingAnswer: (@Sendable (Data) -> Data)?
+    /// Told of every gps:info it accepts, with the sender's endpoint id and the message id, before
+    /// the acknowledgement goes to the sender's outbox: a record for checks from outside the process.
+    public var onAcceptedGPSInfo: (@Sendable (_ endpointID: String, _ messageID: String, _ list: Agrirouter_Technicalmessagetype_GPSList) -> Void)?
 
     public init(tans: [String: String], applicationID: String? = nil, certificationVersionID: String? = nil) {
         self.tans = tans

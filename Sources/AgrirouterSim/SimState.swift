@@ -320,10 +320,11 @@ actor SimState {
                    messages: [("gps:info must be raw protobuf, not base64", "VAL_000300")], now: now)
             return
         }
-        guard (try? Agrirouter_Technicalmessagetype_GPSList(serializedBytes: request.payload)) != nil else {
+        guard let list = try? Agrirouter_Technicalmessagetype_GPSList(serializedBytes: request.payload) else {
             answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [("Payload is not a GPSList", "VAL_000300")], now: now)
             return
         }
+        configuration.onAcceptedGPSInfo?(deviceID, id, list)
         for (receiverID, receiver) in endpoints where receiverID != deviceID && !deleted.contains(receiverID)
             && receiver.subscriptions.contains(TechnicalMessageType.gpsInfo) {
             deliver(request.payload, from: deviceID, to: receiverID, sequenceNumber: request.envelope.applicationMessageSeqNo,

@@ -32,6 +32,14 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Where to write the CA certificate clients must trust.", valueName: "path"))
     var caFile: String?
 
+    @Option(help: ArgumentHelp("The address clients reach it at, when not 127.0.0.1 (a virtual machine's guest reaches the host at 10.0.2.2): put in the URLs it hands out and in its server certificate. It still listens on 127.0.0.1 only.",
+                               valueName: "address"))
+    var advertisedHost: String?
+
+    @Option(help: ArgumentHelp("Write one JSON line per gps:info it accepts to this file (started anew): sender, message id, and each entry's time (ms), position status and position.",
+                               valueName: "path"))
+    var received: String?
+
     func validate() throws {
         if tans.isEmpty { throw ValidationError("give at least one --tan TAN=NAME") }
         // The value is not echoed: it holds a TAN.
@@ -41,6 +49,9 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
         for (flag, port) in [("--onboarding-port", onboardingPort), ("--gateway-port", gatewayPort)] {
             if let port, !(0...65535).contains(port) { throw ValidationError("\(flag): \(port) is not a port (0 to 65535; 0 picks a free one)") }
         }
+        if let host = advertisedHost, !Self.isHostName(host) {
+            throw ValidationError("--advertised-host: '\(host)' is not an IPv4 address or a host name (letters, digits, '-' and '.')")
+        }
     }
 
     private static func pair(_ text: String) -> (tan: String, name: String)? {
@@ -49,10 +60,22 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
         return (pair[0], pair[1])
     }
 
+    /// A name that can go into a URL and a certificate as it is.
+    static func isHostName(_ text: String) -> Bool {
+        !text.isEmpty && text.count <= 253 && !text.hasPrefix("-") && !text.hasPrefix(".")
+            && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == ".") }
+    }
+
     func run() async throws {
-        let names = Dictionary(tans.compactMap(Self.pair), uniquingKeysWith: { $1 })
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: names), onboardingPort: onboardingPort ?? 0,
-                                                            gatewayPort: gatewayPort ?? 0)
+        var configuration = SimConfiguration(tans: Dictionary(tans.compactMap(Self.pair), uniquingKeysWith: { $1 }))
+        if let received {
+            guard let log = ReceivedLog(path: received) else {
+                throw ValidationError("--received: cannot write \(received); give a file in a writable directory")
+            }
+            configuration.onAcceptedGPSInfo = log.record
+        }
+        let simulator = try await AgrirouterSimulator.start(configuration, advertisedHost: advertisedHost,
+                                                            onboardingPort: onboardingPort ?? 0, gatewayPort: gatewayPort ?? 0)
         if let caFile { try simulator.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8) }
         print("agrirouter-sim: onboarding at \(simulator.onboardingURL)")
         fflush(nil)
@@ -85,3 +108,4 @@ func control(_ line: String, simulator: AgrirouterSimulator) async -> String {
         return "commands: rename ENDPOINT-ID NEW NAME | delete ENDPOINT-ID"
     }
 }
+

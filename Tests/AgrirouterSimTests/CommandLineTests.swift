@@ -45,6 +45,8 @@ struct SimulatorCommandLineTests {
         (["--tan", "TAN0000001"], "--tan takes TAN=NAME: the TAN, '=', then the name"),
         (["--tan", "T=N", "--gateway-port", "70000"], "--gateway-port: 70000 is not a port"),
         (["--tan", "T=N", "--onboarding-port", "x"], "--onboarding-port"),
+        (["--tan", "T=N", "--advertised-host", "10.0.2.2/24"], "--advertised-host: '10.0.2.2/24' is not an IPv4 address or a host name"),
+        (["--tan", "T=N", "--received", "/nonexistent/received.jsonl"], "--received: cannot write /nonexistent/received.jsonl"),
     ])
     func badInputIsRefusedWithUsage(arguments: [String], message: String) throws {
         let run = try Run(arguments)

@@ -1,8 +1,10 @@
 import Agrirouter
 import Foundation
 import GNSS
+import SwiftASN1
 import SwiftProtobuf
 import Testing
+import X509
 @testable import AgrirouterSim
 
 /// An endpoint onboarded at the simulator, talking to it through libcurl over real TLS.
@@ -441,5 +443,65 @@ struct SimulatorFeedTests {
 
     @Test func answersCarryAnHTTPDate() {
         #expect(AgrirouterSimulator.httpDate(Date(timeIntervalSince1970: 784_111_777)) == "Sun, 06 Nov 1994 08:49:37 GMT")
+    }
+}
+
+/// What the field rig needs of the simulator: to be reached by another address than the one it listens
+/// on, and a record of what it accepted that another process can read.
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct SimulatorForOtherHostsTests {
+    @Test func anAdvertisedAddressGoesIntoTheURLsAndTheServerCertificate() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]), advertisedHost: "10.0.2.2")
+        defer { Task { await simulator.shutdown() } }
+        #expect(simulator.onboardingURL.hasPrefix("https://10.0.2.2:"))
+
+        let authority = try CertificateAuthority()
+        let names = { (host: String?) throws -> [GeneralName] in
+            let certificate = try authority.issueServerCertificate(alsoFor: host).certificate
+            return Array(try #require(try certificate.extensions.subjectAlternativeNames))
+        }
+        let loopback: [GeneralName] = [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
+        #expect(try names(nil) == loopback)
+        #expect(try names("127.0.0.1") == loopback)
+        #expect(try names("10.0.2.2") == loopback + [.ipAddress(ASN1OctetString(contentBytes: [10, 0, 2, 2]))])
+        #expect(try names("rig.example") == loopback + [.dnsName("rig.example")])
+        #expect(CertificateAuthority.ipv4("10.0.2.256") == nil && CertificateAuthority.ipv4("10.0.2") == nil)
+    }
+
+    @Test func acceptedPositionsAreRecordedBeforeTheyAreAcknowledged() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("received-\(UUID().uuidString).jsonl").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
+        configuration.onAcceptedGPSInfo = try #require(ReceivedLog(path: path)).record
+        let simulator = try await AgrirouterSimulator.start(configuration)
+        defer { Task { await simulator.shutdown() } }
+        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:received")
+        _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
+        _ = try await endpoint.outbox()
+        var list = gpsList(latitude: 48.25)
+        list.gpsEntries.append(GPSEntry(PositionSample(sampledAt: Date(timeIntervalSince1970: 1_790_000_000.25), state: .noReceiver(.removed))))
+        let published = try await endpoint.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list)
+        #expect(try await endpoint.outbox().first?.body == .ack)
+
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1)
+        let record = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(record["endpoint"] as? String == endpoint.deviceID)
+        #expect(record["message"] as? String == published.applicationMessageID)
+        let entries = try #require(record["entries"] as? [[String: Any]])
+        #expect(entries.map { $0["status"] as? String } == ["dRtkFinteger", "dNotAvailable"])
+        #expect(entries.first?["lat"] as? Double == 48.25)
+        #expect(entries.last?["time_ms"] as? Int == 1_790_000_000_250)
+    }
+
+    @Test func aTimestampBeyondProtobufsRangeIsWrittenAsUnknown() {
+        var time = Google_Protobuf_Timestamp()
+        time.seconds = .max
+        #expect(ReceivedLog.milliseconds(time) == -1)
+        time.seconds = 1_790_000_000
+        time.nanos = -5
+        #expect(ReceivedLog.milliseconds(time) == -1)
+        time.nanos = 999_999_999
+        #expect(ReceivedLog.milliseconds(time) == 1_790_000_000_999)
     }
 }
