@@ -8,10 +8,13 @@ import Logging
 public enum CommandMain {
     /// Parses the arguments as `Root`, runs the command, and exits with its code. `verbose` commands
     /// (the daemon, the web page) log what they do; the others speak only when something is wrong.
+    /// `AGRIGPS_LOG_LEVEL` (trace, debug, info, notice, warning, error or critical) sets how much the
+    /// verbose ones log; info when unset. At debug the daemon logs every sample it commits.
     public static func run<Root: ParsableCommand>(_ root: Root.Type, verbose: Bool) async -> Never {
+        let level = verbose ? logLevel(ProcessInfo.processInfo.environment["AGRIGPS_LOG_LEVEL"]) : .warning
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .info : .warning
+            handler.logLevel = level
             return SafeLogHandler(wrapped: handler)
         }
         do {
@@ -36,6 +39,15 @@ public enum CommandMain {
             exit(code.rawValue)
         }
     }
+}
+
+/// The level `AGRIGPS_LOG_LEVEL` names, or info (with a warning when it names none).
+func logLevel(_ setting: String?) -> Logger.Level {
+    guard let setting, !setting.isEmpty else { return .info }
+    if let level = Logger.Level(rawValue: setting.lowercased()) { return level }
+    let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
+    Output.warning("AGRIGPS_LOG_LEVEL: '\(TerminalText.safe(setting, limit: 40))' is not a level (\(levels)); logging at info")
+    return .info
 }
 
 /// A failure the command line reports as one line, with a sysexits-style exit code.

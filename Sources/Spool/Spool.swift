@@ -82,6 +82,7 @@ public actor Spool {
             fault = nil
             ring.removeAll()
             ringDropped = 0
+            logCommits(ids: ids, samples: writes.map(\.sample))
             return ids.suffix(incoming.count).map { .stored(rowID: $0) }
         } catch {
             let spoolError = storageError(error)
@@ -90,6 +91,20 @@ public actor Spool {
             if spoolError.kind == .corrupt { self.database = nil }  // reopening quarantines it
             if spoolError.kind == .diskFull { checkpointIfDue(database) }
             return hold(incoming)
+        }
+    }
+
+    /// At debug level, one line per committed sample: its row id, state and time (the receiver's, else
+    /// the system's) in milliseconds. A record kept elsewhere (the field rig's serial console) can then
+    /// be held against what the spool and agrirouter have after a power cut.
+    private func logCommits(ids: [Int64], samples: [PositionSample]) {
+        guard logger.logLevel <= .debug else { return }
+        for (id, sample) in zip(ids, samples) {
+            let time = (sample.report?.time ?? sample.sampledAt).timeIntervalSince1970 * 1000
+            logger.debug("committed sample", metadata: [
+                "id": "\(id)", "state": "\(sample.state.name)",
+                "time_ms": "\(Bounds.whole(time.rounded()) ?? -1)",
+            ])
         }
     }
 

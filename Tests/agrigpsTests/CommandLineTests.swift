@@ -172,3 +172,37 @@ struct CommandLineTests {
         }
     }
 }
+
+/// AGRIGPS_LOG_LEVEL: at debug the daemon logs every sample it commits, with the spool's row id, so a
+/// record kept outside the machine (the field rig's serial console) can be held against the spool.
+@Suite(.timeLimit(.minutes(2)))
+struct LogLevelTests {
+    static func run(level: String) async throws -> (code: Int32?, stderr: [String], samples: Int) {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-level-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let command = try AgrigpsCommand(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state],
+                                         environment: ["AGRIGPS_LOG_LEVEL": level])
+        defer { command.cleanUp() }
+        let code = try await command.process.finish(timeout: 90)
+        let samples = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("ublox-lea-4h.samples.jsonl").path).count
+        return (code, command.stderr, samples)
+    }
+
+    @Test func debugLogsEveryCommittedSample() async throws {
+        let run = try await Self.run(level: "DEBUG")
+        #expect(run.code == 0, "\(run.stderr.suffix(5))")
+        let commits = run.stderr.filter { $0.contains("committed sample") }
+        let ids = commits.compactMap { line in line.split(separator: " ").first { $0.hasPrefix("id=") }.flatMap { Int($0.dropFirst(3)) } }
+        #expect(ids == Array(1...run.samples), "\(commits.prefix(3))")
+        #expect(commits.allSatisfy { $0.contains("state=") && $0.contains("time_ms=") })
+        #expect(commits.contains { $0.contains("state=no_fix") }, "the log's fix losses are samples too")
+    }
+
+    @Test func anUnknownLevelIsNamedAndInfoIsKept() async throws {
+        let run = try await Self.run(level: "loud")
+        #expect(run.code == 0, "\(run.stderr.suffix(5))")
+        #expect(run.stderr.first { $0.contains("AGRIGPS_LOG_LEVEL") } == "agrigps: warning: AGRIGPS_LOG_LEVEL: 'loud' is not a level (trace, debug, info, notice, warning, error, critical); logging at info")
+        #expect(!run.stderr.contains { $0.contains("committed sample") })
+        #expect(run.stderr.contains { $0.contains(" info ") }, "info lines are still logged")
+    }
+}
