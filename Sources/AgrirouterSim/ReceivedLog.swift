@@ -22,7 +22,8 @@ public struct ReceivedLog: Sendable {
     /// written as -1 rather than multiplied into an overflow.
     static func milliseconds(_ time: Google_Protobuf_Timestamp) -> Int64 {
         guard (-62_135_596_800...253_402_300_799).contains(time.seconds), (0..<1_000_000_000).contains(time.nanos) else { return -1 }
-        return time.seconds * 1000 + Int64(time.nanos / 1_000_000)
+        // Rounded: a time sent in whole milliseconds may arrive as 0.999999 of one.
+        return time.seconds * 1000 + (Int64(time.nanos) + 500_000) / 1_000_000
     }
 
     /// `{"endpoint":…,"entries":[{"lat":…,"lon":…,"status":"dGnss","time_ms":…}],"message":…}` and a

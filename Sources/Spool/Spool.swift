@@ -94,15 +94,16 @@ public actor Spool {
         }
     }
 
-    /// At debug level, one line per committed sample: its row id, state and time (the receiver's, else
-    /// the system's) in milliseconds. A record kept elsewhere (the field rig's serial console) can then
-    /// be held against what the spool and agrirouter have after a power cut.
+    /// At debug level, one line per committed sample: its row id, state and time in milliseconds, and
+    /// whose clock that time is (`receiver`, sent as it is, or `system`, which is corrected to the best
+    /// known UTC when sent). A record kept elsewhere (the field rig's serial console) can then be held
+    /// against what the spool and agrirouter have after a power cut.
     private func logCommits(ids: [Int64], samples: [PositionSample]) {
         guard logger.logLevel <= .debug else { return }
         for (id, sample) in zip(ids, samples) {
             let time = (sample.report?.time ?? sample.sampledAt).timeIntervalSince1970 * 1000
             logger.debug("committed sample", metadata: [
-                "id": "\(id)", "state": "\(sample.state.name)",
+                "id": "\(id)", "state": "\(sample.state.name)", "clock": sample.report?.time == nil ? "system" : "receiver",
                 "time_ms": "\(Bounds.whole(time.rounded()) ?? -1)",
             ])
         }

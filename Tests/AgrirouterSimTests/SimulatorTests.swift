@@ -501,7 +501,9 @@ struct SimulatorForOtherHostsTests {
         time.seconds = 1_790_000_000
         time.nanos = -5
         #expect(ReceivedLog.milliseconds(time) == -1)
-        time.nanos = 999_999_999
+        time.nanos = 998_999_999
         #expect(ReceivedLog.milliseconds(time) == 1_790_000_000_999)
+        time.nanos = 999_999_999
+        #expect(ReceivedLog.milliseconds(time) == 1_790_000_001_000)
     }
 }

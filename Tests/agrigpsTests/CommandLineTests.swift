@@ -194,7 +194,8 @@ struct LogLevelTests {
         let commits = run.stderr.filter { $0.contains("committed sample") }
         let ids = commits.compactMap { line in line.split(separator: " ").first { $0.hasPrefix("id=") }.flatMap { Int($0.dropFirst(3)) } }
         #expect(ids == Array(1...run.samples), "\(commits.prefix(3))")
-        #expect(commits.allSatisfy { $0.contains("state=") && $0.contains("time_ms=") })
+        #expect(commits.allSatisfy { $0.contains("state=") && $0.contains("time_ms=") && $0.contains("clock=") })
+        #expect(commits.contains { $0.contains("clock=receiver") && $0.contains("state=fix_") })
         #expect(commits.contains { $0.contains("state=no_fix") }, "the log's fix losses are samples too")
     }
 
