@@ -4,6 +4,8 @@
 #   make install    installs binary, units (daemon and cab view), udev rule and example configuration (PREFIX=/usr/local, DESTDIR=)
 #   make deb        builds dist/agrigps_VERSION_ARCH.deb with dpkg-deb
 #   make bench      builds agrigps and its benchmarks as shipped, then runs them (BENCH_ARGS=)
+#   make field-test the package in a Debian 12 virtual machine under systemd, with an emulated USB
+#                   receiver, unplug and replug, a watchdog stall and power cuts (FIELD_TEST_ARGS=--power-cuts 50)
 #
 # BIN=path packages an agrigps built elsewhere (the tests use the debug build); WEB_BIN=path its agrigps-web.
 
@@ -27,7 +29,7 @@ STAGE := $(DIST)/stage
 LINK := -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --gc-sections -Xlinker --no-export-dynamic
 SWIFT_BUILD := swift build -c $(CONFIGURATION) --static-swift-stdlib $(LINK)
 
-.PHONY: all build install deb bench clean-dist
+.PHONY: all build install deb bench field-test clean-dist
 
 all: build
 
@@ -41,6 +43,10 @@ bench:
 	$(SWIFT_BUILD) --product agrigps-web
 	$(SWIFT_BUILD) --product agrigps-bench
 	.build/$(CONFIGURATION)/agrigps-bench $(BENCH_ARGS)
+
+# script/field-test builds the package itself (make deb), or packages BIN when one was given here.
+field-test:
+	@if [ "$(BIN)" = "$(BUILT)" ]; then script/field-test $(FIELD_TEST_ARGS); else BIN="$(BIN)" script/field-test $(FIELD_TEST_ARGS); fi
 
 # Files in place under $(DESTDIR); the unit's ExecStart follows $(PREFIX).
 install: build

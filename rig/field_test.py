@@ -1,0 +1,786 @@
+#!/usr/bin/env python3
+"""The field rig: agrigps's Debian package on Debian 12 under systemd, in QEMU, with an emulated USB
+GNSS receiver (an FTDI FT232, which only the project's udev rule hands to gpsd) fed from a recorded
+NMEA log, the local agrirouter on the host, a pulled and replugged receiver, a watchdog stall and
+power cuts. Run by script/field-test, which builds the package, the image and the local agrirouter.
+
+Every wait has a bound; a check that fails ends the run with exit code 1 and says what it saw.
+"""
+import argparse
+import base64
+import datetime
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TAN = "FIELDRIG1"
+STATE_DIR = "/var/lib/agrigps"
+HOST_FROM_GUEST = "10.0.2.2"  # QEMU's user-mode network: the host's loopback, as the guest sees it
+CA_IN_GUEST = "/etc/agrigps/local-agrirouter-ca.pem"
+NO_POSITION = {"no_fix": "dNoGps", "no_receiver": "dNotAvailable", "gpsd_unreachable": "dError"}
+# A fix's quality (the last part of its state, fix_3d_dgps) as gps:info's position status.
+QUALITY = {"autonomous": "dGnss", "dgps": "dDgnss", "rtk_fixed": "dRtkFinteger", "rtk_float": "dRtkFloat",
+           "dead_reckoning": "dEstDrMode", "simulated": "dSimulateMode", "manual": "dManualInput"}
+
+
+def position_status(state):
+    if state in NO_POSITION:
+        return NO_POSITION[state]
+    return QUALITY.get(state.split("_", 2)[-1], "unknown")
+
+
+class RigFailure(Exception):
+    pass
+
+
+def log(text):
+    print(f"field-test: {text}", flush=True)
+
+
+def wait_for(what, seconds, probe, interval=0.5):
+    """Calls probe until it returns something true, for at most `seconds`; returns (value, elapsed)."""
+    start = time.monotonic()
+    last = None
+    while True:
+        try:
+            value = probe()
+        except (RigFailure, OSError) as error:
+            value, last = None, error
+        if value:
+            return value, time.monotonic() - start
+        if time.monotonic() - start > seconds:
+            raise RigFailure(f"{what}: not within {seconds} s" + (f" (last error: {last})" if last else ""))
+        time.sleep(interval)
+
+
+def die_with_parent():
+    """In the child before exec: a rig killed from outside (a CI time limit) takes QEMU with it."""
+    import ctypes
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# MARK: - The receiver
+
+class Receiver(threading.Thread):
+    """Writes a recorded NMEA log into the emulated USB receiver's socket, one epoch a second, with
+    each epoch's time and date moved to now (fresh checksums), round and round. While nothing is
+    connected, epochs pass unsent, as a receiver's output does with no cable."""
+
+    TIMED = {"GGA": 1, "RMC": 1, "GLL": 5, "ZDA": 1, "GST": 1, "GNS": 1}
+    UNTIMED = {"GSA", "GSV", "VTG"}
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.epochs = self.read_epochs(path)
+        if not self.epochs:
+            raise RigFailure(f"{path} has no NMEA epochs with a time")
+        self.port = None
+        self.lock = threading.Lock()
+        self.sent_epochs = 0
+
+    @classmethod
+    def read_epochs(cls, path):
+        epochs, current, current_time = [], [], None
+        with open(path, "rb") as log_file:
+            for raw in log_file:
+                line = raw.decode("ascii", "replace").strip()
+                fields = cls.fields(line)
+                if fields is None:
+                    continue
+                kind = fields[0][-3:]
+                if kind in cls.TIMED:
+                    stamp = fields[cls.TIMED[kind]]
+                    if current and stamp and stamp != current_time:
+                        epochs.append(current)
+                        current = []
+                    current_time = stamp or current_time
+                elif kind not in cls.UNTIMED:
+                    continue  # proprietary sentences carry times of their own; they are left out
+                current.append(fields)
+        if current:
+            epochs.append(current)
+        return epochs
+
+    @staticmethod
+    def fields(line):
+        if not line.startswith("$") or "*" not in line:
+            return None
+        body, checksum = line[1:].rsplit("*", 1)
+        total = 0
+        for byte in body.encode("ascii", "replace"):
+            total ^= byte
+        if checksum[:2].upper() != f"{total:02X}":
+            return None
+        return body.split(",")
+
+    @classmethod
+    def retimed(cls, epoch, now):
+        lines = []
+        for fields in epoch:
+            fields = list(fields)
+            kind = fields[0][-3:]
+            if kind in cls.TIMED:
+                index = cls.TIMED[kind]
+                decimals = len(fields[index].split(".", 1)[1]) if "." in fields[index] else 0
+                stamp = now.strftime("%H%M%S")
+                if decimals:
+                    stamp += "." + f"{now.microsecond / 1e6:.{decimals}f}".split(".")[1]
+                fields[index] = stamp
+                if kind == "RMC" and len(fields) > 9:
+                    fields[9] = now.strftime("%d%m%y")
+                if kind == "ZDA" and len(fields) > 4:
+                    fields[2:5] = [now.strftime("%d"), now.strftime("%m"), now.strftime("%Y")]
+            body = ",".join(fields)
+            total = 0
+            for byte in body.encode("ascii"):
+                total ^= byte
+            lines.append(f"${body}*{total:02X}\r\n")
+        return "".join(lines).encode("ascii")
+
+    def attach(self, port):
+        with self.lock:
+            self.port = port
+
+    def run(self):
+        connection, connected_port, index = None, None, 0
+        while True:
+            # The next whole second, as a receiver's epochs come.
+            time.sleep(1 - (time.time() % 1))
+            with self.lock:
+                port = self.port
+            if connection is not None and port != connected_port:
+                connection.close()
+                connection = None
+            if connection is None and port is not None:
+                try:
+                    connection = socket.create_connection(("127.0.0.1", port), timeout=0.5)
+                    connected_port = port
+                except OSError:
+                    connection = None
+            payload = self.retimed(self.epochs[index % len(self.epochs)], datetime.datetime.now(datetime.timezone.utc))
+            index += 1
+            if connection is not None:
+                try:
+                    connection.sendall(payload)
+                    self.sent_epochs += 1
+                except OSError:
+                    connection.close()
+                    connection = None
+
+
+# MARK: - The guest
+
+class Agent:
+    """The guest's rig-agent over its virtio serial port: a script in, its exit code and output back."""
+
+    def __init__(self, path):
+        self.path = path
+        self.socket = None
+        self.buffer = b""
+        self.counter = 0
+
+    def connect(self):
+        self.close()
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.socket.connect(self.path)
+
+    def close(self):
+        if self.socket is not None:
+            self.socket.close()
+            self.socket = None
+            self.buffer = b""
+
+    def run(self, script, timeout=60):
+        """(exit code, output) of `script` run by sh in the guest."""
+        if self.socket is None:
+            self.connect()
+        self.counter += 1
+        ident = f"c{self.counter}"
+        self.socket.sendall(f"{ident} {base64.b64encode(script.encode()).decode()}\n".encode())
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                parts = line.decode("ascii", "replace").split(" ", 2)
+                if len(parts) >= 2 and parts[0] == ident:
+                    output = base64.b64decode(parts[2]).decode("utf-8", "replace") if len(parts) == 3 else ""
+                    return int(parts[1]), output
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RigFailure(f"the guest did not answer within {timeout} s: {script[:80]}")
+            self.socket.settimeout(remaining)
+            try:
+                chunk = self.socket.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                self.close()
+                raise RigFailure("the guest agent's port closed")
+            self.buffer += chunk
+
+    def check(self, script, timeout=60):
+        code, output = self.run(script, timeout)
+        if code != 0:
+            raise RigFailure(f"in the guest, exit code {code}: {script}\n{output}")
+        return output
+
+    def ping(self):
+        """True once the agent answers; a question left unanswered is dropped, not waited for."""
+        try:
+            return self.run("true", timeout=2)[0] == 0
+        except (RigFailure, OSError):
+            self.close()
+            return False
+
+
+class Monitor:
+    """QEMU's machine protocol (QMP) on a unix socket: one JSON command, one JSON answer; events between are skipped."""
+
+    def __init__(self, path):
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.socket.settimeout(10)
+        self.socket.connect(path)
+        self.reader = self.socket.makefile("rb")
+        self.read()  # the greeting
+        self.execute("qmp_capabilities")
+
+    def read(self):
+        line = self.reader.readline()
+        if not line:
+            raise RigFailure("QEMU's monitor closed")
+        return json.loads(line)
+
+    def execute(self, command, **arguments):
+        """The command's return value; its error as a RigFailure."""
+        message = {"execute": command}
+        if arguments:
+            message["arguments"] = arguments
+        self.socket.sendall(json.dumps(message).encode() + b"\n")
+        while True:
+            answer = self.read()
+            if "return" in answer:
+                return answer["return"]
+            if "error" in answer:
+                raise RigFailure(f"{command}: {answer['error'].get('desc', answer['error'])}")
+
+
+class Machine:
+    """One boot of the guest: QEMU with the image, the agent's and monitor's sockets, the receiver's
+    chardev, two serial ports written to files on the host (the console, and the journal)."""
+
+    def __init__(self, rig, boot, receiver_port):
+        self.rig = rig
+        self.boot = boot
+        work = rig.work
+        self.agent_path = os.path.join(work, f"agent-{boot}.sock")
+        self.monitor_path = os.path.join(work, f"qmp-{boot}.sock")
+        self.console = os.path.join(work, f"console-{boot}.log")
+        self.journal = os.path.join(work, f"journal-{boot}.log")
+        command = [
+            "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-m", "1024", "-smp", "2",
+            "-display", "none", "-no-reboot",
+            "-kernel", os.path.join(rig.image, "vmlinuz"), "-initrd", os.path.join(rig.image, "initrd.img"),
+            "-append", "root=/dev/vda ro console=ttyS0 quiet",
+            "-drive", f"file={rig.disk},format=raw,if=virtio,cache=writeback",
+            "-drive", f"file={rig.transfer},format=raw,if=virtio,readonly=on",
+            "-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0",
+            "-chardev", f"file,id=console,path={self.console}", "-serial", "chardev:console",
+            "-chardev", f"file,id=journal,path={self.journal}", "-serial", "chardev:journal",
+            "-qmp", f"unix:{self.monitor_path},server=on,wait=off",
+            "-device", "virtio-serial-pci",
+            "-chardev", f"socket,id=agent,path={self.agent_path},server=on,wait=off",
+            "-device", "virtserialport,chardev=agent,name=rig.agent",
+            "-device", "qemu-xhci,id=xhci",
+        ]
+        self.receiver_plugged = receiver_port is not None
+        self.chardev_serial = 0
+        if receiver_port is not None:
+            self.chardev_serial += 1
+            command += ["-chardev", f"socket,id=gnss{self.chardev_serial},host=127.0.0.1,port={receiver_port},server=on,wait=off",
+                        "-device", f"usb-serial,id=gnss0,bus=xhci.0,chardev=gnss{self.chardev_serial}"]
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=open(os.path.join(work, f"qemu-{boot}.log"), "wb"),
+                                        stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+        if receiver_port is not None:
+            rig.receiver.attach(receiver_port)
+        _, _ = wait_for("QEMU's sockets", 20, lambda: os.path.exists(self.monitor_path) and os.path.exists(self.agent_path), 0.1)
+        self.monitor = Monitor(self.monitor_path)
+        self.agent = Agent(self.agent_path)
+
+    def wait_until_up(self, bound):
+        """Seconds from QEMU's start to multi-user.target active."""
+        wait_for("the guest's agent", bound, self.agent.ping, 1)
+        remaining = max(10, bound - (time.monotonic() - self.started))
+        wait_for("multi-user.target", remaining, lambda: self.agent.run("systemctl is-active multi-user.target", 10)[0] == 0, 1)
+        return time.monotonic() - self.started
+
+    def power_cut(self):
+        """SIGKILL: the guest's page cache is lost, what it synced stays on the image."""
+        self.process.kill()
+        self.process.wait(timeout=30)
+        self.agent.close()
+
+    def shut_down(self):
+        if self.process.poll() is None:
+            try:
+                self.agent.run("systemctl poweroff", timeout=5)
+            except (RigFailure, OSError):
+                pass
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
+        self.agent.close()
+
+    def unplug(self):
+        self.monitor.execute("device_del", id="gnss0")
+        # The old chardev would keep taking NMEA while unplugged and replay it as a burst after the
+        # replug: it goes, and the replug gets a new one under a new id (QEMU refuses an old id again).
+        wait_for("chardev-remove", 10, lambda: self.monitor.execute("chardev-remove", id=f"gnss{self.chardev_serial}") == {}, 0.2)
+        self.rig.receiver.attach(None)
+        self.receiver_plugged = False
+
+    def replug(self):
+        self.chardev_serial += 1
+        port = free_port()
+        address = {"type": "inet", "data": {"host": "127.0.0.1", "port": str(port)}}
+        self.monitor.execute("chardev-add", id=f"gnss{self.chardev_serial}",
+                             backend={"type": "socket", "data": {"addr": address, "server": True, "wait": False}})
+        self.rig.receiver.attach(port)
+        self.rig.receiver_port = port
+        self.monitor.execute("device_add", driver="usb-serial", id="gnss0", bus="xhci.0", chardev=f"gnss{self.chardev_serial}")
+        self.receiver_plugged = True
+
+
+# MARK: - The rig
+
+class Rig:
+    def __init__(self, options):
+        self.options = options
+        self.image = options.image
+        self.work = tempfile.mkdtemp(prefix="agrigps-field-")
+        self.disk = os.path.join(self.work, "root.raw")
+        self.transfer = os.path.join(self.work, "transfer.raw")
+        self.received_path = os.path.join(self.work, "received.jsonl")
+        self.receiver = Receiver(options.nmea)
+        self.receiver_port = None
+        self.machine = None
+        self.boots = 0
+        self.sim = None
+        self.endpoint = None
+        self.figures = {"boot_s": [], "cuts": []}
+
+    # The local agrirouter, on the host's loopback, which the guest reaches at 10.0.2.2.
+    def start_sim(self):
+        ca = os.path.join(self.work, "local-agrirouter-ca.pem")
+        self.sim_log = open(os.path.join(self.work, "agrirouter-sim.log"), "wb")
+        self.sim = subprocess.Popen([self.options.sim, "--tan", f"{TAN}=Field-Rig-Tractor", "--ca-file", ca,
+                                     "--advertised-host", HOST_FROM_GUEST, "--received", self.received_path],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.sim_log, preexec_fn=die_with_parent)
+        line = self.sim.stdout.readline().decode()
+        match = re.search(r"onboarding at (https://\S+)", line)
+        if not match:
+            raise RigFailure(f"agrirouter-sim did not start: {line!r}")
+        self.onboarding_url = match.group(1)
+        return ca
+
+    def received(self):
+        """Every gps:info entry the local agrirouter accepted from our endpoint, in order."""
+        entries = []
+        try:
+            with open(self.received_path) as handle:
+                for line in handle:
+                    if not line.endswith("\n"):
+                        break  # being written
+                    record = json.loads(line)
+                    if self.endpoint is None or record["endpoint"] == self.endpoint:
+                        entries.extend(record["entries"])
+        except FileNotFoundError:
+            pass
+        return entries
+
+    def committed(self):
+        """Every sample the daemon logged as committed, from the journal's copy on the host, by row id."""
+        samples = {}
+        pattern = re.compile(r"clock=(\w+) id=(\d+) state=(\S+) time_ms=(-?\d+).*committed sample")
+        for boot in range(1, self.boots + 1):
+            path = os.path.join(self.work, f"journal-{boot}.log")
+            if not os.path.exists(path):
+                continue
+            with open(path, "rb") as handle:
+                for raw in handle:
+                    match = pattern.search(raw.decode("utf-8", "replace"))
+                    if match:
+                        samples[int(match.group(2))] = (match.group(3), int(match.group(4)), match.group(1))
+        return samples
+
+    def make_transfer_disk(self, ca):
+        folder = os.path.join(self.work, "transfer")
+        os.makedirs(folder)
+        shutil.copy(self.options.deb, folder)
+        shutil.copy(ca, os.path.join(folder, "local-agrirouter-ca.pem"))
+        subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", folder, self.transfer, "64M"], check=True, stdout=subprocess.DEVNULL)
+
+    def boot(self, receiver_port):
+        self.boots += 1
+        self.machine = Machine(self, self.boots, receiver_port)
+        seconds = self.machine.wait_until_up(self.options.boot_bound)
+        self.figures["boot_s"].append(round(seconds, 1))
+        log(f"boot {self.boots}: multi-user in {seconds:.1f} s")
+        return self.machine.agent
+
+    # MARK: Steps
+
+    def install(self, agent):
+        deb = os.path.basename(self.options.deb)
+        agent.check("mkdir -p /mnt/rig && mount -o ro /dev/vdb /mnt/rig")
+        started = time.monotonic()
+        agent.check(f"DEBIAN_FRONTEND=noninteractive apt-get install -y /mnt/rig/{deb}", timeout=300)
+        log(f"apt-get install ./{deb}: {time.monotonic() - started:.1f} s")
+        agent.check(f"install -m 0644 /mnt/rig/local-agrirouter-ca.pem {CA_IN_GUEST} && adduser --quiet field agrigps")
+        # Every committed sample in the journal, whose copy on the second serial port survives a power cut.
+        agent.check("mkdir -p /etc/systemd/system/agrigps.service.d && "
+                    "printf '[Service]\\nEnvironment=AGRIGPS_LOG_LEVEL=debug\\n' > /etc/systemd/system/agrigps.service.d/field-rig.conf && "
+                    "systemctl daemon-reload && systemctl restart agrigps.service")
+        output = agent.check(f"runuser -u agrigps -- agrigps onboard --env local --tan {TAN} --onboarding-url {self.onboarding_url} "
+                             f"--ca-file {CA_IN_GUEST} --application-id field-rig-application --certification-version-id field-rig-version "
+                             f"--state-dir {STATE_DIR}", timeout=120)
+        match = re.search(r"endpoint (\S+)\.", output)
+        if not match:
+            raise RigFailure(f"onboarding said: {output}")
+        self.endpoint = match.group(1)
+        log(f"onboarded as endpoint {self.endpoint}")
+
+    def service_ready(self, agent, bound=120):
+        """The unit is active (Type=notify: the daemon said READY) and its main process runs."""
+        def ready():
+            output = agent.run("systemctl show -p ActiveState -p SubState -p MainPID agrigps.service", 10)[1]
+            values = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+            if values.get("ActiveState") == "active" and values.get("SubState") == "running" and values.get("MainPID", "0") != "0":
+                return int(values["MainPID"])
+            return None
+        return wait_for("agrigps.service active (READY)", bound, ready, 0.5)
+
+    def status(self, agent):
+        """`agrigps status --json` as a member of group agrigps who is not root."""
+        code, output = agent.run(f"runuser -u field -- agrigps status --json --state-dir {STATE_DIR}", 20)
+        try:
+            return code, json.loads(output.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise RigFailure(f"agrigps status as user field (exit {code}): {output}")
+
+    def status_ok(self, agent):
+        code, status = self.status(agent)
+        return status if code == 0 and status.get("health") == "OK" else None
+
+    def check_device(self, agent):
+        """udev gave the receiver its name through the project's rule, and gpsd got it by the rule's gpsdctl@ unit."""
+        def present():
+            code, output = agent.run("readlink -f /dev/agrigps-gnss && udevadm info -q property -n /dev/agrigps-gnss", 10)
+            return output if code == 0 and "AGRIGPS_GNSS=ftdi" in output and "gpsdctl@" in output else None
+        output, seconds = wait_for("/dev/agrigps-gnss from the project's udev rule", 30, present)
+        tty = output.splitlines()[0].rsplit("/", 1)[-1]
+        wait_for(f"gpsdctl@{tty}.service active", 30,
+                 lambda: agent.run(f"systemctl is-active gpsdctl@{tty}.service", 10)[0] == 0)
+        devices, _ = wait_for("gpsd's device list", 30, lambda: self.gpsd_devices(agent, tty))
+        return tty, devices
+
+    @staticmethod
+    def gpsd_devices(agent, tty):
+        # The guest has no gpspipe (gpsd-clients pulls in GTK): bash's /dev/tcp asks gpsd itself.
+        script = "bash <<'ASK'\nexec 3<>/dev/tcp/127.0.0.1/2947\nprintf '?DEVICES;\\n' >&3\ntimeout 2 cat <&3\nexit 0\nASK"
+        output = agent.run(script, 10)[1]
+        return output if f"/dev/{tty}" in output else None
+
+    def entries_since(self, count, predicate):
+        return [entry for entry in self.received()[count:] if predicate(entry)]
+
+    def wait_acknowledged(self, agent, bound):
+        """Samples with a fix reach the local agrirouter, and status says OK."""
+        before = len(self.received())
+        _, seconds = wait_for("fixes received by the local agrirouter", bound,
+                              lambda: self.entries_since(before, lambda e: e["status"] not in NO_POSITION.values()))
+        status, ok_seconds = wait_for("agrigps status OK (as user field)", bound, lambda: self.status_ok(agent))
+        return seconds, ok_seconds, status
+
+    def check_journal(self, agent):
+        output = agent.check("journalctl -u agrigps.service --no-pager -o cat -n 200")
+        if "committed sample" not in output or not re.search(r"agrigps", output):
+            raise RigFailure(f"the journal has none of the daemon's lines:\n{output[-2000:]}")
+        return len(output.splitlines())
+
+    def spooled(self, agent):
+        """Row ids in the spool and their delivery state, and SQLite's integrity check, read while it runs."""
+        output = agent.check(f"sqlite3 -readonly {STATE_DIR}/spool.sqlite 'PRAGMA integrity_check;' "
+                             f"\"SELECT id || ' ' || delivery FROM sample;\"")
+        lines = output.splitlines()
+        if not lines or lines[0] != "ok":
+            raise RigFailure(f"PRAGMA integrity_check: {output[:2000]}")
+        return {int(line.split()[0]): line.split()[1] for line in lines[1:] if line.strip()}
+
+    def account(self, agent):
+        """Every sample the journal's copy shows committed is still in the spool, or the local agrirouter
+        has it. Read in this order: the journal's copy (a sample in it was committed before the spool
+        is read), the spool, then what the agrirouter received (a sample that left the spool in between
+        was acknowledged, so the agrirouter had it before it answered)."""
+        committed = self.committed()
+        spool = self.spooled(agent)
+        received = self.received()
+        # The received times by status, each to be matched once.
+        unmatched = {}
+        for entry in received:
+            unmatched.setdefault(entry["status"], []).append(entry["time_ms"])
+        for times in unmatched.values():
+            times.sort()
+        lost = []
+        in_spool = 0
+        # The receiver's time is sent as it is, so those match exactly (to the rounding of a
+        # millisecond), and first. The system's time is corrected to the best known UTC when sent, by
+        # an offset that changes little from one sample to the next: in time order, each takes the
+        # earliest unmatched time within 2 s.
+        samples = sorted(committed.items(), key=lambda item: (item[1][2] != "receiver", item[1][1]))
+        for row_id, (state, time_ms, clock) in samples:
+            if row_id in spool:
+                in_spool += 1
+                continue
+            times = unmatched.get(position_status(state), [])
+            tolerance = 1 if clock == "receiver" else 2000
+            match = next((t for t in times if abs(t - time_ms) <= tolerance), None)
+            if match is None:
+                lost.append(row_id)
+            else:
+                times.remove(match)
+        pending = sum(1 for delivery in spool.values() if delivery != "acknowledged")
+        return {"committed": len(committed), "received": len(received), "spooled": pending,
+                "committed_in_spool": in_spool, "lost": len(lost), "lost_ids": lost[:20]}
+
+    def expect_nothing_lost(self, agent, when):
+        figures = self.account(agent)
+        log(f"{when}: committed {figures['committed']}, received {figures['received']}, "
+            f"still spooled {figures['spooled']}, lost {figures['lost']}")
+        if figures["lost"]:
+            raise RigFailure(f"{when}: {figures['lost']} committed samples neither in the spool nor received: ids {figures['lost_ids']}")
+        return figures
+
+    def plug_and_fix(self, agent):
+        """Seconds from the plug to: the device at gpsd, a fix in status, fixes acknowledged and status OK."""
+        started = time.monotonic()
+        self.machine.replug()
+        tty, _ = self.check_device(agent)
+        device_s = time.monotonic() - started
+
+        def fix():
+            _, status = self.status(agent)
+            return str((status.get("last_sample") or {}).get("state", "")).startswith("fix_")
+        wait_for("a fix in status after the plug", 120, fix)
+        fix_s = time.monotonic() - started
+        self.wait_acknowledged(agent, 120)
+        return tty, {"device_s": round(device_s, 1), "fix_s": round(fix_s, 1), "acknowledged_ok_s": round(time.monotonic() - started, 1)}
+
+    def unplug(self, agent):
+        before = len(self.received())
+        started = time.monotonic()
+        self.machine.unplug()
+
+        def no_receiver():
+            _, status = self.status(agent)
+            sample = status.get("last_sample") or {}
+            return status if str(sample.get("state", "")).startswith("no_receiver") else None
+        status, status_s = wait_for("status says no receiver", 30, no_receiver)
+        _, entries_s = wait_for("D_NOT_AVAILABLE received by the local agrirouter", 90,
+                                lambda: self.entries_since(before, lambda e: e["status"] == "dNotAvailable"))
+        return status_s, time.monotonic() - started, status
+
+    def watchdog(self, agent):
+        pid, _ = self.service_ready(agent)
+        watchdog = agent.check("systemctl show -p WatchdogUSec --value agrigps.service").strip()
+        seconds = self.systemd_seconds(watchdog)
+        agent.check(f"kill -STOP {pid}")
+        started = time.monotonic()
+        bound = seconds + 60
+
+        def restarted():
+            new_pid, _ = self.service_ready(agent, bound)
+            return new_pid if new_pid != pid else None
+        new_pid, _ = wait_for("systemd restarting the stalled daemon", bound, restarted, 1)
+        elapsed = time.monotonic() - started
+        journal = agent.check(f"journalctl -u agrigps.service --no-pager -o cat --since '-{int(elapsed) + 30}s'")
+        if "atchdog timeout" not in journal:
+            raise RigFailure(f"the journal does not say the watchdog fired:\n{journal[-1500:]}")
+        return seconds, elapsed
+
+    @staticmethod
+    def systemd_seconds(text):
+        total = 0.0
+        for number, unit in re.findall(r"([\d.]+)\s*(min|ms|us|s)", text):
+            total += float(number) * {"min": 60, "s": 1, "ms": 0.001, "us": 1e-6}[unit]
+        if total <= 0:
+            raise RigFailure(f"agrigps.service has no watchdog (WatchdogUSec={text})")
+        return total
+
+    def fsck_recovered(self, agent):
+        """The initramfs ran fsck on the root file system, which replayed the journal."""
+        code, output = agent.run("cat /run/initramfs/fsck.log", 10)
+        if code != 0 or "/dev/vda" not in output:
+            raise RigFailure(f"no fsck of /dev/vda in the initramfs after the power cut: {output[:500]}")
+        if "recovering journal" not in output:
+            raise RigFailure(f"fsck did not replay the journal after the power cut:\n{output[:1000]}")
+        return output
+
+    def power_cut(self, number, agent):
+        pid, _ = self.service_ready(agent)
+        wait_for("samples flowing", 120, lambda: len(self.committed()) > 0)
+        delay = random.uniform(self.options.cut_after_min, self.options.cut_after_max)
+        time.sleep(delay)
+        before = self.account(agent)
+        self.machine.power_cut()
+        cut = {"cut": number, "after_s": round(delay, 1)}
+        agent = self.boot(self.receiver_port)
+        fsck = self.fsck_recovered(agent)
+        cut["fsck"] = next((line.strip() for line in fsck.splitlines() if "clean" in line or "recovering" in line), "")
+        figures = self.expect_nothing_lost(agent, f"power cut {number}")
+        self.service_ready(agent)
+        tty, _ = self.check_device(agent)
+        cut.update(figures)
+        cut["committed_since_last_check"] = figures["committed"] - before["committed"]
+        cut["boot_s"] = self.figures["boot_s"][-1]
+        self.figures["cuts"].append(cut)
+        return agent
+
+    def purge(self, agent):
+        agent.check("DEBIAN_FRONTEND=noninteractive apt-get purge -y agrigps", timeout=120)
+        output = agent.check(f"ls -A {STATE_DIR}")
+        for name in ("spool.sqlite", "endpoint-id"):
+            if name not in output.split():
+                raise RigFailure(f"apt purge removed {STATE_DIR}/{name}: left {output.split()}")
+        return output.split()
+
+    # MARK: The run
+
+    def run(self):
+        options = self.options
+        log(f"working in {self.work}")
+        ca = self.start_sim()
+        self.make_transfer_disk(ca)
+        started = time.monotonic()
+        subprocess.run(["cp", "--sparse=always", os.path.join(self.image, "root.raw"), self.disk], check=True)
+        self.receiver.start()
+
+        agent = self.boot(None)
+        self.install(agent)
+        self.service_ready(agent)
+
+        tty, plug = self.plug_and_fix(agent)
+        self.figures["first_plug"] = plug
+        log(f"receiver plugged as {tty}: /dev/agrigps-gnss and gpsd in {plug['device_s']} s, a fix in {plug['fix_s']} s, "
+            f"fixes acknowledged and status OK in {plug['acknowledged_ok_s']} s")
+        lines = self.check_journal(agent)
+        log(f"journal: {lines} lines from agrigps.service")
+        self.expect_nothing_lost(agent, "after the first fixes")
+
+        status_s, entries_s, _ = self.unplug(agent)
+        self.figures["unplug"] = {"status_no_receiver_s": round(status_s, 1), "d_not_available_received_s": round(entries_s, 1)}
+        log(f"unplugged: status says no receiver in {status_s:.1f} s; D_NOT_AVAILABLE at the local agrirouter in {entries_s:.1f} s")
+        time.sleep(3)
+        tty, plug = self.plug_and_fix(agent)
+        self.figures["replug"] = plug
+        log(f"replugged as {tty}: device at gpsd in {plug['device_s']} s, a fix in {plug['fix_s']} s, "
+            f"fixes acknowledged and status OK in {plug['acknowledged_ok_s']} s")
+
+        watchdog_s, restart_s = self.watchdog(agent)
+        self.figures["watchdog"] = {"watchdog_sec": watchdog_s, "restart_s": round(restart_s, 1)}
+        log(f"watchdog: daemon stopped with SIGSTOP, restarted by systemd after {restart_s:.1f} s (WatchdogSec={watchdog_s:g})")
+        self.wait_acknowledged(agent, 120)
+        self.expect_nothing_lost(agent, "after the watchdog restart")
+
+        for number in range(1, options.power_cuts + 1):
+            agent = self.power_cut(number, agent)
+        if options.power_cuts:
+            self.wait_acknowledged(agent, 180)
+
+        kept = self.purge(agent)
+        log(f"apt purge: {STATE_DIR} kept ({', '.join(kept)})")
+        self.machine.shut_down()
+        self.figures["total_s"] = round(time.monotonic() - started, 1)
+        self.figures["totals"] = self.final_totals()
+        return self.figures
+
+    def final_totals(self):
+        committed = self.committed()
+        return {"committed": len(committed), "received": len(self.received())}
+
+    def stop(self):
+        if self.machine is not None and self.machine.process.poll() is None:
+            self.machine.process.kill()
+            self.machine.process.wait(timeout=30)
+        if self.sim is not None and self.sim.poll() is None:
+            self.sim.terminate()
+            try:
+                self.sim.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.sim.kill()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--image", required=True, help="the directory rig/build-image printed")
+    parser.add_argument("--deb", required=True, help="the agrigps package to install in the guest")
+    parser.add_argument("--sim", required=True, help="the agrirouter-sim program")
+    parser.add_argument("--nmea", required=True, help="the recorded NMEA log the receiver plays, round and round")
+    parser.add_argument("--power-cuts", type=int, default=1, help="how many times the power goes (default 1)")
+    parser.add_argument("--cut-after-min", type=float, default=3.0, help="earliest cut, seconds after the checks of a boot")
+    parser.add_argument("--cut-after-max", type=float, default=25.0, help="latest cut, seconds after the checks of a boot")
+    parser.add_argument("--boot-bound", type=float, default=300.0, help="longest wait for a boot to reach multi-user")
+    parser.add_argument("--seed", type=int, default=None, help="for the random cut times (default: from the clock)")
+    parser.add_argument("--figures", help="write the measured figures to this JSON file")
+    parser.add_argument("--keep", action="store_true", help="keep the working directory (logs, disk image)")
+    options = parser.parse_args()
+    if not 0 <= options.power_cuts <= 1000:
+        parser.error("--power-cuts: 0 to 1000")
+    if not 0 <= options.cut_after_min <= options.cut_after_max <= 3600:
+        parser.error("--cut-after-min and --cut-after-max: 0 <= min <= max <= 3600 seconds")
+    seed = options.seed if options.seed is not None else int(time.time())
+    random.seed(seed)
+    log(f"random seed {seed}")
+
+    rig = Rig(options)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        figures = rig.run()
+        figures["seed"] = seed
+        text = json.dumps(figures, indent=2)
+        print(text)
+        if options.figures:
+            with open(options.figures, "w") as handle:
+                handle.write(text + "\n")
+        log("passed")
+        return 0
+    except RigFailure as failure:
+        log(f"FAILED: {failure}")
+        log(f"logs kept in {rig.work}")
+        options.keep = True
+        return 1
+    finally:
+        rig.stop()
+        if not options.keep:
+            shutil.rmtree(rig.work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Checks of the field rig's own logic that need no virtual machine: the receiver's retiming and the
+count of lost samples. Run by script/test before the rig: python3 -m unittest rig/test_field_test.py"""
+import datetime
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import field_test  # noqa: E402
+
+LOG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "nmea", "skytraq-dgps.log")
+
+
+class ReceiverTests(unittest.TestCase):
+    def test_epochs_are_moved_to_now_with_fresh_checksums(self):
+        epochs = field_test.Receiver.read_epochs(LOG)
+        self.assertEqual(len(epochs), 96, "one epoch per second of the log")
+        now = datetime.datetime(2026, 11, 24, 4, 5, 6, 250000, tzinfo=datetime.timezone.utc)
+        lines = field_test.Receiver.retimed(epochs[0], now).decode().splitlines()
+        self.assertTrue(all(field_test.Receiver.fields(line) is not None for line in lines), "every checksum holds")
+        kinds = {line[3:6]: line for line in lines}
+        self.assertIn("040506.250,", kinds["GGA"])
+        self.assertIn(",241126,", kinds["RMC"])
+        self.assertIn("040506.250,24,11,2026", kinds["ZDA"])
+        self.assertNotIn("STI", "".join(kinds), "proprietary sentences with times of their own are left out")
+
+
+class AccountTests(unittest.TestCase):
+    def rig(self, journal, received):
+        work = tempfile.mkdtemp()
+        with open(os.path.join(work, "journal-1.log"), "w") as handle:
+            for row_id, state, clock, time_ms in journal:
+                handle.write(f"[ 1.0] agrigps[9]: 2026-11-24T04:00:00+0000 debug agrigps.spool: clock={clock} id={row_id} "
+                             f"state={state} time_ms={time_ms} [Spool] committed sample\n")
+        with open(os.path.join(work, "received.jsonl"), "w") as handle:
+            entries = [{"time_ms": time_ms, "status": status, "lat": 0, "lon": 0} for time_ms, status in received]
+            handle.write(json.dumps({"endpoint": "e", "message": "m", "entries": entries}) + "\n")
+        rig = field_test.Rig.__new__(field_test.Rig)
+        rig.work, rig.boots, rig.endpoint = work, 1, None
+        rig.received_path = os.path.join(work, "received.jsonl")
+        return rig
+
+    def account(self, journal, received, spool):
+        rig = self.rig(journal, received)
+        rig.spooled = lambda agent: spool
+        return rig.account(None)
+
+    def test_a_system_time_does_not_take_the_match_of_a_receiver_time(self):
+        journal = [(16, "fix_3d_dgps", "system", 263869), (17, "fix_3d_dgps", "receiver", 264000),
+                   (18, "fix_3d_dgps", "receiver", 265000)]
+        received = [(263128, "dDgnss"), (264000, "dDgnss"), (265000, "dDgnss")]
+        self.assertEqual(self.account(journal, received, {})["lost"], 0)
+
+    def test_a_sample_neither_spooled_nor_received_is_lost(self):
+        journal = [(1, "no_receiver", "system", 1000), (2, "fix_3d_autonomous", "receiver", 2000),
+                   (3, "fix_3d_autonomous", "receiver", 3000), (4, "no_fix", "system", 4000)]
+        received = [(1500, "dNotAvailable"), (3000, "dGnss"), (9000, "dNoGps")]
+        figures = self.account(journal, received, {4: "pending"})
+        self.assertEqual(figures["lost_ids"], [2])
+        self.assertEqual((figures["committed"], figures["committed_in_spool"], figures["spooled"]), (4, 1, 1))
+
+    def test_a_status_must_match_too(self):
+        figures = self.account([(1, "no_fix", "system", 1000)], [(1000, "dNotAvailable")], {})
+        self.assertEqual(figures["lost_ids"], [1])
+
+
+if __name__ == "__main__":
+    unittest.main()
