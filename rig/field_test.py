@@ -318,8 +318,10 @@ class Machine:
         self.started = time.monotonic()
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=open(os.path.join(work, f"qemu-{boot}.log"), "wb"),
                                         stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
-        if receiver_port is not None:
-            rig.receiver.attach(receiver_port)
+        # The receiver's output is attached once the guest is up (Rig.boot). Before that nothing reads
+        # the emulated port, and QEMU's socket would keep every epoch and hand gpsd a burst of old ones
+        # at the first read: a real receiver's FTDI chip drops what nobody reads.
+        rig.receiver.attach(None)
         _, _ = wait_for("QEMU's sockets", 20, lambda: os.path.exists(self.monitor_path) and os.path.exists(self.agent_path), 0.1)
         self.monitor = Monitor(self.monitor_path)
         self.agent = Agent(self.agent_path)
@@ -447,6 +449,8 @@ class Rig:
         self.boots += 1
         self.machine = Machine(self, self.boots, receiver_port)
         seconds = self.machine.wait_until_up(self.options.boot_bound)
+        if receiver_port is not None:
+            self.receiver.attach(receiver_port)
         self.figures["boot_s"].append(round(seconds, 1))
         log(f"boot {self.boots}: multi-user in {seconds:.1f} s")
         return self.machine.agent
@@ -558,15 +562,16 @@ class Rig:
         in_spool = 0
         # The receiver's time is sent as it is, so those match exactly (to the rounding of a
         # millisecond), and first. The system's time is corrected to the best known UTC when sent, by
-        # an offset that changes little from one sample to the next: in time order, each takes the
-        # earliest unmatched time within 2 s.
+        # an offset that changes little from one sample to the next but can be large (a clock that is
+        # off, a receiver's time that lags): in time order, each takes the earliest unmatched time
+        # within a minute.
         samples = sorted(committed.items(), key=lambda item: (item[1][2] != "receiver", item[1][1]))
         for row_id, (state, time_ms, clock) in samples:
             if row_id in spool:
                 in_spool += 1
                 continue
             times = unmatched.get(position_status(state), [])
-            tolerance = 1 if clock == "receiver" else 2000
+            tolerance = 1 if clock == "receiver" else 60_000
             match = next((t for t in times if abs(t - time_ms) <= tolerance), None)
             if match is None:
                 lost.append(row_id)

@@ -61,6 +61,13 @@ class AccountTests(unittest.TestCase):
         self.assertEqual(figures["lost_ids"], [2])
         self.assertEqual((figures["committed"], figures["committed_in_spool"], figures["spooled"]), (4, 1, 1))
 
+    def test_system_times_corrected_by_a_large_offset_still_match(self):
+        # A receiver whose time lags makes the daemon correct its system-clock samples by as much.
+        journal = [(85, "no_fix", "system", 896855), (86, "no_fix", "system", 897855), (88, "no_receiver", "system", 899995),
+                   (90, "fix_3d_dgps", "receiver", 901001)]
+        received = [(875138, "dNoGps"), (876138, "dNoGps"), (878278, "dNotAvailable"), (901001, "dDgnss")]
+        self.assertEqual(self.account(journal, received, {})["lost"], 0)
+
     def test_a_status_must_match_too(self):
         figures = self.account([(1, "no_fix", "system", 1000)], [(1000, "dNotAvailable")], {})
         self.assertEqual(figures["lost_ids"], [1])
