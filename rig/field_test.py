@@ -116,17 +116,22 @@ class Receiver(threading.Thread):
             epochs.append(current)
         return epochs
 
-    @staticmethod
-    def fields(line):
+    @classmethod
+    def fields(cls, line):
         if not line.startswith("$") or "*" not in line:
             return None
         body, checksum = line[1:].rsplit("*", 1)
+        if checksum[:2].upper() != cls.checksum(body):
+            return None
+        return body.split(",")
+
+    @staticmethod
+    def checksum(body):
+        """NMEA's checksum: the XOR of the bytes between '$' and '*', as two hex digits."""
         total = 0
         for byte in body.encode("ascii", "replace"):
             total ^= byte
-        if checksum[:2].upper() != f"{total:02X}":
-            return None
-        return body.split(",")
+        return f"{total:02X}"
 
     @classmethod
     def retimed(cls, epoch, now):
@@ -146,10 +151,7 @@ class Receiver(threading.Thread):
                 if kind == "ZDA" and len(fields) > 4:
                     fields[2:5] = [now.strftime("%d"), now.strftime("%m"), now.strftime("%Y")]
             body = ",".join(fields)
-            total = 0
-            for byte in body.encode("ascii"):
-                total ^= byte
-            lines.append(f"${body}*{total:02X}\r\n")
+            lines.append(f"${body}*{cls.checksum(body)}\r\n")
         return "".join(lines).encode("ascii")
 
     def attach(self, port):
@@ -309,7 +311,6 @@ class Machine:
             "-device", "virtserialport,chardev=agent,name=rig.agent",
             "-device", "qemu-xhci,id=xhci",
         ]
-        self.receiver_plugged = receiver_port is not None
         self.chardev_serial = 0
         if receiver_port is not None:
             self.chardev_serial += 1
@@ -358,7 +359,6 @@ class Machine:
         # replug: it goes, and the replug gets a new one under a new id (QEMU refuses an old id again).
         wait_for("chardev-remove", 10, lambda: self.monitor.execute("chardev-remove", id=f"gnss{self.chardev_serial}") == {}, 0.2)
         self.rig.receiver.attach(None)
-        self.receiver_plugged = False
 
     def replug(self):
         self.chardev_serial += 1
@@ -369,7 +369,6 @@ class Machine:
         self.rig.receiver.attach(port)
         self.rig.receiver_port = port
         self.monitor.execute("device_add", driver="usb-serial", id="gnss0", bus="xhci.0", chardev=f"gnss{self.chardev_serial}")
-        self.receiver_plugged = True
 
 
 # MARK: - The rig
