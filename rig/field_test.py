@@ -501,8 +501,12 @@ class Rig:
     def check_device(self, agent):
         """udev gave the receiver its name through the project's rule, and gpsd got it by the rule's gpsdctl@ unit."""
         def present():
-            code, output = agent.run("readlink -f /dev/agrigps-gnss && udevadm info -q property -n /dev/agrigps-gnss", 10)
-            return output if code == 0 and "AGRIGPS_GNSS=ftdi" in output and "gpsdctl@" in output else None
+            # readlink -e fails until the link exists: udev's database can name the device a moment
+            # before the link is made, and `readlink -f` would then print the link's own path.
+            code, output = agent.run("readlink -e /dev/agrigps-gnss && udevadm info -q property -n /dev/agrigps-gnss", 10)
+            lines = output.splitlines()
+            ok = code == 0 and lines and re.fullmatch(r"/dev/tty\w+", lines[0]) and "AGRIGPS_GNSS=ftdi" in output and "gpsdctl@" in output
+            return output if ok else None
         output, seconds = wait_for("/dev/agrigps-gnss from the project's udev rule", 30, present)
         tty = output.splitlines()[0].rsplit("/", 1)[-1]
         wait_for(f"gpsdctl@{tty}.service active", 30,
