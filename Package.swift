@@ -76,6 +76,8 @@ let package = Package(
                 "CCurl",
                 "COpenSSL",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                // SHA-1 for EFDI's name-based team set context ids.
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The daemon's parts: the agrirouter connection, the endpoint set-up, the send cycle, the feed

@@ -74,11 +74,12 @@ public struct ReportedPosition: Sendable, Equatable {
     /// Reads a GPSEntry another machine sent, refusing what no receiver reports: a position outside
     /// WGS84's ranges or not finite, an altitude outside `Bounds.altitude`, a time outside
     /// `Bounds.epochSeconds`, a DOP above 100. One bad field refuses the whole entry: a sender that
-    /// writes nonsense in one field cannot be trusted in the next.
-    public init(checking entry: GPSEntry) throws(OutOfBounds) {
+    /// writes nonsense in one field cannot be trusted in the next. With `coordinatesWhateverTheStatus`
+    /// (for EFDI, see `init(checking: Efdi_Time)`) coordinates count without a fix status.
+    public init(checking entry: GPSEntry, coordinatesWhateverTheStatus: Bool = false) throws(OutOfBounds) {
         let status = entry.positionStatus
-        // proto3 cannot tell 0 from unset: a position of exactly 0/0 from a status without a fix is no position.
-        let located = status.isFix && !(entry.positionNorth == 0 && entry.positionEast == 0)
+        // proto3 cannot tell 0 from unset: a position of exactly 0/0 is no position.
+        let located = (status.isFix || coordinatesWhateverTheStatus) && !(entry.positionNorth == 0 && entry.positionEast == 0)
         var time: Date?
         if entry.hasGpsUtcTimestamp {
             guard let checked = entry.gpsUtcTimestamp.checkedDate else {

@@ -10,6 +10,10 @@ public enum TechnicalMessageType {
     public static let listEndpointsUnfiltered = "dke:list_endpoints_unfiltered"
     public static let ping = "dke:ping"
     public static let gpsInfo = "gps:info"
+    /// EFDI: an ISO11783_TaskData holding the device description, raw protobuf, never chunked.
+    public static let deviceDescription = "iso:11783:-10:device_description:protobuf"
+    /// EFDI: a TimeLog, raw protobuf, never chunked.
+    public static let timeLog = "iso:11783:-10:time_log:protobuf"
 }
 
 /// `type_url`s are written in the documented prefixed form. Received ones are never relied on:

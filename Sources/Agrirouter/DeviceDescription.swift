@@ -1,0 +1,178 @@
+import Crypto
+import Foundation
+import SwiftProtobuf
+
+/// The box described to farm software as an ISO 11783-10 device, for EFDI: one GNSS device with a
+/// navigation element, the speed it logs and where that speed comes from. Built as ISO 11783-10
+/// Annex F asks of a self-built description: ids, NAME and labels the schema requires, and nothing
+/// the box does not measure (no work state, no implement geometry, no offsets it was not told).
+public struct DeviceDescription: Sendable, Equatable {
+    /// ISOXML ids: agrirouter's efdi.proto carries "DVC-1" as number −1 with the text kept in `uri`.
+    public static let deviceID = uid(-1, "DVC-1")
+    public static let rootElementID = uid(-1, "DET-1")
+    public static let navigationElementID = uid(-2, "DET-2")
+
+    /// Object ids, one space per device (1 to 65534).
+    enum ObjectID {
+        static let root: UInt32 = 1
+        static let navigation: UInt32 = 2
+        static let speed: UInt32 = 10
+        static let speedSource: UInt32 = 11
+        static let kilometresPerHour: UInt32 = 20
+    }
+
+    /// The process data the TimeLogs carry.
+    public enum DDI {
+        /// Actual Speed, mm/s. From GNSS it is the ground speed's magnitude: a receiver cannot tell
+        /// forward from reverse, so it is never negative.
+        public static let actualSpeed: UInt32 = 397
+        /// Speed Source: 3 = navigation-based.
+        public static let speedSource: UInt32 = 400
+    }
+
+    /// The description as sent: an ISO11783_TaskData with the device only.
+    public let taskData: Efdi_ISO11783_TaskData
+    /// The team set context id: the same for the same description from the same endpoint, and
+    /// different as soon as either changes (a new software version, another endpoint), as agrirouter
+    /// asks. Every TimeLog goes out under the id of a description agrirouter has taken.
+    public let teamSetContextID: String
+
+    /// `endpointID` is agrirouter's id of this box (its serial number and NAME identity come from it);
+    /// `softwareVersion` the agrigps version.
+    public init(endpointID: String, softwareVersion: String) {
+        var device = Efdi_Device()
+        device.deviceID = Self.deviceID
+        device.deviceDesignator = "agrigps GNSS"
+        device.deviceSoftwareVersion = String(softwareVersion.prefix(32))
+        device.clientName = Self.clientName(identity: Self.identityNumber(endpointID))
+        device.deviceSerialNumber = Self.serialNumber(endpointID)
+        device.deviceStructureLabel = Self.structureLabel
+        device.deviceLocalizationLabel = Self.localizationLabel
+        device.deviceElement = Self.elements
+        device.deviceProcessData = [Self.processData(ObjectID.speed, ddi: DDI.actualSpeed, designator: "Speed")]
+        var source = Efdi_DeviceProperty()
+        source.devicePropertyObjectID = ObjectID.speedSource
+        source.devicePropertyDdi = DDI.speedSource
+        source.devicePropertyValue = 3
+        source.devicePropertyDesignator = "Speed source"
+        device.deviceProperty = [source]
+        var kmh = Efdi_DeviceValuePresentation()
+        kmh.deviceValuePresentationObjectID = ObjectID.kilometresPerHour
+        kmh.scale = 0.0036
+        kmh.numberOfDecimals = 1
+        kmh.unitDesignator = "km/h"
+        device.deviceValuePresentation = [kmh]
+
+        var taskData = Efdi_ISO11783_TaskData()
+        taskData.versionMajor = .e2Fdis  // ISO 11783-10 edition 2, version 4
+        taskData.versionMinor = 3
+        taskData.taskControllerManufacturer = "agrigps"
+        taskData.taskControllerVersion = device.deviceSoftwareVersion
+        taskData.dataTransferOrigin = .mics
+        taskData.dataTransferLanguage = "en"
+        taskData.device = [device]
+        self.taskData = taskData
+        // Serialising plain fields cannot fail; the endpoint id alone still gives a stable id if it did.
+        let bytes = (try? taskData.serializedBytes() as [UInt8]) ?? []
+        teamSetContextID = Self.uuidV5(name: Array(endpointID.utf8) + [0] + bytes)
+    }
+
+    private static var elements: [Efdi_DeviceElement] {
+        var root = Efdi_DeviceElement()
+        root.deviceElementID = rootElementID
+        root.deviceElementObjectID = ObjectID.root
+        root.deviceElementType = .cDevice
+        root.deviceElementDesignator = "agrigps"
+        root.deviceElementNumber = 0
+        root.parentObjectID = 0
+        root.deviceObjectReference = [ObjectID.speed, ObjectID.speedSource].map { id in
+            var reference = Efdi_DeviceObjectReference()
+            reference.deviceObjectID = id
+            return reference
+        }
+        // Where the positions are measured. Its offsets from the root are not known to the box, so
+        // none are claimed.
+        var navigation = Efdi_DeviceElement()
+        navigation.deviceElementID = navigationElementID
+        navigation.deviceElementObjectID = ObjectID.navigation
+        navigation.deviceElementType = .cNavigation
+        navigation.deviceElementDesignator = "GNSS receiver"
+        navigation.deviceElementNumber = 1
+        navigation.parentObjectID = ObjectID.root
+        return [root, navigation]
+    }
+
+    private static func processData(_ objectID: UInt32, ddi: UInt32, designator: String) -> Efdi_DeviceProcessData {
+        var data = Efdi_DeviceProcessData()
+        data.deviceProcessDataObjectID = objectID
+        data.deviceProcessDataDdi = ddi
+        data.deviceProcessDataProperty = 1  // belongs to the default set
+        data.deviceProcessDataTriggerMethods = 1 | 8  // logged by time and on change
+        data.deviceProcessDataDesignator = designator
+        data.deviceValuePresentationObjectID = ObjectID.kilometresPerHour
+        return data
+    }
+
+    static func uid(_ number: Int64, _ uri: String) -> Efdi_UID {
+        var uid = Efdi_UID()
+        uid.number = number
+        uid.uri = [uri]
+        return uid
+    }
+
+    // MARK: - NAME and labels
+
+    /// ISO 11783-5 NAME, most significant bit first (ISOXML's hex order): not self-configurable (the
+    /// box is on no CAN bus), industry group 2 (agriculture and forestry), device class 0
+    /// (non-specific), function 23 (vehicle navigation), instances 0, manufacturer code 0 (agrigps
+    /// has none assigned), and a 21-bit identity number from the endpoint id.
+    static func clientName(identity: UInt32) -> Data {
+        var name: UInt64 = 0
+        name |= UInt64(2) << 60  // industry group
+        name |= UInt64(23) << 40  // function
+        name |= UInt64(identity & 0x1F_FFFF)
+        return Data((0..<8).map { UInt8(truncatingIfNeeded: name >> (56 - 8 * $0)) })
+    }
+
+    /// 21 bits of the endpoint id's SHA-256: stable for the box, and unlike the box next to it.
+    static func identityNumber(_ endpointID: String) -> UInt32 {
+        let digest = Array(SHA256.hash(data: Array(endpointID.utf8)))
+        return (UInt32(digest[0]) << 16 | UInt32(digest[1]) << 8 | UInt32(digest[2])) & 0x1F_FFFF
+    }
+
+    /// The endpoint id is a UUID; without its dashes it fits ISOXML's 32 characters.
+    static func serialNumber(_ endpointID: String) -> String {
+        String(endpointID.filter { $0 != "-" }.prefix(32))
+    }
+
+    /// Seven bytes naming this layout of elements and process data. It changes only when the layout
+    /// does (and the team set context id with it).
+    static let structureLabel = Data("agps001".utf8)
+
+    /// English, decimal point, 24-hour clock, day-month-year, metric units; ISOXML's order puts the
+    /// reserved 0xFF first and the language code last, reversed.
+    static let localizationLabel = Data([0xFF, 0x00, 0x00, 0x00, 0x40, UInt8(ascii: "n"), UInt8(ascii: "e")])
+
+    // MARK: - Team set context id
+
+    /// RFC 9562 name-based UUID (version 5, SHA-1), in agrigps's own namespace unless told another.
+    static func uuidV5(namespace: [UInt8] = namespace, name: [UInt8]) -> String {
+        var digest = Array(Insecure.SHA1.hash(data: namespace + name).prefix(16))
+        digest[6] = (digest[6] & 0x0F) | 0x50
+        digest[8] = (digest[8] & 0x3F) | 0x80
+        let hex = digest.map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        let parts = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
+            String(hex.dropFirst(range.lowerBound).prefix(range.count))
+        }
+        return parts.joined(separator: "-")
+    }
+
+    /// The namespace of agrigps's team set context ids (a random UUID, fixed once).
+    static let namespace: [UInt8] = [0x6f, 0x0b, 0x3c, 0x52, 0x9e, 0x41, 0x4d, 0x27, 0xa4, 0x6e, 0x1c, 0x58, 0x2d, 0x93, 0xe7, 0x0a]
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import GNSS
+import SwiftProtobuf
+
+public typealias EFDIPosition = Efdi_Position
+
+extension Efdi_Position {
+    /// The same position, status, DOPs, satellites and time as gps:info sends: the two messages
+    /// number these fields alike, and one mapping from our fix state serves both.
+    public init(_ entry: GPSEntry) {
+        self.init()
+        positionNorth = entry.positionNorth
+        positionEast = entry.positionEast
+        positionUp = entry.positionUp
+        // Both enums number the ISO 11783-10 statuses identically.
+        positionStatus = PositionStatus(rawValue: entry.positionStatus.rawValue) ?? .dError
+        pdop = entry.pdop
+        hdop = entry.hdop
+        numberOfSatellites = entry.numberOfSatellites
+        if entry.hasGpsUtcTimestamp { gpsUtcTimestamp = entry.gpsUtcTimestamp }
+    }
+}
+
+extension Efdi_Time {
+    /// One sample as a TimeLog `Time`: its start is the sample's time (the receiver's, or the corrected
+    /// system time gps:info would send), type effective, `position_start` set in full (a sample
+    /// without a fix has D_NO_GPS, D_NOT_AVAILABLE or D_ERROR, never silence), and the speed when the
+    /// receiver reported one with a fix. Nil for a sample with no true time at all (taken while the
+    /// clock read 1970, before an earlier reboot): a `Time` cannot go without its start.
+    public init?(_ sample: PositionSample, correctedBy clock: TrueTime? = nil) {
+        let entry = GPSEntry(sample, correctedBy: clock)
+        guard entry.hasGpsUtcTimestamp else { return nil }
+        self.init()
+        start = entry.gpsUtcTimestamp
+        type = .dEffective
+        positionStart = Efdi_Position(entry)
+        if sample.state.hasPosition, let speed = sample.report?.speed {
+            var value = Efdi_DataLogValue()
+            value.processDataDdi = DeviceDescription.DDI.actualSpeed
+            // PositionReport keeps speed within 0...600 m/s, so millimetres per second fit easily.
+            value.processDataValue = Int64((speed * 1000).rounded())
+            value.deviceElementIDRef = DeviceDescription.rootElementID
+            dataLogValue = [value]
+        }
+    }
+
+    /// The most bytes one `Time` built from a sample takes inside a TimeLog, framing included:
+    /// tag and length (3), start (2 + 6 + 6 for seconds until 2200 and nanoseconds), type (2),
+    /// position (3 + a full GPSEntry's 86 less its field status), one speed value (2 + ddi 3 + value
+    /// 4 + element reference 2 + 2 + 7). A batch of samples is sized by it, so a TimeLog cannot
+    /// outgrow the payload cap.
+    public static let upperBound = 3 + 14 + 2 + (3 + 84) + (2 + 3 + 4 + 2 + 2 + 7)
+}
+
+extension Efdi_TimeLog {
+    /// The samples of one send cycle as one TimeLog, in the order given; samples with no true time
+    /// are left out (see `Efdi_Time.init`). Returns the TimeLog and how many were left out.
+    public static func of(_ samples: [PositionSample], correctedBy clock: TrueTime? = nil) -> (timeLog: Efdi_TimeLog, untimed: Int) {
+        var log = Efdi_TimeLog()
+        log.timeLogType = .cBinaryTimelog
+        log.time = samples.compactMap { Efdi_Time($0, correctedBy: clock) }
+        return (log, samples.count - log.time.count)
+    }
+}

@@ -1,0 +1,226 @@
+import Bounds
+import Foundation
+import GNSS
+import SwiftProtobuf
+import Testing
+@testable import Agrirouter
+
+/// The box's device description and its TimeLogs, written as ISO 11783-10's schema and agrirouter's
+/// efdi.proto ask, and other machines' TimeLogs read without trusting them.
+@Suite struct EFDITests {
+    let endpoint = "0f3c6a52-9e41-4d27-a46e-1c582d93e70a"
+    let fixTime = Date(timeIntervalSince1970: 1_790_000_000.25)
+
+    func sample(_ state: FixState, speed: Double? = 3.5, time: Date? = nil, sampledAt: Date? = nil) -> PositionSample {
+        let mode = state.hasPosition ? 3 : 1
+        let report = PositionReport(time: time ?? fixTime, gpsdMode: mode, gpsdStatus: 2, latitude: 48.123456789, longitude: 11.5,
+                                    altitudeHAE: 547.2345, speed: speed, hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
+        return PositionSample(sampledAt: sampledAt ?? fixTime, state: state, report: state == .gpsdUnreachable ? nil : report)
+    }
+
+    // MARK: - Device description
+
+    @Test func theDescriptionHasWhatTheSchemaRequiresAndNothingOutOfRange() throws {
+        let description = DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0")
+        let taskData = description.taskData
+        #expect(taskData.versionMajor == .e2Fdis && taskData.versionMinor == 3 && taskData.dataTransferOrigin == .mics)
+        let device = try #require(taskData.device.first)
+        #expect(taskData.device.count == 1)
+        #expect(device.deviceID.number == -1 && device.deviceID.uri == ["DVC-1"])
+        #expect(device.clientName.count == 8)
+        #expect((7...39).contains(device.deviceStructureLabel.count) && device.deviceStructureLabel.prefix(7) != Data(repeating: 0xFF, count: 7))
+        #expect(device.deviceLocalizationLabel.count == 7 && device.deviceLocalizationLabel.first == 0xFF)
+        #expect(device.deviceLocalizationLabel.suffix(2) == Data("ne".utf8))  // "en", reversed as ISOXML writes it
+        for text in [device.deviceDesignator, device.deviceSoftwareVersion, device.deviceSerialNumber] + device.deviceElement.map(\.deviceElementDesignator) {
+            #expect(!text.isEmpty && text.count <= 32)
+        }
+        #expect(device.deviceSerialNumber == endpoint.replacingOccurrences(of: "-", with: ""))
+
+        // One object id space; every reference points at an object that is there.
+        let objects = device.deviceElement.map(\.deviceElementObjectID) + device.deviceProcessData.map(\.deviceProcessDataObjectID)
+            + device.deviceProperty.map(\.devicePropertyObjectID) + device.deviceValuePresentation.map(\.deviceValuePresentationObjectID)
+        #expect(Set(objects).count == objects.count && objects.allSatisfy { (1...65534).contains($0) })
+        let elements = Set(device.deviceElement.map(\.deviceElementObjectID))
+        for element in device.deviceElement {
+            #expect(element.parentObjectID == 0 || elements.contains(element.parentObjectID))
+            #expect(element.deviceElementNumber <= 4095)
+            #expect(element.deviceObjectReference.allSatisfy { objects.contains($0.deviceObjectID) })
+        }
+        #expect(device.deviceElement.map(\.deviceElementType) == [.cDevice, .cNavigation])
+        #expect(device.deviceElement.map(\.deviceElementID.uri) == [["DET-1"], ["DET-2"]])
+        let presentations = Set(device.deviceValuePresentation.map(\.deviceValuePresentationObjectID))
+        for data in device.deviceProcessData {
+            #expect(data.deviceProcessDataProperty <= 7 && data.deviceProcessDataTriggerMethods <= 31)
+            #expect(presentations.contains(data.deviceValuePresentationObjectID))
+        }
+        #expect(device.deviceValuePresentation.allSatisfy { (1e-9...1e8).contains($0.scale) && $0.numberOfDecimals <= 7 })
+        // Only what a GNSS receiver measures: speed, and where it comes from (navigation).
+        #expect(device.deviceProcessData.map(\.deviceProcessDataDdi) == [397])
+        #expect(device.deviceProperty.map { [$0.devicePropertyDdi, UInt32($0.devicePropertyValue)] } == [[400, 3]])
+    }
+
+    @Test func theNAMEIsAnAgriculturalNavigationFunctionWithAnIdentityFromTheEndpoint() throws {
+        let name = DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0").taskData.device[0].clientName
+        let value = name.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        #expect(value >> 63 == 0)  // not self-configurable
+        #expect((value >> 60) & 0x7 == 2)  // agriculture and forestry
+        #expect((value >> 49) & 0x7F == 0)  // non-specific device class
+        #expect((value >> 40) & 0xFF == 23)  // vehicle navigation
+        #expect(UInt32(value & 0x1F_FFFF) == DeviceDescription.identityNumber(endpoint))
+        let other = DeviceDescription(endpointID: "1" + endpoint.dropFirst(), softwareVersion: "0.1.0").taskData.device[0].clientName
+        #expect(other != name)
+    }
+
+    @Test func theTeamSetContextIDFollowsTheDescriptionAndTheEndpoint() {
+        let id = DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0").teamSetContextID
+        #expect(id == DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0").teamSetContextID)
+        #expect(id != DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.1").teamSetContextID)
+        #expect(id != DeviceDescription(endpointID: "1" + endpoint.dropFirst(), softwareVersion: "0.1.0").teamSetContextID)
+        #expect(id.range(of: "^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", options: .regularExpression) != nil)
+    }
+
+    @Test func nameBasedUUIDsMatchRFC9562() {
+        // RFC 9562 appendix A.4: "www.example.com" in the DNS namespace.
+        let dns: [UInt8] = [0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8]
+        #expect(DeviceDescription.uuidV5(namespace: dns, name: Array("www.example.com".utf8)) == "2ed6657d-e927-568b-95e1-2665a8aea6a2")
+    }
+
+    // MARK: - TimeLogs
+
+    @Test(arguments: [
+        (FixState.fix(.threeD, .rtkFixed), Efdi_Position.PositionStatus.dRtkFinteger), (.fix(.threeD, .rtkFloat), .dRtkFloat),
+        (.fix(.twoD, .dgps), .dDgnss), (.fix(.threeD, .autonomous), .dGnss), (.fix(.threeD, .deadReckoning), .dEstDrMode),
+        (.noFix, .dNoGps), (.noReceiver(.removed), .dNotAvailable), (.gpsdUnreachable, .dError),
+    ])
+    func everySampleIsATimeWithTheSameStatusAsGPSInfo(state: FixState, status: Efdi_Position.PositionStatus) throws {
+        let sample = sample(state)
+        let time = try #require(Efdi_Time(sample))
+        let entry = GPSEntry(sample)
+        #expect(time.positionStart.positionStatus == status)
+        #expect(time.positionStart.positionStatus.rawValue == entry.positionStatus.rawValue)
+        #expect(time.start == entry.gpsUtcTimestamp && time.positionStart.gpsUtcTimestamp == entry.gpsUtcTimestamp)
+        #expect(time.type == .dEffective && !time.hasStop && !time.hasPositionStop)
+        if state.hasPosition {
+            #expect(time.positionStart.positionNorth == 48.123456789 && time.positionStart.positionEast == 11.5)
+            #expect(time.positionStart.positionUp == 547_235 && time.positionStart.numberOfSatellites == 17)
+            #expect(time.positionStart.hdop == 0.7 && time.positionStart.pdop == 1.3)
+            let speed = try #require(time.dataLogValue.first)
+            #expect(time.dataLogValue.count == 1)
+            #expect(speed.processDataDdi == 397 && speed.processDataValue == 3500)
+            #expect(speed.deviceElementIDRef == DeviceDescription.rootElementID)
+        } else {
+            // No position, no speed: a state is sent as it is, never with coordinates or values.
+            #expect(time.positionStart.positionNorth == 0 && time.positionStart.positionEast == 0 && time.dataLogValue.isEmpty)
+        }
+    }
+
+    @Test func aFixWithoutSpeedLogsNoValueAndASampleWithNoTrueTimeIsLeftOut() throws {
+        #expect(try #require(Efdi_Time(sample(.fix(.threeD, .dgps), speed: nil))).dataLogValue.isEmpty)
+        let untimed = PositionSample(sampledAt: Date(timeIntervalSince1970: 60), state: .noFix)
+        #expect(Efdi_Time(untimed) == nil)
+        let (log, left) = Efdi_TimeLog.of([sample(.noFix), untimed, sample(.fix(.threeD, .rtkFixed))])
+        #expect(left == 1 && log.time.count == 2 && log.timeLogType == .cBinaryTimelog)
+        #expect(log.time.map(\.positionStart.positionStatus) == [.dNoGps, .dRtkFinteger])
+    }
+
+    @Test func theFieldNumbersAreAgrirouters() throws {
+        // TimeLog{time_log_type=1 (1), time (4) {start (1) {seconds=1}, type (4) = D_EFFECTIVE,
+        // position_start (5) {position_status (4) = D_RTK_FLOAT}}}, built by hand from efdi.proto.
+        var log = Efdi_TimeLog()
+        log.timeLogType = .cBinaryTimelog
+        var time = Efdi_Time()
+        time.start = Google_Protobuf_Timestamp(seconds: 1)
+        time.type = .dEffective
+        time.positionStart.positionStatus = .dRtkFloat
+        log.time = [time]
+        let bytes: [UInt8] = try log.serializedBytes()
+        #expect(bytes == [0x08, 0x01, 0x22, 0x0A, 0x0A, 0x02, 0x08, 0x01, 0x20, 0x04, 0x2A, 0x02, 0x20, 0x05])
+        var taskData = Efdi_ISO11783_TaskData()
+        taskData.device = [Efdi_Device()]
+        taskData.device[0].deviceDesignator = "x"
+        #expect(try taskData.serializedBytes() as [UInt8] == [0x8A, 0x01, 0x03, 0x12, 0x01, 0x78])  // device = 17
+    }
+
+    @Test func noTimeOutgrowsTheBoundBatchesAreSizedBy() throws {
+        var largest = 0
+        let extremes: [PositionReport] = [
+            PositionReport(time: Date(timeIntervalSince1970: 7_258_118_399.999), gpsdMode: 3, gpsdStatus: 2, latitude: -89.99999999,
+                           longitude: -179.99999999, altitudeHAE: -999.999, speed: 600, hdop: 99.9, pdop: 99.9, satellitesUsed: 255),
+            PositionReport(time: Date(timeIntervalSince1970: 7_258_118_399.999), gpsdMode: 3, gpsdStatus: 2, latitude: 89.123456789,
+                           longitude: 179.123456789, altitudeHAE: 99_999.999, speed: 599.999, hdop: 0.123456789, pdop: 0.987654321, satellitesUsed: 200),
+        ]
+        for report in extremes {
+            for state in [FixState.fix(.threeD, .rtkFixed), .fix(.threeD, .simulated)] {
+                let time = try #require(Efdi_Time(PositionSample(sampledAt: Date(timeIntervalSince1970: 7_258_118_399.999), state: state, report: report)))
+                var log = Efdi_TimeLog()
+                log.time = [time]
+                largest = max(largest, try (log.serializedBytes() as [UInt8]).count)
+            }
+        }
+        #expect(largest <= Efdi_Time.upperBound)
+        // Random samples too, with times from 1980 to 2200 at millisecond and finer resolution.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let report = PositionReport(time: Date(timeIntervalSince1970: Double.random(in: Bounds.epochSeconds, using: &generator)), gpsdMode: 3,
+                                        gpsdStatus: Int.random(in: 0...5, using: &generator), latitude: .random(in: Bounds.latitude, using: &generator),
+                                        longitude: .random(in: Bounds.longitude, using: &generator), altitudeHAE: .random(in: Bounds.altitude, using: &generator),
+                                        speed: .random(in: Bounds.speed, using: &generator), hdop: .random(in: Bounds.dop, using: &generator),
+                                        pdop: .random(in: Bounds.dop, using: &generator), satellitesUsed: .random(in: Bounds.satellites, using: &generator))
+            guard let time = Efdi_Time(PositionSample(sampledAt: Date(), state: report.fixState, report: report)) else { continue }
+            var log = Efdi_TimeLog()
+            log.time = [time]
+            let size = try (log.serializedBytes() as [UInt8]).count
+            #expect(size <= Efdi_Time.upperBound, "\(time)")
+        }
+    }
+
+    // MARK: - Reading other machines' TimeLogs
+
+    func time(north: Double, east: Double, status: Efdi_Position.PositionStatus, gnss: Date? = nil, start: Date? = nil) -> Efdi_Time {
+        var time = Efdi_Time()
+        if let start { time.start = Google_Protobuf_Timestamp(date: start) }
+        time.positionStart.positionNorth = north
+        time.positionStart.positionEast = east
+        time.positionStart.positionStatus = status
+        if let gnss { time.positionStart.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: gnss) }
+        return time
+    }
+
+    @Test func aTerminalsPositionCountsWhateverItsStatusSaysUnlessItIsAnError() throws {
+        // As a Krone terminal sends them: valid coordinates with D_NOT_AVAILABLE, the time only in `start`.
+        let krone = try #require(try ReportedPosition(checking: time(north: 52.25, east: 7.5, status: .dNotAvailable, start: fixTime)))
+        #expect(krone.latitude == 52.25 && krone.longitude == 7.5 && krone.status == "D_NOT_AVAILABLE" && krone.gnssTime == fixTime)
+        #expect(try ReportedPosition(checking: time(north: 52.25, east: 7.5, status: .dNoGps))?.hasPosition == true)
+        #expect(try ReportedPosition(checking: time(north: 0, east: 0, status: .dRtkFinteger, start: fixTime)) == nil)
+        #expect(try ReportedPosition(checking: time(north: 52.25, east: 7.5, status: .dError)) == nil)
+        #expect(try ReportedPosition(checking: Efdi_Time()) == nil)
+        // The position's own GNSS time wins over the Time's start; a later stop position over the start.
+        var both = time(north: 52.25, east: 7.5, status: .dGnss, gnss: fixTime, start: fixTime.addingTimeInterval(-5))
+        #expect(try ReportedPosition(checking: both)?.gnssTime == fixTime)
+        both.positionStop = both.positionStart
+        both.positionStop.positionNorth = 52.5
+        #expect(try ReportedPosition(checking: both)?.latitude == 52.5)
+    }
+
+    @Test func valuesOutOfRangeRefuseTheTime() {
+        #expect(throws: OutOfBounds.self) { try ReportedPosition(checking: time(north: 91, east: 7.5, status: .dGnss)) }
+        #expect(throws: OutOfBounds.self) { try ReportedPosition(checking: time(north: 52, east: .nan, status: .dGnss)) }
+        var far = time(north: 52, east: 7, status: .dGnss)
+        far.positionStart.gpsUtcTimestamp = Google_Protobuf_Timestamp(seconds: Int64.max, nanos: 0)
+        #expect(throws: OutOfBounds.self) { try ReportedPosition(checking: far) }
+        var deep = time(north: 52, east: 7, status: .dGnss)
+        deep.positionStart.positionUp = -5_000_000
+        #expect(throws: OutOfBounds.self) { try ReportedPosition(checking: deep) }
+    }
+
+    @Test func aDescriptionNamesItsMachineSafelyAndUnreadableContentIsAnError() throws {
+        var taskData = Efdi_ISO11783_TaskData()
+        #expect(EFDIContent.designator(of: taskData) == nil)
+        taskData.device = [Efdi_Device()]
+        taskData.device[0].deviceDesignator = "  Fendt 942\u{1B}[2J Vario with a name far longer than ISOXML allows  "
+        let name = try #require(EFDIContent.designator(of: EFDIContent.taskData(from: taskData.serializedBytes())))
+        #expect(name.count <= 32 && name.count >= 30 && name.hasPrefix("Fendt 942"))
+        #expect(throws: CodecError.self) { try EFDIContent.timeLog(from: Data([0x22, 0x05, 0x01])) }
+        #expect(throws: CodecError.self) { try EFDIContent.taskData(from: Data([0xFF])) }
+    }
+}
