@@ -65,7 +65,7 @@ public actor Publisher {
             // it rather than sending the batch twice. Its send time is from another run, so only
             // as good as the clock was then: the wait it leaves is kept within the timeout.
             adoptedEarlierBatches = true
-            for (id, sentAt) in (try? await spool.inFlightBatches()) ?? [] {
+            for (id, _, sentAt) in (try? await spool.inFlightBatches()) ?? [] {
                 awaiting[id] = uptimeNow - min(max(now.timeIntervalSince(sentAt), 0), inFlightTimeout)
             }
         }

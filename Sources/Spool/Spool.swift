@@ -24,13 +24,18 @@ public actor Spool {
     private var lastReopen = uptime()
     private var lastAgeSweep = -Double.infinity
     private var lastCheckpoint = -Double.infinity
+    /// The outputs samples go out by, as the spool was opened; see `SpoolConfiguration.outputs`.
+    private var outputs: [SpoolOutput] {
+        didSet { insertSQL = SampleColumns.insert(outputs: outputs) }
+    }
+    private var insertSQL: String
 
-    /// Rows not yet sent: eviction takes the oldest of these. Withheld rows (taken while sharing was
-    /// paused) are never sent but count here, so they are the first to go when space runs out.
-    static let unsent = "delivery IN ('pending', 'failed', 'parked', 'withheld')"
-    /// A retry time further ahead than the longest delay was set by a clock that has since been
-    /// stepped back: it is due now rather than hours or years from now.
-    static let sendable = "(delivery = 'pending' OR (delivery = 'failed' AND (retry_after <= :now OR retry_after > :now + :longest)))"
+    /// Rows still owed to some output and in flight in none: eviction takes the oldest of these.
+    /// Withheld rows (taken while sharing was paused) are never sent but count here, so they are the
+    /// first to go when space runs out.
+    static let unsent = "acknowledged_at IS NULL AND " + SpoolOutput.all.map { "\($0.delivery) != 'in_flight'" }.joined(separator: " AND ")
+    /// Rows every output is done with (acknowledged, or not wanted).
+    static let finished = SpoolOutput.all.map { "\($0.delivery) IN \(DeliveryState.done)" }.joined(separator: " AND ")
 
     /// Opens (creating if needed) the spool at `path`. Never fails: a corrupt file is moved aside and
     /// a new spool started; a file that cannot be opened leaves the spool holding samples in memory
@@ -40,15 +45,23 @@ public actor Spool {
         self.path = path
         self.configuration = configuration
         self.logger = logger
+        let outputs = SpoolConfiguration.enabled(configuration.outputs ?? [.gpsInfo])
+        self.outputs = outputs
+        insertSQL = SampleColumns.insert(outputs: outputs)
         switch SpoolFile.open(path: path, configuration: configuration, logger: logger) {
-        case .success(let (database, queued)):
-            self.database = database
-            self.queued = queued
+        case .success(let opened):
+            self.database = opened.database
+            self.queued = opened.queued
+            self.outputs = opened.outputs
+            insertSQL = SampleColumns.insert(outputs: opened.outputs)
         case .failure(let error):
             logger.error("\(error.description); holding samples in memory until it can be written")
             fault = error
         }
     }
+
+    /// The outputs each sample waits for, as the spool was opened.
+    public var enabledOutputs: [SpoolOutput] { outputs }
 
     // MARK: - Appending
 
@@ -151,7 +164,7 @@ public actor Spool {
     /// Inserts and evicts; returns the new row ids and what the transaction adds to the queue.
     private func insert(_ writes: [(sample: PositionSample, wireSize: Int)], at now: Double,
                         into db: Database) throws -> ([Int64], (rows: Int, bytes: Int)) {
-        let statement = try db.cachedStatement(sql: SampleColumns.insert)
+        let statement = try db.cachedStatement(sql: insertSQL)
         var ids: [Int64] = []
         ids.reserveCapacity(writes.count)
         for (sample, wireSize) in writes {
@@ -179,12 +192,13 @@ public actor Spool {
     private func reopenIfDue() -> DatabaseQueue? {
         guard uptime() - lastReopen >= configuration.reopenInterval else { return nil }
         lastReopen = uptime()
-        guard case .success(let (database, queued)) = SpoolFile.open(path: path, configuration: configuration, logger: logger) else {
+        guard case .success(let opened) = SpoolFile.open(path: path, configuration: configuration, logger: logger) else {
             return nil
         }
-        self.database = database
-        self.queued = queued
-        return database
+        database = opened.database
+        queued = opened.queued
+        outputs = opened.outputs
+        return opened.database
     }
 
     private func storageError(_ error: any Error) -> SpoolError {
@@ -243,15 +257,18 @@ public actor Spool {
 
     // MARK: - Delivery
 
-    /// Takes the oldest sendable samples, within `byteBudget` and `maximumEntries`, marks them in flight
-    /// under `id`, and returns them in the order they were taken. Nil when nothing is waiting.
-    public func takeBatch(id: String = UUID().uuidString.lowercased(),
+    /// Takes the oldest samples `output` may send, within `byteBudget` (by their gps:info size) and
+    /// `maximumEntries`, marks them in flight for it under `id`, and returns them in the order they
+    /// were taken. Nil when nothing is waiting, or the output is not enabled.
+    public func takeBatch(for output: SpoolOutput = .gpsInfo, id: String = UUID().uuidString.lowercased(),
                           byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
                           maximumEntries: Int = 20_000, now: Date? = nil) throws(SpoolError) -> SpoolBatch? {
+        guard outputs.contains(output) else { return nil }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
         let longest = configuration.maximumRetryDelay
+        let (sendable, batchID) = (output.sendable, output.batchID)
         return try write { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(Self.sendable) ORDER BY id LIMIT :limit",
+            let rows = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(sendable) ORDER BY id LIMIT :limit",
                                         arguments: ["now": now, "longest": longest, "limit": maximumEntries])
             var (bytes, lastID): (Int, Int64?) = (0, nil)
             for row in rows {
@@ -262,51 +279,64 @@ public actor Spool {
             }
             guard let lastID else { return nil }
             // Rows that carry a batch id were sent before: agrirouter may get them twice. Count them.
-            let resent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(Self.sendable) AND id <= :last AND batch_id IS NOT NULL",
+            let resent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(sendable) AND id <= :last AND \(batchID) IS NOT NULL",
                                           arguments: ["now": now, "longest": longest, "last": lastID]) ?? 0
-            if resent > 0 { try SpoolState.add(resent, to: "resent", in: db) }
+            if resent > 0 { try SpoolState.add(resent, to: output.resentCounter, in: db) }
             // The same predicate over the same prefix of ids marks exactly the rows counted above.
-            try db.execute(sql: "UPDATE sample SET delivery = 'in_flight', batch_id = :batch, sent_at = :now WHERE \(Self.sendable) AND id <= :last",
+            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'in_flight', \(batchID) = :batch, \(output.sentAt) = :now WHERE \(sendable) AND id <= :last",
                            arguments: ["batch": id, "now": now, "longest": longest, "last": lastID])
-            let samples = try Row.fetchAll(db, sql: SampleColumns.select + " WHERE batch_id = ? AND delivery = 'in_flight' ORDER BY id", arguments: [id])
-            return SpoolBatch(id: id, samples: samples.map(SampleColumns.spooled))
+            let samples = try Row.fetchAll(db, sql: SampleColumns.select + " WHERE \(batchID) = ? AND \(output.delivery) = 'in_flight' ORDER BY id", arguments: [id])
+            return SpoolBatch(id: id, output: output, samples: samples.map(SampleColumns.spooled))
         }
     }
 
-    /// agrirouter acknowledged batch `id`: its samples leave the spool (or are kept as history).
-    /// A late acknowledgement for a batch that already went back to pending still counts.
+    /// agrirouter acknowledged batch `id` (of whichever output sent it). Samples every enabled output
+    /// is now done with leave the spool (or are kept as history); returns how many. A late
+    /// acknowledgement for a batch that already went back to pending still counts.
     @discardableResult
     public func acknowledge(batch id: String, now: Date? = nil) throws(SpoolError) -> Int {
         let now = (now ?? configuration.clock()).timeIntervalSince1970
         let (count, bytes) = try write { db in
-            let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'",
-                                        arguments: [id])
-            let count: Int = done?[0] ?? 0
-            if configuration.acknowledgedHistory > 0 {
-                try db.execute(sql: "UPDATE sample SET delivery = 'acknowledged', acknowledged_at = ? WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [now, id])
-                try db.execute(sql: "DELETE FROM sample WHERE delivery = 'acknowledged' AND acknowledged_at < ?", arguments: [now - configuration.acknowledgedHistory])
-            } else {
-                try db.execute(sql: "DELETE FROM sample WHERE batch_id = ? AND delivery != 'acknowledged'", arguments: [id])
+            var finishedNow = (count: 0, bytes: 0)
+            for output in SpoolOutput.all {
+                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged' WHERE \(output.batchID) = ? AND \(output.delivery) NOT IN \(DeliveryState.done)",
+                               arguments: [id])
+                guard db.changesCount > 0 else { continue }
+                let rows = "\(output.batchID) = ? AND acknowledged_at IS NULL AND \(Self.finished)"
+                let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(rows)", arguments: [id])
+                finishedNow.count += done?[0] ?? 0
+                finishedNow.bytes += done?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0
+                if configuration.acknowledgedHistory > 0 {
+                    try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(rows)", arguments: [now, id])
+                } else {
+                    try db.execute(sql: "DELETE FROM sample WHERE \(rows)", arguments: [id])
+                }
             }
-            return (count, done?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0)
+            if configuration.acknowledgedHistory > 0 {
+                try db.execute(sql: "DELETE FROM sample WHERE acknowledged_at < ?", arguments: [now - configuration.acknowledgedHistory])
+            }
+            return finishedNow
         }
         queued.rows -= count
         queued.bytes -= bytes
         return count
     }
 
-    /// Sending batch `id` failed (agrirouter said ACK_WITH_FAILURE, say). Its samples are retried after
-    /// a growing delay, and parked after `parkAfterFailures` failures.
+    /// Sending batch `id` failed (agrirouter said ACK_WITH_FAILURE, say). Its samples are retried by
+    /// the output that sent them after a growing delay, and parked after `parkAfterFailures` failures.
     public func fail(batch id: String, reason: String, now: Date? = nil) throws(SpoolError) {
         let now = (now ?? configuration.clock()).timeIntervalSince1970
         try write { db in
-            try db.execute(sql: """
-                UPDATE sample SET attempts = attempts + 1, last_error = :reason,
-                    delivery = CASE WHEN attempts + 1 >= :park THEN 'parked' ELSE 'failed' END,
-                    retry_after = :now + MIN(:maximum, :delay * (1 << MIN(attempts, 30)))
-                WHERE batch_id = :batch AND delivery = 'in_flight'
-                """, arguments: ["reason": reason, "park": configuration.parkAfterFailures, "now": now,
-                                 "maximum": configuration.maximumRetryDelay, "delay": configuration.retryDelay, "batch": id])
+            for output in SpoolOutput.all {
+                let (attempts, delivery) = (output.attempts, output.delivery)
+                try db.execute(sql: """
+                    UPDATE sample SET \(attempts) = \(attempts) + 1, \(output.lastError) = :reason,
+                        \(delivery) = CASE WHEN \(attempts) + 1 >= :park THEN 'parked' ELSE 'failed' END,
+                        \(output.retryAfter) = :now + MIN(:maximum, :delay * (1 << MIN(\(attempts), 30)))
+                    WHERE \(output.batchID) = :batch AND \(delivery) = 'in_flight'
+                    """, arguments: ["reason": reason, "park": configuration.parkAfterFailures, "now": now,
+                                     "maximum": configuration.maximumRetryDelay, "delay": configuration.retryDelay, "batch": id])
+            }
         }
     }
 
@@ -314,7 +344,10 @@ public actor Spool {
     /// outbox's life: back to pending with no failure counted.
     public func release(batch id: String) throws(SpoolError) {
         try write { db in
-            try db.execute(sql: "UPDATE sample SET delivery = 'pending' WHERE batch_id = ? AND delivery = 'in_flight'", arguments: [id])
+            for output in SpoolOutput.all {
+                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'pending' WHERE \(output.batchID) = ? AND \(output.delivery) = 'in_flight'",
+                               arguments: [id])
+            }
         }
     }
 
@@ -327,30 +360,44 @@ public actor Spool {
     }
 
     private func reclaimExpired(now: Double, in db: Database) throws -> Int {
-        // A damaged send time (not a number) is as good as expired.
-        try db.execute(sql: "UPDATE sample SET delivery = 'pending' WHERE delivery = 'in_flight' AND (sent_at < ? OR typeof(sent_at) != 'real')",
-                       arguments: [now - configuration.inFlightTimeout])
-        return db.changesCount
+        var reclaimed = 0
+        for output in SpoolOutput.all {
+            // A damaged send time (not a number) is as good as expired.
+            try db.execute(sql: """
+                UPDATE sample SET \(output.delivery) = 'pending'
+                WHERE \(output.delivery) = 'in_flight' AND (\(output.sentAt) < ? OR typeof(\(output.sentAt)) != 'real')
+                """, arguments: [now - configuration.inFlightTimeout])
+            reclaimed += db.changesCount
+        }
+        return reclaimed
     }
 
-    /// Batches in flight, with when they were sent: a restarted publisher waits for their answers
-    /// instead of resending them.
-    public func inFlightBatches() throws(SpoolError) -> [(id: String, sentAt: Date)] {
+    /// Batches in flight, with the output that sent them and when: a restarted publisher waits for
+    /// their answers instead of resending them.
+    public func inFlightBatches() throws(SpoolError) -> [(id: String, output: SpoolOutput, sentAt: Date)] {
         try read { db in
-            // Read leniently: a damaged row gives no id (it is left to the reclaim) or an unknown time.
-            try Row.fetchAll(db, sql: "SELECT batch_id, MIN(sent_at) FROM sample WHERE delivery = 'in_flight' GROUP BY batch_id")
-                .compactMap { row in
-                    row.text(at: 0, limit: 200).map { (id: $0, sentAt: row.double(at: 1, in: Bounds.epochSeconds).map(Date.init(timeIntervalSince1970:)) ?? .distantPast) }
-                }
+            try SpoolOutput.all.flatMap { output in
+                // Read leniently: a damaged row gives no id (it is left to the reclaim) or an unknown time.
+                try Row.fetchAll(db, sql: "SELECT \(output.batchID), MIN(\(output.sentAt)) FROM sample WHERE \(output.delivery) = 'in_flight' GROUP BY \(output.batchID)")
+                    .compactMap { row in
+                        row.text(at: 0, limit: 200).map { id in
+                            (id: id, output: output, sentAt: row.double(at: 1, in: Bounds.epochSeconds).map(Date.init(timeIntervalSince1970:)) ?? .distantPast)
+                        }
+                    }
+            }
         }
     }
 
-    /// Parked samples go back to pending with their failure count cleared.
+    /// Parked samples go back to pending, for every output, with their failure counts cleared.
     @discardableResult
     public func retryParked() throws(SpoolError) -> Int {
         try write { db in
-            try db.execute(sql: "UPDATE sample SET delivery = 'pending', attempts = 0, retry_after = NULL WHERE delivery = 'parked'")
-            return db.changesCount
+            let parked = SpoolOutput.all.map { "\($0.delivery) = 'parked'" }.joined(separator: " OR ")
+            let samples = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(parked)") ?? 0
+            for output in SpoolOutput.all {
+                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'pending', \(output.attempts) = 0, \(output.retryAfter) = NULL WHERE \(output.delivery) = 'parked'")
+            }
+            return samples
         }
     }
 
@@ -394,7 +441,7 @@ public actor Spool {
 
     /// The counts and notes of `status`, read in one transaction; shared with the read-only `SpoolReader`.
     static func readStatus(_ db: Database, now: Date, into status: inout SpoolStatus) throws {
-        for row in try Row.fetchAll(db, sql: "SELECT delivery, COUNT(*) FROM sample GROUP BY delivery") {
+        for row in try Row.fetchAll(db, sql: "SELECT \(Self.sampleState) AS delivery_state, COUNT(*) FROM sample GROUP BY delivery_state") {
             let count = row.int(at: 1, in: 0...Int.max) ?? 0
             switch row.text(at: 0, limit: 32) ?? "" {
             case "pending": status.pending = count
@@ -406,10 +453,19 @@ public actor Spool {
             default: break
             }
         }
+        for output in SpoolOutput.all {
+            var counts: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT \(output.delivery), COUNT(*) FROM sample WHERE acknowledged_at IS NULL GROUP BY \(output.delivery)") {
+                guard let state = row.text(at: 0, limit: 32), state != DeliveryState.off else { continue }
+                counts[state] = row.int(at: 1, in: 0...Int.max) ?? 0
+            }
+            if !counts.isEmpty { status.byOutput[output.name] = counts }
+        }
         // A file of ours is still input: every number is checked before use, so a damaged or
         // edited row gives an unknown, never a trap.
         // Judged as the age cap judges it: a sample stamped at "1970" is not 56 years old.
-        let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.age)) AS oldest FROM sample WHERE delivery IN ('pending', 'failed')")
+        let waiting = SpoolOutput.all.map { "\($0.delivery) IN ('pending', 'failed')" }.joined(separator: " OR ")
+        let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.age)) AS oldest FROM sample WHERE acknowledged_at IS NULL AND (\(waiting))")
         status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { now.timeIntervalSince1970 - $0 }
         for row in try Row.fetchAll(db, sql: "SELECT name, number, text FROM spool_state") {
             guard let name = row.text("name", limit: 100) else { continue }
@@ -418,8 +474,8 @@ public actor Spool {
                 status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += count
             } else if name == "sharing" {
                 status.sharingPaused = row.text("text") == "paused"
-            } else if name == "resent", let count {
-                status.resent = count
+            } else if SpoolOutput.all.contains(where: { $0.resentCounter == name }), let count {
+                status.resent += count
             } else if name == "last_append" {
                 status.lastAppendAt = row.date("number")
             } else if name == "last_storage_fault" {
@@ -431,6 +487,14 @@ public actor Spool {
             }
         }
     }
+
+    /// One state per sample across its outputs, the least advanced: done (acknowledged by all, kept as
+    /// history), withheld, in flight for any, parked for any, failed for any, else pending.
+    static let sampleState: String = {
+        func any(_ state: String) -> String { "'\(state)' IN (\(SpoolOutput.all.map(\.delivery).joined(separator: ", ")))" }
+        return "CASE WHEN acknowledged_at IS NOT NULL THEN 'acknowledged' WHEN \(any("withheld")) THEN 'withheld' "
+            + "WHEN \(any("in_flight")) THEN 'in_flight' WHEN \(any("parked")) THEN 'parked' WHEN \(any("failed")) THEN 'failed' ELSE 'pending' END"
+    }()
 
     /// The highest row id the spool has ever given out (AUTOINCREMENT keeps it past deletions); 0 for a
     /// new spool. A restart that finds it lower than the daemon last saw means committed rows are gone:

@@ -43,5 +43,17 @@ public struct SpoolConfiguration: Sendable {
     /// GPSList framing.
     public static let gpsEntryUpperBound = 5 * 9 + 11 + 3 + 3 + 19 + 2 + 3
 
+    /// The outputs each sample must be acknowledged by before it leaves the spool; the daemon sets
+    /// them from its configuration. A change takes effect when the spool opens: an output turned off
+    /// stops holding samples, and one turned on takes every sample still in the spool. Nil (for the
+    /// commands that only pause or inspect) keeps what the spool was last opened with, gps:info for
+    /// a new one. An empty list keeps gps:info, so that no sample is finished for want of an output.
+    public var outputs: [SpoolOutput]?
+
+    static func enabled(_ outputs: [SpoolOutput]) -> [SpoolOutput] {
+        let enabled = SpoolOutput.all.filter(outputs.contains)
+        return enabled.isEmpty ? [.gpsInfo] : enabled
+    }
+
     public init() {}
 }

@@ -5,7 +5,7 @@ import Logging
 
 /// Opening the spool's file: pragmas, the start-up check, quarantine of a corrupt file, migrations.
 enum SpoolFile {
-    typealias Opened = (database: DatabaseQueue, queued: (rows: Int, bytes: Int))
+    typealias Opened = (database: DatabaseQueue, queued: (rows: Int, bytes: Int), outputs: [SpoolOutput])
 
     static func open(path: String, configuration: SpoolConfiguration, logger: Logger) -> Result<Opened, SpoolError> {
         do {
@@ -60,10 +60,17 @@ enum SpoolFile {
             }
             try SpoolSchema.migrator.migrate(database)
             try database.write(SpoolSchema.forgetOtherBoots)
-            let queued = try database.read { db in
-                try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE delivery != 'acknowledged'")
+            let outputs = try database.write { db in
+                guard let wanted = configuration.outputs else { return try SpoolSchema.storedOutputs(db) }
+                let enabled = SpoolConfiguration.enabled(wanted)
+                try SpoolSchema.applyOutputs(enabled, history: configuration.acknowledgedHistory > 0,
+                                             now: configuration.clock().timeIntervalSince1970, in: db)
+                return enabled
             }
-            return (database, (queued?[0] ?? 0, queued?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0))
+            let queued = try database.read { db in
+                try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE acknowledged_at IS NULL")
+            }
+            return (database, (queued?[0] ?? 0, queued?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0), outputs)
         } catch let error as SpoolError {
             throw error
         } catch let error as DatabaseError {

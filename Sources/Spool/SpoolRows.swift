@@ -14,6 +14,8 @@ public struct SpooledSample: Sendable, Equatable {
 /// Samples taken out for one send. `id` becomes agrirouter's application_message_id.
 public struct SpoolBatch: Sendable, Equatable {
     public var id: String
+    /// The output it was taken for.
+    public var output: SpoolOutput = .gpsInfo
     public var samples: [SpooledSample]
     public var wireBytes: Int { samples.reduce(0) { $0 + $1.wireSize } }
 }
@@ -35,10 +37,15 @@ enum SampleColumns {
 
     /// A sample taken while sharing is paused is withheld for good. The state is read by the insert
     /// itself, inside the transaction, because `agrigps pause` in another process may just have set it.
-    static let insert = """
-        INSERT INTO sample (\(columns.joined(separator: ", ")), delivery) VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")),
-            CASE (SELECT text FROM spool_state WHERE name = 'sharing') WHEN 'paused' THEN 'withheld' ELSE 'pending' END)
-        """
+    /// Outputs not enabled are "off" for the sample: it never waits for them.
+    static func insert(outputs: [SpoolOutput]) -> String {
+        let state = "CASE (SELECT text FROM spool_state WHERE name = 'sharing') WHEN 'paused' THEN 'withheld' ELSE 'pending' END"
+        let deliveries = SpoolOutput.all.map { outputs.contains($0) ? state : "'\(DeliveryState.off)'" }
+        return """
+            INSERT INTO sample (\(columns.joined(separator: ", ")), \(SpoolOutput.all.map(\.delivery).joined(separator: ", ")))
+            VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")), \(deliveries.joined(separator: ", ")))
+            """
+    }
 
     static let select = """
         SELECT id, sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,

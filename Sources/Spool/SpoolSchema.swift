@@ -6,6 +6,7 @@ enum SpoolSchema {
     static let queueVersion = "v1-queue"
     static let retriesVersion = "v2-retries-and-counters"
     static let uptimeVersion = "v3-sampled-uptime"
+    static let efdiVersion = "v4-efdi-output"
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -47,7 +48,57 @@ enum SpoolSchema {
         migrator.registerMigration(uptimeVersion) { db in
             try db.execute(sql: "ALTER TABLE sample ADD COLUMN sampled_uptime REAL")
         }
+        // EFDI beside gps:info: its own delivery state per sample. Rows already there are off for it
+        // until the spool opens with EFDI enabled (`applyOutputs`).
+        migrator.registerMigration(efdiVersion) { db in
+            let efdi = SpoolOutput.efdi
+            try db.execute(sql: """
+                ALTER TABLE sample ADD COLUMN \(efdi.delivery) TEXT NOT NULL DEFAULT 'off';
+                ALTER TABLE sample ADD COLUMN \(efdi.batchID) TEXT;
+                ALTER TABLE sample ADD COLUMN \(efdi.sentAt) REAL;
+                ALTER TABLE sample ADD COLUMN \(efdi.attempts) INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE sample ADD COLUMN \(efdi.lastError) TEXT;
+                ALTER TABLE sample ADD COLUMN \(efdi.retryAfter) REAL;
+                CREATE INDEX sample_by_efdi_delivery ON sample(\(efdi.delivery), id);
+                CREATE INDEX sample_by_efdi_batch ON sample(\(efdi.batchID));
+                """)
+        }
         return migrator
+    }
+
+    /// Brings every unfinished sample in line with the outputs enabled now: an output turned off
+    /// stops owing anything (its in-flight batches too: their answers no longer matter), and one
+    /// turned on owes every sample still in the spool, withheld if the sample was. Samples no output
+    /// waits for any more are finished: deleted, or stamped as history. Returns how many.
+    /// Remembers them, for processes that open the spool without a configuration of their own.
+    @discardableResult
+    static func applyOutputs(_ enabled: [SpoolOutput], history: Bool, now: Double, in db: Database) throws -> Int {
+        let withheld = "'withheld' IN (\(SpoolOutput.all.map(\.delivery).joined(separator: ", ")))"
+        for output in SpoolOutput.all {
+            if enabled.contains(output) {
+                try db.execute(sql: """
+                    UPDATE sample SET \(output.delivery) = CASE WHEN \(withheld) THEN 'withheld' ELSE 'pending' END
+                    WHERE \(output.delivery) = 'off' AND acknowledged_at IS NULL
+                    """)
+            } else {
+                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'off' WHERE \(output.delivery) NOT IN \(DeliveryState.done) AND acknowledged_at IS NULL")
+            }
+        }
+        try SpoolState.set("outputs", number: now, text: enabled.map(\.name).joined(separator: ","), in: db)
+        let finished = "acknowledged_at IS NULL AND \(Spool.finished)"
+        if history {
+            try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(finished)", arguments: [now])
+        } else {
+            try db.execute(sql: "DELETE FROM sample WHERE \(finished)")
+        }
+        return db.changesCount
+    }
+
+    /// The outputs the spool was last opened with; gps:info for a spool that never was (or a
+    /// damaged note).
+    static func storedOutputs(_ db: Database) throws -> [SpoolOutput] {
+        let text = try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'outputs'") ?? ""
+        return SpoolConfiguration.enabled(text.prefix(200).split(separator: ",").compactMap { SpoolOutput(name: String($0)) })
     }
 
     /// The monotonic clock starts again at every boot: stamps from an earlier boot are cleared at

@@ -9,6 +9,9 @@ public struct SpoolStatus: Sendable, Equatable {
     public var acknowledgedKept = 0
     /// Samples taken while sharing was paused; never sent.
     public var withheld = 0
+    /// Samples still in the spool by output ("gps_info", "efdi") and that output's delivery state
+    /// (pending, in_flight, failed, parked, withheld, acknowledged): an output that is behind shows here.
+    public var byOutput: [String: [String: Int]] = [:]
     public var sharingPaused = false
     /// Seconds since the oldest sample still waiting to be sent was taken.
     public var oldestPendingAge: Double?

@@ -1,0 +1,52 @@
+/// One way samples leave the box (gps:info, EFDI). Each keeps its own delivery state, batch ids,
+/// attempts and retry times in the sample's row, so a refusal of one output never holds back,
+/// loses or duplicates another. A sample leaves the spool once every enabled output has been
+/// acknowledged for it.
+public struct SpoolOutput: Sendable, Hashable, CustomStringConvertible {
+    /// The name in status and configuration ("gps_info", "efdi").
+    public let name: String
+    /// Prefix of its columns in the sample table.
+    let prefix: String
+
+    /// gps:info, the first output: its columns kept their original names when EFDI came.
+    public static let gpsInfo = SpoolOutput(name: "gps_info", prefix: "")
+    public static let efdi = SpoolOutput(name: "efdi", prefix: "efdi_")
+    /// Every output the spool knows, in the order they are handled.
+    public static let all: [SpoolOutput] = [.gpsInfo, .efdi]
+
+    public var description: String { name }
+
+    /// The output by its configuration name; nil for an unknown one.
+    public init?(name: String) {
+        guard let output = Self.all.first(where: { $0.name == name }) else { return nil }
+        self = output
+    }
+
+    private init(name: String, prefix: String) {
+        self.name = name
+        self.prefix = prefix
+    }
+
+    var delivery: String { prefix + "delivery" }
+    var batchID: String { prefix + "batch_id" }
+    var sentAt: String { prefix + "sent_at" }
+    var attempts: String { prefix + "attempts" }
+    var lastError: String { prefix + "last_error" }
+    var retryAfter: String { prefix + "retry_after" }
+    /// Its counter of samples sent again, in spool_state.
+    var resentCounter: String { prefix + "resent" }
+
+    /// Rows this output may send now: pending, or failed and due. A retry time further ahead than the
+    /// longest delay was set by a clock that has since been stepped back: it is due now rather than
+    /// hours or years from now.
+    var sendable: String {
+        "(\(delivery) = 'pending' OR (\(delivery) = 'failed' AND (\(retryAfter) <= :now OR \(retryAfter) > :now + :longest)))"
+    }
+}
+
+/// The delivery states of one output for one sample.
+enum DeliveryState {
+    /// Not wanted by this output: it was turned off when the sample was taken, or since.
+    static let off = "off"
+    static let done = "('acknowledged', 'off')"
+}
