@@ -20,6 +20,9 @@ public struct SimConfiguration: Sendable {
     /// Told of every gps:info it accepts, with the sender's endpoint id and the message id, before
     /// the acknowledgement goes to the sender's outbox: a record for checks from outside the process.
     public var onAcceptedGPSInfo: (@Sendable (_ endpointID: String, _ messageID: String, _ list: Agrirouter_Technicalmessagetype_GPSList) -> Void)?
+    /// The same for every device description and TimeLog it accepts, with its technical message
+    /// type and raw payload. A description nobody receives (VAL_000004) counts as accepted.
+    public var onAcceptedEFDI: (@Sendable (_ endpointID: String, _ messageID: String, _ technicalMessageType: String, _ payload: Data) -> Void)?
 
     public init(tans: [String: String], applicationID: String? = nil, certificationVersionID: String? = nil) {
         self.tans = tans
@@ -43,6 +46,8 @@ public enum SimFault: Sendable, Equatable {
     case takeThenDrop
     /// Answer the next message with ACK_WITH_FAILURE and this code.
     case ackWithFailure(code: String)
+    /// Answer the next message of this technical message type with ACK_WITH_FAILURE and this code.
+    case refuse(technicalMessageType: String, code: String)
     /// Put no answers into outboxes until cleared.
     case silentOutbox
     /// Answer the next outbox GET with a body of this many bytes (a JSON array padded with spaces).
@@ -79,6 +84,8 @@ struct SimEndpoint: Sendable {
     var capabilitySpecification: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification?
     var pushEnabled = false
     var subscriptions: Set<String> = []
+    /// Team set context ids of the device descriptions this endpoint has published.
+    var teamSets: Set<String> = []
     var seenMessageIDs: Set<String> = []
     var outbox: [(base64: String, expires: Date)] = []
     var feed: [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] = []

@@ -220,6 +220,13 @@ actor SimState {
             answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [("Failure on command", code)], now: now)
             return
         }
+        if let index = faults.firstIndex(where: {
+            if case .refuse(request.envelope.technicalMessageType, _) = $0 { true } else { false }
+        }), case .refuse(_, let code) = faults[index] {
+            faults.remove(at: index)
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [("Refused as the test asked", code)], now: now)
+            return
+        }
         if let problem = envelopeProblem(request, from: deviceID) {
             answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [(problem, "VAL_000300")], now: now)
             return
@@ -239,6 +246,7 @@ actor SimState {
         case TechnicalMessageType.capabilities: capabilities(request, from: deviceID, now: now)
         case TechnicalMessageType.subscription: subscription(request, from: deviceID, now: now)
         case TechnicalMessageType.gpsInfo: publish(request, from: deviceID, now: now)
+        case TechnicalMessageType.deviceDescription, TechnicalMessageType.timeLog: publishEFDI(request, from: deviceID, now: now)
         case TechnicalMessageType.listEndpoints, TechnicalMessageType.listEndpointsUnfiltered: listEndpoints(request, for: deviceID, now: now)
         case TechnicalMessageType.ping: answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
         case TechnicalMessageType.feedMessageQuery: feedQuery(request, for: deviceID, now: now)
@@ -333,14 +341,61 @@ actor SimState {
         answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
     }
 
+    /// EFDI as agrirouter checks it: in the sender's capabilities, raw protobuf of the right message,
+    /// never chunked, a description with a team set context id and a TimeLog only under one the
+    /// sender has described. A description nobody receives is answered VAL_000004, as agrirouter
+    /// does; a TimeLog nobody receives is taken, as agrirouter 2.0 takes a publish nobody subscribed to.
+    /// The DDIs agrirouter accepts in EFDI (VAL_000027 outside).
+    static let validDDIs: ClosedRange<UInt32> = 1...65534
+
+    private func publishEFDI(_ request: DecodedRequest, from deviceID: String, now: Date) {
+        let id = request.envelope.applicationMessageID
+        let type = request.envelope.technicalMessageType
+        let isDescription = type == TechnicalMessageType.deviceDescription
+        func refuse(_ text: String, _ code: String) {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [(text, code)], now: now)
+        }
+        guard endpoints[deviceID]?.accepts(type, receiving: false) == true else { return refuse("\(type) is not in the sender's capabilities", "VAL_000004") }
+        if request.envelope.hasChunkInfo { return refuse("EFDI cannot be chunked", "VAL_000019") }
+        if Self.looksLikeBase64(request.payload) { return refuse("EFDI must be raw protobuf, not base64", "VAL_000300") }
+        let teamSet = request.envelope.teamSetContextID
+        if isDescription {
+            guard let taskData = try? Efdi_ISO11783_TaskData(serializedBytes: request.payload), !taskData.device.isEmpty else {
+                return refuse("Payload is not an ISO11783_TaskData with a device", "VAL_000015")
+            }
+            guard !teamSet.isEmpty else { return refuse("The device description has no team set context id", "VAL_000016") }
+            let ddis = taskData.device.flatMap { $0.deviceProcessData.map(\.deviceProcessDataDdi) }
+            if let ddi = ddis.first(where: { !Self.validDDIs.contains($0) }) { return refuse("DDI \(ddi) is out of range", "VAL_000027") }
+            endpoints[deviceID]?.teamSets.insert(teamSet)
+        } else {
+            guard let timeLog = try? Efdi_TimeLog(serializedBytes: request.payload) else { return refuse("Payload is not a TimeLog", "VAL_000300") }
+            if let ddi = timeLog.time.lazy.flatMap(\.dataLogValue).map(\.processDataDdi).first(where: { !Self.validDDIs.contains($0) }) {
+                return refuse("DDI \(ddi) is out of range", "VAL_000027")
+            }
+            guard endpoints[deviceID]?.teamSets.contains(teamSet) == true else {
+                return refuse("Team set context id \(teamSet) is unknown; send its device description first", "VAL_000020")
+            }
+        }
+        configuration.onAcceptedEFDI?(deviceID, id, type, request.payload)
+        var recipients = 0
+        for (receiverID, receiver) in endpoints where receiverID != deviceID && !deleted.contains(receiverID) && receiver.subscriptions.contains(type) {
+            deliver(request.payload, type: type, from: deviceID, to: receiverID, sequenceNumber: request.envelope.applicationMessageSeqNo,
+                    sentAt: Google_Protobuf_Timestamp(date: now), teamSetContextID: teamSet, push: receiver.pushEnabled, now: now)
+            recipients += 1
+        }
+        if isDescription && recipients == 0 { return refuse("No recipients have been identified for \(type).", "VAL_000004") }
+        answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
+    }
+
     /// Puts a gps:info into the receiver's feed (and, with push, a copy into its outbox). Returns its message id.
     @discardableResult
-    func deliver(_ content: Data, from senderID: String, to receiverID: String, sequenceNumber: Int64 = 1,
-                 sentAt: Google_Protobuf_Timestamp, push pushing: Bool, now: Date = Date()) -> String {
+    func deliver(_ content: Data, type: String = TechnicalMessageType.gpsInfo, from senderID: String, to receiverID: String, sequenceNumber: Int64 = 1,
+                 sentAt: Google_Protobuf_Timestamp, teamSetContextID: String = "", push pushing: Bool, now: Date = Date()) -> String {
         var message = Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage()
         message.header.receiverID = receiverID
         message.header.senderID = senderID
-        message.header.technicalMessageType = TechnicalMessageType.gpsInfo
+        message.header.technicalMessageType = type
+        message.header.teamSetContextID = teamSetContextID
         message.header.messageID = UUID().uuidString.lowercased()
         message.header.sequenceNumber = sequenceNumber
         message.header.payloadSize = Int64(content.count)

@@ -36,9 +36,13 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
                                valueName: "address"))
     var advertisedHost: String?
 
-    @Option(help: ArgumentHelp("Write one JSON line per gps:info it accepts to this file (started anew): sender, message id, and each entry's time (ms), position status and position.",
+    @Option(help: ArgumentHelp("Write one JSON line per gps:info, device description and TimeLog it accepts to this file (started anew): sender, message id, format, and each entry's or Time's time (ms), position status and position, or the description's designator.",
                                valueName: "path"))
     var received: String?
+
+    @Option(help: ArgumentHelp("With --received, also keep each accepted payload in this directory as raw protobuf, numbered in order (0001-device_description.pb, 0002-time_log.pb, ...), for protoc --decode.",
+                               valueName: "directory"))
+    var payloads: String?
 
     func validate() throws {
         if tans.isEmpty { throw ValidationError("give at least one --tan TAN=NAME") }
@@ -49,6 +53,7 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
         for (flag, port) in [("--onboarding-port", onboardingPort), ("--gateway-port", gatewayPort)] {
             if let port, !(0...65535).contains(port) { throw ValidationError("\(flag): \(port) is not a port (0 to 65535; 0 picks a free one)") }
         }
+        if payloads != nil, received == nil { throw ValidationError("--payloads needs --received: give both") }
         if let host = advertisedHost, !Self.isHostName(host) {
             throw ValidationError("--advertised-host: '\(host)' is not an IPv4 address or a host name (letters, digits, '-' and '.')")
         }
@@ -69,10 +74,12 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration = SimConfiguration(tans: Dictionary(tans.compactMap(Self.pair), uniquingKeysWith: { $1 }))
         if let received {
-            guard let log = ReceivedLog(path: received) else {
-                throw ValidationError("--received: cannot write \(received); give a file in a writable directory")
+            guard let log = ReceivedLog(path: received, payloadDirectory: payloads) else {
+                throw ValidationError("--received: cannot write \(received)" + (payloads.map { " or the directory \($0)" } ?? "")
+                                      + "; give paths that can be written")
             }
             configuration.onAcceptedGPSInfo = log.record
+            configuration.onAcceptedEFDI = log.recordEFDI
         }
         let simulator = try await AgrirouterSimulator.start(configuration, advertisedHost: advertisedHost,
                                                             onboardingPort: onboardingPort ?? 0, gatewayPort: gatewayPort ?? 0)

@@ -47,6 +47,7 @@ struct SimulatorCommandLineTests {
         (["--tan", "T=N", "--onboarding-port", "x"], "--onboarding-port"),
         (["--tan", "T=N", "--advertised-host", "10.0.2.2/24"], "--advertised-host: '10.0.2.2/24' is not an IPv4 address or a host name"),
         (["--tan", "T=N", "--received", "/nonexistent/received.jsonl"], "--received: cannot write /nonexistent/received.jsonl"),
+        (["--tan", "T=N", "--payloads", "/tmp"], "--payloads needs --received"),
     ])
     func badInputIsRefusedWithUsage(arguments: [String], message: String) throws {
         let run = try Run(arguments)
