@@ -92,7 +92,7 @@ public actor OtherMachinesStore {
     private func record(_ message: ReceivedFeedMessage, ownEndpointID: String, receivedAt: Date,
                         into recorded: inout Recorded, _ db: Database) throws {
         defer { recorded.confirmable.append(message.messageID) }
-        guard message.senderID != ownEndpointID, message.technicalMessageType == TechnicalMessageType.gpsInfo else { return }
+        guard message.senderID != ownEndpointID, Self.readTypes.contains(message.technicalMessageType) else { return }
         if try Bool.fetchOne(db, sql: "SELECT 1 FROM received_message WHERE message_id = ?", arguments: [message.messageID]) == true {
             recorded.duplicates += 1
             return
@@ -102,8 +102,13 @@ public actor OtherMachinesStore {
         try db.execute(sql: "INSERT INTO received_message (message_id, endpoint_id, received_at) VALUES (?, ?, ?)",
                        arguments: [message.messageID, message.senderID, received])
         let reports: [ReportedPosition]
+        var designator: String?
         do {
-            reports = try Self.reports(in: message)
+            if message.technicalMessageType == TechnicalMessageType.deviceDescription {
+                (reports, designator) = ([], try Self.designator(in: message))
+            } else {
+                reports = try Self.reports(in: message)
+            }
         } catch {
             recorded.refused[message.messageID] = error.reason
             try db.execute(sql: """
@@ -118,7 +123,10 @@ public actor OtherMachinesStore {
             INSERT INTO machine (endpoint_id, last_received_at) VALUES (?, ?)
             ON CONFLICT(endpoint_id) DO UPDATE SET last_received_at = MAX(COALESCE(last_received_at, 0), excluded.last_received_at)
             """, arguments: [message.senderID, received])
-        if try String.fetchOne(db, sql: "SELECT name FROM machine WHERE endpoint_id = ?", arguments: [message.senderID]) == nil {
+        if let designator {
+            try db.execute(sql: "UPDATE machine SET designator = ? WHERE endpoint_id = ?", arguments: [designator, message.senderID])
+        }
+        if try String.fetchOne(db, sql: "SELECT COALESCE(designator, name) FROM machine WHERE endpoint_id = ?", arguments: [message.senderID]) == nil {
             recorded.unnamedSenders.insert(message.senderID)
         }
         for report in reports {
@@ -150,9 +158,43 @@ public actor OtherMachinesStore {
         var reason: String
     }
 
-    /// Every entry of a gps:info, each checked; the first that cannot be read or is out of range
-    /// refuses the message.
+    /// What is read from others: their positions as gps:info and as EFDI TimeLogs, and their names
+    /// from EFDI device descriptions.
+    static let readTypes: Set<String> = [TechnicalMessageType.gpsInfo, TechnicalMessageType.timeLog, TechnicalMessageType.deviceDescription]
+
+    /// The name a device description gives its machine, if any.
+    private static func designator(in message: ReceivedFeedMessage) throws(Refusal) -> String? {
+        do {
+            return EFDIContent.designator(of: try EFDIContent.taskData(from: message.content))
+        } catch {
+            throw Refusal(reason: error.description)
+        }
+    }
+
+    /// Every position of a TimeLog, each checked (a `Time` without coordinates gives none); the first
+    /// that is out of range refuses the message.
+    private static func timeLogReports(in message: ReceivedFeedMessage) throws(Refusal) -> [ReportedPosition] {
+        let times: [Efdi_Time]
+        do {
+            times = try EFDIContent.timeLog(from: message.content).time
+        } catch {
+            throw Refusal(reason: error.description)
+        }
+        var reports: [ReportedPosition] = []
+        for (index, time) in times.enumerated() {
+            do {
+                if let report = try ReportedPosition(checking: time) { reports.append(report) }
+            } catch {
+                throw Refusal(reason: "time \(index + 1): \(error.description)")
+            }
+        }
+        return reports
+    }
+
+    /// Every entry of a gps:info (or position of a TimeLog), each checked; the first that cannot be
+    /// read or is out of range refuses the message.
     private static func reports(in message: ReceivedFeedMessage) throws(Refusal) -> [ReportedPosition] {
+        if message.technicalMessageType == TechnicalMessageType.timeLog { return try timeLogReports(in: message) }
         let entries: [GPSEntry]
         do {
             entries = try GPSInfoContent.gpsList(from: message.content).gpsEntries
@@ -200,10 +242,13 @@ public actor OtherMachinesStore {
     public func view(now: Date = Date(), staleAfter: Double = 300) throws(OthersStoreError) -> OthersView {
         guard database != nil || exists else { return OthersView() }
         return try read { db in
+            // A description's designator names a machine before the endpoint list does. A file the
+            // daemon has not yet migrated has no designators.
+            let name = try db.columns(in: "machine").contains { $0.name == "designator" } ? "COALESCE(m.designator, m.name)" : "m.name"
             let machines = try Row.fetchAll(db, sql: """
-                SELECT m.endpoint_id, m.name, m.last_received_at, m.left_list_at, \(Self.reportColumns("r")), \(Self.reportColumns("p"))
+                SELECT m.endpoint_id, \(name) AS name, m.last_received_at, m.left_list_at, \(Self.reportColumns("r")), \(Self.reportColumns("p"))
                 FROM machine m LEFT JOIN position r ON r.id = m.last_report LEFT JOIN position p ON p.id = m.last_position
-                ORDER BY m.name, m.endpoint_id
+                ORDER BY name, m.endpoint_id
                 """).map { row in
                 let received = row.date("last_received_at")
                 let left = row.date("left_list_at")
@@ -221,6 +266,12 @@ public actor OtherMachinesStore {
                               refusedMessages: state["refused_messages"].flatMap { Double.fromDatabaseValue($0) }.flatMap(Bounds.count) ?? 0,
                               lastRefusal: state["last_refusal"].flatMap { String.fromDatabaseValue($0) })
         }
+    }
+
+    /// Our own endpoint's name, as agrirouter's endpoint list last gave it.
+    public func ownName() throws(OthersStoreError) -> String? {
+        guard database != nil || exists else { return nil }
+        return try read { db in try String.fetchOne(db, sql: "SELECT value FROM view_state WHERE key = 'own_name'") }
     }
 
     /// A machine's reports in the history window, oldest first by their own time.
@@ -346,6 +397,9 @@ public actor OtherMachinesStore {
                 CREATE INDEX received_message_by_time ON received_message(received_at);
                 CREATE TABLE view_state (key TEXT PRIMARY KEY, value);
                 """)
+        }
+        migrator.registerMigration("v2-designators") { db in
+            try db.execute(sql: "ALTER TABLE machine ADD COLUMN designator TEXT")
         }
         return migrator
     }

@@ -79,6 +79,41 @@ enum Hostile {
     }
 }
 
+extension Hostile {
+    /// A feed message's type and content: gps:info, or EFDI (a TimeLog, or a device description).
+    static func content(_ random: inout Random) -> (String, Data) {
+        switch random.below(10) {
+        case 0..<6:
+            var list = Agrirouter_Technicalmessagetype_GPSList()
+            list.gpsEntries = (0..<(1 + random.below(4))).map { _ in entry(&random) }
+            return (TechnicalMessageType.gpsInfo, (try? list.serializedBytes()) ?? Data())
+        case 6..<9:
+            var log = Efdi_TimeLog()
+            log.time = (0..<(1 + random.below(4))).map { _ in
+                var time = Efdi_Time()
+                time.start.seconds = random.pick(int64s)
+                time.start.nanos = Int32(truncatingIfNeeded: random.next())
+                let position = Efdi_Position(entry(&random))
+                if random.chance(50) { time.positionStart = position } else { time.positionStop = position }
+                time.dataLogValue = (0..<random.below(40)).map { _ in
+                    var value = Efdi_DataLogValue()
+                    value.processDataDdi = UInt32(truncatingIfNeeded: random.next())
+                    value.processDataValue = random.pick(int64s)
+                    return value
+                }
+                return time
+            }
+            return (TechnicalMessageType.timeLog, (try? log.serializedBytes()) ?? Data())
+        default:
+            var device = Efdi_Device()
+            device.deviceDesignator = random.pick(texts)
+            var taskData = Efdi_ISO11783_TaskData()
+            taskData.device = random.chance(90) ? [device] : []
+            return (TechnicalMessageType.deviceDescription, (try? taskData.serializedBytes()) ?? Data())
+        }
+    }
+}
+
 /// The case being run, written before it runs: after a crash, the file holds the reproducer.
 struct Reproducer {
     let path: String
@@ -134,11 +169,8 @@ struct Campaign {
             var message = Agrirouter_Feed_Push_Notification_PushNotification.FeedMessage()
             message.header.messageID = random.chance(90) ? "m\(random.next())" : random.pick(Hostile.texts)
             message.header.senderID = random.chance(90) ? "peer-\(index)" : random.pick(Hostile.texts)
-            message.header.technicalMessageType = TechnicalMessageType.gpsInfo
             message.header.sentTimestamp.seconds = random.pick(Hostile.int64s)
-            var list = Agrirouter_Technicalmessagetype_GPSList()
-            list.gpsEntries = (0..<(1 + random.below(4))).map { _ in Hostile.entry(&random) }
-            message.content.value = (try? list.serializedBytes()) ?? Data()
+            (message.header.technicalMessageType, message.content.value) = Hostile.content(&random)
             push.messages.append(message)
         }
         var envelope = Agrirouter_Response_ResponseEnvelope()

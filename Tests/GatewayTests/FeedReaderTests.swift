@@ -120,6 +120,26 @@ struct FeedReaderTests {
         #expect(try await rig.confirmedOnlyAfterStoring())
     }
 
+    @Test("a peer's EFDI arrives through agrirouter: its description names it, its TimeLog places it")
+    func efdi() async throws {
+        let rig = try await PeerRig.make()
+        defer { Task { await rig.close() } }
+        await rig.reader.connected()
+        try await rig.pumpUntilSettled()
+        let description = DeviceDescription(endpointID: rig.harvesterID, softwareVersion: "1.0", name: "Harvester 7")
+        let (log, _) = Efdi_TimeLog.of([PositionSample(sampledAt: Date(), state: .fix(.threeD, .rtkFloat),
+                                                       report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 5, latitude: 52.75, longitude: 8.5))])
+        try await rig.harvester.send([
+            .init(TechnicalMessageType.deviceDescription, mode: .publish, payload: description.taskData, teamSetContextID: description.teamSetContextID),
+            .init(TechnicalMessageType.timeLog, mode: .publish, payload: log, teamSetContextID: description.teamSetContextID),
+        ])
+        try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
+        let machine = try #require(try await rig.store.view().machines.first)
+        #expect(machine.endpointID == rig.harvesterID && machine.name == "Harvester 7", "the designator before the endpoint list's name")
+        #expect(machine.lastPosition?.status == "D_RTK_FLOAT" && machine.lastPosition?.latitude == 52.75)
+        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "both confirmed")
+    }
+
     @Test("started after the peer has sent, it reads the last 15 minutes page by page and deletes what is older")
     func catchUp() async throws {
         let rig = try await PeerRig.make()

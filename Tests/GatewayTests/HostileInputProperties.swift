@@ -75,6 +75,25 @@ struct HostileInputProperties {
         }
     }
 
+    @Test("a TimeLog Time from another machine is refused, or gives no position, or every value read from it is in range")
+    func timeLogTimes() async {
+        await propertyCheck(count: 1000, input: someDouble, someDouble, someInt64, someInt64, someDouble, Gen.int(in: 0...9)) { north, east, up, seconds, dop, status in
+            var time = Efdi_Time()
+            time.start.seconds = seconds
+            var position = Efdi_Position()
+            position.positionStatus = Efdi_Position.PositionStatus(rawValue: status) ?? .dNoGps
+            (position.positionNorth, position.positionEast, position.positionUp, position.hdop, position.pdop) = (north, east, up, dop, dop)
+            // Either end may hold the position; the stop wins when it has one.
+            if seconds % 2 == 0 { time.positionStart = position } else { time.positionStop = position }
+            guard let report = (try? ReportedPosition(checking: time)) ?? nil else { return }
+            #expect(report.latitude.map { Bounds.latitude.contains($0) } ?? true)
+            #expect(report.longitude.map { Bounds.longitude.contains($0) } ?? true)
+            #expect(report.altitude.map { Bounds.altitude.contains($0) } ?? true)
+            #expect(report.gnssTime.map { Bounds.epochSeconds.contains($0.timeIntervalSince1970) } ?? true)
+            #expect(report.hdop.map { Bounds.dop.contains($0) } ?? true)
+        }
+    }
+
     @Test("a gpsd report keeps only values in range")
     func positionReports() async {
         await propertyCheck(count: 1000, input: someDouble, someDouble, someDouble, someDouble, Gen.int(in: -5...10)) { lat, lon, alt, time, mode in
@@ -115,6 +134,12 @@ struct HostileInputProperties {
                                               sentAt: nil, content: Data(bytes))
             let recorded = try? await store.record([message], ownEndpointID: "me", receivedAt: Date())
             #expect(recorded?.confirmable == [message.messageID])
+            // And as a TimeLog's and a device description's: stored or refused, confirmed either way.
+            for type in [TechnicalMessageType.timeLog, TechnicalMessageType.deviceDescription] {
+                let efdi = ReceivedFeedMessage(messageID: UUID().uuidString, senderID: "peer", technicalMessageType: type, sentAt: nil, content: Data(bytes))
+                let stored = try? await store.record([efdi], ownEndpointID: "me", receivedAt: Date())
+                #expect(stored?.confirmable == [efdi.messageID])
+            }
         }
         let view = try await store.view()
         for machine in view.machines {
