@@ -38,11 +38,14 @@ public struct DeviceDescription: Sendable, Equatable {
     public let teamSetContextID: String
 
     /// `endpointID` is agrirouter's id of this box (its serial number and NAME identity come from it);
-    /// `softwareVersion` the agrigps version.
-    public init(endpointID: String, softwareVersion: String) {
+    /// `softwareVersion` the agrigps version; `name` the endpoint's name in agrirouter, once known: farm
+    /// software and other machines name a machine by its description's designator, and the name the
+    /// farmer gave it says more than "agrigps GNSS".
+    public init(endpointID: String, softwareVersion: String, name: String? = nil) {
         var device = Efdi_Device()
         device.deviceID = Self.deviceID
-        device.deviceDesignator = "agrigps GNSS"
+        let named = (name ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        device.deviceDesignator = named.isEmpty ? "agrigps GNSS" : String(named.prefix(32))
         device.deviceSoftwareVersion = String(softwareVersion.prefix(32))
         device.clientName = Self.clientName(identity: Self.identityNumber(endpointID))
         device.deviceSerialNumber = Self.serialNumber(endpointID)

@@ -131,21 +131,53 @@ public actor AgrirouterConnection {
         if slot > now { try? await Task.sleep(for: .seconds(slot - now)) }
     }
 
+    /// One message of a measures request.
+    public struct Outgoing: Sendable {
+        public var technicalMessageType: String
+        public var mode: Agrirouter_Request_RequestEnvelope.Mode
+        public var payload: (any SwiftProtobuf.Message)?
+        public var applicationMessageID: String
+        /// EFDI's: the description and every TimeLog under it carry the same one.
+        public var teamSetContextID: String
+
+        public init(_ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
+                    payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased(),
+                    teamSetContextID: String = "") {
+            self.technicalMessageType = technicalMessageType
+            self.mode = mode
+            self.payload = payload
+            self.applicationMessageID = applicationMessageID
+            self.teamSetContextID = teamSetContextID
+        }
+    }
+
     /// POSTs one message to the measures URL and returns it as sent.
     @discardableResult
     public func send(_ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
                      payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased())
         async throws(GatewayError) -> EncodedMessage {
-        let message: EncodedMessage
+        let sent = try await send([Outgoing(technicalMessageType, mode: mode, payload: payload, applicationMessageID: applicationMessageID)])
+        return sent[0]
+    }
+
+    /// POSTs several messages in one measures request (agrirouter allows it; their payloads together
+    /// stay within the payload cap), so that a second output costs no second request. Returns them
+    /// as sent, in order. They succeed or fail together.
+    @discardableResult
+    public func send(_ messages: [Outgoing]) async throws(GatewayError) -> [EncodedMessage] {
+        precondition(!messages.isEmpty, "a measures request carries at least one message")
+        var encoded: [EncodedMessage] = []
         let body: Data
         // agrirouter refuses timestamps from the future, and certification wants them within a
         // minute of UTC: stamp with the best known UTC, never the system clock's guess.
         guard let now = clock.map({ $0.now() }) ?? Date() else { throw .timeUnknown }
         do {
-            message = try encoder.encode(applicationMessageID: applicationMessageID, technicalMessageType: technicalMessageType,
-                                         mode: mode, payload: payload, at: now)
+            for message in messages {
+                encoded.append(try encoder.encode(applicationMessageID: message.applicationMessageID, technicalMessageType: message.technicalMessageType,
+                                                  mode: message.mode, payload: message.payload, teamSetContextID: message.teamSetContextID, at: now))
+            }
             body = try MeasuresBody(sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
-                                    messages: [message], at: now).json()
+                                    messages: encoded, at: now).json()
         } catch {
             throw .codec(error)
         }
@@ -159,7 +191,7 @@ public actor AgrirouterConnection {
             failed()
             throw .transport(error)
         }
-        return message
+        return encoded
     }
 
     /// GETs the outbox. Items that do not decode are returned as errors beside the rest, not dropped silently.

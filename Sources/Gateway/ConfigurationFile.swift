@@ -1,6 +1,7 @@
 import Bounds
 import Foundation
 import GNSS
+import Spool
 
 /// Why the configuration file was refused: which key, and what is allowed.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -35,6 +36,8 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// certification_version_id = "…"
 /// onboarding_url = "https://…"  # a local agrirouter only (agrirouter-sim), for onboarding from the cab view
 /// ca_file = "/path/ca.pem"      # the CA that local agrirouter signs with
+/// [publishing]
+/// formats = ["gps_info", "efdi"]   # what positions go out as; both by default
 /// [spool]
 /// max_samples = 500000
 /// max_megabytes = 64
@@ -61,12 +64,15 @@ public struct ConfigurationFile: Sendable, Equatable {
     public enum Value: Sendable, Equatable {
         case number(Double)
         case text(String)
+        case list([String])
     }
 
     enum Kind: Sendable {
         case number(ClosedRange<Double>, unit: String)
         case integer(ClosedRange<Int>)
         case choice([String])
+        /// One or more of these, each once.
+        case choices([String])
         case text
         case address
     }
@@ -88,6 +94,7 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "agrirouter", name: "certification_version_id", kind: .text),
         Key(section: "agrirouter", name: "onboarding_url", kind: .text),
         Key(section: "agrirouter", name: "ca_file", kind: .text),
+        Key(section: "publishing", name: "formats", kind: .choices(["gps_info", "efdi"])),
         Key(section: "spool", name: "max_samples", kind: .integer(1000...100_000_000)),
         Key(section: "spool", name: "max_megabytes", kind: .number(1...100_000, unit: "megabytes")),
         Key(section: "spool", name: "max_age_days", kind: .number(1...3650, unit: "days")),
@@ -177,6 +184,13 @@ public struct ConfigurationFile: Sendable, Equatable {
         case .integer(let number): shown = String(number)
         case .float(let number): shown = Bounds.show(number)
         case .boolean(let flag): shown = String(flag)
+        case .strings(let items): shown = "[" + items.map { "\"" + TerminalText.safe($0, limit: 30) + "\"" }.joined(separator: ", ") + "]"
+        }
+        if case .choices(let choices) = key.kind {
+            guard case .strings(let items) = raw, !items.isEmpty, items.allSatisfy(choices.contains), Set(items).count == items.count else {
+                throw Refusal(problem: "must be a list of one or more of \(choices.map { "\"\($0)\"" }.joined(separator: ", ")), each once, got \(shown)")
+            }
+            return .list(items)
         }
         return try value(of: key, number: raw.number, text: { if case .string(let text) = raw { text } else { nil } }(), shown: shown,
                          isInteger: { if case .integer = raw { true } else { false } }())
@@ -196,6 +210,13 @@ public struct ConfigurationFile: Sendable, Equatable {
                 throw refuse("a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             return .number(Double(whole))
+        case .choices(let choices):
+            // Flags give one text: a comma-separated list.
+            let items = (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !items.isEmpty, items.allSatisfy(choices.contains), Set(items).count == items.count else {
+                throw refuse("one or more of \(choices.joined(separator: ", ")), each once")
+            }
+            return .list(items)
         case .choice(let choices):
             guard let text, choices.contains(text) else {
                 throw refuse(choices.map { "\"\($0)\"" }.joined(separator: " or "))
@@ -250,9 +271,20 @@ public struct ConfigurationFile: Sendable, Equatable {
         return nil
     }
 
+    public func list(_ section: String, _ name: String) -> [String]? {
+        if case .list(let value) = values["\(section).\(name)"] { return value }
+        return nil
+    }
+
     public func text(_ section: String, _ name: String) -> String? {
         if case .text(let value) = values["\(section).\(name)"] { return value }
         return nil
+    }
+
+    /// What positions are published as: [publishing] formats, gps:info and EFDI by default.
+    public var outputs: [SpoolOutput] {
+        guard let names = list("publishing", "formats") else { return SpoolOutput.all }
+        return SpoolOutput.all.filter { names.contains($0.name) }
     }
 
     /// The status thresholds, the file's where it sets them.

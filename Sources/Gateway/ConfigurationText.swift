@@ -2,8 +2,8 @@ import Bounds
 
 /// The part of TOML that agrigps's configuration uses, read by a parser that cannot abort the
 /// process: `[section]` headers, `key = value` lines, comments, and values that are a string, a
-/// number or a boolean. Anything else (arrays, inline tables, dates, dotted keys, multi-line
-/// strings) is refused with the line it is on and what to write instead. A NUL byte or a file
+/// number, a boolean or a one-line array of strings. Anything else (other arrays, inline tables,
+/// dates, dotted keys, multi-line strings) is refused with the line it is on and what to write instead. A NUL byte or a file
 /// larger than `maximumBytes` is refused before anything is parsed.
 ///
 /// It replaces a general TOML library whose C++ core aborted the process on some inputs (`[[[`):
@@ -14,6 +14,7 @@ enum ConfigurationText {
         case integer(Int)
         case float(Double)
         case boolean(Bool)
+        case strings([String])
 
         /// The number, whether written as an integer or a float.
         var number: Double? {
@@ -151,7 +152,7 @@ enum ConfigurationText {
                 let text = rest_[..<end]
                 rest_ = rest_[rest_.index(after: end)...]
                 return .string(String(text))
-            case "[": throw fail("arrays are not used here; give one value")
+            case "[": return .strings(try strings())
             case "{": throw fail("inline tables are not used here; give one value")
             case nil: throw fail("a value is missing after =")
             default:
@@ -161,6 +162,30 @@ enum ConfigurationText {
                 if word == "false" { return .boolean(false) }
                 if let number = Self.number(word) { return number }
                 throw fail("\(TerminalText.safe(word, limit: 40)) is not a value; write a number, true/false, or text in double quotes")
+            }
+        }
+
+        /// `["a", 'b']` on one line; a trailing comma is allowed, as TOML allows it.
+        private mutating func strings() throws(ParseError) -> [String] {
+            rest_.removeFirst()
+            var items: [String] = []
+            while true {
+                skipSpace()
+                if rest_.first == "]" {
+                    rest_.removeFirst()
+                    return items
+                }
+                guard rest_.first == "\"" || rest_.first == "'" else {
+                    throw fail("an array here is text in quotes on one line, such as [\"gps_info\", \"efdi\"]")
+                }
+                guard case .string(let item) = try value() else { throw fail("an array here holds text only") }
+                items.append(item)
+                skipSpace()
+                if rest_.first == "," {
+                    rest_.removeFirst()
+                } else if rest_.first != "]" {
+                    throw fail("expected , or ] after \"\(TerminalText.safe(item, limit: 30))\" in the array")
+                }
             }
         }
 

@@ -1,10 +1,12 @@
 import Agrirouter
 import Bounds
 import Foundation
+import Spool
 import SwiftProtobuf
 
 /// The conversation after onboarding, then daily or when what it says changes: capabilities (gps:info
-/// both ways, push on), their ACK, then the subscription. Capabilities wipe subscriptions, so the
+/// and EFDI's TimeLogs and device descriptions, sent as far as they are published and received
+/// always, push on), their ACK, then the subscription to all three. Capabilities wipe subscriptions, so the
 /// order matters. `EndpointSetupRecord` remembers the last one across restarts, so a crash loop
 /// does not send them every few seconds.
 public struct EndpointSetup: Sendable {
@@ -12,11 +14,21 @@ public struct EndpointSetup: Sendable {
     public var certificationVersionID: String
     /// How long to wait for each answer.
     public var answerTimeout: Double
+    /// What the box publishes positions as.
+    public var outputs: [SpoolOutput]
 
-    public init(applicationID: String, certificationVersionID: String, answerTimeout: Double = 120) {
+    public init(applicationID: String, certificationVersionID: String, answerTimeout: Double = 120, outputs: [SpoolOutput] = SpoolOutput.all) {
         self.applicationID = applicationID
         self.certificationVersionID = certificationVersionID
         self.answerTimeout = answerTimeout
+        self.outputs = outputs
+    }
+
+    /// The message types read from others, and whether each is also sent.
+    var messageTypes: [(type: String, sent: Bool)] {
+        [(TechnicalMessageType.gpsInfo, outputs.contains(.gpsInfo)),
+         (TechnicalMessageType.deviceDescription, outputs.contains(.efdi)),
+         (TechnicalMessageType.timeLog, outputs.contains(.efdi))]
     }
 
     /// Runs the conversation. Returns the other outbox items seen meanwhile (pushes, late ACKs), which
@@ -29,10 +41,12 @@ public struct EndpointSetup: Sendable {
 
     var capabilities: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification {
         var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
-        var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
-        capability.technicalMessageType = TechnicalMessageType.gpsInfo
-        capability.direction = .sendReceive
-        specification.capabilities = [capability]
+        specification.capabilities = messageTypes.map { type, sent in
+            var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
+            capability.technicalMessageType = type
+            capability.direction = sent ? .sendReceive : .receive
+            return capability
+        }
         specification.appCertificationID = applicationID
         specification.appCertificationVersionID = certificationVersionID
         specification.enablePushNotifications = .enabled
@@ -41,9 +55,17 @@ public struct EndpointSetup: Sendable {
 
     var subscription: Agrirouter_Request_Payload_Endpoint_Subscription {
         var subscription = Agrirouter_Request_Payload_Endpoint_Subscription()
-        var item = Agrirouter_Request_Payload_Endpoint_Subscription.MessageTypeSubscriptionItem()
-        item.technicalMessageType = TechnicalMessageType.gpsInfo
-        subscription.technicalMessageTypes = [item]
+        subscription.technicalMessageTypes = messageTypes.map { type, _ in
+            var item = Agrirouter_Request_Payload_Endpoint_Subscription.MessageTypeSubscriptionItem()
+            item.technicalMessageType = type
+            if type == TechnicalMessageType.timeLog {
+                // Positions are what is read; agrirouter 2.0 ignores DDI filters, and the middleware
+                // asks for every DDI of the ISO 11783-11 list all the same.
+                item.position = true
+                item.ddis = Array(0...675)
+            }
+            return item
+        }
         return subscription
     }
 

@@ -42,6 +42,10 @@ public struct GatewayDaemon: Sendable {
         public var endpointCheckInterval: Double = 24 * 3600
         /// A start turns sharing back on; a restart for new credentials keeps a pause as it was.
         public var resumeSharingAtStart = true
+        /// What positions are published as (the spool must have been opened with the same).
+        public var outputs: [SpoolOutput] = [.gpsInfo]
+        /// agrigps's version, for the device description EFDI sends.
+        public var softwareVersion = "0.0.0"
 
         public init() {}
     }
@@ -185,7 +189,12 @@ public struct GatewayDaemon: Sendable {
             logger.notice("not onboarded: sampling into the spool only")
             return
         }
-        let publisher = Publisher(spool: spool, connection: connection, clock: configuration.clock, logger: logger)
+        // Named as the endpoint list last named it, so that a restart describes the box as before.
+        let description = DeviceDescription(endpointID: connection.endpoint.deviceAlternateId, softwareVersion: configuration.softwareVersion,
+                                            name: (try? await others?.ownName()) ?? nil)
+        let publisher = Publisher(spool: spool, connection: connection, outputs: configuration.outputs,
+                                  efdi: configuration.outputs.contains(.efdi) ? Publisher.EFDI(description: description) : nil,
+                                  clock: configuration.clock, logger: logger)
         // When the set-up was last acknowledged, on the monotonic clock: a clock step neither
         // repeats it at once nor puts it off for hours.
         var setUpAt = remembered(setup, connection)
@@ -216,6 +225,7 @@ public struct GatewayDaemon: Sendable {
                     let settled = await publisher.absorb(check.absorb(await reader?.absorb(seen) ?? seen, now: trueNow()))
                     await counter.add(acknowledged: settled.acknowledged)
                     setUpAt = uptime()
+                    await publisher.endpointSetUp()
                     remember(setup, connection, at: trueNow())
                     await reader?.connected()
                     logger.info("capabilities and subscription acknowledged")
@@ -231,10 +241,12 @@ public struct GatewayDaemon: Sendable {
                 }
             }
             let started = uptime()
+            await describe(publisher, connection)
             await pingIfDue(&check, connection)
             let (report, error) = await pass(publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat,
                                              readerTurn: &readerTurn, check: &check)
             await counter.add(published: report.published, acknowledged: report.acknowledged)
+            await heartbeat?.described(await publisher.descriptionState)
             for codes in report.refusals { check.suspect(codes: codes) }
             certificateRefusals = Self.refusesCertificate(error) ? certificateRefusals + 1 : 0
             check.suspectCertificateRefusals(certificateRefusals)
@@ -246,6 +258,13 @@ public struct GatewayDaemon: Sendable {
                 try? await Task.sleep(for: .seconds(max(0, configuration.sendInterval - (uptime() - started))))
             }
         }
+    }
+
+    /// The device description names the box as agrirouter's endpoint list does, once it is known.
+    private func describe(_ publisher: Publisher, _ connection: AgrirouterConnection) async {
+        guard configuration.outputs.contains(.efdi), let name = try? await others?.ownName() else { return }
+        await publisher.describe(DeviceDescription(endpointID: connection.endpoint.deviceAlternateId,
+                                                   softwareVersion: configuration.softwareVersion, name: name))
     }
 
     /// When (on the monotonic clock) the same set-up was acknowledged within `setupRenewal`, by the

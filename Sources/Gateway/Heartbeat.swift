@@ -71,6 +71,16 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     public var endpointDeletedAt: Date?
     /// The row id of the newest sample the spool committed, as the daemon last saw it.
     public var spoolRowID: Int64?
+    /// Where EFDI's device description stands, when EFDI is published.
+    public var efdi: EFDIDescription?
+
+    public struct EFDIDescription: Codable, Sendable, Equatable {
+        public var teamSetContextID: String
+        /// When agrirouter last took the description; nil before it has.
+        public var acceptedAt: Date?
+        /// agrirouter's codes, when it refused the description last.
+        public var refusal: [String]?
+    }
     /// How long a loss stays reported, across restarts: a day, so the next morning's check sees it.
     public static let lossReported: Double = 86_400
     /// What status would otherwise read from files only the daemon's user may open: the spool's
@@ -85,8 +95,11 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         public var oldestPendingAge: Double?
         public var sharingPaused: Bool
         public var storageFault: String?
+        /// Samples by output and delivery state; nil in older heartbeats.
+        public var byOutput: [String: [String: Int]]?
 
         public init(_ status: SpoolStatus) {
+            byOutput = status.byOutput
             pending = status.pending
             inFlight = status.inFlight
             failed = status.failed
@@ -149,7 +162,17 @@ public struct Heartbeat: Codable, Sendable, Equatable {
             for keyPath in [\SpoolCounts.pending, \.inFlight, \.failed, \.parked, \.withheld, \.dropped, \.heldInMemory] {
                 spool[keyPath: keyPath] = max(0, spool[keyPath: keyPath])
             }
+            spool.byOutput = spool.byOutput.map { outputs in
+                Dictionary(outputs.prefix(8).map { output, states in
+                    (TerminalText.safe(output, limit: 20), Dictionary(states.prefix(8).map { (TerminalText.safe($0, limit: 20), max(0, $1)) }, uniquingKeysWith: +))
+                }, uniquingKeysWith: { first, _ in first })
+            }
             heartbeat.spool = spool
+        }
+        heartbeat.efdi = efdi.map { state in
+            EFDIDescription(teamSetContextID: TerminalText.safe(state.teamSetContextID, limit: 64),
+                            acceptedAt: state.acceptedAt.flatMap { Bounds.date(secondsSince1970: $0.timeIntervalSince1970) },
+                            refusal: state.refusal.map { $0.prefix(8).map { TerminalText.safe($0, limit: 40) } })
         }
         heartbeat.lastError = lastError.map { TerminalText.safe($0, limit: 500) }
         if var others = heartbeat.others {
@@ -274,6 +297,11 @@ actor HeartbeatWriter {
         heartbeat.others = others.map(Heartbeat.OthersCounts.init)
         heartbeat.countedAt = time
         countedUptime = uptime()
+    }
+
+    /// Where EFDI's device description stands, after each send cycle.
+    func described(_ state: Publisher.DescriptionState?) {
+        heartbeat.efdi = state.map { Heartbeat.EFDIDescription(teamSetContextID: $0.teamSetContextID, acceptedAt: $0.acceptedAt, refusal: $0.refusal) }
     }
 
     func acknowledged(at time: Date = Date()) {

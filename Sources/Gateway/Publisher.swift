@@ -4,11 +4,38 @@ import GNSS
 import Logging
 import Spool
 
-/// The send cycle: one spool batch at a time as a gps:info GPSList, published under the batch's own id
-/// as application_message_id, and settled only by agrirouter's answer for that id.
+/// The send cycle: for each enabled output, one spool batch at a time (gps:info as a GPSList, EFDI as
+/// a TimeLog under the device description's team set), all in one measures request, each under its
+/// batch's own id as application_message_id and settled only by agrirouter's answer for that id.
 public actor Publisher {
+    /// EFDI's part: the device description goes first, and every TimeLog waits until agrirouter has
+    /// taken the description of its team set (ACK, or VAL_000004 "no recipients", which agrirouter
+    /// answers when no one is routed to receive it yet). It is sent again every `resendInterval`,
+    /// after each endpoint set-up, and when agrirouter says it does not know the team set (VAL_000020).
+    public struct EFDI: Sendable {
+        public var description: DeviceDescription
+        /// Once an hour: EFDI.md's range is an hour to a day, and the agrirouter middleware resends
+        /// before a TimeLog when the last description is an hour old.
+        public var resendInterval: Double = 3600
+        /// After a refusal of the description, this long before it is tried again.
+        public var retryAfterRefusal: Double = 300
+
+        public init(description: DeviceDescription) {
+            self.description = description
+        }
+    }
+
+    /// Where the device description stands, for status.
+    public struct DescriptionState: Sendable, Equatable {
+        /// When agrirouter last took it (best known UTC).
+        public var acceptedAt: Date?
+        /// Its codes, if agrirouter refused it last.
+        public var refusal: [String]?
+        public var teamSetContextID: String
+    }
+
     public struct CycleReport: Sendable, Equatable {
-        /// Samples published in this cycle.
+        /// Samples published in this cycle (by the first output: each sample is counted once).
         public var published = 0
         /// Samples settled by ACK or ACK_WITH_MESSAGES.
         public var acknowledged = 0
@@ -28,18 +55,46 @@ public actor Publisher {
     /// monotonic clock: a step of the system clock neither resends them early nor strands them.
     private var awaiting: [String: Double] = [:]
     private var adoptedEarlierBatches = false
+    /// The outputs it publishes, in order.
+    private let outputs: [SpoolOutput]
+    private var efdi: EFDI?
+    /// The description: the id it went out under while its answer is awaited, when (monotonic) it
+    /// was last taken, and when refused.
+    private var description: (awaitingID: String?, sentAt: Double, acceptedAt: Double?, refusedAt: Double?) = (nil, 0, nil, nil)
+    public private(set) var descriptionState: DescriptionState?
 
+    /// `outputs` are those enabled; EFDI needs `efdi` and is left out without it.
     public init(spool: Spool, connection: AgrirouterConnection, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
+                outputs: [SpoolOutput] = [.gpsInfo], efdi: EFDI? = nil,
                 clock: TrueTime? = nil, logger: Logger = Logger(label: "agrigps.publisher")) {
         self.spool = spool
         self.clock = clock
         self.connection = connection
         self.byteBudget = byteBudget
+        self.outputs = SpoolOutput.all.filter { outputs.contains($0) && ($0 != .efdi || efdi != nil) }
+        self.efdi = efdi
         self.logger = logger
+        descriptionState = efdi.map { DescriptionState(teamSetContextID: $0.description.teamSetContextID) }
     }
 
-    /// Batches still waiting for an answer.
-    public var awaitingAnswers: Int { awaiting.count }
+    /// A new description (the endpoint was renamed in agrirouter, say): it has its own team set, so
+    /// TimeLogs wait until agrirouter has taken it. The same description again changes nothing.
+    public func describe(_ new: DeviceDescription) {
+        guard var efdi = self.efdi, new.teamSetContextID != efdi.description.teamSetContextID else { return }
+        efdi.description = new
+        self.efdi = efdi
+        description = (nil, 0, nil, nil)
+        descriptionState = DescriptionState(teamSetContextID: new.teamSetContextID)
+        logger.info("the device description changed (team set \(new.teamSetContextID)); TimeLogs wait until agrirouter has it")
+    }
+
+    /// After each endpoint set-up (a reconnect, as certification sees it): the description goes again.
+    public func endpointSetUp() {
+        description.acceptedAt = description.acceptedAt.map { _ in -Double.infinity }
+    }
+
+    /// Messages still waiting for an answer: batches, and the description.
+    public var awaitingAnswers: Int { awaiting.count + (description.awaitingID == nil ? 0 : 1) }
 
     /// Outbox items someone else fetched (the daemon's outbox poll, the endpoint set-up): answers to
     /// our batches among them settle those batches, exactly as if this publisher had fetched them.
@@ -70,7 +125,7 @@ public actor Publisher {
             }
         }
         await giveUpOn(awaiting.filter { uptimeNow - $0.value >= inFlightTimeout }.map(\.key))
-        if fetchingAnswers && !awaiting.isEmpty {
+        if fetchingAnswers && awaitingAnswers > 0 {
             do {
                 try await settle(&report, now: now)
             } catch {
@@ -83,46 +138,123 @@ public actor Publisher {
             report.error = .timeUnknown
             return report
         }
-        // The batch is taken when it can go out at once, so it carries the newest samples.
+        // The batches are taken when they can go out at once, so they carry the newest samples.
         let wait = await connection.untilNextTurn()
         if wait > 0 { try? await Task.sleep(for: .seconds(wait)) }
-        let batch: SpoolBatch
+        let (messages, batches): ([AgrirouterConnection.Outgoing], [SpoolBatch])
         do {
-            guard let taken = try await spool.takeBatch(byteBudget: byteBudget, now: wait > 0 ? now.addingTimeInterval(wait) : now) else { return report }
-            batch = taken
+            (messages, batches) = try await gather(now: wait > 0 ? now.addingTimeInterval(wait) : now, uptimeNow: uptimeNow + wait)
         } catch {
             report.error = .transport(.connectionFailed("spool: \(error.description)"))
             return report
         }
-        var list = Agrirouter_Technicalmessagetype_GPSList()
-        list.gpsEntries = batch.samples.map { GPSEntry($0.sample, correctedBy: clock) }
+        guard !messages.isEmpty else { return report }
+        let describing = messages.first { $0.technicalMessageType == TechnicalMessageType.deviceDescription }?.applicationMessageID
         do {
-            try await connection.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id)
-            awaiting[batch.id] = uptimeNow + wait  // when it went out, after the wait for its turn
-            report.published = batch.samples.count
+            try await connection.send(messages)
+            for batch in batches { awaiting[batch.id] = uptimeNow + wait }  // when it went out, after the wait for its turn
+            report.published = published(batches)
         } catch .transport(.payloadTooLarge) {
-            // Sending the same batch again would meet the same 413: count it as a failure, so it
-            // backs off and is parked where status shows it.
-            try? await spool.fail(batch: batch.id, reason: "HTTP 413", now: now)
+            // Sending the same batches again would meet the same 413: count it as a failure, so they
+            // back off and are parked where status shows it.
+            for batch in batches { try? await spool.fail(batch: batch.id, reason: "HTTP 413", now: now) }
+            if describing != nil { description.awaitingID = nil }
             report.error = .transport(.payloadTooLarge)
         } catch {
             if Self.mayHaveArrived(error) {
-                // The request may have reached agrirouter and its answer may be on its way to the
-                // outbox: wait for it like for any batch sent. Without one within the outbox's life,
-                // the spool returns the batch to pending and it is sent again.
-                awaiting[batch.id] = uptimeNow + wait
-                report.published = batch.samples.count
+                // The request may have reached agrirouter and its answers may be on their way to the
+                // outbox: wait for them like for any batch sent. Without one within the outbox's
+                // life, the spool returns the batch to pending and it is sent again.
+                for batch in batches { awaiting[batch.id] = uptimeNow + wait }
+                report.published = published(batches)
             } else {
-                try? await spool.release(batch: batch.id)
+                for batch in batches { try? await spool.release(batch: batch.id) }
+                if describing != nil { description.awaitingID = nil }
             }
             report.error = error
         }
         return report
     }
 
+    /// Samples published, each counted once whatever the number of outputs: those of the first
+    /// output, which every sample goes out by.
+    private func published(_ batches: [SpoolBatch]) -> Int {
+        batches.filter { $0.output == outputs.first }.reduce(0) { $0 + $1.samples.count }
+    }
+
+    /// This cycle's messages: the description when due, then a batch for each output that has one
+    /// (EFDI's only once its description is taken), the payload cap shared between them.
+    private func gather(now: Date, uptimeNow: Double) async throws(SpoolError) -> ([AgrirouterConnection.Outgoing], [SpoolBatch]) {
+        var messages: [AgrirouterConnection.Outgoing] = []
+        var batches: [SpoolBatch] = []
+        var budget = byteBudget
+        if let efdi, descriptionDue(efdi, uptimeNow: uptimeNow) {
+            let id = UUID().uuidString.lowercased()
+            messages.append(.init(TechnicalMessageType.deviceDescription, mode: .publish, payload: efdi.description.taskData,
+                                  applicationMessageID: id, teamSetContextID: efdi.description.teamSetContextID))
+            description.awaitingID = id
+            description.sentAt = uptimeNow
+            budget -= (try? efdi.description.taskData.serializedBytes() as [UInt8])?.count ?? 1024
+        }
+        do throws(SpoolError) {
+            try await take(budget: max(0, budget), now: now, into: &messages, &batches)
+        } catch {
+            // What was taken goes back, unsent; so does the description.
+            for batch in batches { try? await spool.release(batch: batch.id) }
+            description.awaitingID = nil
+            throw error
+        }
+        return (messages, batches)
+    }
+
+    /// Each output in turn takes an equal share of what the earlier ones left: with both backlogged
+    /// they split the cap, and once gps:info has caught up EFDI gets all of it. The request as a
+    /// whole stays within one payload cap, as no agrirouter limit on a request of several messages
+    /// is documented.
+    private func take(budget: Int, now: Date, into messages: inout [AgrirouterConnection.Outgoing],
+                      _ batches: inout [SpoolBatch]) async throws(SpoolError) {
+        var remaining = budget
+        for (index, output) in outputs.enumerated() {
+            let share = remaining / (outputs.count - index)
+            if output == .efdi {
+                guard let efdi, description.acceptedAt != nil else { continue }
+                guard let batch = try await spool.takeBatch(for: .efdi, byteBudget: .max, maximumEntries: max(1, share / Efdi_Time.upperBound), now: now) else { continue }
+                let (timeLog, untimed) = Efdi_TimeLog.of(batch.samples.map(\.sample), correctedBy: clock)
+                if untimed > 0 { logger.notice("\(untimed) samples with no true time at all cannot be TimeLog entries; EFDI leaves them out") }
+                guard !timeLog.time.isEmpty else {
+                    // Nothing of it can be said in EFDI: done for this output, as agrirouter could not take it either.
+                    try await spool.acknowledge(batch: batch.id, now: now)
+                    continue
+                }
+                messages.append(.init(TechnicalMessageType.timeLog, mode: .publish, payload: timeLog, applicationMessageID: batch.id,
+                                      teamSetContextID: efdi.description.teamSetContextID))
+                batches.append(batch)
+                remaining -= batch.samples.count * Efdi_Time.upperBound
+            } else {
+                guard let batch = try await spool.takeBatch(for: .gpsInfo, byteBudget: share, now: now) else { continue }
+                var list = Agrirouter_Technicalmessagetype_GPSList()
+                list.gpsEntries = batch.samples.map { GPSEntry($0.sample, correctedBy: clock) }
+                messages.append(.init(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id))
+                batches.append(batch)
+                remaining -= batch.wireBytes
+            }
+        }
+    }
+
+    /// The description goes out when never taken in this run, an hour after it last was, and (after
+    /// a refusal) once `retryAfterRefusal` has passed; never while its answer is awaited.
+    private func descriptionDue(_ efdi: EFDI, uptimeNow: Double) -> Bool {
+        guard description.awaitingID == nil else { return false }
+        if let accepted = description.acceptedAt { return uptimeNow - accepted >= efdi.resendInterval }
+        return description.refusedAt.map { uptimeNow - $0 >= efdi.retryAfterRefusal } ?? true
+    }
+
     /// Unanswered past the outbox's life: the answer will not come, so the samples go back to pending
     /// and are sent again (the spool counts them as resent). One that cannot be released yet is kept.
     private func giveUpOn(_ ids: [String]) async {
+        if description.awaitingID != nil, uptime() - description.sentAt >= 300 {
+            description.awaitingID = nil  // unanswered within the outbox's life: it goes again
+        }
         for id in ids {
             do {
                 try await spool.release(batch: id)
@@ -132,6 +264,29 @@ public actor Publisher {
                 logger.error("spool: \(error.description)")
             }
         }
+    }
+
+    private func settleDescription(_ response: DecodedResponse, now: Date, into report: inout CycleReport) {
+        guard case let codes = response.messageCodes, let efdi else { return }
+        switch response.body {
+        case .ack, .ackWithMessages:
+            break
+        case .ackWithFailure where !codes.isEmpty && codes.allSatisfy({ $0 == "VAL_000004" }):
+            // No one is routed to receive it yet; agrirouter has it all the same.
+            break
+        case .ackWithFailure:
+            description = (nil, description.sentAt, nil, uptime())
+            descriptionState?.refusal = codes
+            report.refusals.append(codes)
+            logger.warning("agrirouter refused the device description: \(codes.joined(separator: ", ")); EFDI waits and tries again in \(Int(efdi.retryAfterRefusal)) s")
+            return
+        default:
+            return
+        }
+        let first = description.acceptedAt == nil
+        description = (nil, description.sentAt, uptime(), nil)
+        descriptionState = DescriptionState(acceptedAt: now, refusal: nil, teamSetContextID: efdi.description.teamSetContextID)
+        if first { logger.info("agrirouter took the device description (team set \(efdi.description.teamSetContextID)); TimeLogs follow") }
     }
 
     /// Whether a failed POST may still have been received: its whole body went out, then it timed
@@ -153,6 +308,10 @@ public actor Publisher {
     private func settle(_ responses: [DecodedResponse], into report: inout CycleReport, now: Date) async {
         for response in responses {
             guard let id = response.applicationMessageID, response.envelope.type != .pushNotification else { continue }
+            if id == description.awaitingID {
+                settleDescription(response, now: now, into: &report)
+                continue
+            }
             // A late answer for a batch already given up on still settles it: the spool keeps its id.
             do {
                 switch response.body {
@@ -162,6 +321,11 @@ public actor Publisher {
                     try await spool.fail(batch: id, reason: response.messageCodes.joined(separator: ","), now: now)
                     report.refusals.append(response.messageCodes)
                     logger.warning("agrirouter refused batch \(id): \(response.messageCodes.joined(separator: ", "))")
+                    if response.messageCodes.contains("VAL_000020"), description.acceptedAt != nil {
+                        // agrirouter does not know the team set: describe the box again before the next TimeLog.
+                        description.acceptedAt = nil
+                        description.refusedAt = nil
+                    }
                 default:
                     continue
                 }

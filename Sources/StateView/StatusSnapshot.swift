@@ -126,6 +126,7 @@ extension SpoolStatus {
         heldInMemory = counts.heldInMemory
         oldestPendingAge = counts.oldestPendingAge
         sharingPaused = counts.sharingPaused
+        byOutput = counts.byOutput ?? [:]
         if counts.dropped > 0 { dropped = ["total": counts.dropped] }
     }
 }
@@ -182,6 +183,10 @@ extension StatusSnapshot {
                 findings.append((.critical, "\(lost) samples lost: the memory ring overflowed while the spool could not store"))
             }
             if spool.parked > 0 { findings.append((.warning, "\(spool.parked) samples parked after repeated refusals")) }
+            if let refusal = heartbeat?.efdi?.refusal {
+                findings.append((.warning, "agrirouter refused the EFDI device description (\(refusal.joined(separator: ", "))); "
+                                 + "TimeLogs wait until it takes one, and it is tried again every 5 minutes"))
+            }
             let capped = spool.droppedTotal - (spool.dropped["memory"] ?? 0)
             if capped > 0 { findings.append((.warning, "\(capped) samples dropped by the spool's caps")) }
             if let file = spool.quarantinedFile, spool.quarantinedAt.map({ takenAt.timeIntervalSince($0) < 86_400 }) ?? true {

@@ -194,12 +194,15 @@ struct Run: AsyncParsableCommand {
         configuration.notifier = SystemdNotifier.fromEnvironment()
         configuration.environment = environment
         configuration.staleAfter = file.thresholds.staleAfter
+        configuration.outputs = file.outputs
+        configuration.softwareVersion = Agrigps.configuration.version
         return configuration
     }
 
     private func spoolConfiguration(_ file: ConfigurationFile) -> SpoolConfiguration {
         var configuration = SpoolConfiguration()
         configuration.wireSize = GPSEntry.wireSize(of:)
+        configuration.outputs = file.outputs
         // Checked by the file's ranges (at most 10^8 rows, 10^5 MiB), so these conversions cannot trap.
         if let rows = file.number("spool", "max_samples") { configuration.maximumRows = Bounds.whole(rows) ?? configuration.maximumRows }
         if let megabytes = file.number("spool", "max_megabytes") {
@@ -228,7 +231,8 @@ struct Run: AsyncParsableCommand {
             throw CommandFailure(error)
         }
         let settings = stored.settings ?? OnboardingSettings(applicationID: "", certificationVersionID: "")
-        return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID),
+        return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID,
+                                          outputs: file.outputs),
                 stored.environment, try? stored.credentials?.check().notAfter)
     }
 }

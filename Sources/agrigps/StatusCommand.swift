@@ -112,8 +112,14 @@ enum StatusReport {
             queue += ", \(spool.inFlight) in flight, \(spool.parked) parked, \(spool.droppedTotal) dropped, \(spool.withheld) withheld while paused"
             if spool.heldInMemory > 0 { queue += ", \(spool.heldInMemory) held in memory" }
             lines.append(queue)
+            if let outputs = Self.outputsLine(spool.byOutput) { lines.append(outputs) }
         } else if let problem = snapshot.spoolProblem {
             lines.append("Spool: \(problem)")
+        }
+        if let efdi = snapshot.heartbeat?.efdi {
+            let state = efdi.refusal.map { "refused (\($0.joined(separator: ", ")))" }
+                ?? efdi.acceptedAt.map { "taken \(ago($0, now: now))" } ?? "not yet taken"
+            lines.append("EFDI device description: \(state); team set \(TerminalText.safe(efdi.teamSetContextID, limit: 64))")
         }
         if let heartbeat = snapshot.heartbeat {
             lines.append("Last acknowledged: " + (heartbeat.lastAcknowledgedAt.map { ago($0, now: now) } ?? "never"))
@@ -138,6 +144,18 @@ enum StatusReport {
     /// "12 s ago", or what can honestly be said when either clock reading is not a true time: a box
     /// without a real-time clock stamps at 1970 until NTP or a fix sets it, and a clock set back
     /// leaves stamps in its future.
+    /// Where each output stands with the samples still in the spool: one that is behind shows here.
+    static func outputsLine(_ byOutput: [String: [String: Int]]) -> String? {
+        guard !byOutput.isEmpty else { return nil }
+        let order = ["pending", "in_flight", "failed", "parked", "withheld"]
+        let parts = byOutput.keys.sorted { ($0 == "gps_info" ? 0 : 1, $0) < ($1 == "gps_info" ? 0 : 1, $1) }.map { output in
+            let states = byOutput[output] ?? [:]
+            let waiting = order.compactMap { state in states[state].flatMap { $0 > 0 ? "\($0) \(state.replacingOccurrences(of: "_", with: " "))" : nil } }
+            return "\(TerminalText.safe(output, limit: 20)) " + (waiting.isEmpty ? "has sent all of them" : waiting.joined(separator: ", "))
+        }
+        return "By output: " + parts.joined(separator: "; ")
+    }
+
     static func ago(_ time: Date, now: Date) -> String {
         if time < TrueTime.plausibleFrom || now < TrueTime.plausibleFrom { return "at a time the clock did not know yet" }
         let age = now.timeIntervalSince(time)
@@ -175,6 +193,10 @@ enum StatusReport {
             "endpoint_deleted_at": date(heartbeat?.endpointDeletedAt),
             "certificate_not_after": date(snapshot.certificateNotAfter),
             "disk_free_bytes": snapshot.diskFree ?? NSNull(),
+            "efdi_description": heartbeat?.efdi.map { efdi in
+                ["team_set_context_id": efdi.teamSetContextID, "accepted_at": date(efdi.acceptedAt),
+                 "refusal": efdi.refusal ?? NSNull()] as [String: Any]
+            } ?? NSNull(),
             "others": ["active": snapshot.othersCounts.active, "stale": snapshot.othersCounts.stale, "gone": snapshot.othersCounts.gone,
                        "refused_messages": snapshot.othersCounts.refused ?? 0, "last_refusal": snapshot.othersCounts.lastRefusal ?? NSNull()] as [String: Any],
         ]
@@ -182,7 +204,8 @@ enum StatusReport {
             object["sharing"] = spool.sharingPaused ? "paused" : "active"
             object["spool"] = ["pending": spool.pending, "in_flight": spool.inFlight, "parked": spool.parked, "dropped": spool.droppedTotal,
                                "withheld": spool.withheld, "held_in_memory": spool.heldInMemory,
-                               "oldest_pending_age_s": spool.oldestPendingAge.map { $0.rounded() } ?? NSNull()] as [String: Any]
+                               "oldest_pending_age_s": spool.oldestPendingAge.map { $0.rounded() } ?? NSNull(),
+                               "outputs": spool.byOutput] as [String: Any]
         } else {
             object["sharing"] = NSNull()
             object["spool"] = ["problem": snapshot.spoolProblem ?? ""]

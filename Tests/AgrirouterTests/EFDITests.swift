@@ -76,6 +76,10 @@ import Testing
         #expect(id == DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0").teamSetContextID)
         #expect(id != DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.1").teamSetContextID)
         #expect(id != DeviceDescription(endpointID: "1" + endpoint.dropFirst(), softwareVersion: "0.1.0").teamSetContextID)
+        // Named after the endpoint once agrirouter's list says its name: another description, another team set.
+        let named = DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0", name: "  Fendt 942 Vario of the Müller farm, north  ")
+        #expect(named.taskData.device[0].deviceDesignator == "Fendt 942 Vario of the Müller fa" && named.teamSetContextID != id)
+        #expect(DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0", name: " ").teamSetContextID == id)
         #expect(id.range(of: "^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", options: .regularExpression) != nil)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Spool
 import Testing
 @testable import Gateway
 
@@ -52,14 +53,28 @@ struct ConfigurationFileTests {
         }
     }
 
+    @Test("[publishing] formats takes a list: both by default, or either alone")
+    func formats() throws {
+        #expect(try ConfigurationFile.parse("", path: "a").outputs == [.gpsInfo, .efdi])
+        #expect(try ConfigurationFile.parse("[publishing]\nformats = [\"efdi\"]", path: "a").outputs == [.efdi])
+        #expect(try ConfigurationFile.parse("[publishing]\nformats = ['gps_info',] # gps:info only", path: "a").outputs == [.gpsInfo])
+        #expect(try ConfigurationFile.parse("[publishing]\nformats = [ \"efdi\" , \"gps_info\" ]", path: "a").outputs == [.gpsInfo, .efdi])
+    }
+
     @Test("each kind of mistake names the key and what is allowed", arguments: [
         ("[sampling\ninterval = 1", "", "line 1: a section header is [name]"),
-        ("[tractor]\nname = \"x\"", "[tractor]", "unknown section; the sections are [agrirouter], [gpsd], [others], [sampling], [sending], [spool], [status]"),
+        ("[tractor]\nname = \"x\"", "[tractor]", "unknown section; the sections are [agrirouter], [gpsd], [others], [publishing], [sampling], [sending], [spool], [status]"),
         ("sampling = 1", "", "line 1: sampling is outside any section"),
         ("[[[", "", "line 1: arrays of tables ([[...]]) are not used here"),
         ("[sampling]\ninterval = 1\u{0}\n[bogus]", "", "line 2: a NUL byte: the file is damaged or not text"),
         ("[sampling]\ninterval = 1\ninterval = 2", "", "line 3: [sampling] interval is set twice"),
-        ("[sampling]\ninterval = [1, 2]", "", "line 2: arrays are not used here"),
+        ("[sampling]\ninterval = [1, 2]", "", "line 2: an array here is text in quotes on one line"),
+        ("[publishing]\nformats = [\"efdi\"", "", "line 2: expected , or ] after \"efdi\" in the array"),
+        ("[publishing]\nformats = []", "[publishing] formats", "must be a list of one or more of \"gps_info\", \"efdi\", each once, got []"),
+        ("[publishing]\nformats = [\"gps_info\", \"gps_info\"]", "[publishing] formats", "must be a list of one or more of"),
+        ("[publishing]\nformats = [\"kml\"]", "[publishing] formats", "must be a list of one or more of \"gps_info\", \"efdi\", each once, got [\"kml\"]"),
+        ("[publishing]\nformats = \"efdi\"", "[publishing] formats", "must be a list of one or more of"),
+        ("[sampling]\ninterval = [\"1\"]", "[sampling] interval", "must be a number of seconds from 0.1 to 3600, got [\"1\"]"),
         ("[sampling]\ninterval = { a = 1 }", "", "line 2: inline tables are not used here"),
         ("[sampling]\nsampling.interval = 1", "", "line 2: dotted keys are not used here"),
         ("[sampling]\ninterval = 1979-05-27", "", "line 2: 1979-05-27 is not a value"),

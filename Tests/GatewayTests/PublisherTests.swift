@@ -17,7 +17,9 @@ struct Rig {
     static func make(spacing: Double = 0.02, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
                      simulatorPayloadCap: Int = 767_997, timeout: Double = 10,
                      backoff: Backoff = Backoff(first: 0.05, maximum: 0.2), clock: TrueTime? = nil,
-                     spool configure: (inout SpoolConfiguration) -> Void = { _ in }) async throws -> Rig {
+                     outputs: [SpoolOutput] = [.gpsInfo],
+                     spool configure: (inout SpoolConfiguration) -> Void = { _ in },
+                     efdi: ((inout Publisher.EFDI) -> Void)? = nil) async throws -> Rig {
         var simulatorConfiguration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Watcher"])
         simulatorConfiguration.maximumPayloadBytes = simulatorPayloadCap
         let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
@@ -27,16 +29,21 @@ struct Rig {
         // Set up with the system clock, so that a test's clock may start out not knowing the time.
         // ... and with a patient timeout: only the connection under test gets the test's short one.
         let setUp = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: 10)
-        _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: setUp)
+        _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10, outputs: outputs).run(on: setUp)
         let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout,
                                                   backoff: backoff, clock: clock)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-gateway-\(UUID().uuidString)").path
         var configuration = SpoolConfiguration()
         configuration.wireSize = GPSEntry.wireSize(of:)
+        configuration.outputs = outputs
         configure(&configuration)
         let spool = Spool(path: directory + "/spool.sqlite", configuration: configuration)
+        var publishing = Publisher.EFDI(description: DeviceDescription(endpointID: endpoint.deviceAlternateId, softwareVersion: "9.9.9"))
+        efdi?(&publishing)
         return Rig(simulator: simulator, spool: spool, connection: connection,
-                   publisher: Publisher(spool: spool, connection: connection, byteBudget: byteBudget, clock: clock), directory: directory)
+                   publisher: Publisher(spool: spool, connection: connection, byteBudget: byteBudget, outputs: outputs,
+                                        efdi: outputs.contains(.efdi) ? publishing : nil, clock: clock),
+                   directory: directory)
     }
 
     func close() async {
@@ -53,6 +60,16 @@ struct Rig {
             if status.pending + status.inFlight + status.failed == 0, await publisher.awaitingAnswers == 0 { break }
         }
         return reports
+    }
+
+    /// Every request the simulator received from this endpoint, by technical message type.
+    func sent(_ type: String) async -> [DecodedRequest] {
+        await simulator.sentMessages(endpoint: connection.endpoint.deviceAlternateId).filter { $0.envelope.technicalMessageType == type }
+    }
+
+    /// Every TimeLog `Time` the simulator received from this endpoint, in the order it arrived.
+    func publishedTimes() async throws -> [Efdi_Time] {
+        try await sent(TechnicalMessageType.timeLog).flatMap { try Efdi_TimeLog(serializedBytes: $0.payload).time }
     }
 
     /// Every GPSEntry the simulator received from this endpoint, in the order it arrived.
@@ -269,7 +286,7 @@ struct PublisherTests {
         #expect(first.error == nil && first.published > 11_000, "\(first)")
 
         // An agrirouter with a smaller cap answers 413: the batch fails, backs off, and is not resent in a loop.
-        let strict = try await Rig.make(simulatorPayloadCap: 1000) { $0.retryDelay = 3600 }
+        let strict = try await Rig.make(simulatorPayloadCap: 2000) { $0.retryDelay = 3600 }  // the subscription (with its DDI list) still fits
         defer { Task { await strict.close() } }
         await strict.spool.append((0..<100).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
         let refused = await strict.publisher.cycle()

@@ -3,6 +3,7 @@ import AgrirouterSim
 import Foundation
 import GNSS
 import Gateway
+import GRDB
 import SwiftProtobuf
 import Testing
 import TestSupport
@@ -107,8 +108,10 @@ struct OthersCommandTests {
 /// again after the other has sent finds it by name through its feed.
 @Suite("Two machines", .serialized, .timeLimit(.minutes(3)))
 struct TwoMachineTests {
-    @Test("a gateway started after its peer has sent sees it by name, and status counts it")
-    func seeEachOther() async throws {
+    /// Both formats (the default), and EFDI alone: then the peer is known only from its device
+    /// description and TimeLogs, and named by the description's designator.
+    @Test("a gateway started after its peer has sent sees it by name, and status counts it", arguments: [nil, "efdi"] as [String?])
+    func seeEachOther(formats: String?) async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TANA000001": "Tractor", "TANA000002": "Harvester"]))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-two-\(UUID().uuidString)").path
         defer {
@@ -117,6 +120,7 @@ struct TwoMachineTests {
         }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        try "[publishing]\nformats = [\"\(formats ?? "gps_info\", \"efdi")\"]\n".write(toFile: directory + "/agrigps.conf", atomically: true, encoding: .utf8)
         for (tan, name) in [("TANA000001", "tractor"), ("TANA000002", "harvester")] {
             let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", tan, "--env", "local", "--onboarding-url", simulator.onboardingURL,
                                                           "--ca-file", directory + "/ca.pem", "--state-dir", directory + "/" + name,
@@ -124,15 +128,25 @@ struct TwoMachineTests {
             try #require(onboarded.code == 0, "\(onboarded.stderr)")
         }
         func run(_ machine: String, _ log: String) async throws -> [String] {
-            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", directory + "/" + machine, "--spacing", "0.05"],
-                                                   timeout: 120)
+            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", directory + "/" + machine, "--spacing", "0.05",
+                                                    "--config", directory + "/agrigps.conf"], timeout: 120)
             #expect(run.code == 0, "\(run.stderr.suffix(5))")
             return run.stdout
         }
         _ = try await run("tractor", "ublox-lea-4h")
         _ = try await run("harvester", "nmea-rtk")
         let again = try await run("tractor", "ublox-lea-4h")
-        #expect(again.last?.hasSuffix("1 message from other machines received") == true, "\(again)")
+        // Everything the harvester published reached the tractor: its gps:info (unless off), its device
+        // descriptions and its TimeLogs.
+        let harvesterSent = try await simulator.sentMessages(endpoint: try endpointID(directory + "/harvester")).map(\.envelope.technicalMessageType)
+        let published = harvesterSent.count { [TechnicalMessageType.gpsInfo, TechnicalMessageType.deviceDescription, TechnicalMessageType.timeLog].contains($0) }
+        #expect(again.last?.hasSuffix(" \(published) messages from other machines received") == true, "\(again)")
+        #expect(harvesterSent.contains(TechnicalMessageType.gpsInfo) == (formats == nil), "\(harvesterSent)")
+        #expect(harvesterSent.contains(TechnicalMessageType.timeLog) && harvesterSent.contains(TechnicalMessageType.deviceDescription))
+        // The name the tractor shows came from the harvester's device description.
+        let store = try DatabaseQueue(path: directory + "/tractor/others.sqlite")
+        let designators = try await store.read { db in try String.fetchAll(db, sql: "SELECT designator FROM machine WHERE designator IS NOT NULL") }
+        #expect(designators == ["Harvester"])
 
         let others = try await AgrigpsCommand.run(["others", "--json", "--state-dir", directory + "/tractor"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(others.stdout.joined().utf8)) as? [String: Any])

@@ -46,6 +46,13 @@ struct OnboardedMachine {
             .flatMap { try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $0.payload).gpsEntries }
     }
 
+    /// Every TimeLog `Time` the simulator received from this machine, in order of arrival.
+    func receivedTimes() async throws -> [Efdi_Time] {
+        try await simulator.sentMessages(endpoint: try endpointID)
+            .filter { $0.envelope.technicalMessageType == TechnicalMessageType.timeLog }
+            .flatMap { try Efdi_TimeLog(serializedBytes: $0.payload).time }
+    }
+
     func spoolStatus() async -> SpoolStatus { await Spool(path: state + "/spool.sqlite").status() }
 }
 
@@ -75,8 +82,17 @@ struct RunCommandTests {
         let received = try await machine.received()
         #expect(received.map(\.positionStatus) == expected.map(\.status))
         #expect(received.map(\.positionNorth) == expected.map(\.latitude))
+        // The same samples once more as TimeLog Times, after the device description, with the same statuses.
+        let times = try await machine.receivedTimes()
+        #expect(times.map { $0.positionStart.positionStatus.rawValue } == expected.map(\.status.rawValue))
+        #expect(times.map(\.positionStart.positionNorth) == expected.map(\.latitude))
+        #expect(times.map(\.start) == received.map(\.gpsUtcTimestamp), "each Time starts at its GPS entry's time")
+        let types = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
+        #expect(types.firstIndex(of: TechnicalMessageType.deviceDescription).map { $0 < types.firstIndex(of: TechnicalMessageType.timeLog) ?? 0 } == true,
+                "the device description goes before the first TimeLog: \(types)")
         if log == "ublox-lea-4h" {
             #expect(received.filter { $0.positionStatus == .dNoGps }.count == 2, "the fix losses are sent as D_NO_GPS")
+            #expect(times.filter { $0.positionStart.positionStatus == .dNoGps }.count == 2, "and as D_NO_GPS Times")
         }
         let status = await machine.spoolStatus()
         #expect(status.pending + status.inFlight + status.failed + status.parked == 0, "the spool is empty at the end")
@@ -108,6 +124,8 @@ struct RunCommandTests {
         let expected = try expectedEntries("ublox-lea-4h") + expectedEntries("bu353-glonass")
         // Every sample of both runs arrived exactly once: the stalled batch's answer was found, not resent.
         #expect(received.map(\.positionNorth) == expected.map(\.latitude))
+        let times = try await machine.receivedTimes()
+        #expect(times.map(\.positionStart.positionNorth) == expected.map(\.latitude), "and once as TimeLog Times")
         let status = await machine.spoolStatus()
         #expect(status.pending + status.inFlight + status.failed == 0 && status.resent == 0)
         // The restart remembered the first run's set-up: capabilities and subscription went once.
