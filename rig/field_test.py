@@ -381,6 +381,8 @@ class Rig:
         self.disk = os.path.join(self.work, "root.raw")
         self.transfer = os.path.join(self.work, "transfer.raw")
         self.received_path = os.path.join(self.work, "received.jsonl")
+        # What the guest's daemon publishes with the package's configuration: both outputs.
+        self.outputs = ("gps_info", "time_log")
         self.receiver = Receiver(options.nmea)
         self.receiver_port = None
         self.machine = None
@@ -403,8 +405,9 @@ class Rig:
         self.onboarding_url = match.group(1)
         return ca
 
-    def received(self):
-        """Every gps:info entry the local agrirouter accepted from our endpoint, in order."""
+    def received(self, output="gps_info"):
+        """Every entry the local agrirouter accepted from our endpoint in this output, in order: gps:info's
+        GPS entries, or the Times of EFDI TimeLogs ("time_log")."""
         entries = []
         try:
             with open(self.received_path) as handle:
@@ -412,6 +415,8 @@ class Rig:
                     if not line.endswith("\n"):
                         break  # being written
                     record = json.loads(line)
+                    if record.get("format", "gps_info") != output:
+                        continue
                     if self.endpoint is None or record["endpoint"] == self.endpoint:
                         entries.extend(record["entries"])
         except FileNotFoundError:
@@ -549,12 +554,25 @@ class Rig:
 
     def account(self, agent):
         """Every sample the journal's copy shows committed is still in the spool, or the local agrirouter
-        has it. Read in this order: the journal's copy (a sample in it was committed before the spool
-        is read), the spool, then what the agrirouter received (a sample that left the spool in between
-        was acknowledged, so the agrirouter had it before it answered)."""
+        has it in every output the daemon publishes (gps:info and EFDI by default). Read in this order:
+        the journal's copy (a sample in it was committed before the spool is read), the spool, then
+        what the agrirouter received (a sample that left the spool in between was acknowledged in
+        every output, so the agrirouter had it before it answered)."""
         committed = self.committed()
         spool = self.spooled(agent)
-        received = self.received()
+        received = {output: self.received(output) for output in self.outputs}
+        lost = set()
+        for entries in received.values():
+            lost |= set(self.unmatched(committed, spool, entries))
+        in_spool = sum(1 for row_id in committed if row_id in spool)
+        pending = sum(1 for delivery in spool.values() if delivery != "acknowledged")
+        return {"committed": len(committed), "received": len(received[self.outputs[0]]),
+                "received_by_output": {output: len(entries) for output, entries in received.items()}, "spooled": pending,
+                "committed_in_spool": in_spool, "lost": len(lost), "lost_ids": sorted(lost)[:20]}
+
+    @staticmethod
+    def unmatched(committed, spool, received):
+        """The committed samples neither in the spool nor among `received` (one output's entries)."""
         # The received times by status, each to be matched once.
         unmatched = {}
         for entry in received:
@@ -562,7 +580,6 @@ class Rig:
         for times in unmatched.values():
             times.sort()
         lost = []
-        in_spool = 0
         # The receiver's time is sent as it is, so those match exactly (to the rounding of a
         # millisecond), and first. The system's time is corrected to the best known UTC when sent, by
         # an offset that changes little from one sample to the next but can be large (a clock that is
@@ -571,7 +588,6 @@ class Rig:
         samples = sorted(committed.items(), key=lambda item: (item[1][2] != "receiver", item[1][1]))
         for row_id, (state, time_ms, clock) in samples:
             if row_id in spool:
-                in_spool += 1
                 continue
             times = unmatched.get(position_status(state), [])
             tolerance = 1 if clock == "receiver" else 60_000
@@ -580,13 +596,11 @@ class Rig:
                 lost.append(row_id)
             else:
                 times.remove(match)
-        pending = sum(1 for delivery in spool.values() if delivery != "acknowledged")
-        return {"committed": len(committed), "received": len(received), "spooled": pending,
-                "committed_in_spool": in_spool, "lost": len(lost), "lost_ids": lost[:20]}
+        return lost
 
     def expect_nothing_lost(self, agent, when):
         figures = self.account(agent)
-        log(f"{when}: committed {figures['committed']}, received {figures['received']}, "
+        log(f"{when}: committed {figures['committed']}, received {figures['received_by_output']}, "
             f"still spooled {figures['spooled']}, lost {figures['lost']}")
         if figures["lost"]:
             raise RigFailure(f"{when}: {figures['lost']} committed samples neither in the spool nor received: ids {figures['lost_ids']}")
@@ -737,7 +751,7 @@ class Rig:
 
     def final_totals(self):
         committed = self.committed()
-        return {"committed": len(committed), "received": len(self.received())}
+        return {"committed": len(committed), "received": len(self.received()), "received_efdi": len(self.received("time_log"))}
 
     def stop(self):
         if self.machine is not None and self.machine.process.poll() is None:

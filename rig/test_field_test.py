@@ -28,7 +28,7 @@ class ReceiverTests(unittest.TestCase):
 
 
 class AccountTests(unittest.TestCase):
-    def rig(self, journal, received):
+    def rig(self, journal, received, efdi=None):
         work = tempfile.mkdtemp()
         with open(os.path.join(work, "journal-1.log"), "w") as handle:
             for row_id, state, clock, time_ms in journal:
@@ -37,13 +37,18 @@ class AccountTests(unittest.TestCase):
         with open(os.path.join(work, "received.jsonl"), "w") as handle:
             entries = [{"time_ms": time_ms, "status": status, "lat": 0, "lon": 0} for time_ms, status in received]
             handle.write(json.dumps({"endpoint": "e", "message": "m", "entries": entries}) + "\n")
+            if efdi is not None:
+                entries = [{"time_ms": time_ms, "status": status, "lat": 0, "lon": 0} for time_ms, status in efdi]
+                handle.write(json.dumps({"endpoint": "e", "message": "n", "format": "time_log", "entries": entries}) + "\n")
+                handle.write(json.dumps({"endpoint": "e", "message": "d", "format": "device_description", "designator": "x"}) + "\n")
         rig = field_test.Rig.__new__(field_test.Rig)
         rig.work, rig.boots, rig.endpoint = work, 1, None
+        rig.outputs = ("gps_info",) if efdi is None else ("gps_info", "time_log")
         rig.received_path = os.path.join(work, "received.jsonl")
         return rig
 
-    def account(self, journal, received, spool):
-        rig = self.rig(journal, received)
+    def account(self, journal, received, spool, efdi=None):
+        rig = self.rig(journal, received, efdi)
         rig.spooled = lambda agent: spool
         return rig.account(None)
 
@@ -71,6 +76,14 @@ class AccountTests(unittest.TestCase):
     def test_a_status_must_match_too(self):
         figures = self.account([(1, "no_fix", "system", 1000)], [(1000, "dNotAvailable")], {})
         self.assertEqual(figures["lost_ids"], [1])
+
+    def test_a_sample_received_in_one_output_only_is_lost(self):
+        journal = [(1, "fix_3d_autonomous", "receiver", 1000), (2, "no_fix", "system", 200_000), (3, "no_fix", "system", 300_000)]
+        both = [(1000, "dGnss"), (200_000, "dNoGps"), (300_000, "dNoGps")]
+        figures = self.account(journal, both, {}, efdi=[(1000, "dGnss"), (300_000, "dNoGps")])
+        self.assertEqual(figures["lost_ids"], [2], "EFDI never got sample 2, though gps:info did")
+        self.assertEqual(figures["received_by_output"], {"gps_info": 3, "time_log": 2})
+        self.assertEqual(self.account(journal, both, {}, efdi=both)["lost"], 0)
 
 
 if __name__ == "__main__":
