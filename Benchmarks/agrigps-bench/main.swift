@@ -8,7 +8,8 @@
 //    same schema. Rounds alternate between the two so that a noisy disk hurts both alike.
 // 2. Backlog drain: a day at 1 Hz buffered, sent to agrirouter-sim at production spacing, against
 //    the fewest requests the payload cap allows.
-// 3. Bytes on the wire per position, against the raw GPSEntry.
+//    The same again with both outputs (gps:info and EFDI TimeLogs), sharing the cap.
+// 3. Bytes on the wire per position, against the raw GPSEntry; and what EFDI adds, against the raw Time.
 // 4. CPU seconds and peak RSS of `agrigps run` on 10 minutes of 10 Hz data in real time, against
 //    `gpspipe -w` on the same gpsd at the same time.
 // 5. Latency from a fix to its acknowledgement, p50 and p99, against the send interval plus 2 s.
@@ -180,22 +181,28 @@ let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardin
 let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "bench", certificationVersionID: "bench"))
     .onboard(tan: "BENCH00001", externalID: "urn:agrigps:bench")
 
-func backlogDrain() async throws {
+/// A day at 1 Hz drained through `outputs`; returns the body bytes per position, so that the run
+/// with both outputs can say what EFDI adds to gps:info alone.
+@discardableResult
+func backlogDrain(outputs: [SpoolOutput], gpsInfoAlone: Double? = nil) async throws -> Double {
+    let label = outputs.map(\.name).joined(separator: " + ")
     var drainConfiguration = SpoolConfiguration()
     drainConfiguration.wireSize = GPSEntry.wireSize(of:)
-    let backlog = Spool(path: workDirectory + "/backlog.sqlite", configuration: drainConfiguration)
+    drainConfiguration.outputs = outputs
+    let backlog = Spool(path: workDirectory + "/backlog-\(outputs.count).sqlite", configuration: drainConfiguration)
     let start = Date().addingTimeInterval(-Double(options.drainSamples))
     let day = (0..<options.drainSamples).map { index -> PositionSample in
         let report = PositionReport(time: start.addingTimeInterval(Double(index)), gpsdMode: 3, gpsdStatus: 3,
                                     latitude: 48.1 + Double(index) * 1e-7, longitude: 11.5 + Double(index) * 1e-7, altitudeHAE: 547.25,
-                                    hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
+                                    speed: 2.5, hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
         return PositionSample(sampledAt: start.addingTimeInterval(Double(index)), state: report.fixState, report: report)
     }
     for chunk in stride(from: 0, to: day.count, by: 10_000) { await backlog.append(Array(day[chunk..<min(chunk + 10_000, day.count)])) }
     let drainConnection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01)
-    _ = try await EndpointSetup(applicationID: "bench", certificationVersionID: "bench").run(on: drainConnection)
+    _ = try await EndpointSetup(applicationID: "bench", certificationVersionID: "bench", outputs: outputs).run(on: drainConnection)
     let spaced = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: options.drainSpacing)
-    let publisher = Publisher(spool: backlog, connection: spaced)
+    let efdi = Publisher.EFDI(description: DeviceDescription(endpointID: endpoint.deviceAlternateId, softwareVersion: "bench"))
+    let publisher = Publisher(spool: backlog, connection: spaced, outputs: outputs, efdi: efdi)
     let drainStart = uptime()
     var positions = 0
     while true {
@@ -205,17 +212,30 @@ func backlogDrain() async throws {
     }
     let drainSeconds = uptime() - drainStart
     let requests = await spaced.requestCount
-    let bodyBytes = await spaced.bodyBytesSent
+    let bodyBytes = Double(await spaced.bodyBytesSent) / Double(max(1, positions))
+    // The fewest sends: every output's bytes of the day (each sized by its own bound, as batches
+    // are) through one payload cap per request.
+    let perSample = outputs.map { $0 == .efdi ? Efdi_Time.upperBound : GPSEntry.wireSize(of: day[0]) }.reduce(0, +)
+    let fewest = Int((Double(options.drainSamples * perSample) / Double(SpoolConfiguration.agrirouterPayloadCap)).rounded(.up))
+    print(String(format: "backlog drain (%@): %d samples in %d requests (%d sends), %.0f s at %.0f s spacing; fewest sends the payload cap allows: %d",
+                 label, options.drainSamples, requests, (requests + 1) / 2, drainSeconds, options.drainSpacing, fewest))
     let rawEntry = Double((try GPSEntry(day[0]).serializedBytes() as Data).count)
-    let fewest = Int((Double(options.drainSamples) / Double(SpoolConfiguration.agrirouterPayloadCap / GPSEntry.wireSize(of: day[0]))).rounded(.up))
-    print(String(format: "backlog drain: %d samples in %d requests (%d sends), %.0f s at %.0f s spacing; fewest sends the payload cap allows: %d",
-                 options.drainSamples, requests, (requests + 1) / 2, drainSeconds, options.drainSpacing, fewest))
-    print(String(format: "bytes on the wire per position: %.1f   raw GPSEntry %.0f bytes   ratio %.2f",
-                 Double(bodyBytes) / Double(positions), rawEntry, Double(bodyBytes) / Double(positions) / rawEntry))
+    let rawTime = Double((try Efdi_Time(day[0])?.serializedBytes() as Data?)?.count ?? 0)
+    if let gpsInfoAlone {
+        print(String(format: "bytes on the wire per position (%@): %.1f, of which EFDI %.1f   raw GPSEntry %.0f bytes, raw Time %.0f bytes",
+                     label, bodyBytes, bodyBytes - gpsInfoAlone, rawEntry, rawTime))
+    } else {
+        print(String(format: "bytes on the wire per position (%@): %.1f   raw GPSEntry %.0f bytes   ratio %.2f",
+                     label, bodyBytes, rawEntry, bodyBytes / rawEntry))
+    }
+    return bodyBytes
 }
 
 if options.only == nil || options.only == "spool" { await spoolAppends() }
-if options.only == nil || options.only == "drain" { try await backlogDrain() }
+if options.only == nil || options.only == "drain" {
+    let alone = try await backlogDrain(outputs: [.gpsInfo])
+    try await backlogDrain(outputs: [.gpsInfo, .efdi], gpsInfoAlone: alone)
+}
 
 // The daemon itself, as a process: it is built beside this benchmark (swift build -c release).
 let agrigps = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("agrigps").path
