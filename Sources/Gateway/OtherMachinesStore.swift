@@ -164,50 +164,39 @@ public actor OtherMachinesStore {
 
     /// The name a device description gives its machine, if any.
     private static func designator(in message: ReceivedFeedMessage) throws(Refusal) -> String? {
-        do {
-            return EFDIContent.designator(of: try EFDIContent.taskData(from: message.content))
-        } catch {
-            throw Refusal(reason: error.description)
-        }
+        EFDIContent.designator(of: try readable { () throws(CodecError) in try EFDIContent.taskData(from: message.content) })
     }
 
-    /// Every position of a TimeLog, each checked (a `Time` without coordinates gives none); the first
-    /// that is out of range refuses the message.
-    private static func timeLogReports(in message: ReceivedFeedMessage) throws(Refusal) -> [ReportedPosition] {
-        let times: [Efdi_Time]
-        do {
-            times = try EFDIContent.timeLog(from: message.content).time
-        } catch {
-            throw Refusal(reason: error.description)
-        }
-        var reports: [ReportedPosition] = []
-        for (index, time) in times.enumerated() {
-            do {
-                if let report = try ReportedPosition(checking: time) { reports.append(report) }
-            } catch {
-                throw Refusal(reason: "time \(index + 1): \(error.description)")
-            }
-        }
-        return reports
-    }
-
-    /// Every entry of a gps:info (or position of a TimeLog), each checked; the first that cannot be
-    /// read or is out of range refuses the message.
+    /// Every entry of a gps:info, or every position of a TimeLog (a `Time` without coordinates gives
+    /// none), each checked; the first that cannot be read or is out of range refuses the message.
     private static func reports(in message: ReceivedFeedMessage) throws(Refusal) -> [ReportedPosition] {
-        if message.technicalMessageType == TechnicalMessageType.timeLog { return try timeLogReports(in: message) }
-        let entries: [GPSEntry]
+        if message.technicalMessageType == TechnicalMessageType.timeLog {
+            let times = try readable { () throws(CodecError) in try EFDIContent.timeLog(from: message.content).time }
+            return try checked(times, "time") { (time: Efdi_Time) throws(OutOfBounds) in try ReportedPosition(checking: time) }
+        }
+        let entries = try readable { () throws(CodecError) in try GPSInfoContent.gpsList(from: message.content).gpsEntries }
+        return try checked(entries, "entry") { (entry: GPSEntry) throws(OutOfBounds) in try ReportedPosition(checking: entry) }
+    }
+
+    /// What `decode` reads, or a refusal that says why it could not.
+    private static func readable<T>(_ decode: () throws(CodecError) -> T) throws(Refusal) -> T {
         do {
-            entries = try GPSInfoContent.gpsList(from: message.content).gpsEntries
+            return try decode()
         } catch {
             throw Refusal(reason: error.description)
         }
+    }
+
+    /// `items` checked one by one: the first out of range refuses them all, named by its place.
+    private static func checked<Item>(_ items: [Item], _ label: String,
+                                      _ check: (Item) throws(OutOfBounds) -> ReportedPosition?) throws(Refusal) -> [ReportedPosition] {
         var reports: [ReportedPosition] = []
-        reports.reserveCapacity(entries.count)
-        for (index, entry) in entries.enumerated() {
-            do {
-                reports.append(try ReportedPosition(checking: entry))
+        reports.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            do throws(OutOfBounds) {
+                if let report = try check(item) { reports.append(report) }
             } catch {
-                throw Refusal(reason: "entry \(index + 1): \(error.description)")
+                throw Refusal(reason: "\(label) \(index + 1): \(error.description)")
             }
         }
         return reports
