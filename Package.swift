@@ -217,7 +217,7 @@ let package = Package(
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         // The mutation campaign over every decoder of other parties' input: script/fuzz runs it.
-        .executableTarget(name: "agrigps-fuzz", dependencies: ["Agrirouter", "AgrirouterSim", "Bounds", "Gateway", "StateView", "GNSS",
+        .executableTarget(name: "agrigps-fuzz", dependencies: ["Agrirouter", "AgrirouterSim", "Bounds", "Gateway", "StateView", "GNSS", "TestSupport",
                                                               .product(name: "SwiftProtobuf", package: "swift-protobuf")],
                           path: "Tests/Fuzz"),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.

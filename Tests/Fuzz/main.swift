@@ -14,21 +14,9 @@ import StateView
 import GNSS
 import SwiftProtobuf
 import Synchronization
+import TestSupport
 
-/// SplitMix64: small, fast, and the same sequence for the same seed on every machine.
-struct Random {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func below(_ bound: Int) -> Int { bound <= 0 ? 0 : Int(next() % UInt64(bound)) }
-    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-}
+typealias Random = SplitMix64
 
 enum Mutate {
     static let interestingBytes: [UInt8] = [0x00, 0x01, 0x0A, 0x0D, 0x10, 0x1B, 0x22, 0x5C, 0x7F, 0x80, 0xFF]
@@ -322,7 +310,7 @@ struct Fuzz {
         try heartbeat.write(to: directory + "/example-heartbeat.json")
         let heartbeatExample = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/example-heartbeat.json")))
 
-        var campaign = Campaign(random: Random(state: seed), reproducer: Reproducer(path: reproducerPath), directory: directory)
+        var campaign = Campaign(random: Random(seed: seed), reproducer: Reproducer(path: reproducerPath), directory: directory)
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         let started = Date()
         for index in 0..<cases {

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+import TestSupport
 @testable import Spool
 
 /// gps:info and EFDI from one spool: a sample leaves only when every enabled output has been
@@ -146,7 +147,7 @@ import Testing
     /// exactly once in the end.
     @Test(arguments: 1...8 as ClosedRange<UInt64>)
     func randomInterleavingsLoseNothingAndFinishEverything(seed: UInt64) async throws {
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: both { $0.retryDelay = 0; $0.parkAfterFailures = 1000 })
         var appended = 0
@@ -189,18 +190,5 @@ import Testing
         #expect(acknowledged[.gpsInfo]!.sorted() == Array(1...30))
         #expect(acknowledged[.efdi]!.sorted() == Array(1...30))
         #expect(await spool.status().waiting == 0)
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a failing seed can be run again.
-struct SeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
