@@ -67,17 +67,24 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
-        // agrirouter's protobuf messages (generated from Protos/ by script/regenerate-protobuf) and the envelope codec.
+        // agrirouter's wire format: the protobuf messages (generated from Protos/ by
+        // script/regenerate-protobuf), envelopes, framing, the measures body, outbox decoding, and
+        // every agrirouter limit. No C and no I/O: the local agrirouter depends on this alone.
         .target(
-            name: "Agrirouter",
+            name: "AgrirouterWire",
             dependencies: [
                 "Bounds",
-                "GNSS",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]
+        ),
+        // How the box reaches agrirouter: onboarding, the credentials, and HTTPS over libcurl.
+        .target(
+            name: "AgrirouterLink",
+            dependencies: [
+                "Bounds",
+                "AgrirouterWire",
                 "CCurl",
                 "COpenSSL",
-                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
-                // SHA-1 for EFDI's name-based team set context ids.
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The daemon's parts: the agrirouter connection, the endpoint set-up, the send cycle, the feed
@@ -88,10 +95,13 @@ let package = Package(
                 "Bounds",
                 "GNSS",
                 "Spool",
-                "Agrirouter",
+                "AgrirouterWire",
+                "AgrirouterLink",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
+                // SHA-1 for EFDI's name-based team set context ids.
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // What the CLI and the cab view read from the state directory, every database opened read-only:
@@ -102,7 +112,8 @@ let package = Package(
                 "Bounds",
                 "GNSS",
                 "Spool",
-                "Agrirouter",
+                "AgrirouterWire",
+                "AgrirouterLink",
                 "Gateway",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -114,7 +125,8 @@ let package = Package(
                 "Bounds",
                 "GNSS",
                 "Spool",
-                "Agrirouter",
+                "AgrirouterWire",
+                "AgrirouterLink",
                 "Gateway",
                 "StateView",
                 "COpenSSL",
@@ -129,7 +141,7 @@ let package = Package(
         .target(
             name: "AgrirouterSim",
             dependencies: [
-                "Agrirouter",
+                "AgrirouterWire",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -167,7 +179,8 @@ let package = Package(
                 "Bounds",
                 "GNSS",
                 "GPSDReplay",
-                "Agrirouter",
+                "AgrirouterWire",
+                "AgrirouterLink",
                 "Spool",
                 "Gateway",
                 "StateView",
@@ -194,30 +207,30 @@ let package = Package(
         // Benchmarks that print each figure beside its baseline: swift run -c release agrigps-bench
         .executableTarget(
             name: "agrigps-bench",
-            dependencies: ["Spool", "GNSS", "GPSDReplay", "Gateway", "Agrirouter", "AgrirouterSim", "TestSupport",
+            dependencies: ["Spool", "GNSS", "GPSDReplay", "Gateway", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "TestSupport",
                            .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
-        .testTarget(name: "AgrirouterTests", dependencies: ["Agrirouter", "Bounds", "GNSS", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "Agrirouter", "AgrirouterSim", "GNSS", "Bounds",
+        .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
-        .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "Agrirouter", "GNSS", "GPSDReplay",
+        .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Gateway", "GNSS", "GPSDReplay",
                                                             .product(name: "X509", package: "swift-certificates"),
                                                             .product(name: "SwiftASN1", package: "swift-asn1")]),
-        .testTarget(name: "StateViewTests", dependencies: ["StateView", "Gateway", "Spool", "GNSS", "Agrirouter", "TestSupport"]),
-        .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "Gateway", "Spool", "GNSS", "Agrirouter", "AgrirouterSim",
+        .testTarget(name: "StateViewTests", dependencies: ["StateView", "Gateway", "Spool", "GNSS", "AgrirouterWire", "AgrirouterLink", "TestSupport"]),
+        .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "Gateway", "Spool", "GNSS", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
                                                      "GPSDReplay", "TestSupport",
                                                      .product(name: "Logging", package: "swift-log"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
-        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "Agrirouter", "Spool", "Gateway", "GNSS",
+        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "Gateway", "GNSS",
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         // The mutation campaign over every decoder of other parties' input: script/fuzz runs it.
-        .executableTarget(name: "agrigps-fuzz", dependencies: ["Agrirouter", "AgrirouterSim", "Bounds", "Gateway", "StateView", "GNSS", "TestSupport",
+        .executableTarget(name: "agrigps-fuzz", dependencies: ["AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "Bounds", "Gateway", "StateView", "GNSS", "TestSupport",
                                                               .product(name: "SwiftProtobuf", package: "swift-protobuf")],
                           path: "Tests/Fuzz"),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.

@@ -1,6 +1,7 @@
 // The benchmarks that run `agrigps run` itself as a process: CPU and peak memory against gpspipe
 // on the same replay, and the latency from a fix to agrirouter-sim's acknowledgement.
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
 import AgrirouterSim
 import Foundation
 import GNSS

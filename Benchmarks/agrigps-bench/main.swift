@@ -17,7 +17,8 @@
 //    of 1.5 s, and the page process's peak RSS.
 import Foundation
 import GNSS
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
 import AgrirouterSim
 import GRDBSQLite
 import Gateway
@@ -216,7 +217,7 @@ func backlogDrain(outputs: [SpoolOutput], gpsInfoAlone: Double? = nil) async thr
     // The fewest sends: every output's bytes of the day (each sized by its own bound, as batches
     // are) through one payload cap per request.
     let perSample = outputs.map { $0 == .efdi ? Efdi_Time.upperBound : GPSEntry.wireSize(of: day[0]) }.reduce(0, +)
-    let fewest = Int((Double(options.drainSamples * perSample) / Double(SpoolConfiguration.agrirouterPayloadCap)).rounded(.up))
+    let fewest = Int((Double(options.drainSamples * perSample) / Double(AgrirouterLimits.payloadBytes)).rounded(.up))
     print(String(format: "backlog drain (%@): %d samples in %d requests (%d sends), %.0f s at %.0f s spacing; fewest sends the payload cap allows: %d",
                  label, options.drainSamples, requests, (requests + 1) / 2, drainSeconds, options.drainSpacing, fewest))
     let rawEntry = Double((try GPSEntry(day[0]).serializedBytes() as Data).count)

@@ -1,4 +1,4 @@
-import Agrirouter
+import AgrirouterWire
 import Foundation
 
 /// How the simulator is set up.
@@ -10,10 +10,10 @@ public struct SimConfiguration: Sendable {
     public var applicationID: String?
     public var certificationVersionID: String?
     /// How long an answer waits in an outbox before it is dropped, as agrirouter's 5 minutes.
-    public var outboxLifetime: Double = 300
+    public var outboxLifetime: Double = AgrirouterLimits.outboxLifetime
     /// The largest payload accepted, in bytes of protobuf: the SDKs' chunk size, whose base64 stays
     /// within 1,024,000 characters. Larger ones get HTTP 413.
-    public var maximumPayloadBytes = 767_997
+    public var maximumPayloadBytes = AgrirouterLimits.payloadBytes
     /// For tests of what a client accepts: rewrites each successful onboarding answer (its JSON body)
     /// before it is sent, into anything at all.
     public var rewriteOnboardingAnswer: (@Sendable (Data) -> Data)?

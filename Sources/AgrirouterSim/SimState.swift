@@ -1,4 +1,4 @@
-import Agrirouter
+import AgrirouterWire
 import Crypto
 import Foundation
 import SwiftProtobuf
@@ -24,7 +24,7 @@ actor SimState {
     private var stalledUntil: Double?
 
     /// The largest base64 message agrirouter takes: 767,997 bytes of protobuf.
-    static let maximumMessageCharacters = 1_024_000
+    static let maximumMessageCharacters = AgrirouterLimits.messageCharacters
 
     init(configuration: SimConfiguration, authority: CertificateAuthority) {
         self.configuration = configuration

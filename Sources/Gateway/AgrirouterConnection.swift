@@ -1,4 +1,5 @@
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
 import Foundation
 import GNSS
 import Logging
@@ -113,7 +114,7 @@ public actor AgrirouterConnection {
 
     /// The spacing suited to an environment: 10 s on QA, 5 s in production.
     public static func spacing(for environment: String) -> Double {
-        environment == "production" ? 5 : 10
+        AgrirouterLimits.spacing(for: environment)
     }
 
     /// Seconds until a request could go out; a caller may wait this long before it gathers what to send.

@@ -1,4 +1,4 @@
-import Agrirouter
+import AgrirouterWire
 import Foundation
 import GNSS
 
@@ -11,7 +11,7 @@ struct EndpointCheck: Sendable {
 
     var interval: Double
     /// A ping unanswered this long is asked again: the outbox keeps answers 5 minutes.
-    var answerTimeout: Double = 300
+    var answerTimeout: Double = AgrirouterLimits.outboxLifetime
     /// When the last ping went out, on the monotonic clock.
     private(set) var lastSent: Double?
     private var awaiting: String?

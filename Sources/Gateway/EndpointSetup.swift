@@ -1,4 +1,4 @@
-import Agrirouter
+import AgrirouterWire
 import Bounds
 import Foundation
 import Spool

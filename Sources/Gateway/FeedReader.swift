@@ -1,4 +1,4 @@
-import Agrirouter
+import AgrirouterWire
 import Bounds
 import Foundation
 import GNSS
@@ -20,7 +20,7 @@ public actor FeedReader {
         public var endpointRefresh: Double = 300
         public var unknownSenderRefreshGap: Double = 60
         /// A request unanswered this long is given up; the outbox keeps answers 5 minutes.
-        public var answerTimeout: Double = 300
+        public var answerTimeout: Double = AgrirouterLimits.outboxLifetime
         /// Pages read per query before waiting for the next one (a page is 25 messages).
         public var maximumPages = 40
         /// Message ids per confirm.

@@ -1,4 +1,5 @@
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
 import Foundation
 
 /// Onboarding as `agrigps onboard` and the cab view both do it: one path from a TAN to stored

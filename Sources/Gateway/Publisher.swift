@@ -1,4 +1,4 @@
-import Agrirouter
+import AgrirouterWire
 import Foundation
 import GNSS
 import Logging
@@ -64,7 +64,7 @@ public actor Publisher {
     public private(set) var descriptionState: DescriptionState?
 
     /// `outputs` are those enabled; EFDI needs `efdi` and is left out without it.
-    public init(spool: Spool, connection: AgrirouterConnection, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
+    public init(spool: Spool, connection: AgrirouterConnection, byteBudget: Int = AgrirouterLimits.payloadBytes,
                 outputs: [SpoolOutput] = [.gpsInfo], efdi: EFDI? = nil,
                 clock: TrueTime? = nil, logger: Logger = Logger(label: "agrigps.publisher")) {
         self.spool = spool
@@ -111,7 +111,7 @@ public actor Publisher {
     /// With `fetchingAnswers` false, the caller polls the outbox and hands the answers to `absorb`.
     /// `now` is the best known UTC (kept in the spool); `uptimeNow` the monotonic clock, which times
     /// the wait for answers.
-    public func cycle(now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = 300,
+    public func cycle(now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime,
                       fetchingAnswers: Bool = true) async -> CycleReport {
         let now = now ?? TrueTime.bestGuess(clock)
         var report = CycleReport()
@@ -252,7 +252,7 @@ public actor Publisher {
     /// Unanswered past the outbox's life: the answer will not come, so the samples go back to pending
     /// and are sent again (the spool counts them as resent). One that cannot be released yet is kept.
     private func giveUpOn(_ ids: [String]) async {
-        if description.awaitingID != nil, uptime() - description.sentAt >= 300 {
+        if description.awaitingID != nil, uptime() - description.sentAt >= AgrirouterLimits.outboxLifetime {
             description.awaitingID = nil  // unanswered within the outbox's life: it goes again
         }
         for id in ids {

@@ -257,11 +257,12 @@ public actor Spool {
 
     // MARK: - Delivery
 
-    /// Takes the oldest samples `output` may send, within `byteBudget` (by their gps:info size) and
-    /// `maximumEntries`, marks them in flight for it under `id`, and returns them in the order they
-    /// were taken. Nil when nothing is waiting, or the output is not enabled.
+    /// Takes the oldest samples `output` may send, within `byteBudget` (by their gps:info size; the
+    /// publisher, which knows the wire's limits, sets it) and `maximumEntries`, marks them in flight
+    /// for it under `id`, and returns them in the order they were taken. Nil when nothing is waiting,
+    /// or the output is not enabled.
     public func takeBatch(for output: SpoolOutput = .gpsInfo, id: String = UUID().uuidString.lowercased(),
-                          byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
+                          byteBudget: Int = .max,
                           maximumEntries: Int = 20_000, now: Date? = nil) throws(SpoolError) -> SpoolBatch? {
         guard outputs.contains(output) else { return nil }
         let now = (now ?? configuration.clock()).timeIntervalSince1970

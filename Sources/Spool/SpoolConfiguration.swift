@@ -3,9 +3,6 @@ import GNSS
 
 /// How the spool behaves. Every limit has a default that suits a box sampling once a second.
 public struct SpoolConfiguration: Sendable {
-    /// The payload cap of the agrirouter SDKs: protobuf bytes whose base64 stays within 1,024,000 characters.
-    public static let agrirouterPayloadCap = 767_997
-
     /// Most unacknowledged rows kept; the oldest that are not in flight are dropped beyond it.
     public var maximumRows = 500_000
     /// Most encoded bytes (the `wireSize` of each row) kept unacknowledged.

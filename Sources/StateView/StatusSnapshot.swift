@@ -1,4 +1,5 @@
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
 import Gateway
 import Bounds
 import Foundation

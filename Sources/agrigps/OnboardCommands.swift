@@ -1,4 +1,5 @@
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
 import ArgumentParser
 import Bounds
 import CommandSupport

@@ -1,4 +1,5 @@
-@testable import Agrirouter
+@testable import AgrirouterLink
+import AgrirouterWire
 import Foundation
 import Testing
 @testable import AgrirouterSim

@@ -1,4 +1,6 @@
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
+import Gateway
 import Foundation
 import GNSS
 import SwiftASN1

@@ -5,7 +5,8 @@
 // fails the run. Deterministic for a given seed.
 //
 //   agrigps-fuzz [--cases N] [--seed S] [--reproducer PATH]
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
 import AgrirouterSim
 import Bounds
 import Foundation

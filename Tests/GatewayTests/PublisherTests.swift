@@ -1,4 +1,5 @@
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
 import AgrirouterSim
 import Foundation
 import GNSS
@@ -14,7 +15,7 @@ struct Rig {
     let publisher: Publisher
     let directory: String
 
-    static func make(spacing: Double = 0.02, byteBudget: Int = SpoolConfiguration.agrirouterPayloadCap,
+    static func make(spacing: Double = 0.02, byteBudget: Int = AgrirouterLimits.payloadBytes,
                      simulatorPayloadCap: Int = 767_997, timeout: Double = 10,
                      backoff: Backoff = Backoff(first: 0.05, maximum: 0.2), clock: TrueTime? = nil,
                      outputs: [SpoolOutput] = [.gpsInfo],
@@ -273,7 +274,7 @@ struct PublisherTests {
         #expect(entries.count == backlog.count)
         #expect(same(entries, backlog.map { GPSEntry($0) }))
         let batches = reports.filter { $0.published > 0 }.map(\.published)
-        let perBatch = SpoolConfiguration.agrirouterPayloadCap / GPSEntry.wireSize(of: backlog[0])
+        let perBatch = AgrirouterLimits.payloadBytes / GPSEntry.wireSize(of: backlog[0])
         #expect(batches.count == (backlog.count + perBatch - 1) / perBatch, "full batches: \(batches)")
     }
 

@@ -98,13 +98,13 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(try await spool.takeBatch(id: "b4", now: epoch) == nil)
     }
 
-    @Test func defaultBudgetIsTheAgrirouterPayloadCap() async throws {
+    @Test func aBatchFillsItsByteBudgetAndNoMore() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.wireSize = { _ in 75 } })
         await spool.append((1...12_000).map { sample($0) })
-        let batch = try #require(try await spool.takeBatch(now: epoch))
+        let batch = try #require(try await spool.takeBatch(byteBudget: 767_997, now: epoch))
         #expect(batch.samples.count == 767_997 / 75)
-        #expect(batch.wireBytes <= SpoolConfiguration.agrirouterPayloadCap)
+        #expect(batch.wireBytes <= 767_997)
     }
 
     @Test func inFlightBatchesTimeOutBackToPending() async throws {

@@ -1,4 +1,4 @@
-import Agrirouter
+import AgrirouterWire
 import Foundation
 import GNSS
 import Testing

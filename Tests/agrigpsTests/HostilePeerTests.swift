@@ -1,4 +1,4 @@
-import Agrirouter
+import AgrirouterWire
 import AgrirouterSim
 import Foundation
 import GPSDReplay

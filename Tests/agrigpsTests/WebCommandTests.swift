@@ -1,4 +1,5 @@
-import Agrirouter
+import AgrirouterWire
+import AgrirouterLink
 import AgrirouterSim
 import Foundation
 import GPSDReplay

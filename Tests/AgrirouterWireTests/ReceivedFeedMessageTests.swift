@@ -1,4 +1,4 @@
-@testable import Agrirouter
+@testable import AgrirouterWire
 import Bounds
 import Foundation
 import SwiftProtobuf

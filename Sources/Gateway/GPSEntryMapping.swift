@@ -1,8 +1,9 @@
+import AgrirouterWire
 import Foundation
 import GNSS
 import SwiftProtobuf
 
-public typealias GPSEntry = Agrirouter_Technicalmessagetype_GPSList.GPSEntry
+// Where samples meet the wire: our fix states and samples as gps:info's GPSEntry.
 
 extension GPSEntry.PositionStatus {
     /// Our fix state as agrirouter's position status. Every state is sent, including "no position".

@@ -1,3 +1,4 @@
+import AgrirouterWire
 import Crypto
 import Foundation
 import SwiftProtobuf

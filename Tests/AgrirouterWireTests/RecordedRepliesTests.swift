@@ -2,7 +2,7 @@ import Foundation
 import SwiftProtobuf
 import Testing
 import TestSupport
-@testable import Agrirouter
+@testable import AgrirouterWire
 
 /// Replies recorded from the real agrirouter, decoded by our codec.
 @Suite struct RecordedRepliesTests {

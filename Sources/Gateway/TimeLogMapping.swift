@@ -1,3 +1,4 @@
+import AgrirouterWire
 import Foundation
 import GNSS
 import SwiftProtobuf
