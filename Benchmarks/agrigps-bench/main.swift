@@ -200,7 +200,7 @@ func backlogDrain(outputs: [SpoolOutput], gpsInfoAlone: Double? = nil) async thr
     }
     for chunk in stride(from: 0, to: day.count, by: 10_000) { await backlog.append(Array(day[chunk..<min(chunk + 10_000, day.count)])) }
     let drainConnection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01)
-    _ = try await EndpointSetup(applicationID: "bench", certificationVersionID: "bench", outputs: outputs).run(on: drainConnection)
+    try await EndpointSetup(applicationID: "bench", certificationVersionID: "bench", outputs: outputs).run(on: drainConnection)
     let spaced = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: options.drainSpacing)
     let efdi = Publisher.EFDI(description: DeviceDescription(endpointID: endpoint.deviceAlternateId, softwareVersion: "bench"))
     let publisher = Publisher(spool: backlog, connection: spaced, outputs: outputs, efdi: efdi)

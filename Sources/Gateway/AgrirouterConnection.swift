@@ -71,6 +71,18 @@ public actor AgrirouterConnection {
     public private(set) var requestCount = 0
     public private(set) var bodyBytesSent = 0
 
+    /// Who an outbox answer is for: each part sends its own messages and takes only their answers.
+    public enum Recipient: Sendable, Hashable, CaseIterable {
+        case setup, publisher, reader, check
+    }
+
+    /// Who sent each message still waiting for its answer (and when, on the monotonic clock), and
+    /// the answers fetched for each but not yet taken; the feed reader's box holds the pushes too.
+    private var senders: [String: (recipient: Recipient, sentAt: Double)] = [:]
+    private var mailboxes: [Recipient: [DecodedResponse]] = [:]
+    /// The most answers one box keeps untaken; beyond it the oldest go (nothing takes them).
+    static let mailboxLimit = 10_000
+
     public init(endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
                 timeout: Double = 60, backoff: Backoff = Backoff(), clock: TrueTime? = nil) throws(OnboardingError) {
         guard let credentials = ClientCredentials(agrirouterPEM: endpoint.authentication.certificate,
@@ -152,20 +164,21 @@ public actor AgrirouterConnection {
         }
     }
 
-    /// POSTs one message to the measures URL and returns it as sent.
+    /// POSTs one message to the measures URL and returns it as sent; its answer goes to `recipient`.
     @discardableResult
     public func send(_ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
-                     payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased())
-        async throws(GatewayError) -> EncodedMessage {
-        let sent = try await send([Outgoing(technicalMessageType, mode: mode, payload: payload, applicationMessageID: applicationMessageID)])
+                     payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased(),
+                     for recipient: Recipient = .publisher) async throws(GatewayError) -> EncodedMessage {
+        let sent = try await send([Outgoing(technicalMessageType, mode: mode, payload: payload, applicationMessageID: applicationMessageID)],
+                                  for: recipient)
         return sent[0]
     }
 
     /// POSTs several messages in one measures request (agrirouter allows it; their payloads together
     /// stay within the payload cap), so that a second output costs no second request. Returns them
-    /// as sent, in order. They succeed or fail together.
+    /// as sent, in order. They succeed or fail together; their answers go to `recipient`.
     @discardableResult
-    public func send(_ messages: [Outgoing]) async throws(GatewayError) -> [EncodedMessage] {
+    public func send(_ messages: [Outgoing], for recipient: Recipient = .publisher) async throws(GatewayError) -> [EncodedMessage] {
         precondition(!messages.isEmpty, "a measures request carries at least one message")
         var encoded: [EncodedMessage] = []
         let body: Data
@@ -182,6 +195,9 @@ public actor AgrirouterConnection {
         } catch {
             throw .codec(error)
         }
+        // Known before the request goes: a poll that overtakes it still routes the answer right.
+        let sentAt = uptime()
+        for message in encoded { senders[message.applicationMessageID] = (recipient, sentAt) }
         await waitForTurn()
         bodyBytesSent += body.count
         do {
@@ -193,6 +209,39 @@ public actor AgrirouterConnection {
             throw .transport(error)
         }
         return encoded
+    }
+
+    /// One GET of the outbox, each answer put aside for whoever sent its message, every push for the
+    /// feed reader, and an answer to a message nobody here sent (a batch of a run that was killed)
+    /// for the publisher, which knows its batches from the spool. Returns the items that did not
+    /// decode, not dropped silently.
+    @discardableResult
+    public func poll() async throws(GatewayError) -> [CodecError] {
+        let (responses, undecodable) = try await fetchOutbox()
+        // An answer comes within the outbox's life or not at all: older senders are forgotten.
+        let now = uptime()
+        senders = senders.filter { now - $0.value.sentAt <= 2 * AgrirouterLimits.outboxLifetime }
+        for response in responses {
+            let recipient: Recipient
+            if response.envelope.type == .pushNotification {
+                recipient = .reader
+            } else if let id = response.applicationMessageID, let sender = senders.removeValue(forKey: id) {
+                recipient = sender.recipient
+            } else {
+                recipient = .publisher
+            }
+            var box = mailboxes[recipient, default: []]
+            if box.count >= Self.mailboxLimit { box.removeFirst(box.count - Self.mailboxLimit + 1) }
+            box.append(response)
+            mailboxes[recipient] = box
+        }
+        return undecodable
+    }
+
+    /// The answers (and for the feed reader, the pushes) polled for `recipient` since it last took
+    /// them, in the order they came.
+    public func answers(for recipient: Recipient) -> [DecodedResponse] {
+        mailboxes.removeValue(forKey: recipient) ?? []
     }
 
     /// GETs the outbox. Items that do not decode are returned as errors beside the rest, not dropped silently.

@@ -31,12 +31,11 @@ public struct EndpointSetup: Sendable {
          (TechnicalMessageType.timeLog, outputs.contains(.efdi))]
     }
 
-    /// Runs the conversation. Returns the other outbox items seen meanwhile (pushes, late ACKs), which
-    /// belong to whoever handles them next.
-    public func run(on connection: AgrirouterConnection) async throws(GatewayError) -> [DecodedResponse] {
-        var others = try await request(TechnicalMessageType.capabilities, payload: capabilities, on: connection)
-        others += try await request(TechnicalMessageType.subscription, payload: subscription, on: connection)
-        return others
+    /// Runs the conversation. The other outbox items its polls bring (pushes, late answers) wait in
+    /// the connection for whoever they are for.
+    public func run(on connection: AgrirouterConnection) async throws(GatewayError) {
+        try await request(TechnicalMessageType.capabilities, payload: capabilities, on: connection)
+        try await request(TechnicalMessageType.subscription, payload: subscription, on: connection)
     }
 
     var capabilities: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification {
@@ -80,20 +79,17 @@ public struct EndpointSetup: Sendable {
         return String(hash, radix: 16)
     }
 
+    /// Sends one message and polls until its answer comes. What the polls bring for the others stays
+    /// in the connection for them.
     private func request(_ type: String, payload: any SwiftProtobuf.Message,
-                         on connection: AgrirouterConnection) async throws(GatewayError) -> [DecodedResponse] {
-        let sent = try await connection.send(type, payload: payload)
+                         on connection: AgrirouterConnection) async throws(GatewayError) {
+        let sent = try await connection.send(type, payload: payload, for: .setup)
         let deadline = Date().addingTimeInterval(answerTimeout)
-        var others: [DecodedResponse] = []
         while Date() < deadline {
-            let (responses, _) = try await connection.fetchOutbox()
-            for response in responses {
-                guard response.applicationMessageID == sent.applicationMessageID else {
-                    others.append(response)
-                    continue
-                }
+            try await connection.poll()
+            for response in await connection.answers(for: .setup) where response.applicationMessageID == sent.applicationMessageID {
                 switch response.body {
-                case .ack, .ackWithMessages: return others
+                case .ack, .ackWithMessages: return
                 default: throw .refused(technicalMessageType: type, codes: response.messageCodes)
                 }
             }

@@ -186,7 +186,8 @@ public actor FeedReader {
         guard let request = nextRequest() else { return false }
         let sent: EncodedMessage
         do throws(GatewayError) {
-            sent = try await connection.send(request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention))
+            sent = try await connection.send(request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention),
+                                             for: .reader)
         } catch {
             if case .confirm(let ids) = request { toConfirm.insert(contentsOf: ids, at: 0) }
             throw error

@@ -221,8 +221,8 @@ public struct GatewayDaemon: Sendable {
             probedTime = true
             if setUpAt.map({ uptime() - $0 > configuration.setupRenewal }) ?? true {
                 do {
-                    let seen = try await setup.run(on: connection)
-                    let settled = await publisher.absorb(check.absorb(await reader?.absorb(seen) ?? seen, now: trueNow()))
+                    try await setup.run(on: connection)
+                    let settled = await deliver(connection, publisher: publisher, reader: reader, check: &check)
                     await counter.add(acknowledged: settled.acknowledged)
                     setUpAt = uptime()
                     await publisher.endpointSetUp()
@@ -361,7 +361,7 @@ public struct GatewayDaemon: Sendable {
     private func pingIfDue(_ check: inout EndpointCheck, _ connection: AgrirouterConnection) async {
         guard check.isDue(uptimeNow: uptime()) else { return }
         do throws(GatewayError) {
-            let sent = try await connection.send(TechnicalMessageType.ping, payload: nil)
+            let sent = try await connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
             check.sent(sent.applicationMessageID, uptimeNow: uptime())
         } catch {
             check.notSent()
@@ -416,18 +416,21 @@ public struct GatewayDaemon: Sendable {
         }
     }
 
-    /// One GET of the outbox, every answer handed to whoever waits for it: the feed reader, the
-    /// endpoint check, then the publisher.
+    /// One GET of the outbox, then every answer to whoever it is for.
     private func pollAndSettle(_ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
                                check: inout EndpointCheck) async throws(GatewayError) -> Publisher.CycleReport {
-        await publisher.absorb(check.absorb(try await pollOutbox(connection, reader: reader), now: trueNow()))
+        for error in try await connection.poll() { logger.warning("outbox item skipped: \(error.description)") }
+        return await deliver(connection, publisher: publisher, reader: reader, check: &check)
     }
 
-    /// One GET of the outbox: the feed reader takes pushes and its answers, the rest is for the publisher.
-    private func pollOutbox(_ connection: AgrirouterConnection, reader: FeedReader?) async throws(GatewayError) -> [DecodedResponse] {
-        let (responses, undecodable) = try await connection.fetchOutbox()
-        for error in undecodable { logger.warning("outbox item skipped: \(error.description)") }
-        return await reader?.absorb(responses) ?? responses
+    /// Hands each part the answers the last polls brought it: the feed reader its pushes and
+    /// answers, the endpoint check its ping's, the publisher its batches' (what it settled is returned).
+    private func deliver(_ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
+                         check: inout EndpointCheck) async -> Publisher.CycleReport {
+        let forReader = await connection.answers(for: .reader)
+        if let reader { _ = await reader.absorb(forReader) }
+        _ = check.absorb(await connection.answers(for: .check), now: trueNow())
+        return await publisher.absorb(await connection.answers(for: .publisher))
     }
 
     /// Waits until nothing is left to send or in flight, and the feed has been read, or the drain timeout passes.

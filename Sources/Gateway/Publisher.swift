@@ -96,8 +96,8 @@ public actor Publisher {
     /// Messages still waiting for an answer: batches, and the description.
     public var awaitingAnswers: Int { awaiting.count + (description.awaitingID == nil ? 0 : 1) }
 
-    /// Outbox items someone else fetched (the daemon's outbox poll, the endpoint set-up): answers to
-    /// our batches among them settle those batches, exactly as if this publisher had fetched them.
+    /// Its answers from a poll someone else made (the daemon's, the endpoint set-up's): they settle
+    /// our batches exactly as if this publisher had polled.
     @discardableResult
     public func absorb(_ responses: [DecodedResponse], now: Date? = nil) async -> CycleReport {
         let now = now ?? TrueTime.bestGuess(clock)
@@ -300,9 +300,8 @@ public actor Publisher {
     }
 
     private func settle(_ report: inout CycleReport, now: Date) async throws(GatewayError) {
-        let (responses, undecodable) = try await connection.fetchOutbox()
-        for error in undecodable { logger.warning("outbox item skipped: \(error.description)") }
-        await settle(responses, into: &report, now: now)
+        for error in try await connection.poll() { logger.warning("outbox item skipped: \(error.description)") }
+        await settle(await connection.answers(for: .publisher), into: &report, now: now)
     }
 
     private func settle(_ responses: [DecodedResponse], into report: inout CycleReport, now: Date) async {

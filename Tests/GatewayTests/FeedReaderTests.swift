@@ -29,7 +29,7 @@ struct PeerRig {
         for (tan, id) in [("TAN0000001", "urn:agrigps:tractor"), ("TAN0000002", "urn:agrigps:harvester")] {
             let endpoint = try await client.onboard(tan: tan, externalID: id)
             let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01, timeout: 10)
-            _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: connection)
+            try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: connection)
             connections.append(connection)
         }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-feed-\(UUID().uuidString)").path

@@ -30,7 +30,7 @@ struct Rig {
         // Set up with the system clock, so that a test's clock may start out not knowing the time.
         // ... and with a patient timeout: only the connection under test gets the test's short one.
         let setUp = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: 10)
-        _ = try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10, outputs: outputs).run(on: setUp)
+        try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10, outputs: outputs).run(on: setUp)
         let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout,
                                                   backoff: backoff, clock: clock)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-gateway-\(UUID().uuidString)").path

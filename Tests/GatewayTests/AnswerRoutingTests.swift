@@ -1,0 +1,48 @@
+import AgrirouterWire
+import Foundation
+import Testing
+@testable import Gateway
+
+/// Outbox answers go to whoever sent the message, by its application message id; pushes to the feed
+/// reader; an answer to a message nobody here sent to the publisher.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct AnswerRoutingTests {
+    @Test func oneOutboxPollSortsEachAnswerForItsSender() async throws {
+        let rig = try await Rig.make()
+        defer { Task { await rig.close() } }
+        let connection = rig.connection
+        let ping = try await connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
+        var list = Agrirouter_Request_Payload_Account_ListEndpointsQuery()
+        list.technicalMessageType = TechnicalMessageType.gpsInfo
+        let listing = try await connection.send(TechnicalMessageType.listEndpoints, payload: list, for: .reader)
+        let setupPing = try await connection.send(TechnicalMessageType.ping, payload: nil, for: .setup)
+        await rig.simulator.deliver(Data(), from: "someone", to: connection.endpoint.deviceAlternateId)
+        // A batch a killed run sent: its answer is in the outbox, and nobody in this run sent it.
+        let earlier = try AgrirouterConnection(endpoint: connection.endpoint, trustedCAPEM: rig.simulator.caCertificatePEM, minimumSpacing: 0.02)
+        let orphan = try await earlier.send(TechnicalMessageType.ping, payload: nil, for: .check)
+
+        let undecodable = try await connection.poll()
+        #expect(undecodable.isEmpty)
+        let ids = { (recipient: AgrirouterConnection.Recipient) async in await connection.answers(for: recipient).map(\.applicationMessageID) }
+        #expect(await ids(.check) == [ping.applicationMessageID])
+        #expect(await ids(.setup) == [setupPing.applicationMessageID])
+        #expect(await ids(.reader) == [listing.applicationMessageID, nil], "its answer, and the push")
+        #expect(await ids(.publisher) == [orphan.applicationMessageID])
+        // Taken once: the boxes are empty until the next poll brings more.
+        for recipient in AgrirouterConnection.Recipient.allCases {
+            #expect(await connection.answers(for: recipient).isEmpty)
+        }
+    }
+
+    @Test func theEndpointSetUpLeavesWhatItsPollsBringForTheOthers() async throws {
+        let rig = try await Rig.make()
+        defer { Task { await rig.close() } }
+        let connection = rig.connection
+        let ping = try await connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
+        await rig.simulator.deliver(Data(), from: "someone", to: connection.endpoint.deviceAlternateId)
+        try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: connection)
+        #expect(await connection.answers(for: .check).map(\.applicationMessageID) == [ping.applicationMessageID])
+        #expect(await connection.answers(for: .reader).map(\.envelope.type) == [.pushNotification])
+        #expect(await connection.answers(for: .setup).isEmpty, "the set-up took its own")
+    }
+}
