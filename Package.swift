@@ -77,14 +77,17 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
-        // How the box reaches agrirouter: onboarding, the credentials, and HTTPS over libcurl.
+        // How the box reaches agrirouter: onboarding, the credentials, HTTPS over libcurl, and the
+        // connection that spaces requests, backs off and routes each outbox answer to its sender.
         .target(
             name: "AgrirouterLink",
             dependencies: [
                 "Bounds",
+                "GNSS",
                 "AgrirouterWire",
                 "CCurl",
                 "COpenSSL",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
         // The daemon's parts: the agrirouter connection, the endpoint set-up, the send cycle, the feed
@@ -212,6 +215,7 @@ let package = Package(
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport"]),
+        .testTarget(name: "AgrirouterLinkTests", dependencies: ["AgrirouterLink", "AgrirouterWire", "AgrirouterSim"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),

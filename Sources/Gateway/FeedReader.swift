@@ -1,3 +1,4 @@
+import AgrirouterLink
 import AgrirouterWire
 import Bounds
 import Foundation

@@ -1,3 +1,4 @@
+import AgrirouterLink
 import AgrirouterWire
 import Foundation
 import GNSS

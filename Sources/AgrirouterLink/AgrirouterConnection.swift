@@ -1,8 +1,6 @@
 import AgrirouterWire
-import AgrirouterLink
 import Foundation
 import GNSS
-import Logging
 import SwiftProtobuf
 
 /// Why a conversation with agrirouter failed.
