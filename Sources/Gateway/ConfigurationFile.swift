@@ -186,18 +186,13 @@ public struct ConfigurationFile: Sendable, Equatable {
         case .boolean(let flag): shown = String(flag)
         case .strings(let items): shown = "[" + items.map { "\"" + TerminalText.safe($0, limit: 30) + "\"" }.joined(separator: ", ") + "]"
         }
-        if case .choices(let choices) = key.kind {
-            guard case .strings(let items) = raw, !items.isEmpty, items.allSatisfy(choices.contains), Set(items).count == items.count else {
-                throw Refusal(problem: "must be a list of one or more of \(choices.map { "\"\($0)\"" }.joined(separator: ", ")), each once, got \(shown)")
-            }
-            return .list(items)
-        }
         return try value(of: key, number: raw.number, text: { if case .string(let text) = raw { text } else { nil } }(), shown: shown,
-                         isInteger: { if case .integer = raw { true } else { false } }())
+                         isInteger: { if case .integer = raw { true } else { false } }(),
+                         items: { if case .strings(let items) = raw { items } else { nil } }())
     }
 
     /// The one check a key's value passes, whether it comes from the file or from a flag.
-    static func value(of key: Key, number: Double?, text: String?, shown: String, isInteger: Bool) throws(Refusal) -> Value {
+    static func value(of key: Key, number: Double?, text: String?, shown: String, isInteger: Bool, items: [String]? = nil) throws(Refusal) -> Value {
         func refuse(_ allowed: String) -> Refusal { Refusal(problem: "must be \(allowed), got \(shown)") }
         switch key.kind {
         case .number(let range, let unit):
@@ -211,10 +206,8 @@ public struct ConfigurationFile: Sendable, Equatable {
             }
             return .number(Double(whole))
         case .choices(let choices):
-            // Flags give one text: a comma-separated list.
-            let items = (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard !items.isEmpty, items.allSatisfy(choices.contains), Set(items).count == items.count else {
-                throw refuse("one or more of \(choices.joined(separator: ", ")), each once")
+            guard let items, !items.isEmpty, items.allSatisfy(choices.contains), Set(items).count == items.count else {
+                throw refuse("a list of one or more of \(choices.map { "\"\($0)\"" }.joined(separator: ", ")), each once")
             }
             return .list(items)
         case .choice(let choices):
