@@ -37,6 +37,8 @@ public struct DeviceDescription: Sendable, Equatable {
     /// different as soon as either changes (a new software version, another endpoint), as agrirouter
     /// asks. Every TimeLog goes out under the id of a description agrirouter has taken.
     public let teamSetContextID: String
+    /// The serialised description's size in bytes, which the publisher budgets with.
+    public let payloadSize: Int
 
     /// `endpointID` is agrirouter's id of this box (its serial number and NAME identity come from it);
     /// `softwareVersion` the agrigps version; `name` the endpoint's name in agrirouter, once known: farm
@@ -78,6 +80,7 @@ public struct DeviceDescription: Sendable, Equatable {
         self.taskData = taskData
         // Serialising plain fields cannot fail; the endpoint id alone still gives a stable id if it did.
         let bytes = (try? taskData.serializedBytes() as [UInt8]) ?? []
+        payloadSize = bytes.isEmpty ? 1024 : bytes.count
         teamSetContextID = Self.uuidV5(name: Array(endpointID.utf8) + [0] + bytes)
     }
 

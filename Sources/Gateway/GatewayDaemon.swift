@@ -191,8 +191,9 @@ public struct GatewayDaemon: Sendable {
             return
         }
         // Named as the endpoint list last named it, so that a restart describes the box as before.
+        var describedAs = (try? await others?.ownName()) ?? nil
         let description = DeviceDescription(endpointID: connection.endpoint.deviceAlternateId, softwareVersion: configuration.softwareVersion,
-                                            name: (try? await others?.ownName()) ?? nil)
+                                            name: describedAs)
         let publisher = Publisher(spool: spool, connection: connection, outputs: configuration.outputs,
                                   efdi: configuration.outputs.contains(.efdi) ? Publisher.EFDI(description: description) : nil,
                                   clock: configuration.clock, logger: logger)
@@ -242,7 +243,7 @@ public struct GatewayDaemon: Sendable {
                 }
             }
             let started = uptime()
-            await describe(publisher, connection)
+            await describe(publisher, connection, as: &describedAs)
             await pingIfDue(&check, connection)
             let (report, error) = await pass(publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat,
                                              readerTurn: &readerTurn, check: &check)
@@ -261,9 +262,11 @@ public struct GatewayDaemon: Sendable {
         }
     }
 
-    /// The device description names the box as agrirouter's endpoint list does, once it is known.
-    private func describe(_ publisher: Publisher, _ connection: AgrirouterConnection) async {
-        guard configuration.outputs.contains(.efdi), let name = try? await others?.ownName() else { return }
+    /// The device description names the box as agrirouter's endpoint list does, once it is known;
+    /// a new description is built only when that name has changed since `describedAs`.
+    private func describe(_ publisher: Publisher, _ connection: AgrirouterConnection, as describedAs: inout String?) async {
+        guard configuration.outputs.contains(.efdi), let name = try? await others?.ownName(), name != describedAs else { return }
+        describedAs = name
         await publisher.describe(DeviceDescription(endpointID: connection.endpoint.deviceAlternateId,
                                                    softwareVersion: configuration.softwareVersion, name: name))
     }

@@ -125,7 +125,7 @@ public actor Publisher {
                 awaiting[id] = uptimeNow - min(max(now.timeIntervalSince(sentAt), 0), inFlightTimeout)
             }
         }
-        await giveUpOn(awaiting.filter { uptimeNow - $0.value >= inFlightTimeout }.map(\.key))
+        await giveUpOn(awaiting.filter { uptimeNow - $0.value >= inFlightTimeout }.map(\.key), uptimeNow: uptimeNow)
         if fetchingAnswers && awaitingAnswers > 0 {
             do {
                 try await settle(&report, now: now)
@@ -195,7 +195,7 @@ public actor Publisher {
                                   applicationMessageID: id, teamSetContextID: efdi.description.teamSetContextID))
             description.awaitingID = id
             description.sentAt = uptimeNow
-            budget -= (try? efdi.description.taskData.serializedBytes() as [UInt8])?.count ?? 1024
+            budget -= efdi.description.payloadSize
         }
         do throws(SpoolError) {
             try await take(budget: max(0, budget), now: now, into: &messages, &batches)
@@ -252,8 +252,8 @@ public actor Publisher {
 
     /// Unanswered past the outbox's life: the answer will not come, so the samples go back to pending
     /// and are sent again (the spool counts them as resent). One that cannot be released yet is kept.
-    private func giveUpOn(_ ids: [String]) async {
-        if description.awaitingID != nil, uptime() - description.sentAt >= AgrirouterLimits.outboxLifetime {
+    private func giveUpOn(_ ids: [String], uptimeNow: Double) async {
+        if description.awaitingID != nil, uptimeNow - description.sentAt >= AgrirouterLimits.outboxLifetime {
             description.awaitingID = nil  // unanswered within the outbox's life: it goes again
         }
         for id in ids {
@@ -268,7 +268,8 @@ public actor Publisher {
     }
 
     private func settleDescription(_ response: DecodedResponse, now: Date, into report: inout CycleReport) {
-        guard case let codes = response.messageCodes, let efdi else { return }
+        guard let efdi else { return }
+        let codes = response.messageCodes
         switch response.body {
         case .ack, .ackWithMessages:
             break
