@@ -217,7 +217,8 @@ func backlogDrain(outputs: [SpoolOutput], gpsInfoAlone: Double? = nil) async thr
     // The fewest sends: every output's bytes of the day (each sized by its own bound, as batches
     // are) through one payload cap per request.
     let perSample = outputs.map { $0 == .efdi ? Efdi_Time.upperBound : GPSEntry.wireSize(of: day[0]) }.reduce(0, +)
-    let fewest = Int((Double(options.drainSamples * perSample) / Double(AgrirouterLimits.payloadBytes)).rounded(.up))
+    // In Double: the sample count comes from a flag, and the product of two Ints could overflow.
+    let fewest = Int((Double(options.drainSamples) * Double(perSample) / Double(AgrirouterLimits.payloadBytes)).rounded(.up))
     print(String(format: "backlog drain (%@): %d samples in %d requests (%d sends), %.0f s at %.0f s spacing; fewest sends the payload cap allows: %d",
                  label, options.drainSamples, requests, (requests + 1) / 2, drainSeconds, options.drainSpacing, fewest))
     let rawEntry = Double((try GPSEntry(day[0]).serializedBytes() as Data).count)
