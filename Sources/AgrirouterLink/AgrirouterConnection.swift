@@ -53,8 +53,8 @@ public struct Backoff: Sendable, Equatable {
 /// transport error the next request waits out a backoff as well; a success resets it.
 public actor AgrirouterConnection {
     public nonisolated let endpoint: OnboardingResponse
-    private let credentials: ClientCredentials
-    private let client: HTTPSClient
+    /// REST or MQTT, as the endpoint was onboarded.
+    public nonisolated let link: any Link
     private let minimumSpacing: Double
     private var encoder = MessageEncoder()
     /// Start of the most recently reserved request slot (monotonic seconds).
@@ -65,7 +65,8 @@ public actor AgrirouterConnection {
     /// Transport errors in a row, and the monotonic time before which no request goes out.
     public private(set) var consecutiveFailures = 0
     private var retryAt: Double?
-    /// Requests made, and the bytes of the measures bodies sent, for status and the benchmarks.
+    /// Requests made (MQTT: publishes; its answers cost none), and the bytes of the measures bodies
+    /// sent, for status and the benchmarks.
     public private(set) var requestCount = 0
     public private(set) var bodyBytesSent = 0
 
@@ -81,15 +82,21 @@ public actor AgrirouterConnection {
     /// The most answers one box keeps untaken; beyond it the oldest go (nothing takes them).
     static let mailboxLimit = 10_000
 
+    /// A connection over REST, as the endpoint's URLs say.
     public init(endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
                 timeout: Double = 60, backoff: Backoff = Backoff(), clock: TrueTime? = nil) throws(OnboardingError) {
         guard let credentials = ClientCredentials(agrirouterPEM: endpoint.authentication.certificate,
                                                   secret: endpoint.authentication.secret) else {
             throw .unreadableResponse("the stored certificate is not an encrypted PEM key and certificate")
         }
+        self.init(endpoint: endpoint, link: RESTLink(endpoint: endpoint, credentials: credentials, trustedCAPEM: trustedCAPEM, timeout: timeout),
+                  minimumSpacing: minimumSpacing, backoff: backoff, clock: clock)
+    }
+
+    /// A connection over a link already made (REST or MQTT).
+    public init(endpoint: OnboardingResponse, link: any Link, minimumSpacing: Double, backoff: Backoff = Backoff(), clock: TrueTime? = nil) {
         self.endpoint = endpoint
-        self.credentials = credentials
-        self.client = HTTPSClient(trustedCAPEM: trustedCAPEM, connectTimeout: min(10, timeout), totalTimeout: timeout)
+        self.link = link
         self.minimumSpacing = minimumSpacing
         self.backoff = backoff
         self.clock = clock
@@ -199,14 +206,19 @@ public actor AgrirouterConnection {
         await waitForTurn()
         bodyBytesSent += body.count
         do {
-            let response = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
-                                                 headers: ["Content-Type: application/json"], credentials: credentials)
-            succeeded(at: response.serverDate)
+            succeeded(at: try await link.publish(body))
         } catch {
             failed()
             throw .transport(error)
         }
         return encoded
+    }
+
+    /// Waits until answers may have come (MQTT delivers them by itself), or `seconds` pass; at once
+    /// over REST, whose answers only a poll brings.
+    public func waitForAnswers(atMost seconds: Double) async {
+        guard link.deliversAnswers, !senders.isEmpty else { return }
+        await link.waitForMail(atMost: seconds)
     }
 
     /// One GET of the outbox, each answer put aside for whoever sent its message, every push for the
@@ -242,30 +254,24 @@ public actor AgrirouterConnection {
         mailboxes.removeValue(forKey: recipient) ?? []
     }
 
-    /// GETs the outbox. Items that do not decode are returned as errors beside the rest, not dropped silently.
+    /// Collects what the link brought: over REST one GET of the outbox, spaced like every request;
+    /// over MQTT what arrived on the commands topic, at no cost. Items that do not decode are
+    /// returned as errors beside the rest, not dropped silently.
     public func fetchOutbox() async throws(GatewayError) -> (responses: [DecodedResponse], undecodable: [CodecError]) {
-        await waitForTurn()
-        let items: [OutboxItem]
+        // Over MQTT nothing is requested, so nothing here says whether agrirouter can be reached.
+        let requests = !link.deliversAnswers
+        if requests { await waitForTurn() }
+        let mail: LinkMail
         do {
-            let response: HTTPResponse
-            do {
-                response = try await client.send(method: "GET", url: endpoint.connectionCriteria.commands, credentials: credentials)
-            } catch {
-                failed()
-                throw error
-            }
-            succeeded(at: response.serverDate)
-            items = try OutboxItem.list(from: response.body)
-        } catch let error as TransportError {
-            throw .transport(error)
-        } catch let error as CodecError {
-            throw .codec(error)
+            mail = try await link.collect()
         } catch {
-            throw .codec(.malformedJSON("\(error)"))
+            if requests, case .transport = error { failed() } else if requests { succeeded(at: nil) }
+            throw error
         }
+        if requests { succeeded(at: mail.serverDate) }
         var responses: [DecodedResponse] = []
-        var undecodable: [CodecError] = []
-        for item in items {
+        var undecodable = mail.unreadable
+        for item in mail.items {
             do {
                 responses.append(try OutboxDecoder.decode(base64: item.command.message))
             } catch {

@@ -87,6 +87,8 @@ public struct EndpointSetup: Sendable {
         let sent = try await connection.send(type, payload: payload, for: .setup)
         let deadline = Date().addingTimeInterval(answerTimeout)
         while Date() < deadline {
+            // Over MQTT the answer comes by itself: wait for it rather than spin; over REST the poll keeps the spacing.
+            await connection.waitForAnswers(atMost: 1)
             try await connection.poll()
             for response in await connection.answers(for: .setup) where response.applicationMessageID == sent.applicationMessageID {
                 switch response.body {
