@@ -60,6 +60,13 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // libmosquitto, the MQTT client library, for the MQTT transport.
+        .systemLibrary(
+            name: "CMosquitto",
+            path: "Sources/CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
         // OpenSSL's libcrypto, to check a credential (key, secret, certificate) before it is stored.
         .systemLibrary(
             name: "COpenSSL",
@@ -77,8 +84,9 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
-        // How the box reaches agrirouter: onboarding, the credentials, HTTPS over libcurl, and the
-        // connection that spaces requests, backs off and routes each outbox answer to its sender.
+        // How the box reaches agrirouter: onboarding, the credentials, the two transports behind one
+        // Link protocol (REST over libcurl, MQTT over libmosquitto), and the connection that spaces
+        // requests, backs off and routes each answer to its sender.
         .target(
             name: "AgrirouterLink",
             dependencies: [
@@ -86,6 +94,7 @@ let package = Package(
                 "GNSS",
                 "AgrirouterWire",
                 "CCurl",
+                "CMosquitto",
                 "COpenSSL",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]

@@ -16,6 +16,7 @@ public struct StoredEndpoint: Sendable {
 
 /// The state directory's agrirouter files, all 0600 in a 0700 directory:
 /// - `endpoint-id`: the persistent onboarding id (a URN), made once and kept through disconnects;
+/// - `endpoint-transport`: rest or mqtt, as first onboarded, kept the same way;
 /// - `endpoint.json`: the onboarding response without its secret; the key in it stays encrypted;
 /// - `endpoint.secret`: the secret that opens the key, beside it.
 public struct CredentialStore: Sendable {
@@ -48,6 +49,20 @@ public struct CredentialStore: Sendable {
         let id = "urn:agrigps:endpoint:\(UUID().uuidString.lowercased())"
         try write(Data((id + "\n").utf8), to: idPath)
         return id
+    }
+
+    var transportPath: String { directory + "/endpoint-transport" }
+
+    /// The transport the endpoint was first onboarded with: agrirouter keeps it with the endpoint, so
+    /// it is kept through disconnects like the endpoint id. Nil before the first onboarding.
+    public func recordedTransport() -> Transport? {
+        (try? String(contentsOfFile: transportPath, encoding: .utf8))
+            .flatMap { Transport(rawValue: $0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    public func record(_ transport: Transport) throws(OnboardingError) {
+        guard recordedTransport() != transport else { return }
+        try write(Data((transport.rawValue + "\n").utf8), to: transportPath)
     }
 
     public func load() throws(OnboardingError) -> StoredEndpoint? {
@@ -94,7 +109,7 @@ public struct CredentialStore: Sendable {
     }
 
     /// Writes through a 0600 temporary file and a rename, so no reader ever sees a partial or readable file.
-    private func write(_ data: Data, to path: String) throws(OnboardingError) {
+    func write(_ data: Data, to path: String) throws(OnboardingError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])

@@ -33,6 +33,26 @@ public enum AgrirouterEnvironment: Sendable, Equatable, CustomStringConvertible 
     }
 }
 
+/// How the endpoint talks to agrirouter, chosen once at onboarding: agrirouter keeps it with the
+/// endpoint (its gateway id) and refuses a change on re-onboarding.
+public enum Transport: String, Sendable, Equatable, CaseIterable, CustomStringConvertible {
+    case rest
+    case mqtt
+
+    /// agrirouter's gateway id for the transport.
+    public var gatewayID: String { self == .rest ? "3" : "2" }
+
+    public init?(gatewayID: String) {
+        switch gatewayID {
+        case "3": self = .rest
+        case "2": self = .mqtt
+        default: return nil
+        }
+    }
+
+    public var description: String { self == .rest ? "REST" : "MQTT" }
+}
+
 /// What onboarding needs from the integrator's configuration.
 public struct OnboardingSettings: Sendable, Equatable {
     public var applicationID: String
@@ -46,10 +66,44 @@ public struct OnboardingSettings: Sendable, Equatable {
 
 /// agrirouter's answer to a CU onboarding. `authentication.secret` opens the key in `certificate`.
 public struct OnboardingResponse: Codable, Sendable, Equatable {
+    /// REST (gateway 3): `measures` and `commands` are URLs. MQTT (gateway 2): they are topics, and
+    /// `host`, `port` and `clientId` say where and as whom to connect.
     public struct ConnectionCriteria: Codable, Sendable, Equatable {
         public var gatewayId: String
         public var measures: String
         public var commands: String
+        public var host: String?
+        public var port: Int?
+        public var clientId: String?
+
+        public init(gatewayId: String, measures: String, commands: String, host: String? = nil, port: Int? = nil, clientId: String? = nil) {
+            (self.gatewayId, self.measures, self.commands) = (gatewayId, measures, commands)
+            (self.host, self.port, self.clientId) = (host, port, clientId)
+        }
+
+        enum CodingKeys: String, CodingKey { case gatewayId, measures, commands, host, port, clientId }
+
+        /// agrirouter's examples give the port as a string, its table as an integer: both are read,
+        /// and anything outside 1...65535 is refused here rather than trapping later.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            gatewayId = try container.decode(String.self, forKey: .gatewayId)
+            measures = try container.decode(String.self, forKey: .measures)
+            commands = try container.decode(String.self, forKey: .commands)
+            host = try container.decodeIfPresent(String.self, forKey: .host)
+            clientId = try container.decodeIfPresent(String.self, forKey: .clientId)
+            if let number = try? container.decodeIfPresent(Int.self, forKey: .port) {
+                port = number
+            } else if let text = try container.decodeIfPresent(String.self, forKey: .port) {
+                port = Int(text.trimmingCharacters(in: .whitespaces))
+                if port == nil {
+                    throw DecodingError.dataCorruptedError(forKey: .port, in: container, debugDescription: "the port is not a number")
+                }
+            }
+            if let port, !(1...65_535).contains(port) {
+                throw DecodingError.dataCorruptedError(forKey: .port, in: container, debugDescription: "the port is not 1 to 65535")
+            }
+        }
     }
 
     public struct Authentication: Codable, Sendable, Equatable {
@@ -73,6 +127,8 @@ public enum OnboardingError: Error, Sendable, Equatable, CustomStringConvertible
     case transport(TransportError)
     case unreadableResponse(String)
     case alreadyOnboarded(environment: String)
+    /// The endpoint was onboarded with the other transport; agrirouter does not let it change.
+    case transportFixed(onboardedWith: Transport)
     case storage(String)
 
     public var description: String {
@@ -88,6 +144,9 @@ public enum OnboardingError: Error, Sendable, Equatable, CustomStringConvertible
         case .unreadableResponse(let reason): return "agrirouter's onboarding answer could not be read: \(reason)"
         case .alreadyOnboarded(let environment):
             return "this machine is onboarded to agrirouter \(environment); run 'agrigps disconnect' before onboarding to another environment"
+        case .transportFixed(let transport):
+            return "this endpoint was onboarded for \(transport) and agrirouter keeps an endpoint's transport; "
+                + "onboard again with --transport \(transport.rawValue), or remove the endpoint in the agrirouter UI and delete endpoint-id in the state directory for a new one"
         case .storage(let reason): return "the credentials could not be stored: \(reason)"
         }
     }
@@ -127,7 +186,7 @@ public struct OnboardingClient: Sendable {
 
     /// Onboards endpoint `externalID` with `tan`. The timestamp is 10 s in the past: agrirouter
     /// refuses any from the future (0110), however slightly.
-    public func onboard(tan: String, externalID: String, now: Date = Date()) async throws(OnboardingError) -> OnboardingResponse {
+    public func onboard(tan: String, externalID: String, transport: Transport = .rest, now: Date = Date()) async throws(OnboardingError) -> OnboardingResponse {
         guard Self.isPlausibleTAN(tan) else { throw .invalidTAN }
         let missing = [("applicationId", settings.applicationID), ("certificationVersionId", settings.certificationVersionID)]
             .filter { $0.1.isEmpty }.map(\.0)
@@ -136,7 +195,7 @@ public struct OnboardingClient: Sendable {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let request: [String: String] = [
             "id": externalID, "applicationId": settings.applicationID,
-            "certificationVersionId": settings.certificationVersionID, "gatewayId": "3", "certificateType": "PEM",
+            "certificationVersionId": settings.certificationVersionID, "gatewayId": transport.gatewayID, "certificateType": "PEM",
             "UTCTimestamp": formatter.string(from: now.addingTimeInterval(-10)), "timeZone": "+00:00",
         ]
         // An onboarding answer is a few kilobytes: a credential and three ids.
@@ -157,6 +216,9 @@ public struct OnboardingClient: Sendable {
             decoded = try JSONDecoder().decode(OnboardingResponse.self, from: response.body)
         } catch {
             throw .unreadableResponse("unexpected JSON")
+        }
+        guard decoded.transport == transport || decoded.transport == nil else {
+            throw .unreadableResponse("agrirouter answered for \(decoded.transport?.description ?? "another transport"), not the \(transport) asked for")
         }
         _ = try decoded.check(for: environment)
         return decoded
@@ -205,15 +267,19 @@ extension OnboardingResponse {
                 throw .unreadableResponse("\(name) \"\(shown(id, limit: 40))\" is not an id (1 to 128 letters, digits, - _ . :)")
             }
         }
-        guard connectionCriteria.gatewayId == "3" else {
-            throw .unreadableResponse("gateway id \"\(shown(connectionCriteria.gatewayId, limit: 20))\" is not REST's (3)")
-        }
-        let measures = try Self.endpointURL(connectionCriteria.measures, name: "measures", shown: shown(connectionCriteria.measures, limit: 80),
-                                            deviceID: deviceAlternateId, environment: environment)
-        let commands = try Self.endpointURL(connectionCriteria.commands, name: "commands", shown: shown(connectionCriteria.commands, limit: 80),
-                                            deviceID: deviceAlternateId, environment: environment)
-        guard measures.host == commands.host, measures.port == commands.port else {
-            throw .unreadableResponse("the measures and commands URLs are on different hosts")
+        switch transport {
+        case .rest?:
+            let measures = try Self.endpointURL(connectionCriteria.measures, name: "measures", shown: shown(connectionCriteria.measures, limit: 80),
+                                                deviceID: deviceAlternateId, environment: environment)
+            let commands = try Self.endpointURL(connectionCriteria.commands, name: "commands", shown: shown(connectionCriteria.commands, limit: 80),
+                                                deviceID: deviceAlternateId, environment: environment)
+            guard measures.host == commands.host, measures.port == commands.port else {
+                throw .unreadableResponse("the measures and commands URLs are on different hosts")
+            }
+        case .mqtt?:
+            try checkBroker(environment: environment, shown: shown)
+        case nil:
+            throw .unreadableResponse("gateway id \"\(shown(connectionCriteria.gatewayId, limit: 20))\" is neither REST's (3) nor MQTT's (2)")
         }
         guard authentication.type == "PEM", !authentication.secret.isEmpty,
               let credentials = ClientCredentials(agrirouterPEM: authentication.certificate, secret: authentication.secret) else {
@@ -223,6 +289,42 @@ extension OnboardingResponse {
             return try credentials.check()
         } catch {
             throw .unreadableResponse("the credential cannot be used: \(error.description)")
+        }
+    }
+
+    /// The transport agrirouter set up the endpoint for; nil for a gateway id agrigps does not speak.
+    public var transport: Transport? { Transport(gatewayID: connectionCriteria.gatewayId) }
+
+    /// MQTT's criteria: a broker on a DNS name (a local agrirouter's on its own host), a port, a client
+    /// id that is a plain id, and the endpoint's own measures and commands topics, without wildcards.
+    private func checkBroker(environment: AgrirouterEnvironment, shown: (String, Int) -> String) throws(OnboardingError) {
+        guard let host = connectionCriteria.host, let port = connectionCriteria.port, let clientID = connectionCriteria.clientId else {
+            throw .unreadableResponse("the MQTT answer lacks the broker's host, port or client id")
+        }
+        guard (1...65_535).contains(port) else { throw .unreadableResponse("the broker port \(port) is not 1 to 65535") }
+        guard Self.isPlainID(clientID) else {
+            throw .unreadableResponse("the client id \"\(shown(clientID, 40))\" is not an id (1 to 128 letters, digits, - _ . :)")
+        }
+        try Self.checkHost(host, name: "broker", shown: shown(host, 80), environment: environment)
+        for (name, topic) in [("measures", connectionCriteria.measures), ("commands", connectionCriteria.commands)] {
+            guard topic.hasPrefix(name + "/"), Self.isPlainID(String(topic.dropFirst(name.count + 1))) else {
+                throw .unreadableResponse("the \(name) topic \"\(shown(topic, 80))\" is not \(name)/ and an id")
+            }
+        }
+    }
+
+    /// A local agrirouter answers on its own host; QA and production on a DNS name (their hosts have
+    /// moved before, so no name is fixed here).
+    private static func checkHost(_ host: String, name: String, shown: String, environment: AgrirouterEnvironment) throws(OnboardingError) {
+        if case .local(let onboardingURL, _) = environment {
+            guard let onboardingHost = URLComponents(string: onboardingURL)?.host, host.lowercased() == onboardingHost.lowercased() else {
+                throw .unreadableResponse("the \(name) \"\(shown)\" is not on the local agrirouter's host")
+            }
+        } else {
+            let isName = host.contains(".") && host.last?.isLetter == true && !host.hasSuffix(".localhost")
+            guard isName, host.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-.".unicodeScalars.contains($0)) }) else {
+                throw .unreadableResponse("the \(name) \"\(shown)\" is not on a DNS name")
+            }
         }
     }
 
@@ -239,16 +341,7 @@ extension OnboardingResponse {
         guard url.path.hasSuffix("/" + deviceID) else {
             throw .unreadableResponse("the \(name) URL \"\(shown)\" does not end in the endpoint id")
         }
-        if case .local(let onboardingURL, _) = environment {
-            guard let onboardingHost = URLComponents(string: onboardingURL)?.host, host.lowercased() == onboardingHost.lowercased() else {
-                throw .unreadableResponse("the \(name) URL \"\(shown)\" is not on the local agrirouter's host")
-            }
-        } else {
-            let isName = host.contains(".") && host.last?.isLetter == true && !host.hasSuffix(".localhost")
-            guard isName, host.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-.".unicodeScalars.contains($0)) }) else {
-                throw .unreadableResponse("the \(name) URL \"\(shown)\" is not on a DNS name")
-            }
-        }
+        try checkHost(host, name: "\(name) URL", shown: shown, environment: environment)
         return url
     }
 }

@@ -22,6 +22,8 @@ public final class AgrirouterSimulator: Sendable {
     /// The gateway's listener and its open connections, which an outage closes and a recovery
     /// opens again on the same port.
     private let gateway: GatewayListener
+    /// The broker and the simulator's client on it, when started with `mqtt`.
+    private let mqtt: SimMQTTSide?
 
     /// Listens on `host`. Clients that reach it by another address (a virtual machine's guest reaches
     /// the host's loopback at 10.0.2.2) are given `advertisedHost` in the URLs it hands out, and its
@@ -54,10 +56,21 @@ public final class AgrirouterSimulator: Sendable {
                 try await bind(host: host, port: port, tls: gatewayContext, role: .gateway, state: state, group: group,
                                count: gatewayConnections, open: open)
             }
+            var mqtt: SimMQTTSide?
+            if configuration.mqtt {
+                do {
+                    mqtt = try await SimMQTTSide.start(host: host, authority: authority, serverCertificatePEM: serverCertificate.serializeAsPEM().pemString,
+                                                       serverKeyPEM: serverKey.pemRepresentation, state: state, group: group, advertisedHost: advertised)
+                } catch {
+                    await listener.close()
+                    try? await onboarding.close()
+                    throw error
+                }
+            }
             return AgrirouterSimulator(
                 onboardingURL: "https://\(advertised):\(onboarding.localAddress?.port ?? 0)/api/v1.0/registration/onboard",
                 caCertificatePEM: authority.certificatePEM, state: state, group: group, channels: [onboarding],
-                gatewayConnectionCount: gatewayConnections, gateway: listener)
+                gatewayConnectionCount: gatewayConnections, gateway: listener, mqtt: mqtt)
         } catch {
             try? await group.shutdownGracefully()
             throw error
@@ -65,7 +78,8 @@ public final class AgrirouterSimulator: Sendable {
     }
 
     private init(onboardingURL: String, caCertificatePEM: String, state: SimState, group: MultiThreadedEventLoopGroup, channels: [any Channel],
-                 gatewayConnectionCount: ConnectionCount, gateway: GatewayListener) {
+                 gatewayConnectionCount: ConnectionCount, gateway: GatewayListener, mqtt: SimMQTTSide?) {
+        self.mqtt = mqtt
         self.gatewayConnectionCount = gatewayConnectionCount
         self.gateway = gateway
         self.onboardingURL = onboardingURL
@@ -94,6 +108,7 @@ public final class AgrirouterSimulator: Sendable {
     }
 
     public func shutdown() async {
+        await mqtt?.shutdown()
         await gateway.close()
         for channel in channels { try? await channel.close() }
         try? await group.shutdownGracefully()
@@ -113,6 +128,24 @@ public final class AgrirouterSimulator: Sendable {
 
     /// Listens on the same port again after `suspendGateway`.
     public func resumeGateway() async throws { try await gateway.reopen() }
+
+    /// The MQTT broker's port, when started with `mqtt`.
+    public var brokerPort: Int? { mqtt?.broker.port }
+
+    /// The broker's log (connections, denied publishes), when started with `mqtt`.
+    public var brokerLogPath: String? { mqtt?.broker.logPath }
+
+    /// Drops every MQTT connection: the broker stops, and starts again on the same port after `seconds`.
+    public func restartBroker(after seconds: Double = 0) async throws {
+        guard let mqtt else { throw SimBrokerError.cannotStart("the simulator runs without MQTT") }
+        try await mqtt.restartBroker(after: seconds)
+    }
+
+    /// Another client with an endpoint's client id, for `seconds`: the broker closes the endpoint's
+    /// connection each time the other connects.
+    public func takeOverClientID(_ clientID: String, for seconds: Double) async {
+        await mqtt?.takeOver(clientID: clientID, for: seconds)
+    }
     /// An HTTP date (RFC 9110's IMF-fixdate): "Sun, 06 Nov 1994 08:49:37 GMT".
     static func httpDate(_ date: Date) -> String {
         let formatter = DateFormatter()

@@ -22,6 +22,9 @@ public struct SimConfiguration: Sendable {
     public var onAcceptedGPSInfo: (@Sendable (_ endpointID: String, _ messageID: String, _ list: Agrirouter_Technicalmessagetype_GPSList) -> Void)?
     /// The same for every device description and TimeLog it accepts, with its technical message
     /// type and raw payload. A description nobody receives (VAL_000004) counts as accepted.
+    /// Runs Debian's mosquitto beside the REST gateway, so that endpoints can onboard for MQTT
+    /// (gateway id 2).
+    public var mqtt = false
     public var onAcceptedEFDI: (@Sendable (_ endpointID: String, _ messageID: String, _ technicalMessageType: String, _ payload: Data) -> Void)?
 
     public init(tans: [String: String], applicationID: String? = nil, certificationVersionID: String? = nil) {
@@ -80,6 +83,8 @@ struct SimEndpoint: Sendable {
     var capabilityID: String
     var name: String
     var certificateSerial: String
+    /// "3" for REST, "2" for MQTT: fixed at the first onboarding.
+    var gatewayID = "3"
     var capabilities: [String: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Direction]?
     var capabilitySpecification: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification?
     var pushEnabled = false

@@ -34,6 +34,16 @@ actor SimState {
 
     func setGatewayBase(_ url: String) { gatewayBase = url }
 
+    /// The MQTT broker endpoints onboarded with gateway id 2 are sent to, and who is told when an
+    /// answer or a push waits in such an endpoint's outbox; nil when the simulator runs without one.
+    private var broker: (host: String, port: Int)?
+    private var mqttOutboxChanged: (@Sendable (String) -> Void)?
+
+    func setBroker(host: String, port: Int, outboxChanged: @escaping @Sendable (String) -> Void) {
+        broker = (host, port)
+        mqttOutboxChanged = outboxChanged
+    }
+
     // MARK: - Onboarding
 
     func onboard(authorization: String?, body: Data, now: Date = Date()) -> SimResponse {
@@ -55,7 +65,15 @@ actor SimState {
         if let expected = configuration.certificationVersionID, field("certificationVersionId") != expected {
             return .onboardingError(400, code: "0101", message: "Invalid certificationVersionId")
         }
-        guard field("gatewayId") == "3" else { return .onboardingError(400, code: "0102", message: "Invalid gateway id") }
+        let gatewayID = field("gatewayId")
+        guard gatewayID == "3" || (gatewayID == "2" && broker != nil) else {
+            return .onboardingError(400, code: "0102", message: gatewayID == "2" ? "Invalid gateway id: this local agrirouter runs without MQTT (start it with --mqtt)"
+                                                                               : "Invalid gateway id")
+        }
+        // agrirouter keeps the gateway with the endpoint: re-onboarding cannot change it.
+        if let known = deviceIDByExternalID[field("id")], let endpoint = endpoints[known], endpoint.gatewayID != gatewayID {
+            return .onboardingError(400, code: "0102", message: "Invalid gateway id: the endpoint was onboarded with gateway \(endpoint.gatewayID)")
+        }
         guard field("certificateType") == "PEM" else { return .onboardingError(400, code: "0103", message: "Invalid certificate type") }
         guard let timestamp = ISO8601.parse(field("UTCTimestamp")), timestamp <= now.addingTimeInterval(1) else {
             return .onboardingError(400, code: "0110", message: "UTCTimestamp missing, invalid or in the future")
@@ -70,20 +88,26 @@ actor SimState {
             let credential = try KeyEncryption.encryptedPEM(key, secret: secret) + certificate.serializeAsPEM().pemString + "\n"
             var endpoint = endpoints[deviceID] ?? SimEndpoint(
                 deviceID: deviceID, externalID: externalID, sensorID: UUID().uuidString.lowercased(),
-                capabilityID: UUID().uuidString.lowercased(), name: name, certificateSerial: "")
+                capabilityID: UUID().uuidString.lowercased(), name: name, certificateSerial: "", gatewayID: gatewayID)
             // Re-onboarding keeps the endpoint, its routes and its messages; only the newest certificate counts.
             endpoint.certificateSerial = certificate.serialNumber.description
             endpoints[deviceID] = endpoint
             deviceIDByExternalID[externalID] = deviceID
+            var criteria: [String: String] = [
+                "gatewayId": "3",
+                "measures": "\(gatewayBase)/iot/gateway/rest/measures/\(deviceID)",
+                "commands": "\(gatewayBase)/iot/gateway/rest/commands/\(deviceID)",
+            ]
+            if gatewayID == "2", let broker {
+                // As agrirouter's examples give it: the port as a string, the client id the device's id.
+                criteria = ["gatewayId": "2", "host": broker.host, "port": String(broker.port), "clientId": deviceID,
+                            "measures": "measures/\(deviceID)", "commands": "commands/\(deviceID)"]
+            }
             var answer = SimResponse.json(201, [
                 "deviceAlternateId": deviceID,
                 "capabilityAlternateId": endpoint.capabilityID,
                 "sensorAlternateId": endpoint.sensorID,
-                "connectionCriteria": [
-                    "gatewayId": "3",
-                    "measures": "\(gatewayBase)/iot/gateway/rest/measures/\(deviceID)",
-                    "commands": "\(gatewayBase)/iot/gateway/rest/commands/\(deviceID)",
-                ],
+                "connectionCriteria": criteria,
                 "authentication": ["type": "PEM", "secret": secret, "certificate": credential],
             ])
             if let rewrite = configuration.rewriteOnboardingAnswer { answer.body = rewrite(answer.body) }
@@ -201,6 +225,37 @@ actor SimState {
         var response = SimResponse.json(200, items)
         response.delay = stall
         return response
+    }
+
+    // MARK: - MQTT
+
+    /// How long a measures message published now waits before it is read, while the gateway is stalled.
+    func stallRemaining() -> Double {
+        max(0, (stalledUntil ?? 0) - ProcessInfo.processInfo.systemUptime)
+    }
+
+    /// A measures body published on `measures/<deviceID>`. The broker's ACL has already tied the
+    /// topic to the sender's certificate; what is validated next is what REST validates. MQTT has no
+    /// reply to a publish: every answer goes to the commands topic.
+    func mqttMeasures(deviceID: String, body: Data, now: Date = Date()) {
+        requestArrivals.append(ProcessInfo.processInfo.systemUptime)
+        guard endpoints[deviceID]?.gatewayID == "2" else { return }
+        _ = accept(deviceID: deviceID, body: body, now: now)
+    }
+
+    func mqttEndpointIDs() -> [String] {
+        endpoints.values.filter { $0.gatewayID == "2" }.map(\.deviceID)
+    }
+
+    /// Empties an MQTT endpoint's outbox: one JSON object per item, as agrirouter publishes them.
+    func takeOutbox(deviceID: String, now: Date = Date()) -> [Data] {
+        guard let endpoint = endpoints[deviceID] else { return [] }
+        let live = endpoint.outbox.filter { $0.expires > now }
+        endpoints[deviceID]?.outbox = []
+        return live.compactMap { item in
+            try? JSONSerialization.data(withJSONObject: ["sensorAlternateId": endpoint.sensorID, "capabilityAlternateId": endpoint.capabilityID,
+                                                         "command": ["message": item.base64]], options: [.sortedKeys])
+        }
     }
 
     // MARK: - Messages
@@ -554,6 +609,7 @@ actor SimState {
         guard let envelopeBytes: Data = try? envelope.serializedBytes(), let wrapperBytes: Data = try? wrapper.serializedBytes() else { return }
         let base64 = DelimitedFrames.join([envelopeBytes, wrapperBytes]).base64EncodedString()
         endpoints[deviceID]?.outbox.append((base64, now.addingTimeInterval(configuration.outboxLifetime)))
+        if endpoints[deviceID]?.gatewayID == "2" { mqttOutboxChanged?(deviceID) }
     }
 
     private static func looksLikeBase64(_ payload: Data) -> Bool {

@@ -264,7 +264,7 @@ public struct CabServer: Sendable {
     static func status(for error: OnboardingError) -> HTTPResponse.Status {
         switch error {
         case .invalidTAN, .missingSettings: return .badRequest
-        case .alreadyOnboarded: return .conflict
+        case .alreadyOnboarded, .transportFixed: return .conflict
         case .agrirouter: return .unprocessableContent
         case .transport, .unreadableResponse: return .badGateway
         case .storage: return .internalServerError

@@ -312,9 +312,18 @@ public struct GatewayDaemon: Sendable {
                 report.published = sent.published
                 if let error = sent.error { throw error }
             }
+            // Over MQTT answers cost no request: they are taken every cycle, whoever's turn it is.
+            let answersAreFree = connection.link.deliversAnswers
             if readerTurn, let reader, try await reader.step() {
                 readerTurn = false
+                if answersAreFree {
+                    let settled = try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
+                    report.acknowledged = settled.acknowledged
+                    report.refusals += settled.refusals
+                }
             } else {
+                // What was just published is answered within moments over MQTT: wait for that much.
+                await connection.waitForAnswers(atMost: min(2, configuration.sendInterval))
                 let settled = try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
                 report.acknowledged = settled.acknowledged
                 report.refusals += settled.refusals
@@ -326,6 +335,7 @@ public struct GatewayDaemon: Sendable {
             failure = error
         }
         await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
+        await heartbeat?.linked(transport: connection.link.transport.rawValue, state: connection.link.state.description)
         if report.acknowledged > 0 {
             logger.info("agrirouter acknowledged \(report.acknowledged) samples")
             await heartbeat?.acknowledged()

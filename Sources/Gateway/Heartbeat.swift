@@ -73,6 +73,9 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     public var spoolRowID: Int64?
     /// Where EFDI's device description stands, when EFDI is published.
     public var efdi: EFDIDescription?
+    /// "rest" or "mqtt", and what the connection is doing ("connected", "taken over: …").
+    public var transport: String?
+    public var connection: String?
 
     public struct EFDIDescription: Codable, Sendable, Equatable {
         public var teamSetContextID: String
@@ -155,6 +158,9 @@ public struct Heartbeat: Codable, Sendable, Equatable {
 
     private func checked() -> Heartbeat {
         var heartbeat = self
+        // Our own file, read back: only the two transports, and a state as short and plain as written.
+        if let transport, transport != "rest" && transport != "mqtt" { heartbeat.transport = nil }
+        heartbeat.connection = connection.map { TerminalText.safe($0, limit: 240) }
         heartbeat.lastSample = lastSample?.checked()
         heartbeat.lastFix = lastFix?.checked()
         if var spool = heartbeat.spool {
@@ -302,6 +308,13 @@ actor HeartbeatWriter {
     /// Where EFDI's device description stands, after each send cycle.
     func described(_ state: Publisher.DescriptionState?) {
         heartbeat.efdi = state.map { Heartbeat.EFDIDescription(teamSetContextID: $0.teamSetContextID, acceptedAt: $0.acceptedAt, refusal: $0.refusal) }
+    }
+
+    /// The transport and what its connection is doing, after each send cycle.
+    func linked(transport: String, state: String) {
+        let changed = heartbeat.connection != state
+        (heartbeat.transport, heartbeat.connection) = (transport, state)
+        if changed { writeIfDue(force: true) }
     }
 
     func acknowledged(at time: Date = Date()) {

@@ -23,14 +23,22 @@ public struct Onboarder: Sendable {
     }
 
     /// Onboards (or re-onboards the same endpoint) and stores the credentials. Refused without a
-    /// request when the TAN cannot be one, or when the machine is onboarded to another environment:
-    /// disconnect first.
-    public func onboard(tan: String, to target: AgrirouterEnvironment) async throws(OnboardingError) -> OnboardingResponse {
+    /// request when the TAN cannot be one, when the machine is onboarded to another environment
+    /// (disconnect first), or when `transport` is not the one the endpoint was first onboarded with:
+    /// agrirouter keeps an endpoint's transport. Without `transport` the recorded one is kept (REST
+    /// for a first onboarding).
+    public func onboard(tan: String, to target: AgrirouterEnvironment, transport: Transport? = nil) async throws(OnboardingError) -> OnboardingResponse {
         guard OnboardingClient.isPlausibleTAN(tan) else { throw .invalidTAN }
-        if let existing = try store.load(), existing.environment != target.name {
+        let existing = try store.load()
+        if let existing, existing.environment != target.name {
             throw .alreadyOnboarded(environment: existing.environment)
         }
-        let response = try await OnboardingClient(environment: target, settings: settings).onboard(tan: tan, externalID: try store.externalID())
+        let recorded = store.recordedTransport() ?? existing?.response.transport
+        if let transport, let recorded, transport != recorded { throw .transportFixed(onboardedWith: recorded) }
+        let chosen = transport ?? recorded ?? .rest
+        let response = try await OnboardingClient(environment: target, settings: settings)
+            .onboard(tan: tan, externalID: try store.externalID(), transport: chosen)
+        try store.record(chosen)
         try store.save(response, environment: target.name, settings: settings, trustedCAPEM: target.caCertificatePEM)
         return response
     }

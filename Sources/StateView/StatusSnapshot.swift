@@ -204,6 +204,9 @@ extension StatusSnapshot {
                 }
             }
         }
+        if environment != nil, heartbeat?.transport == "mqtt", let connection = heartbeat?.connection, connection.hasPrefix("taken over") {
+            findings.append((.warning, "agrirouter MQTT connection \(connection)"))
+        }
         if environment != nil, let deleted = heartbeat?.endpointDeletedAt {
             findings.append((.critical, "agrirouter no longer knows this endpoint (since \(ISO8601UTC.string(from: deleted).prefix(16))Z): "
                              + "it was deleted or offboarded; onboard again with a new TAN"))

@@ -15,13 +15,15 @@ extension OnboardingError: HasExitCode {
     public var exitCode: Int32 {
         switch self {
         case .missingSettings: return 78        // EX_CONFIG
-        case .invalidTAN, .alreadyOnboarded: return 64
+        case .invalidTAN, .alreadyOnboarded, .transportFixed: return 64
         case .agrirouter: return 77             // EX_NOPERM
         case .transport, .unreadableResponse: return 69
         case .storage: return 73                // EX_CANTCREAT
         }
     }
 }
+
+extension Transport: ExpressibleByArgument {}
 
 struct Onboard: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,6 +35,10 @@ struct Onboard: AsyncParsableCommand {
 
             The credentials are stored in the state directory with mode 0600 and never printed. Running \
             onboard again with a new TAN re-onboards the same endpoint.
+
+            --transport chooses how the machine talks to agrirouter: rest (the default) or mqtt, which \
+            answers at once over one standing connection. agrirouter keeps the choice with the endpoint: \
+            onboarding again keeps it, and asking for the other one is refused.
 
             To try agrigps without an account, use --env local with agrirouter-sim's --onboarding-url \
             and --ca-file.
@@ -56,6 +62,9 @@ struct Onboard: AsyncParsableCommand {
 
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("With --env local: the CA certificate the local agrirouter signs with.", valueName: "path"))
     var caFile: String?
+
+    @Option(help: ArgumentHelp("rest or mqtt (default: as first onboarded, else rest).", valueName: "transport"))
+    var transport: Transport?
 
     @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
@@ -85,8 +94,8 @@ struct Onboard: AsyncParsableCommand {
         do throws(OnboardingError) {
             let target = try resolveEnvironment(environment ?? file.text("agrirouter", "environment").flatMap(EnvironmentChoice.init) ?? .qa)
             let settings = Onboarder.settings(file: file, applicationID: applicationID, certificationVersionID: certificationVersionID)
-            let response = try await Onboarder(store: store, settings: settings).onboard(tan: effectiveTAN, to: target)
-            Output.line("Onboarded to agrirouter \(target.name) as endpoint \(TerminalText.safe(response.deviceAlternateId)).")
+            let response = try await Onboarder(store: store, settings: settings).onboard(tan: effectiveTAN, to: target, transport: transport)
+            Output.line("Onboarded to agrirouter \(target.name) as endpoint \(TerminalText.safe(response.deviceAlternateId)), over \(response.transport?.description ?? "REST").")
             Output.line("Credentials stored in \(store.directory) (readable by this user only).")
         } catch {
             var text = error.description

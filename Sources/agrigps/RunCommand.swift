@@ -135,6 +135,8 @@ struct Run: AsyncParsableCommand {
             } : nil
             interruption.onInterrupt { work.cancel() }
             summary.add(await work.value)
+            // An MQTT connection ends with the daemon's run: a new one comes with the new credentials.
+            link?.connection.link.close()
             watcher?.cancel()
             restart = interruption.signal == nil && credentials.fingerprint() != fingerprint && replay == nil
             if restart { Logger(label: "agrigps.daemon").notice("the credentials changed: starting again with them") }
@@ -227,7 +229,7 @@ struct Run: AsyncParsableCommand {
                             fallback: stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
         let connection: AgrirouterConnection
         do {
-            connection = try AgrirouterConnection(endpoint: stored.response, trustedCAPEM: stored.trustedCAPEM, minimumSpacing: gap, clock: clock)
+            connection = try AgrirouterConnection.open(stored, directory: state.resolved, minimumSpacing: gap, clock: clock)
         } catch {
             throw CommandFailure(error)
         }

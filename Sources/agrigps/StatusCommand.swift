@@ -90,7 +90,11 @@ enum StatusReport {
         if let problem = snapshot.credentialsProblem {
             lines.append("agrirouter: credentials unreadable: \(problem)")
         } else if let environment = snapshot.environment {
+            let link = snapshot.heartbeat.flatMap { heartbeat in
+                heartbeat.transport.map { "; \($0 == "mqtt" ? "MQTT" : "REST")" + (heartbeat.connection.map { ", \($0)" } ?? "") }
+            } ?? ""
             lines.append("agrirouter: onboarded (\(environment))" + (snapshot.othersCounts.ownName.map { ", endpoint \"\(TerminalText.safe($0, limit: 80))\"" } ?? "")
+                         + link
                          + (snapshot.certificateNotAfter.map { "; certificate valid until \(ISO8601UTC.string(from: $0).prefix(10))" } ?? ""))
         } else {
             lines.append("agrirouter: not onboarded; 'agrigps onboard --tan TAN' connects this machine")
@@ -180,6 +184,8 @@ enum StatusReport {
             "daemon": daemon,
             "onboarded": snapshot.environment != nil,
             "environment": snapshot.environment ?? NSNull(),
+            "transport": heartbeat?.transport ?? NSNull(),
+            "connection": heartbeat?.connection ?? NSNull(),
             "endpoint_name": snapshot.othersCounts.ownName ?? NSNull(),
             "last_sample": heartbeat?.lastSample.map { ["state": $0.state, "time": date($0.time)] as [String: Any] } ?? NSNull(),
             "last_fix": heartbeat?.lastFix.map { ["latitude": $0.latitude ?? 0, "longitude": $0.longitude ?? 0, "time": date($0.time),

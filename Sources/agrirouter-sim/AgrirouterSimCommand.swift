@@ -44,6 +44,9 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
                                valueName: "directory"))
     var payloads: String?
 
+    @Flag(help: "Also run Debian's mosquitto as an MQTT broker (TLS with client certificates and a per-endpoint ACL), so that endpoints can onboard with --transport mqtt.")
+    var mqtt = false
+
     func validate() throws {
         if tans.isEmpty { throw ValidationError("give at least one --tan TAN=NAME") }
         // The value is not echoed: it holds a TAN.
@@ -81,11 +84,14 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
             configuration.onAcceptedGPSInfo = log.record
             configuration.onAcceptedEFDI = log.recordEFDI
         }
+        configuration.mqtt = mqtt
         let simulator = try await AgrirouterSimulator.start(configuration, advertisedHost: advertisedHost,
                                                             onboardingPort: onboardingPort ?? 0, gatewayPort: gatewayPort ?? 0)
         if let caFile { try simulator.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8) }
         print("agrirouter-sim: onboarding at \(simulator.onboardingURL)")
+        if let port = simulator.brokerPort { print("agrirouter-sim: MQTT broker on port \(port)") }
         fflush(nil)
+        if mqtt { Self.stopBrokerOnSignals(simulator) }
         // readLine blocks, so it gets a thread of its own rather than one of Swift concurrency's few.
         Thread.detachNewThread {
             while let line = readLine() {
@@ -98,9 +104,28 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
                 done.wait()
             }
         }
-        // Nothing needs cleaning up, so SIGINT and SIGTERM keep their default action and end the process.
+        // Without --mqtt nothing needs cleaning up, so SIGINT and SIGTERM keep their default action.
         while true { try await Task.sleep(for: .seconds(3600)) }
     }
+
+    /// The broker is a child process: SIGINT and SIGTERM stop it (and remove its keys) before the
+    /// simulator exits.
+    private static func stopBrokerOnSignals(_ simulator: AgrirouterSimulator) {
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                Task {
+                    await simulator.shutdown()
+                    Glibc.exit(0)
+                }
+            }
+            source.resume()
+            signals.append(source)
+        }
+    }
+
+    nonisolated(unsafe) private static var signals: [any DispatchSourceSignal] = []
 }
 
 func control(_ line: String, simulator: AgrirouterSimulator) async -> String {
@@ -111,8 +136,20 @@ func control(_ line: String, simulator: AgrirouterSimulator) async -> String {
         return await simulator.rename(endpoint: words[1], to: name) ? "renamed \(words[1]) to \(name)" : "no endpoint \(words[1])"
     case ("delete", 2):
         return await simulator.delete(endpoint: words[1]) ? "deleted \(words[1])" : "no endpoint \(words[1])"
+    case ("restart-broker", 1...2):
+        guard let seconds = words.count == 2 ? Double(words[1]) : 0, (0...3600).contains(seconds) else { return "restart-broker [SECONDS 0-3600]" }
+        do {
+            try await simulator.restartBroker(after: seconds)
+            return "broker restarted"
+        } catch {
+            return "\(error)"
+        }
+    case ("take-over", 3):
+        guard let seconds = Double(words[2]), (0...3600).contains(seconds) else { return "take-over CLIENT-ID SECONDS (0-3600)" }
+        await simulator.takeOverClientID(words[1], for: seconds)
+        return "took over \(words[1]) for \(Int(seconds)) s"
     default:
-        return "commands: rename ENDPOINT-ID NEW NAME | delete ENDPOINT-ID"
+        return "commands: rename ENDPOINT-ID NEW NAME | delete ENDPOINT-ID | restart-broker [SECONDS] | take-over CLIENT-ID SECONDS"
     }
 }
 

@@ -46,7 +46,7 @@ struct HostileOnboardingTests {
             var changed = answer
             changed["deviceAlternateId"] = "evil\u{1B}[2J\nid"
             return changed }),
-        ("MQTT's gateway id", "is not REST's (3)", { answer in
+        ("MQTT's gateway id", "answered for MQTT, not the REST asked for", { answer in
             answer.editing("connectionCriteria") { $0["gatewayId"] = "2" } }),
         ("an answer of 2 MiB", "larger than 1 MiB", { _ in
             Data(("{\"pad\":\"" + String(repeating: "x", count: 2 * 1_048_576) + "\"}").utf8) }),

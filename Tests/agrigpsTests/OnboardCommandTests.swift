@@ -1,3 +1,4 @@
+import AgrirouterLink
 import AgrirouterSim
 import Foundation
 import Testing
@@ -59,5 +60,47 @@ struct OnboardCommandTests {
             #expect(!everything.contains(secretText), "output contains \(secretText.prefix(12))…")
         }
         #expect(endpoint.contains("ENCRYPTED PRIVATE KEY") && !endpoint.contains(secret))
+    }
+
+    @Test func reOnboardingKeepsTheTransportAndRefusesTheOther() async throws {
+        var configuration = SimConfiguration(tans: ["TANA123456": "Tractor", "TANB123456": "Tractor", "TANC123456": "Tractor"])
+        configuration.mqtt = true
+        let simulator = try await AgrirouterSimulator.start(configuration)
+        defer { Task { await simulator.shutdown() } }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-transport-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let state = directory + "/state"
+        let local = ["--env", "local", "--onboarding-url", simulator.onboardingURL, "--ca-file", directory + "/ca.pem", "--state-dir", state,
+                     "--application-id", "app", "--certification-version-id", "version"]
+        func gateway() throws -> String? {
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: state + "/endpoint.json"))) as? [String: Any]
+            return ((object?["response"] as? [String: Any])?["connectionCriteria"] as? [String: Any])?["gatewayId"] as? String
+        }
+
+        let first = try await AgrigpsCommand.run(["onboard", "--tan", "TANA123456", "--transport", "mqtt"] + local, timeout: 60)
+        #expect(first.code == 0, "\(first.stderr)")
+        #expect(first.stdout.first?.hasSuffix(", over MQTT.") == true)
+        #expect(try gateway() == "2")
+        // Without --transport, and after a disconnect too, the endpoint keeps MQTT.
+        #expect(try await AgrigpsCommand.run(["disconnect", "--yes", "--state-dir", state]).code == 0)
+        let again = try await AgrigpsCommand.run(["onboard", "--tan", "TANB123456"] + local, timeout: 60)
+        #expect(again.code == 0, "\(again.stderr)")
+        #expect(try gateway() == "2")
+        // Asking for REST is refused before any request: the TAN stays unused.
+        let refused = try await AgrigpsCommand.run(["onboard", "--tan", "TANC123456", "--transport", "rest"] + local, timeout: 60)
+        #expect(refused.code == 64)
+        #expect(refused.stderr.first?.contains("--transport mqtt") == true, "\(refused.stderr)")
+        #expect(try gateway() == "2")
+        let unknown = try await AgrigpsCommand.run(["onboard", "--tan", "TANC123456", "--transport", "carrier-pigeon"] + local, timeout: 60)
+        #expect(unknown.code == 64)
+        // agrirouter keeps it too: the local one refuses a change of gateway for a known endpoint (0102).
+        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let externalID = try String(contentsOfFile: state + "/endpoint-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        await #expect(throws: OnboardingError.self) {
+            _ = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "version"))
+                .onboard(tan: "TANC123456", externalID: externalID, transport: .rest)
+        }
     }
 }

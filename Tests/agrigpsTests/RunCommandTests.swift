@@ -13,15 +13,17 @@ struct OnboardedMachine {
     var state: String { directory + "/state" }
 
     /// `gatewayPort` 0 takes a free one.
-    static func make(gatewayPort: Int = 0) async throws -> OnboardedMachine {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TANA123456": "Tractor"]), gatewayPort: gatewayPort)
+    static func make(gatewayPort: Int = 0, transport: String = "rest") async throws -> OnboardedMachine {
+        var configuration = SimConfiguration(tans: ["TANA123456": "Tractor"])
+        configuration.mqtt = transport == "mqtt"
+        let simulator = try await AgrirouterSimulator.start(configuration, gatewayPort: gatewayPort)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-run-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
         let machine = OnboardedMachine(simulator: simulator, directory: directory)
         let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", "TANA123456", "--env", "local", "--onboarding-url", simulator.onboardingURL,
                                                       "--ca-file", directory + "/ca.pem", "--state-dir", machine.state,
-                                                      "--application-id", "app", "--certification-version-id", "v"])
+                                                      "--application-id", "app", "--certification-version-id", "v", "--transport", transport])
         try #require(onboarded.code == 0, "\(onboarded.stderr)")
         return machine
     }
@@ -72,9 +74,10 @@ func expectedEntries(_ log: String) throws -> [(status: GPSEntry.PositionStatus,
 
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct RunCommandTests {
-    @Test("a recorded log reaches agrirouter once, in order, with its statuses", arguments: ["ublox-lea-4h", "nmea-rtk"])
-    func endToEnd(log: String) async throws {
-        let machine = try await OnboardedMachine.make()
+    @Test("a recorded log reaches agrirouter once, in order, with its statuses, over REST and over MQTT",
+          arguments: ["ublox-lea-4h", "nmea-rtk"], ["rest", "mqtt"])
+    func endToEnd(log: String, transport: String) async throws {
+        let machine = try await OnboardedMachine.make(transport: transport)
         defer { Task { await machine.close() } }
         let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
         #expect(run.code == 0, "\(run.stderr.suffix(5))")
@@ -87,14 +90,18 @@ struct RunCommandTests {
         #expect(times.map { $0.positionStart.positionStatus.rawValue } == expected.map(\.status.rawValue))
         #expect(times.map(\.positionStart.positionNorth) == expected.map(\.latitude))
         // A sample with the receiver's time starts at exactly its GPS entry's time. One without (no
-        // fix) carries the system time corrected to the best known UTC when it is sent, and EFDI may
-        // go a cycle later than gps:info, after that estimate has moved: seconds apart at most.
-        #expect(times.count == received.count)
-        for (time, entry) in zip(times, received) {
-            if entry.positionStatus == .dNoGps || entry.positionStatus == .dNotAvailable || entry.positionStatus == .dError {
-                #expect(abs(time.start.date.timeIntervalSince(entry.gpsUtcTimestamp.date)) < 5, "\(time.start) \(entry.gpsUtcTimestamp)")
+        // fix, or nmea-rtk's first fix, which comes without a time) carries the system time corrected
+        // to the best known UTC when it is sent, and EFDI may go a cycle later than gps:info, after
+        // that estimate has moved: seconds apart at most.
+        let timed = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("\(log).samples.jsonl").path).map { line in
+            (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["time"] is String
+        }
+        #expect(times.count == received.count && timed.count == received.count)
+        for ((time, entry), hasReceiverTime) in zip(zip(times, received), timed) {
+            if hasReceiverTime {
+                #expect(time.start == entry.gpsUtcTimestamp, "a timed sample's Time starts at its GPS entry's time")
             } else {
-                #expect(time.start == entry.gpsUtcTimestamp, "a fix's Time starts at its GPS entry's time")
+                #expect(abs(time.start.date.timeIntervalSince(entry.gpsUtcTimestamp.date)) < 5, "\(time.start) \(entry.gpsUtcTimestamp)")
             }
         }
         let types = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)

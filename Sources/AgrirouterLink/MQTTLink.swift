@@ -1,0 +1,337 @@
+import AgrirouterWire
+import Bounds
+import CMosquitto
+import GNSS
+import Foundation
+import Synchronization
+
+/// Why the MQTT link could not be made at all (as opposed to a connection that drops and comes back).
+public enum MQTTSetupError: Error, Sendable, Equatable, CustomStringConvertible {
+    case notMQTT
+    case credentialFile(String)
+    /// libmosquitto refused a call; its code and text are kept.
+    case libmosquitto(call: String, code: Int32, text: String)
+
+    public var description: String {
+        switch self {
+        case .notMQTT: return "the endpoint was not onboarded for MQTT (no broker host, port or client id stored); onboard again"
+        case .credentialFile(let reason): return "the certificate file for the MQTT connection cannot be written: \(reason)"
+        case .libmosquitto(let call, let code, let text):
+            return "libmosquitto refused \(call) (\(code): \(text)); install Debian's libmosquitto1 2.0 or later"
+        }
+    }
+}
+
+/// MQTT over libmosquitto: one long-lived TLS connection with the endpoint's client certificate,
+/// measures published with QoS 1 to the measures topic, answers and pushes taken from the commands
+/// topic as they come.
+///
+/// - The key stays encrypted at rest: libmosquitto reads the credential file (key and certificate)
+///   at every connect and asks for the secret through its password callback.
+/// - A thread of the link's keeps the connection: keepalive 60 s, and reconnects 2, 4, 8 … 60 s
+///   apart. The session is persistent, so answers published while the box is away wait at the
+///   broker; the commands topic is still subscribed on every connect, since a broker that restarted
+///   has forgotten the session.
+/// - A PUBACK only says the broker took the packet; the connection above waits for agrirouter's ACK.
+/// - Another client with our client id makes the broker close ours; three connections in a row that
+///   each end within 15 s are taken as that, and the next attempt waits 5 minutes instead of taking
+///   the id back every few seconds.
+public final class MQTTLink: Link, @unchecked Sendable {
+    public let transport = Transport.mqtt
+    public let deliversAnswers = true
+
+    /// The broker's answers kept untaken at most, and the largest one read; agrirouter's outbox
+    /// answers are a few feed pages of 1 MB at most.
+    static let inboxLimit = 10_000
+    static let largestMessage = 16 * 1_048_576
+    static let keepalive: Int32 = 60
+    /// A connection that ends sooner than this after it was made counts towards a take-over.
+    static let shortLived = 15.0
+    static let takeOverPause = 300.0
+
+    private let handle: OpaquePointer
+    private let host: String
+    private let port: Int32
+    private let measuresTopic: String
+    private let commandsTopic: String
+    private let secret: [UInt8]
+    private let shared = Mutex(Shared())
+
+    private struct Shared {
+        var inbox: [Data] = []
+        var dropped = 0
+        var connectedAt: Double?
+        var shortLivedInARow = 0
+        var takenOverAt: Double?
+        var state = LinkState.connecting
+        var closed = false
+        var acknowledgedByBroker = 0
+    }
+
+    private static let libraryReady: Int32 = mosquitto_lib_init()
+
+    /// Writes the credential file (the encrypted key and the certificate, 0600) and, for a local
+    /// agrirouter, its CA into `directory`, then starts connecting in the background.
+    public init(endpoint: OnboardingResponse, credentials: ClientCredentials, trustedCAPEM: String?, directory: String) throws(MQTTSetupError) {
+        let criteria = endpoint.connectionCriteria
+        guard endpoint.transport == .mqtt, let host = criteria.host, let clientID = criteria.clientId,
+              let port = criteria.port.flatMap(Int32.init(exactly:)), (1...65_535).contains(port) else { throw .notMQTT }
+        _ = Self.libraryReady
+        let store = CredentialStore(directory: directory)
+        let credentialPath = directory + "/mqtt-credential.pem"
+        let caPath = directory + "/mqtt-ca.pem"
+        do throws(OnboardingError) {
+            try store.write(Data((credentials.encryptedKeyPEM + credentials.certificatePEM).utf8), to: credentialPath)
+            if let trustedCAPEM { try store.write(Data(trustedCAPEM.utf8), to: caPath) }
+        } catch {
+            throw .credentialFile(error.description)
+        }
+        (self.host, self.port) = (host, port)
+        (measuresTopic, commandsTopic) = (criteria.measures, criteria.commands)
+        secret = Array(credentials.secret.utf8)
+        // A persistent session (clean session off): the broker keeps the subscription and queues
+        // answers with QoS 1 while the box is away (a restart, a dead spot), instead of dropping them.
+        guard let handle = mosquitto_new(clientID, false, nil) else {
+            throw .libmosquitto(call: "mosquitto_new", code: Int32(errno), text: String(cString: strerror(errno)))
+        }
+        self.handle = handle
+        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+        do throws(MQTTSetupError) {
+            try Self.check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), "MOSQ_OPT_PROTOCOL_VERSION")
+            let systemBundle = "/etc/ssl/certs/ca-certificates.crt"
+            let caFile: String? = trustedCAPEM != nil ? caPath : (FileManager.default.fileExists(atPath: systemBundle) ? systemBundle : nil)
+            try Self.check(mosquitto_tls_set(handle, caFile, caFile == nil ? "/etc/ssl/certs" : nil, credentialPath, credentialPath, passwordCallback),
+                           "mosquitto_tls_set")
+            try Self.check(mosquitto_reconnect_delay_set(handle, 2, 60, true), "mosquitto_reconnect_delay_set")
+        } catch {
+            // Fully initialised by now, so deinit runs and frees the handle.
+            throw error
+        }
+        mosquitto_connect_callback_set(handle, onConnect)
+        mosquitto_disconnect_callback_set(handle, onDisconnect)
+        mosquitto_message_callback_set(handle, onMessage)
+        mosquitto_publish_callback_set(handle, onPublish)
+        // The connection lives on a thread of its own, never Swift's pool: the first connect resolves
+        // the host, which may block, and the loop waits on the socket. The thread holds the link
+        // until `close` ends it.
+        Thread.detachNewThread { [self] in self.run() }
+    }
+
+    deinit {
+        mosquitto_destroy(handle)
+    }
+
+    private static func check(_ code: Int32, _ call: String) throws(MQTTSetupError) {
+        guard code == MOSQ_ERR_SUCCESS.rawValue else {
+            throw .libmosquitto(call: call, code: code, text: String(cString: mosquitto_strerror(code)))
+        }
+    }
+
+    private var isClosed: Bool { shared.withLock { $0.closed } }
+
+    /// Connects and keeps the connection. libmosquitto reconnects by itself after most losses, but
+    /// returns from its loop on the ones it takes as fatal, a TLS error among them, which is what a
+    /// connection cut without TLS's goodbye (a broker killed, a network gone) looks like: the loop
+    /// is entered again, so that no loss ends the link for good.
+    private func run() {
+        mosquitto_threaded_set(handle, true)
+        let code = mosquitto_connect_async(handle, host, port, Self.keepalive)
+        if code != MOSQ_ERR_SUCCESS.rawValue {
+            // Not fatal: the loop below keeps trying. A wrong secret or a damaged key shows here first.
+            shared.withLock { $0.state = .disconnected(reason: Self.reason(code)) }
+        }
+        while !isClosed {
+            let ended = mosquitto_loop_forever(handle, 1000, 1)
+            guard !isClosed else { break }
+            shared.withLock { shared in
+                if shared.takenOverAt == nil { shared.state = .disconnected(reason: Self.reason(ended)) }
+            }
+            reconnect()
+        }
+    }
+
+    /// Connects again, 2, 4, 8 … 60 s apart, until it works or the link is closed.
+    private func reconnect() {
+        var delay = 2.0
+        while !isClosed {
+            for _ in 0..<Int(delay * 10) where !isClosed { usleep(100_000) }
+            guard !isClosed else { return }
+            let code = mosquitto_reconnect(handle)
+            if code == MOSQ_ERR_SUCCESS.rawValue { return }
+            shared.withLock { $0.state = .disconnected(reason: Self.reason(code)) }
+            delay = min(60, delay * 2)
+        }
+    }
+
+    static func reason(_ code: Int32) -> String {
+        switch code {
+        case MOSQ_ERR_CONN_LOST.rawValue: return "the connection was lost"
+        case MOSQ_ERR_TLS.rawValue: return "TLS failed: the broker is not trusted, or the stored certificate cannot be used"
+        case MOSQ_ERR_NO_CONN.rawValue: return "not connected"
+        default: return TerminalText.safe(String(cString: mosquitto_strerror(code)), limit: 120)
+        }
+    }
+
+    public var state: LinkState {
+        shared.withLock { shared in
+            if let since = shared.takenOverAt {
+                return .takenOver(retryInSeconds: Int(max(0, Self.takeOverPause - (uptime() - since)).rounded(.up)))
+            }
+            return shared.state
+        }
+    }
+
+    /// PUBACKs received: the broker took that many publishes (not agrirouter's acknowledgement).
+    public var acknowledgedByBroker: Int { shared.withLock { $0.acknowledgedByBroker } }
+
+    public func publish(_ body: Data) async throws(TransportError) -> Date? {
+        let state = self.state
+        // A publish while disconnected would wait in libmosquitto's memory and die with the process;
+        // the spool keeps it instead, and it goes once the link is back.
+        guard state == .connected else { throw .cannotConnect("MQTT broker \(host):\(port) is \(state)") }
+        guard let length = Int32(exactly: body.count) else { throw .payloadTooLarge }
+        var messageID: Int32 = 0
+        let code = body.withUnsafeBytes { bytes in
+            mosquitto_publish(handle, &messageID, measuresTopic, length, bytes.baseAddress, 1, false)
+        }
+        switch code {
+        // NO_CONN: the connection dropped just now; libmosquitto keeps the packet and sends it on
+        // reconnect, so it must not be published twice.
+        case MOSQ_ERR_SUCCESS.rawValue, MOSQ_ERR_NO_CONN.rawValue: return nil
+        case MOSQ_ERR_PAYLOAD_SIZE.rawValue, MOSQ_ERR_OVERSIZE_PACKET.rawValue: throw .payloadTooLarge
+        default: throw .connectionFailed(Self.reason(code))
+        }
+    }
+
+    public func collect() async throws(GatewayError) -> LinkMail {
+        let (messages, dropped) = shared.withLock { shared in
+            defer { shared.inbox = []; shared.dropped = 0 }
+            return (shared.inbox, shared.dropped)
+        }
+        var mail = LinkMail()
+        if dropped > 0 { mail.unreadable.append(.malformedJSON("\(dropped) messages on the commands topic were dropped, more than \(Self.inboxLimit) waited")) }
+        let decoder = JSONDecoder()
+        for message in messages {
+            do {
+                mail.items.append(try decoder.decode(OutboxItem.self, from: message))
+            } catch {
+                mail.unreadable.append(.malformedJSON("a message on the commands topic is not an outbox item"))
+            }
+        }
+        return mail
+    }
+
+    public func waitForMail(atMost seconds: Double) async {
+        let deadline = uptime() + max(0, seconds)
+        while uptime() < deadline, !Task.isCancelled {
+            if shared.withLock({ !$0.inbox.isEmpty }) { return }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Ends the connection; the link's thread ends within its current wait (at most the reconnect
+    /// delay) and lets the link go.
+    public func close() {
+        let first = shared.withLock { shared in
+            defer { shared.closed = true }
+            return !shared.closed
+        }
+        guard first else { return }
+        mosquitto_disconnect(handle)
+    }
+
+    // MARK: - Callbacks, on libmosquitto's thread
+
+    fileprivate func connected(_ code: Int32) {
+        guard code == 0 else {
+            let text = String(cString: mosquitto_connack_string(code))
+            shared.withLock { $0.state = .disconnected(reason: "the broker refused the connection: \(text)") }
+            return
+        }
+        shared.withLock { shared in
+            shared.connectedAt = uptime()
+            shared.takenOverAt = nil
+            shared.state = .connected
+        }
+        // A broker that restarted forgot the session: subscribe on every connect, or answers stop after it.
+        let subscribed = mosquitto_subscribe(handle, nil, commandsTopic, 1)
+        if subscribed != MOSQ_ERR_SUCCESS.rawValue {
+            shared.withLock { $0.state = .disconnected(reason: "cannot subscribe to the commands topic: \(Self.reason(subscribed))") }
+            mosquitto_disconnect(handle)
+        }
+    }
+
+    fileprivate func disconnected(_ code: Int32) {
+        let takenOver = shared.withLock { shared -> Bool in
+            guard !shared.closed else { return false }
+            shared.state = .disconnected(reason: Self.reason(code))
+            guard let since = shared.connectedAt else { return false }
+            shared.connectedAt = nil
+            let wasShort = uptime() - since < Self.shortLived
+            shared.shortLivedInARow = wasShort ? shared.shortLivedInARow + 1 : 0
+            guard shared.shortLivedInARow >= 3 else { return false }
+            shared.takenOverAt = uptime()
+            return true
+        }
+        // Called on the loop's own thread, which reads these before its next attempt.
+        if takenOver {
+            mosquitto_reconnect_delay_set(handle, UInt32(Self.takeOverPause), UInt32(Self.takeOverPause), false)
+        } else {
+            mosquitto_reconnect_delay_set(handle, 2, 60, true)
+        }
+    }
+
+    fileprivate func received(_ message: UnsafePointer<mosquitto_message>) {
+        let message = message.pointee
+        guard let topic = message.topic, String(cString: topic) == commandsTopic,
+              (0...Self.largestMessage).contains(Int(message.payloadlen)) else { return }
+        let data = message.payload.map { Data(bytes: $0, count: Int(message.payloadlen)) } ?? Data()
+        shared.withLock { shared in
+            if shared.inbox.count >= Self.inboxLimit {
+                shared.inbox.removeFirst()
+                shared.dropped += 1
+            }
+            shared.inbox.append(data)
+        }
+    }
+
+    fileprivate func published() {
+        shared.withLock { $0.acknowledgedByBroker += 1 }
+    }
+
+    /// Copies the secret into OpenSSL's buffer; nil-terminated is not needed, the length is returned.
+    fileprivate func writeSecret(into buffer: UnsafeMutablePointer<CChar>, size: Int32) -> Int32 {
+        guard let fits = Int32(exactly: secret.count), fits <= size else { return 0 }
+        secret.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { buffer.update(from: $0.baseAddress!, count: $0.count) }
+        }
+        return fits
+    }
+
+    fileprivate static func from(_ object: UnsafeMutableRawPointer?) -> MQTTLink? {
+        object.map { Unmanaged<MQTTLink>.fromOpaque($0).takeUnretainedValue() }
+    }
+}
+
+private func onConnect(_: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ code: Int32) {
+    MQTTLink.from(object)?.connected(code)
+}
+
+private func onDisconnect(_: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ code: Int32) {
+    MQTTLink.from(object)?.disconnected(code)
+}
+
+private func onMessage(_: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ message: UnsafePointer<mosquitto_message>?) {
+    guard let message else { return }
+    MQTTLink.from(object)?.received(message)
+}
+
+private func onPublish(_: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _: Int32) {
+    MQTTLink.from(object)?.published()
+}
+
+/// OpenSSL's password callback; libmosquitto hands it the client handle, whose user data is the link.
+private func passwordCallback(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _: Int32, _ handle: UnsafeMutableRawPointer?) -> Int32 {
+    guard let buffer, let handle, let link = MQTTLink.from(mosquitto_userdata(OpaquePointer(handle))) else { return 0 }
+    return link.writeSecret(into: buffer, size: size)
+}
