@@ -94,8 +94,8 @@ enum StatusReport {
                 heartbeat.transport.map { "; \($0 == "mqtt" ? "MQTT" : "REST")" + (heartbeat.connection.map { ", \($0)" } ?? "") }
             } ?? ""
             lines.append("agrirouter: onboarded (\(environment))" + (snapshot.othersCounts.ownName.map { ", endpoint \"\(TerminalText.safe($0, limit: 80))\"" } ?? "")
-                         + link
-                         + (snapshot.certificateNotAfter.map { "; certificate valid until \(ISO8601UTC.string(from: $0).prefix(10))" } ?? ""))
+                         + (snapshot.certificateNotAfter.map { "; certificate valid until \(ISO8601UTC.string(from: $0).prefix(10))" } ?? "")
+                         + link)
         } else {
             lines.append("agrirouter: not onboarded; 'agrigps onboard --tan TAN' connects this machine")
         }

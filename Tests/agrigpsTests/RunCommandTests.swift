@@ -114,6 +114,10 @@ struct RunCommandTests {
         let status = await machine.spoolStatus()
         #expect(status.pending + status.inFlight + status.failed + status.parked == 0, "the spool is empty at the end")
         #expect(run.stdout.last?.contains("0 waiting in the spool") == true)
+        // Status names the transport and what its connection was doing.
+        let shown = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
+        let line = shown.stdout.first { $0.hasPrefix("agrirouter: onboarded (local)") } ?? ""
+        #expect(line.hasSuffix(transport == "mqtt" ? "; MQTT, connected" : "; REST, requests"), "\(shown.stdout)")
     }
 
     @Test func killedMidSendThenRestartedLosesNothing() async throws {
@@ -149,6 +153,39 @@ struct RunCommandTests {
         let sent = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
         #expect(sent.count { $0 == TechnicalMessageType.capabilities } == 1 && sent.count { $0 == TechnicalMessageType.subscription } == 1,
                 "\(sent.filter { $0 != TechnicalMessageType.gpsInfo })")
+    }
+
+    @Test("over MQTT: killed while its answers are held, the broker restarted, then a second run: every sample once")
+    func mqttKilledAndBrokerRestartedLosesNothing() async throws {
+        let machine = try await OnboardedMachine.make(transport: "mqtt")
+        defer { Task { await machine.close() } }
+        // The first gps:info is taken and its answers held for 6 s; the daemon is killed while it waits.
+        await machine.simulator.inject(.stallPublish(seconds: 6))
+        let first = try AgrigpsCommand(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", machine.state, "--spacing", "0.05"])
+        defer { first.cleanUp() }
+        var published = false
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !published {
+            published = await machine.simulator.sentMessages(endpoint: try machine.endpointID).contains { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
+            if !published { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(published, "the daemon never published")
+        #expect(await machine.spoolStatus().inFlight > 0)
+        kill(first.process.pid, SIGKILL)
+        #expect(first.process.wait(timeout: 10) == 128 + SIGKILL)
+        // Every connection drops, and the broker comes back a second later having forgotten every session.
+        try await machine.simulator.restartBroker(after: 1)
+
+        let second = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("bu353-glonass"), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
+        #expect(second.code == 0, "\(second.stderr.suffix(5))")
+        let received = try await machine.received()
+        let expected = try expectedEntries("ublox-lea-4h") + expectedEntries("bu353-glonass")
+        // The held answer reached the second run when it was let go, so the batch was not sent twice.
+        #expect(received.map(\.positionNorth) == expected.map(\.latitude))
+        let times = try await machine.receivedTimes()
+        #expect(times.map(\.positionStart.positionNorth) == expected.map(\.latitude), "and once as TimeLog Times")
+        let status = await machine.spoolStatus()
+        #expect(status.pending + status.inFlight + status.failed == 0 && status.resent == 0)
     }
 
     @Test func pauseAndResumeReachARunningDaemon() async throws {
