@@ -79,6 +79,10 @@ public actor AgrirouterConnection {
     /// the answers fetched for each but not yet taken; the feed reader's box holds the pushes too.
     private var senders: [String: (recipient: Recipient, sentAt: Double)] = [:]
     private var mailboxes: [Recipient: [DecodedResponse]] = [:]
+    /// The message ids of the latest send, which `waitForAnswers` waits for, and items that did not
+    /// decode while it waited, handed on with the next poll.
+    private var latestSend: [String] = []
+    private var undecodableKept: [CodecError] = []
     /// The most answers one box keeps untaken; beyond it the oldest go (nothing takes them).
     static let mailboxLimit = 10_000
 
@@ -203,7 +207,11 @@ public actor AgrirouterConnection {
         // Known before the request goes: a poll that overtakes it still routes the answer right.
         let sentAt = uptime()
         for message in encoded { senders[message.applicationMessageID] = (recipient, sentAt) }
+        latestSend = encoded.map(\.applicationMessageID)
         await waitForTurn()
+        // A connection that is still being made (the daemon's start, a reconnect under way) is given
+        // a moment rather than failing the send, which would put it off by a whole retry.
+        await link.waitUntilReady(atMost: 10)
         bodyBytesSent += body.count
         do {
             succeeded(at: try await link.publish(body))
@@ -214,11 +222,20 @@ public actor AgrirouterConnection {
         return encoded
     }
 
-    /// Waits until answers may have come (MQTT delivers them by itself), or `seconds` pass; at once
-    /// over REST, whose answers only a poll brings.
+    /// Waits until every message of the latest send has its answer (MQTT delivers them by itself), or
+    /// `seconds` pass; at once over REST, whose answers only a poll brings. What arrives meanwhile is
+    /// routed as a poll routes it. Waiting for any mail instead would return at once on an answer
+    /// still on its way from the cycle before, and every answer would lag a cycle behind for good.
     public func waitForAnswers(atMost seconds: Double) async {
-        guard link.deliversAnswers, !senders.isEmpty else { return }
-        await link.waitForMail(atMost: seconds)
+        guard link.deliversAnswers else { return }
+        let deadline = uptime() + max(0, seconds)
+        while latestSend.contains(where: { senders[$0] != nil }), uptime() < deadline, !Task.isCancelled {
+            await link.waitForMail(atMost: deadline - uptime())
+            if let (responses, undecodable) = try? await fetchOutbox() {
+                route(responses)
+                undecodableKept += undecodable
+            }
+        }
     }
 
     /// One GET of the outbox, each answer put aside for whoever sent its message, every push for the
@@ -228,6 +245,12 @@ public actor AgrirouterConnection {
     @discardableResult
     public func poll() async throws(GatewayError) -> [CodecError] {
         let (responses, undecodable) = try await fetchOutbox()
+        route(responses)
+        defer { undecodableKept = [] }
+        return undecodableKept + undecodable
+    }
+
+    private func route(_ responses: [DecodedResponse]) {
         // An answer comes within the outbox's life or not at all: older senders are forgotten.
         let now = uptime()
         senders = senders.filter { now - $0.value.sentAt <= 2 * AgrirouterLimits.outboxLifetime }
@@ -245,7 +268,6 @@ public actor AgrirouterConnection {
             box.append(response)
             mailboxes[recipient] = box
         }
-        return undecodable
     }
 
     /// The answers (and for the feed reader, the pushes) polled for `recipient` since it last took

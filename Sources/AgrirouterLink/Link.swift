@@ -53,6 +53,8 @@ public protocol Link: Sendable {
     func collect() async throws(GatewayError) -> LinkMail
     /// Returns when something may be there to collect, or after `seconds`; at once for REST.
     func waitForMail(atMost seconds: Double) async
+    /// Returns once a publish could go out (MQTT: connected), or after `seconds`; at once for REST.
+    func waitUntilReady(atMost seconds: Double) async
     var state: LinkState { get }
     /// Ends the connection, if there is one; the link is not used again.
     func close()
@@ -94,6 +96,8 @@ public struct RESTLink: Link {
     }
 
     public func waitForMail(atMost seconds: Double) async {}
+
+    public func waitUntilReady(atMost seconds: Double) async {}
 
     public var state: LinkState { .requests }
 

@@ -231,6 +231,13 @@ public final class MQTTLink: Link, @unchecked Sendable {
 
     /// Ends the connection; the link's thread ends within its current wait (at most the reconnect
     /// delay) and lets the link go.
+    public func waitUntilReady(atMost seconds: Double) async {
+        let deadline = uptime() + max(0, seconds)
+        while state != .connected, uptime() < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     public func close() {
         let first = shared.withLock { shared in
             defer { shared.closed = true }

@@ -312,7 +312,9 @@ public struct GatewayDaemon: Sendable {
                 report.published = sent.published
                 if let error = sent.error { throw error }
             }
-            // Over MQTT answers cost no request: they are taken every cycle, whoever's turn it is.
+            // What was just published is answered within moments over MQTT: wait for that much (at
+            // once over REST). Answers cost no request there: they are taken every cycle, whoever's turn it is.
+            await connection.waitForAnswers(atMost: min(2, configuration.sendInterval))
             let answersAreFree = connection.link.deliversAnswers
             if readerTurn, let reader, try await reader.step() {
                 readerTurn = false
@@ -322,8 +324,6 @@ public struct GatewayDaemon: Sendable {
                     report.refusals += settled.refusals
                 }
             } else {
-                // What was just published is answered within moments over MQTT: wait for that much.
-                await connection.waitForAnswers(atMost: min(2, configuration.sendInterval))
                 let settled = try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
                 report.acknowledged = settled.acknowledged
                 report.refusals += settled.refusals
