@@ -164,6 +164,9 @@ public final class AgrirouterSimulator: Sendable {
     public func arrivals(endpoint: String) async -> [Date] { await state.arrivals(endpoint: endpoint) }
     /// When each measures or commands request arrived, in monotonic seconds.
     public func gatewayRequestArrivals() async -> [Double] { await state.gatewayRequestArrivals() }
+
+    /// Requests that came for one endpoint: REST's POSTs and GETs, or MQTT's publishes.
+    public func requestCount(endpoint: String) async -> Int { await state.requestCount(endpoint: endpoint) }
     /// Messages answered ACK_WITH_FAILURE for a timestamp ahead of this machine's clock.
     public func refusedForFutureTimestamps() async -> Int { await state.refusedForFutureTimestamps() }
     public func subscriptions(endpoint: String) async -> Set<String> { await state.subscriptions(endpoint: endpoint) }

@@ -100,10 +100,10 @@ final class SimBroker: Sendable {
     /// Starts mosquitto and waits (at most 10 s) until its port takes connections.
     func start() throws {
         let child = Process()
-        // It dies with the simulator, however the simulator ends (a test killed on a timeout, say).
-        // SIGKILL, because a child started from a thread that blocks SIGTERM inherits the block.
-        child.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        child.arguments = ["--pdeathsig", "KILL", "--", "/usr/sbin/mosquitto", "-c", directory + "/mosquitto.conf"]
+        // No parent-death signal: it would fire when the thread that started the broker ends, and
+        // Swift's pool retires idle threads. `shutdown` (and agrirouter-sim on SIGINT or SIGTERM) stops it.
+        child.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
+        child.arguments = ["-c", directory + "/mosquitto.conf"]
         FileManager.default.createFile(atPath: logPath, contents: nil)
         guard let log = FileHandle(forWritingAtPath: logPath) else { throw SimBrokerError.cannotStart("cannot write \(logPath)") }
         log.seekToEndOfFile()

@@ -43,9 +43,9 @@ final class SimMQTTSide: Sendable {
                     if stall > 0 { try? await Task.sleep(for: .seconds(stall)) }
                     await state.mqttMeasures(deviceID: deviceID, body: body)
                 case .outboxChanged(let deviceID):
-                    await Self.flush(deviceID, state: state, client: client)
+                    await Self.flush(deviceID, state: state, client: client, events: events)
                 case .reconnected:
-                    for deviceID in await state.mqttEndpointIDs() { await Self.flush(deviceID, state: state, client: client) }
+                    for deviceID in await state.mqttEndpointIDs() { await Self.flush(deviceID, state: state, client: client, events: events) }
                 }
             }
         }
@@ -86,8 +86,16 @@ final class SimMQTTSide: Sendable {
 
     /// Publishes what waits in an endpoint's outbox. While the simulator's own client is away (the
     /// broker restarting), it stays in the outbox for the next flush.
-    private static func flush(_ deviceID: String, state: SimState, client: JoinedClient) async {
+    private static func flush(_ deviceID: String, state: SimState, client: JoinedClient, events: AsyncStream<Event>.Continuation) async {
         guard let joined = client.current, joined.isActive else { return }
+        let held = await state.answersHeld(deviceID: deviceID)
+        if held > 0 {
+            Task {
+                try? await Task.sleep(for: .seconds(held))
+                events.yield(.outboxChanged(deviceID: deviceID))
+            }
+            return
+        }
         for item in await state.takeOutbox(deviceID: deviceID) {
             joined.publish(topic: "commands/\(deviceID)", payload: item)
         }

@@ -16,8 +16,10 @@ actor SimState {
     private var deleted: Set<String> = []
     private var deviceIDByExternalID: [String: String] = [:]
     private var faults: [SimFault] = []
-    /// When each gateway request arrived (monotonic seconds), to check the client's spacing.
+    /// When each gateway request arrived (monotonic seconds), to check the client's spacing, and how
+    /// many came for each endpoint (REST requests, or MQTT publishes).
     private var requestArrivals: [Double] = []
+    private var requestsByEndpoint: [String: Int] = [:]
     /// Messages refused for a timestamp in the future.
     private var futureTimestampsRefused = 0
     /// Until when (monotonic seconds) every gateway request hangs unprocessed.
@@ -159,6 +161,7 @@ actor SimState {
 
     func measures(deviceID: String, certificate: Certificate?, body: Data, now: Date = Date()) -> SimResponse {
         requestArrivals.append(ProcessInfo.processInfo.systemUptime)
+        requestsByEndpoint[deviceID, default: 0] += 1
         if let refusal = authenticate(deviceID: deviceID, certificate: certificate) { return refusal }
         var stall = 0.0
         if let fault = transportFault() {
@@ -206,6 +209,7 @@ actor SimState {
 
     func commands(deviceID: String, certificate: Certificate?, now: Date = Date()) -> SimResponse {
         requestArrivals.append(ProcessInfo.processInfo.systemUptime)
+        requestsByEndpoint[deviceID, default: 0] += 1
         if let refusal = authenticate(deviceID: deviceID, certificate: certificate) { return refusal }
         var stall = 0.0
         if let fault = transportFault() {
@@ -239,8 +243,23 @@ actor SimState {
     /// reply to a publish: every answer goes to the commands topic.
     func mqttMeasures(deviceID: String, body: Data, now: Date = Date()) {
         requestArrivals.append(ProcessInfo.processInfo.systemUptime)
+        requestsByEndpoint[deviceID, default: 0] += 1
         guard endpoints[deviceID]?.gatewayID == "2" else { return }
+        // REST's stalled publish, over MQTT: the message is taken, and its answers wait.
+        if let index = faults.firstIndex(where: { if case .stallPublish = $0 { true } else { false } }),
+           case .stallPublish(let seconds) = faults[index], Self.carriesGPSInfo(body) {
+            faults.remove(at: index)
+            answersHeldUntil[deviceID] = now.addingTimeInterval(seconds)
+        }
         _ = accept(deviceID: deviceID, body: body, now: now)
+    }
+
+    /// Until when an MQTT endpoint's answers are held back (a stalled publish).
+    private var answersHeldUntil: [String: Date] = [:]
+
+    /// Seconds until an MQTT endpoint's answers may go; 0 when they are not held.
+    func answersHeld(deviceID: String, now: Date = Date()) -> Double {
+        max(0, answersHeldUntil[deviceID]?.timeIntervalSince(now) ?? 0)
     }
 
     func mqttEndpointIDs() -> [String] {
@@ -249,7 +268,7 @@ actor SimState {
 
     /// Empties an MQTT endpoint's outbox: one JSON object per item, as agrirouter publishes them.
     func takeOutbox(deviceID: String, now: Date = Date()) -> [Data] {
-        guard let endpoint = endpoints[deviceID] else { return [] }
+        guard let endpoint = endpoints[deviceID], answersHeld(deviceID: deviceID, now: now) == 0 else { return [] }
         let live = endpoint.outbox.filter { $0.expires > now }
         endpoints[deviceID]?.outbox = []
         return live.compactMap { item in
@@ -627,6 +646,7 @@ actor SimState {
     func sentMessages(endpoint deviceID: String) -> [DecodedRequest] { endpoints[deviceID]?.sent ?? [] }
     func arrivals(endpoint deviceID: String) -> [Date] { endpoints[deviceID]?.arrivals ?? [] }
     func gatewayRequestArrivals() -> [Double] { requestArrivals }
+    func requestCount(endpoint deviceID: String) -> Int { requestsByEndpoint[deviceID] ?? 0 }
     func refusedForFutureTimestamps() -> Int { futureTimestampsRefused }
     func subscriptions(endpoint deviceID: String) -> Set<String> { endpoints[deviceID]?.subscriptions ?? [] }
     func feed(endpoint deviceID: String) -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { endpoints[deviceID]?.feed ?? [] }
