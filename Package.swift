@@ -220,7 +220,7 @@ let package = Package(
         .executableTarget(
             name: "agrigps-bench",
             dependencies: ["Spool", "GNSS", "GPSDReplay", "Gateway", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "TestSupport",
-                           .product(name: "GRDBSQLite", package: "GRDB.swift")],
+                           .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport"]),

@@ -5,9 +5,11 @@ import AgrirouterLink
 import AgrirouterSim
 import Foundation
 import GNSS
+import GRDB
 import GPSDReplay
 import Gateway
 import Spool
+import Synchronization
 import TestSupport
 
 /// A long 10 Hz log made from a fixture's own GGA and RMC sentences, re-timed and re-checksummed, so
@@ -99,11 +101,12 @@ func waitUntil(timeout: Double, _ condition: () async -> Bool) async -> Bool {
 }
 
 /// A state directory onboarded to the simulator, as `agrigps onboard --env local` leaves it.
-func onboardedState(_ directory: String, simulator: AgrirouterSimulator, tan: String) async throws -> OnboardingResponse {
+func onboardedState(_ directory: String, simulator: AgrirouterSimulator, tan: String, transport: Transport = .rest) async throws -> OnboardingResponse {
     let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
     let settings = OnboardingSettings(applicationID: "bench", certificationVersionID: "bench")
     let store = CredentialStore(directory: directory)
-    let response = try await OnboardingClient(environment: environment, settings: settings).onboard(tan: tan, externalID: try store.externalID())
+    let response = try await OnboardingClient(environment: environment, settings: settings)
+        .onboard(tan: tan, externalID: try store.externalID(), transport: transport)
     try store.save(response, environment: "local", settings: settings, trustedCAPEM: simulator.caCertificatePEM)
     return response
 }
@@ -156,63 +159,200 @@ func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: Agr
     }
 }
 
-/// A 1 Hz receiver in real time, `agrigps run` publishing at production spacing: for every position
-/// the simulator acknowledged, the time from gpsd reporting the fix (seen by a client of our own on
-/// the same gpsd) to its arrival at the simulator, which acknowledges on arrival.
+/// What one daemon's run measured for the latency benchmark.
+struct TransportRun {
+    var label: String
+    var publishToAcknowledged: [Double] = []
+    var fixToAcknowledged: [Double] = []
+    var requests = 0
+    var bytesSent = 0
+    var bytesReceived = 0
+    var cpu = 0.0
+    var peakMiB = 0.0
+}
+
+/// A 1 Hz receiver in real time and two daemons on it, one onboarded for REST and one for MQTT,
+/// publishing to the simulator at production spacing. For each sample: from its publish (the spool's
+/// sent_at) and from gpsd reporting its fix (seen by a client of our own) to its acknowledgement (the
+/// moment it leaves the spool, polled every 50 ms). Also each daemon's requests (REST requests or
+/// MQTT publishes, counted by the simulator), its TCP bytes (the kernel's per-socket counters, read
+/// with ss every second), its CPU and its peak resident set.
 func latency(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator,
              seconds: Int, sendInterval: Double, spacing: Double) async throws {
     try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: work + "/1hz.log", atomically: true, encoding: .utf8)
-    let log = try NMEALog(contentsOf: work + "/1hz.log")
     var options = ReplayGPSD.Options()
     options.realTime = true
-    let gpsd = try ReplayGPSD(log: log, options: options)
-    let state = work + "/latency-state"
-    let endpoint = try await onboardedState(state, simulator: simulator, tan: "BENCH00003")
-
+    let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: work + "/1hz.log"), options: options)
+    let transports: [(Transport, String)] = [(.rest, "BENCH00003"), (.mqtt, "BENCH00004")]
+    var endpoints: [OnboardingResponse] = []
+    for (transport, tan) in transports {
+        endpoints.append(try await onboardedState(work + "/latency-\(transport.rawValue)", simulator: simulator, tan: tan, transport: transport))
+    }
     // Our own client: when gpsd reported each fix, by its receiver time.
     let seen = Task { () -> [Double: Date] in
         var seen: [Double: Date] = [:]
         for await event in GPSDSource(configuration: GPSDSource.Configuration(address: gpsd.address)).events() {
-            if case .report(let report) = event, let time = report.time { seen[time.timeIntervalSince1970.rounded()] = Date() }
+            if case .report(let report) = event, let time = report.time, report.latitude != nil { seen[time.timeIntervalSince1970.rounded()] = Date() }
             if case .deviceRemoved = event { break }
         }
         return seen
     }
     try await Task.sleep(for: .milliseconds(300))
-    let daemon = try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "\(spacing)",
-                                               "--send-interval", "\(sendInterval)"], output: work + "/latency.out")
+    let started = Date()
+    var daemons: [MeasuredProcess] = []
+    var watchers: [Task<[Int64: SpoolWatch.Watched], Never>] = []
+    let stop = SpoolWatch.Flag()
+    for (transport, _) in transports {
+        let state = work + "/latency-\(transport.rawValue)"
+        daemons.append(try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "\(spacing)",
+                                                     "--send-interval", "\(sendInterval)"], output: work + "/latency-\(transport.rawValue).out"))
+        watchers.append(Task { await SpoolWatch.rows(of: state + "/spool.sqlite", until: stop) })
+    }
+    let pids = daemons.map(\.process.pid)
+    let sockets = Task { await SocketBytes.watch(pids: pids, until: stop) }
     let fixTimes = await seen.value
-    _ = await waitUntil(timeout: 3 * sendInterval + 10) { await Spool(path: state + "/spool.sqlite").status().pending == 0 }
-    _ = daemon.stop()
+    for (transport, _) in transports {
+        _ = await waitUntil(timeout: 3 * sendInterval + 10) { await Spool(path: work + "/latency-\(transport.rawValue)/spool.sqlite").status().waiting == 0 }
+    }
+    stop.set()
+    let bytes = await sockets.value
     gpsd.stop()
-
-    let messages = await simulator.sentMessages(endpoint: endpoint.deviceAlternateId)
-    let arrivals = await simulator.arrivals(endpoint: endpoint.deviceAlternateId)
-    var latencies: [Double] = []
-    for (message, arrival) in zip(messages, arrivals) where message.envelope.technicalMessageType == TechnicalMessageType.gpsInfo {
-        for entry in try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: message.payload).gpsEntries
-        where entry.positionStatus != .dNoGps && entry.positionStatus != .dNotAvailable {
-            if let fix = fixTimes[entry.gpsUtcTimestamp.date.timeIntervalSince1970.rounded()] {
-                latencies.append(arrival.timeIntervalSince(fix))
-            }
+    var runs: [TransportRun] = []
+    for (index, (transport, _)) in transports.enumerated() {
+        let cost = daemons[index].stop()
+        var run = TransportRun(label: transport.description)
+        for row in await watchers[index].value.values {
+            guard let acknowledged = row.goneAt else { continue }
+            // The first minute holds the start (set-up, the device description, the feed catch-up).
+            guard let time = row.receiverTime, let fix = fixTimes[time.rounded()], fix > started.addingTimeInterval(60) else { continue }
+            if let sent = row.sentAt { run.publishToAcknowledged.append(acknowledged.timeIntervalSince(sent)) }
+            run.fixToAcknowledged.append(acknowledged.timeIntervalSince(fix))
         }
+        run.requests = await simulator.requestCount(endpoint: endpoints[index].deviceAlternateId)
+        (run.bytesSent, run.bytesReceived) = bytes[daemons[index].process.pid] ?? (0, 0)
+        (run.cpu, run.peakMiB) = (cost.cpu, cost.peakMiB)
+        runs.append(run)
     }
-    precondition(latencies.count >= seconds / 2, "only \(latencies.count) positions matched their fixes")
-    if let path = ProcessInfo.processInfo.environment["AGRIGPS_BENCH_LATENCIES"] {
-        try latencies.map { String(format: "%.2f", $0) }.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    report(runs, seconds: seconds, sendInterval: sendInterval, spacing: spacing)
+}
+
+func percentile(_ values: [Double], _ fraction: Double) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    return sorted[min(sorted.count - 1, max(0, Int((Double(sorted.count) * fraction).rounded(.up)) - 1))]
+}
+
+func report(_ runs: [TransportRun], seconds: Int, sendInterval: Double, spacing: Double) {
+    print(String(format: "latency at 1 Hz for %d s, send interval %.0f s, spacing %.0f s (REST and MQTT daemons side by side on one gpsd):",
+                 seconds, sendInterval, spacing))
+    let hour = 3600 / Double(seconds)
+    for run in runs {
+        precondition(run.fixToAcknowledged.count >= (seconds - 60) / 2, "\(run.label): only \(run.fixToAcknowledged.count) samples matched their fixes")
+        print(String(format: "   %@ (after the first minute): publish to acknowledged p50 %.2f s, p99 %.2f s (goal for MQTT: 2 s); fix to acknowledged p50 %.1f s, p99 %.1f s, max %.1f s (goal: %.0f s), %d samples",
+                     run.label, percentile(run.publishToAcknowledged, 0.5), percentile(run.publishToAcknowledged, 0.99),
+                     percentile(run.fixToAcknowledged, 0.5), percentile(run.fixToAcknowledged, 0.99), run.fixToAcknowledged.max() ?? 0,
+                     sendInterval + 2, run.fixToAcknowledged.count))
+        print(String(format: "      %d of %d samples acknowledged more than 2 s after their publish",
+                     run.publishToAcknowledged.filter { $0 > 2 }.count, run.publishToAcknowledged.count))
+        print(String(format: "      per hour: %.0f requests, %.0f kB sent and %.0f kB received over TCP; CPU %.2f s over the run, peak RSS %.1f MiB",
+                     Double(run.requests) * hour, Double(run.bytesSent) * hour / 1000, Double(run.bytesReceived) * hour / 1000, run.cpu, run.peakMiB))
     }
-    // The first minute holds the start: capabilities, subscription and the feed catch-up.
-    var steady = Array(latencies.dropFirst(60)).sorted()
-    if steady.isEmpty { steady = latencies.sorted() }
-    latencies.sort()
-    let p50 = latencies[latencies.count / 2]
-    let p99 = latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.99).rounded(.up)) - 1)]
-    print(String(format: "latency fix to acknowledged, %d positions, send interval %.0f s, spacing %.0f s: p50 %.1f s, p99 %.1f s, max %.1f s",
-                 latencies.count, sendInterval, spacing, p50, p99, latencies.last ?? 0))
-    let steadyP99 = steady[min(steady.count - 1, Int((Double(steady.count) * 0.99).rounded(.up)) - 1)]
-    print(String(format: "   after the first minute (%d positions): p50 %.1f s, p99 %.1f s", steady.count, steady[steady.count / 2], steadyP99))
-    print(String(format: "   baseline: the send interval plus 2 s = %.0f s   p99 ratio %.2f (after the first minute %.2f)",
-                 sendInterval + 2, p99 / (sendInterval + 2), steadyP99 / (sendInterval + 2)))
+}
+
+/// Polls a spool read-only: when each row was sent (its gps:info sent_at) and when it was first seen
+/// gone, which is when the daemon took its acknowledgement.
+enum SpoolWatch {
+    struct Watched: Sendable {
+        var receiverTime: Double?
+        var sentAt: Date?
+        var goneAt: Date?
+    }
+
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        func set() { value.withLock { $0 = true } }
+        var isSet: Bool { value.withLock { $0 } }
+    }
+
+    static func rows(of path: String, until stop: Flag) async -> [Int64: Watched] {
+        var rows: [Int64: Watched] = [:]
+        var database: DatabaseQueue?
+        while !stop.isSet {
+            if database == nil, FileManager.default.fileExists(atPath: path) {
+                var settings = Configuration()
+                settings.readonly = true
+                database = try? DatabaseQueue(path: path, configuration: settings)
+            }
+            if let database, let present = try? await database.read({ db in
+                // A sample leaves the spool when both outputs have their acknowledgement: its publish is
+                // the later of the two sends.
+                try Row.fetchAll(db, sql: "SELECT id, receiver_time, MAX(sent_at, efdi_sent_at) AS sent FROM sample WHERE acknowledged_at IS NULL")
+                    .map { (id: $0["id"] as Int64, receiverTime: $0["receiver_time"] as Double?, sentAt: $0["sent"] as Double?) }
+            }) {
+                let now = Date()
+                let ids = Set(present.map(\.id))
+                for sample in present {
+                    var row = rows[sample.id] ?? Watched(receiverTime: sample.receiverTime)
+                    if row.sentAt == nil, let sent = sample.sentAt { row.sentAt = Date(timeIntervalSince1970: sent) }
+                    rows[sample.id] = row
+                }
+                for (id, row) in rows where row.goneAt == nil && !ids.contains(id) { rows[id]?.goneAt = now }
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return rows
+    }
+}
+
+/// TCP bytes each process sent and received, from the kernel's per-socket counters (ss -ti): the
+/// largest value seen for each socket, summed. A socket that closes between two readings loses at
+/// most its last second.
+enum SocketBytes {
+    static func watch(pids: [Int32], until stop: SpoolWatch.Flag) async -> [Int32: (sent: Int, received: Int)] {
+        var perSocket: [String: (pid: Int32, sent: Int, received: Int)] = [:]
+        while !stop.isSet {
+            for (key, value) in read(pids: Set(pids)) {
+                let old = perSocket[key]
+                perSocket[key] = (value.pid, max(old?.sent ?? 0, value.sent), max(old?.received ?? 0, value.received))
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+        var totals: [Int32: (sent: Int, received: Int)] = [:]
+        for value in perSocket.values {
+            let total = totals[value.pid] ?? (0, 0)
+            totals[value.pid] = (total.sent + value.sent, total.received + value.received)
+        }
+        return totals
+    }
+
+    /// One reading of `ss -tinpH`: each established socket of `pids`, by its addresses.
+    static func read(pids: Set<Int32>) -> [String: (pid: Int32, sent: Int, received: Int)] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/ss")
+        process.arguments = ["-tinpH", "state", "established"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return [:] }
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        var result: [String: (pid: Int32, sent: Int, received: Int)] = [:]
+        var current: (key: String, pid: Int32)?
+        for line in text.split(separator: "\n") {
+            if !line.hasPrefix("\t") && !line.hasPrefix(" ") {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                let pid = line.range(of: "pid=").flatMap { Int32(line[$0.upperBound...].prefix { $0.isNumber }) }
+                current = fields.count >= 4 && pid.map(pids.contains) == true ? (fields[2] + ">" + fields[3], pid!) : nil
+                continue
+            }
+            guard let socket = current else { continue }
+            func counter(_ name: String) -> Int {
+                line.range(of: name + ":").flatMap { Int(line[$0.upperBound...].prefix { $0.isNumber }) } ?? 0
+            }
+            result[socket.key] = (socket.pid, counter("bytes_sent"), counter("bytes_received"))
+        }
+        return result
+    }
 }
 
 /// A 1 Hz receiver in real time, `agrigps run` sampling it and `agrigps web` serving the cab view to a

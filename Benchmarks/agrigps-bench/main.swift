@@ -48,7 +48,7 @@ struct Options {
             case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "cab"].contains(value): only = value
             case ("--cab-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: cabSeconds = Int(value)!
             case ("--cpu-minutes", let value?) where Int(value).map({ $0 > 0 }) == true: cpuMinutes = Int(value)!
-            case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: latencySeconds = Int(value)!
+            case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true: latencySeconds = Int(value)!
             default:
                 FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--cab-seconds N] [--only spool|drain|cpu|latency|cab]\n".utf8))
                 exit(64)
@@ -176,8 +176,10 @@ func spoolAppends() async {
 // Backlog drain: a day at 1 Hz buffered, then sent to agrirouter-sim over mutual TLS at production
 // spacing. Baseline: the fewest requests the payload cap allows (one per full GPSList), and the
 // raw GPSEntry size for the bytes on the wire.
-let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["BENCH00001": "Bench", "BENCH00002": "Bench CPU",
-                                                                          "BENCH00003": "Bench latency"]))
+var simulatorConfiguration = SimConfiguration(tans: ["BENCH00001": "Bench", "BENCH00002": "Bench CPU",
+                                                     "BENCH00003": "Bench latency REST", "BENCH00004": "Bench latency MQTT"])
+simulatorConfiguration.mqtt = true
+let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
 let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
 let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "bench", certificationVersionID: "bench"))
     .onboard(tan: "BENCH00001", externalID: "urn:agrigps:bench")
