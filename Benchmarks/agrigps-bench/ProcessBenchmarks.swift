@@ -169,6 +169,8 @@ struct TransportRun {
     var bytesReceived = 0
     var cpu = 0.0
     var peakMiB = 0.0
+    /// Per sample: its receiver time, and its publish and acknowledgement in seconds after its fix.
+    var rows: [String] = []
 }
 
 /// A 1 Hz receiver in real time and two daemons on it, one onboarded for REST and one for MQTT,
@@ -227,11 +229,16 @@ func latency(agrigps: String, fixture: String, work: String, simulator: Agrirout
             guard let time = row.receiverTime, let fix = fixTimes[time.rounded()], fix > started.addingTimeInterval(60) else { continue }
             if let sent = row.sentAt { run.publishToAcknowledged.append(acknowledged.timeIntervalSince(sent)) }
             run.fixToAcknowledged.append(acknowledged.timeIntervalSince(fix))
+            run.rows.append(String(format: "%@ %.1f %.2f %.2f", transport.rawValue, time, (row.sentAt ?? .distantPast).timeIntervalSince(fix),
+                                   acknowledged.timeIntervalSince(fix)))
         }
         run.requests = await simulator.requestCount(endpoint: endpoints[index].deviceAlternateId)
         (run.bytesSent, run.bytesReceived) = bytes[daemons[index].process.pid] ?? (0, 0)
         (run.cpu, run.peakMiB) = (cost.cpu, cost.peakMiB)
         runs.append(run)
+    }
+    if let path = ProcessInfo.processInfo.environment["AGRIGPS_BENCH_LATENCIES"] {
+        try runs.flatMap(\.rows).sorted().joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
     }
     report(runs, seconds: seconds, sendInterval: sendInterval, spacing: spacing)
 }

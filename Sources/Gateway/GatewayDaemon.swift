@@ -316,13 +316,16 @@ public struct GatewayDaemon: Sendable {
             // once over REST). Answers cost no request there: they are taken every cycle, whoever's turn it is.
             await connection.waitForAnswers(atMost: min(2, configuration.sendInterval))
             let answersAreFree = connection.link.deliversAnswers
+            if answersAreFree {
+                // Settled before the feed reader's turn, whose request may wait out the spacing first.
+                let settled = try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
+                report.acknowledged = settled.acknowledged
+                report.refusals += settled.refusals
+            }
             if readerTurn, let reader, try await reader.step() {
                 readerTurn = false
-                if answersAreFree {
-                    let settled = try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
-                    report.acknowledged = settled.acknowledged
-                    report.refusals += settled.refusals
-                }
+            } else if answersAreFree {
+                readerTurn = true
             } else {
                 let settled = try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
                 report.acknowledged = settled.acknowledged

@@ -14,6 +14,13 @@ struct MQTTLinkTests {
         var directory: String
     }
 
+    /// A local agrirouter with its MQTT broker.
+    static func simulator(tans: [String: String]) async throws -> AgrirouterSimulator {
+        var configuration = SimConfiguration(tans: tans)
+        configuration.mqtt = true
+        return try await AgrirouterSimulator.start(configuration)
+    }
+
     static func onboard(_ simulator: AgrirouterSimulator, tan: String, id: String) async throws -> Machine {
         let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
         let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
@@ -46,9 +53,7 @@ struct MQTTLinkTests {
     }
 
     @Test func onboardingForMQTTGivesTheBrokerAndTheEndpointsTopics() async throws {
-        var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
-        configuration.mqtt = true
-        let simulator = try await AgrirouterSimulator.start(configuration)
+        let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor"])
         defer { Task { await simulator.shutdown() } }
         let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-1")
         defer { machine.connection.link.close() }
@@ -70,9 +75,7 @@ struct MQTTLinkTests {
     }
 
     @Test func aPublishIsAnsweredOnTheCommandsTopicAndRoutedByMessageID() async throws {
-        var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
-        configuration.mqtt = true
-        let simulator = try await AgrirouterSimulator.start(configuration)
+        let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor"])
         defer { Task { await simulator.shutdown() } }
         let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-2")
         defer { machine.connection.link.close() }
@@ -91,9 +94,7 @@ struct MQTTLinkTests {
     }
 
     @Test func theACLRefusesAPublishToAnotherEndpointsTopic() async throws {
-        var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"])
-        configuration.mqtt = true
-        let simulator = try await AgrirouterSimulator.start(configuration)
+        let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"])
         defer { Task { await simulator.shutdown() } }
         let tractor = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-tractor")
         defer { tractor.connection.link.close() }
@@ -121,9 +122,7 @@ struct MQTTLinkTests {
     }
 
     @Test func answersComeBackAfterTheBrokerRestarts() async throws {
-        var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
-        configuration.mqtt = true
-        let simulator = try await AgrirouterSimulator.start(configuration)
+        let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor"])
         defer { Task { await simulator.shutdown() } }
         let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-restart")
         defer { machine.connection.link.close() }
@@ -137,9 +136,7 @@ struct MQTTLinkTests {
     }
 
     @Test func anotherClientWithTheSameIDIsDetectedAndNotFoughtInALoop() async throws {
-        var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
-        configuration.mqtt = true
-        let simulator = try await AgrirouterSimulator.start(configuration)
+        let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor"])
         defer { Task { await simulator.shutdown() } }
         let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-takeover")
         defer { machine.connection.link.close() }

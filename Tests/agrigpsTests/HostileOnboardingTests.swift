@@ -61,13 +61,9 @@ struct HostileOnboardingTests {
         configuration.rewriteOnboardingAnswer = { rewrite.apply($0) }
         let simulator = try await AgrirouterSimulator.start(configuration)
         defer { Task { await simulator.shutdown() } }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-hostile-onboard-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        let state = directory + "/state"
-        let local = ["--env", "local", "--onboarding-url", simulator.onboardingURL, "--ca-file", directory + "/ca.pem", "--state-dir", state,
-                     "--application-id", "app", "--certification-version-id", "version"]
+        let onboarding = try LocalOnboarding(simulator, name: "hostile-onboard")
+        defer { onboarding.remove() }
+        let (state, local) = (onboarding.state, onboarding.local)
 
         let first = try await AgrigpsCommand.run(["onboard", "--tan", "TANOK00000"] + local)
         #expect(first.code == 0, "\(first.stderr)")

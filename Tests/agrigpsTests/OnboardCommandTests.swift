@@ -4,19 +4,32 @@ import Foundation
 import Testing
 import TestSupport
 
+/// A state directory beside the local agrirouter's CA certificate, and the flags `agrigps onboard`
+/// needs to reach that agrirouter.
+struct LocalOnboarding {
+    let directory: String
+    let local: [String]
+    var state: String { directory + "/state" }
+
+    init(_ simulator: AgrirouterSimulator, name: String) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-\(name)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        local = ["--env", "local", "--onboarding-url", simulator.onboardingURL, "--ca-file", directory + "/ca.pem",
+                 "--state-dir", directory + "/state", "--application-id", "app", "--certification-version-id", "version"]
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct OnboardCommandTests {
     @Test func onboardReonboardRefuseAndDisconnectWithoutLeakingSecrets() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TANA123456": "Tractor", "TANB123456": "Tractor"]))
         defer { Task { await simulator.shutdown() } }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-onboard-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let caFile = directory + "/ca.pem"
-        try simulator.caCertificatePEM.write(toFile: caFile, atomically: true, encoding: .utf8)
-        let state = directory + "/state"
-        let local = ["--env", "local", "--onboarding-url", simulator.onboardingURL, "--ca-file", caFile, "--state-dir", state,
-                     "--application-id", "app", "--certification-version-id", "version"]
+        let onboarding = try LocalOnboarding(simulator, name: "onboard")
+        defer { onboarding.remove() }
+        let (state, local) = (onboarding.state, onboarding.local)
         var printed: [String] = []
         func run(_ arguments: [String]) async throws -> (Int32?, [String], [String]) {
             let result = try await AgrigpsCommand.run(arguments, timeout: 60)
@@ -67,13 +80,9 @@ struct OnboardCommandTests {
         configuration.mqtt = true
         let simulator = try await AgrirouterSimulator.start(configuration)
         defer { Task { await simulator.shutdown() } }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-transport-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        let state = directory + "/state"
-        let local = ["--env", "local", "--onboarding-url", simulator.onboardingURL, "--ca-file", directory + "/ca.pem", "--state-dir", state,
-                     "--application-id", "app", "--certification-version-id", "version"]
+        let onboarding = try LocalOnboarding(simulator, name: "transport")
+        defer { onboarding.remove() }
+        let (state, local) = (onboarding.state, onboarding.local)
         func gateway() throws -> String? {
             let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: state + "/endpoint.json"))) as? [String: Any]
             return ((object?["response"] as? [String: Any])?["connectionCriteria"] as? [String: Any])?["gatewayId"] as? String

@@ -56,6 +56,36 @@ struct OnboardedMachine {
     }
 
     func spoolStatus() async -> SpoolStatus { await Spool(path: state + "/spool.sqlite").status() }
+
+    /// Replays ublox-lea-4h with the first gps:info taken and its answers held for `seconds`, and
+    /// kills the daemon with SIGKILL while it waits for them.
+    func killWhileTheFirstAnswerIsHeld(seconds: Double) async throws {
+        await simulator.inject(.stallPublish(seconds: seconds))
+        let first = try AgrigpsCommand(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state, "--spacing", "0.05"])
+        defer { first.cleanUp() }
+        var published = false
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !published {
+            published = await simulator.sentMessages(endpoint: try endpointID).contains { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
+            if !published { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(published, "the daemon never published")
+        #expect(await spoolStatus().inFlight > 0)
+        kill(first.process.pid, SIGKILL)
+        #expect(first.process.wait(timeout: 10) == 128 + SIGKILL)
+    }
+
+    /// Replays bu353-glonass to its end, then checks that every sample of both runs arrived exactly
+    /// once in each format: the held batch's answer was found, not sent again.
+    func secondRunDeliversBothRunsOnce() async throws {
+        let second = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("bu353-glonass"), "--state-dir", state, "--spacing", "0.05"], timeout: 120)
+        #expect(second.code == 0, "\(second.stderr.suffix(5))")
+        let expected = try expectedEntries("ublox-lea-4h") + expectedEntries("bu353-glonass")
+        #expect(try await received().map(\.positionNorth) == expected.map(\.latitude))
+        #expect(try await receivedTimes().map(\.positionStart.positionNorth) == expected.map(\.latitude), "and once as TimeLog Times")
+        let status = await spoolStatus()
+        #expect(status.pending + status.inFlight + status.failed == 0 && status.resent == 0)
+    }
 }
 
 /// What `agrigps replay LOG --json` is expected to print, as the statuses and latitudes agrirouter should get.
@@ -124,31 +154,9 @@ struct RunCommandTests {
         let machine = try await OnboardedMachine.make()
         defer { Task { await machine.close() } }
         // The first gps:info POST is handled, then hangs; the daemon is killed while it waits for the answer.
-        await machine.simulator.inject(.stallPublish(seconds: 30))
-        let first = try AgrigpsCommand(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", machine.state, "--spacing", "0.05"])
-        defer { first.cleanUp() }
-        var stalled = false
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !stalled {
-            stalled = await machine.simulator.sentMessages(endpoint: try machine.endpointID).contains { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
-            if !stalled { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(stalled, "the daemon never published")
-        #expect(await machine.spoolStatus().inFlight > 0)
-        kill(first.process.pid, SIGKILL)
-        #expect(first.process.wait(timeout: 10) == 128 + SIGKILL)
+        try await machine.killWhileTheFirstAnswerIsHeld(seconds: 30)
         await machine.simulator.clearFaults()
-
-        let second = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("bu353-glonass"), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
-        #expect(second.code == 0, "\(second.stderr.suffix(5))")
-        let received = try await machine.received()
-        let expected = try expectedEntries("ublox-lea-4h") + expectedEntries("bu353-glonass")
-        // Every sample of both runs arrived exactly once: the stalled batch's answer was found, not resent.
-        #expect(received.map(\.positionNorth) == expected.map(\.latitude))
-        let times = try await machine.receivedTimes()
-        #expect(times.map(\.positionStart.positionNorth) == expected.map(\.latitude), "and once as TimeLog Times")
-        let status = await machine.spoolStatus()
-        #expect(status.pending + status.inFlight + status.failed == 0 && status.resent == 0)
+        try await machine.secondRunDeliversBothRunsOnce()
         // The restart remembered the first run's set-up: capabilities and subscription went once.
         let sent = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
         #expect(sent.count { $0 == TechnicalMessageType.capabilities } == 1 && sent.count { $0 == TechnicalMessageType.subscription } == 1,
@@ -160,32 +168,11 @@ struct RunCommandTests {
         let machine = try await OnboardedMachine.make(transport: "mqtt")
         defer { Task { await machine.close() } }
         // The first gps:info is taken and its answers held for 6 s; the daemon is killed while it waits.
-        await machine.simulator.inject(.stallPublish(seconds: 6))
-        let first = try AgrigpsCommand(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", machine.state, "--spacing", "0.05"])
-        defer { first.cleanUp() }
-        var published = false
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !published {
-            published = await machine.simulator.sentMessages(endpoint: try machine.endpointID).contains { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
-            if !published { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(published, "the daemon never published")
-        #expect(await machine.spoolStatus().inFlight > 0)
-        kill(first.process.pid, SIGKILL)
-        #expect(first.process.wait(timeout: 10) == 128 + SIGKILL)
-        // Every connection drops, and the broker comes back a second later having forgotten every session.
+        try await machine.killWhileTheFirstAnswerIsHeld(seconds: 6)
+        // Every connection drops, and the broker comes back a second later having forgotten every
+        // session. The held answers go out when they are let go, to the second run.
         try await machine.simulator.restartBroker(after: 1)
-
-        let second = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("bu353-glonass"), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
-        #expect(second.code == 0, "\(second.stderr.suffix(5))")
-        let received = try await machine.received()
-        let expected = try expectedEntries("ublox-lea-4h") + expectedEntries("bu353-glonass")
-        // The held answer reached the second run when it was let go, so the batch was not sent twice.
-        #expect(received.map(\.positionNorth) == expected.map(\.latitude))
-        let times = try await machine.receivedTimes()
-        #expect(times.map(\.positionStart.positionNorth) == expected.map(\.latitude), "and once as TimeLog Times")
-        let status = await machine.spoolStatus()
-        #expect(status.pending + status.inFlight + status.failed == 0 && status.resent == 0)
+        try await machine.secondRunDeliversBothRunsOnce()
     }
 
     @Test func pauseAndResumeReachARunningDaemon() async throws {
