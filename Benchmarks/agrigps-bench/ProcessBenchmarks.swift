@@ -177,8 +177,8 @@ struct TransportRun {
 /// publishing to the simulator at production spacing. For each sample: from its publish (the spool's
 /// sent_at) and from gpsd reporting its fix (seen by a client of our own) to its acknowledgement (the
 /// moment it leaves the spool, polled every 50 ms). Also each daemon's requests (REST requests or
-/// MQTT publishes, counted by the simulator), its TCP bytes (the kernel's per-socket counters, read
-/// with ss every second), its CPU and its peak resident set.
+/// MQTT publishes, counted by the simulator), its TCP bytes to agrirouter (the kernel's per-socket
+/// counters, read with ss every second), its CPU and its peak resident set.
 func latency(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator,
              seconds: Int, sendInterval: Double, spacing: Double) async throws {
     try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: work + "/1hz.log", atomically: true, encoding: .utf8)
@@ -211,7 +211,8 @@ func latency(agrigps: String, fixture: String, work: String, simulator: Agrirout
         watchers.append(Task { await SpoolWatch.rows(of: state + "/spool.sqlite", until: stop) })
     }
     let pids = daemons.map(\.process.pid)
-    let sockets = Task { await SocketBytes.watch(pids: pids, until: stop) }
+    let gpsdPort = Int(gpsd.address.port)
+    let sockets = Task { await SocketBytes.watch(pids: pids, excludingPeerPort: gpsdPort, until: stop) }
     let fixTimes = await seen.value
     for (transport, _) in transports {
         _ = await waitUntil(timeout: 3 * sendInterval + 10) { await Spool(path: work + "/latency-\(transport.rawValue)/spool.sqlite").status().waiting == 0 }
@@ -311,14 +312,16 @@ enum SpoolWatch {
     }
 }
 
-/// TCP bytes each process sent and received, from the kernel's per-socket counters (ss -ti): the
+/// TCP bytes each process sent and received to agrirouter (its connections to gpsd left out), from
+/// the kernel's per-socket counters (ss -ti): the
 /// largest value seen for each socket, summed. A socket that closes between two readings loses at
 /// most its last second.
 enum SocketBytes {
-    static func watch(pids: [Int32], until stop: SpoolWatch.Flag) async -> [Int32: (sent: Int, received: Int)] {
+    static func watch(pids: [Int32], excludingPeerPort excluded: Int, until stop: SpoolWatch.Flag) async -> [Int32: (sent: Int, received: Int)] {
         var perSocket: [String: (pid: Int32, sent: Int, received: Int)] = [:]
         while !stop.isSet {
-            for (key, value) in read(pids: Set(pids)) {
+            // The daemons' connections to gpsd are not agrirouter's traffic.
+            for (key, value) in read(pids: Set(pids)) where !key.hasSuffix(":\(excluded)") {
                 let old = perSocket[key]
                 perSocket[key] = (value.pid, max(old?.sent ?? 0, value.sent), max(old?.received ?? 0, value.received))
             }
