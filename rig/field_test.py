@@ -475,7 +475,8 @@ class Rig:
         output = agent.check(f"runuser -u agrigps -- agrigps onboard --env local --tan {TAN} --onboarding-url {self.onboarding_url} "
                              f"--ca-file {CA_IN_GUEST} --application-id field-rig-application --certification-version-id field-rig-version "
                              f"--state-dir {STATE_DIR}", timeout=120)
-        match = re.search(r"endpoint (\S+)\.", output)
+        # "... as endpoint ID, over REST." (or an older agrigps's "... as endpoint ID.")
+        match = re.search(r"endpoint ([^\s,]+)[,.]", output)
         if not match:
             raise RigFailure(f"onboarding said: {output}")
         self.endpoint = match.group(1)
