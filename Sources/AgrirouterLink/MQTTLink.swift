@@ -222,9 +222,14 @@ public final class MQTTLink: Link, @unchecked Sendable {
     }
 
     public func waitForMail(atMost seconds: Double) async {
+        await wait(atMost: seconds) { shared.withLock { !$0.inbox.isEmpty } }
+    }
+
+    /// Checks `done` every 20 ms until it holds or `seconds` pass: libmosquitto's thread changes
+    /// the state, and a check this cheap costs less than a signal from every callback.
+    private func wait(atMost seconds: Double, until done: () -> Bool) async {
         let deadline = uptime() + max(0, seconds)
-        while uptime() < deadline, !Task.isCancelled {
-            if shared.withLock({ !$0.inbox.isEmpty }) { return }
+        while !done(), uptime() < deadline, !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
@@ -232,10 +237,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
     /// Ends the connection; the link's thread ends within its current wait (at most the reconnect
     /// delay) and lets the link go.
     public func waitUntilReady(atMost seconds: Double) async {
-        let deadline = uptime() + max(0, seconds)
-        while state != .connected, uptime() < deadline, !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        await wait(atMost: seconds) { state == .connected }
     }
 
     public func close() {
