@@ -39,24 +39,8 @@ struct DeliveryRunTests {
     func deliveryUnderAbuse() async throws {
         let onboarded = try await Self.machineOnFixedPort()
         defer { Task { await onboarded.close() } }
-        // A receiver that keeps going: a log of 3 minutes (no fix, then a fix), ten times over.
-        let log = onboarded.directory + "/long.log"
-        let once = try Data(contentsOf: URL(fileURLWithPath: Fixtures.log("telit-he910")))
-        try Data((0..<10).flatMap { _ in once }).write(to: URL(fileURLWithPath: log))
-        let machine = Machine(onboarded: onboarded, log: log, offsetFile: onboarded.directory + "/clock-offset")
-        try machine.shiftClock(by: 0)
-
-        // SIGKILL at random moments, each run a fresh start.
-        for _ in 0..<Self.kills {
-            let run = try machine.start()
-            try await Task.sleep(for: .seconds(Double.random(in: 2...8)))
-            kill(run.process.pid, SIGKILL)
-            #expect(run.process.wait(timeout: 10) == 128 + SIGKILL)
-            run.cleanUp()
-            // A replay moved to now runs a second behind: the next one must not start within the
-            // last one's final second, or two samples could share a time and position.
-            try await Task.sleep(for: .seconds(2))
-        }
+        let machine = try Self.longReplay(onboarded)
+        try await Self.killRepeatedly(machine)
 
         let daemon = try machine.start()
         defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
@@ -85,47 +69,141 @@ struct DeliveryRunTests {
         kill(daemon.process.pid, SIGTERM)
         #expect(daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
 
-        // What is left is sent by one more run of a short log, which ends once the spool is empty.
-        // (Moved to now too, so that every sample has a time of its own to be told apart by. A batch
-        // whose POST was cut off waits up to the outbox's life, 5 minutes, for an answer first.)
-        try await Task.sleep(for: .seconds(2))
-        let drain = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("bu353s4"), "--retime", "--state-dir", onboarded.state],
-                                                 timeout: 420)
-        #expect(drain.code == 0, "\(drain.stderr.suffix(5))")
-
-        let committed = try Self.committed(onboarded.state + "/spool.sqlite")
-        let received = try await onboarded.received()
-        // A sample with a fix is told apart by the whole entry: its GNSS time is one per interval and
-        // runs never overlap, and where gpsd reports a fix first without its time, then with it, the
-        // two differ in what the first lacked. Samples without a fix may share a time (a receiver
-        // repeats one while it has no fix) and are only counted. A resent batch holds samples with a
-        // fix, so it shows.
-        let fixes = received.filter { $0.positionStatus != .dNoGps }
-        let key = { (entry: GPSEntry) in (try? entry.serializedBytes() as Data) ?? Data() }
-        let duplicates = fixes.count - Set(fixes.map(key)).count
-        let lost = committed - (received.count - duplicates)
-        let status = await onboarded.spoolStatus()
+        try await Self.drain(onboarded)
+        let tally = try await Tally.of(onboarded, entries: try await onboarded.received())
         let future = await onboarded.simulator.refusedForFutureTimestamps()
-        print("delivery: \(Self.kills) kills, outages of \(Int(Self.outage)) s: \(committed) samples committed, \(received.count) received, "
-              + "\(lost) lost, \(duplicates) duplicates; "
+        print("delivery: \(Self.kills) kills, outages of \(Int(Self.outage)) s: \(tally.committed) samples committed, \(tally.received) received, "
+              + "\(tally.lost) lost, \(tally.duplicates) duplicates; "
               + "\(hungRequests) requests while hung, \(refusedAttempts) connection attempts while refused; "
-              + "\(future) refused for a future timestamp; \(status.pending + status.inFlight + status.failed + status.parked) left in the spool")
-        #expect(status.pending + status.inFlight + status.failed + status.parked == 0)
-        #expect(lost == 0, "every committed sample arrived")
-        let untimed = received.count { !$0.hasGpsUtcTimestamp }
+              + "\(future) refused for a future timestamp; \(tally.leftInSpool) left in the spool")
+        #expect(tally.leftInSpool == 0)
+        #expect(tally.lost == 0, "every committed sample arrived")
+        let untimed = try await onboarded.received().count { !$0.hasGpsUtcTimestamp }
         #expect(untimed == 0)
         #expect(future == 0)
         // Backoff: a handful of attempts per outage, not one every few seconds.
         #expect(hungRequests <= 3 + Int(Self.outage / 60), "\(hungRequests) requests while hung")
         #expect(refusedAttempts >= 1 && refusedAttempts <= 3 + Int(Self.outage / 60), "\(refusedAttempts) attempts while refused")
-        var seen: [String: [Int]] = [:]
-        for (index, entry) in received.enumerated() where entry.positionStatus != .dNoGps {
-            seen[key(entry).base64EncodedString(), default: []].append(index)
+        #expect(tally.duplicates == 0, "\(tally.twice)")
+    }
+
+    @Test("over MQTT: kills, and the broker restarted twice in the middle of a run: nothing lost, in either format")
+    func mqttDeliveryThroughKillsAndBrokerRestarts() async throws {
+        let onboarded = try await OnboardedMachine.make(transport: "mqtt")
+        defer { Task { await onboarded.close() } }
+        let machine = try Self.longReplay(onboarded)
+        try await Self.killRepeatedly(machine)
+
+        let daemon = try machine.start()
+        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+        try await Task.sleep(for: .seconds(10))
+        // Every connection drops and the broker comes back having forgotten every session, while
+        // the daemon keeps sampling and publishing.
+        var restarts = 0
+        for _ in 0..<2 {
+            try await onboarded.simulator.restartBroker(after: Double.random(in: 1...4))
+            restarts += 1
+            try await Task.sleep(for: .seconds(12))
         }
-        let twice = seen.filter { $0.value.count > 1 }.map { key, indices in
-            "\(key): " + indices.map { "#\($0) \(received[$0].positionStatus) \(received[$0].positionNorth) \(received[$0].positionEast)" }.joined(separator: ", ")
+        let connection = machine.heartbeat?.connection
+        kill(daemon.process.pid, SIGTERM)
+        #expect(daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
+        #expect(connection == "connected", "the daemon reconnected after the last restart")
+
+        try await Self.drain(onboarded)
+        let entries = try await Tally.of(onboarded, entries: try await onboarded.received())
+        let times = try await Tally.of(onboarded, times: try await onboarded.receivedTimes())
+        print("delivery over MQTT: \(Self.kills) kills, \(restarts) broker restarts: \(entries.committed) samples committed; "
+              + "gps:info \(entries.received) received, \(entries.lost) lost, \(entries.duplicates) duplicates; "
+              + "TimeLog \(times.received) received, \(times.lost) lost, \(times.duplicates) duplicates; \(entries.leftInSpool) left in the spool")
+        #expect(entries.leftInSpool == 0)
+        #expect(entries.lost == 0 && times.lost == 0, "every committed sample arrived in both formats")
+        // A restart can take an answer with it (the broker forgets what it had not delivered), and
+        // a batch unanswered for the outbox's life goes again: at most the batch of each format in
+        // flight at each restart.
+        #expect(entries.duplicates <= restarts * entries.largestMessage, "\(entries.twice)")
+        #expect(times.duplicates <= restarts * times.largestMessage, "\(times.twice)")
+    }
+
+    /// A receiver that keeps going: a log of 3 minutes (no fix, then a fix), ten times over, replayed
+    /// moved to now.
+    static func longReplay(_ onboarded: OnboardedMachine) throws -> Machine {
+        let log = onboarded.directory + "/long.log"
+        let once = try Data(contentsOf: URL(fileURLWithPath: Fixtures.log("telit-he910")))
+        try Data((0..<10).flatMap { _ in once }).write(to: URL(fileURLWithPath: log))
+        let machine = Machine(onboarded: onboarded, log: log, offsetFile: onboarded.directory + "/clock-offset")
+        try machine.shiftClock(by: 0)
+        return machine
+    }
+
+    /// SIGKILL at random moments, each run a fresh start.
+    static func killRepeatedly(_ machine: Machine) async throws {
+        for _ in 0..<kills {
+            let run = try machine.start()
+            try await Task.sleep(for: .seconds(Double.random(in: 2...8)))
+            kill(run.process.pid, SIGKILL)
+            #expect(run.process.wait(timeout: 10) == 128 + SIGKILL)
+            run.cleanUp()
+            // A replay moved to now runs a second behind: the next one must not start within the
+            // last one's final second, or two samples could share a time and position.
+            try await Task.sleep(for: .seconds(2))
         }
-        #expect(duplicates == 0, "\(twice.sorted().joined(separator: "; "))")
+    }
+
+    /// What is left is sent by one more run of a short log, which ends once the spool is empty.
+    /// (Moved to now too, so that every sample has a time of its own to be told apart by. A batch
+    /// whose answer was lost waits up to the outbox's life, 5 minutes, for it first.)
+    static func drain(_ onboarded: OnboardedMachine) async throws {
+        try await Task.sleep(for: .seconds(2))
+        let drain = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("bu353s4"), "--retime", "--state-dir", onboarded.state],
+                                                 timeout: 420)
+        #expect(drain.code == 0, "\(drain.stderr.suffix(5))")
+    }
+
+    /// What arrived of every committed sample, in one format.
+    ///
+    /// A sample with a fix is told apart by the whole entry: its GNSS time is one per interval and
+    /// runs never overlap, and where gpsd reports a fix first without its time, then with it, the
+    /// two differ in what the first lacked. Samples without a fix may share a time (a receiver
+    /// repeats one while it has no fix) and are only counted. A resent batch holds samples with a
+    /// fix, so it shows.
+    struct Tally {
+        var committed = 0, received = 0, duplicates = 0, leftInSpool = 0, largestMessage = 0
+        var twice = ""
+        var lost: Int { committed - (received - duplicates) }
+
+        static func of(_ onboarded: OnboardedMachine, entries: [GPSEntry]) async throws -> Tally {
+            let largest = try await onboarded.simulator.sentMessages(endpoint: try onboarded.endpointID)
+                .filter { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
+                .map { try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $0.payload).gpsEntries.count }.max() ?? 0
+            return try await of(onboarded, items: entries, largest: largest, hasFix: { $0.positionStatus != .dNoGps },
+                                describe: { "\($0.positionStatus) \($0.positionNorth) \($0.positionEast)" })
+        }
+
+        static func of(_ onboarded: OnboardedMachine, times: [Efdi_Time]) async throws -> Tally {
+            let largest = try await onboarded.simulator.sentMessages(endpoint: try onboarded.endpointID)
+                .filter { $0.envelope.technicalMessageType == TechnicalMessageType.timeLog }
+                .map { try Efdi_TimeLog(serializedBytes: $0.payload).time.count }.max() ?? 0
+            return try await of(onboarded, items: times, largest: largest, hasFix: { $0.positionStart.positionStatus != .dNoGps },
+                                describe: { "\($0.positionStart.positionNorth) \($0.positionStart.positionEast)" })
+        }
+
+        private static func of<Item: SwiftProtobuf.Message>(_ onboarded: OnboardedMachine, items: [Item], largest: Int,
+                                                            hasFix: (Item) -> Bool, describe: (Item) -> String) async throws -> Tally {
+            let key = { (item: Item) in (try? item.serializedBytes() as Data)?.base64EncodedString() ?? "" }
+            var seen: [String: [Int]] = [:]
+            for (index, item) in items.enumerated() where hasFix(item) { seen[key(item), default: []].append(index) }
+            let status = await onboarded.spoolStatus()
+            var tally = Tally()
+            tally.committed = try DeliveryRunTests.committed(onboarded.state + "/spool.sqlite")
+            tally.received = items.count
+            tally.duplicates = seen.values.reduce(0) { $0 + $1.count - 1 }
+            tally.leftInSpool = status.pending + status.inFlight + status.failed + status.parked
+            tally.largestMessage = largest
+            tally.twice = seen.values.filter { $0.count > 1 }.map { indices in indices.map { "#\($0) \(describe(items[$0]))" }.joined(separator: ", ") }
+                .sorted().joined(separator: "; ")
+            return tally
+        }
     }
 
     /// The gateway port is closed for a while: a port the kernel hands out to anyone asking for a
