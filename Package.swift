@@ -154,6 +154,7 @@ let package = Package(
             name: "AgrirouterSim",
             dependencies: [
                 "AgrirouterWire",
+                "ChildProcesses",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -170,10 +171,12 @@ let package = Package(
         ),
         // posix_spawn's close-from action, which glibc declares only for _GNU_SOURCE.
         .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
+        // Children with a clean signal mask and none of our descriptors, and children that die with us.
+        .target(name: "ChildProcesses", dependencies: ["CSpawn"]),
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
         .target(
             name: "GPSDReplay",
-            dependencies: ["Bounds", "CSpawn", "GNSS"]
+            dependencies: ["Bounds", "ChildProcesses", "GNSS"]
         ),
         // What every command-line program shares: option groups, one-line errors, exit codes, the safe log.
         .target(
@@ -215,11 +218,11 @@ let package = Package(
             ]
         ),
         // Fixture paths, gpsd's .chk reader and process checks shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["GNSS", "GPSDReplay"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ChildProcesses", "GNSS", "GPSDReplay"], path: "Tests/TestSupport"),
         // Benchmarks that print each figure beside its baseline: swift run -c release agrigps-bench
         .executableTarget(
             name: "agrigps-bench",
-            dependencies: ["Spool", "GNSS", "GPSDReplay", "Gateway", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "TestSupport",
+            dependencies: ["ChildProcesses", "Spool", "GNSS", "GPSDReplay", "Gateway", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "TestSupport",
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
@@ -229,7 +232,7 @@ let package = Package(
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
-        .testTarget(name: "AgrirouterSimTests", dependencies: ["AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Gateway", "GNSS", "GPSDReplay",
+        .testTarget(name: "AgrirouterSimTests", dependencies: ["ChildProcesses", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Gateway", "GNSS", "GPSDReplay",
                                                             .product(name: "X509", package: "swift-certificates"),
                                                             .product(name: "SwiftASN1", package: "swift-asn1")]),
         .testTarget(name: "StateViewTests", dependencies: ["StateView", "Gateway", "Spool", "GNSS", "AgrirouterWire", "AgrirouterLink", "TestSupport"]),
@@ -239,7 +242,7 @@ let package = Package(
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
-        .testTarget(name: "agrigpsTests", dependencies: ["GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "Gateway", "GNSS",
+        .testTarget(name: "agrigpsTests", dependencies: ["ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "Gateway", "GNSS",
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         // The mutation campaign over every decoder of other parties' input: script/fuzz runs it.
@@ -248,7 +251,7 @@ let package = Package(
                           path: "Tests/Fuzz"),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.
         .executableTarget(name: "spool-exerciser", dependencies: ["Spool", "GNSS"], path: "Tests/SpoolExerciser"),
-        .testTarget(name: "SpoolTests", dependencies: ["Spool", "GNSS", "TestSupport", "spool-exerciser",
+        .testTarget(name: "SpoolTests", dependencies: ["ChildProcesses", "Spool", "GNSS", "TestSupport", "spool-exerciser",
                                                        .product(name: "GRDB", package: "GRDB.swift")]),
     ]
 )

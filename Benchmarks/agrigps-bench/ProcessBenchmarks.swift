@@ -1,5 +1,6 @@
 // The benchmarks that run `agrigps run` itself as a process: CPU and peak memory against gpspipe
 // on the same replay, and the latency from a fix to agrirouter-sim's acknowledgement.
+import ChildProcesses
 import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim

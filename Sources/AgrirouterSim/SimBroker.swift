@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import NIOCore
 import NIOPosix
@@ -13,7 +14,7 @@ import X509
 final class SimBroker: Sendable {
     let port: Int
     let directory: String
-    private let process: Mutex<Process?>
+    private let process: Mutex<TetheredProcess?>
     private let host: String
 
     /// The simulator's own client certificate's common name: the ACL's privileged user.
@@ -63,7 +64,6 @@ final class SimBroker: Sendable {
             }
         }
         process = Mutex(nil)
-        try start()
     }
 
     /// mosquitto switches to the configured user when started as root: name the user it already is.
@@ -97,33 +97,25 @@ final class SimBroker: Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Starts mosquitto and waits (at most 10 s) until its port takes connections.
-    func start() throws {
-        let child = Process()
-        // No parent-death signal: it would fire when the thread that started the broker ends, and
-        // Swift's pool retires idle threads. `shutdown` (and agrirouter-sim on SIGINT or SIGTERM) stops it.
-        child.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
-        child.arguments = ["-c", directory + "/mosquitto.conf"]
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        guard let log = FileHandle(forWritingAtPath: logPath) else { throw SimBrokerError.cannotStart("cannot write \(logPath)") }
-        log.seekToEndOfFile()
-        child.standardError = log
-        child.standardOutput = log
-        child.standardInput = FileHandle.nullDevice
+    /// Starts mosquitto and waits (at most 10 s) until its port takes connections. It is tethered
+    /// to this process: if the simulator dies without `stop`, the kernel kills the broker.
+    func start() async throws {
+        let child: TetheredProcess
         do {
-            try child.run()
+            child = try TetheredProcess(executable: "/usr/sbin/mosquitto", arguments: ["-c", directory + "/mosquitto.conf"],
+                                        environment: ProcessInfo.processInfo.environment, outputPath: logPath, appending: true,
+                                        threadName: "agrirouter-sim.broker-reaper")
         } catch {
             throw SimBrokerError.cannotStart("cannot run /usr/sbin/mosquitto (install Debian's mosquitto): \(error)")
         }
         process.withLock { $0 = child }
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if !child.isRunning { break }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline, !child.hasExited {
             if Self.accepts(host: host, port: port) { return }
-            usleep(20_000)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         let tail = (try? String(contentsOfFile: logPath, encoding: .utf8))?.suffix(400) ?? ""
-        stop()
+        await stop()
         throw SimBrokerError.cannotStart("mosquitto did not listen on \(host):\(port): \(tail)")
     }
 
@@ -140,20 +132,16 @@ final class SimBroker: Sendable {
         }
     }
 
-    /// Stops mosquitto and waits for it: every client's connection drops at once.
-    func stop() {
+    /// Stops mosquitto and waits (at most 10 s) for it: every client's connection drops at once.
+    /// Killed, not asked: it keeps nothing (persistence is off).
+    func stop() async {
         guard let child = process.withLock({ process in defer { process = nil }; return process }) else { return }
-        // Killed, not asked: it keeps nothing (persistence is off), and a child started from one of
-        // Swift's threads inherits their blocked SIGTERM.
-        if child.isRunning {
-            kill(child.processIdentifier, SIGKILL)
-            child.waitUntilExit()
-        }
+        _ = await child.kill(within: 10)
     }
 
     /// Removes the directory, keys and all.
-    func remove() {
-        stop()
+    func remove() async {
+        await stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -55,6 +55,7 @@ final class SimMQTTSide: Sendable {
                       state: SimState, group: any EventLoopGroup, advertisedHost: String) async throws -> SimMQTTSide {
         let broker = try SimBroker(host: host, authority: authority, serverCertificatePEM: serverCertificatePEM, serverKeyPEM: serverKeyPEM)
         do {
+            try await broker.start()
             let (certificate, key) = try authority.issueClientCertificate(endpointID: SimBroker.simulatorUser)
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(authority.certificatePEM.utf8), format: .pem)])
@@ -67,7 +68,7 @@ final class SimMQTTSide: Sendable {
             try await side.join()
             return side
         } catch {
-            broker.remove()
+            await broker.remove()
             throw error
         }
     }
@@ -106,10 +107,10 @@ final class SimMQTTSide: Sendable {
     func restartBroker(after seconds: Double = 0) async throws {
         let old = client.current
         client.current = nil
-        broker.stop()
+        await broker.stop()
         await old?.close()
         if seconds > 0 { try await Task.sleep(for: .seconds(seconds)) }
-        try broker.start()
+        try await broker.start()
         try await join()
     }
 
@@ -133,7 +134,7 @@ final class SimMQTTSide: Sendable {
         worker.cancel()
         await client.current?.close()
         for intruder in intruders.withLock({ $0 }) { await intruder.close() }
-        broker.remove()
+        await broker.remove()
     }
 }
 

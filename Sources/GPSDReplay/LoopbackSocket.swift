@@ -2,7 +2,7 @@ import Bounds
 import Foundation
 
 /// Small loopback TCP helpers; the replay never talks beyond 127.0.0.1.
-enum LoopbackSocket {
+public enum LoopbackSocket {
     /// A listening socket on 127.0.0.1 with a port chosen by the kernel.
     static func listen() throws(ReplayError) -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // not gpsd's to inherit
@@ -29,7 +29,7 @@ enum LoopbackSocket {
     }
 
     /// True when something accepts TCP connections on 127.0.0.1:`port`.
-    static func accepts(port: UInt16) -> Bool {
+    public static func accepts(port: UInt16) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // not gpsd's to inherit
         guard fd >= 0 else { return false }
         defer { close(fd) }

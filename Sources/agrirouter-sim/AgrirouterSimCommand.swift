@@ -109,7 +109,7 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
     }
 
     /// The broker is a child process: SIGINT and SIGTERM stop it (and remove its keys) before the
-    /// simulator exits.
+    /// simulator exits with 128 + the signal.
     private static func stopBrokerOnSignals(_ simulator: AgrirouterSimulator) {
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
@@ -117,7 +117,8 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
             source.setEventHandler {
                 Task {
                     await simulator.shutdown()
-                    Glibc.exit(0)
+                    // As the default action would have it, so a caller sees which signal ended it.
+                    Glibc.exit(128 + number)
                 }
             }
             source.resume()

@@ -1,4 +1,5 @@
 @testable import AgrirouterLink
+import ChildProcesses
 import AgrirouterWire
 import Foundation
 import GPSDReplay
@@ -76,5 +77,22 @@ struct SimulatorCommandLineTests {
         #expect(response.authentication.type == "PEM")
         kill(started.process.pid, SIGTERM)
         #expect(started.finish() == 128 + SIGTERM)
+    }
+
+    /// The broker is a child of the simulator, and no one else would stop it: it ends with the
+    /// simulator, whether the simulator is asked to stop or dies without a word.
+    @Test(arguments: [SIGTERM, SIGKILL])
+    func theBrokerEndsWithTheSimulator(signal: Int32) async throws {
+        let started = try Run(["--tan", "TAN0000001=Tractor", "--mqtt"])
+        let deadline = Date().addingTimeInterval(20)
+        while !started.stdout.contains("MQTT broker on port ") && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let line = try #require(started.stdout.split(separator: "\n").first { $0.contains("MQTT broker on port ") }, "\(started.stderr)")
+        let port = try #require(UInt16(line.split(separator: " ").last ?? ""))
+        #expect(LoopbackSocket.accepts(port: port), "the broker listens")
+        kill(started.process.pid, signal)
+        #expect(started.finish() == 128 + signal)
+        let gone = Date().addingTimeInterval(5)
+        while LoopbackSocket.accepts(port: port) && Date() < gone { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!LoopbackSocket.accepts(port: port), "the broker outlived the simulator")
     }
 }

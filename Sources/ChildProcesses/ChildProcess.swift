@@ -9,10 +9,10 @@ import Foundation
 public struct ChildProcess: Sendable {
     public let pid: pid_t
 
-    /// Starts `executable`; its stdout goes to `outputPath`, and its stderr too unless `errorPath` is
-    /// given. Its stdin reads `inputPath`, or nothing.
+    /// Starts `executable`; its stdout goes to `outputPath` (appended to with `appending`), and its
+    /// stderr too unless `errorPath` is given. Its stdin reads `inputPath`, or nothing.
     public init(executable: String, arguments: [String], environment: [String: String],
-                outputPath: String, errorPath: String? = nil, inputPath: String? = nil) throws(ReplayError) {
+                outputPath: String, errorPath: String? = nil, inputPath: String? = nil, appending: Bool = false) throws(SpawnError) {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -28,7 +28,7 @@ public struct ChildProcess: Sendable {
         posix_spawn_file_actions_init(&files)
         defer { posix_spawn_file_actions_destroy(&files) }
         posix_spawn_file_actions_addopen(&files, 0, inputPath ?? "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&files, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&files, 1, outputPath, O_WRONLY | O_CREAT | (appending ? O_APPEND : O_TRUNC), 0o600)
         if let errorPath {
             posix_spawn_file_actions_addopen(&files, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         } else {
@@ -36,7 +36,7 @@ public struct ChildProcess: Sendable {
         }
         // Nothing else of ours: a listening socket or a lock a child held on to would outlive us.
         let closed = posix_spawn_file_actions_addclosefrom_np(&files, 3)
-        guard closed == 0 else { throw .system("cannot prepare to start \(executable): \(String(cString: strerror(closed)))") }
+        guard closed == 0 else { throw SpawnError(executable: executable, code: closed) }
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -47,7 +47,7 @@ public struct ChildProcess: Sendable {
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, executable, &files, &attributes, argv, envp)
         guard rc == 0 else {
-            throw .system("cannot start \(executable): \(String(cString: strerror(rc)))")
+            throw SpawnError(executable: executable, code: rc)
         }
         self.pid = pid
     }
@@ -88,4 +88,12 @@ public struct ChildProcess: Sendable {
         var status: Int32 = 0
         waitpid(pid, &status, 0)
     }
+}
+
+/// posix_spawn failed; `code` is its errno.
+public struct SpawnError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let executable: String
+    public let code: Int32
+
+    public var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
 }

@@ -1,0 +1,103 @@
+import Foundation
+import Synchronization
+
+/// A child that cannot outlive us: started through util-linux `setpriv --pdeathsig KILL` from a
+/// thread of its own, which then waits for it and so lives exactly as long as the child.
+///
+/// The kernel sends the parent-death signal when the *thread* that started the child ends, which is
+/// why no pool thread may start it (Swift's pool retires idle threads); and the child gets it if we
+/// are killed outright. The kernel clears that signal when a process changes its user, so a child
+/// that would switch users must be started as that user (`launcherOptions`, see setpriv(1)).
+public final class TetheredProcess: Sendable {
+    public static let launcher = "/usr/bin/setpriv"
+
+    public let pid: pid_t
+    private let exited = ExitFlag()
+
+    /// Starts `executable` with `arguments`; `launcherOptions` go to setpriv before them.
+    public init(executable: String, arguments: [String], launcherOptions: [String] = [], environment: [String: String],
+                outputPath: String, appending: Bool = false, threadName: String) throws(TetheredProcessError) {
+        guard access(Self.launcher, X_OK) == 0 else { throw .launcherMissing(Self.launcher) }
+        let spawned = Mutex<Result<pid_t, SpawnError>?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let arguments = ["--pdeathsig", "KILL"] + launcherOptions + ["--", executable] + arguments
+        let exited = exited
+        let reaper = Thread {
+            do throws(SpawnError) {
+                let child = try ChildProcess(executable: Self.launcher, arguments: arguments, environment: environment,
+                                             outputPath: outputPath, appending: appending)
+                spawned.withLock { $0 = .success(child.pid) }
+                ready.signal()
+                var status: Int32 = 0
+                while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+                exited.set()
+            } catch {
+                spawned.withLock { $0 = .failure(error) }
+                ready.signal()
+            }
+        }
+        reaper.name = threadName
+        reaper.start()
+        // Only as long as posix_spawn takes.
+        ready.wait()
+        do {
+            pid = try spawned.withLock { $0! }.get()
+        } catch {
+            throw .spawn(error)
+        }
+    }
+
+    /// True once the child has been reaped.
+    public var hasExited: Bool { exited.isSet }
+
+    /// SIGTERM, then SIGKILL after `grace` seconds; returns once the child has been reaped (or 10 s
+    /// after the SIGKILL). It blocks the calling thread: for synchronous callers only.
+    public func terminate(grace: Double) {
+        guard !hasExited else { return }
+        Glibc.kill(pid, SIGTERM)
+        if waitForExit(seconds: grace) { return }
+        Glibc.kill(pid, SIGKILL)
+        _ = waitForExit(seconds: 10)
+    }
+
+    /// SIGKILL, and a wait of at most `seconds` for the reaper without blocking a thread. True when
+    /// the child is gone.
+    public func kill(within seconds: Double) async -> Bool {
+        guard !hasExited else { return true }
+        Glibc.kill(pid, SIGKILL)
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while !hasExited, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return hasExited
+    }
+
+    private func waitForExit(seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if hasExited { return true }
+            usleep(5_000)
+        }
+        return hasExited
+    }
+}
+
+/// Set once by the reaper thread when the child has been reaped.
+private final class ExitFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
+}
+
+/// Why a tethered child did not start. Each case says what to do about it.
+public enum TetheredProcessError: Error, Sendable, Equatable, CustomStringConvertible {
+    case launcherMissing(String)
+    case spawn(SpawnError)
+
+    public var description: String {
+        switch self {
+        case .launcherMissing(let path): return "\(path) is missing; install util-linux"
+        case .spawn(let error): return error.description
+        }
+    }
+}
