@@ -77,6 +77,13 @@ struct MeasuredProcess {
         return (line.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0) / 1024
     }
 
+    /// What the process caused to be written to storage so far (write_bytes in /proc/PID/io).
+    func writtenBytes() -> Int {
+        let io = (try? String(contentsOfFile: "/proc/\(process.pid)/io", encoding: .utf8)) ?? ""
+        let line = io.split(separator: "\n").first { $0.hasPrefix("write_bytes:") } ?? ""
+        return line.split(separator: " ").last.flatMap { Int($0) } ?? 0
+    }
+
     /// Reads the peak, then SIGTERM; returns the CPU seconds (user + system), the peak in MiB, and
     /// how much of the resident set was anonymous (heap, stacks) rather than mapped from files.
     func stop() -> (cpu: Double, peakMiB: Double, anonymousMiB: Double) {
@@ -157,6 +164,41 @@ func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: Agr
     for (label, cost) in costs {
         print(String(format: "   %-30@ CPU %.2f s (ratio %.1f), peak RSS %.1f MiB (%.1f MiB of it anonymous at the end)", label as NSString,
                      cost.cpu, cost.cpu / max(baseline.cpu, 0.001), cost.peakMiB, cost.anonymousMiB))
+    }
+}
+
+/// Storage written per sample at 1 Hz: two daemons on one real-time gpsd, one publishing both
+/// formats to the simulator (send interval 10 s, production spacing) and one not onboarded. The
+/// figure is the kernel's write_bytes for each daemon (/proc/PID/io: what it caused to be written to
+/// storage, in whole pages of the page cache) over the run, divided by the samples it committed.
+func storageWrites(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, minutes: Int) async throws {
+    try SyntheticLog.make(fromFixture: fixture, epochs: minutes * 60, step: 1, start: Date())
+        .write(toFile: work + "/1hz.log", atomically: true, encoding: .utf8)
+    var options = ReplayGPSD.Options()
+    options.realTime = true
+    let publishingState = work + "/storage-state", samplingState = work + "/storage-sampling-state"
+    _ = try await onboardedState(publishingState, simulator: simulator, tan: "BENCH00005")
+    let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: work + "/1hz.log"), options: options)
+    defer { gpsd.stop() }
+    let daemon = { (state: String) in
+        try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "5",
+                                      "--send-interval", "10"], output: state + ".out")
+    }
+    let runs = [("publishing (both formats)", publishingState, try daemon(publishingState)),
+                ("sampling only (not onboarded)", samplingState, try daemon(samplingState))]
+    let ended = await waitUntil(timeout: Double(minutes * 60 + 60)) { lastSampleState(samplingState) == "no_receiver" }
+    precondition(ended, "agrigps did not sample the end of the replay")
+    // The publishing daemon's last batch is acknowledged within a cycle or two.
+    try await Task.sleep(for: .seconds(25))
+    print(String(format: "storage written by agrigps run at 1 Hz for %d min (write_bytes in /proc/PID/io, per committed sample); "
+                 + "baseline 21.6 KiB before 1 KiB pages, goal 8 KiB, floor 4 KiB (one page of the kernel's cache per durable commit):", minutes))
+    for (label, state, process) in runs {
+        let written = process.writtenBytes()
+        _ = process.stop()
+        let samples = Int(await Spool(path: state + "/spool.sqlite").highestRowID() ?? 0)
+        let left = await Spool(path: state + "/spool.sqlite").status()
+        print(String(format: "   %-30@ %.1f KiB per sample (%d samples, %.1f MiB written; %d left in the spool)", label as NSString,
+                     Double(written) / 1024 / Double(max(samples, 1)), samples, Double(written) / 1_048_576, left.pending + left.inFlight))
     }
 }
 

@@ -1,7 +1,8 @@
 // Benchmarks, not tests: each figure is printed beside its baseline, taken in the same run.
 //
 //   make bench BENCH_ARGS="..."    or, built the same way, .build/release/agrigps-bench [--appends N] [--directory DIR]
-//       [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--cab-seconds N]
+//       [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N]
+//       [--cab-seconds N]
 //
 // 1. Spool appends: durable appends per second through the Spool (one transaction and one disk sync
 //    per sample), against the sqlite3 C API doing the same statements with the same pragmas on the
@@ -13,7 +14,10 @@
 // 4. CPU seconds and peak RSS of `agrigps run` on 10 minutes of 10 Hz data in real time, against
 //    `gpspipe -w` on the same gpsd at the same time.
 // 5. Latency from a fix to its acknowledgement, p50 and p99, against the send interval plus 2 s.
-// 6. The cab view: from a fix to the marker moving in a real Chromium, p50 and p99 against the goal
+// 6. Storage written per sample by `agrigps run` at 1 Hz in real time (the kernel's write_bytes in
+//    /proc/PID/io), publishing and not onboarded, against the baseline measured before the spool's
+//    pages shrank and the floor of one page of the kernel's cache per durable commit.
+// 7. The cab view: from a fix to the marker moving in a real Chromium, p50 and p99 against the goal
 //    of 1.5 s, and the page process's peak RSS.
 import Foundation
 import GNSS
@@ -36,6 +40,7 @@ struct Options {
     var drainSamples = 86_400
     var drainSpacing = 5.0
     var cabSeconds = 120
+    var storageMinutes = 5
 
     init(_ arguments: [String]) {
         var rest = arguments.dropFirst()
@@ -45,12 +50,13 @@ struct Options {
             case ("--directory", let value?): directory = value
             case ("--drain-samples", let value?) where Int(value).map({ $0 > 0 }) == true: drainSamples = Int(value)!
             case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true: drainSpacing = Double(value)!
-            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "cab"].contains(value): only = value
+            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "storage", "cab"].contains(value): only = value
+            case ("--storage-minutes", let value?) where Int(value).map({ $0 >= 2 && $0 <= 1440 }) == true: storageMinutes = Int(value)!
             case ("--cab-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: cabSeconds = Int(value)!
             case ("--cpu-minutes", let value?) where Int(value).map({ $0 > 0 }) == true: cpuMinutes = Int(value)!
             case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true: latencySeconds = Int(value)!
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--cab-seconds N] [--only spool|drain|cpu|latency|cab]\n".utf8))
+                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N] [--cab-seconds N] [--only spool|drain|cpu|latency|storage|cab]\n".utf8))
                 exit(64)
             }
         }
@@ -177,7 +183,8 @@ func spoolAppends() async {
 // spacing. Baseline: the fewest requests the payload cap allows (one per full GPSList), and the
 // raw GPSEntry size for the bytes on the wire.
 var simulatorConfiguration = SimConfiguration(tans: ["BENCH00001": "Bench", "BENCH00002": "Bench CPU",
-                                                     "BENCH00003": "Bench latency REST", "BENCH00004": "Bench latency MQTT"])
+                                                     "BENCH00003": "Bench latency REST", "BENCH00004": "Bench latency MQTT",
+                                                     "BENCH00005": "Bench storage"])
 simulatorConfiguration.mqtt = true
 let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
 let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
@@ -255,6 +262,9 @@ if options.only == nil || options.only == "cpu" {
 if options.only == nil || options.only == "latency" {
     try await latency(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator,
                       seconds: options.latencySeconds, sendInterval: 10, spacing: 5)
+}
+if options.only == nil || options.only == "storage" {
+    try await storageWrites(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator, minutes: options.storageMinutes)
 }
 if options.only == nil || options.only == "cab" {
     try await cabView(agrigps: agrigps, fixture: fixture, work: workDirectory, seconds: options.cabSeconds)

@@ -173,7 +173,6 @@ public actor Spool {
         }
         var added = (rows: writes.count, bytes: writes.reduce(0) { $0 + $1.wireSize })
         if ringDropped > 0 { try SpoolState.add(ringDropped, to: "dropped_memory", in: db) }
-        try SpoolState.set("last_append", number: now, in: db)
         try evictOverCaps(adding: &added, now: now, in: db)
         return (ids, added)
     }
@@ -468,6 +467,8 @@ public actor Spool {
         let waiting = SpoolOutput.all.map { "\($0.delivery) IN ('pending', 'failed')" }.joined(separator: " OR ")
         let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.age)) AS oldest FROM sample WHERE acknowledged_at IS NULL AND (\(waiting))")
         status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { now.timeIntervalSince1970 - $0 }
+        let newest = try Row.fetchOne(db, sql: "SELECT sampled_at FROM sample ORDER BY id DESC LIMIT 1")
+        status.lastAppendAt = newest?.double("sampled_at", in: Bounds.epochSeconds).map { Date(timeIntervalSince1970: $0) }
         for row in try Row.fetchAll(db, sql: "SELECT name, number, text FROM spool_state") {
             guard let name = row.text("name", limit: 100) else { continue }
             let count = row.double("number", in: Bounds.count).flatMap(Bounds.count)
@@ -477,8 +478,6 @@ public actor Spool {
                 status.sharingPaused = row.text("text") == "paused"
             } else if SpoolOutput.all.contains(where: { $0.resentCounter == name }), let count {
                 status.resent += count
-            } else if name == "last_append" {
-                status.lastAppendAt = row.date("number")
             } else if name == "last_storage_fault" {
                 status.lastStorageFault = row.text("text")
                 status.lastStorageFaultAt = row.date("number")

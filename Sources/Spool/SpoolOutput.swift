@@ -49,4 +49,7 @@ enum DeliveryState {
     /// Not wanted by this output: it was turned off when the sample was taken, or since.
     static let off = "off"
     static let done = "('acknowledged', 'off')"
+    /// The states the delivery indexes hold. A query uses such a partial index only when it has one
+    /// of these terms exactly as written in the index (`<delivery> = '<state>'`).
+    static let lookedUp = ["in_flight", "failed", "parked"]
 }

@@ -7,6 +7,7 @@ enum SpoolSchema {
     static let retriesVersion = "v2-retries-and-counters"
     static let uptimeVersion = "v3-sampled-uptime"
     static let efdiVersion = "v4-efdi-output"
+    static let lighterAppendVersion = "v5-lighter-append"
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -62,6 +63,25 @@ enum SpoolSchema {
                 CREATE INDEX sample_by_efdi_delivery ON sample(\(efdi.delivery), id);
                 CREATE INDEX sample_by_efdi_batch ON sample(\(efdi.batchID));
                 """)
+        }
+        // Every append is a durable commit, and every page it touches goes to the WAL again. So a new
+        // row, pending for each output and in no batch yet, enters no index at all: the delivery
+        // indexes keep only the few rows in a state looked up by (in flight, failed, parked), and
+        // the batch indexes only rows that were sent. Pending rows are found in id order, oldest
+        // first, which a table scan gives without sorting. No state row is updated beside the
+        // append either: the newest row's time is the last append.
+        migrator.registerMigration(lighterAppendVersion) { db in
+            for output in SpoolOutput.all {
+                let prefix = output == .gpsInfo ? "sample_by" : "sample_by_\(output.name)"
+                let states = DeliveryState.lookedUp.map { "\(output.delivery) = '\($0)'" }.joined(separator: " OR ")
+                try db.execute(sql: """
+                    DROP INDEX IF EXISTS \(prefix)_delivery;
+                    CREATE INDEX \(prefix)_delivery ON sample(\(output.delivery), id) WHERE \(states);
+                    DROP INDEX IF EXISTS \(prefix)_batch;
+                    CREATE INDEX \(prefix)_batch ON sample(\(output.batchID)) WHERE \(output.batchID) IS NOT NULL;
+                    """)
+            }
+            try db.execute(sql: "DELETE FROM spool_state WHERE name = 'last_append'")
         }
         return migrator
     }

@@ -15,6 +15,7 @@ public struct SpoolStatus: Sendable, Equatable {
     public var sharingPaused = false
     /// Seconds since the oldest sample still waiting to be sent was taken.
     public var oldestPendingAge: Double?
+    /// When the newest sample still in the spool was taken (system time); nil when it is empty.
     public var lastAppendAt: Date?
     /// Samples dropped by a cap, by reason ("rows", "bytes", "age", "memory"), since the spool was created.
     public var dropped: [String: Int] = [:]

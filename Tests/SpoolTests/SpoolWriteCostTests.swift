@@ -1,0 +1,84 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Spool
+
+/// What one append costs the flash card: every page a commit touches goes to the WAL again, as a
+/// frame of the page's size plus a 24-byte header.
+@Suite struct SpoolWriteCostTests {
+    static func walFrames(_ path: String, pageSize: Int) -> Int {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? 0
+        return size <= 32 ? 0 : (size - 32) / (pageSize + 24)
+    }
+
+    static func pageSize(_ path: String) throws -> Int? {
+        try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }
+    }
+
+    static func checkpoint(_ path: String) throws {
+        try DatabaseQueue(path: path).writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
+    static func journalMode(_ path: String) throws -> String? {
+        try DatabaseQueue(path: path).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+    }
+
+    /// The journal modes it went through: out of WAL for the rebuild, and back.
+    static func rebuild(_ path: String, pageSize: Int) throws -> [String?] {
+        try DatabaseQueue(path: path).writeWithoutTransaction { db in
+            let out = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+            try db.execute(sql: "PRAGMA page_size = \(pageSize)")
+            try db.execute(sql: "VACUUM")
+            return [out, try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL")]
+        }
+    }
+
+    @Test("a new spool has 1 KiB pages, and an append with both outputs commits 2 of them: the row and its id")
+    func appendTouchesTwoSmallPages() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
+        for seq in 0..<50 { #expect(isStored(await spool.append(sample(seq)))) }
+        #expect(try Self.pageSize(scratch.spoolPath) == SpoolFile.pageSize)
+        // A batch sent and acknowledged, so that rows with batch ids exist, then the WAL emptied.
+        let batch = try await spool.takeBatch(for: .gpsInfo, id: "first", maximumEntries: 10)
+        #expect(batch?.samples.count == 10)
+        // Acknowledged for gps:info only: the rows stay, waiting for EFDI.
+        _ = try await spool.acknowledge(batch: "first")
+        try Self.checkpoint(scratch.spoolPath)
+        #expect(Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize) == 0)
+
+        var frames: [Int] = []
+        for seq in 50..<80 {
+            let before = Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize)
+            #expect(isStored(await spool.append(sample(seq))))
+            frames.append(Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize) - before)
+        }
+        // A row is about 200 bytes, so every fifth append or so fills a table page and the split
+        // adds the new page and its parent.
+        print("frames per append: \(frames)")
+        #expect(frames.sorted()[frames.count / 2] == 2, "\(frames)")
+        #expect(Double(frames.reduce(0, +)) / Double(frames.count) <= 3, "\(frames)")
+        #expect(frames.max() ?? 0 <= 6, "\(frames)")
+    }
+
+    @Test("a spool made with 4 KiB pages is rebuilt with 1 KiB pages when it opens, every sample and state kept")
+    func largerPagesAreRebuiltAtOpen() async throws {
+        let scratch = Scratch()
+        do {
+            let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+            for seq in 0..<20 { #expect(isStored(await spool.append(sample(seq)))) }
+            try await spool.setSharing(paused: true)
+        }
+        // As an older agrigps made it.
+        #expect(try Self.rebuild(scratch.spoolPath, pageSize: 4096) == ["delete", "wal"])
+        #expect(try Self.pageSize(scratch.spoolPath) == 4096)
+
+        let reopened = Spool(path: scratch.spoolPath, configuration: configuration())
+        let kept = try await reopened.allSamples().map(\.0.sample)
+        #expect(kept == (0..<20).map { sample($0) })
+        let status = await reopened.status()
+        #expect(status.sharingPaused && status.storageFault == nil)
+        #expect(try Self.pageSize(scratch.spoolPath) == SpoolFile.pageSize)
+        #expect(try Self.journalMode(scratch.spoolPath) == "wal")
+    }
+}
