@@ -70,11 +70,10 @@ func sample(_ seq: Int) -> PositionSample {
     return PositionSample(sampledAt: Date(), state: report.fixState, report: report)
 }
 
-/// The baseline: the same INSERT and state upsert the spool runs, through sqlite3 directly.
+/// The baseline: the same INSERT the spool runs, through sqlite3 directly, on a file the spool made.
 final class RawSQLite {
     private var db: OpaquePointer?
     private var insert: OpaquePointer?
-    private var touch: OpaquePointer?
 
     init(path: String) {
         precondition(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK)
@@ -88,14 +87,11 @@ final class RawSQLite {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
                 CASE (SELECT text FROM spool_state WHERE name = 'sharing') WHEN 'paused' THEN 'withheld' ELSE 'pending' END)
             """
-        let touchSQL = "INSERT INTO spool_state (name, number, text) VALUES ('last_append', ?, NULL) ON CONFLICT(name) DO UPDATE SET number = excluded.number, text = excluded.text"
         precondition(sqlite3_prepare_v2(db, insertSQL, -1, &insert, nil) == SQLITE_OK)
-        precondition(sqlite3_prepare_v2(db, touchSQL, -1, &touch, nil) == SQLITE_OK)
     }
 
     deinit {
         sqlite3_finalize(insert)
-        sqlite3_finalize(touch)
         sqlite3_close(db)
     }
 
@@ -121,9 +117,6 @@ final class RawSQLite {
             sqlite3_bind_int64(insert, 19, Int64(SpoolConfiguration.gpsEntryUpperBound))
             precondition(sqlite3_step(insert) == SQLITE_DONE)
         }
-        sqlite3_reset(touch)
-        sqlite3_bind_double(touch, 1, Date().timeIntervalSince1970)
-        precondition(sqlite3_step(touch) == SQLITE_DONE)
         precondition(sqlite3_exec(db, "COMMIT", nil, nil, nil) == SQLITE_OK)
     }
 }
