@@ -307,6 +307,8 @@ public actor Publisher {
     }
 
     private func settle(_ responses: [DecodedResponse], into report: inout CycleReport, now: Date) async {
+        // Acknowledgements are committed together after the loop: one durable write per poll.
+        var acknowledgedIDs: [String] = []
         for response in responses {
             guard let id = response.applicationMessageID, response.envelope.type != .pushNotification else { continue }
             if id == description.awaitingID {
@@ -317,7 +319,7 @@ public actor Publisher {
             do {
                 switch response.body {
                 case .ack, .ackWithMessages:
-                    report.acknowledged += try await spool.acknowledge(batch: id, now: now)
+                    acknowledgedIDs.append(id)
                 case .ackWithFailure:
                     try await spool.fail(batch: id, reason: response.messageCodes.joined(separator: ","), now: now)
                     report.refusals.append(response.messageCodes)
@@ -334,6 +336,11 @@ public actor Publisher {
                 logger.error("spool: \(error.description)")
             }
             awaiting[id] = nil
+        }
+        do {
+            report.acknowledged += try await spool.acknowledge(batches: acknowledgedIDs, now: now)
+        } catch {
+            logger.error("spool: \(error.description)")
         }
     }
 }

@@ -295,22 +295,20 @@ public actor Spool {
     /// acknowledgement for a batch that already went back to pending still counts.
     @discardableResult
     public func acknowledge(batch id: String, now: Date? = nil) throws(SpoolError) -> Int {
+        try acknowledge(batches: [id], now: now)
+    }
+
+    /// Several acknowledgements in one commit (the answers to one cycle's messages, each output's
+    /// batch among them, usually arrive together): one durable write instead of one each.
+    @discardableResult
+    public func acknowledge(batches ids: [String], now: Date? = nil) throws(SpoolError) -> Int {
+        guard !ids.isEmpty else { return 0 }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
         let (count, bytes) = try write { db in
             var finishedNow = (count: 0, bytes: 0)
-            for output in SpoolOutput.all {
-                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged' WHERE \(output.batchID) = ? AND \(output.delivery) NOT IN \(DeliveryState.done)",
-                               arguments: [id])
-                guard db.changesCount > 0 else { continue }
-                let rows = "\(output.batchID) = ? AND acknowledged_at IS NULL AND \(Self.finished)"
-                let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(rows)", arguments: [id])
-                finishedNow.count += done?[0] ?? 0
-                finishedNow.bytes += done?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0
-                if configuration.acknowledgedHistory > 0 {
-                    try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(rows)", arguments: [now, id])
-                } else {
-                    try db.execute(sql: "DELETE FROM sample WHERE \(rows)", arguments: [id])
-                }
+            for id in ids {
+                let finished = try finish(batch: id, now: now, in: db)
+                finishedNow = (finishedNow.count + finished.count, finishedNow.bytes + finished.bytes)
             }
             if configuration.acknowledgedHistory > 0 {
                 try db.execute(sql: "DELETE FROM sample WHERE acknowledged_at < ?", arguments: [now - configuration.acknowledgedHistory])
@@ -320,6 +318,27 @@ public actor Spool {
         queued.rows -= count
         queued.bytes -= bytes
         return count
+    }
+
+    /// Marks batch `id` acknowledged for the output that sent it, and finishes the samples no output
+    /// waits for any more.
+    private func finish(batch id: String, now: Double, in db: Database) throws -> (count: Int, bytes: Int) {
+        var finishedNow = (count: 0, bytes: 0)
+        for output in SpoolOutput.all {
+            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged' WHERE \(output.batchID) = ? AND \(output.delivery) NOT IN \(DeliveryState.done)",
+                           arguments: [id])
+            guard db.changesCount > 0 else { continue }
+            let rows = "\(output.batchID) = ? AND acknowledged_at IS NULL AND \(Self.finished)"
+            let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(rows)", arguments: [id])
+            finishedNow.count += done?[0] ?? 0
+            finishedNow.bytes += done?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0
+            if configuration.acknowledgedHistory > 0 {
+                try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(rows)", arguments: [now, id])
+            } else {
+                try db.execute(sql: "DELETE FROM sample WHERE \(rows)", arguments: [id])
+            }
+        }
+        return finishedNow
     }
 
     /// Sending batch `id` failed (agrirouter said ACK_WITH_FAILURE, say). Its samples are retried by

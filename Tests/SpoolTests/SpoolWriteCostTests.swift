@@ -81,4 +81,34 @@ import Testing
         #expect(try Self.pageSize(scratch.spoolPath) == SpoolFile.pageSize)
         #expect(try Self.journalMode(scratch.spoolPath) == "wal")
     }
+
+    @Test("both outputs' acknowledgements in one commit: the samples leave the spool with one WAL sync")
+    func acknowledgementsOfOneCycleShareACommit() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
+        for seq in 0..<5 { #expect(isStored(await spool.append(sample(seq)))) }
+        let gps = try await spool.takeBatch(for: .gpsInfo, id: "gps")
+        let efdi = try await spool.takeBatch(for: .efdi, id: "efdi")
+        #expect(gps?.samples.count == 5 && efdi?.samples.count == 5)
+        try Self.checkpoint(scratch.spoolPath)
+        let finished = try await spool.acknowledge(batches: ["gps", "efdi", "unknown"])
+        #expect(finished == 5)
+        let status = await spool.status()
+        #expect(status.pending + status.inFlight == 0)
+        #expect(try Self.commits(scratch.spoolPath) == 1)
+    }
+
+    /// Commits in the WAL since it was last emptied: frames that end a transaction carry the
+    /// database's size in pages (bytes 4–7 of their header), other frames zero.
+    static func commits(_ path: String) throws -> Int {
+        let wal = try Data(contentsOf: URL(fileURLWithPath: path + "-wal"))
+        var commits = 0
+        var offset = 32
+        while offset + 24 + SpoolFile.pageSize <= wal.count {
+            let size = wal[(offset + 4)..<(offset + 8)].reduce(0) { $0 << 8 | Int($1) }
+            if size != 0 { commits += 1 }
+            offset += 24 + SpoolFile.pageSize
+        }
+        return commits
+    }
 }
