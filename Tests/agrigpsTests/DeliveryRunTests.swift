@@ -39,12 +39,8 @@ struct DeliveryRunTests {
     func deliveryUnderAbuse() async throws {
         let onboarded = try await Self.machineOnFixedPort()
         defer { Task { await onboarded.close() } }
-        let machine = try Self.longReplay(onboarded)
-        try await Self.killRepeatedly(machine)
-
-        let daemon = try machine.start()
+        let (machine, daemon) = try await Self.killedThenRunning(onboarded)
         defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
-        try await Task.sleep(for: .seconds(10))
 
         // Hung: requests are taken and never answered.
         let stallStart = ProcessInfo.processInfo.systemUptime
@@ -91,12 +87,8 @@ struct DeliveryRunTests {
     func mqttDeliveryThroughKillsAndBrokerRestarts() async throws {
         let onboarded = try await OnboardedMachine.make(transport: "mqtt")
         defer { Task { await onboarded.close() } }
-        let machine = try Self.longReplay(onboarded)
-        try await Self.killRepeatedly(machine)
-
-        let daemon = try machine.start()
+        let (machine, daemon) = try await Self.killedThenRunning(onboarded)
         defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
-        try await Task.sleep(for: .seconds(10))
         // Every connection drops and the broker comes back having forgotten every session, while
         // the daemon keeps sampling and publishing.
         var restarts = 0
@@ -134,6 +126,15 @@ struct DeliveryRunTests {
         let machine = Machine(onboarded: onboarded, log: log, offsetFile: onboarded.directory + "/clock-offset")
         try machine.shiftClock(by: 0)
         return machine
+    }
+
+    /// The long replay killed `kills` times, then a daemon that has run for 10 s.
+    static func killedThenRunning(_ onboarded: OnboardedMachine) async throws -> (Machine, AgrigpsCommand) {
+        let machine = try longReplay(onboarded)
+        try await killRepeatedly(machine)
+        let daemon = try machine.start()
+        try await Task.sleep(for: .seconds(10))
+        return (machine, daemon)
     }
 
     /// SIGKILL at random moments, each run a fresh start.
