@@ -191,12 +191,13 @@ func storageWrites(agrigps: String, fixture: String, work: String, simulator: Ag
     // The publishing daemon's last batch is acknowledged within a cycle or two.
     try await Task.sleep(for: .seconds(25))
     print(String(format: "storage written by agrigps run at 1 Hz for %d min (write_bytes in /proc/PID/io, per committed sample); "
-                 + "baseline 21.6 KiB before 1 KiB pages, goal 8 KiB, floor 4 KiB (one page of the kernel's cache per durable commit):", minutes))
+                 + "baseline: the floor of 4 KiB, one page of the kernel's cache per durable commit; goal 8 KiB:", minutes))
     for (label, state, process) in runs {
         let written = process.writtenBytes()
         _ = process.stop()
-        let samples = Int(await Spool(path: state + "/spool.sqlite").highestRowID() ?? 0)
-        let left = await Spool(path: state + "/spool.sqlite").status()
+        let spool = Spool(path: state + "/spool.sqlite")
+        let samples = Int(await spool.highestRowID() ?? 0)
+        let left = await spool.status()
         print(String(format: "   %-30@ %.1f KiB per sample (%d samples, %.1f MiB written; %d left in the spool)", label as NSString,
                      Double(written) / 1024 / Double(max(samples, 1)), samples, Double(written) / 1_048_576, left.pending + left.inFlight))
     }

@@ -15,8 +15,8 @@
 //    `gpspipe -w` on the same gpsd at the same time.
 // 5. Latency from a fix to its acknowledgement, p50 and p99, against the send interval plus 2 s.
 // 6. Storage written per sample by `agrigps run` at 1 Hz in real time (the kernel's write_bytes in
-//    /proc/PID/io), publishing and not onboarded, against the baseline measured before the spool's
-//    pages shrank and the floor of one page of the kernel's cache per durable commit.
+//    /proc/PID/io), publishing and not onboarded, against the floor of one page of the kernel's
+//    cache per durable commit.
 // 7. The cab view: from a fix to the marker moving in a real Chromium, p50 and p99 against the goal
 //    of 1.5 s, and the page process's peak RSS.
 import Foundation
