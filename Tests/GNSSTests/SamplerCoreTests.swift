@@ -214,6 +214,21 @@ struct TrueTimeTests {
                 == gnss.addingTimeInterval(-9.5), "a system time moved onto the true clock")
     }
 
+    /// On a busy box the sample taken at "1970" may be looked at only after NTP set the clock: its age
+    /// by the system clock is then 56 years. Its monotonic stamp says 5 s, and the truth follows that.
+    @Test("a clock set between sampling and observing moves nothing: the sample's monotonic stamp dates it")
+    func clockSetBeforeTheSampleIsObserved() {
+        let clock = TrueTime()
+        var sample = fix(gnss: system, sampledAt: Date(timeIntervalSince1970: 1000))
+        sample.sampledUptime = 95
+        clock.observe(sample, systemNow: system.addingTimeInterval(5), uptimeNow: 100)
+        #expect(clock.now(systemNow: system.addingTimeInterval(5), uptimeNow: 100) == system.addingTimeInterval(5))
+        // Without a monotonic stamp, an age of 56 years is no age: a stamp early, never ahead.
+        let unstamped = TrueTime()
+        unstamped.observe(fix(gnss: system, sampledAt: Date(timeIntervalSince1970: 1000)), systemNow: system.addingTimeInterval(5), uptimeNow: 100)
+        #expect(unstamped.now(systemNow: system.addingTimeInterval(5), uptimeNow: 100) == system)
+    }
+
     @Test("samples without a position or a time, a time before 2026 (GPS week rollover), and a replay's, do not set the clock")
     func ignored() {
         let rollover = TrueTime()
@@ -252,17 +267,17 @@ struct TrueTimeTests {
     }
 
     @Test("the wall clock a test shifts through a file follows the file, and keeps its shift when the file is nonsense")
-    func wallClockFromAFile() throws {
+    func wallClockFromAFile() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-shift-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         try "-3600\n".write(toFile: path, atomically: true, encoding: .utf8)
         let wall = WallClock.shifted(byFile: path)
         #expect(abs(wall.now().timeIntervalSince(Date()) + 3600) < 1)
         try "not a number".write(toFile: path, atomically: true, encoding: .utf8)
-        Thread.sleep(forTimeInterval: 1.1)
+        try await Task.sleep(for: .seconds(1.1))
         #expect(abs(wall.now().timeIntervalSince(Date()) + 3600) < 1)
         try "7200".write(toFile: path, atomically: true, encoding: .utf8)
-        Thread.sleep(forTimeInterval: 1.1)
+        try await Task.sleep(for: .seconds(1.1))
         #expect(abs(wall.now().timeIntervalSince(Date()) - 7200) < 1)
     }
 }
