@@ -27,6 +27,9 @@ let package = Package(
     targets: [
         // The ranges every number from outside is checked against, and text made safe for a terminal.
         .target(name: "Bounds"),
+        // Homes for blocking work away from Swift's cooperative pool: a serial executor on a thread of
+        // its own (the stores' SQLite commits and fsyncs), and a thread per rare blocking wait.
+        .target(name: "BlockingWork"),
         // libgps (gpsd's client library) with a shim for what Swift cannot import directly.
         .systemLibrary(
             name: "CGPS",
@@ -47,6 +50,7 @@ let package = Package(
         .target(
             name: "Spool",
             dependencies: [
+                "BlockingWork",
                 "Bounds",
                 "GNSS",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -104,6 +108,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
+                "BlockingWork",
                 "Bounds",
                 "GNSS",
                 "Spool",
@@ -176,7 +181,7 @@ let package = Package(
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
         .target(
             name: "GPSDReplay",
-            dependencies: ["Bounds", "ChildProcesses", "GNSS"]
+            dependencies: ["BlockingWork", "Bounds", "ChildProcesses", "GNSS"]
         ),
         // What every command-line program shares: option groups, one-line errors, exit codes, the safe log.
         .target(
@@ -226,6 +231,7 @@ let package = Package(
                            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
+        .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork"]),
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport"]),
         .testTarget(name: "AgrirouterLinkTests", dependencies: ["AgrirouterLink", "AgrirouterWire", "AgrirouterSim"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",

@@ -1,3 +1,4 @@
+import BlockingWork
 import AgrirouterWire
 import Bounds
 import Foundation
@@ -20,6 +21,9 @@ public struct OthersStoreError: Error, Sendable, Equatable, CustomStringConverti
 /// history for a window. A separate file with synchronous=NORMAL: unlike the spool, what is lost
 /// in a power cut here is re-delivered by the feed or superseded by the next push.
 public actor OtherMachinesStore {
+    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on the storage thread,
+    /// never on Swift's cooperative pool.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { StorageThread.executor.asUnownedSerialExecutor() }
     public struct Configuration: Sendable {
         /// How long positions and seen message ids are kept.
         public var historyWindow: Double = 24 * 3600

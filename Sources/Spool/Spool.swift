@@ -1,3 +1,4 @@
+import BlockingWork
 import Bounds
 import Foundation
 import GNSS
@@ -12,6 +13,9 @@ import Logging
 /// a write, the sample waits in a bounded memory ring and is written, in order, with the next append
 /// that succeeds.
 public actor Spool {
+    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on the storage thread,
+    /// never on Swift's cooperative pool.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { StorageThread.executor.asUnownedSerialExecutor() }
     public nonisolated let path: String
     private let configuration: SpoolConfiguration
     private let logger: Logger
