@@ -58,24 +58,45 @@ public struct ChildProcess: Sendable {
         return waitpid(pid, &status, WNOHANG) == 0
     }
 
-    /// Waits up to `timeout` seconds for the child to exit; its exit code (128 + signal when killed),
-    /// or nil if it is still running.
-    public func wait(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        repeat {
-            var status: Int32 = 0
-            let reaped = waitpid(pid, &status, WNOHANG)
-            if reaped == pid {
-                let signal = status & 0x7F
-                return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
-            }
-            if reaped < 0 { return nil }
-            usleep(5_000)
-        } while Date() < deadline
+    /// Its exit code (128 + signal when killed) if it has exited, reaping it; nil while it runs, or
+    /// when it is not our child any more.
+    public func exitCode() -> Int32? {
+        if case .exited(let code) = poll() { return code }
         return nil
     }
 
-    /// Sends SIGTERM, waits up to `grace` seconds, then SIGKILL. Always reaps the child.
+    /// Waits up to `timeout` seconds for the child to exit, by suspending: no thread is held, so
+    /// many children can be waited for at once from Swift's small cooperative pool. Its exit code,
+    /// or nil if it is still running.
+    public func wait(timeout: Double) async -> Int32? {
+        let deadline = ContinuousClock.now + .seconds(timeout.isFinite ? max(0, min(timeout, 86_400)) : 0)
+        while true {
+            switch poll() {
+            case .exited(let code): return code
+            case .gone: return nil
+            case .running:
+                guard ContinuousClock.now < deadline else { return nil }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+
+    private enum State { case running, exited(Int32), gone }
+
+    private func poll() -> State {
+        var status: Int32 = 0
+        switch waitpid(pid, &status, WNOHANG) {
+        case 0: return .running
+        case pid:
+            let signal = status & 0x7F
+            return .exited(signal == 0 ? (status >> 8) & 0xFF : 128 + signal)
+        default: return .gone
+        }
+    }
+
+    /// Sends SIGTERM, waits up to `grace` seconds, then SIGKILL. Always reaps the child. It blocks
+    /// the calling thread (a child that obeys SIGTERM is gone in milliseconds): for clean-up in
+    /// `defer` and `deinit`, which cannot suspend.
     public func terminate(grace: Double) {
         guard isRunning() else { return }
         kill(pid, SIGTERM)

@@ -1,3 +1,4 @@
+import BlockingWork
 import Foundation
 import GNSS
 import Synchronization
@@ -54,6 +55,17 @@ public final class ReplayGPSD: Sendable {
         processIDs = [gpsd.pid]
         // gpsd writes to the log it holds open; the directory need not outlive a SIGKILL of ours.
         try? FileManager.default.removeItem(atPath: workDirectory)
+    }
+
+    /// Starts a replay from async code: gpsd's start-up is waited for on a thread of its own, so that
+    /// many replays starting at once (tests in parallel) never hold Swift's cooperative pool.
+    public static func start(log: NMEALog, options: Options = Options()) async throws(ReplayError) -> ReplayGPSD {
+        try await onOwnThread { () throws(ReplayError) in try ReplayGPSD(log: log, options: options) }
+    }
+
+    /// `stop()` from async code, off the cooperative pool: gpsd is given two seconds to end.
+    public func finish() async {
+        await onOwnThread { self.stop() }
     }
 
     /// When the feeder had handed gpsd the whole log and `# EOF` (`uptime()`); nil until then.

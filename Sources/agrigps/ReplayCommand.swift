@@ -47,7 +47,7 @@ struct Replay: AsyncParsableCommand {
             if let replaced = nmea.replacedBytes { Output.warning(Self.warning(log: log, replaced: replaced)) }
             var options = ReplayGPSD.Options()
             options.realTime = realTime
-            gpsd = try ReplayGPSD(log: nmea, options: options)
+            gpsd = try await ReplayGPSD.start(log: nmea, options: options)
         } catch {
             throw CommandFailure(error)
         }

@@ -123,7 +123,7 @@ struct Run: AsyncParsableCommand {
                                        configuration: configuration)
             let work: Task<GatewayDaemon.Summary, Never>
             if let replay {
-                (work, replayGPSD) = try startReplay(replay, daemon: daemon)
+                (work, replayGPSD) = try await startReplay(replay, daemon: daemon)
             } else {
                 let gpsd = GPSDSource(configuration: GPSDSource.Configuration(address: gpsdAddress))
                 work = Task { await daemon.run(gpsd: gpsd) }
@@ -155,12 +155,12 @@ struct Run: AsyncParsableCommand {
     }
 
     /// Starts the daemon on a private gpsd that replays `path`.
-    private func startReplay(_ path: String, daemon: GatewayDaemon) throws -> (Task<GatewayDaemon.Summary, Never>, ReplayGPSD) {
+    private func startReplay(_ path: String, daemon: GatewayDaemon) async throws -> (Task<GatewayDaemon.Summary, Never>, ReplayGPSD) {
         do {
             let log = try NMEALog(contentsOf: path)
             var options = ReplayGPSD.Options()
             options.realTime = retime
-            let gpsd = try ReplayGPSD(log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
+            let gpsd = try await ReplayGPSD.start(log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
             // A recording's time is not now: no skew check, unless it was moved to now.
             let events = gpsd.stream().events
             return (Task { [retime] in await daemon.run(events: events, skewLimit: retime ? 60 : nil) }, gpsd)

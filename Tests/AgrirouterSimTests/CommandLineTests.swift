@@ -27,7 +27,7 @@ struct SimulatorCommandLineTests {
         var stdout: String { (try? String(contentsOfFile: output + ".out", encoding: .utf8)) ?? "" }
         var stderr: String { (try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "" }
 
-        func finish() -> Int32? { process.wait(timeout: 20) }
+        func finish() async -> Int32? { await process.wait(timeout: 20) }
 
         deinit {
             process.terminate(grace: 1)
@@ -35,9 +35,9 @@ struct SimulatorCommandLineTests {
         }
     }
 
-    @Test func helpSaysWhatItDoes() throws {
+    @Test func helpSaysWhatItDoes() async throws {
         let run = try Run(["--help"])
-        #expect(run.finish() == 0)
+        #expect(await run.finish() == 0)
         #expect(run.stdout.contains("rename ENDPOINT-ID NEW NAME"))
         #expect(run.stdout.contains("--tan <TAN=NAME>"))
     }
@@ -51,9 +51,9 @@ struct SimulatorCommandLineTests {
         (["--tan", "T=N", "--received", "/nonexistent/received.jsonl"], "--received: cannot write /nonexistent/received.jsonl"),
         (["--tan", "T=N", "--payloads", "/tmp"], "--payloads needs --received"),
     ])
-    func badInputIsRefusedWithUsage(arguments: [String], message: String) throws {
+    func badInputIsRefusedWithUsage(arguments: [String], message: String) async throws {
         let run = try Run(arguments)
-        #expect(run.finish() == 64)
+        #expect(await run.finish() == 64)
         #expect(run.stderr.contains(message), "\(run.stderr)")
         #expect(!run.stderr.contains("TAN0000001"), "a TAN in an error message")
     }
@@ -76,7 +76,7 @@ struct SimulatorCommandLineTests {
         let response = try await client.onboard(tan: "TAN0000001", externalID: "urn:agrigps:cli-test")
         #expect(response.authentication.type == "PEM")
         kill(started.process.pid, SIGTERM)
-        #expect(started.finish() == 128 + SIGTERM)
+        #expect(await started.finish() == 128 + SIGTERM)
     }
 
     /// The broker is a child of the simulator, and no one else would stop it: it ends with the
@@ -90,7 +90,7 @@ struct SimulatorCommandLineTests {
         let port = try #require(UInt16(line.split(separator: " ").last ?? ""))
         #expect(LoopbackSocket.accepts(port: port), "the broker listens")
         kill(started.process.pid, signal)
-        #expect(started.finish() == 128 + signal)
+        #expect(await started.finish() == 128 + signal)
         let gone = Date().addingTimeInterval(5)
         while LoopbackSocket.accepts(port: port) && Date() < gone { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!LoopbackSocket.accepts(port: port), "the broker outlived the simulator")

@@ -30,7 +30,7 @@ struct GPSDSourceTests {
         var options = ReplayGPSD.Options()
         options.port = port
         options.realTime = true
-        let gpsd = try ReplayGPSD(log: try log("ublox-8"), options: options)
+        let gpsd = try await ReplayGPSD.start(log: try log("ublox-8"), options: options)
         defer { gpsd.stop() }
         let up = await samples.waitFor(from: down ?? 0, timeout: 15) { $0.state.hasPosition }
         #expect(up != nil, "no fix sample after gpsd started")
@@ -40,7 +40,7 @@ struct GPSDSourceTests {
     @Test func silentReceiverBecomesNoReceiver() async throws {
         var options = ReplayGPSD.Options()
         options.endWithEOF = false  // the feed stays connected but says nothing more
-        let gpsd = try ReplayGPSD(log: try log("bu353s4"), options: options)
+        let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"), options: options)
         defer { gpsd.stop() }
         let events = Recorder<SourceEvent>()
         let (relay, feed) = AsyncStream.makeStream(of: SourceEvent.self)
@@ -67,7 +67,7 @@ struct GPSDSourceTests {
     }
 
     @Test func endOfFeedIsDeviceRemoval() async throws {
-        let gpsd = try ReplayGPSD(log: try log("ublox-lea-4h"))
+        let gpsd = try await ReplayGPSD.start(log: try log("ublox-lea-4h"))
         defer { gpsd.stop() }
         let events = Recorder<SourceEvent>()
         await events.start(source(port: gpsd.address.port).events())
@@ -85,7 +85,7 @@ struct GPSDSourceTests {
     @Test func killedGPSDIsDisconnectionThenUnreachable() async throws {
         var options = ReplayGPSD.Options()
         options.realTime = true
-        let gpsd = try ReplayGPSD(log: try log("telit-he910"), options: options)
+        let gpsd = try await ReplayGPSD.start(log: try log("telit-he910"), options: options)
         let events = Recorder<SourceEvent>()
         await events.start(source(port: gpsd.address.port).events())
         defer { Task { await events.stop() } }
@@ -115,11 +115,11 @@ struct GPSDSourceTests {
     @Test("sampling on the reader thread gives the fixes the sampler gives on the events, and passes the events on")
     func readerThreadSamplesMatchTheSampler() async throws {
         let sampler = Sampler(interval: 1, skewLimit: nil)
-        let first = try ReplayGPSD(log: try log("ublox-8"))
+        let first = try await ReplayGPSD.start(log: try log("ublox-8"))
         defer { first.stop() }
         var onThread: [SamplerOutput] = []
         for await output in oneShot(port: first.address.port).sampled(by: sampler) { onThread.append(output) }
-        let second = try ReplayGPSD(log: try log("ublox-8"))
+        let second = try await ReplayGPSD.start(log: try log("ublox-8"))
         defer { second.stop() }
         var viaEvents: [PositionSample] = []
         for await sample in sampler.samples(from: oneShot(port: second.address.port).events()) { viaEvents.append(sample) }

@@ -8,17 +8,17 @@ import TestSupport
 struct ReplayGPSDTests {
     private func log(_ name: String) throws -> NMEALog { try NMEALog(contentsOf: Fixtures.log(name)) }
 
-    @Test func privateGPSDNeverUsesTheSystemPort() throws {
-        let gpsd = try ReplayGPSD(log: try log("bu353s4"))
+    @Test func privateGPSDNeverUsesTheSystemPort() async throws {
+        let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"))
         defer { gpsd.stop() }
         #expect(gpsd.address.port != GPSDAddress.defaultPort)
         #expect(gpsd.address.host == "127.0.0.1")
     }
 
-    @Test func stopEndsEveryProcessAndIsIdempotent() throws {
+    @Test func stopEndsEveryProcessAndIsIdempotent() async throws {
         var options = ReplayGPSD.Options()
         options.endWithEOF = false
-        let gpsd = try ReplayGPSD(log: try log("bu353s4"), options: options)
+        let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"), options: options)
         #expect(gpsd.processIDs.count == 1)
         #expect(gpsd.processIDs.allSatisfy { !Processes.isGone($0) })
         gpsd.stop()
@@ -26,10 +26,10 @@ struct ReplayGPSDTests {
         #expect(gpsd.processIDs.allSatisfy(Processes.isGone))
     }
 
-    @Test func droppingTheHarnessStopsGPSD() throws {
+    @Test func droppingTheHarnessStopsGPSD() async throws {
         var pids: [pid_t] = []
         do {
-            let gpsd = try ReplayGPSD(log: try log("bu353s4"))
+            let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"))
             pids = gpsd.processIDs
         }
         #expect(pids.count == 1)
@@ -50,7 +50,7 @@ struct ReplayGPSDTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-dle-\(UUID().uuidString).log").path
         defer { unlink(path) }
         try Data(Array("$GPGGA,1".utf8) + [0x10] + Array(",2\n".utf8)).write(to: URL(fileURLWithPath: path))
-        let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: path, replacingNonText: false))
+        let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: path, replacingNonText: false))
         defer { gpsd.stop() }
         let started = Date()
         let stream = gpsd.stream(endGrace: 3)

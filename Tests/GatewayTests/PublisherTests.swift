@@ -306,6 +306,11 @@ struct PublisherTests {
         let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(start))
         #expect(arrivals.count >= 4)
         let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }
-        #expect(gaps.allSatisfy { $0 >= 0.24 }, "gaps \(gaps)")
+        // Spaced where they are sent; seen where they arrive, where one request handled late on a busy
+        // machine shortens the gap after it by as much as it lengthened the one before. So each gap
+        // may be a little short, but the requests as a whole never come faster than the spacing.
+        #expect(gaps.allSatisfy { $0 >= 0.2 }, "gaps \(gaps)")
+        let span = (arrivals.last ?? 0) - (arrivals.first ?? 0)
+        #expect(span >= Double(arrivals.count - 1) * 0.25 - 0.02, "\(arrivals.count) requests in \(span) s; gaps \(gaps)")
     }
 }

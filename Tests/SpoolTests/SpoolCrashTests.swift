@@ -24,7 +24,7 @@ struct SpoolCrashTests {
         return lines.map { String(decoding: $0, as: UTF8.self) }
     }
 
-    @Test func sigkillAtRandomMomentsLosesNothing() throws {
+    @Test func sigkillAtRandomMomentsLosesNothing() async throws {
         let scratch = Scratch()
         let journalPath = scratch.directory + "/journal"
         var acknowledgedEarlier: Set<Int> = []
@@ -33,9 +33,9 @@ struct SpoolCrashTests {
             let child = try ChildProcess(executable: Self.exerciser, arguments: ["crash-loop", scratch.spoolPath, journalPath],
                                          environment: ProcessInfo.processInfo.environment,
                                          outputPath: scratch.directory + "/exerciser.log")
-            usleep(UInt32.random(in: 20_000...150_000))
+            try await Task.sleep(for: .milliseconds(Int.random(in: 20...150)))
             kill(child.pid, SIGKILL)
-            let code = child.wait(timeout: 10)
+            let code = await child.wait(timeout: 10)
             try #require(code == 128 + SIGKILL, "round \(round): the exerciser ended with \(String(describing: code)) before the kill")
 
             let lines = journal(journalPath)
@@ -76,7 +76,7 @@ struct SpoolCrashTests {
         #expect(!acknowledgedEarlier.isEmpty)
     }
 
-    @Test func readOnlyDirectoryHoldsSamplesUntilItIsWritable() throws {
+    @Test func readOnlyDirectoryHoldsSamplesUntilItIsWritable() async throws {
         let scratch = Scratch()
         let confined = scratch.directory + "/readonly"
         try FileManager.default.createDirectory(atPath: confined, withIntermediateDirectories: false)
@@ -96,14 +96,13 @@ struct SpoolCrashTests {
                                      environment: ProcessInfo.processInfo.environment, outputPath: output,
                                      errorPath: scratch.directory + "/log")
         defer { child.terminate(grace: 1) }
-        let deadline = Date().addingTimeInterval(20)
         func lines() -> [String] { (try? Fixtures.lines(of: output)) ?? [] }
-        while Date() < deadline && !lines().contains(where: { $0.hasPrefix("fault") }) { usleep(20_000) }
+        _ = await eventually(within: 20) { lines().contains(where: { $0.hasPrefix("fault") }) }
         #expect(Array(lines().prefix(4)) == ["held 1 read_only", "held 2 read_only", "held 3 read_only", "fault read_only held 3"])
 
         chmod(confined, 0o777)
         FileManager.default.createFile(atPath: gate, contents: nil)
-        #expect(child.wait(timeout: 20) == 0)
+        #expect(await child.wait(timeout: 20) == 0)
         #expect(Array(lines().suffix(3)) == ["stored 4", "stored 5", "order 1 2 3 4 5"])
     }
 }

@@ -32,16 +32,8 @@ public struct AgrigpsCommand {
     public var stdout: [String] { (try? Fixtures.lines(of: stdoutPath)) ?? [] }
     public var stderr: [String] { (try? Fixtures.lines(of: stderrPath)) ?? [] }
 
-    /// Runs to completion (bounded) and returns the exit code.
-    public static func run(_ arguments: [String], timeout: Double = 60) throws -> (code: Int32?, stdout: [String], stderr: [String]) {
-        let command = try AgrigpsCommand(arguments)
-        defer { command.cleanUp() }
-        let code = command.process.wait(timeout: timeout)
-        if code == nil { command.process.terminate(grace: 1) }
-        return (code, command.stdout, command.stderr)
-    }
-
-    /// `run` for async tests: waits by suspending, so the cooperative pool stays free for in-process servers.
+    /// Runs to completion (bounded) and returns the exit code. It waits by suspending, so the
+    /// cooperative pool stays free for in-process servers and other tests.
     public static func run(_ arguments: [String], timeout: Double = 60, input: String? = nil) async throws
         -> (code: Int32?, stdout: [String], stderr: [String]) {
         let command = try AgrigpsCommand(arguments, input: input)
@@ -51,13 +43,13 @@ public struct AgrigpsCommand {
     }
 
     /// Waits until stdout has a line matching `predicate`.
-    public func waitForOutput(timeout: Double, _ predicate: (String) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
+    public func waitForOutput(timeout: Double, _ predicate: (String) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while ContinuousClock.now < deadline {
             if stdout.contains(where: predicate) { return true }
-            usleep(20_000)
+            try? await Task.sleep(for: .milliseconds(20))
         }
-        return false
+        return stdout.contains(where: predicate)
     }
 
     /// Every process below this one: for replay, its gpsd.
@@ -87,12 +79,7 @@ extension ChildProcess {
     /// Its exit code, waited for by suspending (the cooperative pool stays free for in-process
     /// servers); after `timeout` seconds it is terminated and the answer is nil.
     public func finish(timeout: Double) async throws -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        var code: Int32?
-        while code == nil && Date() < deadline {
-            code = wait(timeout: 0)
-            if code == nil { try await Task.sleep(for: .milliseconds(20)) }
-        }
+        let code = await wait(timeout: timeout)
         if code == nil { terminate(grace: 1) }
         return code
     }

@@ -65,7 +65,7 @@ public enum ReplayRun {
 
     public static func reports(log name: String, timeout: Double = 60) async throws
         -> (reports: [PositionReport], ending: ReplayEnding, processes: [pid_t]) {
-        let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: Fixtures.log(name)))
+        let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log(name)))
         defer { gpsd.stop() }
         let stream = gpsd.stream()
         let reports = try await collect(stream.reports(), timeout: timeout)
@@ -74,7 +74,7 @@ public enum ReplayRun {
 
     public static func samples(log name: String, interval: Double = 1, timeout: Double = 60) async throws
         -> (samples: [PositionSample], ending: ReplayEnding) {
-        let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: Fixtures.log(name)))
+        let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log(name)))
         defer { gpsd.stop() }
         let stream = gpsd.stream()
         let samples = try await collect(stream.samples(interval: interval), timeout: timeout)
@@ -156,4 +156,15 @@ public enum Processes {
             return words.allSatisfy(command.contains)
         }
     }
+}
+
+/// True once `condition` holds, looked at every 20 ms for up to `timeout` seconds. It suspends
+/// between looks: tests run side by side on a pool of two threads, which a sleeping test would hold.
+public func eventually(within timeout: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(timeout)
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
 }

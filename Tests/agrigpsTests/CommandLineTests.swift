@@ -7,23 +7,23 @@ private let log = Fixtures.log("ublox-lea-4h")
 
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct CommandLineTests {
-    @Test func replayPrintsTheExpectedSamplesAndExitsZero() throws {
-        let result = try AgrigpsCommand.run(["replay", log, "--json"])
+    @Test func replayPrintsTheExpectedSamplesAndExitsZero() async throws {
+        let result = try await AgrigpsCommand.run(["replay", log, "--json"])
         #expect(result.code == 0)
         #expect(result.stderr.isEmpty)
         let expected = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("ublox-lea-4h.samples.jsonl").path)
         #expect(result.stdout == expected)
     }
 
-    @Test func replayEveryReportPrintsOneLinePerTPV() throws {
-        let result = try AgrigpsCommand.run(["replay", log, "--every-report", "--json"])
+    @Test func replayEveryReportPrintsOneLinePerTPV() async throws {
+        let result = try await AgrigpsCommand.run(["replay", log, "--every-report", "--json"])
         #expect(result.code == 0)
         let expected = try TPVFields.fromCheckFile(log + ".chk")
         #expect(try result.stdout.map(TPVFields.init(json:)) == expected)
     }
 
-    @Test func replayTextLinesNameTheState() throws {
-        let result = try AgrigpsCommand.run(["replay", Fixtures.log("nmea-rtk")])
+    @Test func replayTextLinesNameTheState() async throws {
+        let result = try await AgrigpsCommand.run(["replay", Fixtures.log("nmea-rtk")])
         #expect(result.code == 0)
         #expect(result.stdout.contains { $0.contains(" fix_3d_rtk_fixed lat=41.57") })
         #expect(result.stdout.contains { $0.contains(" fix_3d_dgps lat=41.57") })
@@ -57,7 +57,7 @@ struct CommandLineTests {
         (["others", "--stale-after", "0"], 64, "--stale-after must be a number of seconds from 10 to 86400, got '0'"),
         (["others", "--sort", "colour"], 64, "The value 'colour' is invalid for '--sort"),
     ])
-    func badInput(arguments: [String], code: Int32, message: String) throws {
+    func badInput(arguments: [String], code: Int32, message: String) async throws {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-bad-\(UUID().uuidString)").path
         defer { unlink(scratch) }
         var arguments = arguments
@@ -66,7 +66,7 @@ struct CommandLineTests {
             try Data(bytes).write(to: URL(fileURLWithPath: scratch))
             arguments[index] = scratch
         }
-        let result = try AgrigpsCommand.run(arguments, timeout: 30)
+        let result = try await AgrigpsCommand.run(arguments, timeout: 30)
         #expect(result.code == code)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.count == 1, "stderr: \(result.stderr)")
@@ -76,31 +76,31 @@ struct CommandLineTests {
         #expect(!line.contains("Fatal error") && !line.contains("Backtrace"))
     }
 
-    @Test func watchKeepsRunningWhileGPSDIsDownAndRecoversWhenItStarts() throws {
+    @Test func watchKeepsRunningWhileGPSDIsDownAndRecoversWhenItStarts() async throws {
         let port = try ReplayGPSD.freeLoopbackPort()
         let watch = try AgrigpsCommand(["watch", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--json"])
         defer {
             watch.process.terminate(grace: 2)
             watch.cleanUp()
         }
-        #expect(watch.waitForOutput(timeout: 10) { $0.contains(#""state":"gpsd_unreachable""#) })
-        usleep(1_000_000)
+        #expect(await watch.waitForOutput(timeout: 10) { $0.contains(#""state":"gpsd_unreachable""#) })
+        try await Task.sleep(for: .seconds(1))
         #expect(watch.process.isRunning(), "watch exited while gpsd was down")
         #expect(watch.stdout.filter { $0.contains("gpsd_unreachable") }.count >= 3)
 
         var options = ReplayGPSD.Options()
         options.port = port
         options.realTime = true
-        let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: Fixtures.log("ublox-8")), options: options)
+        let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log("ublox-8")), options: options)
         defer { gpsd.stop() }
-        #expect(watch.waitForOutput(timeout: 15) { $0.contains(#""state":"fix_3d_autonomous""#) })
+        #expect(await watch.waitForOutput(timeout: 15) { $0.contains(#""state":"fix_3d_autonomous""#) })
         // The recording is from another day: the live command must flag the system clock as off.
         let fixLine = watch.stdout.first { $0.contains("fix_3d_autonomous") } ?? ""
         #expect(!fixLine.contains(#""clock_skew_s":null"#) && fixLine.contains(#""clock_skew_s":"#))
         #expect(fixLine.contains(#""sampled_at":"#))
 
         kill(watch.process.pid, SIGTERM)
-        #expect(watch.process.wait(timeout: 5) == 0)
+        #expect(await watch.process.wait(timeout: 5) == 0)
     }
 
     @Test("a log with a control byte that gpsd would take for a binary frame still replays to the end")
@@ -116,39 +116,37 @@ struct CommandLineTests {
         #expect(result.stderr == ["agrigps: warning: \(path): 1 byte that is not NMEA text (first at byte 8) fed to gpsd as NUL"])
     }
 
-    @Test func interruptedReplayLeavesNoProcessBehind() throws {
+    @Test func interruptedReplayLeavesNoProcessBehind() async throws {
         let replay = try AgrigpsCommand(["replay", Fixtures.log("telit-he910"), "--real-time"])
         defer {
             replay.process.terminate(grace: 2)
             replay.cleanUp()
         }
-        #expect(replay.waitForOutput(timeout: 15) { !$0.isEmpty })
+        #expect(await replay.waitForOutput(timeout: 15) { !$0.isEmpty })
         let started = replay.descendants()
         #expect(started.count == 1, "expected gpsd alone, found \(started)")
         kill(replay.process.pid, SIGINT)
-        #expect(replay.process.wait(timeout: 10) == 130)
+        #expect(await replay.process.wait(timeout: 10) == 130)
         #expect(started.allSatisfy(Processes.isGone), "left behind: \(started.filter { !Processes.isGone($0) })")
     }
 
-    @Test func killedReplayTakesItsGPSDWithIt() throws {
+    @Test func killedReplayTakesItsGPSDWithIt() async throws {
         let replay = try AgrigpsCommand(["replay", Fixtures.log("telit-he910"), "--real-time"])
         defer { replay.cleanUp() }
-        #expect(replay.waitForOutput(timeout: 15) { !$0.isEmpty })
+        #expect(await replay.waitForOutput(timeout: 15) { !$0.isEmpty })
         let started = replay.descendants()
         #expect(started.count == 1)
         kill(replay.process.pid, SIGKILL)
-        #expect(replay.process.wait(timeout: 10) == 128 + SIGKILL)
+        #expect(await replay.process.wait(timeout: 10) == 128 + SIGKILL)
         // No handler runs on SIGKILL: only the kernel's parent-death signal can end gpsd.
-        let deadline = Date().addingTimeInterval(5)
-        while Date() < deadline && !started.allSatisfy(Processes.isDead) { usleep(20_000) }
-        #expect(started.allSatisfy(Processes.isDead), "gpsd outlived a killed agrigps")
+        #expect(await eventually(within: 5) { started.allSatisfy(Processes.isDead) }, "gpsd outlived a killed agrigps")
     }
 
-    @Test func helpIsTheManual() throws {
-        let top = try AgrigpsCommand.run(["--help"])
+    @Test func helpIsTheManual() async throws {
+        let top = try await AgrigpsCommand.run(["--help"])
         #expect(top.code == 0)
         #expect(top.stdout.contains { $0.contains("watch") } && top.stdout.contains { $0.contains("replay") })
-        let replay = try AgrigpsCommand.run(["replay", "--help"])
+        let replay = try await AgrigpsCommand.run(["replay", "--help"])
         #expect(replay.code == 0)
         #expect(replay.stdout.contains { $0.contains("--every-report") })
     }
@@ -156,10 +154,10 @@ struct CommandLineTests {
     /// The help text is wrapped once, by the parser: a hard line break inside a paragraph of the
     /// source leaves a short line wherever the parser's own wrap falls elsewhere.
     @Test(arguments: ["", "run", "watch", "replay", "onboard", "disconnect", "pause", "resume", "status", "others"])
-    func helpParagraphsWrapEvenly(command: String) throws {
+    func helpParagraphsWrapEvenly(command: String) async throws {
         let help = try AgrigpsCommand((command.isEmpty ? [] : [command]) + ["--help"], environment: ["COLUMNS": "80"])
         defer { help.cleanUp() }
-        #expect(help.process.wait(timeout: 30) == 0)
+        #expect(await help.process.wait(timeout: 30) == 0)
         let lines = try String(contentsOfFile: help.stdoutPath, encoding: .utf8).components(separatedBy: "\n")
         let text = lines.prefix { !$0.hasPrefix("USAGE:") }
         #expect(text.count >= 2 && text.count < lines.count, "no help before USAGE (agrigps \(command) --help)")

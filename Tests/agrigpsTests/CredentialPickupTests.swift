@@ -64,7 +64,7 @@ struct CredentialPickupTests {
         #expect(daemon.process.isRunning(), "the same process all along")
         #expect(daemon.stderr.filter { $0.contains("the credentials changed") }.count == 2, "\(daemon.stderr)")
         kill(daemon.process.pid, SIGTERM)
-        #expect(daemon.process.wait(timeout: 10) == 143)
+        #expect(await daemon.process.wait(timeout: 10) == 143)
         await simulator.shutdown()
     }
 }

@@ -63,7 +63,7 @@ struct DeliveryRunTests {
         try machine.shiftClock(by: 0)
         try await Task.sleep(for: .seconds(10))
         kill(daemon.process.pid, SIGTERM)
-        #expect(daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
+        #expect(await daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
 
         try await Self.drain(onboarded)
         let tally = try await Tally.of(onboarded, entries: try await onboarded.received())
@@ -99,7 +99,7 @@ struct DeliveryRunTests {
         }
         let connection = machine.heartbeat?.connection
         kill(daemon.process.pid, SIGTERM)
-        #expect(daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
+        #expect(await daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
         #expect(connection == "connected", "the daemon reconnected after the last restart")
 
         try await Self.drain(onboarded)
@@ -143,7 +143,7 @@ struct DeliveryRunTests {
             let run = try machine.start()
             try await Task.sleep(for: .seconds(Double.random(in: 2...8)))
             kill(run.process.pid, SIGKILL)
-            #expect(run.process.wait(timeout: 10) == 128 + SIGKILL)
+            #expect(await run.process.wait(timeout: 10) == 128 + SIGKILL)
             run.cleanUp()
             // A replay moved to now runs a second behind: the next one must not start within the
             // last one's final second, or two samples could share a time and position.

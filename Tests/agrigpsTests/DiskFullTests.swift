@@ -42,7 +42,7 @@ struct DiskFullTests {
                                      environment: ProcessInfo.processInfo.environment,
                                      outputPath: directory + "/script.out", errorPath: directory + "/script.err")
         defer { child.terminate(grace: 1) }
-        let code = child.wait(timeout: 60)
+        let code = await child.wait(timeout: 60)
         let scriptErrors = (try? String(contentsOfFile: directory + "/script.err", encoding: .utf8)) ?? ""
         try #require(code == 0, "this test needs a private mount namespace (root, or unprivileged user namespaces): \(scriptErrors)")
 

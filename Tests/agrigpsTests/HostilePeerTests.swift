@@ -62,7 +62,7 @@ struct HostilePeerTests {
             #expect(daemon.stderr.count { $0.contains("refused a feed message") } == 1, "logged once")
 
             kill(daemon.process.pid, SIGTERM)
-            #expect(daemon.process.wait(timeout: 10) == 143)
+            #expect(await daemon.process.wait(timeout: 10) == 143)
             #expect(daemon.stdout.last?.hasPrefix("agrigps: ") == true, "stopped by its own handler, with its summary")
         }
     }

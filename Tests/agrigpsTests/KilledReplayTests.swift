@@ -7,7 +7,7 @@ import TestSupport
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct KilledReplayTests {
     @Test("SIGKILLed replays leave no shared-memory segment and no work directory behind")
-    func killedReplaysLeaveNothing() throws {
+    func killedReplaysLeaveNothing() async throws {
         let before = SharedMemorySegment.all()
         var gpsds: [pid_t] = []
         var keys: [Int32] = []
@@ -15,7 +15,7 @@ struct KilledReplayTests {
         for _ in 1...5 {
             let replay = try AgrigpsCommand(["replay", "--real-time", Fixtures.log("telit-he910")])
             defer { replay.cleanUp() }
-            usleep(1_000_000)
+            try await Task.sleep(for: .seconds(1))
             let started = replay.descendants()
             #expect(started.count == 1, "expected gpsd alone, found \(started)")
             // The instance's key and directory, from what the kernel knows of its gpsd.
@@ -23,10 +23,8 @@ struct KilledReplayTests {
             directories += started.compactMap(Self.workDirectory(of:))
             gpsds += started
             kill(replay.process.pid, SIGKILL)
-            #expect(replay.process.wait(timeout: 10) == 128 + SIGKILL)
-            let deadline = Date().addingTimeInterval(5)
-            while Date() < deadline && !started.allSatisfy(Processes.isDead) { usleep(20_000) }
-            #expect(started.allSatisfy(Processes.isDead), "gpsd outlived a killed agrigps")
+            #expect(await replay.process.wait(timeout: 10) == 128 + SIGKILL)
+            #expect(await eventually(within: 5) { started.allSatisfy(Processes.isDead) }, "gpsd outlived a killed agrigps")
         }
         #expect(keys.count == 5 && directories.count == 5, "could not tell the instances' keys \(keys) or directories \(directories)")
         // Other replays may come and go meanwhile (a concurrent test run): judge ours alone.

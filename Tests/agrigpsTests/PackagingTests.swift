@@ -11,11 +11,11 @@ struct PackagingTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
 
-    func run(_ executable: String, _ arguments: [String], in directory: String) throws -> (code: Int32?, output: String) {
+    func run(_ executable: String, _ arguments: [String], in directory: String) async throws -> (code: Int32?, output: String) {
         let output = directory + "/command-\(UUID().uuidString.prefix(8)).out"
         let process = try ChildProcess(executable: executable, arguments: arguments,
                                        environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputPath: output, errorPath: output)
-        let code = process.wait(timeout: 60)
+        let code = await process.wait(timeout: 60)
         return (code, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
     }
 
@@ -26,22 +26,22 @@ struct PackagingTests {
     }
 
     @Test("make deb builds a package with the binary, the units, the udev rule and the configuration, which unpacks and runs")
-    func deb() throws {
+    func deb() async throws {
         let work = try scratch()
         defer { try? FileManager.default.removeItem(atPath: work) }
-        let made = try run("/usr/bin/make", ["-C", Self.root, "deb", "BIN=\(AgrigpsCommand.path)", "DIST=\(work)/dist"], in: work)
+        let made = try await run("/usr/bin/make", ["-C", Self.root, "deb", "BIN=\(AgrigpsCommand.path)", "DIST=\(work)/dist"], in: work)
         try #require(made.code == 0, "\(made.output)")
         let debs = try FileManager.default.contentsOfDirectory(atPath: work + "/dist").filter { $0.hasSuffix(".deb") }
         #expect(debs.count == 1 && debs.first?.hasPrefix("agrigps_0.1.0_") == true, "\(debs)")
         let deb = work + "/dist/" + (debs.first ?? "")
 
-        let info = try run("/usr/bin/dpkg-deb", ["--info", deb], in: work).output
+        let info = try await run("/usr/bin/dpkg-deb", ["--info", deb], in: work).output
         for line in ["Package: agrigps", "Version: 0.1.0", "Depends: libc6 (>= 2.36), gpsd, libgps28, libcurl4, libmosquitto1, libsqlite3-0, libjs-leaflet, adduser, init-system-helpers"] {
             #expect(info.contains(" \(line)\n"), "\(line)")
         }
         #expect(info.contains("postinst") && info.contains("prerm") && info.contains("postrm") && info.contains("conffiles"))
 
-        let contents = try run("/usr/bin/dpkg-deb", ["--contents", deb], in: work).output.split(separator: "\n")
+        let contents = try await run("/usr/bin/dpkg-deb", ["--contents", deb], in: work).output.split(separator: "\n")
         let files = Dictionary(uniqueKeysWithValues: contents.compactMap { line -> (String, String)? in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard let path = fields.last, !path.hasSuffix("/") else { return nil }
@@ -58,22 +58,22 @@ struct PackagingTests {
 
         // Into a temporary root: the files are the repository's, and the binary runs from there.
         let root = work + "/root"
-        #expect(try run("/usr/bin/dpkg-deb", ["-x", deb, root], in: work).code == 0)
+        #expect(try await run("/usr/bin/dpkg-deb", ["-x", deb, root], in: work).code == 0)
         let unit = try String(contentsOfFile: root + "/lib/systemd/system/agrigps.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/agrigps run"))
         let webUnit = try String(contentsOfFile: root + "/lib/systemd/system/agrigps-web.service", encoding: .utf8)
         #expect(webUnit.contains("ExecStart=/usr/bin/agrigps web\n"))
         #expect(FileManager.default.contentsEqual(atPath: root + "/etc/agrigps/agrigps.conf", andPath: Self.root + "/config/agrigps.conf"))
-        let version = try run(root + "/usr/bin/agrigps", ["--version"], in: work)
+        let version = try await run(root + "/usr/bin/agrigps", ["--version"], in: work)
         #expect(version.code == 0 && version.output == "0.1.0\n")
         // `agrigps web` finds the cab view's program beside it.
-        let web = try run(root + "/usr/bin/agrigps", ["web", "--help"], in: work)
+        let web = try await run(root + "/usr/bin/agrigps", ["web", "--help"], in: work)
         #expect(web.code == 0 && web.output.contains("USAGE: agrigps web"), "\(web.output)")
         let control = root + "/control"
-        #expect(try run("/usr/bin/dpkg-deb", ["-e", deb, control], in: work).code == 0)
+        #expect(try await run("/usr/bin/dpkg-deb", ["-e", deb, control], in: work).code == 0)
         #expect(try String(contentsOfFile: control + "/conffiles", encoding: .utf8) == "/etc/agrigps/agrigps.conf\n")
         for script in ["postinst", "prerm", "postrm"] {
-            #expect(try run("/bin/sh", ["-n", control + "/" + script], in: work).code == 0, "\(script) parses")
+            #expect(try await run("/bin/sh", ["-n", control + "/" + script], in: work).code == 0, "\(script) parses")
         }
         let postinst = try String(contentsOfFile: control + "/postinst", encoding: .utf8)
         #expect(postinst.contains("adduser --system --group") && postinst.contains("deb-systemd-helper enable agrigps.service")
@@ -81,10 +81,10 @@ struct PackagingTests {
     }
 
     @Test("make install puts the files under DESTDIR, with the unit pointing at PREFIX")
-    func install() throws {
+    func install() async throws {
         let work = try scratch()
         defer { try? FileManager.default.removeItem(atPath: work) }
-        let made = try run("/usr/bin/make", ["-C", Self.root, "install", "BIN=\(AgrigpsCommand.path)", "DESTDIR=\(work)/root", "PREFIX=/opt/agrigps"], in: work)
+        let made = try await run("/usr/bin/make", ["-C", Self.root, "install", "BIN=\(AgrigpsCommand.path)", "DESTDIR=\(work)/root", "PREFIX=/opt/agrigps"], in: work)
         try #require(made.code == 0, "\(made.output)")
         #expect(FileManager.default.isExecutableFile(atPath: work + "/root/opt/agrigps/bin/agrigps"))
         #expect(FileManager.default.isExecutableFile(atPath: work + "/root/opt/agrigps/bin/agrigps-web"))

@@ -72,7 +72,7 @@ struct OnboardedMachine {
         #expect(published, "the daemon never published")
         #expect(await spoolStatus().inFlight > 0)
         kill(first.process.pid, SIGKILL)
-        #expect(first.process.wait(timeout: 10) == 128 + SIGKILL)
+        #expect(await first.process.wait(timeout: 10) == 128 + SIGKILL)
     }
 
     /// Replays bu353-glonass to its end, then checks that every sample of both runs arrived exactly
@@ -180,7 +180,7 @@ struct RunCommandTests {
         defer { Task { await machine.close() } }
         var options = ReplayGPSD.Options()
         options.realTime = true
-        let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: Fixtures.log("telit-he910")), options: options)
+        let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log("telit-he910")), options: options)
         defer { gpsd.stop() }
         let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(gpsd.address.port)", "--state-dir", machine.state,
                                          "--send-interval", "0.2", "--spacing", "0.05"])
@@ -207,7 +207,7 @@ struct RunCommandTests {
         #expect(!resumed.sharingPaused && resumed.withheld == paused.withheld, "withheld samples stay unsent")
 
         kill(daemon.process.pid, SIGTERM)
-        #expect(daemon.process.wait(timeout: 10) == 143, "SIGTERM stops the daemon cleanly, with 128 + 15")
+        #expect(await daemon.process.wait(timeout: 10) == 143, "SIGTERM stops the daemon cleanly, with 128 + 15")
     }
 
     @Test("SIGTERM while a request to agrirouter hangs: the daemon still ends within 5 s, its samples kept")
@@ -228,7 +228,7 @@ struct RunCommandTests {
         try await Task.sleep(for: .milliseconds(500))  // the request is in the simulator's hands, unanswered
         let stopping = Date()
         kill(daemon.process.pid, SIGTERM)
-        #expect(daemon.process.wait(timeout: 10) == 143)
+        #expect(await daemon.process.wait(timeout: 10) == 143)
         #expect(Date().timeIntervalSince(stopping) < 5, "stopped after \(Date().timeIntervalSince(stopping)) s")
         let status = await machine.spoolStatus()
         #expect(status.pending > 0 && status.storageFault == nil, "the samples wait for the next start")

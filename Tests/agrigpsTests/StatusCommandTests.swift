@@ -34,7 +34,7 @@ struct StatusCommandTests {
 
         let stopping = Date()
         kill(daemon.process.pid, SIGTERM)
-        let code = daemon.process.wait(timeout: 10)
+        let code = await daemon.process.wait(timeout: 10)
         #expect(code == 143, "SIGTERM ends it with 128 + 15, as the README promises")
         #expect(Date().timeIntervalSince(stopping) < 5, "stopped within 5 s")
         let taken = try #require(daemon.stdout.last.flatMap { line in
@@ -92,7 +92,7 @@ struct StatusWithoutRootTests {
                                       arguments: ["--reuid", "65534", "--regid", "65534", "--groups", "\(group)", AgrigpsCommand.path,
                                                   "status", "--state-dir", state],
                                       environment: ["PATH": "/usr/bin:/bin"], outputPath: output, errorPath: output + ".err")
-        let code = status.wait(timeout: 20)
+        let code = await status.wait(timeout: 20)
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map(String.init)
         let errors = try String(contentsOfFile: output + ".err", encoding: .utf8)
         #expect(code == 1, "\(lines) \(errors)")
@@ -121,7 +121,7 @@ struct StatusWithoutRootTests {
         #expect(second.stderr.first?.contains("pid \(first.process.pid)") == true, "\(second.stderr)")
         #expect(first.process.isRunning())
         kill(first.process.pid, SIGTERM)
-        #expect(first.process.wait(timeout: 10) == 143)
+        #expect(await first.process.wait(timeout: 10) == 143)
         #expect(first.stdout.last?.hasPrefix("agrigps: ") == true, "stopped by its own handler, with its summary")
         // Once the first has stopped, the directory is free again.
         let third = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state])
@@ -129,7 +129,7 @@ struct StatusWithoutRootTests {
         try await waitForHeartbeat(in: state) { $0.pid == third.process.pid }
         #expect(third.process.isRunning())
         kill(third.process.pid, SIGTERM)
-        #expect(third.process.wait(timeout: 10) == 143)
+        #expect(await third.process.wait(timeout: 10) == 143)
         #expect(third.stdout.last?.hasPrefix("agrigps: ") == true)
     }
 }

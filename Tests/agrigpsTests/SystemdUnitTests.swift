@@ -29,27 +29,27 @@ struct SystemdUnitTests {
         return (directory, unit)
     }
 
-    func analyze(_ arguments: [String], in directory: String) throws -> (code: Int32?, output: String) {
+    func analyze(_ arguments: [String], in directory: String) async throws -> (code: Int32?, output: String) {
         let output = directory + "/analyze.out"
         let process = try ChildProcess(executable: "/usr/bin/systemd-analyze", arguments: arguments,
                                        environment: ["PATH": "/usr/bin:/bin", "SYSTEMD_LOG_COLOR": "0"], outputPath: output, errorPath: output)
-        let code = process.wait(timeout: 30)
+        let code = await process.wait(timeout: 30)
         return (code, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
     }
 
     @Test("systemd-analyze verify finds nothing to complain about", arguments: units)
-    func verify(_ name: String) throws {
+    func verify(_ name: String) async throws {
         let (directory, unit) = try installedCopy(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try analyze(["verify", unit], in: directory)
+        let result = try await analyze(["verify", unit], in: directory)
         #expect(result.code == 0 && result.output.isEmpty, "\(result.output)")
     }
 
     @Test("systemd-analyze security rates the exposure 2.0 or lower", arguments: units)
-    func security(_ name: String) throws {
+    func security(_ name: String) async throws {
         let (directory, unit) = try installedCopy(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try analyze(["security", "--offline=true", "--no-pager", unit], in: directory)
+        let result = try await analyze(["security", "--offline=true", "--no-pager", unit], in: directory)
         #expect(result.code == 0)
         let line = try #require(result.output.split(separator: "\n").first { $0.contains("Overall exposure level") })
         // "→ Overall exposure level for agrigps.service: 1.2 OK :-)"

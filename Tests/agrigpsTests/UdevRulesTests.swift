@@ -10,7 +10,7 @@ struct UdevRulesTests {
     static let rules = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("udev/61-agrigps.rules").path
 
-    func udevadmTest(_ rules: String) throws -> String {
+    func udevadmTest(_ rules: String) async throws -> String {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("udevadm-\(UUID().uuidString)").path
         defer { unlink(output) }
         let script = """
@@ -22,27 +22,27 @@ struct UdevRulesTests {
             """
         let process = try ChildProcess(executable: "/usr/bin/unshare", arguments: ["--mount", "--propagation", "private", "/bin/sh", "-c", script],
                                        environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputPath: output, errorPath: output)
-        let code = process.wait(timeout: 30)
+        let code = await process.wait(timeout: 30)
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         #expect(code == 0, "\(text.suffix(500))")
         return text
     }
 
     @Test("udevadm reads the rules and finds no bad line")
-    func parses() throws {
-        let output = try udevadmTest(Self.rules)
+    func parses() async throws {
+        let output = try await udevadmTest(Self.rules)
         let ours = output.split(separator: "\n").filter { $0.contains("61-agrigps.rules") }
         #expect(ours.contains { $0.contains("Reading rules file") }, "udevadm read the file")
         #expect(ours.filter { !$0.contains("Reading rules file") }.isEmpty, "\(ours)")
     }
 
     @Test("a broken copy is caught, so the check above can fail")
-    func catchesMistakes() throws {
+    func catchesMistakes() async throws {
         let broken = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID().uuidString).rules").path
         defer { unlink(broken) }
         let text = try String(contentsOfFile: Self.rules, encoding: .utf8) + "ATTRS{idVendor}=\"1546\"\n"
         try text.write(toFile: broken, atomically: true, encoding: .utf8)
-        let output = try udevadmTest(broken)
+        let output = try await udevadmTest(broken)
         #expect(output.contains("61-agrigps.rules") && output.contains("Invalid operator"), "\(output.suffix(300))")
     }
 

@@ -62,7 +62,7 @@ struct WebCommandTests {
             if web.process.isRunning() { web.process.terminate(grace: 1) }
             web.cleanUp()
         }
-        #expect(web.waitForOutput(timeout: 20) { $0.contains("serving the cab view at http://0.0.0.0:\(port)/") }, "\(web.stderr)")
+        #expect(await web.waitForOutput(timeout: 20) { $0.contains("serving the cab view at http://0.0.0.0:\(port)/") }, "\(web.stderr)")
 
         let login = try await LoopbackHTTP.post(port: port, path: "/api/login", json: ["password": "tractor-cab-2026"])
         #expect(login.status == 200, "\(login.text)")
@@ -77,7 +77,7 @@ struct WebCommandTests {
 
         let stopping = Date()
         kill(web.process.pid, SIGTERM)
-        let code = web.process.wait(timeout: 10)
+        let code = await web.process.wait(timeout: 10)
         #expect(code == 0, "a graceful stop")
         #expect(Date().timeIntervalSince(stopping) < 5)
         let output = (web.stdout + web.stderr).joined(separator: "\n")
