@@ -7,13 +7,13 @@ import Glibc
 /// For actors whose calls block: a SQLite commit waits for fsync, and a busy database for its
 /// timeout. On Swift's cooperative pool such a call holds one of its threads, and a two-core box has
 /// only two. An actor that names this executor as its `unownedExecutor` keeps its synchronous code as
-/// it is, and that code runs here instead. Actors that share an executor are also serialised against
-/// each other, which suits stores that write to the same disk.
+/// it is, and that code runs here instead.
 public final class DedicatedThreadExecutor: SerialExecutor, Sendable {
     private let queue: JobQueue
 
-    /// Starts the thread; it runs for the life of the process (the executors are made once and kept
-    /// in statics, so there is nothing to stop).
+    /// Starts the thread. It ends when the executor is released: an actor that keeps its executor in
+    /// a stored property takes the thread with it when it goes, and no job of that actor can be
+    /// waiting then (a queued job keeps its actor alive).
     public init(name: String) {
         queue = JobQueue()
         let (queue, executor) = (queue, asUnownedSerialExecutor())
@@ -22,6 +22,8 @@ public final class DedicatedThreadExecutor: SerialExecutor, Sendable {
         let started = startDetachedThread { Self.serve(queue, on: executor, name: name) }
         precondition(started == 0, "cannot start the thread \(name): error \(started)")
     }
+
+    deinit { queue.close() }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         queue.push(UnownedJob(job))
@@ -33,17 +35,10 @@ public final class DedicatedThreadExecutor: SerialExecutor, Sendable {
 
     private static func serve(_ queue: JobQueue, on executor: UnownedSerialExecutor, name: String) {
         nameThisThread(name)
-        while true {
-            queue.pop().runSynchronously(on: executor)
+        while let job = queue.pop() {
+            job.runSynchronously(on: executor)
         }
     }
-}
-
-/// The executor of the stores that write to the state directory (the spool, the other machines, the
-/// heartbeat): one thread, so their commits and fsyncs queue behind each other instead of competing
-/// for the disk and for the cooperative pool.
-public enum StorageThread {
-    public static let executor = DedicatedThreadExecutor(name: "agrigps-storage")
 }
 
 /// Jobs in the order they were enqueued, behind a mutex and a condition the thread sleeps on.
@@ -53,10 +48,18 @@ private final class JobQueue: @unchecked Sendable {
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var jobs: [UnownedJob] = []
     private var head = 0
+    private var closed = false
 
     init() {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
     }
 
     func push(_ job: UnownedJob) {
@@ -66,10 +69,20 @@ private final class JobQueue: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    func pop() -> UnownedJob {
+    /// Ends the thread once the jobs already queued have run.
+    func close() {
+        pthread_mutex_lock(mutex)
+        closed = true
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// The next job, waiting for one; nil once closed and empty.
+    func pop() -> UnownedJob? {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        while head == jobs.count { pthread_cond_wait(condition, mutex) }
+        while head == jobs.count && !closed { pthread_cond_wait(condition, mutex) }
+        guard head < jobs.count else { return nil }
         let next = jobs[head]
         head += 1
         // Compact now and then rather than removing from the front each time.

@@ -262,9 +262,10 @@ public struct HeartbeatWriteError: Error, CustomStringConvertible {
 /// otherwise the file is written at most every `minimumGap` seconds, so a 1 Hz sampler neither wears
 /// the flash with a file per sample nor spends its CPU on them. Status allows 120 s.
 actor HeartbeatWriter {
-    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on the storage thread,
-    /// never on Swift's cooperative pool.
-    nonisolated var unownedExecutor: UnownedSerialExecutor { StorageThread.executor.asUnownedSerialExecutor() }
+    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on a thread of its own,
+    /// which ends with it, never on Swift's cooperative pool.
+    private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-beat")
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let path: String
     private let minimumGap: Double
     private var heartbeat: Heartbeat

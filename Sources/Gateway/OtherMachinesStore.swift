@@ -21,9 +21,10 @@ public struct OthersStoreError: Error, Sendable, Equatable, CustomStringConverti
 /// history for a window. A separate file with synchronous=NORMAL: unlike the spool, what is lost
 /// in a power cut here is re-delivered by the feed or superseded by the next push.
 public actor OtherMachinesStore {
-    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on the storage thread,
-    /// never on Swift's cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { StorageThread.executor.asUnownedSerialExecutor() }
+    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on a thread of its own,
+    /// which ends with it, never on Swift's cooperative pool.
+    private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-others")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     public struct Configuration: Sendable {
         /// How long positions and seen message ids are kept.
         public var historyWindow: Double = 24 * 3600

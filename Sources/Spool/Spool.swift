@@ -13,9 +13,10 @@ import Logging
 /// a write, the sample waits in a bounded memory ring and is written, in order, with the next append
 /// that succeeds.
 public actor Spool {
-    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on the storage thread,
-    /// never on Swift's cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { StorageThread.executor.asUnownedSerialExecutor() }
+    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on a thread of its own,
+    /// which ends with it, never on Swift's cooperative pool.
+    private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-spool")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     public nonisolated let path: String
     private let configuration: SpoolConfiguration
     private let logger: Logger

@@ -5,9 +5,10 @@ import GRDB
 /// The spool seen from another process (`agrigps status`, the cab view): opened read-only, never
 /// migrated, checked or moved aside, so that a reader can neither change nor quarantine the daemon's file.
 public actor SpoolReader {
-    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on the storage thread,
-    /// never on Swift's cooperative pool.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { StorageThread.executor.asUnownedSerialExecutor() }
+    /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on a thread of its own,
+    /// which ends with it, never on Swift's cooperative pool.
+    private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-spool-r")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     public let path: String
     private var database: DatabaseQueue?
     /// The file's inode when it was opened: a spool moved aside and made anew is opened again.

@@ -58,10 +58,21 @@ struct BlockingWorkTests {
         #expect(threadName() != "test-storage")
     }
 
-    @Test func theStorageThreadHasItsName() async {
-        let store = BlockingStore(executor: StorageThread.executor)
-        let name = await store.blockingCall(seconds: 0)
-        #expect(name == "agrigps-storage")
+    /// A store made per test, as the tests make spools by the hundred: its thread must go with it.
+    @Test func theThreadEndsWithItsActor() async throws {
+        func threads() -> Int {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            return tasks.count { task in
+                (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.hasPrefix("test-ends") == true
+            }
+        }
+        var store: BlockingStore? = BlockingStore(executor: DedicatedThreadExecutor(name: "test-ends"))
+        _ = await store?.blockingCall(seconds: 0)
+        #expect(threads() == 1)
+        store = nil
+        let deadline = ContinuousClock.now + .seconds(5)
+        while threads() > 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(threads() == 0, "the executor's thread outlived its actor")
     }
 
     /// Two stores blocking at once, and more calls than the pool has threads: the pool keeps running

@@ -228,9 +228,15 @@ struct CabAPITests {
         let secret = stored.response.authentication.secret
         #expect(secret.count > 8)
 
-        // The page's state now says onboarded, with the certificate's date and the QA/Production choice locked.
-        try await Task.sleep(for: .milliseconds(400))
-        let state = try await fixture.get("/api/state", session: session)
+        // The page's state now says onboarded, with the certificate's date and the QA/Production choice
+        // locked: as soon as the monitor's next look sees the credentials (every 0.25 s; later on a
+        // busy machine).
+        var state = try await fixture.get("/api/state", session: session)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (state.json?["settings"] as? [String: Any])?["onboarded"] as? Bool != true, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            state = try await fixture.get("/api/state", session: session)
+        }
         answers.append(state.text)
         let settings = try #require(state.json?["settings"] as? [String: Any])
         #expect(settings["onboarded"] as? Bool == true && settings["environment"] as? String == "local")
