@@ -6,16 +6,19 @@ import TestSupport
 
 /// `make deb` and `make install`, run on the debug binary the tests already have (BIN=…), so the
 /// package's layout is checked without a release build.
-@Suite("Packaging", .serialized, .timeLimit(.minutes(2)))
+@Suite("Packaging", .serialized, .timeLimit(.minutes(6)))
 struct PackagingTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
 
-    func run(_ executable: String, _ arguments: [String], in directory: String) async throws -> (code: Int32?, output: String) {
+    /// `timeout` bounds a hung command, not its speed: `make deb` strips and compresses two debug
+    /// binaries of 50 MB and more, which beside other tests on two cores took over a minute.
+    func run(_ executable: String, _ arguments: [String], in directory: String, timeout: Double = 60) async throws -> (code: Int32?, output: String) {
         let output = directory + "/command-\(UUID().uuidString.prefix(8)).out"
         let process = try ChildProcess(executable: executable, arguments: arguments,
                                        environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputPath: output, errorPath: output)
-        let code = await process.wait(timeout: 60)
+        defer { process.terminate(grace: 1) }
+        let code = await process.wait(timeout: timeout)
         return (code, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
     }
 
@@ -29,7 +32,7 @@ struct PackagingTests {
     func deb() async throws {
         let work = try scratch()
         defer { try? FileManager.default.removeItem(atPath: work) }
-        let made = try await run("/usr/bin/make", ["-C", Self.root, "deb", "BIN=\(AgrigpsCommand.path)", "DIST=\(work)/dist"], in: work)
+        let made = try await run("/usr/bin/make", ["-C", Self.root, "deb", "BIN=\(AgrigpsCommand.path)", "DIST=\(work)/dist"], in: work, timeout: 300)
         try #require(made.code == 0, "\(made.output)")
         let debs = try FileManager.default.contentsOfDirectory(atPath: work + "/dist").filter { $0.hasSuffix(".deb") }
         #expect(debs.count == 1 && debs.first?.hasPrefix("agrigps_0.1.0_") == true, "\(debs)")
@@ -84,7 +87,7 @@ struct PackagingTests {
     func install() async throws {
         let work = try scratch()
         defer { try? FileManager.default.removeItem(atPath: work) }
-        let made = try await run("/usr/bin/make", ["-C", Self.root, "install", "BIN=\(AgrigpsCommand.path)", "DESTDIR=\(work)/root", "PREFIX=/opt/agrigps"], in: work)
+        let made = try await run("/usr/bin/make", ["-C", Self.root, "install", "BIN=\(AgrigpsCommand.path)", "DESTDIR=\(work)/root", "PREFIX=/opt/agrigps"], in: work, timeout: 300)
         try #require(made.code == 0, "\(made.output)")
         #expect(FileManager.default.isExecutableFile(atPath: work + "/root/opt/agrigps/bin/agrigps"))
         #expect(FileManager.default.isExecutableFile(atPath: work + "/root/opt/agrigps/bin/agrigps-web"))
