@@ -270,29 +270,73 @@ public actor Spool {
                           maximumEntries: Int = 20_000, now: Date? = nil) throws(SpoolError) -> SpoolBatch? {
         guard outputs.contains(output) else { return nil }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
+        return try write { db in try take(for: output, id: id, byteBudget: byteBudget, maximumEntries: maximumEntries, now: now, in: db) }
+    }
+
+    /// One output's share of a send cycle: see `takeBatches`.
+    public struct BatchRequest: Sendable {
+        public var output: SpoolOutput
+        /// What each entry costs on the wire when the output sizes its entries alike (EFDI's `Time`,
+        /// at its upper bound); nil for the row's own gps:info size.
+        public var entryCost: Int?
+        public var id: String
+
+        public init(output: SpoolOutput, entryCost: Int? = nil, id: String = UUID().uuidString.lowercased()) {
+            self.output = output
+            self.entryCost = entryCost
+            self.id = id
+        }
+    }
+
+    /// A batch for each request, in one commit (one durable write per send cycle, however many
+    /// outputs). Each takes an equal share of what the earlier ones left of `byteBudget`: with both
+    /// backlogged they split it, and once one has caught up the next gets all of it. Requests for an
+    /// output that is not enabled, or has nothing waiting, give no batch.
+    public func takeBatches(_ requests: [BatchRequest], byteBudget: Int, now: Date? = nil) throws(SpoolError) -> [SpoolBatch] {
+        let requests = requests.filter { outputs.contains($0.output) }
+        guard !requests.isEmpty else { return [] }
+        let now = (now ?? configuration.clock()).timeIntervalSince1970
+        return try write { db in
+            var (remaining, batches) = (max(0, byteBudget), [SpoolBatch]())
+            for (index, request) in requests.enumerated() {
+                let share = remaining / (requests.count - index)
+                let batch: SpoolBatch?
+                if let cost = request.entryCost, cost > 0 {
+                    batch = try take(for: request.output, id: request.id, byteBudget: .max, maximumEntries: max(1, share / cost), now: now, in: db)
+                    remaining -= (batch?.samples.count ?? 0) * cost
+                } else {
+                    batch = try take(for: request.output, id: request.id, byteBudget: share, maximumEntries: 20_000, now: now, in: db)
+                    remaining -= batch?.wireBytes ?? 0
+                }
+                if let batch { batches.append(batch) }
+            }
+            return batches
+        }
+    }
+
+    private func take(for output: SpoolOutput, id: String, byteBudget: Int, maximumEntries: Int, now: Double,
+                      in db: Database) throws -> SpoolBatch? {
         let longest = configuration.maximumRetryDelay
         let (sendable, batchID) = (output.sendable, output.batchID)
-        return try write { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(sendable) ORDER BY id LIMIT :limit",
-                                        arguments: ["now": now, "longest": longest, "limit": maximumEntries])
-            var (bytes, lastID): (Int, Int64?) = (0, nil)
-            for row in rows {
-                let size = SampleColumns.wireSize(row)
-                if lastID != nil && bytes + size > byteBudget { break }
-                bytes += size
-                lastID = row["id"]
-            }
-            guard let lastID else { return nil }
-            // Rows that carry a batch id were sent before: agrirouter may get them twice. Count them.
-            let resent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(sendable) AND id <= :last AND \(batchID) IS NOT NULL",
-                                          arguments: ["now": now, "longest": longest, "last": lastID]) ?? 0
-            if resent > 0 { try SpoolState.add(resent, to: output.resentCounter, in: db) }
-            // The same predicate over the same prefix of ids marks exactly the rows counted above.
-            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'in_flight', \(batchID) = :batch, \(output.sentAt) = :now WHERE \(sendable) AND id <= :last",
-                           arguments: ["batch": id, "now": now, "longest": longest, "last": lastID])
-            let samples = try Row.fetchAll(db, sql: SampleColumns.select + " WHERE \(batchID) = ? AND \(output.delivery) = 'in_flight' ORDER BY id", arguments: [id])
-            return SpoolBatch(id: id, output: output, samples: samples.map(SampleColumns.spooled))
+        let rows = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(sendable) ORDER BY id LIMIT :limit",
+                                    arguments: ["now": now, "longest": longest, "limit": maximumEntries])
+        var (bytes, lastID): (Int, Int64?) = (0, nil)
+        for row in rows {
+            let size = SampleColumns.wireSize(row)
+            if lastID != nil && bytes + size > byteBudget { break }
+            bytes += size
+            lastID = row["id"]
         }
+        guard let lastID else { return nil }
+        // Rows that carry a batch id were sent before: agrirouter may get them twice. Count them.
+        let resent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(sendable) AND id <= :last AND \(batchID) IS NOT NULL",
+                                      arguments: ["now": now, "longest": longest, "last": lastID]) ?? 0
+        if resent > 0 { try SpoolState.add(resent, to: output.resentCounter, in: db) }
+        // The same predicate over the same prefix of ids marks exactly the rows counted above.
+        try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'in_flight', \(batchID) = :batch, \(output.sentAt) = :now WHERE \(sendable) AND id <= :last",
+                       arguments: ["batch": id, "now": now, "longest": longest, "last": lastID])
+        let samples = try Row.fetchAll(db, sql: SampleColumns.select + " WHERE \(batchID) = ? AND \(output.delivery) = 'in_flight' ORDER BY id", arguments: [id])
+        return SpoolBatch(id: id, output: output, samples: samples.map(SampleColumns.spooled))
     }
 
     /// agrirouter acknowledged batch `id` (of whichever output sent it). Samples every enabled output
@@ -520,15 +564,14 @@ public actor Spool {
             + "WHEN \(any("in_flight")) THEN 'in_flight' WHEN \(any("parked")) THEN 'parked' WHEN \(any("failed")) THEN 'failed' ELSE 'pending' END"
     }()
 
-    /// The highest row id the spool has ever given out (AUTOINCREMENT keeps it past deletions); 0 for a
+    /// The highest row id the spool has ever given out (kept past deletions, see `RowIDs`); 0 for a
     /// new spool. A restart that finds it lower than the daemon last saw means committed rows are gone:
     /// a write-ahead log deleted or damaged, or a spool moved aside.
     public func highestRowID() -> Int64? {
         let fetched: Row??
-        fetched = try? read { db in try Row.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'sample'") }
+        fetched = try? read { db in try Row.fetchOne(db, sql: "SELECT \(RowIDs.highestSQL)") }
         guard let row = fetched else { return nil }  // the spool cannot be read: nothing can be concluded
-        guard let row else { return 0 }  // no row was ever inserted
-        return row.int(at: 0, in: 0...Int.max).map { Int64($0) } ?? 0
+        return row?.int(at: 0, in: 0...Int.max).map { Int64($0) } ?? 0
     }
 
     /// The most recently appended sample still in the spool, whatever its delivery state.

@@ -42,8 +42,8 @@ enum SampleColumns {
         let state = "CASE (SELECT text FROM spool_state WHERE name = 'sharing') WHEN 'paused' THEN 'withheld' ELSE 'pending' END"
         let deliveries = SpoolOutput.all.map { outputs.contains($0) ? state : "'\(DeliveryState.off)'" }
         return """
-            INSERT INTO sample (\(columns.joined(separator: ", ")), \(SpoolOutput.all.map(\.delivery).joined(separator: ", ")))
-            VALUES (\(columns.map { _ in "?" }.joined(separator: ", ")), \(deliveries.joined(separator: ", ")))
+            INSERT INTO sample (id, \(columns.joined(separator: ", ")), \(SpoolOutput.all.map(\.delivery).joined(separator: ", ")))
+            VALUES ((\(RowIDs.highestSQL)) + 1, \(columns.map { _ in "?" }.joined(separator: ", ")), \(deliveries.joined(separator: ", ")))
             """
     }
 
@@ -104,4 +104,29 @@ enum SampleColumns {
 
 extension Row {
     func hasNull(_ column: String) -> Bool { (self[column] as DatabaseValue).isNull }
+}
+
+/// Row ids are never given out twice, though the newest row may leave (acknowledged, evicted): the
+/// heartbeat's loss check and the cab view's trail rely on a new sample having a higher id than any
+/// before it. AUTOINCREMENT gave that by writing its counter in `sqlite_sequence` beside every row,
+/// a second page in every append's commit. Instead a trigger notes the id of a newest row when it is
+/// deleted, which is rare next to appends, and a new row takes the next id after the higher of that
+/// note and the table's own highest.
+enum RowIDs {
+    /// The note, read as damaged input: anything but a whole number in range counts as none.
+    static let notedSQL = """
+        IFNULL((SELECT CAST(number AS INTEGER) FROM spool_state WHERE name = 'highest_id' \
+        AND typeof(number) IN ('integer', 'real') AND number BETWEEN 0 AND 9007199254740991), 0)
+        """
+    /// The highest id ever given out; 0 for a new spool.
+    static let highestSQL = "MAX(IFNULL((SELECT MAX(id) FROM sample), 0), \(notedSQL))"
+
+    static let trigger = """
+        CREATE TRIGGER IF NOT EXISTS sample_notes_highest_id AFTER DELETE ON sample
+        WHEN OLD.id > IFNULL((SELECT MAX(id) FROM sample), 0)
+        BEGIN
+            INSERT INTO spool_state (name, number) VALUES ('highest_id', OLD.id)
+            ON CONFLICT(name) DO UPDATE SET number = MAX(IFNULL(number, 0), excluded.number);
+        END
+        """
 }

@@ -8,6 +8,7 @@ enum SpoolSchema {
     static let uptimeVersion = "v3-sampled-uptime"
     static let efdiVersion = "v4-efdi-output"
     static let lighterAppendVersion = "v5-lighter-append"
+    static let ownRowIDsVersion = "v6-own-row-ids"
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -82,6 +83,29 @@ enum SpoolSchema {
                     """)
             }
             try db.execute(sql: "DELETE FROM spool_state WHERE name = 'last_append'")
+        }
+        // Without AUTOINCREMENT an append writes one page, not two: see `RowIDs`. SQLite cannot drop
+        // it in place, so the table is made again, rows, indexes and the counter's value kept.
+        migrator.registerMigration(ownRowIDsVersion) { db in
+            let table = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'sample'") ?? ""
+            if table.contains(" AUTOINCREMENT") {
+                let counted = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'sample'") ?? 0
+                let indexes = try String.fetchAll(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sample' AND sql IS NOT NULL")
+                let rebuilt = table.replacingOccurrences(of: " AUTOINCREMENT", with: "")
+                guard let name = rebuilt.range(of: "sample") else { return }
+                try db.execute(sql: rebuilt.replacingCharacters(in: name, with: "sample_rebuilt"))
+                try db.execute(sql: "INSERT INTO sample_rebuilt SELECT * FROM sample")
+                try db.execute(sql: "DROP TABLE sample")
+                try db.execute(sql: "ALTER TABLE sample_rebuilt RENAME TO sample")
+                for index in indexes { try db.execute(sql: index) }
+                if counted > 0 {
+                    try db.execute(sql: """
+                        INSERT INTO spool_state (name, number) VALUES ('highest_id', ?)
+                        ON CONFLICT(name) DO UPDATE SET number = MAX(IFNULL(number, 0), excluded.number)
+                        """, arguments: [counted])
+                }
+            }
+            try db.execute(sql: RowIDs.trigger)
         }
         return migrator
     }

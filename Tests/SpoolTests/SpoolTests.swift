@@ -338,7 +338,7 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(seqs(rows.map(\.0)) == [1, 2, 3])
         #expect(rows.first?.0.sample.state == .fix(.threeD, .dgps))
         let applied = try await DatabaseQueue(path: scratch.spoolPath).read { try SpoolSchema.migrator.appliedIdentifiers($0) }
-        #expect(Set(applied) == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion, SpoolSchema.efdiVersion, SpoolSchema.lighterAppendVersion])
+        #expect(Set(applied) == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion, SpoolSchema.efdiVersion, SpoolSchema.lighterAppendVersion, SpoolSchema.ownRowIDsVersion])
         #expect(await spool.status().pending == 2)
         #expect(await spool.status().byOutput == ["gps_info": ["pending": 2, "in_flight": 1]])
     }
