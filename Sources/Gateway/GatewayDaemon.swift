@@ -343,7 +343,9 @@ public struct GatewayDaemon: Sendable {
             logger.info("agrirouter acknowledged \(report.acknowledged) samples")
             await heartbeat?.acknowledged()
         }
-        await heartbeat?.beat()
+        // A failure shows at once; otherwise the pass's counts ride on the next due write (every 10 s
+        // with the samples), not on a file of their own each pass.
+        if failure != nil { await heartbeat?.beat() } else { await heartbeat?.refresh() }
         return (report, failure)
     }
 

@@ -363,6 +363,11 @@ actor HeartbeatWriter {
         writeIfDue(now: now, force: true)
     }
 
+    /// Written if the last write is `minimumGap` old.
+    func refresh(now: Date = Date()) {
+        writeIfDue(now: now)
+    }
+
     private func writeIfDue(now: Date = Date(), force: Bool = false) {
         guard force || writtenAt.map({ uptime() - $0 >= minimumGap }) ?? true else { return }
         heartbeat.updatedAt = now

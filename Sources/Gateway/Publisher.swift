@@ -211,15 +211,16 @@ public actor Publisher {
     /// Each output in turn takes an equal share of what the earlier ones left: with both backlogged
     /// they split the cap, and once gps:info has caught up EFDI gets all of it. The request as a
     /// whole stays within one payload cap, as no agrirouter limit on a request of several messages
-    /// is documented.
+    /// is documented. All outputs' batches are taken in one commit.
     private func take(budget: Int, now: Date, into messages: inout [AgrirouterConnection.Outgoing],
                       _ batches: inout [SpoolBatch]) async throws(SpoolError) {
-        var remaining = budget
-        for (index, output) in outputs.enumerated() {
-            let share = remaining / (outputs.count - index)
-            if output == .efdi {
-                guard let efdi, description.acceptedAt != nil else { continue }
-                guard let batch = try await spool.takeBatch(for: .efdi, byteBudget: .max, maximumEntries: max(1, share / Efdi_Time.upperBound), now: now) else { continue }
+        let requests = outputs.compactMap { output -> Spool.BatchRequest? in
+            guard output == .efdi else { return Spool.BatchRequest(output: output) }
+            guard efdi != nil, description.acceptedAt != nil else { return nil }
+            return Spool.BatchRequest(output: .efdi, entryCost: Efdi_Time.upperBound)
+        }
+        for batch in try await spool.takeBatches(requests, byteBudget: budget, now: now) {
+            if batch.output == .efdi, let efdi {
                 let (timeLog, untimed) = Efdi_TimeLog.of(batch.samples.map(\.sample), correctedBy: clock)
                 if untimed > 0 { logger.notice("\(untimed) samples with no true time at all cannot be TimeLog entries; EFDI leaves them out") }
                 guard !timeLog.time.isEmpty else {
@@ -229,16 +230,12 @@ public actor Publisher {
                 }
                 messages.append(.init(TechnicalMessageType.timeLog, mode: .publish, payload: timeLog, applicationMessageID: batch.id,
                                       teamSetContextID: efdi.description.teamSetContextID))
-                batches.append(batch)
-                remaining -= batch.samples.count * Efdi_Time.upperBound
             } else {
-                guard let batch = try await spool.takeBatch(for: .gpsInfo, byteBudget: share, now: now) else { continue }
                 var list = Agrirouter_Technicalmessagetype_GPSList()
                 list.gpsEntries = batch.samples.map { GPSEntry($0.sample, correctedBy: clock) }
                 messages.append(.init(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id))
-                batches.append(batch)
-                remaining -= batch.wireBytes
             }
+            batches.append(batch)
         }
     }
 
