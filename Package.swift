@@ -57,11 +57,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // libcurl as a system library, with a shim for its variadic functions.
+        // libcurl's headers, with a shim that opens the library at its first use (it is not linked:
+        // a daemon that never talks HTTPS never maps it) and wraps its variadic functions.
         .systemLibrary(
             name: "CCurl",
             path: "Sources/CCurl",
-            pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         // libmosquitto, the MQTT client library, for the MQTT transport.
@@ -233,7 +233,7 @@ let package = Package(
         ),
         .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork"]),
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport"]),
-        .testTarget(name: "AgrirouterLinkTests", dependencies: ["AgrirouterLink", "AgrirouterWire", "AgrirouterSim"]),
+        .testTarget(name: "AgrirouterLinkTests", dependencies: ["AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),

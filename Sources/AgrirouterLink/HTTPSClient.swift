@@ -65,6 +65,8 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case responseTooLarge(limit: Int)
     /// libcurl refused an option we set: a libcurl too old or built without what agrigps needs.
     case libcurlRefused(option: String, code: Int)
+    /// libcurl cannot be opened: not installed, too old, or damaged.
+    case libcurlUnavailable(String)
 
     public var description: String {
         switch self {
@@ -85,6 +87,8 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
             return "the answer was larger than \(limit / 1_048_576) MiB, more than agrirouter ever sends; it was cut off and not read"
         case .libcurlRefused(let option, let code):
             return "libcurl refused \(option) (CURLcode \(code)); install a libcurl with OpenSSL, 7.85 or later"
+        case .libcurlUnavailable(let detail):
+            return "libcurl cannot be loaded (\(detail)); install the libcurl4 package, 7.85 or later"
         }
     }
 }
@@ -110,16 +114,21 @@ public struct HTTPSClient: Sendable {
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
         self.maximumResponseBytes = maximumResponseBytes
-        _ = HTTPSClient.globalInit
     }
 
-    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+    /// Opens libcurl at the first request, once per process: nil when it is ready, else why not.
+    private static let libcurlProblem: String? = {
+        var error = [CChar](repeating: 0, count: 512)
+        guard ccurl_open(&error, error.count) != 0 else { return nil }
+        return text(error)
+    }()
 
     /// Performs one request on the calling thread; use `send` from async code.
     /// With `anyStatus`, every HTTP answer is returned with its body (onboarding reads agrirouter's
     /// error codes from it); otherwise non-2xx statuses are typed errors.
     public func perform(method: String, url: String, body: Data? = nil, headers: [String] = [],
                         credentials: ClientCredentials? = nil, anyStatus: Bool = false) throws(TransportError) -> HTTPResponse {
+        if let problem = Self.libcurlProblem { throw .libcurlUnavailable(problem) }
         guard let reusable = handles.take() else { throw .connectionFailed("libcurl could not start a request") }
         let handle = reusable.raw
         var completed = false
@@ -129,8 +138,11 @@ public struct HTTPSClient: Sendable {
         let requestBody = body.map(RequestBody.init)
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         var headerList: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headerList) }
-        for header in ["Accept: application/json"] + headers { headerList = curl_slist_append(headerList, header) }
+        defer { ccurl_slist_free_all(headerList) }
+        for header in ["Accept: application/json"] + headers {
+            // Out of memory: the request goes without the header, and fails on its own terms.
+            if let longer = ccurl_slist_append(headerList, header) { headerList = longer }
+        }
 
         let code: CURLcode = try errorBuffer.withUnsafeMutableBufferPointer { errors throws(TransportError) in
             // Every option is checked, as a refused one (a TLS option in a libcurl without it) would
@@ -175,11 +187,11 @@ public struct HTTPSClient: Sendable {
                 return Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().append(data, size * count) ? size * count : 0
             }, context), "CURLOPT_WRITEFUNCTION")
             if let refused = options.refused { throw refused }
-            return curl_easy_perform(handle)
+            return ccurl_easy_perform(handle)
         }
         if response.overflowed || code == CURLE_FILESIZE_EXCEEDED { throw .responseTooLarge(limit: maximumResponseBytes) }
         guard code == CURLE_OK else {
-            let detail = String(cString: errorBuffer).isEmpty ? String(cString: curl_easy_strerror(code)) : String(cString: errorBuffer)
+            let detail = Self.text(errorBuffer).isEmpty ? String(cString: ccurl_easy_strerror(code)) : Self.text(errorBuffer)
             // Whether a POST may have arrived decides whether its batch waits for an answer: it did
             // only if its whole body went out, on this connection or one that died before it.
             let sentWhole = requestBody.map { $0.wentOutWhole || (!$0.bytes.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.bytes.count)) } ?? false
@@ -200,9 +212,14 @@ public struct HTTPSClient: Sendable {
         }
     }
 
+    /// A C string libcurl wrote into `buffer`, up to its terminating zero.
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     private static func serverDate(_ handle: UnsafeMutableRawPointer) -> Date? {
         guard let value = ccurl_header(handle, "Date") else { return nil }
-        let seconds = curl_getdate(value, nil)  // -1 when it is not a date
+        let seconds = ccurl_getdate(value)  // -1 when it is not a date
         return seconds >= 0 ? Bounds.date(secondsSince1970: Double(seconds)) : nil
     }
 
@@ -263,7 +280,7 @@ private final class CurlHandlePool: Sendable {
     }
 
     func put(_ handle: CurlHandle) {
-        curl_easy_reset(handle.raw)  // clears the options; keeps the live connection and session cache
+        ccurl_easy_reset(handle.raw)  // clears the options; keeps the live connection and session cache
         idle.withLock { handles in
             if handles.count < Self.idleLimit { handles.append(handle) }
         }
@@ -275,11 +292,11 @@ private final class CurlHandle: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
 
     init?() {
-        guard let raw = curl_easy_init() else { return nil }
+        guard let raw = ccurl_easy_init() else { return nil }
         self.raw = raw
     }
 
-    deinit { curl_easy_cleanup(raw) }
+    deinit { ccurl_easy_cleanup(raw) }
 }
 
 /// The options of one request, set in turn; the first that libcurl refuses is kept to be thrown.

@@ -69,6 +69,11 @@ public struct AgrigpsCommand {
         return found
     }
 
+    /// Whether the running command has a library whose file name contains `name` mapped.
+    public func hasMapped(_ name: String) -> Bool {
+        !mappedFiles(named: name, of: process.pid).isEmpty
+    }
+
     public func cleanUp() {
         unlink(stdoutPath)
         unlink(stderrPath)

@@ -192,6 +192,7 @@ struct RunCommandTests {
             return false
         }
         #expect(await waitFor(20) { await received() >= 3 }, "nothing was published")
+        #expect(daemon.hasMapped("libcurl.so.4"), "publishing over REST opened libcurl")
 
         #expect(try await AgrigpsCommand.run(["pause", "--state-dir", machine.state]).code == 0)
         try await Task.sleep(for: .milliseconds(600))  // a batch already on its way may still land
