@@ -57,6 +57,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The machine's own record: its track kept apart from the spool, exported as GPX, GeoJSON or
+        // CSV, and its working figures per day.
+        .target(
+            name: "Track",
+            dependencies: [
+                "BlockingWork",
+                "GNSS",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // libcurl's headers, with a shim that opens the library at its first use (it is not linked:
         // a daemon that never talks HTTPS never maps it) and wraps its variadic functions.
         .systemLibrary(
@@ -112,6 +122,7 @@ let package = Package(
                 "Bounds",
                 "GNSS",
                 "Spool",
+                "Track",
                 "AgrirouterWire",
                 "AgrirouterLink",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -203,6 +214,7 @@ let package = Package(
                 "AgrirouterLink",
                 "Spool",
                 "Gateway",
+                "Track",
                 "StateView",
                 "CommandSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -247,6 +259,7 @@ let package = Package(
                                                      .product(name: "Logging", package: "swift-log"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
+        .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "Gateway", "GNSS",
                                                      .product(name: "GRDB", package: "GRDB.swift"),

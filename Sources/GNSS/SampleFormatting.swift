@@ -77,9 +77,14 @@ public struct JSONLine {
         members.append("\(Self.quote(key)):\(value.map(String.init) ?? "null")")
     }
 
+    /// A value that is JSON already (an array, an object).
+    public mutating func add(_ key: String, json: String) {
+        members.append("\(Self.quote(key)):\(json)")
+    }
+
     public var text: String { "{" + members.joined(separator: ",") + "}" }
 
-    static func quote(_ string: String) -> String {
+    public static func quote(_ string: String) -> String {
         var out = "\""
         for scalar in string.unicodeScalars {
             switch scalar {

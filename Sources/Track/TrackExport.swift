@@ -1,0 +1,129 @@
+import Foundation
+import GNSS
+
+/// The formats a track is exported in.
+public enum TrackFormat: String, Sendable, CaseIterable {
+    case gpx, geojson, csv
+
+    public var fileExtension: String { self == .geojson ? "geojson" : rawValue }
+    public var mediaType: String {
+        switch self {
+        case .gpx: return "application/gpx+xml"
+        case .geojson: return "application/geo+json"
+        case .csv: return "text/csv"
+        }
+    }
+}
+
+/// A track written out. Fix loss breaks the line: a new GPX segment, a new line of a GeoJSON
+/// MultiLineString. CSV keeps every point, with or without a fix.
+public enum TrackExport {
+    public static func text(_ points: [TrackPoint], as format: TrackFormat, name: String, rules: TrackRules = TrackRules()) -> String {
+        switch format {
+        case .gpx: return gpx(points, name: name, rules: rules)
+        case .geojson: return geoJSON(points, name: name, rules: rules)
+        case .csv: return csv(points)
+        }
+    }
+
+    /// GPX 1.1: one track, one segment per run of fixes.
+    public static func gpx(_ points: [TrackPoint], name: String, rules: TrackRules = TrackRules()) -> String {
+        var out = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <gpx version="1.1" creator="agrigps" xmlns="http://www.topografix.com/GPX/1/1" \
+        xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
+        xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
+        <trk>
+        <name>\(xmlEscaped(name))</name>
+
+        """
+        for segment in TrackSegments.split(points, rules: rules) {
+            out += "<trkseg>\n"
+            for point in segment {
+                guard let coordinate = point.coordinate else { continue }
+                out += "<trkpt lat=\"\(degrees(coordinate.latitude))\" lon=\"\(degrees(coordinate.longitude))\">"
+                if let altitude = point.altitude { out += "<ele>\(String(format: "%.2f", altitude))</ele>" }
+                out += "<time>\(ISO8601UTC.string(from: point.time))</time>"
+                if let fix = gpxFix(point.state) { out += "<fix>\(fix)</fix>" }
+                out += "</trkpt>\n"
+            }
+            out += "</trkseg>\n"
+        }
+        return out + "</trk>\n</gpx>\n"
+    }
+
+    /// GPX's fix kinds: it has no word for RTK, which is differential, so RTK is "dgps" (the CSV and
+    /// GeoJSON keep the exact state).
+    static func gpxFix(_ state: FixState) -> String? {
+        guard case .fix(let dimension, let quality) = state else { return nil }
+        switch quality {
+        case .dgps, .rtkFixed, .rtkFloat: return "dgps"
+        case .autonomous: return dimension == .twoD ? "2d" : "3d"
+        case .deadReckoning, .simulated, .manual: return nil
+        }
+    }
+
+    /// RFC 7946 GeoJSON: a FeatureCollection with the track as a MultiLineString, one line per run of
+    /// two or more fixes; a lone fix between losses is a MultiPoint beside it, as a line needs two.
+    public static func geoJSON(_ points: [TrackPoint], name: String, rules: TrackRules = TrackRules()) -> String {
+        let segments = TrackSegments.split(points, rules: rules)
+        let lines = segments.filter { $0.count >= 2 }
+        let lone = segments.filter { $0.count == 1 }.map { $0[0] }
+        func position(_ point: TrackPoint) -> String {
+            guard let coordinate = point.coordinate else { return "[]" }
+            return "[\(degrees(coordinate.longitude)),\(degrees(coordinate.latitude))]"
+        }
+        func times(_ run: [TrackPoint]) -> String { "[" + run.map { "\"\(ISO8601UTC.string(from: $0.time))\"" }.joined(separator: ",") + "]" }
+        var properties = JSONLine()
+        properties.add("name", name)
+        properties.add("start", points.first.map { ISO8601UTC.string(from: $0.time) })
+        properties.add("end", points.last.map { ISO8601UTC.string(from: $0.time) })
+        properties.add("segments", lines.count)
+        properties.add("times", json: "[" + lines.map(times).joined(separator: ",") + "]")
+        let track = """
+        {"type":"Feature","properties":\(properties.text),\
+        "geometry":{"type":"MultiLineString","coordinates":[\(lines.map { "[" + $0.map(position).joined(separator: ",") + "]" }.joined(separator: ","))]}}
+        """
+        var features = [track]
+        if !lone.isEmpty {
+            features.append("""
+            {"type":"Feature","properties":{"name":\(JSONLine.quote(name + ": lone fixes")),"times":\(times(lone))},\
+            "geometry":{"type":"MultiPoint","coordinates":[\(lone.map(position).joined(separator: ","))]}}
+            """)
+        }
+        return "{\"type\":\"FeatureCollection\",\"features\":[" + features.joined(separator: ",") + "]}\n"
+    }
+
+    /// Every point, one line each, with or without a fix.
+    public static func csv(_ points: [TrackPoint]) -> String {
+        var out = "time,state,latitude,longitude,altitude_m,speed_m_s\n"
+        for point in points {
+            let fields = [
+                ISO8601UTC.string(from: point.time), point.state.name,
+                point.coordinate.map { degrees($0.latitude) } ?? "", point.coordinate.map { degrees($0.longitude) } ?? "",
+                point.altitude.map { String(format: "%.2f", $0) } ?? "", point.speed.map { String(format: "%.3f", $0) } ?? "",
+            ]
+            out += fields.joined(separator: ",") + "\n"
+        }
+        return out
+    }
+
+    /// Seven decimals: about a centimetre, finer than any receiver here.
+    static func degrees(_ value: Double) -> String { String(format: "%.7f", value) }
+
+    static func xmlEscaped(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            // XML 1.0 has no place for other control characters.
+            case _ where scalar.value < 0x20 && scalar != "\t" && scalar != "\n": out += " "
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import GNSS
+
+/// What a machine did in a period, from its own track: the time with each kind of fix, without a
+/// fix or without a receiver, the time moving and the distance driven.
+public struct WorkFigures: Sendable, Equatable {
+    /// The fix qualities the figures tell apart; dead reckoning, simulated and manual fixes are `other`.
+    public enum Quality: String, Sendable, CaseIterable {
+        case rtkFixed = "rtk_fixed", rtkFloat = "rtk_float", dgps, autonomous, other
+
+        public init(_ quality: FixQuality) {
+            switch quality {
+            case .rtkFixed: self = .rtkFixed
+            case .rtkFloat: self = .rtkFloat
+            case .dgps: self = .dgps
+            case .autonomous: self = .autonomous
+            case .deadReckoning, .simulated, .manual: self = .other
+            }
+        }
+    }
+
+    public var samples = 0
+    /// Seconds with a fix, by quality; their sum is the time with a fix.
+    public var secondsByQuality: [Quality: Double] = [:]
+    /// Seconds when a receiver answered without a fix.
+    public var secondsWithoutFix = 0.0
+    /// Seconds with no receiver, or no gpsd to ask.
+    public var secondsWithoutReceiver = 0.0
+    public var secondsMoving = 0.0
+    public var metresDriven = 0.0
+
+    public init() {}
+
+    public var secondsWithFix: Double { secondsByQuality.values.reduce(0, +) }
+
+    /// Counts the time `point` stands for, until `next`, and the distance between them.
+    public mutating func add(_ point: TrackPoint, next: TrackPoint?, rules: TrackRules) {
+        let seconds = rules.step(from: point, to: next)
+        switch point.state {
+        case .fix(_, let quality): secondsByQuality[Quality(quality), default: 0] += seconds
+        case .noFix: secondsWithoutFix += seconds
+        case .noReceiver, .gpsdUnreachable: secondsWithoutReceiver += seconds
+        }
+        guard seconds > 0, let from = point.coordinate, let next, let to = next.coordinate else { return }
+        let metres = from.distance(to: to)
+        guard metres.isFinite else { return }
+        metresDriven += metres
+        // The receiver's speed when it gave one; otherwise the speed between the two fixes.
+        if (point.speed ?? metres / seconds) > rules.movingSpeed { secondsMoving += seconds }
+    }
+
+    /// The figures of two periods together.
+    public static func + (lhs: WorkFigures, rhs: WorkFigures) -> WorkFigures {
+        var sum = lhs
+        sum.samples += rhs.samples
+        sum.secondsByQuality.merge(rhs.secondsByQuality, uniquingKeysWith: +)
+        sum.secondsWithoutFix += rhs.secondsWithoutFix
+        sum.secondsWithoutReceiver += rhs.secondsWithoutReceiver
+        sum.secondsMoving += rhs.secondsMoving
+        sum.metresDriven += rhs.metresDriven
+        return sum
+    }
+}
+
+/// A local calendar day: the unit the figures are kept in. Weeks, months and years are sums of days.
+public struct LocalDay: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var year: Int
+    public var month: Int
+    public var day: Int
+
+    public init(year: Int, month: Int, day: Int) {
+        self.year = year
+        self.month = month
+        self.day = day
+    }
+
+    /// The day `date` falls on in `calendar`'s time zone.
+    public init(_ date: Date, in calendar: Calendar) {
+        let parts = calendar.dateComponents([.year, .month, .day], from: date)
+        self.init(year: parts.year ?? 1970, month: parts.month ?? 1, day: parts.day ?? 1)
+    }
+
+    /// Reads "2026-11-25"; nil for anything else.
+    public init?(label: String) {
+        let parts = label.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+              (1970...2200).contains(year), (1...12).contains(month), (1...31).contains(day) else { return nil }
+        self.init(year: year, month: month, day: day)
+    }
+
+    /// "2026-11-25"
+    public var description: String { String(format: "%04d-%02d-%02d", year, month, day) }
+
+    public static func < (lhs: LocalDay, rhs: LocalDay) -> Bool {
+        (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)
+    }
+
+    /// Its ISO week, "2026-W48": the week's year is the year of its Thursday.
+    public var isoWeek: String {
+        var calendar = Calendar(identifier: .iso8601)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let noon = calendar.date(from: DateComponents(year: year, month: month, day: day, hour: 12)) ?? Date(timeIntervalSince1970: 0)
+        let parts = calendar.dateComponents([.yearForWeekOfYear, .weekOfYear], from: noon)
+        return String(format: "%04d-W%02d", parts.yearForWeekOfYear ?? year, parts.weekOfYear ?? 1)
+    }
+
+    /// Its month, "2026-11".
+    public var monthLabel: String { String(format: "%04d-%02d", year, month) }
+}
+
+/// Keeps each local day's figures as points arrive in time order, one at a time, so that a year of
+/// samples never has to be held at once.
+public struct WorkLedger: Sendable {
+    public let calendar: Calendar
+    public let rules: TrackRules
+    public private(set) var days: [LocalDay: WorkFigures] = [:]
+    /// The newest point, not counted until the one after it says how long it stood for.
+    private var pending: TrackPoint?
+
+    public init(calendar: Calendar, rules: TrackRules = TrackRules()) {
+        self.calendar = calendar
+        self.rules = rules
+    }
+
+    /// A sample is counted on arrival; the time it stands for once the next one says how long that
+    /// was. A point older than the one before it starts afresh: the time between them is not counted.
+    public mutating func add(_ point: TrackPoint) {
+        if let previous = pending {
+            // A step that crosses midnight counts on the day it started (at most `longestStep` off).
+            days[LocalDay(previous.time, in: calendar), default: WorkFigures()].add(previous, next: point, rules: rules)
+        }
+        days[LocalDay(point.time, in: calendar), default: WorkFigures()].samples += 1
+        pending = point
+    }
+
+    /// The figures counted since the last take, for writing; the newest point stays pending.
+    public mutating func takeDays() -> [LocalDay: WorkFigures] {
+        defer { days = [:] }
+        return days
+    }
+
+    /// Figures taken that could not be written, counted again.
+    public mutating func restore(_ taken: [LocalDay: WorkFigures]) {
+        days.merge(taken, uniquingKeysWith: +)
+    }
+
+    /// Goes on after `point`, the newest one kept by an earlier run: counted then, its time not yet.
+    public mutating func resume(after point: TrackPoint) {
+        if pending == nil { pending = point }
+    }
+
+    /// Ends the run of points: the newest stands for no time.
+    public mutating func finish() {
+        pending = nil
+    }
+
+    public enum Period: String, Sendable, CaseIterable { case day, week, month, year }
+
+    /// The figures summed by `period`, labelled "2026-11-25", "2026-W48", "2026-11" or "2026", oldest first.
+    public func figures(by period: Period) -> [(label: String, figures: WorkFigures)] {
+        Self.sum(days, by: period)
+    }
+
+    /// Days' figures summed by `period`, oldest first.
+    public static func sum(_ days: [LocalDay: WorkFigures], by period: Period) -> [(label: String, figures: WorkFigures)] {
+        var sums: [String: WorkFigures] = [:]
+        for (day, figures) in days {
+            let label: String
+            switch period {
+            case .day: label = day.description
+            case .week: label = day.isoWeek
+            case .month: label = day.monthLabel
+            case .year: label = String(format: "%04d", day.year)
+            }
+            sums[label, default: WorkFigures()] = sums[label, default: WorkFigures()] + figures
+        }
+        return sums.sorted { $0.key < $1.key }.map { (label: $0.key, figures: $0.value) }
+    }
+}
