@@ -16,6 +16,7 @@ public struct StateDirectoryOption: ParsableArguments {
     public var spoolPath: String { resolved + "/spool.sqlite" }
     public var othersPath: String { resolved + "/others.sqlite" }
     public var heartbeatPath: String { resolved + "/heartbeat.json" }
+    public var trackPath: String { resolved + "/track.sqlite" }
 }
 
 /// The configuration file: --config, else $CONFIGURATION_DIRECTORY/agrigps.conf (systemd), else

@@ -5,6 +5,7 @@ import Foundation
 import GNSS
 import Logging
 import Spool
+import Track
 import Synchronization
 
 /// The long-running job: samples go to the spool first, always; when the machine is onboarded, the
@@ -47,6 +48,11 @@ public struct GatewayDaemon: Sendable {
         public var outputs: [SpoolOutput] = [.gpsInfo]
         /// agrigps's version, for the device description EFDI sends.
         public var softwareVersion = "0.0.0"
+        /// The machine's own track, kept whether or not it is onboarded; nil keeps none.
+        public var track: TrackStore?
+        /// Whether a sample without a receiver time goes on the track dated by the system clock. Not in
+        /// a replay of a recording at its own time: the clock says nothing about when it was made.
+        public var trackDatesBySystemClock = true
 
         public init() {}
     }
@@ -103,6 +109,25 @@ public struct GatewayDaemon: Sendable {
         await run(sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit, wall: wall).outputs(from: events))
     }
 
+    /// Puts a sample on the machine's own track, dated as agrirouter would get it: its receiver time,
+    /// else the system time corrected to the best known UTC. A sample with neither a receiver time nor
+    /// a plausible system time (a clock not yet set at boot) is left off: it would land decades away.
+    static func record(_ sample: PositionSample, in configuration: Configuration, logger: Logger, failing: Flag) async {
+        guard let track = configuration.track else { return }
+        let corrected = configuration.clock.map { clock in
+            sample.sampledUptime.flatMap(clock.time(atUptime:)) ?? clock.corrected(sample.sampledAt)
+        }
+        let time = sample.receiverTime ?? corrected ?? sample.sampledAt
+        guard sample.receiverTime != nil || (configuration.trackDatesBySystemClock && time >= TrueTime.plausibleFrom) else { return }
+        do {
+            try await track.record(TrackPoint(sample, time: time))
+            if failing.set(false) { logger.notice("the track is written again") }
+        } catch {
+            // The spool, the outbox, is another file: positions are still sent.
+            if !failing.set(true) { logger.error("\(error.description); positions are still sent") }
+        }
+    }
+
     /// The system clock, as the clock the daemon was given reads it.
     private var wall: WallClock { configuration.clock?.wall ?? .system }
 
@@ -118,13 +143,14 @@ public struct GatewayDaemon: Sendable {
             logger.error("\(error.description)")
         }
         let counter = Counter()
+        let trackFailing = Flag()
         let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, environment: configuration.environment) }
         await heartbeat?.certificate(notAfter: configuration.certificateNotAfter)
         await checkForLostRows(heartbeat)
         await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
         await heartbeat?.beat()
         let notifier = configuration.notifier
-        let sampling = Task { [spool, others, configuration, logger] in
+        let sampling = Task { [spool, others, configuration, logger, trackFailing] in
             // The spool is open (set-sharing above opened it): READY once gpsd has answered or failed to.
             var ready = false
             for await output in source {
@@ -144,6 +170,7 @@ public struct GatewayDaemon: Sendable {
                     await heartbeat.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
                 }
                 await heartbeat?.sampled(sample, rowID: rowID)
+                await Self.record(sample, in: configuration, logger: logger, failing: trackFailing)
                 // The watchdog is fed from this loop only: if sampling into the spool stalls, systemd restarts us.
                 if let notifier {
                     let summary = await counter.summary
@@ -176,6 +203,11 @@ public struct GatewayDaemon: Sendable {
         // Samples held in memory while the spool could not store: written now if the disk allows,
         // otherwise counted as lost, in the summary, the log and the heartbeat.
         let shutdown = await spool.flushHeld()
+        do {
+            try await configuration.track?.flush()
+        } catch {
+            logger.error("the track's last points were not written: \(error.description)")
+        }
         await heartbeat?.lost(shutdown.lost, reason: "held in memory at shutdown; " + (shutdown.fault?.description ?? "the spool could not store them"))
         await heartbeat?.beat()
         var summary = await counter.summary
@@ -462,6 +494,19 @@ public struct GatewayDaemon: Sendable {
             try? await Task.sleep(for: .milliseconds(100))
         }
         logger.warning("stopped with samples still in the spool; they are sent on the next run")
+    }
+}
+
+/// Whether the track failed at its last write: its error is logged once, not every second.
+final class Flag: Sendable {
+    private let value = Mutex(false)
+
+    /// Sets it; returns what it was.
+    func set(_ new: Bool) -> Bool {
+        value.withLock { old in
+            defer { old = new }
+            return old
+        }
     }
 }
 

@@ -9,6 +9,7 @@ import GPSDReplay
 import Gateway
 import Logging
 import Spool
+import Track
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -199,6 +200,8 @@ struct Run: AsyncParsableCommand {
         configuration.staleAfter = file.thresholds.staleAfter
         configuration.outputs = file.outputs
         configuration.softwareVersion = Agrigps.configuration.version
+        configuration.track = TrackStore(path: state.trackPath)
+        configuration.trackDatesBySystemClock = replay == nil || retime
         return configuration
     }
 

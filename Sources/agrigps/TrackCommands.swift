@@ -1,0 +1,127 @@
+import ArgumentParser
+import CommandSupport
+import Foundation
+import GNSS
+import Track
+
+/// The box's time zone for local days: TZ when set, else the system's.
+private func localCalendar() -> Calendar {
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = .current
+    return calendar
+}
+
+/// --since and --until, shared by `track` and `stats`.
+struct TimeRangeOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Start: now, today, yesterday, 8h (back from now), 2026-11-25 or 2026-11-25T08:30 (local; ...Z for UTC). Default: today for track, ten years back for stats.",
+                               valueName: "time"))
+    var since: String?
+
+    @Option(help: ArgumentHelp("End, in the same forms; a date means the end of that day (default: now).", valueName: "time"))
+    var until: String?
+
+    func validate() throws {
+        _ = try range(now: Date(), calendar: localCalendar(), defaultSince: "today")
+    }
+
+    func range(now: Date, calendar: Calendar, defaultSince: String) throws -> ClosedRange<Date> {
+        do {
+            let start = try TimeText.date(since ?? defaultSince, now: now, calendar: calendar)
+            let end = try until.map { text throws(TimeText.ParseError) in try TimeText.date(text, now: now, calendar: calendar, endOfDay: true) } ?? now
+            guard start <= end else { throw ValidationError("--since is after --until: nothing lies between them") }
+            return start...end
+        } catch let error as TimeText.ParseError {
+            throw ValidationError(error.description)
+        }
+    }
+}
+
+struct TrackExportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "track",
+        abstract: "Export this machine's own track as GPX, GeoJSON or CSV.",
+        discussion: """
+            Reads the track the daemon keeps (STATE-DIR/track.sqlite) whether or not the machine is onboarded: every \
+            sample, for 90 days. The daemon writes it once a minute, so the last minute may not be there yet. Where \
+            the fix was lost the line breaks: a new GPX segment, a new line of the GeoJSON MultiLineString. CSV lists \
+            every sample, with or without a fix. Times are UTC in the output; --since and --until are local times.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Output format.", valueName: "format"))
+    var format: TrackFormat = .gpx
+
+    @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
+    var output: String?
+
+    @OptionGroup var time: TimeRangeOptions
+    @OptionGroup var state: StateDirectoryOption
+
+    func run() async throws {
+        let calendar = localCalendar()
+        let range = try time.range(now: Date(), calendar: calendar, defaultSince: "today")
+        let points: [TrackPoint]
+        do {
+            points = try await TrackStore(readingOnly: state.trackPath, calendar: calendar).points(from: range.lowerBound, to: range.upperBound)
+        } catch {
+            throw CommandFailure(description: error.description, exitCode: 74)
+        }
+        let name = "agrigps \(ISO8601UTC.string(from: range.lowerBound)) to \(ISO8601UTC.string(from: range.upperBound))"
+        let text = TrackExport.text(points, as: format, name: name)
+        guard let output else {
+            FileHandle.standardOutput.write(Data(text.utf8))
+            return
+        }
+        do {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+        } catch {
+            throw CommandFailure(description: "cannot write \(output): \(error.localizedDescription); check the directory and its permissions",
+                                 exitCode: 73)
+        }
+        FileHandle.standardError.write(Data("\(points.count) samples written to \(output)\n".utf8))
+    }
+}
+
+struct StatsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats",
+        abstract: "This machine's working figures per day, ISO week, month or year.",
+        discussion: """
+            From the track the daemon keeps (STATE-DIR/track.sqlite): hours with a fix and by fix quality, minutes \
+            without a fix and without a receiver, hours moving (faster than 0.5 m/s) and distance driven, and the \
+            samples taken. Days are local days in the box's time zone (TZ, else the system's). Each sample counts \
+            the time until the next one, at most 45 s: time with the daemon stopped counts nowhere.
+            """
+    )
+
+    @Option(help: ArgumentHelp("One line per local day, ISO week, month or year.", valueName: "period"))
+    var by: WorkLedger.Period = .day
+
+    @Flag(help: "Print JSON for scripts.")
+    var json = false
+
+    @OptionGroup var time: TimeRangeOptions
+    @OptionGroup var state: StateDirectoryOption
+
+    func run() async throws {
+        let calendar = localCalendar()
+        let range = try time.range(now: Date(), calendar: calendar, defaultSince: "3650d")
+        let days: [LocalDay: WorkFigures]
+        do {
+            days = try await TrackStore(readingOnly: state.trackPath, calendar: calendar).days()
+        } catch {
+            throw CommandFailure(description: error.description, exitCode: 74)
+        }
+        // A day is in when it overlaps the range.
+        let first = LocalDay(range.lowerBound, in: calendar), last = LocalDay(range.upperBound.addingTimeInterval(-0.001), in: calendar)
+        let periods = WorkLedger.sum(days.filter { $0.key >= first && $0.key <= last }, by: by)
+        if json {
+            Output.line(StatsReport.json(periods, by: by))
+        } else {
+            for line in StatsReport.text(periods, by: by) { Output.line(line) }
+        }
+    }
+}
+
+extension TrackFormat: ExpressibleByArgument {}
+extension WorkLedger.Period: ExpressibleByArgument {}

@@ -1,0 +1,111 @@
+import Foundation
+import GNSS
+import GRDB
+import Testing
+@testable import Track
+
+private func temporaryPath() -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("track-\(UUID().uuidString)/track.sqlite").path
+}
+
+private func utc() -> Calendar {
+    var calendar = Calendar(identifier: .gregorian)
+    calendar.timeZone = TimeZone(identifier: "UTC")!
+    return calendar
+}
+
+private let t0 = Date(timeIntervalSince1970: 1_790_000_000)  // 2026-09-21T14:13:20Z
+
+private func point(_ second: Double, latitude: Double = 52, state: FixState = .fix(.threeD, .rtkFixed)) -> TrackPoint {
+    TrackPoint(time: t0.addingTimeInterval(second), state: state, coordinate: Coordinate(latitude: latitude, longitude: 10), speed: 1)
+}
+
+/// Rows in the file itself, read on a connection of the test's own.
+private func storedPoints(_ path: String) throws -> Int {
+    try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM point") ?? -1 }
+}
+
+/// Values out of range written into the file, as damage or an editor would leave them.
+private func tamper(_ path: String) throws {
+    try DatabaseQueue(path: path).write { db in
+        try db.execute(sql: "INSERT INTO point (time_ms, state, latitude, longitude, speed) VALUES (?, 'fix_3d_rtk_fixed', 95, 10, -4)",
+                       arguments: [Int64(t0.timeIntervalSince1970 * 1000) + 5000])
+        try db.execute(sql: "INSERT INTO point (time_ms, state) VALUES (?, 'flying')", arguments: [Int64(t0.timeIntervalSince1970 * 1000) + 6000])
+        try db.execute(sql: "UPDATE day SET samples = -5, rtk_fixed = 1e300, metres = 'many'")
+    }
+}
+
+@Suite struct TrackStoreTests {
+    func store(_ path: String, _ change: (inout TrackStore.Configuration) -> Void = { _ in }) -> TrackStore {
+        var configuration = TrackStore.Configuration()
+        configuration.calendar = utc()
+        change(&configuration)
+        return TrackStore(path: path, configuration: configuration)
+    }
+
+    @Test("points are held, then written together once a minute: one commit for sixty samples")
+    func heldThenWrittenTogether() async throws {
+        let path = temporaryPath()
+        let track = store(path)
+        for second in 0..<60 { try await track.record(point(Double(second)), now: t0.addingTimeInterval(Double(second))) }
+        #expect(try storedPoints(path) == 0, "nothing is written within the minute")
+        #expect(try await track.points(from: t0, to: t0.addingTimeInterval(60)).count == 60, "held points are read too")
+        try await track.record(point(60), now: t0.addingTimeInterval(60))
+        #expect(try storedPoints(path) == 61)
+        let day = try #require(try await track.days()[LocalDay(year: 2026, month: 9, day: 21)])
+        #expect((day.secondsByQuality[.rtkFixed] ?? -1) == 60.0 && day.samples == 61, "the newest point waits for the next to say how long it stood")
+    }
+
+    @Test("a new run goes on from the newest stored point: its time counts, and no sample is counted twice")
+    func aRestartGoesOn() async throws {
+        let path = temporaryPath()
+        let first = store(path)
+        for second in 0..<10 { try await first.record(point(Double(second)), now: t0) }
+        try await first.flush(now: t0)
+        let second = store(path)
+        for next in 10..<20 { try await second.record(point(Double(next)), now: t0) }
+        try await second.flush(now: t0)
+        let reader = TrackStore(readingOnly: path, calendar: utc())
+        let day = try #require(try await reader.days()[LocalDay(year: 2026, month: 9, day: 21)])
+        #expect(day.samples == 20 && day.secondsWithFix == 19, "20 samples once each; 19 steps of 1 s, across the restart too")
+        #expect(try await reader.points(from: t0, to: t0.addingTimeInterval(100)).count == 20)
+    }
+
+    @Test("points older than the retention go, then the oldest beyond the cap; days' figures stay")
+    func retentionAndCap() async throws {
+        let path = temporaryPath()
+        let track = store(path) { $0.retention = 100; $0.maximumPoints = 30 }
+        for second in 0..<200 { try await track.record(point(Double(second)), now: t0) }
+        try await track.flush(now: t0.addingTimeInterval(200))
+        let kept = try await track.points(from: t0, to: t0.addingTimeInterval(1000))
+        #expect(kept.count == 30, "retention leaves 100, the cap 30")
+        #expect(kept.first?.time == t0.addingTimeInterval(170) && kept.last?.time == t0.addingTimeInterval(199))
+        let day = try #require(try await track.days()[LocalDay(year: 2026, month: 9, day: 21)])
+        #expect(day.samples == 200, "the figures outlive the points")
+    }
+
+    @Test("a reader finds nothing and creates nothing where no track has been kept")
+    func aReaderCreatesNothing() async throws {
+        let path = temporaryPath()
+        let reader = TrackStore(readingOnly: path, calendar: utc())
+        #expect(try await reader.days().isEmpty)
+        #expect(try await reader.points(from: t0, to: t0.addingTimeInterval(10)).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        await #expect(throws: TrackStoreError.self) { try await reader.record(point(0), now: t0.addingTimeInterval(3600)) }
+    }
+
+    @Test("values out of range in the file are not believed")
+    func damagedRowsAreChecked() async throws {
+        let path = temporaryPath()
+        let track = store(path)
+        try await track.record(point(0), now: t0)
+        try await track.record(point(1), now: t0)
+        try await track.flush(now: t0)
+        try tamper(path)
+        let points = try await TrackStore(readingOnly: path, calendar: utc()).points(from: t0, to: t0.addingTimeInterval(10))
+        #expect(points.count == 3, "an unknown state is skipped")
+        #expect(points.count == 3 && points[2].coordinate == nil && points[2].speed == nil && !points[2].isFix)
+        let day = try await TrackStore(readingOnly: path, calendar: utc()).days().values.first
+        #expect(day?.samples == 0 && day?.secondsWithFix == 0 && day?.metresDriven == 0)
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import GNSS
+import Testing
+import TestSupport
+
+/// An expected sample of a fixture log: its receiver time, state and position.
+private struct Expected {
+    var time: Date
+    var state: String
+    var position: (latitude: Double, longitude: Double)?
+
+    /// The samples with a receiver time. One without is dated by the system clock, which in a replay
+    /// of an old log is now, far outside the log's days.
+    static func samples(_ log: String) throws -> [Expected] {
+        try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("\(log).samples.jsonl").path).compactMap { line in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            guard let time = object["time"] as? String else { return nil }
+            let parsed = try #require(ISO8601UTC.date(from: time))
+            let state = try #require(object["state"] as? String)
+            let position = state.hasPrefix("fix_") ? (object["lat"] as? Double).flatMap { lat in (object["lon"] as? Double).map { (lat, $0) } } : nil
+            return Expected(time: parsed, state: state, position: position)
+        }
+    }
+}
+
+/// The haversine distance, written out here rather than taken from the code under test.
+private func metres(_ a: (latitude: Double, longitude: Double), _ b: (latitude: Double, longitude: Double)) -> Double {
+    let rad = Double.pi / 180
+    let h = pow(sin((b.latitude - a.latitude) * rad / 2), 2)
+        + cos(a.latitude * rad) * cos(b.latitude * rad) * pow(sin((b.longitude - a.longitude) * rad / 2), 2)
+    return 2 * 6_371_008.8 * asin(min(1, h.squareRoot()))
+}
+
+@Suite("the machine's own track through run, track and stats", .serialized, .timeLimit(.minutes(2)))
+struct TrackCommandTests {
+    @Test("a replayed log's track breaks at each fix loss, and its figures match the samples", arguments: ["ublox-lea-4h", "nmea-rtk"])
+    func trackAndStats(log: String) async throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-track-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        // Not onboarded: the track is kept all the same.
+        let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", state], timeout: 90)
+        #expect(run.code == 0, "\(run.stderr.suffix(5))")
+        let expected = try Expected.samples(log)
+        // The logs' days (2020 and 2026), and not today, where samples without a receiver time land.
+        let range = ["--since", "2019-01-01", "--until", "2026-06-01", "--state-dir", state]
+
+        // Runs of fixes, as the test reads them: broken by every sample without one, and where two
+        // samples are more than 45 s apart.
+        var runs: [[Expected]] = [[]]
+        for (index, sample) in expected.enumerated() {
+            let gap = index > 0 && sample.time.timeIntervalSince(expected[index - 1].time) > 45
+            if sample.position == nil || gap { runs.append([]) }
+            if sample.position != nil { runs[runs.count - 1].append(sample) }
+        }
+        runs.removeAll { $0.isEmpty }
+        let geo = try await AgrigpsCommand.run(["track", "--format", "geojson"] + range)
+        #expect(geo.code == 0, "\(geo.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(geo.stdout.joined().utf8)) as? [String: Any])
+        let features = try #require(object["features"] as? [[String: Any]])
+        let lines = try #require((features.first?["geometry"] as? [String: Any])?["coordinates"] as? [[[Double]]])
+        #expect(lines.map(\.count) == runs.filter { $0.count >= 2 }.map(\.count), "one line per run of fixes")
+        #expect(lines.first?.first.map { [$0[1], $0[0]] } == runs.first { $0.count >= 2 }?.first.map { [$0.position!.latitude, $0.position!.longitude] }
+                    .map { $0.map { ($0 * 1e7).rounded() / 1e7 } })
+
+        let gpx = try await AgrigpsCommand.run(["track", "--format", "gpx"] + range)
+        #expect(gpx.stdout.filter { $0 == "<trkseg>" }.count == runs.count, "one GPX segment per run of fixes")
+        let csv = try await AgrigpsCommand.run(["track", "--format", "csv"] + range)
+        #expect(csv.stdout.count == expected.count + 1, "every sample, with or without a fix")
+
+        // Each sample stands for the time until the next (at most 45 s); distance between fixes of a run.
+        var byState: [String: Double] = [:]
+        var distance = 0.0
+        for (sample, next) in zip(expected, expected.dropFirst()) {
+            let seconds = next.time.timeIntervalSince(sample.time)
+            guard seconds >= 0, seconds <= 45 else { continue }
+            byState[sample.state, default: 0] += seconds
+            if let from = sample.position, let to = next.position { distance += metres(from, to) }
+        }
+        let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year"] + range)
+        #expect(stats.code == 0, "\(stats.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])
+        let year = try #require((report["periods"] as? [[String: Any]])?.first)
+        #expect(year["samples"] as? Int == expected.count)
+        #expect(abs((year["metres_driven"] as? Double ?? -1) - distance) < 0.01, "\(year) against \(distance) m")
+        let qualities = try #require(year["seconds_by_quality"] as? [String: Double])
+        for (name, quality) in [("rtk_fixed", "rtk_fixed"), ("rtk_float", "rtk_float"), ("dgps", "dgps"), ("autonomous", "autonomous")] {
+            let seconds = byState.filter { $0.key.hasPrefix("fix_") && $0.key.hasSuffix("_" + quality) }.values.reduce(0, +)
+            #expect(abs((qualities[name] ?? -1) - seconds) < 0.001, "\(name): \(qualities[name] ?? -1) against \(seconds)")
+        }
+        #expect(abs((year["seconds_without_fix"] as? Double ?? -1) - (byState["no_fix"] ?? 0)) < 0.001)
+    }
+
+    @Test("bad times and formats are refused before anything is read")
+    func badInput() async throws {
+        let since = try await AgrigpsCommand.run(["track", "--since", "soon", "--state-dir", "/nonexistent"])
+        #expect(since.code == 64 && since.stderr.joined().contains("is not a time"), "\(since.stderr)")
+        let order = try await AgrigpsCommand.run(["stats", "--since", "today", "--until", "2d", "--state-dir", "/nonexistent"])
+        #expect(order.code == 64 && order.stderr.joined().contains("after --until"), "\(order.stderr)")
+        let format = try await AgrigpsCommand.run(["track", "--format", "kml", "--state-dir", "/nonexistent"])
+        #expect(format.code == 64, "\(format.stderr)")
+        let nothing = try await AgrigpsCommand.run(["stats", "--state-dir", "/nonexistent"])
+        #expect(nothing.code == 0 && nothing.stdout == ["No track recorded in this time."], "\(nothing.stdout) \(nothing.stderr)")
+    }
+}
