@@ -280,18 +280,21 @@ enum TrackRow {
     /// A column's value as a number or text; nil when NULL or of another kind (GRDB's typed
     /// subscripts stop the process on a value they cannot convert).
     static func number(_ row: Row, _ column: String) -> Double? {
-        let value: DatabaseValue = row[column]
-        return Double.fromDatabaseValue(value).flatMap { $0.isFinite ? $0 : nil }
+        switch (row[column] as DatabaseValue).storage {
+        case .double(let value): return value.isFinite ? value : nil
+        case .int64(let value): return Double(value)
+        case .null, .string, .blob: return nil
+        }
     }
 
     static func integer(_ row: Row, _ column: String) -> Int64? {
-        let value: DatabaseValue = row[column]
-        return Int64.fromDatabaseValue(value)
+        if case .int64(let value) = (row[column] as DatabaseValue).storage { return value }
+        return nil
     }
 
     static func text(_ row: Row, _ column: String) -> String? {
-        let value: DatabaseValue = row[column]
-        return String.fromDatabaseValue(value)
+        if case .string(let value) = (row[column] as DatabaseValue).storage { return value }
+        return nil
     }
 
     static func point(_ row: Row) -> TrackPoint? {
