@@ -259,7 +259,7 @@ let package = Package(
                                                      .product(name: "Logging", package: "swift-log"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
-        .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "Gateway", "GNSS",
                                                      .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,12 +1,16 @@
 import Foundation
 
-/// The files mapped into a process (this one when `pid` is nil), from its /proc maps. Read to the
-/// end: procfs reports a size of 0, and a reader that trusts the size stops after the first page.
-public func mappedFiles(of pid: pid_t? = nil) -> Set<String> {
-    let path = "/proc/\(pid.map(String.init) ?? "self")/maps"
-    guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
+/// A /proc file read to the end ("" when it cannot be read): procfs reports a size of 0, and a
+/// reader that trusts the size stops after the first page.
+public func procText(_ path: String) -> String {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return "" }
     defer { try? handle.close() }
-    let text = String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
+    return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
+}
+
+/// The files mapped into a process (this one when `pid` is nil), from its /proc maps.
+public func mappedFiles(of pid: pid_t? = nil) -> Set<String> {
+    let text = procText("/proc/\(pid.map(String.init) ?? "self")/maps")
     // A line is "range perms offset dev inode [path]"; only the lines with a path have a sixth field.
     return Set(text.split(separator: "\n").compactMap { line in
         let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)

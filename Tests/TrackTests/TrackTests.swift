@@ -1,6 +1,7 @@
 import Foundation
 import GNSS
 import Testing
+import TestSupport
 @testable import Track
 
 private let start = Date(timeIntervalSince1970: 1_790_000_000)  // 2026-09-21T14:13:20Z
@@ -77,15 +78,6 @@ private func lost(_ seconds: Double, _ state: FixState = .noFix) -> TrackPoint {
     }
 }
 
-/// An independent great-circle distance (spherical law of cosines in its haversine form, written
-/// out again here rather than taken from GNSS).
-private func haversine(_ a: (Double, Double), _ b: (Double, Double)) -> Double {
-    let r = 6_371_008.8, rad = Double.pi / 180
-    let dLat = (b.0 - a.0) * rad, dLon = (b.1 - a.1) * rad
-    let h = pow(sin(dLat / 2), 2) + cos(a.0 * rad) * cos(b.0 * rad) * pow(sin(dLon / 2), 2)
-    return 2 * r * asin(min(1, h.squareRoot()))
-}
-
 @Suite struct WorkFiguresTests {
     /// One whole local day at 1 Hz in Berlin, 86,400 samples: RTK fixed 06:00–09:00 driving north at
     /// 3 m/s, RTK float 09:00–10:00 standing, no fix 10:00–10:40, DGPS 10:40–12:00 driving east at
@@ -113,7 +105,7 @@ private func haversine(_ a: (Double, Double), _ b: (Double, Double)) -> Double {
             }
             let point = TrackPoint(time: midnight.addingTimeInterval(Double(second)), state: state,
                                    coordinate: Coordinate(latitude: latitude, longitude: longitude), speed: speed)
-            if point.isFix, let from = previous { expectedMetres += haversine(from, (latitude, longitude)) }
+            if point.isFix, let from = previous { expectedMetres += independentHaversine(from, (latitude, longitude)) }
             previous = point.isFix ? (latitude, longitude) : nil
             ledger.add(point)
             counted += 1
@@ -177,6 +169,6 @@ private func haversine(_ a: (Double, Double), _ b: (Double, Double)) -> Double {
         #expect(abs((figures?.secondsWithFix ?? 0) - 2) < 0.001, "1 s, then an hour apart (nothing), back in time (nothing), then 1 s")
         #expect(figures?.samples == 5)
         let metres = figures?.metresDriven ?? 0
-        #expect(abs(metres - (haversine((52, 10), (52.0001, 10)) + haversine((52.0003, 10), (52.0004, 10)))) < 0.001)
+        #expect(abs(metres - (independentHaversine((52, 10), (52.0001, 10)) + independentHaversine((52.0003, 10), (52.0004, 10)))) < 0.001)
     }
 }

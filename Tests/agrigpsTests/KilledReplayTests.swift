@@ -63,7 +63,8 @@ private struct SharedMemorySegment: Equatable, CustomStringConvertible {
     var description: String { "key 0x\(String(UInt32(bitPattern: key), radix: 16)) id \(id) creator \(creator)" }
 
     static func all() -> [SharedMemorySegment] {
-        let text = (try? String(contentsOfFile: "/proc/sysvipc/shm", encoding: .utf8)) ?? ""
+        // Whole: with many segments the list is longer than the first page.
+        let text = procText("/proc/sysvipc/shm")
         // key shmid perms size cpid lpid nattch ...
         return text.split(separator: "\n").dropFirst().compactMap { line in
             let fields = line.split(separator: " ")

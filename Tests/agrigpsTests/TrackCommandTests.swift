@@ -23,14 +23,6 @@ private struct Expected {
     }
 }
 
-/// The haversine distance, written out here rather than taken from the code under test.
-private func metres(_ a: (latitude: Double, longitude: Double), _ b: (latitude: Double, longitude: Double)) -> Double {
-    let rad = Double.pi / 180
-    let h = pow(sin((b.latitude - a.latitude) * rad / 2), 2)
-        + cos(a.latitude * rad) * cos(b.latitude * rad) * pow(sin((b.longitude - a.longitude) * rad / 2), 2)
-    return 2 * 6_371_008.8 * asin(min(1, h.squareRoot()))
-}
-
 @Suite("the machine's own track through run, track and stats", .serialized, .timeLimit(.minutes(2)))
 struct TrackCommandTests {
     @Test("a replayed log's track breaks at each fix loss, and its figures match the samples", arguments: ["ublox-lea-4h", "nmea-rtk"])
@@ -74,7 +66,7 @@ struct TrackCommandTests {
             let seconds = next.time.timeIntervalSince(sample.time)
             guard seconds >= 0, seconds <= 45 else { continue }
             byState[sample.state, default: 0] += seconds
-            if let from = sample.position, let to = next.position { distance += metres(from, to) }
+            if let from = sample.position, let to = next.position { distance += independentHaversine(from, to) }
         }
         let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year"] + range)
         #expect(stats.code == 0, "\(stats.stderr)")
