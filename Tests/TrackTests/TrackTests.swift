@@ -78,6 +78,46 @@ private func lost(_ seconds: Double, _ state: FixState = .noFix) -> TrackPoint {
     }
 }
 
+/// The exports as other programs read them: xmllint against the GPX 1.1 schema, the geojson library.
+@Suite("track exports validate with outside tools", .timeLimit(.minutes(1)))
+struct ExportValidationTests {
+    static let cases: [(name: String, points: [TrackPoint])] = [
+        ("runs, losses and a lone fix", [fix(0, 52, quality: .rtkFixed), fix(1, 52.0001, quality: .rtkFloat), lost(2), fix(3, 52.0002),
+                                         fix(4, 52.0003, quality: .dgps), lost(5, .noReceiver(.removed)), fix(6, 52.0004)]),
+        ("nothing recorded", []),
+        ("no fix at all", [lost(0), lost(1, .gpsdUnreachable)]),
+        ("2D fixes without height, south and west, a name with markup and control characters",
+         [TrackPoint(time: start, state: .fix(.twoD, .autonomous), coordinate: Coordinate(latitude: -33.9, longitude: -70.6)),
+          TrackPoint(time: start.addingTimeInterval(1), state: .fix(.twoD, .autonomous), coordinate: Coordinate(latitude: -33.90001, longitude: -179.99999))]),
+    ]
+
+    @Test("GPX validates against the GPX 1.1 schema", arguments: 0..<cases.count)
+    func gpx(_ index: Int) async throws {
+        let text = TrackExport.gpx(Self.cases[index].points, name: "Trecker <\"7\"> & Söhne\u{1}\u{7F}")
+        let verdict = try await ExportValidation.gpx(text)
+        #expect(verdict.valid, "\(Self.cases[index].name): \(verdict)")
+    }
+
+    @Test("GeoJSON validates with the geojson library", arguments: 0..<cases.count)
+    func geoJSON(_ index: Int) async throws {
+        let text = TrackExport.geoJSON(Self.cases[index].points, name: "Trecker <\"7\"> & Söhne\u{1}")
+        let verdict = try await ExportValidation.geoJSON(text)
+        #expect(verdict.valid, "\(Self.cases[index].name): \(verdict)")
+    }
+
+    @Test("the validators refuse what is not valid, so a pass above means something")
+    func controls() async throws {
+        let good = TrackExport.gpx(Self.cases[0].points, name: "x")
+        let badLatitude = good.replacingOccurrences(of: "lat=\"52.0000000\"", with: "lat=\"92.0000000\"")
+        #expect(badLatitude != good)
+        #expect(try await !ExportValidation.gpx(badLatitude).valid, "a latitude of 92°")
+        #expect(try await !ExportValidation.gpx(good.replacingOccurrences(of: "<time>", with: "<when>").replacingOccurrences(of: "</time>", with: "</when>")).valid)
+        let line = #"{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"MultiLineString","coordinates":[[[10,52]]]}}]}"#
+        #expect(try await !ExportValidation.geoJSON(line).valid, "a line of one position")
+        #expect(try await ExportValidation.geoJSON(line.replacingOccurrences(of: "[[[10,52]]]", with: "[[[10,52],[10,52.1]]]")).valid)
+    }
+}
+
 @Suite struct WorkFiguresTests {
     /// One whole local day at 1 Hz in Berlin, 86,400 samples: RTK fixed 06:00–09:00 driving north at
     /// 3 m/s, RTK float 09:00–10:00 standing, no fix 10:00–10:40, DGPS 10:40–12:00 driving east at

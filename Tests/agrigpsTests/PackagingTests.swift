@@ -14,12 +14,7 @@ struct PackagingTests {
     /// `timeout` bounds a hung command, not its speed: `make deb` strips and compresses two debug
     /// binaries of 50 MB and more, which beside other tests on two cores took over a minute.
     func run(_ executable: String, _ arguments: [String], in directory: String, timeout: Double = 60) async throws -> (code: Int32?, output: String) {
-        let output = directory + "/command-\(UUID().uuidString.prefix(8)).out"
-        let process = try ChildProcess(executable: executable, arguments: arguments,
-                                       environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputPath: output, errorPath: output)
-        defer { process.terminate(grace: 1) }
-        let code = await process.wait(timeout: timeout)
-        return (code, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+        try await SystemTool.run(executable, arguments, timeout: timeout)
     }
 
     func scratch() throws -> String {

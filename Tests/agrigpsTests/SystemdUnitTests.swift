@@ -30,11 +30,7 @@ struct SystemdUnitTests {
     }
 
     func analyze(_ arguments: [String], in directory: String) async throws -> (code: Int32?, output: String) {
-        let output = directory + "/analyze.out"
-        let process = try ChildProcess(executable: "/usr/bin/systemd-analyze", arguments: arguments,
-                                       environment: ["PATH": "/usr/bin:/bin", "SYSTEMD_LOG_COLOR": "0"], outputPath: output, errorPath: output)
-        let code = await process.wait(timeout: 30)
-        return (code, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+        try await SystemTool.run("/usr/bin/systemd-analyze", arguments, environment: ["PATH": "/usr/bin:/bin", "SYSTEMD_LOG_COLOR": "0"], timeout: 30)
     }
 
     @Test("systemd-analyze verify finds nothing to complain about", arguments: units)

@@ -56,6 +56,10 @@ struct TrackCommandTests {
 
         let gpx = try await AgrigpsCommand.run(["track", "--format", "gpx"] + range)
         #expect(gpx.stdout.filter { $0 == "<trkseg>" }.count == runs.count, "one GPX segment per run of fixes")
+        let gpxVerdict = try await ExportValidation.gpx(gpx.stdout.joined(separator: "\n"))
+        #expect(gpxVerdict.valid, "GPX 1.1 schema: \(gpxVerdict)")
+        let geoVerdict = try await ExportValidation.geoJSON(geo.stdout.joined(separator: "\n"))
+        #expect(geoVerdict.valid, "geojson: \(geoVerdict)")
         let csv = try await AgrigpsCommand.run(["track", "--format", "csv"] + range)
         #expect(csv.stdout.count == expected.count + 1, "every sample, with or without a fix")
 
