@@ -2,6 +2,7 @@ import Bounds
 import Foundation
 import GNSS
 import Spool
+import Track
 
 /// Why the configuration file was refused: which key, and what is allowed.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -59,6 +60,10 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// leaflet_directory = "/usr/share/javascript/leaflet"
 /// session_hours = 12            # a login lasts this long
 /// not_moving_minutes = 10       # another machine that has not moved for this long is announced
+/// [track]
+/// time_zone = "Europe/Berlin"   # local days for stats and the cab view (default: TZ, else the system's)
+/// retention_days = 90           # how long the machine's own track keeps its points
+/// max_points = 8000000          # at most this many points; the oldest go first
 /// ```
 public struct ConfigurationFile: Sendable, Equatable {
     public enum Value: Sendable, Equatable {
@@ -75,6 +80,8 @@ public struct ConfigurationFile: Sendable, Equatable {
         case choices([String])
         case text
         case address
+        /// A name from the tz database ("Europe/Berlin", "UTC").
+        case timeZone
     }
 
     struct Key: Sendable {
@@ -112,6 +119,9 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "web", name: "leaflet_directory", kind: .text),
         Key(section: "web", name: "session_hours", kind: .number(0.1...720, unit: "hours")),
         Key(section: "web", name: "not_moving_minutes", kind: .number(1...1440, unit: "minutes")),
+        Key(section: "track", name: "time_zone", kind: .timeZone),
+        Key(section: "track", name: "retention_days", kind: .number(1...3650, unit: "days")),
+        Key(section: "track", name: "max_points", kind: .integer(1000...100_000_000)),
     ]
 
     public let path: String
@@ -227,22 +237,39 @@ public struct ConfigurationFile: Sendable, Equatable {
                 throw Refusal(problem: TerminalText.safe(error.description, limit: 200))
             }
             return .text(text)
+        case .timeZone:
+            guard let text, TerminalText.isSafe(text, limit: 60), TimeZone(identifier: text) != nil else {
+                throw refuse("a time zone name from the tz database, such as \"Europe/Berlin\" or \"UTC\"")
+            }
+            return .text(text)
         }
     }
 
     /// A flag that stands for a key of the file (`--interval` for [sampling] interval) is checked by
     /// the same rule, so the two can never disagree on what is allowed.
     public static func checkFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> Double {
+        guard case .number(let number) = try checkedFlag(flag, text, section: section, name: name) else {
+            preconditionFailure("[\(section)] \(name) is not a number")
+        }
+        return number
+    }
+
+    /// The same for a key whose value is text (a time zone, say).
+    public static func checkTextFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> String {
+        guard case .text(let checked) = try checkedFlag(flag, text, section: section, name: name) else {
+            preconditionFailure("[\(section)] \(name) is not text")
+        }
+        return checked
+    }
+
+    private static func checkedFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> Value {
         guard let key = keys.first(where: { $0.section == section && $0.name == name }) else {
             preconditionFailure("no configuration key [\(section)] \(name)")
         }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         do {
-            guard case .number(let number) = try value(of: key, number: Double(trimmed), text: text, shown: "'\(TerminalText.safe(text, limit: 40))'",
-                                                      isInteger: Int(trimmed) != nil) else {
-                preconditionFailure("[\(section)] \(name) is not a number")
-            }
-            return number
+            return try value(of: key, number: Double(trimmed), text: text, shown: "'\(TerminalText.safe(text, limit: 40))'",
+                             isInteger: Int(trimmed) != nil)
         } catch {
             throw FlagError(description: "\(flag) \(error.problem)")
         }
@@ -278,6 +305,21 @@ public struct ConfigurationFile: Sendable, Equatable {
     public var outputs: [SpoolOutput] {
         guard let names = list("publishing", "formats") else { return SpoolOutput.all }
         return SpoolOutput.all.filter { names.contains($0.name) }
+    }
+
+    /// The time zone of local days: [track] time_zone, else nil (TZ, else the system's).
+    public var trackTimeZone: TimeZone? {
+        text("track", "time_zone").flatMap(TimeZone.init(identifier:))
+    }
+
+    /// The own track's keeping: the file's time zone, retention and cap, the defaults elsewhere.
+    public var trackConfiguration: TrackStore.Configuration {
+        var configuration = TrackStore.Configuration()
+        if let zone = trackTimeZone { configuration.calendar.timeZone = zone }
+        if let days = number("track", "retention_days") { configuration.retention = days * 86_400 }
+        // Checked by the file's range (at most 10^8), so this conversion cannot trap.
+        if let points = number("track", "max_points") { configuration.maximumPoints = Bounds.whole(points) ?? configuration.maximumPoints }
+        return configuration
     }
 
     /// The status thresholds, the file's where it sets them.

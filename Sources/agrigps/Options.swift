@@ -14,6 +14,15 @@ enum KeyedFlag {
         }
     }
 
+    /// A flag whose key takes text (a time zone, say), by the same rule.
+    static func text(_ flag: String, _ text: String, section: String, name: String) throws -> String {
+        do {
+            return try ConfigurationFile.checkTextFlag(flag, text, section: section, name: name)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
     /// The flag's value if it was given, else the file's, else `fallback`.
     static func value(_ flag: String, _ text: String?, section: String, name: String, file: ConfigurationFile, fallback: Double) throws -> Double {
         if let text { return try value(flag, text, section: section, name: name) }

@@ -200,7 +200,7 @@ struct Run: AsyncParsableCommand {
         configuration.staleAfter = file.thresholds.staleAfter
         configuration.outputs = file.outputs
         configuration.softwareVersion = Agrigps.configuration.version
-        configuration.track = TrackStore(path: state.trackPath)
+        configuration.track = TrackStore(path: state.trackPath, configuration: file.trackConfiguration)
         configuration.trackDatesBySystemClock = replay == nil || retime
         return configuration
     }

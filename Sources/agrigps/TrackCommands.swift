@@ -2,16 +2,10 @@ import ArgumentParser
 import CommandSupport
 import Foundation
 import GNSS
+import Gateway
 import Track
 
-/// The box's time zone for local days: TZ when set, else the system's.
-private func localCalendar() -> Calendar {
-    var calendar = Calendar(identifier: .gregorian)
-    calendar.timeZone = .current
-    return calendar
-}
-
-/// --since and --until, shared by `track` and `stats`.
+/// --since, --until and --time-zone, shared by `track` and `stats`.
 struct TimeRangeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Start: now, today, yesterday, 8h (back from now), 2026-11-25 or 2026-11-25T08:30 (local; ...Z for UTC). Default: today for track, ten years back for stats.",
                                valueName: "time"))
@@ -20,8 +14,24 @@ struct TimeRangeOptions: ParsableArguments {
     @Option(help: ArgumentHelp("End, in the same forms; a date means the end of that day (default: now).", valueName: "time"))
     var until: String?
 
+    @Option(name: .customLong("time-zone"),
+            help: ArgumentHelp("Time zone of local days and times, such as Europe/Berlin (default: [track] time_zone, else TZ, else the system's).",
+                               valueName: "zone"))
+    var timeZone: String?
+
     func validate() throws {
-        _ = try range(now: Date(), calendar: localCalendar(), defaultSince: "today")
+        _ = try range(now: Date(), calendar: try calendar(ConfigurationFile(path: "")), defaultSince: "today")
+    }
+
+    /// Local days in the flag's time zone, else the file's, else TZ's or the system's.
+    func calendar(_ file: ConfigurationFile) throws -> Calendar {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = file.trackTimeZone ?? .current
+        if let timeZone {
+            let name = try KeyedFlag.text("--time-zone", timeZone, section: "track", name: "time_zone")
+            calendar.timeZone = TimeZone(identifier: name) ?? calendar.timeZone
+        }
+        return calendar
     }
 
     func range(now: Date, calendar: Calendar, defaultSince: String) throws -> ClosedRange<Date> {
@@ -42,7 +52,7 @@ struct TrackExportCommand: AsyncParsableCommand {
         abstract: "Export this machine's own track as GPX, GeoJSON or CSV.",
         discussion: """
             Reads the track the daemon keeps (STATE-DIR/track.sqlite) whether or not the machine is onboarded: every \
-            sample, for 90 days. The daemon writes it once a minute, so the last minute may not be there yet. Where \
+            sample, for 90 days ([track] retention_days). The daemon writes it once a minute, so the last minute may not be there yet. Where \
             the fix was lost the line breaks: a new GPX segment, a new line of the GeoJSON MultiLineString. CSV lists \
             every sample, with or without a fix. Times are UTC in the output; --since and --until are local times.
             """
@@ -55,10 +65,11 @@ struct TrackExportCommand: AsyncParsableCommand {
     var output: String?
 
     @OptionGroup var time: TimeRangeOptions
+    @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
     func run() async throws {
-        let calendar = localCalendar()
+        let calendar = try time.calendar(try config.load())
         let range = try time.range(now: Date(), calendar: calendar, defaultSince: "today")
         let points: [TrackPoint]
         do {
@@ -89,7 +100,8 @@ struct StatsCommand: AsyncParsableCommand {
         discussion: """
             From the track the daemon keeps (STATE-DIR/track.sqlite): hours with a fix and by fix quality, minutes \
             without a fix and without a receiver, hours moving (faster than 0.5 m/s) and distance driven, and the \
-            samples taken. Days are local days in the box's time zone (TZ, else the system's). Each sample counts \
+            samples taken. Days are local days in the box's time zone ([track] time_zone, else TZ, else the system's), \
+            as the daemon counted them: a day is counted in the zone the daemon had then. Each sample counts \
             the time until the next one, at most 45 s: time with the daemon stopped counts nowhere.
             """
     )
@@ -101,10 +113,11 @@ struct StatsCommand: AsyncParsableCommand {
     var json = false
 
     @OptionGroup var time: TimeRangeOptions
+    @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
     func run() async throws {
-        let calendar = localCalendar()
+        let calendar = try time.calendar(try config.load())
         let range = try time.range(now: Date(), calendar: calendar, defaultSince: "3650d")
         let days: [LocalDay: WorkFigures]
         do {

@@ -1,6 +1,7 @@
 import Foundation
 import Spool
 import Testing
+import Track
 @testable import Gateway
 
 @Suite("Configuration file")
@@ -172,6 +173,31 @@ struct ConfigurationFileTests {
             ("--interval", "\u{1B}[2J", "sampling", "interval", "--interval must be a number of seconds from 0.1 to 3600, got '\\x1b[2J'"),
         ] {
             #expect(throws: FlagError(description: message)) { try ConfigurationFile.checkFlag(flag, text, section: section, name: name) }
+        }
+    }
+
+    @Test("the own track's time zone, retention and cap; a zone is a name from the tz database, for the key and its flag alike")
+    func track() throws {
+        let file = try ConfigurationFile.parse("""
+            [track]
+            time_zone = "America/Chicago"
+            retention_days = 30
+            max_points = 2000000
+            """, path: "x")
+        let track = file.trackConfiguration
+        #expect(track.calendar.timeZone.identifier == "America/Chicago")
+        #expect(track.retention == 30 * 86_400 && track.maximumPoints == 2_000_000)
+        #expect(ConfigurationFile(path: "none").trackConfiguration == TrackStore.Configuration(), "no file: the defaults")
+        #expect(throws: ConfigurationError(path: "x", key: "[track] time_zone",
+                                           problem: #"must be a time zone name from the tz database, such as "Europe/Berlin" or "UTC", got "Mars/Olympus""#)) {
+            try ConfigurationFile.parse("[track]\ntime_zone = \"Mars/Olympus\"", path: "x")
+        }
+        #expect(throws: ConfigurationError.self) { try ConfigurationFile.parse("[track]\ntime_zone = 2", path: "x") }
+        #expect(throws: ConfigurationError.self) { try ConfigurationFile.parse("[track]\nretention_days = 0", path: "x") }
+        #expect(throws: ConfigurationError.self) { try ConfigurationFile.parse("[track]\nmax_points = 10.5", path: "x") }
+        #expect(try ConfigurationFile.checkTextFlag("--time-zone", "Asia/Kolkata", section: "track", name: "time_zone") == "Asia/Kolkata")
+        #expect(throws: FlagError(description: #"--time-zone must be a time zone name from the tz database, such as "Europe/Berlin" or "UTC", got 'Berlin'"#)) {
+            try ConfigurationFile.checkTextFlag("--time-zone", "Berlin", section: "track", name: "time_zone")
         }
     }
 }

@@ -86,6 +86,34 @@ struct TrackCommandTests {
         #expect(abs((year["seconds_without_fix"] as? Double ?? -1) - (byState["no_fix"] ?? 0)) < 0.001)
     }
 
+    @Test("local days and times follow --time-zone, else [track] time_zone, else TZ")
+    func timeZones() async throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-track-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("nmea-rtk"), "--state-dir", state], timeout: 90)
+        #expect(run.code == 0, "\(run.stderr.suffix(5))")
+        // The log runs from 13:28 to 13:39 UTC on 18 March 2020: that day in UTC, the 19th on Kiritimati (UTC+14).
+        func count(_ extra: [String], day: String) async throws -> Int {
+            let csv = try await AgrigpsCommand.run(["track", "--format", "csv", "--since", day, "--until", day, "--state-dir", state] + extra)
+            #expect(csv.code == 0, "\(csv.stderr)")
+            return csv.stdout.count - 1
+        }
+        let samples = try Expected.samples("nmea-rtk").count
+        #expect(try await count(["--time-zone", "UTC"], day: "2020-03-18") == samples)
+        #expect(try await count(["--time-zone", "Pacific/Kiritimati"], day: "2020-03-18") == 0)
+        #expect(try await count(["--time-zone", "Pacific/Kiritimati"], day: "2020-03-19") == samples)
+        let config = state + "/agrigps.conf"
+        try "[track]\ntime_zone = \"Pacific/Kiritimati\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        #expect(try await count(["--config", config], day: "2020-03-19") == samples, "the file's zone")
+        #expect(try await count(["--config", config, "--time-zone", "UTC"], day: "2020-03-18") == samples, "the flag wins over the file")
+
+        let flag = try await AgrigpsCommand.run(["stats", "--time-zone", "Mars/Olympus", "--state-dir", state])
+        #expect(flag.code == 64 && flag.stderr.joined().contains("--time-zone must be a time zone name"), "\(flag.stderr)")
+        try "[track]\ntime_zone = \"CEST+2\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let file = try await AgrigpsCommand.run(["track", "--config", config, "--state-dir", state])
+        #expect(file.code == 78 && file.stderr.joined().contains("[track] time_zone"), "\(file.stderr)")
+    }
+
     @Test("bad times and formats are refused before anything is read")
     func badInput() async throws {
         let since = try await AgrigpsCommand.run(["track", "--since", "soon", "--state-dir", "/nonexistent"])
