@@ -17,6 +17,7 @@ enum CabPage {
   <nav id="tabs">
     <button data-tab="map" class="active">Map</button>
     <button data-tab="nearby">Nearby</button>
+    <button data-tab="records">Records</button>
     <button data-tab="settings">Settings</button>
   </nav>
 </header>
@@ -39,6 +40,21 @@ enum CabPage {
       <tbody></tbody>
     </table>
     <p id="nearby-empty">No other machine seen yet.</p>
+  </section>
+  <section id="tab-records" class="tab">
+    <div id="records-controls">
+      <label>Day <input id="records-day" type="date"></label>
+      <button id="records-show" type="button">Show on map</button>
+      <a id="records-gpx" class="download" href="#">GPX</a>
+      <a id="records-geojson" class="download" href="#">GeoJSON</a>
+    </div>
+    <p id="records-day-figures"></p>
+    <p id="records-empty" hidden>No track recorded yet: the gateway keeps one from its first sample, onboarded or not.</p>
+    <h3 id="records-week-title">Week</h3>
+    <div id="records-week" class="chart" role="img"></div>
+    <h3 id="records-year-title">Year</h3>
+    <div id="records-year" class="chart" role="img"></div>
+    <div id="records-legend" class="legend"></div>
   </section>
   <section id="tab-settings" class="tab">
     <div id="login" hidden>
@@ -113,17 +129,31 @@ tr.stale td, tr.gone td { color: #888; }
 #dialog .box { background: #fff; padding: 16px; border-radius: 8px; max-width: 90vw; width: 420px; }
 #dialog .buttons { display: flex; justify-content: flex-end; gap: 8px; }
 #dialog button { padding: 10px 14px; font-size: 16px; }
+#records-controls { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
+#records-controls input { font-size: 16px; padding: 6px; }
+#records-controls button, .download { padding: 8px 12px; font-size: 16px; border-radius: 6px; border: 1px solid #888; background: #fff; color: #222; text-decoration: none; }
+#tab-records h3 { margin: 14px 0 4px; font-size: 16px; }
+.chart { display: flex; align-items: flex-end; gap: 4px; height: 170px; padding: 18px 2px 0; background: #fff; border: 1px solid #ddd; }
+.chart .column { flex: 1; display: flex; flex-direction: column; align-items: stretch; justify-content: flex-end; height: 100%; min-width: 0; cursor: default; }
+.chart .column.selected .label { font-weight: 700; }
+.chart .stack { display: flex; flex-direction: column-reverse; }
+.chart .part { min-height: 0; }
+.chart .value { font-size: 11px; text-align: center; color: #444; white-space: nowrap; overflow: hidden; }
+.chart .label { font-size: 12px; text-align: center; border-top: 1px solid #bbb; padding: 2px 0; white-space: nowrap; overflow: hidden; }
+.legend { display: flex; flex-wrap: wrap; gap: 10px; margin-top: 8px; font-size: 13px; }
+.legend span::before { content: ""; display: inline-block; width: 10px; height: 10px; margin-right: 4px; background: var(--swatch); }
 @media (orientation: landscape) and (min-width: 900px) {
   main { display: flex; }
   #tab-map { display: block; flex: 2; }
-  #tab-nearby.active, #tab-settings.active { flex: 1; max-width: 460px; border-left: 1px solid #ccc; }
+  #tab-nearby.active, #tab-records.active, #tab-settings.active { flex: 1; max-width: 460px; border-left: 1px solid #ccc; }
   #tabs button[data-tab="map"] { display: none; }
 }
 """#
 
     static let script = #"""
 "use strict";
-const cab = { session: null, state: null, map: null, own: null, others: {}, trails: {}, follow: true, showTrails: false, fitted: false };
+const cab = { session: null, state: null, map: null, own: null, others: {}, trails: {}, follow: true, showTrails: false, fitted: false,
+              records: null, dayTrack: null };
 window.cab = cab;
 
 function $(id) { return document.getElementById(id); }
@@ -327,6 +357,100 @@ function draw(state) {
   if (!cab.fitted && (state.own || state.others.length)) { cab.fitted = true; if (!state.own) { fitAll(); } }
 }
 
+// Records: the machine's own figures, a week and a year as bar charts of hours with a fix by quality.
+const qualityNames = { rtk_fixed: "RTK fixed", rtk_float: "RTK float", dgps: "DGPS", autonomous: "Autonomous", other: "Other" };
+const qualityColours = { rtk_fixed: fixColours.rtk_fixed, rtk_float: fixColours.rtk_float, dgps: fixColours.dgps, autonomous: fixColours.autonomous, other: "#999999" };
+
+function figuresText(figures) {
+  return figures.fixHours.toFixed(1) + " h with a fix · " + figures.movingHours.toFixed(1) + " h moving · " + figures.kilometres.toFixed(1) + " km · "
+    + Math.round(figures.noFixMinutes) + " min without a fix · " + Math.round(figures.noReceiverMinutes) + " min without a receiver · " + figures.samples + " samples";
+}
+
+function drawChart(element, bars, selectedKey, onPick) {
+  element.replaceChildren();
+  const most = Math.max(0.001, ...bars.map(bar => bar.figures.fixHours));
+  for (const bar of bars) {
+    const column = document.createElement("div");
+    column.className = "column" + (bar.key === selectedKey ? " selected" : "");
+    column.dataset.key = bar.key;
+    column.dataset.hours = String(bar.figures.fixHours);
+    column.title = bar.key + ": " + figuresText(bar.figures);
+    const value = document.createElement("div");
+    value.className = "value";
+    text(value, bar.figures.fixHours > 0 ? bar.figures.fixHours.toFixed(1) + " h" : "");
+    const stack = document.createElement("div");
+    stack.className = "stack";
+    stack.style.height = (100 * bar.figures.fixHours / most * 0.85).toFixed(2) + "%";
+    for (const quality of Object.keys(qualityColours)) {
+      const hours = bar.figures.hoursByQuality[quality] || 0;
+      if (hours <= 0) { continue; }
+      const part = document.createElement("div");
+      part.className = "part";
+      part.dataset.quality = quality;
+      part.style.background = qualityColours[quality];
+      part.style.height = (100 * hours / bar.figures.fixHours).toFixed(2) + "%";
+      stack.appendChild(part);
+    }
+    const label = document.createElement("div");
+    label.className = "label";
+    text(label, bar.label);
+    column.append(value, stack, label);
+    if (onPick) { column.style.cursor = "pointer"; column.onclick = () => onPick(bar.key); }
+    element.appendChild(column);
+  }
+}
+
+function drawLegend() {
+  const legend = $("records-legend");
+  if (legend.childElementCount) { return; }
+  for (const quality of Object.keys(qualityColours)) {
+    const item = document.createElement("span");
+    item.style.setProperty("--swatch", qualityColours[quality]);
+    text(item, qualityNames[quality]);
+    legend.appendChild(item);
+  }
+}
+
+async function loadRecords(day) {
+  try {
+    const records = await api("/api/records" + (day ? "?date=" + encodeURIComponent(day) : ""));
+    cab.records = records;
+    $("records-day").value = records.day;
+    $("records-day").max = records.today;
+    if (records.firstDay) { $("records-day").min = records.firstDay; }
+    $("records-empty").hidden = !!records.firstDay;
+    text($("records-day-figures"), records.day + ": " + figuresText(records.dayFigures));
+    text($("records-week-title"), "Week " + records.week + " · hours with a fix");
+    text($("records-year-title"), records.year + " by month · hours with a fix");
+    drawChart($("records-week"), records.weekDays, records.day, key => loadRecords(key));
+    drawChart($("records-year"), records.months, records.day.slice(0, 7), null);
+    drawLegend();
+    for (const format of ["gpx", "geojson"]) {
+      const link = $("records-" + format);
+      link.href = "/api/records/export?date=" + records.day + "&format=" + format;
+      link.setAttribute("download", "agrigps-" + records.day + "." + format);
+    }
+  } catch (error) { await dialog("Records could not be loaded: " + error.message, false); }
+}
+
+async function showDay() {
+  const day = $("records-day").value;
+  if (!day) { return; }
+  try {
+    const track = await api("/api/records/day?date=" + encodeURIComponent(day));
+    if (cab.dayTrack) { cab.dayTrack.remove(); cab.dayTrack = null; }
+    // On a phone the map is a tab of its own; on a wide screen it is beside the records already.
+    if ($("tab-map").offsetWidth === 0) { document.querySelector('#tabs button[data-tab="map"]').click(); }
+    if (!track.drawn) { toast("No position was recorded on " + day + "."); return; }
+    cab.dayTrack = L.polyline(track.segments, { color: "#b5179e", weight: 4, opacity: 0.85 }).addTo(cab.map);
+    cab.dayTrack.options.day = track.day;
+    cab.follow = false;
+    $("follow").setAttribute("aria-pressed", "false");
+    cab.map.fitBounds(cab.dayTrack.getBounds(), { padding: [30, 30], maxZoom: 18 });
+    toast("Track of " + day + ": " + track.segments.length + " stretch" + (track.segments.length === 1 ? "" : "es") + " with a fix");
+  } catch (error) { await dialog("The day's track could not be loaded: " + error.message, false); }
+}
+
 function listen() {
   const source = new EventSource("/api/events");
   source.addEventListener("state", event => draw(JSON.parse(event.data)));
@@ -351,12 +475,15 @@ function wire() {
       for (const other of document.querySelectorAll("#tabs button")) { other.classList.toggle("active", other === button); }
       for (const tab of document.querySelectorAll(".tab")) { tab.classList.toggle("active", tab.id === "tab-" + button.dataset.tab); }
       if (button.dataset.tab === "map") { cab.map.invalidateSize(); }
+      if (button.dataset.tab === "records") { loadRecords($("records-day").value); }
     };
   }
   $("pause").onclick = () => act("/api/sharing", { paused: cab.state && cab.state.sharing.state !== "paused" });
   $("follow").onclick = () => { cab.follow = !cab.follow; $("follow").setAttribute("aria-pressed", String(cab.follow)); if (cab.follow && cab.state) { drawOwn(cab.state.own); } };
   $("fit").onclick = fitAll;
   $("trails").onclick = toggleTrails;
+  $("records-day").onchange = () => loadRecords($("records-day").value);
+  $("records-show").onclick = showDay;
   $("onboard").onclick = async () => {
     const tan = $("tan").value.trim();
     if (!tan) { await dialog("Type the TAN (registration code) from the agrirouter UI first.", false); return; }

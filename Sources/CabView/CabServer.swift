@@ -9,6 +9,7 @@ import NIOCore
 import ServiceLifecycle
 import Spool
 import StateView
+import Track
 
 /// What `agrigps web` serves, and where.
 public struct CabConfiguration: Sendable {
@@ -24,10 +25,15 @@ public struct CabConfiguration: Sendable {
     /// Where onboarding from the page may go, by name, and with which application ids.
     public var environments: [String: AgrirouterEnvironment] = ["qa": .qa, "production": .production]
     public var onboardingSettings = OnboardingSettings(applicationID: "", certificationVersionID: "")
+    /// Local days of the Records tab: [track] time_zone, else nil for TZ or the system's.
+    public var trackTimeZone: TimeZone?
 
     public init(paths: StatusSnapshot.Paths) {
         self.paths = paths
     }
+
+    /// The daemon's own track, beside the spool.
+    public var trackPath: String { paths.stateDirectory + "/track.sqlite" }
 
     /// Loopback only: 127.0.0.0/8, ::1 or localhost.
     public var isLoopback: Bool { Self.isLoopback(host) }
@@ -53,6 +59,7 @@ public struct CabServer: Sendable {
     let configuration: CabConfiguration
     let monitor: CabMonitor
     let sessions: Sessions
+    let records: CabRecords
     let logger: Logger
 
     public init(configuration: CabConfiguration, logger: Logger = Logger(label: "agrigps.web")) {
@@ -63,6 +70,7 @@ public struct CabServer: Sendable {
         settings.notMovingAfter = configuration.notMovingAfter
         monitor = CabMonitor(settings: settings, logger: logger)
         sessions = Sessions(lifetime: configuration.sessionLifetime)
+        records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone)
     }
 
     /// Serves until SIGTERM or SIGINT, or, without `handlingSignals` (tests), until cancelled;
@@ -102,6 +110,9 @@ public struct CabServer: Sendable {
         router.get("/api/state") { _, _ in try await self.state() }
         router.get("/api/track") { _, _ in try await self.track() }
         router.get("/api/events") { request, _ in self.events(request) }
+        router.get("/api/records") { request, _ in try await self.recordsSummary(request) }
+        router.get("/api/records/day") { request, _ in try await self.recordsDayTrack(request) }
+        router.get("/api/records/export") { request, _ in try await self.recordsExport(request) }
         router.post("/api/sharing") { request, _ in try await self.sharing(request) }
         router.post("/api/onboard") { request, _ in try await self.onboard(request) }
         router.post("/api/disconnect") { request, _ in try await self.disconnect(request) }
@@ -161,6 +172,53 @@ public struct CabServer: Sendable {
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: body)
+    }
+
+    // MARK: - Records
+
+    /// The day a request names (`?date=2026-11-25`), else today; a clear 400 for anything else.
+    func recordsDay(of request: Request, required: Bool = false) throws -> LocalDay {
+        let text = request.uri.queryParameters["date"]
+        if text == nil, !required { return LocalDay(Date(), in: records.calendar) }
+        guard let day = CabRecords.day(text) else {
+            throw HTTPError(.badRequest, message: "date must be a day of the calendar as YYYY-MM-DD, such as 2026-11-25")
+        }
+        return day
+    }
+
+    func recordsSummary(_ request: Request) async throws -> Response {
+        let day = try recordsDay(of: request)
+        do {
+            return Self.json(try await records.summary(for: day))
+        } catch {
+            throw HTTPError(.serviceUnavailable, message: error.description)
+        }
+    }
+
+    func recordsDayTrack(_ request: Request) async throws -> Response {
+        let day = try recordsDay(of: request, required: true)
+        do {
+            return Self.json(try await records.track(of: day))
+        } catch {
+            throw HTTPError(.serviceUnavailable, message: error.description)
+        }
+    }
+
+    /// A day's track as a GPX or GeoJSON file, named after the day.
+    func recordsExport(_ request: Request) async throws -> Response {
+        let day = try recordsDay(of: request, required: true)
+        guard let format = request.uri.queryParameters["format"].flatMap({ TrackFormat(rawValue: String($0)) }), format != .csv else {
+            throw HTTPError(.badRequest, message: "format must be gpx or geojson")
+        }
+        let text: String
+        do {
+            text = try await records.export(day, as: format)
+        } catch {
+            throw HTTPError(.serviceUnavailable, message: error.description)
+        }
+        return Response(status: .ok, headers: [.contentType: format.mediaType, .cacheControl: "no-store",
+                                               .contentDisposition: "attachment; filename=\"agrigps-\(day).\(format.fileExtension)\""],
+                        body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     // MARK: - Sessions

@@ -98,11 +98,42 @@ public struct LocalDay: Sendable, Hashable, Comparable, CustomStringConvertible 
 
     /// Its ISO week, "2026-W48": the week's year is the year of its Thursday.
     public var isoWeek: String {
-        var calendar = Calendar(identifier: .iso8601)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
-        let noon = calendar.date(from: DateComponents(year: year, month: month, day: day, hour: 12)) ?? Date(timeIntervalSince1970: 0)
-        let parts = calendar.dateComponents([.yearForWeekOfYear, .weekOfYear], from: noon)
+        let parts = Self.isoCalendar.dateComponents([.yearForWeekOfYear, .weekOfYear], from: noonUTC)
         return String(format: "%04d-W%02d", parts.yearForWeekOfYear ?? year, parts.weekOfYear ?? 1)
+    }
+
+    /// Day arithmetic at noon UTC, which no time zone's midnight or DST change can move to another day.
+    private static let isoCalendar: Calendar = {
+        var calendar = Calendar(identifier: .iso8601)
+        calendar.timeZone = TimeZone(secondsFromGMT: 0) ?? .current
+        return calendar
+    }()
+
+    private var noonUTC: Date {
+        Self.isoCalendar.date(from: DateComponents(year: year, month: month, day: day, hour: 12)) ?? Date(timeIntervalSince1970: 0)
+    }
+
+    /// Whether the calendar has this day (not 31 April, not 29 February 2026).
+    public var exists: Bool { LocalDay(noonUTC, in: Self.isoCalendar) == self }
+
+    /// The day `count` days later (earlier when negative).
+    public func adding(days count: Int) -> LocalDay {
+        LocalDay(noonUTC.addingTimeInterval(Double(count) * 86_400), in: Self.isoCalendar)
+    }
+
+    /// The Monday that starts its ISO week.
+    public var weekStart: LocalDay {
+        let weekday = Self.isoCalendar.component(.weekday, from: noonUTC)  // 1 is Sunday
+        return adding(days: -((weekday + 5) % 7))
+    }
+
+    /// When the day starts and when the next one does, in `calendar`'s time zone (23 or 25 hours
+    /// apart on a DST change).
+    public func span(in calendar: Calendar) -> (start: Date, end: Date)? {
+        guard let start = calendar.date(from: DateComponents(year: year, month: month, day: day)) else { return nil }
+        let next = adding(days: 1)
+        guard let end = calendar.date(from: DateComponents(year: next.year, month: next.month, day: next.day)) else { return nil }
+        return (start, end)
     }
 
     /// Its month, "2026-11".

@@ -78,6 +78,7 @@ struct WebServe: AsyncParsableCommand {
         if let hours = file.number("web", "session_hours") { configuration.sessionLifetime = hours * 3600 }
         if let minutes = file.number("web", "not_moving_minutes") { configuration.notMovingAfter = minutes * 60 }
         configuration.thresholds = file.thresholds
+        configuration.trackTimeZone = file.trackTimeZone
         configuration.onboardingSettings = Onboarder.settings(file: file)
         do {
             if let local = try Onboarder.localEnvironment(file: file) { configuration.environments["local"] = local }

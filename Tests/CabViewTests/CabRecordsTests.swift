@@ -1,0 +1,225 @@
+import CabView
+import Foundation
+import GNSS
+import Testing
+import TestSupport
+import Track
+
+/// A week of work in Europe/Berlin, written by the daemon's own track store: the Records tab's input.
+/// Tuesday 24 March 2026: two hours of RTK fixed northwards at 2 m/s from 08:00, ten minutes without
+/// a fix, an hour of DGPS standing still. Thursday 26 March: half an hour autonomous. 10 February:
+/// ten minutes of RTK float, for the year's chart.
+struct RecordedWeek {
+    static let zone = TimeZone(identifier: "Europe/Berlin")!
+    static let tuesday = Date(timeIntervalSince1970: 1_774_335_600)  // 2026-03-24T07:00:00Z, 08:00 in Berlin
+    static let thursday = tuesday.addingTimeInterval(2 * 86_400 + 3600)
+    static let february = Date(timeIntervalSince1970: 1_770_714_000)  // 2026-02-10T09:00:00Z
+
+    /// The positions of Tuesday's runs of fixes, as written.
+    private(set) var tuesdayRuns: [[Coordinate]] = [[], []]
+
+    static func northwards(_ step: Int, from start: Coordinate = Coordinate(latitude: 52.5, longitude: 13.4)) -> Coordinate {
+        Coordinate(latitude: start.latitude + Double(step) * 2 / 111_195, longitude: start.longitude)
+    }
+
+    mutating func write(to path: String) async throws {
+        var configuration = TrackStore.Configuration()
+        configuration.calendar.timeZone = Self.zone
+        let store = TrackStore(path: path, configuration: configuration)
+        var points: [TrackPoint] = []
+        for second in 0..<7200 {
+            let at = Self.northwards(second)
+            tuesdayRuns[0].append(at)
+            points.append(TrackPoint(time: Self.tuesday.addingTimeInterval(Double(second)), state: .fix(.threeD, .rtkFixed), coordinate: at, speed: 2))
+        }
+        for second in 7200..<7800 { points.append(TrackPoint(time: Self.tuesday.addingTimeInterval(Double(second)), state: .noFix)) }
+        let parked = Self.northwards(7199)
+        for second in 7800..<11_400 {
+            tuesdayRuns[1].append(parked)
+            points.append(TrackPoint(time: Self.tuesday.addingTimeInterval(Double(second)), state: .fix(.threeD, .dgps), coordinate: parked, speed: 0))
+        }
+        for second in 0..<1800 {
+            points.append(TrackPoint(time: Self.thursday.addingTimeInterval(Double(second)), state: .fix(.twoD, .autonomous),
+                                     coordinate: Coordinate(latitude: 52.6, longitude: 13.5), speed: 0))
+        }
+        for second in 0..<600 {
+            points.append(TrackPoint(time: Self.february.addingTimeInterval(Double(second)), state: .fix(.threeD, .rtkFloat),
+                                     coordinate: Coordinate(latitude: 52.4, longitude: 13.3), speed: 0))
+        }
+        // In time order, as the daemon records: February first.
+        for point in points.sorted(by: { $0.time < $1.time }) { try await store.record(point, now: Self.tuesday) }
+        try await store.flush(now: Self.tuesday)
+    }
+}
+
+@Suite("Cab view records: figures, a day's track and its files", .serialized, .timeLimit(.minutes(3)))
+struct CabRecordsTests {
+    func served() async throws -> (CabFixture, RecordedWeek) {
+        let fixture = try CabFixture()
+        var week = RecordedWeek()
+        try await week.write(to: fixture.configuration.trackPath)
+        fixture.configuration.trackTimeZone = RecordedWeek.zone
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+        return (fixture, week)
+    }
+
+    static func close(_ value: Any?, _ expected: Double, within tolerance: Double = 1e-6) -> Bool {
+        abs((value as? Double ?? -1) - expected) < tolerance
+    }
+
+    @Test("the week and the year of a day, each day and month with its hours by quality, outages, moving time and distance")
+    func summary() async throws {
+        let (fixture, week) = try await served()
+        defer { fixture.close() }
+        let reply = try await fixture.get("/api/records?date=2026-03-26")
+        #expect(reply.status == 200, "\(reply.text)")
+        let summary = try #require(reply.json)
+        #expect(summary["timeZone"] as? String == "Europe/Berlin" && summary["week"] as? String == "2026-W13" && summary["year"] as? String == "2026")
+        #expect(summary["firstDay"] as? String == "2026-02-10" && summary["lastDay"] as? String == "2026-03-26")
+        let days = try #require(summary["weekDays"] as? [[String: Any]])
+        #expect(days.compactMap { $0["key"] as? String } == (23...29).map { "2026-03-\($0)" })
+        #expect(days.compactMap { $0["label"] as? String } == ["Mon 23", "Tue 24", "Wed 25", "Thu 26", "Fri 27", "Sat 28", "Sun 29"])
+        let tuesday = try #require(days[1]["figures"] as? [String: Any])
+        let qualities = try #require(tuesday["hoursByQuality"] as? [String: Double])
+        // Each sample counts until the next; the day's last sample stands for no time.
+        #expect(Self.close(qualities["rtk_fixed"], 2) && Self.close(qualities["dgps"], 3599.0 / 3600))
+        #expect(Self.close(tuesday["fixHours"], 10_799.0 / 3600) && Self.close(tuesday["noFixMinutes"], 10))
+        #expect(Self.close(tuesday["movingHours"], 7199.0 / 3600), "moving only while driving north: \(tuesday)")
+        let metres = zip(week.tuesdayRuns[0], week.tuesdayRuns[0].dropFirst()).reduce(0.0) { sum, pair in
+            sum + independentHaversine((pair.0.latitude, pair.0.longitude), (pair.1.latitude, pair.1.longitude))
+        }
+        #expect(Self.close(tuesday["kilometres"], metres / 1000, within: 1e-5), "\(tuesday) against \(metres) m")
+        #expect(tuesday["samples"] as? Int == 11_400)
+        let thursday = try #require(days[3]["figures"] as? [String: Any])
+        #expect(Self.close((thursday["hoursByQuality"] as? [String: Double])?["autonomous"], 1799.0 / 3600))
+        #expect(days.enumerated().allSatisfy { index, day in [1, 3].contains(index) || (day["figures"] as? [String: Any])?["samples"] as? Int == 0 })
+
+        let months = try #require(summary["months"] as? [[String: Any]])
+        #expect(months.count == 12 && months.first?["label"] as? String == "Jan" && months.last?["key"] as? String == "2026-12")
+        let march = try #require(months[2]["figures"] as? [String: Any])
+        #expect(Self.close(march["fixHours"], (10_799.0 + 1799) / 3600) && march["samples"] as? Int == 13_200)
+        #expect(Self.close((months[1]["figures"] as? [String: Any])?["fixHours"], 599.0 / 3600))
+
+        let nothing = try await fixture.get("/api/records?date=2025-01-01")
+        #expect(nothing.status == 200 && (nothing.json?["dayFigures"] as? [String: Any])?["samples"] as? Int == 0)
+    }
+
+    @Test("a day's track breaks where the fix was lost; GPX and GeoJSON downloads are named after the day and validate")
+    func dayAndFiles() async throws {
+        let (fixture, week) = try await served()
+        defer { fixture.close() }
+        let reply = try await fixture.get("/api/records/day?date=2026-03-24")
+        #expect(reply.status == 200, "\(reply.text)")
+        let track = try #require(reply.json)
+        let segments = try #require(track["segments"] as? [[[Double]]])
+        #expect(segments.map(\.count) == week.tuesdayRuns.map(\.count), "a run before the fix loss, a run after it")
+        #expect(segments.first?.first == [52.5, 13.4] && track["fixes"] as? Int == 10_800 && track["drawn"] as? Int == 10_800)
+        #expect((try await fixture.get("/api/records/day?date=2026-03-25")).json?["segments"] as? [[[Double]]] == [], "a day without work")
+
+        let gpx = try await fixture.get("/api/records/export?date=2026-03-24&format=gpx")
+        #expect(gpx.status == 200 && gpx.header("Content-Type")?.hasPrefix("application/gpx+xml") == true, "\(gpx.headers)")
+        #expect(gpx.header("Content-Disposition") == #"attachment; filename="agrigps-2026-03-24.gpx""#)
+        #expect(gpx.text.components(separatedBy: "<trkseg>").count - 1 == 2)
+        let gpxVerdict = try await ExportValidation.gpx(gpx.text)
+        #expect(gpxVerdict.valid, "\(gpxVerdict)")
+        let geo = try await fixture.get("/api/records/export?date=2026-03-24&format=geojson")
+        #expect(geo.status == 200 && geo.header("Content-Disposition") == #"attachment; filename="agrigps-2026-03-24.geojson""#)
+        let geoVerdict = try await ExportValidation.geoJSON(geo.text)
+        #expect(geoVerdict.valid, "\(geoVerdict)")
+    }
+
+    @Test("a day that is not in the calendar, or a format other than GPX and GeoJSON, is a clear 400")
+    func badRequests() async throws {
+        let (fixture, _) = try await served()
+        defer { fixture.close() }
+        for path in ["/api/records?date=2026-02-29", "/api/records?date=yesterday", "/api/records/day", "/api/records/day?date=2026-3-24",
+                     "/api/records/export?date=2026-03-24", "/api/records/export?date=2026-03-24&format=csv",
+                     "/api/records/export?date=2026-03-24&format=kml"] {
+            let reply = try await fixture.get(path)
+            #expect(reply.status == 400, "\(path): \(reply.status)")
+            let message = reply.json?["error"] as? String ?? ""
+            #expect(message.contains("YYYY-MM-DD") || message.contains("gpx or geojson"), "\(path): \(message)")
+        }
+    }
+
+    @Test("no track file yet: the summary says so, with zeros, rather than failing")
+    func noTrackYet() async throws {
+        let fixture = try CabFixture()
+        defer { fixture.close() }
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+        let reply = try await fixture.get("/api/records")
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(reply.json?["firstDay"] == nil && (reply.json?["weekDays"] as? [Any])?.count == 7)
+        #expect(!FileManager.default.fileExists(atPath: fixture.configuration.trackPath), "reading never creates the file")
+    }
+
+    @Test("in a browser: a week and a year as bars by fix quality, a day picked from its bar, its track drawn on the map, downloads linked; screenshots not blank")
+    func browser() async throws {
+        let (fixture, week) = try await served()
+        defer { fixture.close() }
+        let browser = try await WebDriver(width: 1280, height: 800)
+        defer { browser.close() }
+        try await browser.open("http://127.0.0.1:\(fixture.port)/")
+        #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.map)"))
+        try await browser.click(#"#tabs button[data-tab="records"]"#)
+        #expect(try await browser.wait(timeout: 10, for: "return !!cab.records && document.querySelectorAll('#records-week .column').length === 7"))
+        // Pick a day of the recorded week as a driver would: the date field, then Tuesday's bar.
+        _ = try await browser.run("const input = document.getElementById('records-day'); input.value = '2026-03-26'; input.dispatchEvent(new Event('change'));")
+        #expect(try await browser.wait(timeout: 10, for: "return cab.records.day === '2026-03-26'"))
+        try await browser.click(#"#records-week .column[data-key="2026-03-24"]"#)
+        #expect(try await browser.wait(timeout: 10, for: "return cab.records.day === '2026-03-24' && document.getElementById('records-day').value === '2026-03-24'"))
+
+        // Tuesday's bar is the week's tallest and is split by quality in proportion to the hours.
+        let bars = try #require(try await browser.run("""
+            return Array.from(document.querySelectorAll('#records-week .column')).map(c => {
+              const stack = c.querySelector('.stack');
+              return [c.dataset.key, stack.getBoundingClientRect().height,
+                      Array.from(stack.querySelectorAll('.part')).map(p => [p.dataset.quality, p.getBoundingClientRect().height])];
+            });
+            """) as? [[Any]])
+        let heights = bars.compactMap { $0[1] as? Double }
+        #expect(heights.count == 7 && heights.firstIndex(of: heights.max() ?? 0) == 1, "\(heights)")
+        #expect(heights.enumerated().allSatisfy { [1, 3].contains($0.offset) || $0.element == 0 }, "empty days have no bar: \(heights)")
+        let tuesday = try #require(bars[1][2] as? [[Any]])
+        #expect(tuesday.compactMap { $0[0] as? String } == ["rtk_fixed", "dgps"])
+        let parts = tuesday.compactMap { $0[1] as? Double }
+        #expect(parts.count == 2 && abs(parts[0] / max(parts[1], 0.001) - 7200.0 / 3599) < 0.05, "RTK fixed to DGPS, 2 h to 1 h: \(parts)")
+        let thursdayRatio = (heights[3] / max(heights[1], 0.001))
+        #expect(abs(thursdayRatio - 1799.0 / 10_799) < 0.02, "bars in proportion to the hours: \(thursdayRatio)")
+        let months = try #require(try await browser.run("return Array.from(document.querySelectorAll('#records-year .column')).map(c => [c.dataset.key, c.querySelector('.label').textContent])") as? [[String]])
+        #expect(months.count == 12 && months[2] == ["2026-03", "Mar"])
+        #expect(try await browser.text("#records-day-figures").hasPrefix("2026-03-24: 3.0 h with a fix · 2.0 h moving · 14.4 km"))
+        let links = try #require(try await browser.run("return [document.getElementById('records-gpx').getAttribute('href'), document.getElementById('records-geojson').getAttribute('download')]") as? [String])
+        #expect(links == ["/api/records/export?date=2026-03-24&format=gpx", "agrigps-2026-03-24.geojson"])
+        let gpxReply = try await fixture.get(links[0])
+        #expect(gpxReply.status == 200 && gpxReply.text.contains("<trkseg>"), "the link serves the file")
+        let records = try Self.save(try await browser.screenshot(), as: "records-1280x800.png")
+
+        // The day on the map: two stretches, every point where it was recorded.
+        try await browser.click("#records-show")
+        #expect(try await browser.wait(timeout: 10, for: "return !!cab.dayTrack && cab.dayTrack.options.day === '2026-03-24'"))
+        let drawn = try #require(try await browser.run("""
+            const runs = cab.dayTrack.getLatLngs();
+            return [runs.length, runs.map(r => r.length), [runs[0][0].lat, runs[0][0].lng], cab.map.getBounds().contains(cab.dayTrack.getBounds())];
+            """) as? [Any])
+        #expect(drawn[0] as? Int == 2 && drawn[1] as? [Int] == week.tuesdayRuns.map(\.count))
+        #expect(drawn[2] as? [Double] == [52.5, 13.4] && drawn[3] as? Bool == true, "\(drawn)")
+        try await Task.sleep(for: .milliseconds(300))
+        let map = try Self.save(try await browser.screenshot(), as: "records-day-on-map-1280x800.png")
+        for path in [records, map] {
+            let variety = try await PNGCheck.variety(of: path)
+            #expect(variety.dominantShare < 0.97 && variety.colours > 20, "\(path) is not blank: \(variety)")
+        }
+        await browser.quit()
+    }
+
+    static func save(_ png: Data, as name: String) throws -> String {
+        let directory = Fixtures.root.appendingPathComponent(".build/artefacts/cab-view").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/" + name
+        try png.write(to: URL(fileURLWithPath: path))
+        return path
+    }
+}
