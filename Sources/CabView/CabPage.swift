@@ -363,7 +363,8 @@ const qualityColours = { rtk_fixed: fixColours.rtk_fixed, rtk_float: fixColours.
 
 function figuresText(figures) {
   return figures.fixHours.toFixed(1) + " h with a fix · " + figures.movingHours.toFixed(1) + " h moving · " + figures.kilometres.toFixed(1) + " km · "
-    + Math.round(figures.noFixMinutes) + " min without a fix · " + Math.round(figures.noReceiverMinutes) + " min without a receiver · " + figures.samples + " samples";
+    + Math.round(figures.noFixMinutes) + " min without a fix · " + Math.round(figures.noReceiverMinutes) + " min without a receiver · " + figures.samples + " samples, "
+    + figures.sent + " sent, " + figures.acknowledged + " acknowledged" + (figures.lost ? ", " + figures.lost + " LOST" : "");
 }
 
 function drawChart(element, bars, selectedKey, onPick) {

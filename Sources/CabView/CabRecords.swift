@@ -29,6 +29,10 @@ struct CabRecords: Sendable {
         var noReceiverMinutes: Double
         var movingHours: Double
         var kilometres: Double
+        /// Of the samples: sent to agrirouter, acknowledged by it, dropped unsent.
+        var sent: Int
+        var acknowledged: Int
+        var lost: Int
 
         init(_ figures: WorkFigures) {
             samples = figures.samples
@@ -38,6 +42,9 @@ struct CabRecords: Sendable {
             noReceiverMinutes = figures.secondsWithoutReceiver / 60
             movingHours = figures.secondsMoving / 3600
             kilometres = figures.metresDriven / 1000
+            sent = figures.sent
+            acknowledged = figures.acknowledged
+            lost = figures.lost
         }
     }
 

@@ -128,6 +128,22 @@ public struct GatewayDaemon: Sendable {
         }
     }
 
+    /// Puts what became of samples (sent, acknowledged, dropped unsent) on the track's days, by when
+    /// they were taken. The spool counts; this moves its counts over, every 10 s and at the end.
+    static func countDeliveries(from spool: Spool, in configuration: Configuration, logger: Logger, failing: Flag) async {
+        let tally = await spool.takeDeliveryTally()
+        guard let track = configuration.track, !tally.isEmpty else { return }
+        let counts = tally.byTime.map { quarter in
+            DeliveryCount(time: Date(timeIntervalSince1970: quarter.start), sent: quarter.counts.sent,
+                          acknowledged: quarter.counts.acknowledged, lost: quarter.counts.lost)
+        }
+        do {
+            try await track.count(counts)
+        } catch {
+            if !failing.set(true) { logger.error("\(error.description); positions are still sent") }
+        }
+    }
+
     /// The system clock, as the clock the daemon was given reads it.
     private var wall: WallClock { configuration.clock?.wall ?? .system }
 
@@ -153,6 +169,7 @@ public struct GatewayDaemon: Sendable {
         let sampling = Task { [spool, others, configuration, logger, trackFailing] in
             // The spool is open (set-sharing above opened it): READY once gpsd has answered or failed to.
             var ready = false
+            var countedAt = uptime()
             for await output in source {
                 if !ready {
                     ready = true
@@ -171,6 +188,10 @@ public struct GatewayDaemon: Sendable {
                 }
                 await heartbeat?.sampled(sample, rowID: rowID)
                 await Self.record(sample, in: configuration, logger: logger, failing: trackFailing)
+                if uptime() - countedAt >= 10 {
+                    countedAt = uptime()
+                    await Self.countDeliveries(from: spool, in: configuration, logger: logger, failing: trackFailing)
+                }
                 // The watchdog is fed from this loop only: if sampling into the spool stalls, systemd restarts us.
                 if let notifier {
                     let summary = await counter.summary
@@ -203,6 +224,7 @@ public struct GatewayDaemon: Sendable {
         // Samples held in memory while the spool could not store: written now if the disk allows,
         // otherwise counted as lost, in the summary, the log and the heartbeat.
         let shutdown = await spool.flushHeld()
+        await Self.countDeliveries(from: spool, in: configuration, logger: logger, failing: trackFailing)
         do {
             try await configuration.track?.flush()
         } catch {

@@ -34,11 +34,20 @@ public actor Spool {
         didSet { insertSQL = SampleColumns.insert(outputs: outputs) }
     }
     private var insertSQL: String
+    /// What became of samples, for the machine's own records: counted inside a transaction into
+    /// `uncommitted`, and into `tally` once it commits, so a rolled-back write counts nothing.
+    private var tally = DeliveryTally()
+    private var uncommitted = DeliveryTally()
 
     /// Rows still owed to some output and in flight in none: eviction takes the oldest of these.
     /// Withheld rows (taken while sharing was paused) are never sent but count here, so they are the
     /// first to go when space runs out.
     static let unsent = "acknowledged_at IS NULL AND " + SpoolOutput.all.map { "\($0.delivery) != 'in_flight'" }.joined(separator: " AND ")
+    /// The time a sample is counted at in the records: its receiver's, else the system's when taken.
+    static let takenAt = "COALESCE(receiver_time, sampled_at)"
+    /// 1 for a row that was to be sent, 0 for one withheld while sharing was paused (never to be sent,
+    /// so not lost when dropped).
+    static let owed = "(CASE WHEN " + SpoolOutput.all.map { "\($0.delivery) = 'withheld'" }.joined(separator: " OR ") + " THEN 0 ELSE 1 END)"
     /// Rows every output is done with (acknowledged, or not wanted).
     static let finished = SpoolOutput.all.map { "\($0.delivery) IN \(DeliveryState.done)" }.joined(separator: " AND ")
 
@@ -85,6 +94,7 @@ public actor Spool {
         do {
             let now = configuration.clock().timeIntervalSince1970
             let recovered = fault
+            uncommitted = DeliveryTally()
             let (ids, added) = try database.write { db in
                 if let recovered {
                     try SpoolState.set("last_storage_fault", number: now, text: recovered.description, in: db)
@@ -92,6 +102,7 @@ public actor Spool {
                 return try insert(writes, at: now, into: db)
             }
             // Only a committed transaction changes the counts.
+            tally.merge(uncommitted)
             queued.rows += added.rows
             queued.bytes += added.bytes
             if let recovered {
@@ -161,6 +172,7 @@ public actor Spool {
         if ring.isEmpty {
             return Shutdown(written: held, lost: 0)
         }
+        for (sample, _) in ring { tally.count(.lost, at: (sample.receiverTime ?? sample.sampledAt).timeIntervalSince1970) }
         let shutdown = Shutdown(written: 0, lost: ring.count + droppedEarlier, fault: fault)
         logger.critical("\(shutdown.lost) samples held in memory are lost at shutdown: \(fault?.description ?? "the spool cannot store")")
         return shutdown
@@ -186,6 +198,7 @@ public actor Spool {
         ring.append(contentsOf: incoming)
         let excess = ring.count - configuration.memoryRingCapacity
         if excess > 0 {
+            for (sample, _) in ring.prefix(excess) { tally.count(.lost, at: (sample.receiverTime ?? sample.sampledAt).timeIntervalSince1970) }
             ring.removeFirst(excess)
             ringDropped += excess
         }
@@ -233,6 +246,7 @@ public actor Spool {
                                        arguments: [cutoff])
             let count: Int = old?[0] ?? 0
             if count > 0 {
+                try countLost(in: db, where: "\(Self.unsent) AND \(Self.age) < ?", arguments: [cutoff])
                 try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?", arguments: [cutoff])
                 try SpoolState.add(count, to: "dropped_age", in: db)
                 added.rows -= count
@@ -252,11 +266,43 @@ public actor Spool {
                 bytes += SampleColumns.wireSize(row)
                 lastID = row["id"]
             }
+            try countLost(in: db, where: "\(Self.unsent) AND id <= ?", arguments: [lastID])
             try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND id <= ?", arguments: [lastID])
             try SpoolState.add(count, to: reason, in: db)
             added.rows -= count
             added.bytes -= bytes
         }
+    }
+
+    /// Counts the rows about to be dropped unsent, by when they were taken.
+    private func countLost(in db: Database, where condition: String, arguments: StatementArguments) throws {
+        let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt), \(Self.owed) FROM sample WHERE \(condition)", arguments: arguments)
+        while let row = try rows.next() {
+            if let time = Self.seconds(row[0]), case .int64(1) = (row[1] as DatabaseValue).storage { uncommitted.count(.lost, at: time) }
+        }
+    }
+
+    /// Counts `event` for each row `condition` selects, by when it was taken.
+    private func count(_ event: DeliveryTally.Event, in db: Database, where condition: String, arguments: StatementArguments) throws {
+        let times = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt) FROM sample WHERE \(condition)", arguments: arguments)
+        while let row = try times.next() {
+            if let time = Self.seconds(row[0]) { uncommitted.count(event, at: time) }
+        }
+    }
+
+    /// A stored time as read back, whichever way SQLite kept it; nil for anything else.
+    private static func seconds(_ value: DatabaseValue) -> Double? {
+        switch value.storage {
+        case .double(let seconds): return seconds
+        case .int64(let seconds): return Double(seconds)
+        case .null, .string, .blob: return nil
+        }
+    }
+
+    /// What became of samples since the last call, by when they were taken; see `DeliveryTally`.
+    public func takeDeliveryTally() -> DeliveryTally {
+        defer { tally = DeliveryTally() }
+        return tally
     }
 
     // MARK: - Delivery
@@ -332,6 +378,10 @@ public actor Spool {
         let resent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(sendable) AND id <= :last AND \(batchID) IS NOT NULL",
                                       arguments: ["now": now, "longest": longest, "last": lastID]) ?? 0
         if resent > 0 { try SpoolState.add(resent, to: output.resentCounter, in: db) }
+        // Sent for the first time by any output: what the records count as sent.
+        let neverSent = SpoolOutput.all.map { "\($0.batchID) IS NULL" }.joined(separator: " AND ")
+        try count(.sent, in: db, where: "\(sendable) AND id <= :last AND \(neverSent)",
+                  arguments: ["now": now, "longest": longest, "last": lastID])
         // The same predicate over the same prefix of ids marks exactly the rows counted above.
         try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'in_flight', \(batchID) = :batch, \(output.sentAt) = :now WHERE \(sendable) AND id <= :last",
                        arguments: ["batch": id, "now": now, "longest": longest, "last": lastID])
@@ -379,6 +429,7 @@ public actor Spool {
             guard db.changesCount > 0 else { continue }
             let rows = "\(output.batchID) = ? AND acknowledged_at IS NULL AND \(Self.finished)"
             let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(rows)", arguments: [id])
+            try count(.acknowledged, in: db, where: rows, arguments: [id])
             finishedNow.count += done?[0] ?? 0
             finishedNow.bytes += done?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0
             if configuration.acknowledgedHistory > 0 {
@@ -601,7 +652,10 @@ public actor Spool {
     private func write<T>(_ body: (Database) throws -> T) throws(SpoolError) -> T {
         guard let database else { throw fault ?? notOpen }
         do {
-            return try database.write(body)
+            uncommitted = DeliveryTally()
+            let result = try database.write(body)
+            tally.merge(uncommitted)
+            return result
         } catch {
             throw storageError(error)
         }

@@ -6,14 +6,15 @@ public enum StatsReport {
     public static func text(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period) -> [String] {
         guard !periods.isEmpty else { return ["No track recorded in this time."] }
         let header = [period.rawValue, "fix h", "RTK fixed h", "RTK float h", "DGPS h", "autonomous h", "no fix min", "no receiver min",
-                      "moving h", "km", "samples"]
+                      "moving h", "km", "samples", "sent", "acked", "lost"]
         var rows = [header]
         for (label, figures) in periods {
             rows.append([label, hours(figures.secondsWithFix), hours(figures.secondsByQuality[.rtkFixed] ?? 0),
                          hours(figures.secondsByQuality[.rtkFloat] ?? 0), hours(figures.secondsByQuality[.dgps] ?? 0),
                          hours(figures.secondsByQuality[.autonomous] ?? 0), minutes(figures.secondsWithoutFix),
                          minutes(figures.secondsWithoutReceiver), hours(figures.secondsMoving),
-                         String(format: "%.1f", figures.metresDriven / 1000), String(figures.samples)])
+                         String(format: "%.1f", figures.metresDriven / 1000), String(figures.samples),
+                         String(figures.sent), String(figures.acknowledged), String(figures.lost)])
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
@@ -38,6 +39,9 @@ public enum StatsReport {
             line.add("seconds_moving", figures.secondsMoving)
             line.add("metres_driven", figures.metresDriven)
             line.add("samples", figures.samples)
+            line.add("samples_sent", figures.sent)
+            line.add("samples_acknowledged", figures.acknowledged)
+            line.add("samples_lost", figures.lost)
             return line.text
         }
         return "{\"by\":\(JSONLine.quote(period.rawValue)),\"periods\":[" + objects.joined(separator: ",") + "]}"

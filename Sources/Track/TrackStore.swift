@@ -102,9 +102,18 @@ public actor TrackStore {
         if elapsed >= configuration.flushInterval || elapsed < 0 { try flush(now: now) }
     }
 
+    /// Counts what became of samples (sent, acknowledged, lost) on the days they were taken; written
+    /// with the next flush, within `flushInterval`.
+    public func count(_ deliveries: [DeliveryCount], now: Date = Date()) throws(TrackStoreError) {
+        guard !readOnly else { throw TrackStoreError(sqliteCode: 8, message: "opened for reading only", path: path) }
+        guard !deliveries.isEmpty else { return }
+        for delivery in deliveries { ledger.add(delivery) }
+        if heldSince == nil { heldSince = now }
+    }
+
     /// Writes the held points and the days' figures they add, in one commit.
     public func flush(now: Date = Date()) throws(TrackStoreError) {
-        guard !held.isEmpty else { return }
+        guard !held.isEmpty || !ledger.days.isEmpty else { return }
         let points = held, days = ledger.takeDays(), configuration = configuration
         // Old points are looked for once an hour.
         let prune = prunedAt.map { now.timeIntervalSince($0) >= 3_600 || now < $0 } ?? true
@@ -152,11 +161,12 @@ public actor TrackStore {
             stored = stored + figures
             try db.execute(sql: """
                 INSERT OR REPLACE INTO day (day, samples, rtk_fixed, rtk_float, dgps, autonomous, other_fix, without_fix,
-                                            without_receiver, moving, metres) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                            without_receiver, moving, metres, sent, acknowledged, lost)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [day.description, stored.samples, stored.secondsByQuality[.rtkFixed] ?? 0, stored.secondsByQuality[.rtkFloat] ?? 0,
                                  stored.secondsByQuality[.dgps] ?? 0, stored.secondsByQuality[.autonomous] ?? 0,
                                  stored.secondsByQuality[.other] ?? 0, stored.secondsWithoutFix, stored.secondsWithoutReceiver,
-                                 stored.secondsMoving, stored.metresDriven])
+                                 stored.secondsMoving, stored.metresDriven, stored.sent, stored.acknowledged, stored.lost])
         }
     }
 
@@ -264,6 +274,14 @@ public actor TrackStore {
                                   without_receiver REAL NOT NULL, moving REAL NOT NULL, metres REAL NOT NULL) WITHOUT ROWID;
                 """)
         }
+        // What became of each day's samples: sent, acknowledged, lost. Days counted before have none.
+        migrator.registerMigration("v2-deliveries") { db in
+            try db.execute(sql: """
+                ALTER TABLE day ADD COLUMN sent INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE day ADD COLUMN acknowledged INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE day ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }
@@ -280,6 +298,7 @@ enum TrackRow {
     /// A column's value as a number or text; nil when NULL or of another kind (GRDB's typed
     /// subscripts stop the process on a value they cannot convert).
     static func number(_ row: Row, _ column: String) -> Double? {
+        guard row.hasColumn(column) else { return nil }  // a file of an older schema, read without migrating
         switch (row[column] as DatabaseValue).storage {
         case .double(let value): return value.isFinite ? value : nil
         case .int64(let value): return Double(value)
@@ -288,11 +307,13 @@ enum TrackRow {
     }
 
     static func integer(_ row: Row, _ column: String) -> Int64? {
+        guard row.hasColumn(column) else { return nil }
         if case .int64(let value) = (row[column] as DatabaseValue).storage { return value }
         return nil
     }
 
     static func text(_ row: Row, _ column: String) -> String? {
+        guard row.hasColumn(column) else { return nil }
         if case .string(let value) = (row[column] as DatabaseValue).storage { return value }
         return nil
     }
@@ -320,7 +341,11 @@ enum TrackRow {
             return value
         }
         var figures = WorkFigures()
-        figures.samples = integer(row, "samples").flatMap { (0...1_000_000).contains($0) ? Int($0) : nil } ?? 0
+        func count(_ column: String) -> Int { integer(row, column).flatMap { (0...1_000_000).contains($0) ? Int($0) : nil } ?? 0 }
+        figures.samples = count("samples")
+        figures.sent = count("sent")
+        figures.acknowledged = count("acknowledged")
+        figures.lost = count("lost")
         for (quality, column) in [(WorkFigures.Quality.rtkFixed, "rtk_fixed"), (.rtkFloat, "rtk_float"), (.dgps, "dgps"),
                                   (.autonomous, "autonomous"), (.other, "other_fix")] where seconds(column) > 0 {
             figures.secondsByQuality[quality] = seconds(column)

@@ -28,6 +28,11 @@ public struct WorkFigures: Sendable, Equatable {
     public var secondsWithoutReceiver = 0.0
     public var secondsMoving = 0.0
     public var metresDriven = 0.0
+    /// Of the samples taken in the period: how many were sent (the first time), acknowledged by
+    /// agrirouter, and dropped from the spool unsent. Counted as it happens, on the day they were taken.
+    public var sent = 0
+    public var acknowledged = 0
+    public var lost = 0
 
     public init() {}
 
@@ -58,6 +63,9 @@ public struct WorkFigures: Sendable, Equatable {
         sum.secondsWithoutReceiver += rhs.secondsWithoutReceiver
         sum.secondsMoving += rhs.secondsMoving
         sum.metresDriven += rhs.metresDriven
+        sum.sent += rhs.sent
+        sum.acknowledged += rhs.acknowledged
+        sum.lost += rhs.lost
         return sum
     }
 }
@@ -140,6 +148,21 @@ public struct LocalDay: Sendable, Hashable, Comparable, CustomStringConvertible 
     public var monthLabel: String { String(format: "%04d-%02d", year, month) }
 }
 
+/// How many samples taken at `time` (to the quarter hour) were sent, acknowledged or lost.
+public struct DeliveryCount: Sendable, Equatable {
+    public var time: Date
+    public var sent: Int
+    public var acknowledged: Int
+    public var lost: Int
+
+    public init(time: Date, sent: Int = 0, acknowledged: Int = 0, lost: Int = 0) {
+        self.time = time
+        self.sent = sent
+        self.acknowledged = acknowledged
+        self.lost = lost
+    }
+}
+
 /// Keeps each local day's figures as points arrive in time order, one at a time, so that a year of
 /// samples never has to be held at once.
 public struct WorkLedger: Sendable {
@@ -163,6 +186,15 @@ public struct WorkLedger: Sendable {
         }
         days[LocalDay(point.time, in: calendar), default: WorkFigures()].samples += 1
         pending = point
+    }
+
+    /// Counts what became of samples taken at `count.time`, on their day.
+    public mutating func add(_ count: DeliveryCount) {
+        var figures = days[LocalDay(count.time, in: calendar), default: WorkFigures()]
+        figures.sent += count.sent
+        figures.acknowledged += count.acknowledged
+        figures.lost += count.lost
+        days[LocalDay(count.time, in: calendar)] = figures
     }
 
     /// The figures counted since the last take, for writing; the newest point stays pending.

@@ -100,7 +100,8 @@ struct StatsCommand: AsyncParsableCommand {
         discussion: """
             From the track the daemon keeps (STATE-DIR/track.sqlite): hours with a fix and by fix quality, minutes \
             without a fix and without a receiver, hours moving (faster than 0.5 m/s) and distance driven, and the \
-            samples taken. Days are local days in the box's time zone ([track] time_zone, else TZ, else the system's), \
+            samples taken, sent, acknowledged by agrirouter, and lost (dropped from the spool unsent), each counted on \
+            the day the sample was taken. Days are local days in the box's time zone ([track] time_zone, else TZ, else the system's), \
             as the daemon counted them: a day is counted in the zone the daemon had then. Each sample counts \
             the time until the next one, at most 45 s: time with the daemon stopped counts nowhere.
             """

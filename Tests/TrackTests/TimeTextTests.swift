@@ -52,6 +52,9 @@ import Testing
         figures.secondsWithoutReceiver = 600
         figures.secondsMoving = 2700
         figures.metresDriven = 12_345
+        figures.sent = 7000
+        figures.acknowledged = 6990
+        figures.lost = 3
         return figures
     }
 
@@ -60,7 +63,7 @@ import Testing
         #expect(lines.count == 2)
         #expect(lines[0].hasPrefix("week      fix h"))
         let cells = lines[1].split(separator: " ")
-        #expect(cells == ["2026-W48", "1.50", "1.00", "0.00", "0.00", "0.50", "20", "10", "0.75", "12.3", "7200"])
+        #expect(cells == ["2026-W48", "1.50", "1.00", "0.00", "0.00", "0.50", "20", "10", "0.75", "12.3", "7200", "7000", "6990", "3"])
         #expect(StatsReport.text([], by: .day) == ["No track recorded in this time."])
     }
 
@@ -74,5 +77,6 @@ import Testing
         #expect((period["seconds_by_quality"] as? [String: Double])?["rtk_fixed"] == 3600)
         #expect(period["metres_driven"] as? Double == 12_345)
         #expect(period["samples"] as? Int == 7200)
+        #expect(period["samples_sent"] as? Int == 7000 && period["samples_acknowledged"] as? Int == 6990 && period["samples_lost"] as? Int == 3)
     }
 }

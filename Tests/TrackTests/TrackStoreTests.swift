@@ -35,6 +35,22 @@ private func tamper(_ path: String) throws {
     }
 }
 
+/// A track file as the first version wrote it: one day of figures, no delivery counts.
+private func writeFirstSchema(_ path: String) throws {
+    try DatabaseQueue(path: path).write { db in
+        try db.execute(sql: """
+            CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+            INSERT INTO grdb_migrations VALUES ('v1');
+            CREATE TABLE point (time_ms INTEGER PRIMARY KEY, state TEXT NOT NULL, reason TEXT,
+                                latitude REAL, longitude REAL, altitude REAL, speed REAL);
+            CREATE TABLE day (day TEXT PRIMARY KEY, samples INTEGER NOT NULL, rtk_fixed REAL NOT NULL, rtk_float REAL NOT NULL,
+                              dgps REAL NOT NULL, autonomous REAL NOT NULL, other_fix REAL NOT NULL, without_fix REAL NOT NULL,
+                              without_receiver REAL NOT NULL, moving REAL NOT NULL, metres REAL NOT NULL) WITHOUT ROWID;
+            INSERT INTO day VALUES ('2026-09-20', 100, 99, 0, 0, 0, 0, 0, 0, 50, 120.5);
+            """)
+    }
+}
+
 @Suite struct TrackStoreTests {
     func store(_ path: String, _ change: (inout TrackStore.Configuration) -> Void = { _ in }) -> TrackStore {
         var configuration = TrackStore.Configuration()
@@ -107,5 +123,39 @@ private func tamper(_ path: String) throws {
         #expect(points.count == 3 && points[2].coordinate == nil && points[2].speed == nil && !points[2].isFix)
         let day = try await TrackStore(readingOnly: path, calendar: utc()).days().values.first
         #expect(day?.samples == 0 && day?.secondsWithFix == 0 && day?.metresDriven == 0)
+    }
+
+    @Test("what became of samples is counted on the day they were taken, written with the next flush even without new points")
+    func deliveries() async throws {
+        let path = temporaryPath()
+        let track = store(path)
+        try await track.record(point(0), now: t0)
+        try await track.flush(now: t0)
+        let lateEvening = Date(timeIntervalSince1970: 1_790_035_200 - 900)  // 23:45 UTC on 21 September
+        try await track.count([DeliveryCount(time: t0, sent: 5, acknowledged: 4), DeliveryCount(time: lateEvening, sent: 1, lost: 2),
+                               DeliveryCount(time: lateEvening.addingTimeInterval(900), acknowledged: 3)], now: t0)
+        try await track.flush(now: t0.addingTimeInterval(60))
+        try await track.count([DeliveryCount(time: t0, acknowledged: 1)], now: t0)
+        try await track.flush(now: t0.addingTimeInterval(120))
+        let days = try await TrackStore(readingOnly: path, calendar: utc()).days()
+        let monday = try #require(days[LocalDay(year: 2026, month: 9, day: 21)])
+        #expect(monday.sent == 6 && monday.acknowledged == 5 && monday.lost == 2 && monday.samples == 1)
+        let tuesday = try #require(days[LocalDay(year: 2026, month: 9, day: 22)])
+        #expect(tuesday.acknowledged == 3 && tuesday.samples == 0)
+        #expect(WorkLedger.sum(days, by: .year).first?.figures.acknowledged == 8)
+    }
+
+    @Test("a track file from before the delivery counts keeps its days and gains the counts")
+    func upgradeKeepsDays() async throws {
+        let path = temporaryPath()
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try writeFirstSchema(path)
+        let old = try await TrackStore(readingOnly: path, calendar: utc()).days()
+        #expect(old[LocalDay(year: 2026, month: 9, day: 20)]?.samples == 100 && old.first?.value.sent == 0, "read before the upgrade")
+        let track = store(path)
+        try await track.count([DeliveryCount(time: t0.addingTimeInterval(-86_400), acknowledged: 7)], now: t0)
+        try await track.flush(now: t0)
+        let day = try #require(try await TrackStore(readingOnly: path, calendar: utc()).days()[LocalDay(year: 2026, month: 9, day: 20)])
+        #expect(day.samples == 100 && day.metresDriven == 120.5 && day.acknowledged == 7 && day.sent == 0)
     }
 }

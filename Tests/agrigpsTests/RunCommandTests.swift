@@ -143,6 +143,14 @@ struct RunCommandTests {
         }
         let status = await machine.spoolStatus()
         #expect(status.pending + status.inFlight + status.failed + status.parked == 0, "the spool is empty at the end")
+        // The machine's own records say the same: every sample of the log's days sent and acknowledged, none lost.
+        let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year", "--since", "2019-01-01", "--until", "2026-06-01",
+                                                  "--state-dir", machine.state])
+        let periods = (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"] as? [[String: Any]] ?? []
+        func total(_ key: String) -> Int { periods.compactMap { $0[key] as? Int }.reduce(0, +) }
+        #expect(total("samples") == timed.filter { $0 }.count && total("samples") > 0, "\(stats.stdout) \(stats.stderr)")
+        #expect(total("samples_sent") == total("samples") && total("samples_acknowledged") == total("samples") && total("samples_lost") == 0,
+                "\(stats.stdout)")
         #expect(run.stdout.last?.contains("0 waiting in the spool") == true)
         // Status names the transport and what its connection was doing.
         let shown = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
