@@ -9,13 +9,15 @@ struct CabRecords: Sendable {
     let calendar: Calendar
     /// The daemon's rules: where a run of fixes breaks.
     let rules = TrackRules()
-    /// At most this many points of a day go to the map; a day at 1 Hz has up to 86,400.
-    static let mapPoints = 20_000
+    /// At most this many points of a day go to the map (a day at 1 Hz has up to 86,400), and a few
+    /// more: each run of fixes keeps its last point.
+    let mapPoints: Int
 
-    init(path: String, timeZone: TimeZone?) {
+    init(path: String, timeZone: TimeZone?, mapPoints: Int = 20_000) {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = timeZone ?? .current
         self.calendar = calendar
+        self.mapPoints = max(1, mapPoints)
         store = TrackStore(readingOnly: path, calendar: calendar)
     }
 
@@ -112,7 +114,7 @@ struct CabRecords: Sendable {
     func track(of day: LocalDay) async throws(TrackStoreError) -> DayTrack {
         let runs = TrackSegments.split(try await points(of: day), rules: rules)
         let fixes = runs.reduce(0) { $0 + $1.count }
-        let stride = max(1, (fixes + Self.mapPoints - 1) / Self.mapPoints)
+        let stride = max(1, (fixes + mapPoints - 1) / mapPoints)
         let segments = runs.map { run in
             run.enumerated().compactMap { index, point -> [Double]? in
                 guard index % stride == 0 || index == run.count - 1, let coordinate = point.coordinate else { return nil }

@@ -188,20 +188,12 @@ public struct CabServer: Sendable {
 
     func recordsSummary(_ request: Request) async throws -> Response {
         let day = try recordsDay(of: request)
-        do {
-            return Self.json(try await records.summary(for: day))
-        } catch {
-            throw HTTPError(.serviceUnavailable, message: error.description)
-        }
+        return Self.json(try await Self.fromTrack { try await records.summary(for: day) })
     }
 
     func recordsDayTrack(_ request: Request) async throws -> Response {
         let day = try recordsDay(of: request, required: true)
-        do {
-            return Self.json(try await records.track(of: day))
-        } catch {
-            throw HTTPError(.serviceUnavailable, message: error.description)
-        }
+        return Self.json(try await Self.fromTrack { try await records.track(of: day) })
     }
 
     /// A day's track as a GPX or GeoJSON file, named after the day.
@@ -210,15 +202,19 @@ public struct CabServer: Sendable {
         guard let format = request.uri.queryParameters["format"].flatMap({ TrackFormat(rawValue: String($0)) }), format != .csv else {
             throw HTTPError(.badRequest, message: "format must be gpx or geojson")
         }
-        let text: String
-        do {
-            text = try await records.export(day, as: format)
-        } catch {
-            throw HTTPError(.serviceUnavailable, message: error.description)
-        }
+        let text = try await Self.fromTrack { try await records.export(day, as: format) }
         return Response(status: .ok, headers: [.contentType: format.mediaType, .cacheControl: "no-store",
                                                .contentDisposition: "attachment; filename=\"agrigps-\(day).\(format.fileExtension)\""],
                         body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// A read of the track; a file that cannot be read is a 503 that says why.
+    static func fromTrack<T>(_ read: () async throws -> T) async throws -> T {
+        do {
+            return try await read()
+        } catch let error as TrackStoreError {
+            throw HTTPError(.serviceUnavailable, message: error.description)
+        }
     }
 
     // MARK: - Sessions

@@ -1,4 +1,4 @@
-import CabView
+@testable import CabView
 import Foundation
 import GNSS
 import Spool
@@ -133,6 +133,21 @@ struct CabRecordsTests {
         #expect(geo.status == 200 && geo.header("Content-Disposition") == #"attachment; filename="agrigps-2026-03-24.geojson""#)
         let geoVerdict = try await ExportValidation.geoJSON(geo.text)
         #expect(geoVerdict.valid, "\(geoVerdict)")
+    }
+
+    @Test("a long day is thinned evenly for the map, each run keeping its first and last point")
+    func thinnedForTheMap() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-records-\(UUID().uuidString)/track.sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        var week = RecordedWeek()
+        try await week.write(to: path)
+        let records = CabRecords(path: path, timeZone: RecordedWeek.zone, mapPoints: 1000)
+        let track = try await records.track(of: LocalDay(year: 2026, month: 3, day: 24))
+        #expect(track.fixes == 10_800 && track.drawn <= 1000 + track.segments.count, "\(track.drawn) drawn")
+        #expect(track.drawn >= 900, "evenly, not far fewer: \(track.drawn)")
+        for (drawn, run) in zip(track.segments, week.tuesdayRuns) {
+            #expect(drawn.first == [run[0].latitude, run[0].longitude] && drawn.last == [run[run.count - 1].latitude, run[run.count - 1].longitude])
+        }
     }
 
     @Test("a day that is not in the calendar, or a format other than GPX and GeoJSON, is a clear 400")
