@@ -13,6 +13,10 @@ public struct DeliveryTally: Sendable, Equatable {
             self.acknowledged = acknowledged
             self.lost = lost
         }
+
+        public static func + (lhs: Counts, rhs: Counts) -> Counts {
+            Counts(sent: lhs.sent + rhs.sent, acknowledged: lhs.acknowledged + rhs.acknowledged, lost: lhs.lost + rhs.lost)
+        }
     }
 
     public enum Event: Sendable { case sent, acknowledged, lost }
@@ -41,13 +45,7 @@ public struct DeliveryTally: Sendable, Equatable {
     }
 
     public mutating func merge(_ other: DeliveryTally) {
-        for (quarter, counts) in other.quarters {
-            var sum = quarters[quarter] ?? Counts()
-            sum.sent += counts.sent
-            sum.acknowledged += counts.acknowledged
-            sum.lost += counts.lost
-            quarters[quarter] = sum
-        }
+        quarters.merge(other.quarters, uniquingKeysWith: +)
     }
 
     /// The counts with the start of their quarter hour, oldest first.

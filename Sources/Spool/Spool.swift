@@ -45,9 +45,9 @@ public actor Spool {
     static let unsent = "acknowledged_at IS NULL AND " + SpoolOutput.all.map { "\($0.delivery) != 'in_flight'" }.joined(separator: " AND ")
     /// The time a sample is counted at in the records: its receiver's, else the system's when taken.
     static let takenAt = "COALESCE(receiver_time, sampled_at)"
-    /// 1 for a row that was to be sent, 0 for one withheld while sharing was paused (never to be sent,
-    /// so not lost when dropped).
-    static let owed = "(CASE WHEN " + SpoolOutput.all.map { "\($0.delivery) = 'withheld'" }.joined(separator: " OR ") + " THEN 0 ELSE 1 END)"
+    /// A row that was to be sent: not withheld while sharing was paused (never to be sent, so not lost
+    /// when dropped).
+    static let owed = "NOT (" + SpoolOutput.all.map { "\($0.delivery) = 'withheld'" }.joined(separator: " OR ") + ")"
     /// Rows every output is done with (acknowledged, or not wanted).
     static let finished = SpoolOutput.all.map { "\($0.delivery) IN \(DeliveryState.done)" }.joined(separator: " AND ")
 
@@ -172,7 +172,7 @@ public actor Spool {
         if ring.isEmpty {
             return Shutdown(written: held, lost: 0)
         }
-        for (sample, _) in ring { tally.count(.lost, at: (sample.receiverTime ?? sample.sampledAt).timeIntervalSince1970) }
+        for (sample, _) in ring { tally.count(.lost, at: Self.takenAt(sample)) }
         let shutdown = Shutdown(written: 0, lost: ring.count + droppedEarlier, fault: fault)
         logger.critical("\(shutdown.lost) samples held in memory are lost at shutdown: \(fault?.description ?? "the spool cannot store")")
         return shutdown
@@ -198,7 +198,7 @@ public actor Spool {
         ring.append(contentsOf: incoming)
         let excess = ring.count - configuration.memoryRingCapacity
         if excess > 0 {
-            for (sample, _) in ring.prefix(excess) { tally.count(.lost, at: (sample.receiverTime ?? sample.sampledAt).timeIntervalSince1970) }
+            for (sample, _) in ring.prefix(excess) { tally.count(.lost, at: Self.takenAt(sample)) }
             ring.removeFirst(excess)
             ringDropped += excess
         }
@@ -246,7 +246,7 @@ public actor Spool {
                                        arguments: [cutoff])
             let count: Int = old?[0] ?? 0
             if count > 0 {
-                try countLost(in: db, where: "\(Self.unsent) AND \(Self.age) < ?", arguments: [cutoff])
+                try self.count(.lost, in: db, where: "\(Self.unsent) AND \(Self.age) < ? AND \(Self.owed)", arguments: [cutoff])
                 try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?", arguments: [cutoff])
                 try SpoolState.add(count, to: "dropped_age", in: db)
                 added.rows -= count
@@ -266,7 +266,7 @@ public actor Spool {
                 bytes += SampleColumns.wireSize(row)
                 lastID = row["id"]
             }
-            try countLost(in: db, where: "\(Self.unsent) AND id <= ?", arguments: [lastID])
+            try self.count(.lost, in: db, where: "\(Self.unsent) AND id <= ? AND \(Self.owed)", arguments: [lastID])
             try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND id <= ?", arguments: [lastID])
             try SpoolState.add(count, to: reason, in: db)
             added.rows -= count
@@ -274,29 +274,17 @@ public actor Spool {
         }
     }
 
-    /// Counts the rows about to be dropped unsent, by when they were taken.
-    private func countLost(in db: Database, where condition: String, arguments: StatementArguments) throws {
-        let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt), \(Self.owed) FROM sample WHERE \(condition)", arguments: arguments)
-        while let row = try rows.next() {
-            if let time = Self.seconds(row[0]), case .int64(1) = (row[1] as DatabaseValue).storage { uncommitted.count(.lost, at: time) }
-        }
-    }
-
     /// Counts `event` for each row `condition` selects, by when it was taken.
     private func count(_ event: DeliveryTally.Event, in db: Database, where condition: String, arguments: StatementArguments) throws {
         let times = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt) FROM sample WHERE \(condition)", arguments: arguments)
         while let row = try times.next() {
-            if let time = Self.seconds(row[0]) { uncommitted.count(event, at: time) }
+            if let time = row.double(at: 0, in: 0...7_258_118_400) { uncommitted.count(event, at: time) }  // the tally checks the range it keeps
         }
     }
 
-    /// A stored time as read back, whichever way SQLite kept it; nil for anything else.
-    private static func seconds(_ value: DatabaseValue) -> Double? {
-        switch value.storage {
-        case .double(let seconds): return seconds
-        case .int64(let seconds): return Double(seconds)
-        case .null, .string, .blob: return nil
-        }
+    /// What a sample held in memory is counted at: the same time `takenAt` reads from a stored row.
+    private static func takenAt(_ sample: PositionSample) -> Double {
+        (sample.receiverTime ?? sample.sampledAt).timeIntervalSince1970
     }
 
     /// What became of samples since the last call, by when they were taken; see `DeliveryTally`.
@@ -428,10 +416,13 @@ public actor Spool {
                            arguments: [id])
             guard db.changesCount > 0 else { continue }
             let rows = "\(output.batchID) = ? AND acknowledged_at IS NULL AND \(Self.finished)"
-            let done = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(rows)", arguments: [id])
-            try count(.acknowledged, in: db, where: rows, arguments: [id])
-            finishedNow.count += done?[0] ?? 0
-            finishedNow.bytes += done?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0
+            // One pass over the finished rows: how many, their bytes, and when each was taken.
+            let done = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt), \(SampleColumns.wireSizeSQL) FROM sample WHERE \(rows)", arguments: [id])
+            while let row = try done.next() {
+                finishedNow.count += 1
+                finishedNow.bytes += row.int(at: 1, in: 0...1_000_000) ?? 0  // the SQL keeps it in range
+                if let time = row.double(at: 0, in: 0...7_258_118_400) { uncommitted.count(.acknowledged, at: time) }
+            }
             if configuration.acknowledgedHistory > 0 {
                 try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(rows)", arguments: [now, id])
             } else {
