@@ -14,8 +14,7 @@ struct CabRecords: Sendable {
     let mapPoints: Int
 
     init(path: String, timeZone: TimeZone?, mapPoints: Int = 20_000) {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone ?? .current
+        let calendar = LocalDay.calendar(in: timeZone)
         self.calendar = calendar
         self.mapPoints = max(1, mapPoints)
         store = TrackStore(readingOnly: path, calendar: calendar)

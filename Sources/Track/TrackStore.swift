@@ -44,11 +44,7 @@ public actor TrackStore {
         public var dayRetention: Double = 3_650 * 86_400
         /// Seconds of points held before they are written (default 60): what a crash can lose.
         public var flushInterval: Double = 60
-        public var calendar: Calendar = {
-            var calendar = Calendar(identifier: .gregorian)
-            calendar.timeZone = .current
-            return calendar
-        }()
+        public var calendar = LocalDay.calendar(in: nil)
         public var rules = TrackRules()
         public init() {}
     }

@@ -82,6 +82,13 @@ public struct LocalDay: Sendable, Hashable, Comparable, CustomStringConvertible 
         self.day = day
     }
 
+    /// The calendar local days are counted in: Gregorian, in `zone`, else the box's (TZ, else the system's).
+    public static func calendar(in zone: TimeZone?) -> Calendar {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone ?? .current
+        return calendar
+    }
+
     /// The day `date` falls on in `calendar`'s time zone.
     public init(_ date: Date, in calendar: Calendar) {
         let parts = calendar.dateComponents([.year, .month, .day], from: date)
@@ -190,11 +197,10 @@ public struct WorkLedger: Sendable {
 
     /// Counts what became of samples taken at `count.time`, on their day.
     public mutating func add(_ count: DeliveryCount) {
-        var figures = days[LocalDay(count.time, in: calendar), default: WorkFigures()]
-        figures.sent += count.sent
-        figures.acknowledged += count.acknowledged
-        figures.lost += count.lost
-        days[LocalDay(count.time, in: calendar)] = figures
+        let day = LocalDay(count.time, in: calendar)
+        days[day, default: WorkFigures()].sent += count.sent
+        days[day, default: WorkFigures()].acknowledged += count.acknowledged
+        days[day, default: WorkFigures()].lost += count.lost
     }
 
     /// The figures counted since the last take, for writing; the newest point stays pending.

@@ -25,13 +25,9 @@ struct TimeRangeOptions: ParsableArguments {
 
     /// Local days in the flag's time zone, else the file's, else TZ's or the system's.
     func calendar(_ file: ConfigurationFile) throws -> Calendar {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = file.trackTimeZone ?? .current
-        if let timeZone {
-            let name = try KeyedFlag.text("--time-zone", timeZone, section: "track", name: "time_zone")
-            calendar.timeZone = TimeZone(identifier: name) ?? calendar.timeZone
-        }
-        return calendar
+        guard let timeZone else { return LocalDay.calendar(in: file.trackTimeZone) }
+        let name = try KeyedFlag.text("--time-zone", timeZone, section: "track", name: "time_zone")
+        return LocalDay.calendar(in: TimeZone(identifier: name) ?? file.trackTimeZone)
     }
 
     func range(now: Date, calendar: Calendar, defaultSince: String) throws -> ClosedRange<Date> {
