@@ -74,18 +74,18 @@ let package = Package(
             path: "Sources/CCurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
-        // libmosquitto, the MQTT client library, for the MQTT transport.
+        // libmosquitto's headers, for the MQTT transport, with a shim that opens the library at its
+        // first use (it is not linked: it brings libssl, and a daemon that never talks MQTT never maps it).
         .systemLibrary(
             name: "CMosquitto",
             path: "Sources/CMosquitto",
-            pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
-        // OpenSSL's libcrypto, to check a credential (key, secret, certificate) before it is stored.
+        // OpenSSL's libcrypto, to check a credential (key, secret, certificate) before it is stored,
+        // and for the cab view's password hash; opened at its first use, not linked.
         .systemLibrary(
             name: "COpenSSL",
             path: "Sources/COpenSSL",
-            pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
         // agrirouter's wire format: the protobuf messages (generated from Protos/ by

@@ -14,6 +14,7 @@ public enum CredentialProblem: Error, Sendable, Equatable, CustomStringConvertib
     case certificateUnreadable
     case keyDoesNotMatchCertificate
     case tooLarge
+    case libcryptoUnavailable(String)
 
     public var description: String {
         switch self {
@@ -21,6 +22,8 @@ public enum CredentialProblem: Error, Sendable, Equatable, CustomStringConvertib
         case .certificateUnreadable: return "the certificate block is not a readable X.509 certificate"
         case .keyDoesNotMatchCertificate: return "the private key does not belong to the certificate"
         case .tooLarge: return "the credential is larger than any agrirouter issues"
+        case .libcryptoUnavailable(let detail):
+            return "OpenSSL's libcrypto cannot be loaded (\(detail)), so the credential cannot be checked; install the libssl3 package"
         }
     }
 }
@@ -30,15 +33,15 @@ extension ClientCredentials {
     /// belong together. libcrypto is the library libcurl will use with the same PEM later.
     public func check() throws(CredentialProblem) -> CredentialFacts {
         guard encryptedKeyPEM.utf8.count < 65_536, certificatePEM.utf8.count < 65_536, secret.utf8.count < 4096 else { throw .tooLarge }
-        defer { ERR_clear_error() }
-        guard let key = Self.read(encryptedKeyPEM, { bio in secret.withCString { PEM_read_bio_PrivateKey(bio, nil, nil, UnsafeMutableRawPointer(mutating: $0)) } })
-        else { throw .keyDoesNotOpen }
-        defer { EVP_PKEY_free(key) }
-        guard let certificate = Self.read(certificatePEM, { bio in PEM_read_bio_X509(bio, nil, nil, nil) }) else { throw .certificateUnreadable }
-        defer { X509_free(certificate) }
-        guard X509_check_private_key(certificate, key) == 1 else { throw .keyDoesNotMatchCertificate }
+        if let problem = cssl_problem() { throw .libcryptoUnavailable(String(cString: problem)) }
+        defer { cssl_clear_error() }
+        guard let key = Self.read(encryptedKeyPEM, { bio in secret.withCString { cssl_read_private_key(bio, $0) } }) else { throw .keyDoesNotOpen }
+        defer { cssl_key_free(key) }
+        guard let certificate = Self.read(certificatePEM, { bio in cssl_read_certificate(bio) }) else { throw .certificateUnreadable }
+        defer { cssl_certificate_free(certificate) }
+        guard cssl_key_matches(certificate, key) == 1 else { throw .keyDoesNotMatchCertificate }
         var expiry = tm()
-        guard let notAfter = X509_get0_notAfter(certificate), ASN1_TIME_to_tm(notAfter, &expiry) == 1 else { throw .certificateUnreadable }
+        guard cssl_not_after(certificate, &expiry) == 1 else { throw .certificateUnreadable }
         return CredentialFacts(notAfter: Date(timeIntervalSince1970: Double(timegm(&expiry))))
     }
 
@@ -46,8 +49,8 @@ extension ClientCredentials {
     private static func read<T>(_ pem: String, _ read: (OpaquePointer) -> T?) -> T? {
         var bytes = Array(pem.utf8)
         return bytes.withUnsafeMutableBytes { buffer -> T? in
-            guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
-            defer { BIO_free(bio) }
+            guard let length = Int32(exactly: buffer.count), let bio = cssl_memory_bio(buffer.baseAddress, length) else { return nil }
+            defer { cssl_bio_free(bio) }
             return read(bio)
         }
     }

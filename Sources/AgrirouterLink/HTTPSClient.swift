@@ -120,7 +120,7 @@ public struct HTTPSClient: Sendable {
     private static let libcurlProblem: String? = {
         var error = [CChar](repeating: 0, count: 512)
         guard ccurl_open(&error, error.count) != 0 else { return nil }
-        return text(error)
+        return String(errorBuffer: error)
     }()
 
     /// Performs one request on the calling thread; use `send` from async code.
@@ -191,7 +191,7 @@ public struct HTTPSClient: Sendable {
         }
         if response.overflowed || code == CURLE_FILESIZE_EXCEEDED { throw .responseTooLarge(limit: maximumResponseBytes) }
         guard code == CURLE_OK else {
-            let detail = Self.text(errorBuffer).isEmpty ? String(cString: ccurl_easy_strerror(code)) : Self.text(errorBuffer)
+            let detail = String(errorBuffer: errorBuffer).isEmpty ? String(cString: ccurl_easy_strerror(code)) : String(errorBuffer: errorBuffer)
             // Whether a POST may have arrived decides whether its batch waits for an answer: it did
             // only if its whole body went out, on this connection or one that died before it.
             let sentWhole = requestBody.map { $0.wentOutWhole || (!$0.bytes.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.bytes.count)) } ?? false
@@ -213,10 +213,6 @@ public struct HTTPSClient: Sendable {
     }
 
     /// A C string libcurl wrote into `buffer`, up to its terminating zero.
-    private static func text(_ buffer: [CChar]) -> String {
-        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
     private static func serverDate(_ handle: UnsafeMutableRawPointer) -> Date? {
         guard let value = ccurl_header(handle, "Date") else { return nil }
         let seconds = ccurl_getdate(value)  // -1 when it is not a date
@@ -372,5 +368,12 @@ private final class ResponseBuffer {
         }
         data.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: count)
         return true
+    }
+}
+
+extension String {
+    /// The text a C library wrote into `buffer`, up to its terminating NUL (or the whole buffer).
+    init(errorBuffer buffer: [CChar]) {
+        self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -11,6 +11,8 @@ public enum MQTTSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     case credentialFile(String)
     /// libmosquitto refused a call; its code and text are kept.
     case libmosquitto(call: String, code: Int32, text: String)
+    /// libmosquitto could not be opened, or is too old.
+    case libmosquittoUnavailable(String)
 
     public var description: String {
         switch self {
@@ -18,6 +20,8 @@ public enum MQTTSetupError: Error, Sendable, Equatable, CustomStringConvertible 
         case .credentialFile(let reason): return "the certificate file for the MQTT connection cannot be written: \(reason)"
         case .libmosquitto(let call, let code, let text):
             return "libmosquitto refused \(call) (\(code): \(text)); install Debian's libmosquitto1 2.0 or later"
+        case .libmosquittoUnavailable(let detail):
+            return "libmosquitto cannot be loaded (\(detail)); install Debian's libmosquitto1 2.0 or later"
         }
     }
 }
@@ -68,7 +72,13 @@ public final class MQTTLink: Link, @unchecked Sendable {
         var acknowledgedByBroker = 0
     }
 
-    private static let libraryReady: Int32 = mosquitto_lib_init()
+    /// Why libmosquitto cannot be used, or nil once it is open: looked up at the first link, so a
+    /// daemon that never talks MQTT never maps it or the TLS libraries it brings.
+    private static let libraryProblem: String? = {
+        var error = [CChar](repeating: 0, count: 512)
+        guard cmosq_open(&error, error.count) != 0 else { return nil }
+        return String(errorBuffer: error)
+    }()
 
     /// Writes the credential file (the encrypted key and the certificate, 0600) and, for a local
     /// agrirouter, its CA into `directory`, then starts connecting in the background.
@@ -76,7 +86,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
         let criteria = endpoint.connectionCriteria
         guard endpoint.transport == .mqtt, let host = criteria.host, let clientID = criteria.clientId,
               let port = criteria.port.flatMap(Int32.init(exactly:)), (1...65_535).contains(port) else { throw .notMQTT }
-        _ = Self.libraryReady
+        if let problem = Self.libraryProblem { throw .libmosquittoUnavailable(problem) }
         let store = CredentialStore(directory: directory)
         let credentialPath = directory + "/mqtt-credential.pem"
         let caPath = directory + "/mqtt-ca.pem"
@@ -91,26 +101,26 @@ public final class MQTTLink: Link, @unchecked Sendable {
         secret = Array(credentials.secret.utf8)
         // A persistent session (clean session off): the broker keeps the subscription and queues
         // answers with QoS 1 while the box is away (a restart, a dead spot), instead of dropping them.
-        guard let handle = mosquitto_new(clientID, false, nil) else {
+        guard let handle = cmosq_new(clientID, false, nil) else {
             throw .libmosquitto(call: "mosquitto_new", code: Int32(errno), text: String(cString: strerror(errno)))
         }
         self.handle = handle
-        mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+        cmosq_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
         do throws(MQTTSetupError) {
-            try Self.check(mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), "MOSQ_OPT_PROTOCOL_VERSION")
+            try Self.check(cmosq_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), "MOSQ_OPT_PROTOCOL_VERSION")
             let systemBundle = "/etc/ssl/certs/ca-certificates.crt"
             let caFile: String? = trustedCAPEM != nil ? caPath : (FileManager.default.fileExists(atPath: systemBundle) ? systemBundle : nil)
-            try Self.check(mosquitto_tls_set(handle, caFile, caFile == nil ? "/etc/ssl/certs" : nil, credentialPath, credentialPath, passwordCallback),
+            try Self.check(cmosq_tls_set(handle, caFile, caFile == nil ? "/etc/ssl/certs" : nil, credentialPath, credentialPath, passwordCallback),
                            "mosquitto_tls_set")
-            try Self.check(mosquitto_reconnect_delay_set(handle, 2, 60, true), "mosquitto_reconnect_delay_set")
+            try Self.check(cmosq_reconnect_delay_set(handle, 2, 60, true), "mosquitto_reconnect_delay_set")
         } catch {
             // Fully initialised by now, so deinit runs and frees the handle.
             throw error
         }
-        mosquitto_connect_callback_set(handle, onConnect)
-        mosquitto_disconnect_callback_set(handle, onDisconnect)
-        mosquitto_message_callback_set(handle, onMessage)
-        mosquitto_publish_callback_set(handle, onPublish)
+        cmosq_connect_callback_set(handle, onConnect)
+        cmosq_disconnect_callback_set(handle, onDisconnect)
+        cmosq_message_callback_set(handle, onMessage)
+        cmosq_publish_callback_set(handle, onPublish)
         // The connection lives on a thread of its own, never Swift's pool: the first connect resolves
         // the host, which may block, and the loop waits on the socket. The thread holds the link
         // until `close` ends it.
@@ -118,12 +128,12 @@ public final class MQTTLink: Link, @unchecked Sendable {
     }
 
     deinit {
-        mosquitto_destroy(handle)
+        cmosq_destroy(handle)
     }
 
     private static func check(_ code: Int32, _ call: String) throws(MQTTSetupError) {
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
-            throw .libmosquitto(call: call, code: code, text: String(cString: mosquitto_strerror(code)))
+            throw .libmosquitto(call: call, code: code, text: String(cString: cmosq_strerror(code)))
         }
     }
 
@@ -134,14 +144,14 @@ public final class MQTTLink: Link, @unchecked Sendable {
     /// connection cut without TLS's goodbye (a broker killed, a network gone) looks like: the loop
     /// is entered again, so that no loss ends the link for good.
     private func run() {
-        mosquitto_threaded_set(handle, true)
-        let code = mosquitto_connect_async(handle, host, port, Self.keepalive)
+        cmosq_threaded_set(handle, true)
+        let code = cmosq_connect_async(handle, host, port, Self.keepalive)
         if code != MOSQ_ERR_SUCCESS.rawValue {
             // Not fatal: the loop below keeps trying. A wrong secret or a damaged key shows here first.
             shared.withLock { $0.state = .disconnected(reason: Self.reason(code)) }
         }
         while !isClosed {
-            let ended = mosquitto_loop_forever(handle, 1000, 1)
+            let ended = cmosq_loop_forever(handle, 1000, 1)
             guard !isClosed else { break }
             shared.withLock { shared in
                 if shared.takenOverAt == nil { shared.state = .disconnected(reason: Self.reason(ended)) }
@@ -156,7 +166,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
         while !isClosed {
             for _ in 0..<Int(delay * 10) where !isClosed { usleep(100_000) }
             guard !isClosed else { return }
-            let code = mosquitto_reconnect(handle)
+            let code = cmosq_reconnect(handle)
             if code == MOSQ_ERR_SUCCESS.rawValue { return }
             shared.withLock { $0.state = .disconnected(reason: Self.reason(code)) }
             delay = min(60, delay * 2)
@@ -168,7 +178,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
         case MOSQ_ERR_CONN_LOST.rawValue: return "the connection was lost"
         case MOSQ_ERR_TLS.rawValue: return "TLS failed: the broker is not trusted, or the stored certificate cannot be used"
         case MOSQ_ERR_NO_CONN.rawValue: return "not connected"
-        default: return TerminalText.safe(String(cString: mosquitto_strerror(code)), limit: 120)
+        default: return TerminalText.safe(String(cString: cmosq_strerror(code)), limit: 120)
         }
     }
 
@@ -192,7 +202,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
         guard let length = Int32(exactly: body.count) else { throw .payloadTooLarge }
         var messageID: Int32 = 0
         let code = body.withUnsafeBytes { bytes in
-            mosquitto_publish(handle, &messageID, measuresTopic, length, bytes.baseAddress, 1, false)
+            cmosq_publish(handle, &messageID, measuresTopic, length, bytes.baseAddress, 1, false)
         }
         switch code {
         // NO_CONN: the connection dropped just now; libmosquitto keeps the packet and sends it on
@@ -246,14 +256,14 @@ public final class MQTTLink: Link, @unchecked Sendable {
             return !shared.closed
         }
         guard first else { return }
-        mosquitto_disconnect(handle)
+        cmosq_disconnect(handle)
     }
 
     // MARK: - Callbacks, on libmosquitto's thread
 
     fileprivate func connected(_ code: Int32) {
         guard code == 0 else {
-            let text = String(cString: mosquitto_connack_string(code))
+            let text = String(cString: cmosq_connack_string(code))
             shared.withLock { $0.state = .disconnected(reason: "the broker refused the connection: \(text)") }
             return
         }
@@ -263,10 +273,10 @@ public final class MQTTLink: Link, @unchecked Sendable {
             shared.state = .connected
         }
         // A broker that restarted forgot the session: subscribe on every connect, or answers stop after it.
-        let subscribed = mosquitto_subscribe(handle, nil, commandsTopic, 1)
+        let subscribed = cmosq_subscribe(handle, nil, commandsTopic, 1)
         if subscribed != MOSQ_ERR_SUCCESS.rawValue {
             shared.withLock { $0.state = .disconnected(reason: "cannot subscribe to the commands topic: \(Self.reason(subscribed))") }
-            mosquitto_disconnect(handle)
+            cmosq_disconnect(handle)
         }
     }
 
@@ -284,9 +294,9 @@ public final class MQTTLink: Link, @unchecked Sendable {
         }
         // Called on the loop's own thread, which reads these before its next attempt.
         if takenOver {
-            mosquitto_reconnect_delay_set(handle, UInt32(Self.takeOverPause), UInt32(Self.takeOverPause), false)
+            cmosq_reconnect_delay_set(handle, UInt32(Self.takeOverPause), UInt32(Self.takeOverPause), false)
         } else {
-            mosquitto_reconnect_delay_set(handle, 2, 60, true)
+            cmosq_reconnect_delay_set(handle, 2, 60, true)
         }
     }
 
@@ -341,6 +351,6 @@ private func onPublish(_: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _:
 
 /// OpenSSL's password callback; libmosquitto hands it the client handle, whose user data is the link.
 private func passwordCallback(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _: Int32, _ handle: UnsafeMutableRawPointer?) -> Int32 {
-    guard let buffer, let handle, let link = MQTTLink.from(mosquitto_userdata(OpaquePointer(handle))) else { return 0 }
+    guard let buffer, let handle, let link = MQTTLink.from(cmosq_userdata(OpaquePointer(handle))) else { return 0 }
     return link.writeSecret(into: buffer, size: size)
 }

@@ -74,8 +74,8 @@ public struct PasswordFile: Sendable {
         let status = password.withCString { passwordBytes in
             salt.withUnsafeBufferPointer { saltBytes in
                 output.withUnsafeMutableBufferPointer { out in
-                    PKCS5_PBKDF2_HMAC(passwordBytes, length, saltBytes.baseAddress, Int32(clamping: salt.count), rounds, EVP_sha256(),
-                                      Int32(clamping: out.count), out.baseAddress)
+                    cssl_pbkdf2_sha256(passwordBytes, length, saltBytes.baseAddress, Int32(clamping: salt.count), rounds,
+                                       Int32(clamping: out.count), out.baseAddress)
                 }
             }
         }
@@ -86,13 +86,13 @@ public struct PasswordFile: Sendable {
     static func randomBytes(_ count: Int) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: count)
         guard let length = Int32(exactly: count),
-              bytes.withUnsafeMutableBufferPointer({ RAND_bytes($0.baseAddress, length) }) == 1 else { return nil }
+              bytes.withUnsafeMutableBufferPointer({ cssl_random_bytes($0.baseAddress, length) }) == 1 else { return nil }
         return bytes
     }
 
     static func equalInConstantTime(_ left: [UInt8], _ right: [UInt8]) -> Bool {
         guard left.count == right.count else { return false }
-        return left.withUnsafeBytes { a in right.withUnsafeBytes { b in CRYPTO_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 } }
+        return left.withUnsafeBytes { a in right.withUnsafeBytes { b in cssl_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 } }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

@@ -10,6 +10,7 @@ import TestSupport
 struct OnboardedMachine {
     let simulator: AgrirouterSimulator
     let directory: String
+    let transport: String
     var state: String { directory + "/state" }
 
     /// `gatewayPort` 0 takes a free one.
@@ -20,7 +21,7 @@ struct OnboardedMachine {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-run-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        let machine = OnboardedMachine(simulator: simulator, directory: directory)
+        let machine = OnboardedMachine(simulator: simulator, directory: directory, transport: transport)
         let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", "TANA123456", "--env", "local", "--onboarding-url", simulator.onboardingURL,
                                                       "--ca-file", directory + "/ca.pem", "--state-dir", machine.state,
                                                       "--application-id", "app", "--certification-version-id", "v", "--transport", transport])
@@ -71,6 +72,8 @@ struct OnboardedMachine {
         }
         #expect(published, "the daemon never published")
         #expect(await spoolStatus().inFlight > 0)
+        // libmosquitto is opened by the MQTT transport only.
+        #expect(first.hasMapped("libmosquitto.so") == (transport == "mqtt"), "\(transport): \(mappedFiles(named: "mosquitto", of: first.process.pid))")
         kill(first.process.pid, SIGKILL)
         #expect(await first.process.wait(timeout: 10) == 128 + SIGKILL)
     }
@@ -201,6 +204,7 @@ struct RunCommandTests {
         }
         #expect(await waitFor(20) { await received() >= 3 }, "nothing was published")
         #expect(daemon.hasMapped("libcurl.so.4"), "publishing over REST opened libcurl")
+        #expect(!daemon.hasMapped("libmosquitto"), "a daemon publishing over REST mapped libmosquitto")
 
         #expect(try await AgrigpsCommand.run(["pause", "--state-dir", machine.state]).code == 0)
         try await Task.sleep(for: .milliseconds(600))  // a batch already on its way may still land

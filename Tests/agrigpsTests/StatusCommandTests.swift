@@ -27,8 +27,11 @@ struct StatusCommandTests {
         #expect(status.stdout.contains { $0.hasPrefix("Daemon: running (pid \(daemon.process.pid)") })
         #expect(status.stdout.contains { $0.hasPrefix("Fix: gpsd_unreachable, ") })
         #expect(status.stdout.contains("Sharing: active"))
-        // Not onboarded, it never talks HTTPS: libcurl and its TLS chain are not even mapped.
-        #expect(!daemon.hasMapped("libcurl") && !daemon.hasMapped("libgnutls"), "a daemon that is not onboarded mapped libcurl")
+        // Not onboarded, it never talks to agrirouter: libcurl, libmosquitto and their TLS libraries
+        // are not even mapped.
+        for name in ["libcurl", "libgnutls", "libmosquitto", "libssl", "libcrypto"] {
+            #expect(!daemon.hasMapped(name), "a daemon that is not onboarded mapped \(name)")
+        }
         let json = try await AgrigpsCommand.run(["status", "--json", "--state-dir", state])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
         #expect(object["health"] as? String == "WARNING" && object["exit_code"] as? Int == 1)
