@@ -191,7 +191,8 @@ public struct HTTPSClient: Sendable {
         }
         if response.overflowed || code == CURLE_FILESIZE_EXCEEDED { throw .responseTooLarge(limit: maximumResponseBytes) }
         guard code == CURLE_OK else {
-            let detail = String(errorBuffer: errorBuffer).isEmpty ? String(cString: ccurl_easy_strerror(code)) : String(errorBuffer: errorBuffer)
+            let written = String(errorBuffer: errorBuffer)
+            let detail = written.isEmpty ? String(cString: ccurl_easy_strerror(code)) : written
             // Whether a POST may have arrived decides whether its batch waits for an answer: it did
             // only if its whole body went out, on this connection or one that died before it.
             let sentWhole = requestBody.map { $0.wentOutWhole || (!$0.bytes.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.bytes.count)) } ?? false
@@ -212,7 +213,6 @@ public struct HTTPSClient: Sendable {
         }
     }
 
-    /// A C string libcurl wrote into `buffer`, up to its terminating zero.
     private static func serverDate(_ handle: UnsafeMutableRawPointer) -> Date? {
         guard let value = ccurl_header(handle, "Date") else { return nil }
         let seconds = ccurl_getdate(value)  // -1 when it is not a date
