@@ -327,7 +327,7 @@ func report(_ runs: [TransportRun], seconds: Int, sendInterval: Double, spacing:
     }
 }
 
-/// Polls a spool read-only: when each row was sent (its gps:info sent_at) and when it was first seen
+/// Polls a spool read-only: when each row was sent (its batches' send times) and when it was first seen
 /// gone, which is when the daemon took its acknowledgement.
 enum SpoolWatch {
     struct Watched: Sendable {
@@ -352,10 +352,18 @@ enum SpoolWatch {
                 database = try? DatabaseQueue(path: path, configuration: settings)
             }
             if let database, let present = try? await database.read({ db in
-                // A sample leaves the spool when both outputs have their acknowledgement: its publish is
-                // the later of the two sends.
-                try Row.fetchAll(db, sql: "SELECT id, receiver_time, MAX(sent_at, efdi_sent_at) AS sent FROM sample WHERE acknowledged_at IS NULL")
-                    .map { (id: $0["id"] as Int64, receiverTime: $0["receiver_time"] as Double?, sentAt: $0["sent"] as Double?) }
+                // A sample leaves the spool when every output it waits for has its acknowledgement: its
+                // publish is the later of the two sends (each kept in its batch's row).
+                try Row.fetchAll(db, sql: """
+                    SELECT s.id, s.receiver_time, s.efdi_delivery = 'off' AS gps_only, g.sent_at AS gps, e.sent_at AS efdi FROM sample s
+                    LEFT JOIN batch g ON g.output = 'gps_info' AND g.number = s.batch_id
+                    LEFT JOIN batch e ON e.output = 'efdi' AND e.number = s.efdi_batch_id
+                    WHERE s.acknowledged_at IS NULL
+                    """).map { row in
+                    let (gps, efdi) = (row["gps"] as Double?, row["efdi"] as Double?)
+                    let sent = row["gps_only"] == true ? gps : gps.flatMap { gps in efdi.map { max(gps, $0) } }
+                    return (id: row["id"] as Int64, receiverTime: row["receiver_time"] as Double?, sentAt: sent)
+                }
             }) {
                 let now = Date()
                 let ids = Set(present.map(\.id))

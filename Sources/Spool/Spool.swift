@@ -355,6 +355,7 @@ public actor Spool {
         let rows = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(sendable) ORDER BY id LIMIT :limit",
                                     arguments: ["now": now, "longest": longest, "limit": maximumEntries])
         var (bytes, lastID): (Int, Int64?) = (0, nil)
+        guard let firstID: Int64 = rows.first?["id"] else { return nil }
         for row in rows {
             let size = SampleColumns.wireSize(row)
             if lastID != nil && bytes + size > byteBudget { break }
@@ -371,9 +372,11 @@ public actor Spool {
         try count(.sent, in: db, where: "\(sendable) AND id <= :last AND \(neverSent)",
                   arguments: ["now": now, "longest": longest, "last": lastID])
         // The same predicate over the same prefix of ids marks exactly the rows counted above.
-        try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'in_flight', \(batchID) = :batch, \(output.sentAt) = :now WHERE \(sendable) AND id <= :last",
-                       arguments: ["batch": id, "now": now, "longest": longest, "last": lastID])
-        let samples = try Row.fetchAll(db, sql: SampleColumns.select + " WHERE \(batchID) = ? AND \(output.delivery) = 'in_flight' ORDER BY id", arguments: [id])
+        let number = try SpoolBatches.record(id: id, output: output, first: firstID, last: lastID, sentAt: now, in: db)
+        try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'in_flight', \(batchID) = :batch WHERE \(sendable) AND id BETWEEN :first AND :last",
+                       arguments: ["batch": number, "now": now, "longest": longest, "first": firstID, "last": lastID])
+        let samples = try Row.fetchAll(db, sql: SampleColumns.select + " WHERE id BETWEEN ? AND ? AND \(batchID) = ? AND \(output.delivery) = 'in_flight' ORDER BY id",
+                                       arguments: [firstID, lastID, number])
         return SpoolBatch(id: id, output: output, samples: samples.map(SampleColumns.spooled))
     }
 
@@ -411,22 +414,22 @@ public actor Spool {
     /// waits for any more.
     private func finish(batch id: String, now: Double, in db: Database) throws -> (count: Int, bytes: Int) {
         var finishedNow = (count: 0, bytes: 0)
-        for output in SpoolOutput.all {
-            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged' WHERE \(output.batchID) = ? AND \(output.delivery) NOT IN \(DeliveryState.done)",
-                           arguments: [id])
+        for batch in try SpoolBatches.ranges(of: id, in: db) {
+            let output = batch.output
+            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged' WHERE \(batch.rows) AND \(output.delivery) NOT IN \(DeliveryState.done)")
             guard db.changesCount > 0 else { continue }
-            let rows = "\(output.batchID) = ? AND acknowledged_at IS NULL AND \(Self.finished)"
+            let rows = "\(batch.rows) AND acknowledged_at IS NULL AND \(Self.finished)"
             // One pass over the finished rows: how many, their bytes, and when each was taken.
-            let done = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt), \(SampleColumns.wireSizeSQL) FROM sample WHERE \(rows)", arguments: [id])
+            let done = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt), \(SampleColumns.wireSizeSQL) FROM sample WHERE \(rows)")
             while let row = try done.next() {
                 finishedNow.count += 1
                 finishedNow.bytes += row.int(at: 1, in: 0...1_000_000) ?? 0  // the SQL keeps it in range
                 if let time = row.double(at: 0, in: 0...7_258_118_400) { uncommitted.count(.acknowledged, at: time) }
             }
             if configuration.acknowledgedHistory > 0 {
-                try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(rows)", arguments: [now, id])
+                try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(rows)", arguments: [now])
             } else {
-                try db.execute(sql: "DELETE FROM sample WHERE \(rows)", arguments: [id])
+                try db.execute(sql: "DELETE FROM sample WHERE \(rows)")
             }
         }
         return finishedNow
@@ -437,15 +440,16 @@ public actor Spool {
     public func fail(batch id: String, reason: String, now: Date? = nil) throws(SpoolError) {
         let now = (now ?? configuration.clock()).timeIntervalSince1970
         try write { db in
-            for output in SpoolOutput.all {
+            for batch in try SpoolBatches.ranges(of: id, in: db) {
+                let output = batch.output
                 let (attempts, delivery) = (output.attempts, output.delivery)
                 try db.execute(sql: """
                     UPDATE sample SET \(attempts) = \(attempts) + 1, \(output.lastError) = :reason,
                         \(delivery) = CASE WHEN \(attempts) + 1 >= :park THEN 'parked' ELSE 'failed' END,
                         \(output.retryAfter) = :now + MIN(:maximum, :delay * (1 << MIN(\(attempts), 30)))
-                    WHERE \(output.batchID) = :batch AND \(delivery) = 'in_flight'
+                    WHERE \(batch.rows) AND \(delivery) = 'in_flight'
                     """, arguments: ["reason": reason, "park": configuration.parkAfterFailures, "now": now,
-                                     "maximum": configuration.maximumRetryDelay, "delay": configuration.retryDelay, "batch": id])
+                                     "maximum": configuration.maximumRetryDelay, "delay": configuration.retryDelay])
             }
         }
     }
@@ -454,9 +458,8 @@ public actor Spool {
     /// outbox's life: back to pending with no failure counted.
     public func release(batch id: String) throws(SpoolError) {
         try write { db in
-            for output in SpoolOutput.all {
-                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'pending' WHERE \(output.batchID) = ? AND \(output.delivery) = 'in_flight'",
-                               arguments: [id])
+            for batch in try SpoolBatches.ranges(of: id, in: db) {
+                try db.execute(sql: "UPDATE sample SET \(batch.output.delivery) = 'pending' WHERE \(batch.rows) AND \(batch.output.delivery) = 'in_flight'")
             }
         }
     }
@@ -471,12 +474,8 @@ public actor Spool {
 
     private func reclaimExpired(now: Double, in db: Database) throws -> Int {
         var reclaimed = 0
-        for output in SpoolOutput.all {
-            // A damaged send time (not a number) is as good as expired.
-            try db.execute(sql: """
-                UPDATE sample SET \(output.delivery) = 'pending'
-                WHERE \(output.delivery) = 'in_flight' AND (\(output.sentAt) < ? OR typeof(\(output.sentAt)) != 'real')
-                """, arguments: [now - configuration.inFlightTimeout])
+        for batch in try SpoolBatches.sent(before: now - configuration.inFlightTimeout, in: db) {
+            try db.execute(sql: "UPDATE sample SET \(batch.output.delivery) = 'pending' WHERE \(batch.rows) AND \(batch.output.delivery) = 'in_flight'")
             reclaimed += db.changesCount
         }
         return reclaimed
@@ -486,14 +485,9 @@ public actor Spool {
     /// their answers instead of resending them.
     public func inFlightBatches() throws(SpoolError) -> [(id: String, output: SpoolOutput, sentAt: Date)] {
         try read { db in
-            try SpoolOutput.all.flatMap { output in
-                // Read leniently: a damaged row gives no id (it is left to the reclaim) or an unknown time.
-                try Row.fetchAll(db, sql: "SELECT \(output.batchID), MIN(\(output.sentAt)) FROM sample WHERE \(output.delivery) = 'in_flight' GROUP BY \(output.batchID)")
-                    .compactMap { row in
-                        row.text(at: 0, limit: 200).map { id in
-                            (id: id, output: output, sentAt: row.double(at: 1, in: Bounds.epochSeconds).map(Date.init(timeIntervalSince1970:)) ?? .distantPast)
-                        }
-                    }
+            // Read leniently: a damaged batch row gives no batch (its rows are left to the reclaim) or an unknown time.
+            try SpoolBatches.inFlight(in: db).map { batch in
+                (id: batch.id, output: batch.output, sentAt: batch.sentAt.map(Date.init(timeIntervalSince1970:)) ?? .distantPast)
             }
         }
     }

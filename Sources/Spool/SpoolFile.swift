@@ -70,6 +70,7 @@ enum SpoolFile {
             }
             rebuildWithSmallerPages(database, path: path)
             try SpoolSchema.migrator.migrate(database)
+            try database.write(SpoolBatches.releaseOrphans)
             try database.write(SpoolSchema.forgetOtherBoots)
             let outputs = try database.write { db in
                 guard let wanted = configuration.outputs else { return try SpoolSchema.storedOutputs(db) }

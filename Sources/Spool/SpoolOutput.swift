@@ -1,4 +1,4 @@
-/// One way samples leave the box (gps:info, EFDI). Each keeps its own delivery state, batch ids,
+/// One way samples leave the box (gps:info, EFDI). Each keeps its own delivery state, batch number,
 /// attempts and retry times in the sample's row, so a refusal of one output never holds back,
 /// loses or duplicates another. A sample leaves the spool once every enabled output has been
 /// acknowledged for it.
@@ -28,7 +28,9 @@ public struct SpoolOutput: Sendable, Hashable, CustomStringConvertible {
     }
 
     var delivery: String { prefix + "delivery" }
+    /// The number of the batch (in the batch table) the row was last taken in; NULL if never sent.
     var batchID: String { prefix + "batch_id" }
+    /// No longer written: a batch's send time is kept in its row of the batch table.
     var sentAt: String { prefix + "sent_at" }
     var attempts: String { prefix + "attempts" }
     var lastError: String { prefix + "last_error" }
@@ -50,6 +52,7 @@ enum DeliveryState {
     static let off = "off"
     static let done = "('acknowledged', 'off')"
     /// The states the delivery indexes hold. A query uses such a partial index only when it has one
-    /// of these terms exactly as written in the index (`<delivery> = '<state>'`).
-    static let lookedUp = ["in_flight", "failed", "parked"]
+    /// of these terms exactly as written in the index (`<delivery> = '<state>'`). In-flight rows are
+    /// found through their batch's range of ids instead, so a take adds no index entries.
+    static let lookedUp = ["failed", "parked"]
 }

@@ -9,6 +9,7 @@ enum SpoolSchema {
     static let efdiVersion = "v4-efdi-output"
     static let lighterAppendVersion = "v5-lighter-append"
     static let ownRowIDsVersion = "v6-own-row-ids"
+    static let batchTableVersion = "v7-batch-table"
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -74,7 +75,7 @@ enum SpoolSchema {
         migrator.registerMigration(lighterAppendVersion) { db in
             for output in SpoolOutput.all {
                 let prefix = output == .gpsInfo ? "sample_by" : "sample_by_\(output.name)"
-                let states = DeliveryState.lookedUp.map { "\(output.delivery) = '\($0)'" }.joined(separator: " OR ")
+                let states = ["in_flight", "failed", "parked"].map { "\(output.delivery) = '\($0)'" }.joined(separator: " OR ")
                 try db.execute(sql: """
                     DROP INDEX IF EXISTS \(prefix)_delivery;
                     CREATE INDEX \(prefix)_delivery ON sample(\(output.delivery), id) WHERE \(states);
@@ -107,7 +108,37 @@ enum SpoolSchema {
             }
             try db.execute(sql: RowIDs.trigger)
         }
+        migrator.registerMigration(batchTableVersion, migrate: moveBatchesToTheirTable)
         return migrator
+    }
+
+    /// A take used to write each batch's 36-character id and its send time into every row it took,
+    /// for each output, and index them: rows grew, pages split, and indexes changed at every take and
+    /// again at every acknowledgement. Now a batch is one row of its own (see `SpoolBatches`) and a
+    /// sample holds only its small number. Batches in the file keep their ids and rows; rows already
+    /// acknowledged and kept as history hold 0 (sent, in a batch no longer known). The delivery
+    /// indexes keep only failed and parked rows: in-flight ones are found through their batch.
+    private static func moveBatchesToTheirTable(_ db: Database) throws {
+        try db.execute(sql: SpoolBatches.table)
+        for output in SpoolOutput.all {
+            let (batchID, name) = (output.batchID, output.name)
+            try db.execute(sql: """
+                INSERT INTO batch (id, output, first_id, last_id, sent_at)
+                SELECT \(batchID), '\(name)', MIN(id), MAX(id), MIN(\(output.sentAt)) FROM sample
+                WHERE typeof(\(batchID)) = 'text' AND acknowledged_at IS NULL GROUP BY \(batchID) ORDER BY MIN(id)
+                """)
+            try db.execute(sql: """
+                UPDATE sample SET \(batchID) = IFNULL((SELECT number FROM batch WHERE batch.output = '\(name)' AND batch.id = sample.\(batchID)), 0)
+                WHERE \(batchID) IS NOT NULL
+                """)
+            let prefix = output == .gpsInfo ? "sample_by" : "sample_by_\(name)"
+            let states = DeliveryState.lookedUp.map { "\(output.delivery) = '\($0)'" }.joined(separator: " OR ")
+            try db.execute(sql: """
+                DROP INDEX IF EXISTS \(prefix)_batch;
+                DROP INDEX IF EXISTS \(prefix)_delivery;
+                CREATE INDEX \(prefix)_delivery ON sample(\(output.delivery), id) WHERE \(states);
+                """)
+        }
     }
 
     /// Brings every unfinished sample in line with the outputs enabled now: an output turned off

@@ -3,7 +3,7 @@
 //   spool-exerciser crash-loop SPOOL JOURNAL
 //       Appends as fast as it can while batches move through in flight and acknowledged, until
 //       killed. Writes a journal line only after the step it names has returned:
-//       "a SEQ" appended, "k BATCH" acknowledged, "f BATCH" failed.
+//       "a SEQ" appended, "k BATCH SEQ,SEQ,..." acknowledged (with its samples), "f BATCH" failed.
 //   spool-exerciser hold-then-flush SPOOL GATE
 //       Appends samples 1-3, waits for the file GATE, appends 4-5, then prints every spooled
 //       sample's sequence number in order.
@@ -53,7 +53,7 @@ func crashLoop(spoolPath: String, journalPath: String) async throws -> Never {
                 journal.write("f \(batch.id)")
             } else {
                 try await spool.acknowledge(batch: batch.id)
-                journal.write("k \(batch.id)")
+                journal.write("k \(batch.id) \(batch.samples.compactMap { sequenceNumber($0.sample) }.map(String.init).joined(separator: ","))")
             }
         }
     }

@@ -83,7 +83,8 @@ import Testing
         #expect(await spool.append(sample(8)) == .stored(rowID: 9))
         let (table, indexes) = try Self.schema(scratch.spoolPath)
         #expect(!table.contains("AUTOINCREMENT"))
-        #expect(indexes == indexesBefore && indexes.count == 4)
+        // The batch indexes went with the batch table (v7); the delivery indexes were made again.
+        #expect(indexes == indexesBefore.filter { !$0.hasSuffix("_batch") } && indexes.count == 2, "\(indexes)")
         #expect(try Self.ids(scratch.spoolPath) == [1, 2, 3, 4, 5, 9])
         let details = try await spool.allSamples().map(\.0.sample.detail)
         #expect(details.prefix(5) == ["seq 0", "seq 1", "seq 2", "seq 3", "seq 4"])

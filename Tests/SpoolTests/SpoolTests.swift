@@ -126,6 +126,45 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(await spool.status().pending == 0)
     }
 
+    @Test("a batch is remembered for 1024 newer ones: then its rows still in flight go back to pending, and its answer finds nothing")
+    func oldBatchesAreForgottenAndTheirRowsReleased() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+        await spool.append((1...1200).map { sample($0) })
+        let old = try #require(try await spool.takeBatch(id: "old", maximumEntries: 1, now: epoch))
+        var taken = 1
+        while taken < SpoolBatches.kept + SpoolBatches.forgetEvery {
+            let batch = try #require(try await spool.takeBatch(id: "b\(taken)", maximumEntries: 1, now: epoch))
+            _ = try await spool.acknowledge(batch: batch.id)
+            taken += 1
+            // Remembered until the forgetting that passes it: its row stays in flight, found at a restart.
+            if taken == SpoolBatches.kept + 1 { #expect(try await spool.inFlightBatches().map(\.id) == ["old"]) }
+        }
+        #expect(try await spool.inFlightBatches().isEmpty)
+        #expect(await spool.status().inFlight == 0)
+        #expect(try await spool.acknowledge(batch: "old") == 0)
+        let resend = try #require(try await spool.takeBatch(id: "again", maximumEntries: 1, now: epoch))
+        #expect(resend.samples.map(\.rowID) == old.samples.map(\.rowID))
+        let remembered = try await DatabaseQueue(path: scratch.spoolPath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM batch") }
+        #expect(remembered.map { $0 <= SpoolBatches.kept + SpoolBatches.forgetEvery } == true, "\(String(describing: remembered))")
+    }
+
+    @Test("a row in flight in a batch the spool does not know (a damaged or edited file) goes back to pending when it opens")
+    func rowsInFlightInUnknownBatchesAreReleasedAtOpen() async throws {
+        let scratch = Scratch()
+        do {
+            let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+            for seq in 1...3 { await spool.append(sample(seq)) }
+            _ = try await spool.takeBatch(id: "known", maximumEntries: 1, now: epoch)
+        }
+        try await DatabaseQueue(path: scratch.spoolPath).write { db in
+            try db.execute(sql: "UPDATE sample SET delivery = 'in_flight', batch_id = CASE id WHEN 2 THEN 999 ELSE NULL END WHERE id IN (2, 3)")
+        }
+        let reopened = Spool(path: scratch.spoolPath, configuration: configuration())
+        #expect(await reopened.status().byOutput == ["gps_info": ["in_flight": 1, "pending": 2]])
+        #expect(try await reopened.inFlightBatches().map(\.id) == ["known"])
+    }
+
     @Test func failedBatchesRetryWithBackoffThenPark() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration {
@@ -327,9 +366,10 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
             try await old.write { db in
                 for seq in 1...3 {
                     try db.execute(sql: """
-                        INSERT INTO sample (sampled_at, state, gpsd_mode, gpsd_status, latitude, longitude, detail, wire_size, delivery)
-                        VALUES (?, 'fix_3d_dgps', 3, 2, 48.5, 11.5, ?, 60, ?)
-                        """, arguments: [epoch.timeIntervalSince1970 + Double(seq), "seq \(seq)", seq == 3 ? "in_flight" : "pending"])
+                        INSERT INTO sample (sampled_at, state, gpsd_mode, gpsd_status, latitude, longitude, detail, wire_size, delivery, batch_id, sent_at)
+                        VALUES (?, 'fix_3d_dgps', 3, 2, 48.5, 11.5, ?, 60, ?, ?, ?)
+                        """, arguments: [epoch.timeIntervalSince1970 + Double(seq), "seq \(seq)", seq == 3 ? "in_flight" : "pending",
+                                         seq == 3 ? "old-batch" : nil, seq == 3 ? epoch.timeIntervalSince1970 + 10 : nil])
                 }
             }
         }
@@ -338,9 +378,15 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(seqs(rows.map(\.0)) == [1, 2, 3])
         #expect(rows.first?.0.sample.state == .fix(.threeD, .dgps))
         let applied = try await DatabaseQueue(path: scratch.spoolPath).read { try SpoolSchema.migrator.appliedIdentifiers($0) }
-        #expect(Set(applied) == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion, SpoolSchema.efdiVersion, SpoolSchema.lighterAppendVersion, SpoolSchema.ownRowIDsVersion])
+        #expect(Set(applied) == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion, SpoolSchema.efdiVersion,
+                                 SpoolSchema.lighterAppendVersion, SpoolSchema.ownRowIDsVersion, SpoolSchema.batchTableVersion])
         #expect(await spool.status().pending == 2)
         #expect(await spool.status().byOutput == ["gps_info": ["pending": 2, "in_flight": 1]])
+        // The batch in flight when the old version stopped keeps its id and send time, and its answer still counts.
+        let inFlight = try await spool.inFlightBatches()
+        #expect(inFlight.map(\.id) == ["old-batch"] && inFlight.map(\.sentAt) == [epoch.addingTimeInterval(10)])
+        #expect(try await spool.acknowledge(batch: "old-batch") == 1)
+        #expect(seqs(try await spool.allSamples().map(\.0)) == [1, 2])
     }
 }
 

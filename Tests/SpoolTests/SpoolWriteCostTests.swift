@@ -118,6 +118,33 @@ import Testing
         #expect(try await quiet.takeBatches([.init(output: .gpsInfo), .init(output: .efdi, entryCost: 100)], byteBudget: 1000).isEmpty)
     }
 
+    @Test("a send cycle in the steady state writes few pages: the take and the acknowledgement of both outputs")
+    func sendCycleTouchesFewPages() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
+        var (takes, acknowledgements): ([Int], [Int]) = ([], [])
+        for cycle in 0..<12 {
+            for seq in (cycle * 10)..<(cycle * 10 + 10) { #expect(isStored(await spool.append(sample(seq)))) }
+            let ids = ["gps \(cycle)", "efdi \(cycle)"]
+            var before = Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize)
+            let batches = try await spool.takeBatches([.init(output: .gpsInfo, id: ids[0]), .init(output: .efdi, id: ids[1])], byteBudget: 100_000)
+            #expect(batches.map(\.samples.count) == [10, 10])
+            takes.append(Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize) - before)
+            before = Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize)
+            #expect(try await spool.acknowledge(batches: ids) == 10)
+            acknowledgements.append(Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize) - before)
+        }
+        // The first cycles make the tables' first pages; the steady state is what a day costs.
+        let (steadyTakes, steadyAcknowledgements) = (takes.dropFirst(4), acknowledgements.dropFirst(4))
+        print("frames per take: \(takes); per acknowledgement: \(acknowledgements)")
+        // A take writes its batch's row and the 10 rows' two or three table pages (it wrote 6 to 9 pages
+        // when every row held both batches' ids and send times, indexed). An acknowledgement writes those
+        // pages again, the tree page above them and the free list, as the rows leave (it wrote 10 or 11).
+        #expect(steadyTakes.max() ?? 99 <= 3, "\(takes)")
+        #expect(steadyAcknowledgements.max() ?? 99 <= 6, "\(acknowledgements)")
+        #expect(await spool.status().pending == 0)
+    }
+
     /// Commits in the WAL since it was last emptied: frames that end a transaction carry the
     /// database's size in pages (bytes 4–7 of their header), other frames zero.
     static func commits(_ path: String) throws -> Int {
