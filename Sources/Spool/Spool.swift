@@ -29,6 +29,9 @@ public actor Spool {
     private var lastReopen = uptime()
     private var lastAgeSweep = -Double.infinity
     private var lastCheckpoint = -Double.infinity
+    /// The connection may still be at `synchronous = NORMAL` after a failed return from an unsynced
+    /// commit: an append sets FULL again before it writes.
+    private var unsynced = false
     /// The outputs samples go out by, as the spool was opened; see `SpoolConfiguration.outputs`.
     private var outputs: [SpoolOutput] {
         didSet { insertSQL = SampleColumns.insert(outputs: outputs) }
@@ -95,6 +98,8 @@ public actor Spool {
             let now = configuration.clock().timeIntervalSince1970
             let recovered = fault
             uncommitted = DeliveryTally()
+            if unsynced { try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") } }
+            unsynced = false
             let (ids, added) = try database.write { db in
                 if let recovered {
                     try SpoolState.set("last_storage_fault", number: now, text: recovered.description, in: db)
@@ -304,7 +309,7 @@ public actor Spool {
                           maximumEntries: Int = 20_000, now: Date? = nil) throws(SpoolError) -> SpoolBatch? {
         guard outputs.contains(output) else { return nil }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
-        return try write { db in try take(for: output, id: id, byteBudget: byteBudget, maximumEntries: maximumEntries, now: now, in: db) }
+        return try write(synced: false) { db in try take(for: output, id: id, byteBudget: byteBudget, maximumEntries: maximumEntries, now: now, in: db) }
     }
 
     /// One output's share of a send cycle: see `takeBatches`.
@@ -330,7 +335,7 @@ public actor Spool {
         let requests = requests.filter { outputs.contains($0.output) }
         guard !requests.isEmpty else { return [] }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
-        return try write { db in
+        return try write(synced: false) { db in
             var (remaining, batches) = (max(0, byteBudget), [SpoolBatch]())
             for (index, request) in requests.enumerated() {
                 let share = remaining / (requests.count - index)
@@ -394,7 +399,7 @@ public actor Spool {
     public func acknowledge(batches ids: [String], now: Date? = nil) throws(SpoolError) -> Int {
         guard !ids.isEmpty else { return 0 }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
-        let (count, bytes) = try write { db in
+        let (count, bytes) = try write(synced: false) { db in
             var finishedNow = (count: 0, bytes: 0)
             for id in ids {
                 let finished = try finish(batch: id, now: now, in: db)
@@ -634,11 +639,33 @@ public actor Spool {
 
     private var notOpen: SpoolError { SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
 
-    private func write<T>(_ body: (Database) throws -> T) throws(SpoolError) -> T {
+    /// One transaction. `synced: false` is for takes and acknowledgements: their commit is not synced
+    /// to disk on its own but by the next append's, which syncs the whole write-ahead log up to it,
+    /// and which usually shares its last page of the kernel's cache, so the flash is written once.
+    /// A power cut in between loses the take or the acknowledgement, never a sample: its samples are
+    /// sent again. Appends and everything else stay synced at every commit.
+    private func write<T>(synced: Bool = true, _ body: (Database) throws -> T) throws(SpoolError) -> T {
         guard let database else { throw fault ?? notOpen }
         do {
             uncommitted = DeliveryTally()
-            let result = try database.write(body)
+            let result = synced ? try database.write(body) : try database.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                let outcome = Result { () throws -> T in
+                    var result: T?
+                    try db.inTransaction(.immediate) {
+                        result = try body(db)
+                        return .commit
+                    }
+                    guard let result else { throw SpoolError(kind: .database, sqliteCode: 0, message: "transaction returned nothing", path: path) }
+                    return result
+                }
+                // Back to FULL before anything else runs on this connection; if even that fails, the
+                // error fails this call, and the next append sets it again before writing.
+                unsynced = true
+                try db.execute(sql: "PRAGMA synchronous = FULL")
+                unsynced = false
+                return try outcome.get()
+            }
             tally.merge(uncommitted)
             return result
         } catch {

@@ -76,6 +76,12 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
             #expect(durability.journalMode == "wal")
             #expect(durability.synchronous == 2)
         }
+        // A take and an acknowledgement commit without a sync of their own (the next append's
+        // covers them), and leave the connection at FULL for that append.
+        let batch = try #require(try await spool.takeBatch(id: "unsynced", now: epoch))
+        #expect(await spool.durability().synchronous == 2)
+        #expect(try await spool.acknowledge(batch: batch.id) == batch.samples.count)
+        #expect(await spool.durability().synchronous == 2)
     }
 
     @Test func batchesAreOldestFirstWithinBudgetAndInOrder() async throws {
