@@ -75,9 +75,7 @@ public struct EndpointSetup: Sendable {
         var bytes = Array(endpointID.utf8)
         bytes += (try? capabilities.serializedBytes() as [UInt8]) ?? []
         bytes += (try? subscription.serializedBytes() as [UInt8]) ?? []
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return String(hash, radix: 16)
+        return String(FNV1a.hash(bytes), radix: 16)
     }
 
     /// Sends one message and polls until its answer comes. What the polls bring for the others stays

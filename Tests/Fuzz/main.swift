@@ -257,6 +257,9 @@ struct Campaign {
         }
         var bytes = Array(text.utf8)
         if random.chance(40) { bytes = Mutate.bytes(bytes, &random) }
+        // Mostly sealed again with a digest that fits, as the daemon would write it, so that the
+        // decoder sees the changed JSON rather than the digest check turning it away.
+        if random.chance(75) { bytes = Heartbeat.sealed(Data(bytes.prefix { $0 != UInt8(ascii: "\n") })) }
         reproducer.record("heartbeat", bytes)
         hangs.begin("heartbeat")
         defer { hangs.end() }

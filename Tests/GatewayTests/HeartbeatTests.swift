@@ -29,8 +29,8 @@ import Testing
         #expect(Heartbeat.read(from: path)?.updatedAt ?? .distantPast >= now)
     }
 
-    @Test("the file is replaced whole, group-readable whatever the umask, with nothing left beside it")
-    func replacesTheFileForTheGroup() throws {
+    @Test("the file is written in place, group-readable whatever the umask, with nothing beside it; a torn write reads as none, an old whole file as itself")
+    func writesTheFileInPlaceForTheGroup() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heartbeat-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -38,13 +38,30 @@ import Testing
         let old = umask(0o077)
         defer { umask(old) }
         var heartbeat = Heartbeat(onboarded: false)
+        heartbeat.lastError = String(repeating: "long ", count: 100)
         try heartbeat.write(to: path)
+        let inode = try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? Int
         heartbeat.lastError = "second"
         try heartbeat.write(to: path)
+        // Shorter than before: spaces cover the rest, and the same inode holds it (no new file, no rename).
         #expect(Heartbeat.read(from: path)?.lastError == "second")
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? Int == inode)
         let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
         #expect(mode == 0o640)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["heartbeat.json"])
+
+        // A write caught half done: the text no longer matches its digest.
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        let good = bytes
+        let at = try #require(bytes.firstIndex(of: UInt8(ascii: "s")))
+        bytes[at] = UInt8(ascii: "S")
+        try bytes.write(to: URL(fileURLWithPath: path))
+        #expect(Heartbeat.read(from: path) == nil)
+        // As versions before this one wrote it: the JSON alone, replaced whole.
+        try good.prefix { $0 != UInt8(ascii: "\n") }.write(to: URL(fileURLWithPath: path))
+        #expect(Heartbeat.read(from: path)?.lastError == "second")
+        try heartbeat.write(to: path)
+        #expect(Heartbeat.read(from: path)?.lastError == "second")
         #expect(throws: HeartbeatWriteError.self) { try heartbeat.write(to: directory + "/missing/heartbeat.json") }
     }
 }
