@@ -187,23 +187,28 @@ func storageWrites(agrigps: String, fixture: String, work: String, simulator: Ag
     let runs = [("publishing (both formats)", publishingState, try daemon(publishingState)),
                 ("sampling only (not onboarded)", samplingState, try daemon(samplingState))]
     // Start-up writes once (a new spool's schema, the other machines' store, the first endpoint
-    // list); what a day costs is the steady state after it, measured from here.
+    // list); what a day costs is the steady state after it, measured from here. The others' store is
+    // made on the publishing daemon's first feed reply, which comes a minute or so in: 110 KiB once
+    // per installation, which a 5-minute run would spread over its samples.
     try await Task.sleep(for: .seconds(30))
+    let settled = await waitUntil(timeout: 120) { FileManager.default.fileExists(atPath: publishingState + "/others.sqlite") }
+    precondition(settled, "the publishing daemon made no store of other machines: no feed reply in 2 minutes")
+    try await Task.sleep(for: .seconds(5))
     var marks: [(written: Int, samples: Int)] = []
     for (_, state, process) in runs { marks.append((process.writtenBytes(), committedSamples(state))) }
     let ended = await waitUntil(timeout: Double(minutes * 60 + 60)) { lastSampleState(samplingState) == "no_receiver" }
     precondition(ended, "agrigps did not sample the end of the replay")
     // The publishing daemon's last batch is acknowledged within a cycle or two.
     try await Task.sleep(for: .seconds(25))
-    print(String(format: "storage written by agrigps run at 1 Hz for %d min (write_bytes in /proc/PID/io, per committed sample, after the "
-                 + "first 30 s); baseline: the floor of 4 KiB, one page of the kernel's cache per durable commit; goal 8 KiB:", minutes))
+    print(String(format: "storage written by agrigps run at 1 Hz for %d min (write_bytes in /proc/PID/io, per committed sample, after "
+                 + "start-up: 30 s and the first feed reply); baseline: the floor of 4 KiB, one page of the kernel's cache per durable commit; goal 8 KiB:", minutes))
     for ((label, state, process), mark) in zip(runs, marks) {
         let written = process.writtenBytes()
         _ = process.stop()
         let samples = committedSamples(state)
         let left = await Spool(path: state + "/spool.sqlite").status()
         let steady = Double(written - mark.written) / 1024 / Double(max(samples - mark.samples, 1))
-        print(String(format: "   %-30@ %.1f KiB per sample (%d samples after the first 30 s; start-up %.0f KiB for %d; %.1f MiB in all; %d left in the spool)",
+        print(String(format: "   %-30@ %.1f KiB per sample (%d samples after start-up; start-up %.0f KiB for %d; %.1f MiB in all; %d left in the spool)",
                      label as NSString, steady, samples - mark.samples, Double(mark.written) / 1024, mark.samples,
                      Double(written) / 1_048_576, left.pending + left.inFlight))
     }
