@@ -463,9 +463,7 @@ public actor Spool {
     /// outbox's life: back to pending with no failure counted.
     public func release(batch id: String) throws(SpoolError) {
         try write { db in
-            for batch in try SpoolBatches.ranges(of: id, in: db) {
-                try db.execute(sql: "UPDATE sample SET \(batch.output.delivery) = 'pending' WHERE \(batch.rows) AND \(batch.output.delivery) = 'in_flight'")
-            }
+            for batch in try SpoolBatches.ranges(of: id, in: db) { _ = try batch.release(in: db) }
         }
     }
 
@@ -480,8 +478,7 @@ public actor Spool {
     private func reclaimExpired(now: Double, in db: Database) throws -> Int {
         var reclaimed = 0
         for batch in try SpoolBatches.sent(before: now - configuration.inFlightTimeout, in: db) {
-            try db.execute(sql: "UPDATE sample SET \(batch.output.delivery) = 'pending' WHERE \(batch.rows) AND \(batch.output.delivery) = 'in_flight'")
-            reclaimed += db.changesCount
+            reclaimed += try batch.release(in: db)
         }
         return reclaimed
     }

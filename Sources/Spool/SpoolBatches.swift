@@ -45,6 +45,12 @@ enum SpoolBatches {
             else { return nil }
             (self.number, self.output, self.first, self.last) = (number, output, first, last)
         }
+
+        /// Its rows still in flight go back to pending, with no failure counted; returns how many.
+        func release(in db: Database) throws -> Int {
+            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'pending' WHERE \(rows) AND \(output.delivery) = 'in_flight'")
+            return db.changesCount
+        }
     }
 
     private static let columns = "number, output, first_id, last_id"
@@ -69,7 +75,7 @@ enum SpoolBatches {
     private static func forget(upTo number: Int, in db: Database) throws {
         guard number > 0 else { return }
         for range in try Row.fetchAll(db, sql: "SELECT \(columns) FROM batch WHERE number <= ?", arguments: [number]).compactMap(Range.init) {
-            try db.execute(sql: "UPDATE sample SET \(range.output.delivery) = 'pending' WHERE \(range.rows) AND \(range.output.delivery) = 'in_flight'")
+            _ = try range.release(in: db)
         }
         try db.execute(sql: "DELETE FROM batch WHERE number <= ?", arguments: [number])
     }
