@@ -60,6 +60,11 @@ enum SpoolFile {
             }
             // FULL: a commit survives power loss, not just a crash of this process.
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // Debian builds SQLite to overwrite deleted rows and freed pages with zeros, which writes
+            // every page a deletion frees: clearing 256 acknowledged rows wrote 56 pages of the log,
+            // against 30 with FAST, which zeroes only what is written anyway. Nothing is hidden by the
+            // zeros: the track keeps the same positions for 90 days.
+            try db.execute(sql: "PRAGMA secure_delete = FAST")
             if let pageLimit { try db.execute(sql: "PRAGMA max_page_count = \(pageLimit)") }
         }
         do {

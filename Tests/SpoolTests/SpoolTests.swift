@@ -340,6 +340,50 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
         #expect(recovered.lastStorageFaultAt != nil)
     }
 
+    @Test("acknowledged rows leave together once 256 have gathered, and when the spool opens again")
+    func acknowledgedRowsAreClearedTogether() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+        func cycle(_ seqs: Range<Int>, id: String) async throws -> Int {
+            _ = await spool.append(seqs.map { sample($0) })
+            #expect(try await spool.takeBatch(id: id)?.samples.count == seqs.count)
+            return try await spool.acknowledge(batch: id)
+        }
+        #expect(try await cycle(0..<250, id: "a") == 250)
+        #expect(await spool.status().acknowledgedKept == 250)
+        #expect(try await spool.allSamples().isEmpty, "without history, acknowledged rows have left")
+        #expect(try await cycle(250..<260, id: "b") == 10)
+        #expect(await spool.status().acknowledgedKept == 0)
+        #expect(try await cycle(260..<265, id: "c") == 5)
+        #expect(await spool.status().acknowledgedKept == 5)
+        // The daemon opens it with its outputs, which clears them; a command that only looks does not.
+        #expect(await Spool(path: scratch.spoolPath).status().acknowledgedKept == 5)
+        let reopened = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo] })
+        #expect(await reopened.status().acknowledgedKept == 0)
+        #expect(await reopened.append(sample(265)) == .stored(rowID: 266))
+    }
+
+    @Test("on a full disk an acknowledgement deletes its rows at once, so held samples find room")
+    func acknowledgementOnAFullDiskDeletes() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumPageCount = 24 })
+        _ = await spool.append((0..<40).map { sample($0) })
+        #expect(try await spool.takeBatch(id: "early")?.samples.count == 40)
+        var (seq, held) = (40, 0)
+        while held < 3 && seq < 100_000 {
+            seq += 1
+            if case .heldInMemory = await spool.append(sample(seq)) { held += 1 }
+        }
+        #expect(held == 3)
+        #expect(try await spool.acknowledge(batch: "early") == 40)
+        let stamped = try await DatabaseQueue(path: scratch.spoolPath).read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE acknowledged_at IS NOT NULL")
+        }
+        #expect(stamped == 0, "the rows were deleted, not stamped")
+        #expect(isStored(await spool.append(sample(seq + 1))))
+        #expect(Array(seqs(try await spool.allSamples().map(\.0)).suffix(4)) == [seq - 2, seq - 1, seq, seq + 1])
+    }
+
     @Test func atShutdownHeldSamplesAreWrittenIfTheDiskAllowsAndCountedAsLostIfNot() async throws {
         for recovers in [true, false] {
             let scratch = Scratch()
