@@ -415,21 +415,26 @@ public actor Spool {
 
     /// Finished rows are stamped, not deleted, and cleared `clearEvery` at a time: deleting a few rows
     /// at each acknowledgement wrote the tree page above them, the free list and the database header
-    /// every time (6 pages of the log per cycle of 10 samples instead of 2). Until cleared they count
-    /// as acknowledged history, which every query already leaves aside.
+    /// every time (with 1 KiB pages, 6 pages of the log per cycle of 10 samples instead of 2). Until
+    /// cleared they count as acknowledged history, which every query already leaves aside.
     private func acknowledge(_ ids: [String], now: Double, clearingNow: Bool) throws(SpoolError) -> Int {
         let (count, bytes, cleared) = try write(synced: false) { db in
+            let history = configuration.acknowledgedHistory
+            let clearing = clearingNow && history == 0
+            let clearAll = "DELETE FROM sample WHERE acknowledged_at IS NOT NULL"
+            if clearing { try db.execute(sql: clearAll) }
             var finishedNow = (count: 0, bytes: 0)
             for id in ids {
-                let finished = try finish(batch: id, now: now, in: db)
+                let finished = try finish(batch: id, now: now, deleting: clearing, in: db)
                 finishedNow = (finishedNow.count + finished.count, finishedNow.bytes + finished.bytes)
             }
-            if configuration.acknowledgedHistory > 0 {
-                try db.execute(sql: "DELETE FROM sample WHERE acknowledged_at < ?", arguments: [now - configuration.acknowledgedHistory])
+            if history > 0 {
+                try db.execute(sql: "DELETE FROM sample WHERE acknowledged_at < ?", arguments: [now - history])
                 return (finishedNow.count, finishedNow.bytes, false)
             }
-            guard clearingNow || stamped + finishedNow.count >= Self.clearEvery else { return (finishedNow.count, finishedNow.bytes, false) }
-            try db.execute(sql: "DELETE FROM sample WHERE acknowledged_at IS NOT NULL")
+            guard !clearing else { return (finishedNow.count, finishedNow.bytes, true) }
+            guard stamped + finishedNow.count >= Self.clearEvery else { return (finishedNow.count, finishedNow.bytes, false) }
+            try db.execute(sql: clearAll)
             return (finishedNow.count, finishedNow.bytes, true)
         }
         stamped = cleared ? 0 : stamped + count
@@ -438,15 +443,16 @@ public actor Spool {
         return count
     }
 
-    /// Marks batch `id` acknowledged for the output that sent it, and stamps the samples no output
-    /// waits for any more as acknowledged.
-    private func finish(batch id: String, now: Double, in db: Database) throws -> (count: Int, bytes: Int) {
+    /// Marks batch `id` acknowledged for the output that sent it. The samples no other output waits
+    /// for are finished: stamped as acknowledged, or deleted when `deleting` (a full disk). They go
+    /// first, so that on a full disk the longer state written into the rest finds room.
+    private func finish(batch id: String, now: Double, deleting: Bool, in db: Database) throws -> (count: Int, bytes: Int) {
         var finishedNow = (count: 0, bytes: 0)
         for batch in try SpoolBatches.ranges(of: id, in: db) {
             let output = batch.output
-            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged' WHERE \(batch.rows) AND \(output.delivery) NOT IN \(DeliveryState.done)")
-            guard db.changesCount > 0 else { continue }
-            let rows = "\(batch.rows) AND acknowledged_at IS NULL AND \(Self.finished)"
+            let othersDone = SpoolOutput.all.filter { $0 != output }.map { "\($0.delivery) IN \(DeliveryState.done)" }
+            let rows = (["\(batch.rows) AND acknowledged_at IS NULL AND \(output.delivery) NOT IN \(DeliveryState.done)"] + othersDone)
+                .joined(separator: " AND ")
             // One pass over the finished rows: how many, their bytes, and when each was taken.
             let done = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt), \(SampleColumns.wireSizeSQL) FROM sample WHERE \(rows)")
             while let row = try done.next() {
@@ -454,7 +460,12 @@ public actor Spool {
                 finishedNow.bytes += row.int(at: 1, in: 0...1_000_000) ?? 0  // the SQL keeps it in range
                 if let time = row.double(at: 0, in: 0...7_258_118_400) { uncommitted.count(.acknowledged, at: time) }
             }
-            try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(rows)", arguments: [now])
+            if deleting {
+                try db.execute(sql: "DELETE FROM sample WHERE \(rows)")
+            } else {
+                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged', acknowledged_at = ? WHERE \(rows)", arguments: [now])
+            }
+            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged' WHERE \(batch.rows) AND \(output.delivery) NOT IN \(DeliveryState.done)")
         }
         return finishedNow
     }

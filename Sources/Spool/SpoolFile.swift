@@ -6,9 +6,10 @@ import Logging
 /// Opening the spool's file: pragmas, the start-up check, quarantine of a corrupt file, migrations.
 enum SpoolFile {
     /// The page size of a spool. Every page an append touches is written again to the WAL at each
-    /// commit, so smaller pages write less per sample: 1 KiB pages write about a third of what the
-    /// default 4 KiB pages do (see `make bench`).
-    static let pageSize = 1024
+    /// commit, so smaller pages write less per sample: 1 KiB pages wrote about a third of what the
+    /// default 4 KiB pages do, and 512 bytes another tenth or so (8.6 → 8.1 KiB per sample
+    /// publishing, 7.0 → 6.6 sampling only, `make bench`). A page then holds two or three rows.
+    static let pageSize = 512
     /// A spool made with other pages is rebuilt with `pageSize` when it opens, if it is no larger than
     /// this: the rebuild writes the whole file again, once.
     static let rebuildLimit = 16 * 1024 * 1024

@@ -366,7 +366,7 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
     @Test("on a full disk an acknowledgement deletes its rows at once, so held samples find room")
     func acknowledgementOnAFullDiskDeletes() async throws {
         let scratch = Scratch()
-        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumPageCount = 24 })
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumPageCount = 64 })
         _ = await spool.append((0..<40).map { sample($0) })
         #expect(try await spool.takeBatch(id: "early")?.samples.count == 40)
         var (seq, held) = (40, 0)
