@@ -55,6 +55,8 @@ public actor Spool {
     /// A row that was to be sent: not withheld while sharing was paused (never to be sent, so not lost
     /// when dropped).
     static let owed = "NOT (" + SpoolOutput.all.map { "\($0.delivery) = 'withheld'" }.joined(separator: " OR ") + ")"
+    /// Deletes the rows stamped acknowledged when no history is kept: see `acknowledge`.
+    static let clearAcknowledged = "DELETE FROM sample WHERE acknowledged_at IS NOT NULL"
     /// Rows every output is done with (acknowledged, or not wanted).
     static let finished = SpoolOutput.all.map { "\($0.delivery) IN \(DeliveryState.done)" }.joined(separator: " AND ")
 
@@ -421,8 +423,7 @@ public actor Spool {
         let (count, bytes, cleared) = try write(synced: false) { db in
             let history = configuration.acknowledgedHistory
             let clearing = clearingNow && history == 0
-            let clearAll = "DELETE FROM sample WHERE acknowledged_at IS NOT NULL"
-            if clearing { try db.execute(sql: clearAll) }
+            if clearing { try db.execute(sql: Self.clearAcknowledged) }
             var finishedNow = (count: 0, bytes: 0)
             for id in ids {
                 let finished = try finish(batch: id, now: now, deleting: clearing, in: db)
@@ -434,7 +435,7 @@ public actor Spool {
             }
             guard !clearing else { return (finishedNow.count, finishedNow.bytes, true) }
             guard stamped + finishedNow.count >= Self.clearEvery else { return (finishedNow.count, finishedNow.bytes, false) }
-            try db.execute(sql: clearAll)
+            try db.execute(sql: Self.clearAcknowledged)
             return (finishedNow.count, finishedNow.bytes, true)
         }
         stamped = cleared ? 0 : stamped + count

@@ -165,7 +165,7 @@ enum SpoolSchema {
             try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(finished)", arguments: [now])
         } else {
             // Rows acknowledged before and not yet cleared (see `Spool.acknowledge`) go first.
-            try db.execute(sql: "DELETE FROM sample WHERE acknowledged_at IS NOT NULL")
+            try db.execute(sql: Spool.clearAcknowledged)
             try db.execute(sql: "DELETE FROM sample WHERE \(finished)")
         }
         return db.changesCount
