@@ -6,6 +6,8 @@ public struct SpoolStatus: Sendable, Equatable {
     public var inFlight = 0
     public var failed = 0
     public var parked = 0
+    /// Acknowledged rows still in the file: history when it is kept, else those waiting to be deleted
+    /// together, a few hundred at most (see `Spool.acknowledge`).
     public var acknowledgedKept = 0
     /// Samples taken while sharing was paused; never sent.
     public var withheld = 0
