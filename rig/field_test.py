@@ -544,10 +544,19 @@ class Rig:
             raise RigFailure(f"the journal has none of the daemon's lines:\n{output[-2000:]}")
         return len(output.splitlines())
 
+    # A row is done once every output is: acknowledged in the row, or in flight in an acknowledged
+    # batch (the acknowledgement writes only the batch's row), or not wanted by that output.
+    DONE = " AND ".join(
+        f"(s.{prefix}delivery IN ('acknowledged', 'off') OR (s.{prefix}delivery = 'in_flight' AND {b}.acknowledged_at IS NOT NULL))"
+        for prefix, b in (("", "g"), ("efdi_", "e")))
+    SPOOLED = ("SELECT s.id || ' ' || CASE WHEN s.acknowledged_at IS NOT NULL OR (" + DONE + ") THEN 'acknowledged' ELSE 'owed' END "
+               "FROM sample s LEFT JOIN batch g ON g.output = 'gps_info' AND g.number = s.batch_id "
+               "LEFT JOIN batch e ON e.output = 'efdi' AND e.number = s.efdi_batch_id;")
+
     def spooled(self, agent):
-        """Row ids in the spool and their delivery state, and SQLite's integrity check, read while it runs."""
-        output = agent.check(f"sqlite3 -readonly {STATE_DIR}/spool.sqlite 'PRAGMA integrity_check;' "
-                             f"\"SELECT id || ' ' || delivery FROM sample;\"")
+        """Row ids in the spool and whether every output is done with them, and SQLite's integrity
+        check, read while it runs."""
+        output = agent.check(f"sqlite3 -readonly {STATE_DIR}/spool.sqlite 'PRAGMA integrity_check;' \"{self.SPOOLED}\"")
         lines = output.splitlines()
         if not lines or lines[0] != "ok":
             raise RigFailure(f"PRAGMA integrity_check: {output[:2000]}")

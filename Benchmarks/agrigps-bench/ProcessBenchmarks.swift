@@ -358,12 +358,15 @@ enum SpoolWatch {
             }
             if let database, let present = try? await database.read({ db in
                 // A sample leaves the spool when every output it waits for has its acknowledgement: its
-                // publish is the later of the two sends (each kept in its batch's row).
+                // publish is the later of the two sends (each kept in its batch's row). A row in flight
+                // in an acknowledged batch is acknowledged; it is deleted later, with others.
                 try Row.fetchAll(db, sql: """
                     SELECT s.id, s.receiver_time, s.efdi_delivery = 'off' AS gps_only, g.sent_at AS gps, e.sent_at AS efdi FROM sample s
                     LEFT JOIN batch g ON g.output = 'gps_info' AND g.number = s.batch_id
                     LEFT JOIN batch e ON e.output = 'efdi' AND e.number = s.efdi_batch_id
-                    WHERE s.acknowledged_at IS NULL
+                    WHERE s.acknowledged_at IS NULL AND NOT (
+                        (s.delivery IN ('acknowledged', 'off') OR (s.delivery = 'in_flight' AND g.acknowledged_at IS NOT NULL))
+                        AND (s.efdi_delivery IN ('acknowledged', 'off') OR (s.efdi_delivery = 'in_flight' AND e.acknowledged_at IS NOT NULL)))
                     """).map { row in
                     let (gps, efdi) = (row["gps"] as Double?, row["efdi"] as Double?)
                     let sent = row["gps_only"] == true ? gps : gps.flatMap { gps in efdi.map { max(gps, $0) } }

@@ -32,8 +32,8 @@ public actor Spool {
     /// The connection may still be at `synchronous = NORMAL` after a failed return from an unsynced
     /// commit: an append sets FULL again before it writes.
     private var unsynced = false
-    /// Rows stamped acknowledged since the last clearing, when no history is kept; see `acknowledge`.
-    private var stamped = 0
+    /// Rows finished since the last clearing, when no history is kept; see `acknowledge`.
+    private var finishedSinceClearing = 0
     /// How many acknowledged rows wait to be deleted together: about four minutes at 1 Hz.
     static let clearEvery = 256
     /// The outputs samples go out by, as the spool was opened; see `SpoolConfiguration.outputs`.
@@ -49,16 +49,18 @@ public actor Spool {
     /// Rows still owed to some output and in flight in none: eviction takes the oldest of these.
     /// Withheld rows (taken while sharing was paused) are never sent but count here, so they are the
     /// first to go when space runs out.
-    static let unsent = "acknowledged_at IS NULL AND " + SpoolOutput.all.map { "\($0.delivery) != 'in_flight'" }.joined(separator: " AND ")
+    static let unsent = DeliverySQL.migrated.unsent
+    /// Rows some output still owes; see `DeliverySQL`.
+    static let queued = DeliverySQL.migrated.queued
     /// The time a sample is counted at in the records: its receiver's, else the system's when taken.
     static let takenAt = "COALESCE(receiver_time, sampled_at)"
     /// A row that was to be sent: not withheld while sharing was paused (never to be sent, so not lost
     /// when dropped).
     static let owed = "NOT (" + SpoolOutput.all.map { "\($0.delivery) = 'withheld'" }.joined(separator: " OR ") + ")"
-    /// Deletes the rows stamped acknowledged when no history is kept: see `acknowledge`.
-    static let clearAcknowledged = "DELETE FROM sample WHERE acknowledged_at IS NOT NULL"
+    /// Deletes the acknowledged rows waiting to be cleared when no history is kept: see `acknowledge`.
+    static let clearAcknowledged = DeliverySQL.migrated.clearAcknowledged
     /// Rows every output is done with (acknowledged, or not wanted).
-    static let finished = SpoolOutput.all.map { "\($0.delivery) IN \(DeliveryState.done)" }.joined(separator: " AND ")
+    static let finished = DeliverySQL.migrated.finished
 
     /// Opens (creating if needed) the spool at `path`. Never fails: a corrupt file is moved aside and
     /// a new spool started; a file that cannot be opened leaves the spool holding samples in memory
@@ -405,8 +407,8 @@ public actor Spool {
     public func acknowledge(batches ids: [String], now: Date? = nil) throws(SpoolError) -> Int {
         guard !ids.isEmpty else { return 0 }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
-        // On a full disk the rows are deleted at once, for the room held samples wait for; stamping
-        // them could even need a page the file does not have.
+        // On a full disk the rows are deleted at once, for the room held samples wait for; even the
+        // batch's acknowledgement could need a page the file does not have.
         let full = fault?.kind == .diskFull
         do {
             return try acknowledge(ids, now: now, clearingNow: full)
@@ -415,10 +417,10 @@ public actor Spool {
         }
     }
 
-    /// Finished rows are stamped, not deleted, and cleared `clearEvery` at a time: deleting a few rows
+    /// Finished rows are not deleted at once but cleared `clearEvery` at a time: deleting a few rows
     /// at each acknowledgement wrote the tree page above them, the free list and the database header
     /// every time (with 1 KiB pages, 6 pages of the log per cycle of 10 samples instead of 2). Until
-    /// cleared they count as acknowledged history, which every query already leaves aside.
+    /// cleared they count as acknowledged history, which every query leaves aside (`DeliverySQL`).
     private func acknowledge(_ ids: [String], now: Double, clearingNow: Bool) throws(SpoolError) -> Int {
         let (count, bytes, cleared) = try write(synced: false) { db in
             let history = configuration.acknowledgedHistory
@@ -434,24 +436,26 @@ public actor Spool {
                 return (finishedNow.count, finishedNow.bytes, false)
             }
             guard !clearing else { return (finishedNow.count, finishedNow.bytes, true) }
-            guard stamped + finishedNow.count >= Self.clearEvery else { return (finishedNow.count, finishedNow.bytes, false) }
+            guard finishedSinceClearing + finishedNow.count >= Self.clearEvery else { return (finishedNow.count, finishedNow.bytes, false) }
             try db.execute(sql: Self.clearAcknowledged)
             return (finishedNow.count, finishedNow.bytes, true)
         }
-        stamped = cleared ? 0 : stamped + count
+        finishedSinceClearing = cleared ? 0 : finishedSinceClearing + count
         queued.rows -= count
         queued.bytes -= bytes
         return count
     }
 
-    /// Marks batch `id` acknowledged for the output that sent it. The samples no other output waits
-    /// for are finished: stamped as acknowledged, or deleted when `deleting` (a full disk). They go
-    /// first, so that on a full disk the longer state written into the rest finds room.
+    /// Marks batch `id` acknowledged for the output that sent it, in the batch's row: its samples
+    /// still in flight are acknowledged by that alone (see `DeliverySQL`). Those that went back to
+    /// pending, or failed, before the answer came are written. Samples no other output waits for are
+    /// finished: with history kept they are stamped, and on a full disk (`deleting`) deleted, first,
+    /// so that what is written after finds room.
     private func finish(batch id: String, now: Double, deleting: Bool, in db: Database) throws -> (count: Int, bytes: Int) {
         var finishedNow = (count: 0, bytes: 0)
-        for batch in try SpoolBatches.ranges(of: id, in: db) {
+        for batch in try SpoolBatches.ranges(of: id, in: db) where !batch.acknowledged {
             let output = batch.output
-            let othersDone = SpoolOutput.all.filter { $0 != output }.map { "\($0.delivery) IN \(DeliveryState.done)" }
+            let othersDone = SpoolOutput.all.filter { $0 != output }.map { "\(DeliverySQL.migrated.delivery($0)) IN \(DeliveryState.done)" }
             let rows = (["\(batch.rows) AND acknowledged_at IS NULL AND \(output.delivery) NOT IN \(DeliveryState.done)"] + othersDone)
                 .joined(separator: " AND ")
             // One pass over the finished rows: how many, their bytes, and when each was taken.
@@ -463,10 +467,10 @@ public actor Spool {
             }
             if deleting {
                 try db.execute(sql: "DELETE FROM sample WHERE \(rows)")
-            } else {
+            } else if configuration.acknowledgedHistory > 0 {
                 try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged', acknowledged_at = ? WHERE \(rows)", arguments: [now])
             }
-            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged' WHERE \(batch.rows) AND \(output.delivery) NOT IN \(DeliveryState.done)")
+            try SpoolBatches.acknowledge(batch, at: now, in: db)
         }
         return finishedNow
     }
@@ -476,7 +480,8 @@ public actor Spool {
     public func fail(batch id: String, reason: String, now: Date? = nil) throws(SpoolError) {
         let now = (now ?? configuration.clock()).timeIntervalSince1970
         try write { db in
-            for batch in try SpoolBatches.ranges(of: id, in: db) {
+            // An acknowledged batch stays acknowledged: a failure reported after it changes nothing.
+            for batch in try SpoolBatches.ranges(of: id, in: db) where !batch.acknowledged {
                 let output = batch.output
                 let (attempts, delivery) = (output.attempts, output.delivery)
                 try db.execute(sql: """
@@ -578,7 +583,8 @@ public actor Spool {
 
     /// The counts and notes of `status`, read in one transaction; shared with the read-only `SpoolReader`.
     static func readStatus(_ db: Database, now: Date, into status: inout SpoolStatus) throws {
-        for row in try Row.fetchAll(db, sql: "SELECT \(Self.sampleState) AS delivery_state, COUNT(*) FROM sample GROUP BY delivery_state") {
+        let delivery = DeliverySQL(readingAsItIs: db)
+        for row in try Row.fetchAll(db, sql: "SELECT \(delivery.sampleState) AS delivery_state, COUNT(*) FROM sample GROUP BY delivery_state") {
             let count = row.int(at: 1, in: 0...Int.max) ?? 0
             switch row.text(at: 0, limit: 32) ?? "" {
             case "pending": status.pending = count
@@ -592,7 +598,7 @@ public actor Spool {
         }
         for output in SpoolOutput.all {
             var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT \(output.delivery), COUNT(*) FROM sample WHERE acknowledged_at IS NULL GROUP BY \(output.delivery)") {
+            for row in try Row.fetchAll(db, sql: "SELECT \(delivery.delivery(output)) AS output_state, COUNT(*) FROM sample WHERE \(delivery.queued) GROUP BY output_state") {
                 guard let state = row.text(at: 0, limit: 32), state != DeliveryState.off else { continue }
                 counts[state] = row.int(at: 1, in: 0...Int.max) ?? 0
             }
@@ -602,7 +608,7 @@ public actor Spool {
         // edited row gives an unknown, never a trap.
         // Judged as the age cap judges it: a sample stamped at "1970" is not 56 years old.
         let waiting = SpoolOutput.all.map { "\($0.delivery) IN ('pending', 'failed')" }.joined(separator: " OR ")
-        let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.age)) AS oldest FROM sample WHERE acknowledged_at IS NULL AND (\(waiting))")
+        let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.age)) AS oldest FROM sample WHERE \(delivery.queued) AND (\(waiting))")
         status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { now.timeIntervalSince1970 - $0 }
         let newest = try Row.fetchOne(db, sql: "SELECT sampled_at FROM sample ORDER BY id DESC LIMIT 1")
         status.lastAppendAt = newest?.double("sampled_at", in: Bounds.epochSeconds).map { Date(timeIntervalSince1970: $0) }
@@ -625,14 +631,6 @@ public actor Spool {
         }
     }
 
-    /// One state per sample across its outputs, the least advanced: done (acknowledged by all, kept as
-    /// history), withheld, in flight for any, parked for any, failed for any, else pending.
-    static let sampleState: String = {
-        func any(_ state: String) -> String { "'\(state)' IN (\(SpoolOutput.all.map(\.delivery).joined(separator: ", ")))" }
-        return "CASE WHEN acknowledged_at IS NOT NULL THEN 'acknowledged' WHEN \(any("withheld")) THEN 'withheld' "
-            + "WHEN \(any("in_flight")) THEN 'in_flight' WHEN \(any("parked")) THEN 'parked' WHEN \(any("failed")) THEN 'failed' ELSE 'pending' END"
-    }()
-
     /// The highest row id the spool has ever given out (kept past deletions, see `RowIDs`); 0 for a
     /// new spool. A restart that finds it lower than the daemon last saw means committed rows are gone:
     /// a write-ahead log deleted or damaged, or a spool moved aside.
@@ -652,9 +650,10 @@ public actor Spool {
     /// Acknowledged rows are left out unless history is kept: without it they have left the spool,
     /// and only wait to be cleared with others.
     public func allSamples() throws(SpoolError) -> [(SpooledSample, delivery: String)] {
-        let kept = configuration.acknowledgedHistory > 0 ? "" : " WHERE acknowledged_at IS NULL"
+        let kept = configuration.acknowledgedHistory > 0 ? "" : " WHERE \(Self.queued)"
+        let delivery = DeliverySQL.migrated.delivery(.gpsInfo)
         return try read { db in
-            try Row.fetchAll(db, sql: SampleColumns.select.replacingOccurrences(of: " FROM sample", with: ", delivery FROM sample") + kept + " ORDER BY id")
+            try Row.fetchAll(db, sql: SampleColumns.select.replacingOccurrences(of: " FROM sample", with: ", \(delivery) AS delivery FROM sample") + kept + " ORDER BY id")
                 .map { (SampleColumns.spooled($0), $0["delivery"]) }
         }
     }

@@ -2,9 +2,10 @@ import Bounds
 import GRDB
 
 /// Batches, one row each: agrirouter's message id, the output that sent it, the range of sample ids
-/// it was taken from, and when it was sent. A sample holds only its batch's number, so a take writes
-/// one small row here and a few bytes into each sample it takes, and a batch's samples are found by
-/// their range of row ids, which needs no index to keep up at every take.
+/// it was taken from, when it was sent, and when it was acknowledged. A sample holds only its batch's
+/// number, so a take writes one small row here and a few bytes into each sample it takes, a batch's
+/// samples are found by their range of row ids, which needs no index to keep up at every take, and
+/// an acknowledgement writes only here (see `DeliverySQL`).
 ///
 /// The sample table's batch columns were declared TEXT when they held ids, so SQLite stores the
 /// numbers as text ('42'). Comparisons with a number convert it back, so every query here compares
@@ -21,8 +22,9 @@ enum SpoolBatches {
         )
         """
     /// How many of the newest batches are remembered. An acknowledgement of an older one finds no rows
-    /// (its samples are sent again, never lost), and its rows still in flight go back to pending when
-    /// it is forgotten. Far more than the in-flight timeout lets a publisher keep.
+    /// (its samples are sent again, never lost). When a batch is forgotten its rows still in flight
+    /// go back to pending, or are written acknowledged if it was. Far more than the in-flight timeout
+    /// lets a publisher keep.
     static let kept = 1024
     /// Old batches are forgotten once per this many takes, so that a take usually writes only its own row.
     static let forgetEvery = 128
@@ -33,6 +35,8 @@ enum SpoolBatches {
         var output: SpoolOutput
         var first: Int
         var last: Int
+        /// Its answer came: its rows still in flight are acknowledged.
+        var acknowledged: Bool
 
         /// Selects the batch's rows: in its range of ids and still holding its number (a row taken
         /// again since holds the newer batch's).
@@ -44,16 +48,20 @@ enum SpoolBatches {
                   let first = row.int("first_id", in: 0...Int.max), let last = row.int("last_id", in: first...Int.max)
             else { return nil }
             (self.number, self.output, self.first, self.last) = (number, output, first, last)
+            // Anything but NULL counts, as in `DeliverySQL`: the two must agree on a damaged value.
+            acknowledged = !row.hasNull("acknowledged_at")
         }
 
-        /// Its rows still in flight go back to pending, with no failure counted; returns how many.
+        /// Its rows still in flight go back to pending, with no failure counted; returns how many. An
+        /// acknowledged batch's stay: they are done.
         func release(in db: Database) throws -> Int {
+            guard !acknowledged else { return 0 }
             try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'pending' WHERE \(rows) AND \(output.delivery) = 'in_flight'")
             return db.changesCount
         }
     }
 
-    private static let columns = "number, output, first_id, last_id"
+    private static let columns = "number, output, first_id, last_id, acknowledged_at"
 
     /// The batches sent under message id `id`: one, unless a caller reused an id.
     static func ranges(of id: String, in db: Database) throws -> [Range] {
@@ -71,11 +79,26 @@ enum SpoolBatches {
         return number
     }
 
-    /// Forgets batches up to `number`, their rows still in flight going back to pending first.
+    /// Marks `batch` acknowledged. Its rows that went back to pending or failed before the answer
+    /// came (they still hold its number) are acknowledged in the row: the batch's mark covers only
+    /// rows in flight.
+    static func acknowledge(_ batch: Range, at now: Double, in db: Database) throws {
+        try db.execute(sql: "UPDATE batch SET acknowledged_at = ? WHERE number = ?", arguments: [now, batch.number])
+        let delivery = batch.output.delivery
+        try db.execute(sql: "UPDATE sample SET \(delivery) = 'acknowledged' WHERE \(batch.rows) AND \(delivery) NOT IN ('acknowledged', 'off', 'in_flight')")
+    }
+
+    /// Forgets batches up to `number`. Their rows still in flight go back to pending first, or, if
+    /// the batch was acknowledged, are written acknowledged: without its row nothing else says so.
     private static func forget(upTo number: Int, in db: Database) throws {
         guard number > 0 else { return }
         for range in try Row.fetchAll(db, sql: "SELECT \(columns) FROM batch WHERE number <= ?", arguments: [number]).compactMap(Range.init) {
-            _ = try range.release(in: db)
+            if range.acknowledged {
+                let delivery = range.output.delivery
+                try db.execute(sql: "UPDATE sample SET \(delivery) = 'acknowledged' WHERE \(range.rows) AND \(delivery) = 'in_flight'")
+            } else {
+                _ = try range.release(in: db)
+            }
         }
         try db.execute(sql: "DELETE FROM batch WHERE number <= ?", arguments: [number])
     }
@@ -93,7 +116,7 @@ enum SpoolBatches {
 
     /// Batches with rows still in flight: their message id, output and send time (nil if damaged).
     static func inFlight(in db: Database) throws -> [(id: String, output: SpoolOutput, sentAt: Double?)] {
-        try Row.fetchAll(db, sql: "SELECT \(columns), id, sent_at FROM batch ORDER BY number").compactMap { row in
+        try Row.fetchAll(db, sql: "SELECT \(columns), id, sent_at FROM batch WHERE acknowledged_at IS NULL ORDER BY number").compactMap { row in
             guard let range = Range(row), let id = row.text("id", limit: 200),
                   try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sample WHERE \(range.rows) AND \(range.output.delivery) = 'in_flight')") == true
             else { return nil }
@@ -101,9 +124,10 @@ enum SpoolBatches {
         }
     }
 
-    /// Batches sent before `cutoff`, or whose send time is damaged (as good as expired).
+    /// Batches not acknowledged and sent before `cutoff`, or whose send time is damaged (as good as expired).
     static func sent(before cutoff: Double, in db: Database) throws -> [Range] {
-        try Row.fetchAll(db, sql: "SELECT \(columns) FROM batch WHERE sent_at < ? OR typeof(sent_at) != 'real'", arguments: [cutoff])
+        try Row.fetchAll(db, sql: "SELECT \(columns) FROM batch WHERE acknowledged_at IS NULL AND (sent_at < ? OR typeof(sent_at) != 'real')",
+                         arguments: [cutoff])
             .compactMap(Range.init)
     }
 }

@@ -12,7 +12,8 @@ public struct SpoolConfiguration: Sendable {
     /// In-flight batches older than this return to pending when `reclaimExpiredBatches` is called (the
     /// publisher times its own batches on the monotonic clock). agrirouter's outbox keeps answers 5 minutes.
     public var inFlightTimeout: Double = 300
-    /// Keep acknowledged rows this long (seconds) for inspection; 0 deletes them on acknowledgement.
+    /// Keep acknowledged rows this long (seconds) for inspection; with 0 they are deleted a few hundred
+    /// at a time (see `Spool.acknowledge`), and until then nothing counts, sends or shows them.
     public var acknowledgedHistory: Double = 0
     /// Failures before a row is parked instead of retried.
     public var parkAfterFailures = 5

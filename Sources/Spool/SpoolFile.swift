@@ -86,7 +86,7 @@ enum SpoolFile {
                 return enabled
             }
             let queued = try database.read { db in
-                try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE acknowledged_at IS NULL")
+                try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(Spool.queued)")
             }
             return (database, (queued?[0] ?? 0, queued?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0), outputs)
         } catch let error as SpoolError {

@@ -10,6 +10,7 @@ enum SpoolSchema {
     static let lighterAppendVersion = "v5-lighter-append"
     static let ownRowIDsVersion = "v6-own-row-ids"
     static let batchTableVersion = "v7-batch-table"
+    static let acknowledgedBatchesVersion = "v8-acknowledged-batches"
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -109,6 +110,10 @@ enum SpoolSchema {
             try db.execute(sql: RowIDs.trigger)
         }
         migrator.registerMigration(batchTableVersion, migrate: moveBatchesToTheirTable)
+        // An acknowledgement writes its batch's row, not the samples': see `DeliverySQL`.
+        migrator.registerMigration(acknowledgedBatchesVersion) { db in
+            try db.execute(sql: "ALTER TABLE batch ADD COLUMN acknowledged_at REAL")
+        }
         return migrator
     }
 
@@ -144,31 +149,31 @@ enum SpoolSchema {
     /// Brings every unfinished sample in line with the outputs enabled now: an output turned off
     /// stops owing anything (its in-flight batches too: their answers no longer matter), and one
     /// turned on owes every sample still in the spool, withheld if the sample was. Samples no output
-    /// waits for any more are finished: deleted, or stamped as history. Returns how many.
+    /// waits for any more are finished: deleted, or stamped as history.
     /// Remembers them, for processes that open the spool without a configuration of their own.
-    @discardableResult
-    static func applyOutputs(_ enabled: [SpoolOutput], history: Bool, now: Double, in db: Database) throws -> Int {
+    static func applyOutputs(_ enabled: [SpoolOutput], history: Bool, now: Double, in db: Database) throws {
         let withheld = "'withheld' IN (\(SpoolOutput.all.map(\.delivery).joined(separator: ", ")))"
-        for output in SpoolOutput.all {
-            if enabled.contains(output) {
-                try db.execute(sql: """
-                    UPDATE sample SET \(output.delivery) = CASE WHEN \(withheld) THEN 'withheld' ELSE 'pending' END
-                    WHERE \(output.delivery) = 'off' AND acknowledged_at IS NULL
-                    """)
-            } else {
-                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'off' WHERE \(output.delivery) NOT IN \(DeliveryState.done) AND acknowledged_at IS NULL")
-            }
+        // Outputs turned on first: a row still owed only to one turned off would otherwise look
+        // finished (off for every output) to the next statement, and be dropped unsent.
+        for output in SpoolOutput.all where enabled.contains(output) {
+            try db.execute(sql: """
+                UPDATE sample SET \(output.delivery) = CASE WHEN \(withheld) THEN 'withheld' ELSE 'pending' END
+                WHERE \(output.delivery) = 'off' AND \(Spool.queued)
+                """)
+        }
+        for output in SpoolOutput.all where !enabled.contains(output) {
+            // As the queries read the state: a row in an acknowledged batch stays acknowledged, and is
+            // not sent again should the output be turned on later.
+            let state = DeliverySQL.migrated.delivery(output)
+            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'off' WHERE \(state) NOT IN \(DeliveryState.done) AND \(Spool.queued)")
         }
         try SpoolState.set("outputs", number: now, text: enabled.map(\.name).joined(separator: ","), in: db)
-        let finished = "acknowledged_at IS NULL AND \(Spool.finished)"
         if history {
-            try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE \(finished)", arguments: [now])
+            try db.execute(sql: "UPDATE sample SET acknowledged_at = ? WHERE acknowledged_at IS NULL AND \(Spool.finished)", arguments: [now])
         } else {
-            // Rows acknowledged before and not yet cleared (see `Spool.acknowledge`) go first.
+            // With the rows acknowledged before and not yet cleared (see `Spool.acknowledge`).
             try db.execute(sql: Spool.clearAcknowledged)
-            try db.execute(sql: "DELETE FROM sample WHERE \(finished)")
         }
-        return db.changesCount
     }
 
     /// The outputs the spool was last opened with; gps:info for a spool that never was (or a
