@@ -4,6 +4,12 @@
 //       Appends as fast as it can while batches move through in flight and acknowledged, until
 //       killed. Writes a journal line only after the step it names has returned:
 //       "a SEQ" appended, "k BATCH SEQ,SEQ,..." acknowledged (with its samples), "f BATCH" failed.
+//       Acknowledged rows are kept as history, so the checker sees each.
+//   spool-exerciser crash-loop-cleared SPOOL JOURNAL
+//       The same with both outputs and no history, as the daemon runs: acknowledged rows are
+//       cleared a few hundred at a time. Before it acknowledges a cycle's batches it writes
+//       "s OUTPUT SEQ,SEQ,..." for each, so the checker knows which rows may be gone; after, it writes
+//       "k OUTPUT SEQ,SEQ,...".
 //   spool-exerciser hold-then-flush SPOOL GATE
 //       Appends samples 1-3, waits for the file GATE, appends 4-5, then prints every spooled
 //       sample's sequence number in order.
@@ -59,6 +65,37 @@ func crashLoop(spoolPath: String, journalPath: String) async throws -> Never {
     }
 }
 
+func crashLoopCleared(spoolPath: String, journalPath: String) async throws -> Never {
+    var configuration = SpoolConfiguration()
+    configuration.outputs = [.gpsInfo, .efdi]
+    let spool = Spool(path: spoolPath, configuration: configuration)
+    try await spool.reclaimExpiredBatches(now: Date().addingTimeInterval(configuration.inFlightTimeout + 1))
+    var seq = try await spool.newestSample().flatMap { sequenceNumber($0.sample) } ?? 0
+    let journal = Journal(path: journalPath)
+    var step = 0
+    func line(_ tag: String, _ batch: SpoolBatch) -> String {
+        "\(tag) \(batch.output.name) \(batch.samples.compactMap { sequenceNumber($0.sample) }.map(String.init).joined(separator: ","))"
+    }
+    while true {
+        seq += 1
+        step += 1
+        guard case .stored = await spool.append(sample(seq)) else { fatalError("append was not stored") }
+        journal.write("a \(seq)")
+        guard step % 7 == 0 else { continue }
+        // Up to 10 rows for gps:info and 5 for EFDI, so the outputs' batches cover different rows
+        // and EFDI falls behind: rows acknowledged by one output wait for the other.
+        let batches = try await spool.takeBatches([.init(output: .gpsInfo, entryCost: 1), .init(output: .efdi, entryCost: 2)], byteBudget: 20)
+        if step % 35 == 0, let failed = batches.first {
+            try await spool.fail(batch: failed.id, reason: "exercise")
+            for batch in batches.dropFirst() { try await spool.release(batch: batch.id) }
+        } else if !batches.isEmpty {
+            for batch in batches { journal.write(line("s", batch)) }
+            try await spool.acknowledge(batches: batches.map(\.id))
+            for batch in batches { journal.write(line("k", batch)) }
+        }
+    }
+}
+
 /// Unbuffered, so the test sees each line while this process waits for it.
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -88,9 +125,11 @@ let arguments = CommandLine.arguments
 switch arguments.dropFirst().first {
 case "crash-loop" where arguments.count == 4:
     try await crashLoop(spoolPath: arguments[2], journalPath: arguments[3])
+case "crash-loop-cleared" where arguments.count == 4:
+    try await crashLoopCleared(spoolPath: arguments[2], journalPath: arguments[3])
 case "hold-then-flush" where arguments.count == 4:
     try await holdThenFlush(spoolPath: arguments[2], gate: arguments[3])
 default:
-    FileHandle.standardError.write(Data("usage: spool-exerciser crash-loop SPOOL JOURNAL | hold-then-flush SPOOL GATE\n".utf8))
+    FileHandle.standardError.write(Data("usage: spool-exerciser crash-loop[-cleared] SPOOL JOURNAL | hold-then-flush SPOOL GATE\n".utf8))
     exit(64)
 }

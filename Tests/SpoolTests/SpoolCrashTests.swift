@@ -4,6 +4,7 @@ import GPSDReplay
 import GRDB
 import Testing
 import TestSupport
+@testable import Spool
 
 /// The spool in another process, killed or confined as real life would.
 @Suite(.serialized, .timeLimit(.minutes(60)))
@@ -75,6 +76,68 @@ struct SpoolCrashTests {
         print("spool crash test: \(Self.kills) SIGKILLs, \(appended) journaled appends, \(acknowledgedEarlier.count) acknowledged samples; every check held after every kill")
         #expect(appended > Self.kills)  // the exerciser really ran between kills
         #expect(!acknowledgedEarlier.isEmpty)
+    }
+
+    /// The same with both outputs and no history, as the daemon runs: acknowledged rows are cleared
+    /// together, and until then an acknowledgement is written in its batch's row only.
+    @Test func sigkillWhileAcknowledgedRowsAreClearedLosesNothing() async throws {
+        let scratch = Scratch()
+        let journalPath = scratch.directory + "/journal"
+        var acknowledgedEarlier: [String: Set<Int>] = [:]
+        var cleared = 0
+        for round in 1...Self.kills {
+            let child = try ChildProcess(executable: Self.exerciser, arguments: ["crash-loop-cleared", scratch.spoolPath, journalPath],
+                                         environment: ProcessInfo.processInfo.environment,
+                                         outputPath: scratch.directory + "/exerciser.log")
+            try await Task.sleep(for: .milliseconds(Int.random(in: 20...150)))
+            kill(child.pid, SIGKILL)
+            let code = await child.wait(timeout: 10)
+            try #require(code == 128 + SIGKILL, "round \(round): the exerciser ended with \(String(describing: code)) before the kill")
+
+            let lines = journal(journalPath)
+            let appended = lines.filter { $0.hasPrefix("a ") }.compactMap { Int($0.dropFirst(2)) }
+            // Samples of each output's batches, by the journal's tag: "s" before the acknowledgement, "k" after.
+            func seqs(_ tag: String, _ output: SpoolOutput) -> Set<Int> {
+                Set(lines.filter { $0.hasPrefix("\(tag) \(output.name) ") }.flatMap { line in
+                    line.split(separator: " ").dropFirst(2).first.map { $0.split(separator: ",").compactMap { Int($0) } } ?? []
+                })
+            }
+            let (integrity, rows) = try DatabaseQueue(path: scratch.spoolPath).read { db in
+                // Killed before the migrations were through: no sample can have been appended yet.
+                guard try db.tableExists("sample"), try db.columns(in: "sample").contains(where: { $0.name == "efdi_delivery" }) else {
+                    return (try String.fetchAll(db, sql: "PRAGMA integrity_check"), [Row]())
+                }
+                let delivery = DeliverySQL(readingAsItIs: db)
+                return (try String.fetchAll(db, sql: "PRAGMA integrity_check"),
+                        try Row.fetchAll(db, sql: "SELECT detail, \(delivery.delivery(.gpsInfo)) AS gps, \(delivery.delivery(.efdi)) AS efdi FROM sample"))
+            }
+            try #require(integrity == ["ok"], "round \(round): integrity_check said \(integrity)")
+            var states: [Int: [String: String]] = [:]
+            var doubled: [Int] = []
+            for row in rows {
+                guard let seq = (row["detail"] as String?).flatMap({ Int($0.dropFirst(4)) }) else { continue }
+                if states[seq] != nil { doubled.append(seq) }
+                states[seq] = ["gps_info": row["gps"], "efdi": row["efdi"]]
+            }
+            try #require(doubled.isEmpty, "round \(round): stored twice: \(doubled.prefix(10))")
+            // A row may be gone only once both outputs' acknowledgements of it were under way.
+            let mayBeGone = seqs("s", .gpsInfo).intersection(seqs("s", .efdi))
+            let missing = appended.filter { states[$0] == nil && !mayBeGone.contains($0) }
+            try #require(missing.isEmpty, "round \(round): appended but gone: \(missing.prefix(10))")
+            cleared = appended.filter { states[$0] == nil }.count
+            for output in SpoolOutput.all {
+                let acknowledgedNow = Set(states.filter { $0.value[output.name] == "acknowledged" }.keys)
+                let unsettled = seqs("k", output).filter { states[$0] != nil && !acknowledgedNow.contains($0) }
+                try #require(unsettled.isEmpty, "round \(round): \(output) acknowledged these, the spool does not: \(unsettled.sorted().prefix(5))")
+                let reverted = (acknowledgedEarlier[output.name] ?? []).filter { states[$0] != nil && !acknowledgedNow.contains($0) }
+                try #require(reverted.isEmpty, "round \(round): \(output)'s acknowledged samples came back: \(reverted.sorted().prefix(10))")
+                acknowledgedEarlier[output.name] = acknowledgedNow
+            }
+        }
+        let appended = journal(journalPath).filter { $0.hasPrefix("a ") }.count
+        print("spool crash test, rows cleared: \(Self.kills) SIGKILLs, \(appended) journaled appends, \(cleared) cleared; every check held after every kill")
+        #expect(appended > Self.kills)
+        #expect(cleared > 0, "no acknowledged rows were cleared: the run did not reach a clearing")
     }
 
     @Test func readOnlyDirectoryHoldsSamplesUntilItIsWritable() async throws {
