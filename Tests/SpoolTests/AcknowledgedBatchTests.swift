@@ -7,13 +7,6 @@ import TestSupport
 /// An acknowledgement writes its batch's row, not the samples': a sample in flight in an
 /// acknowledged batch is acknowledged everywhere the spool looks, and nothing sends it again.
 @Suite struct AcknowledgedBatchTests {
-    func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfiguration {
-        configuration {
-            $0.outputs = [.gpsInfo, .efdi]
-            change(&$0)
-        }
-    }
-
     /// gps:info's delivery column as the row holds it, by sequence number.
     func rawRows(_ path: String) throws -> [Int: String] {
         try DatabaseQueue(path: path).read { db in

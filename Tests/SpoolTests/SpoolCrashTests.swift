@@ -25,21 +25,25 @@ struct SpoolCrashTests {
         return lines.map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Runs the exerciser in `mode` until a SIGKILL at a random moment, and returns the journal's lines.
+    private func killRound(_ round: Int, mode: String, scratch: Scratch, journalPath: String) async throws -> [String] {
+        let child = try ChildProcess(executable: Self.exerciser, arguments: [mode, scratch.spoolPath, journalPath],
+                                     environment: ProcessInfo.processInfo.environment,
+                                     outputPath: scratch.directory + "/exerciser.log")
+        try await Task.sleep(for: .milliseconds(Int.random(in: 20...150)))
+        kill(child.pid, SIGKILL)
+        let code = await child.wait(timeout: 10)
+        try #require(code == 128 + SIGKILL, "round \(round): the exerciser ended with \(String(describing: code)) before the kill")
+        return journal(journalPath)
+    }
+
     @Test func sigkillAtRandomMomentsLosesNothing() async throws {
         let scratch = Scratch()
         let journalPath = scratch.directory + "/journal"
         var acknowledgedEarlier: Set<Int> = []
         var killedMidRun = 0
         for round in 1...Self.kills {
-            let child = try ChildProcess(executable: Self.exerciser, arguments: ["crash-loop", scratch.spoolPath, journalPath],
-                                         environment: ProcessInfo.processInfo.environment,
-                                         outputPath: scratch.directory + "/exerciser.log")
-            try await Task.sleep(for: .milliseconds(Int.random(in: 20...150)))
-            kill(child.pid, SIGKILL)
-            let code = await child.wait(timeout: 10)
-            try #require(code == 128 + SIGKILL, "round \(round): the exerciser ended with \(String(describing: code)) before the kill")
-
-            let lines = journal(journalPath)
+            let lines = try await killRound(round, mode: "crash-loop", scratch: scratch, journalPath: journalPath)
             let appended = lines.filter { $0.hasPrefix("a ") }.compactMap { Int($0.dropFirst(2)) }
             // Every sample of every batch whose acknowledgement returned.
             let acknowledgedInBatches = Set(lines.filter { $0.hasPrefix("k ") }.flatMap { line in
@@ -86,15 +90,7 @@ struct SpoolCrashTests {
         var acknowledgedEarlier: [String: Set<Int>] = [:]
         var cleared = 0
         for round in 1...Self.kills {
-            let child = try ChildProcess(executable: Self.exerciser, arguments: ["crash-loop-cleared", scratch.spoolPath, journalPath],
-                                         environment: ProcessInfo.processInfo.environment,
-                                         outputPath: scratch.directory + "/exerciser.log")
-            try await Task.sleep(for: .milliseconds(Int.random(in: 20...150)))
-            kill(child.pid, SIGKILL)
-            let code = await child.wait(timeout: 10)
-            try #require(code == 128 + SIGKILL, "round \(round): the exerciser ended with \(String(describing: code)) before the kill")
-
-            let lines = journal(journalPath)
+            let lines = try await killRound(round, mode: "crash-loop-cleared", scratch: scratch, journalPath: journalPath)
             let appended = lines.filter { $0.hasPrefix("a ") }.compactMap { Int($0.dropFirst(2)) }
             // Samples of each output's batches, by the journal's tag: "s" before the acknowledgement, "k" after.
             func seqs(_ tag: String, _ output: SpoolOutput) -> Set<Int> {

@@ -7,13 +7,6 @@ import TestSupport
 /// gps:info and EFDI from one spool: a sample leaves only when every enabled output has been
 /// acknowledged for it, and each output's batches, refusals and retries are its own.
 @Suite struct SpoolOutputTests {
-    func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfiguration {
-        configuration {
-            $0.outputs = [.gpsInfo, .efdi]
-            change(&$0)
-        }
-    }
-
     @Test func aSampleLeavesOnlyWhenEveryOutputHasItsAcknowledgement() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: both())

@@ -50,6 +50,14 @@ func configuration(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> S
     return configuration
 }
 
+/// `configuration` with gps:info and EFDI both enabled.
+func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfiguration {
+    configuration {
+        $0.outputs = [.gpsInfo, .efdi]
+        change(&$0)
+    }
+}
+
 @Suite struct SpoolTests {
     @Test func appendCommitsEveryFieldAndCountsIt() async throws {
         let scratch = Scratch()
