@@ -85,7 +85,7 @@ enum SpoolBatches {
     static func acknowledge(_ batch: Range, at now: Double, in db: Database) throws {
         try db.execute(sql: "UPDATE batch SET acknowledged_at = ? WHERE number = ?", arguments: [now, batch.number])
         let delivery = batch.output.delivery
-        try db.execute(sql: "UPDATE sample SET \(delivery) = 'acknowledged' WHERE \(batch.rows) AND \(delivery) NOT IN ('acknowledged', 'off', 'in_flight')")
+        try db.execute(sql: "UPDATE sample SET \(delivery) = 'acknowledged' WHERE \(batch.rows) AND \(delivery) NOT IN \(DeliveryState.done) AND \(delivery) != 'in_flight'")
     }
 
     /// Forgets batches up to `number`. Their rows still in flight go back to pending first, or, if
