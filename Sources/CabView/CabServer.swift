@@ -36,10 +36,8 @@ public struct CabConfiguration: Sendable {
     public var trackPath: String { paths.stateDirectory + "/track.sqlite" }
 
     /// Loopback only: 127.0.0.0/8, ::1 or localhost.
-    public var isLoopback: Bool { Self.isLoopback(host) }
-
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    public var isLoopback: Bool {
+        host.lowercased() == "localhost" || LocalHost.isIPv4Loopback(host) || LocalHost.isIPv6Loopback(host)
     }
 
     public var passwordFile: PasswordFile { PasswordFile(directory: paths.stateDirectory) }

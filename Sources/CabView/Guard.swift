@@ -17,6 +17,8 @@ struct Guard: RouterMiddleware {
 
     let configuration: CabConfiguration
     let sessions: Sessions
+    /// Read once: a rename of the machine takes effect at the next start.
+    let hostName = LocalHost.machineName()
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response: Response
@@ -53,7 +55,7 @@ struct Guard: RouterMiddleware {
     func check(_ request: Request) async throws {
         let path = request.uri.path
         let passwordSet = configuration.passwordFile.exists
-        if !passwordSet, !Self.isLocalHost(request.head.authority) {
+        if !passwordSet, !LocalHost.accepts(request.head.authority, hostName: hostName) {
             throw HTTPError(.misdirectedRequest, message: "open this page as http://127.0.0.1:\(configuration.port)/ on this machine")
         }
         let open = ["/", "/app.js", "/app.css", "/api/session", "/api/login"].contains(path) || path.hasPrefix("/leaflet/")
@@ -78,17 +80,5 @@ struct Guard: RouterMiddleware {
             }
         }
         return nil
-    }
-
-    /// localhost, 127.x.y.z or [::1], with or without a port.
-    static func isLocalHost(_ host: String?) -> Bool {
-        guard let host else { return false }
-        var name = host
-        if name.hasPrefix("[") {
-            name = String(name.dropFirst().prefix { $0 != "]" })
-        } else if let colon = name.lastIndex(of: ":") {
-            name = String(name[..<colon])
-        }
-        return CabConfiguration.isLoopback(name.lowercased())
     }
 }
