@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -19,6 +20,10 @@ public struct CabConfiguration: Sendable {
     public var tiles: String? = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
     public var leafletDirectory = "/usr/share/javascript/leaflet"
     public var sessionLifetime: Double = 12 * 3600
+    /// A connection that sends no request, or no whole header, for this long is closed.
+    public var idleTimeout: Double = 20
+    /// Connections kept at once; nil for half the process's file limit, at most 512.
+    public var maxConnections: Int?
     public var notMovingAfter: Double = 600
     public var paths: StatusSnapshot.Paths
     public var thresholds = StatusThresholds()
@@ -38,6 +43,15 @@ public struct CabConfiguration: Sendable {
     /// Loopback only: 127.0.0.0/8, ::1 or localhost.
     public var isLoopback: Bool {
         host.lowercased() == "localhost" || LocalHost.isIPv4Loopback(host) || LocalHost.isIPv6Loopback(host)
+    }
+
+    /// The connection cap: as set, else half of the file limit (the rest is for the state files), 16 to 512.
+    var connectionCapacity: Int {
+        if let maxConnections { return min(max(maxConnections, 1), 4096) }
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 256 }
+        let half = Int(clamping: limit.rlim_cur / 2)  // unlimited reads as the largest number
+        return min(max(half, 16), 512)
     }
 
     public var passwordFile: PasswordFile { PasswordFile(directory: paths.stateDirectory) }
@@ -82,7 +96,10 @@ public struct CabServer: Sendable {
         var quiet = logger
         // Stopped by cancellation (tests), the server reports the cut connections as errors: not news.
         quiet.logLevel = handlingSignals ? .warning : .critical
-        let application = Application(router: router,
+        let table = ConnectionTable(capacity: configuration.connectionCapacity, logger: logger)
+        let http = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionShedder(table: table)],
+                                              idleTimeout: .milliseconds(Int64(min(max(configuration.idleTimeout, 0.1), 3600) * 1000)))
+        let application = Application(router: router, server: .http1(configuration: http),
                                       configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
                                       services: [monitorService],
                                       onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },

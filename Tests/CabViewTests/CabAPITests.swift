@@ -157,6 +157,31 @@ struct CabAPITests {
         }
     }
 
+    @Test("1,100 connections that send nothing neither lock the page out nor stay open past the idle timeout")
+    func idleConnections() async throws {
+        let fixture = try CabFixture()
+        fixture.configuration.idleTimeout = 3
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+        defer { fixture.close() }
+        let idle = try IdleConnections(count: 1_100, port: fixture.port)
+        defer { idle.close() }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let reply = try await fixture.get("/api/state", headers: ["Connection": "close"])
+        let took = clock.now - started
+        #expect(reply.status == 200, "\(reply.text)")
+        #expect(took < .seconds(2), "answered after \(took) behind 1,100 idle connections")
+        // The cap closed the oldest at once; the idle timeout closes the rest.
+        #expect(idle.closedByServer() >= 1_100 - 512)
+        let deadline = clock.now + .seconds(15)
+        while idle.closedByServer() < 1_100, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(idle.closedByServer() == 1_100, "silent connections still open after the 3 s idle timeout")
+        #expect(try await fixture.get("/api/state").status == 200)
+    }
+
     @Test("the event stream sends the state at once and a new sample within a second or two")
     func events() async throws {
         let fixture = try await servedBox()

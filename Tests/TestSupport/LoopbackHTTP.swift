@@ -137,3 +137,46 @@ public enum LoopbackHTTP {
         return output
     }
 }
+
+/// Connections to a loopback port that send nothing: what a careless or hostile client leaves open.
+public final class IdleConnections: @unchecked Sendable {
+    public private(set) var descriptors: [Int32] = []
+
+    /// Opens `count` connections to 127.0.0.1:`port`, raising this process's file limit if it must.
+    public init(count: Int, port: Int) throws {
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(count * 2 + 512) {
+            limit.rlim_cur = min(limit.rlim_max, rlim_t(count * 2 + 512))
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        for _ in 0..<count {
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard descriptor >= 0 else { throw LoopbackHTTPError(description: "socket: errno \(errno) after \(descriptors.count)") }
+            descriptors.append(descriptor)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else { throw LoopbackHTTPError(description: "connect: errno \(errno) after \(descriptors.count)") }
+        }
+    }
+
+    /// How many the server has closed: a read that finds the end (or a reset) at once.
+    public func closedByServer() -> Int {
+        descriptors.filter { descriptor in
+            var byte: UInt8 = 0
+            let count = recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT))
+            return count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+        }.count
+    }
+
+    public func close() {
+        for descriptor in descriptors { Glibc.close(descriptor) }
+        descriptors = []
+    }
+
+    deinit { close() }
+}
