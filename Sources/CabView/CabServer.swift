@@ -72,6 +72,7 @@ public struct CabServer: Sendable {
     let monitor: CabMonitor
     let sessions: Sessions
     let records: CabRecords
+    let logins: LoginThrottle
     let logger: Logger
 
     public init(configuration: CabConfiguration, logger: Logger = Logger(label: "agrigps.web")) {
@@ -83,13 +84,14 @@ public struct CabServer: Sendable {
         monitor = CabMonitor(settings: settings, logger: logger)
         sessions = Sessions(lifetime: configuration.sessionLifetime)
         records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone)
+        logins = LoginThrottle(path: configuration.paths.stateDirectory + "/web-logins.json")
     }
 
     /// Serves until SIGTERM or SIGINT, or, without `handlingSignals` (tests), until cancelled;
     /// `onListening` gets the port actually bound (for port 0).
     public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         try configuration.checkExposure()
-        let router = Router()
+        let router = Router(context: CabContext.self)
         router.add(middleware: Guard(configuration: configuration, sessions: sessions))
         addRoutes(to: router)
         let monitorService = MonitorService(monitor: monitor)
@@ -111,13 +113,13 @@ public struct CabServer: Sendable {
         }
     }
 
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: Router<CabContext>) {
         router.get("/") { _, _ in Self.asset(CabPage.html, type: "text/html; charset=utf-8") }
         router.get("/app.js") { _, _ in Self.asset(CabPage.script, type: "text/javascript; charset=utf-8") }
         router.get("/app.css") { _, _ in Self.asset(CabPage.style, type: "text/css; charset=utf-8") }
         router.get("/leaflet/**") { request, _ in try self.leaflet(request.uri.path) }
-        router.get("/api/session") { request, _ in try await self.session(request) }
-        router.post("/api/login") { request, _ in try await self.login(request) }
+        router.get("/api/session") { request, context in try await self.session(request, client: context.client) }
+        router.post("/api/login") { request, context in try await self.login(request, client: context.client) }
         router.post("/api/logout") { request, _ in
             await self.sessions.close(Guard.cookie(request))
             return Self.json(["ok": true], headers: [.setCookie: Guard.expiredCookie])
@@ -239,7 +241,7 @@ public struct CabServer: Sendable {
         ["passwordRequired": passwordSet, "tiles": configuration.tiles ?? "none", "staleAfterSeconds": configuration.thresholds.staleAfter]
     }
 
-    func session(_ request: Request) async throws -> Response {
+    func session(_ request: Request, client: String) async throws -> Response {
         let passwordSet = configuration.passwordFile.exists
         var answer = sessionAnswer(passwordSet: passwordSet)
         if let session = await sessions.session(Guard.cookie(request)) {
@@ -252,26 +254,36 @@ public struct CabServer: Sendable {
             answer["loggedIn"] = false
             return Self.json(answer)
         }
-        return try await opened(answer)
+        return try await opened(answer, client: client)
     }
 
-    func login(_ request: Request) async throws -> Response {
+    func login(_ request: Request, client: String) async throws -> Response {
         struct Login: Decodable { var password: String }
         let login = try await Self.decode(Login.self, from: request)
-        guard configuration.passwordFile.exists else {
+        let passwordFile = configuration.passwordFile
+        guard passwordFile.exists else {
             throw HTTPError(.badRequest, message: "no password is set for this page; 'agrigps web set-password' sets one")
         }
-        guard configuration.passwordFile.verify(login.password) else {
-            // A wrong guess costs a second, which makes guessing slow.
-            try? await Task.sleep(for: .seconds(1))
-            logger.warning("a login to the cab view was refused: wrong password")
-            throw HTTPError(.unauthorized, message: "wrong password")
+        switch await logins.attempt(client, verify: { passwordFile.verify(login.password) }) {
+        case .accepted:
+            return try await opened(sessionAnswer(passwordSet: true), client: client)
+        case .wrong(let retryAfter):
+            logger.warning("a login to the cab view was refused: wrong password", metadata: ["client": "\(client)"])
+            throw Self.refusedLogin(.unauthorized, "wrong password", retryAfter: retryAfter)
+        case .tooSoon(let retryAfter):
+            throw Self.refusedLogin(.tooManyRequests, "too many wrong passwords", retryAfter: retryAfter)
         }
-        return try await opened(sessionAnswer(passwordSet: true))
     }
 
-    private func opened(_ answer: [String: Any]) async throws -> Response {
-        guard let (id, session) = await sessions.open() else { throw HTTPError(.internalServerError, message: "no session could be made") }
+    /// A refused login that says when the next try will be checked.
+    static func refusedLogin(_ status: HTTPResponse.Status, _ reason: String, retryAfter: Double) -> HTTPError {
+        let seconds = Int(min(max(retryAfter.rounded(.up), 1), 86_400))
+        let wait = seconds < 120 ? "\(seconds) s" : "\((seconds + 59) / 60) minutes"
+        return HTTPError(status, headers: [.retryAfter: String(seconds)], message: "\(reason); try again in \(wait)")
+    }
+
+    private func opened(_ answer: [String: Any], client: String) async throws -> Response {
+        guard let (id, session) = await sessions.open(client: client) else { throw HTTPError(.internalServerError, message: "no session could be made") }
         var answer = answer
         answer["loggedIn"] = true
         answer["csrfToken"] = session.csrfToken

@@ -9,7 +9,7 @@ import Hummingbird
 /// - every state-changing request needs a session and its CSRF token in `X-CSRF-Token`;
 /// - every answer forbids framing and sniffing, and scripts come only from this origin.
 struct Guard: RouterMiddleware {
-    typealias Context = BasicRequestContext
+    typealias Context = CabContext
 
     static let cookieName = "agrigps_session"
     static let expiredCookie = "\(cookieName)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
@@ -27,6 +27,7 @@ struct Guard: RouterMiddleware {
             response = try await next(request, context)
         } catch let error as HTTPError {
             response = Self.problem(error.status, error.body ?? "refused")
+            for field in error.headers { response.headers.append(field) }
         } catch {
             response = Self.problem(.internalServerError, "the request failed")
         }

@@ -38,28 +38,17 @@ public struct PasswordFile: Sendable {
             throw PasswordError(description: "cannot create \(directory): \(error.localizedDescription)")
         }
         let line = "pbkdf2-sha256$\(Self.iterations)$\(Self.hex(salt))$\(Self.hex(hash))\n"
-        let temporary = path + ".new"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw PasswordError(description: "cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        // Set by root for the service: the file belongs to whoever owns the state directory (agrigps).
-        var owner = stat()
-        if geteuid() == 0, stat(directory, &owner) == 0 {
-            _ = fchown(descriptor, owner.st_uid, owner.st_gid)
-        }
-        let bytes = Array(line.utf8)
-        let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        let synced = fsync(descriptor) == 0
-        close(descriptor)
-        guard written == bytes.count, synced, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw PasswordError(description: "cannot store the password in \(path): \(String(cString: strerror(errno)))")
+        do {
+            try PrivateFile.replace(path, with: Array(line.utf8))
+        } catch {
+            throw PasswordError(description: "cannot store the password: \(error.description)")
         }
     }
 
     /// Whether `password` matches the stored hash; false when there is none or it cannot be read.
     public func verify(_ password: String) -> Bool {
         guard password.utf8.count <= Self.maximumLength,
-              let text = try? String(contentsOfFile: path, encoding: .utf8), text.utf8.count < 1024 else { return false }
+              let bytes = try? PrivateFile.read(path, limit: 1024), let text = String(validating: bytes, as: UTF8.self) else { return false }
         let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "$").map(String.init)
         guard parts.count == 4, parts[0] == "pbkdf2-sha256", let iterations = Int(parts[1]), (1000...10_000_000).contains(iterations),
               let salt = Self.bytes(hex: parts[2]), let stored = Self.bytes(hex: parts[3]), stored.count == 32,

@@ -1,7 +1,7 @@
 import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
-import CabView
+@testable import CabView
 import Foundation
 import GNSS
 import Gateway
@@ -216,12 +216,87 @@ struct CabAPITests {
         let anonymous = try await fixture.get("/api/session")
         #expect(anonymous.json?["loggedIn"] as? Bool == false && anonymous.header("Set-Cookie") == nil)
         let wrong = try await fixture.post("/api/login", ["password": "wrong horse"])
-        #expect(wrong.status == 401)
+        #expect(wrong.status == 401 && wrong.header("Retry-After") == "1", "\(wrong.headers)")
+        let tooSoon = try await fixture.post("/api/login", ["password": "correct horse"])
+        #expect(tooSoon.status == 429 && tooSoon.header("Set-Cookie") == nil, "a try within the wait is not even checked")
+        try await Task.sleep(for: .milliseconds(1100))
         let right = try await fixture.post("/api/login", ["password": "correct horse"])
-        #expect(right.status == 200)
+        #expect(right.status == 200, "\(right.text)")
         let session = try #require(CabFixture.session(from: right))
         #expect(try await fixture.get("/api/state", session: session).status == 200)
         #expect(try await fixture.get("/api/state", headers: ["Cookie": "agrigps_session=" + String(repeating: "a", count: 64)]).status == 401)
+    }
+
+    @Test("1,000 parallel wrong logins cost one hash each wait, get nowhere, survive a restart, and leave the driver's session alone")
+    func guessingFlood() async throws {
+        let fixture = try CabFixture()
+        defer { fixture.close() }
+        try PasswordFile(directory: fixture.directory).set("correct horse")
+        try await fixture.start()
+        let driver = try #require(CabFixture.session(from: try await fixture.post("/api/login", ["password": "correct horse"])))
+        let before = CPUTime.ofThisProcess()
+        let clock = ContinuousClock()
+        let started = clock.now
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for guess in 0..<1_000 {
+                group.addTask { try await fixture.post("/api/login", ["password": "guess \(guess)"]).status }
+            }
+            return try await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
+        }
+        let took = clock.now - started
+        let cpu = CPUTime.ofThisProcess() - before
+        #expect(statuses[200] == nil, "a guess got in: \(statuses)")
+        #expect((statuses[401] ?? 0) <= 2 && (statuses[401] ?? 0) + (statuses[429] ?? 0) == 1_000, "\(statuses)")
+        #expect(cpu < 5, "1,000 wrong logins took \(cpu) s of CPU in \(took)")
+        print("1,000 parallel wrong logins: \(statuses), \(took), \(String(format: "%.2f", cpu)) s of CPU (server and client)")
+        // The guesser must wait even with the right password; the driver's session goes on.
+        #expect(try await fixture.post("/api/login", ["password": "correct horse"]).status == 429)
+        #expect(try await fixture.get("/api/state", session: driver).status == 200)
+        // A restart of the server forgets nothing.
+        await fixture.stop(keepingDirectory: true)
+        try await fixture.start()
+        let afterRestart = try await fixture.post("/api/login", ["password": "correct horse"])
+        #expect(afterRestart.status == 429 && Int(afterRestart.header("Retry-After") ?? "") ?? 0 >= 1, "\(afterRestart.text)")
+    }
+
+    @Test("a client that guessed waits longer with each failure; another client still logs in; the global cap spares clean clients")
+    func throttleRules() async throws {
+        let directory = NSTemporaryDirectory() + "agrigps-login-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let time = TestTime(1_800_000_000)
+        let throttle = LoginThrottle(path: directory + "/web-logins.json", globalFailuresPerMinute: 3, now: { time.now })
+        #expect(await throttle.attempt("10.0.0.9", verify: { false }) == .wrong(retryAfter: 1))
+        time.advance(1)
+        #expect(await throttle.attempt("10.0.0.9", verify: { false }) == .wrong(retryAfter: 2))
+        time.advance(1)
+        #expect(await throttle.attempt("10.0.0.9", verify: { true }) == .tooSoon(retryAfter: 1), "the right password within the wait is not checked")
+        time.advance(1)
+        #expect(await throttle.attempt("10.0.0.9", verify: { false }) == .wrong(retryAfter: 4))
+        #expect(await throttle.attempt("10.0.0.7", verify: { true }) == .accepted, "another client is not held up")
+        // Three failures this minute: the global cap is reached. A client that guessed before waits; a clean one is checked.
+        time.advance(4)
+        if case .tooSoon = await throttle.attempt("10.0.0.9", verify: { true }) {} else { Issue.record("the cap let a known guesser be checked") }
+        #expect(await throttle.attempt("10.0.0.8", verify: { true }) == .accepted)
+        #expect(LoginThrottle.delay(after: 30) == 900, "at most 15 minutes")
+        // Written down: a new throttle on the same file remembers.
+        let again = LoginThrottle(path: directory + "/web-logins.json", now: { time.now })
+        #expect(await again.failures(of: "10.0.0.9") == 3)
+        let mode = try FileManager.default.attributesOfItem(atPath: directory + "/web-logins.json")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+    }
+
+    @Test("300 new sessions from this machine do not push out the session the cab's browser is using")
+    func sessionFlood() async throws {
+        let fixture = try await servedBox()
+        defer { fixture.close() }
+        let driver = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+        #expect(try await fixture.get("/api/state", session: driver).status == 200)
+        for _ in 0..<300 {
+            #expect(try await fixture.get("/api/session").status == 200)
+        }
+        let still = try await fixture.get("/api/session", session: driver)
+        #expect(still.json?["csrfToken"] as? String == driver.csrfToken, "the driver's session was pushed out")
     }
 
     @Test("the listener refuses to bind beyond loopback without a password, and says how to set one")

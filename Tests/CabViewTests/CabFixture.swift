@@ -41,10 +41,10 @@ final class CabFixture: @unchecked Sendable {
         port = bound.port
     }
 
-    func stop() async {
+    func stop(keepingDirectory: Bool = false) async {
         task?.cancel()
         _ = await task?.result
-        try? FileManager.default.removeItem(atPath: directory)
+        if !keepingDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     /// For `defer`: stops serving without waiting for the server to wind down.
