@@ -31,6 +31,9 @@ let package = Package(
         // Homes for blocking work away from Swift's cooperative pool: a serial executor on a thread of
         // its own (the stores' SQLite commits and fsyncs), and a thread per rare blocking wait.
         .target(name: "BlockingWork"),
+        // The state directory's files opened safely: no links followed, no FIFO waited on, small files
+        // replaced whole with their mode set.
+        .target(name: "StateFiles"),
         // libgps (gpsd's client library) with a shim for what Swift cannot import directly.
         .systemLibrary(
             name: "CGPS",
@@ -51,6 +54,7 @@ let package = Package(
         .target(
             name: "Spool",
             dependencies: [
+                "StateFiles",
                 "BlockingWork",
                 "Bounds",
                 "GNSS",
@@ -63,6 +67,7 @@ let package = Package(
         .target(
             name: "Track",
             dependencies: [
+                "StateFiles",
                 "BlockingWork",
                 "GNSS",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -105,6 +110,7 @@ let package = Package(
         .target(
             name: "AgrirouterLink",
             dependencies: [
+                "StateFiles",
                 "Bounds",
                 "GNSS",
                 "AgrirouterWire",
@@ -119,6 +125,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
+                "StateFiles",
                 "BlockingWork",
                 "Bounds",
                 "GNSS",
@@ -138,6 +145,7 @@ let package = Package(
         .target(
             name: "StateView",
             dependencies: [
+                "StateFiles",
                 "Bounds",
                 "GNSS",
                 "Spool",
@@ -151,6 +159,7 @@ let package = Package(
         .target(
             name: "CabView",
             dependencies: [
+                "StateFiles",
                 "Bounds",
                 "GNSS",
                 "Spool",

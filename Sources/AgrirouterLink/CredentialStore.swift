@@ -1,4 +1,5 @@
 import Foundation
+import StateFiles
 
 /// What a machine keeps after onboarding: the endpoint, its credential, and where it belongs.
 public struct StoredEndpoint: Sendable {
@@ -42,8 +43,7 @@ public struct CredentialStore: Sendable {
 
     /// The id this machine onboards with, created on first use and never changed.
     public func externalID() throws(OnboardingError) -> String {
-        if let existing = try? String(contentsOfFile: idPath, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
-           !existing.isEmpty {
+        if let existing = Self.text(idPath)?.trimmingCharacters(in: .whitespacesAndNewlines), !existing.isEmpty {
             return existing
         }
         let id = "urn:agrigps:endpoint:\(UUID().uuidString.lowercased())"
@@ -56,7 +56,7 @@ public struct CredentialStore: Sendable {
     /// The transport the endpoint was first onboarded with: agrirouter keeps it with the endpoint, so
     /// it is kept through disconnects like the endpoint id. Nil before the first onboarding.
     public func recordedTransport() -> Transport? {
-        (try? String(contentsOfFile: transportPath, encoding: .utf8))
+        Self.text(transportPath)
             .flatMap { Transport(rawValue: $0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
@@ -66,11 +66,17 @@ public struct CredentialStore: Sendable {
     }
 
     public func load() throws(OnboardingError) -> StoredEndpoint? {
-        guard FileManager.default.fileExists(atPath: endpointPath) else { return nil }
+        let bytes: [UInt8]?
         do {
-            var file = try JSONDecoder().decode(StoredFile.self, from: Data(contentsOf: URL(fileURLWithPath: endpointPath)))
-            file.response.authentication.secret = try String(contentsOfFile: secretPath, encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
+            bytes = try StateFile.read(endpointPath, limit: 1 << 20)
+        } catch {
+            throw .storage("\(error.description); then onboard again")
+        }
+        guard let bytes else { return nil }
+        do {
+            var file = try JSONDecoder().decode(StoredFile.self, from: Data(bytes))
+            guard let secret = Self.text(secretPath) else { throw OnboardingError.storage("no secret") }
+            file.response.authentication.secret = secret.trimmingCharacters(in: .whitespacesAndNewlines)
             let settings = file.applicationID.map { OnboardingSettings(applicationID: $0, certificationVersionID: file.certificationVersionID ?? "") }
             return StoredEndpoint(environment: file.environment, response: file.response, settings: settings, trustedCAPEM: file.trustedCAPEM)
         } catch {
@@ -108,7 +114,8 @@ public struct CredentialStore: Sendable {
         }
     }
 
-    /// Writes through a 0600 temporary file and a rename, so no reader ever sees a partial or readable file.
+    /// Writes through a 0600 temporary file, a rename and a sync of the directory, so no reader ever
+    /// sees a partial or readable file and a power cut after it keeps the file.
     func write(_ data: Data, to path: String) throws(OnboardingError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -116,16 +123,15 @@ public struct CredentialStore: Sendable {
         } catch {
             throw .storage("cannot create \(directory): \(error.localizedDescription)")
         }
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard fd >= 0 else { throw .storage("cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        fchmod(fd, 0o600)
-        let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == data.count, synced, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw .storage("cannot write \(path): \(String(cString: strerror(errno)))")
+        do {
+            try StateFile.replace(path, with: Array(data))
+        } catch {
+            throw .storage(error.description)
         }
+    }
+
+    /// A small text file of ours as UTF-8, or nil if it is missing, unreadable or not a regular file.
+    static func text(_ path: String) -> String? {
+        (try? StateFile.read(path, limit: 1 << 20)).flatMap { String(validating: $0, as: UTF8.self) }
     }
 }

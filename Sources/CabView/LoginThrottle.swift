@@ -1,5 +1,6 @@
 import BlockingWork
 import Foundation
+import StateFiles
 
 /// Slows password guessing to a crawl without locking out the driver.
 ///
@@ -101,7 +102,7 @@ actor LoginThrottle {
     private func loadIfNeeded() {
         guard !loaded else { return }
         loaded = true
-        guard let bytes = try? PrivateFile.read(path, limit: 1 << 20),
+        guard let bytes = try? StateFile.read(path, limit: 1 << 20),
               let stored = try? JSONDecoder().decode(Record.self, from: Data(bytes)) else { return }
         // Our own file read back is checked like any input: counts and times in range, or dropped.
         let time = now()
@@ -113,6 +114,6 @@ actor LoginThrottle {
 
     private func save() {
         guard let data = try? JSONEncoder().encode(record) else { return }
-        try? PrivateFile.replace(path, with: Array(data))
+        try? StateFile.replace(path, with: Array(data))
     }
 }

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import StateFiles
 
 /// Why the cab view's password could not be checked or stored.
 public struct PasswordError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -39,7 +40,7 @@ public struct PasswordFile: Sendable {
         }
         let line = "pbkdf2-sha256$\(Self.iterations)$\(Self.hex(salt))$\(Self.hex(hash))\n"
         do {
-            try PrivateFile.replace(path, with: Array(line.utf8))
+            try StateFile.replace(path, with: Array(line.utf8))
         } catch {
             throw PasswordError(description: "cannot store the password: \(error.description)")
         }
@@ -48,7 +49,7 @@ public struct PasswordFile: Sendable {
     /// Whether `password` matches the stored hash; false when there is none or it cannot be read.
     public func verify(_ password: String) -> Bool {
         guard password.utf8.count <= Self.maximumLength,
-              let bytes = try? PrivateFile.read(path, limit: 1024), let text = String(validating: bytes, as: UTF8.self) else { return false }
+              let bytes = try? StateFile.read(path, limit: 1024), let text = String(validating: bytes, as: UTF8.self) else { return false }
         let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "$").map(String.init)
         guard parts.count == 4, parts[0] == "pbkdf2-sha256", let iterations = Int(parts[1]), (1000...10_000_000).contains(iterations),
               let salt = Self.bytes(hex: parts[2]), let stored = Self.bytes(hex: parts[3]), stored.count == 32,

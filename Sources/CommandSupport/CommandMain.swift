@@ -17,6 +17,9 @@ public enum CommandMain {
             handler.logLevel = level
             return SafeLogHandler(wrapped: handler)
         }
+        // Nothing agrigps writes is for other users, whatever umask it was started with (000 in some
+        // shells and images): files it makes without an explicit mode come out 0600 at most.
+        umask(umask(0) | 0o077)
         do {
             var command = try Root.parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

@@ -2,6 +2,7 @@ import AgrirouterLink
 import AgrirouterWire
 import Bounds
 import Foundation
+import StateFiles
 import Spool
 import SwiftProtobuf
 
@@ -114,14 +115,14 @@ public struct EndpointSetupRecord: Codable, Sendable, Equatable {
 
     /// The record, if it is there and readable; a damaged one reads as none (the set-up runs again).
     public static func read(from path: String) -> EndpointSetupRecord? {
-        guard let data = FileManager.default.contents(atPath: path), data.count < 4096,
-              let record = try? JSONDecoder().decode(EndpointSetupRecord.self, from: data),
+        guard let bytes = try? StateFile.read(path, limit: 4096),
+              let record = try? JSONDecoder().decode(EndpointSetupRecord.self, from: Data(bytes)),
               Bounds.date(secondsSince1970: record.acknowledgedAt) != nil else { return nil }
         return record
     }
 
     public func write(to path: String) throws {
-        try JSONEncoder().encode(self).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try StateFile.replace(path, with: Array(try JSONEncoder().encode(self)))
     }
 
     /// When a set-up for `endpointID` saying `fingerprint` was acknowledged no more than `maximumAge`

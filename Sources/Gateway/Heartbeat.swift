@@ -1,7 +1,9 @@
 import BlockingWork
 import Bounds
 import Foundation
+import StateFiles
 import GNSS
+import Logging
 import Spool
 
 /// What the running daemon last said about itself, written to a small JSON file in the state
@@ -153,9 +155,8 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     /// made again; one that still disagrees (a write torn by a power cut) reads as no heartbeat.
     public static func read(from path: String) -> Heartbeat? {
         for _ in 0..<3 {
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                  let size = attributes[.size] as? NSNumber, size.intValue <= 1_048_576,
-                  let data = FileManager.default.contents(atPath: path) else { return nil }
+            guard let bytes = try? StateFile.read(path, limit: 1_048_576) else { return nil }
+            let data = Data(bytes)
             guard let json = checkedText(data) else { continue }
             return (try? decoder.decode(Heartbeat.self, from: json))?.checked()
         }
@@ -230,8 +231,12 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     /// a twentieth of the daemon's CPU.
     public func write(to path: String) throws {
         var text = Self.sealed(try Self.encoder.encode(self))
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o640)
-        guard descriptor >= 0 else { throw HeartbeatWriteError(path: path, errno: errno) }
+        let descriptor: Int32
+        do {
+            descriptor = try StateFile.openForWriting(path, mode: 0o640)
+        } catch {
+            throw HeartbeatWriteError(path: path, errno: error.code, reason: error.description)
+        }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw HeartbeatWriteError(path: path, errno: errno) }
@@ -284,7 +289,12 @@ public struct Heartbeat: Codable, Sendable, Equatable {
 public struct HeartbeatWriteError: Error, CustomStringConvertible {
     public let path: String
     public let errno: Int32
-    public var description: String { "cannot write heartbeat \(path): \(String(cString: strerror(errno)))" }
+    /// Set when the file is not one we may write: a FIFO, a device or a link.
+    public var reason: String?
+
+    public var description: String {
+        "cannot write the heartbeat: " + (reason ?? "\(path): \(String(cString: strerror(errno)))")
+    }
 }
 
 /// Keeps the heartbeat current. A sample whose state differs from the last one is written at once;
@@ -302,6 +312,8 @@ actor HeartbeatWriter {
     /// must not stop the heartbeat for hours.
     private var writtenAt: Double?
     private var countedUptime: Double?
+    private var failure: String?
+    private let logger = Logger(label: "agrigps.heartbeat")
 
     /// What the previous run's heartbeat said, read at start.
     let previous: Heartbeat?
@@ -400,7 +412,15 @@ actor HeartbeatWriter {
     private func writeIfDue(now: Date = Date(), force: Bool = false) {
         guard force || writtenAt.map({ uptime() - $0 >= minimumGap }) ?? true else { return }
         heartbeat.updatedAt = now
-        try? heartbeat.write(to: path)
+        do {
+            try heartbeat.write(to: path)
+            failure = nil
+        } catch {
+            // Said once for each new reason, not at every write.
+            let reason = "\(error)"
+            if reason != failure { logger.error("\(reason); agrigps status cannot see this daemon until it is fixed") }
+            failure = reason
+        }
         writtenAt = uptime()
     }
 

@@ -2,6 +2,7 @@ import BlockingWork
 import AgrirouterWire
 import Bounds
 import Foundation
+import StateFiles
 import GRDB
 import Logging
 import Spool
@@ -310,6 +311,7 @@ public actor OtherMachinesStore {
     private func opened() throws(OthersStoreError) -> DatabaseQueue {
         if let database { return database }
         do {
+            try StateFile.checkDatabase(path)
             if readOnly {
                 var settings = GRDB.Configuration()
                 settings.readonly = true

@@ -1,4 +1,5 @@
 import Foundation
+import StateFiles
 
 /// One daemon per state directory: two would append to one spool and publish the same batches
 /// twice. An advisory lock (flock) on `agrigps.lock` in the directory, held for the life of the
@@ -27,8 +28,14 @@ public struct StateDirectoryLock: ~Copyable {
     public init(directory: String) throws {
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = directory + "/agrigps.lock"
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        // Not through a link, not waiting on a FIFO; and only a regular file is taken as the lock.
+        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw Failed(path: path, errno: errno) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw Failed(path: path, errno: EINVAL)
+        }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             var buffer = [UInt8](repeating: 0, count: 32)

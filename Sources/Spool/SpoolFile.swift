@@ -1,5 +1,6 @@
 import Bounds
 import Foundation
+import StateFiles
 import GRDB
 import Logging
 
@@ -47,6 +48,11 @@ enum SpoolFile {
             } catch {
                 throw SpoolError(kind: .readOnly, sqliteCode: 0, message: "cannot create directory \(directory)", path: path)
             }
+        }
+        do {
+            try StateFile.checkDatabase(path)
+        } catch {
+            throw SpoolError(kind: .readOnly, sqliteCode: 0, message: error.description, path: path)
         }
         var settings = Configuration()
         settings.busyMode = .timeout(configuration.busyTimeout)

@@ -1,5 +1,6 @@
 import BlockingWork
 import Foundation
+import StateFiles
 import GRDB
 
 /// The spool seen from another process (`agrigps status`, the cab view): opened read-only, never
@@ -48,6 +49,12 @@ public actor SpoolReader {
             throw SpoolError(kind: .readOnly, sqliteCode: 14, message: "no spool yet: the daemon has not run here", path: path)
         }
         if let database, UInt64(info.st_ino) == inode { return database }
+        do {
+            try StateFile.checkDatabase(path)
+        } catch {
+            database = nil
+            throw SpoolError(kind: .readOnly, sqliteCode: 0, message: error.description, path: path)
+        }
         inode = UInt64(info.st_ino)
         var settings = Configuration()
         settings.readonly = true

@@ -5,6 +5,7 @@ import Bounds
 import Foundation
 import GNSS
 import Spool
+import StateFiles
 
 /// What `agrigps status` reports, read from the state directory alone: the daemon's heartbeat, the
 /// credentials (never the secret), the spool and the store of other machines.
@@ -29,6 +30,9 @@ public struct StatusSnapshot: Sendable {
     public var spoolProblem: String?
     public var others: OthersView
     public var othersProblem: String?
+    /// State files replaced by something that is not a regular file (a FIFO, a device, a link): each
+    /// is refused unread, and says so.
+    public var fileProblems: [String] = []
     /// Set when the state directory itself cannot be read (permissions): nothing can be judged.
     public var unreadable: String?
     /// Bytes free for the daemon's user on the disk that holds the state directory; nil if unknown.
@@ -62,6 +66,12 @@ public struct StatusSnapshot: Sendable {
         let heartbeat = Heartbeat.read(from: paths.heartbeat)
         var snapshot = StatusSnapshot(takenAt: now, daemon: daemonState(heartbeat, now: now, limit: heartbeatLimit), heartbeat: heartbeat,
                                       others: OthersView())
+        for path in [paths.heartbeat, paths.stateDirectory + "/endpoint.json", paths.stateDirectory + "/endpoint.secret"] {
+            do { try StateFile.checkKind(path) } catch { snapshot.fileProblems.append(error.description) }
+        }
+        for path in [paths.spool, paths.others] {
+            do { try StateFile.checkDatabase(path) } catch { snapshot.fileProblems.append(error.description) }
+        }
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: paths.stateDirectory, isDirectory: &isDirectory) || !isDirectory.boolValue {
             snapshot.unreadable = "no state directory at \(paths.stateDirectory)"
@@ -155,6 +165,7 @@ extension StatusSnapshot {
         } else if let free = diskFree, free < Self.diskLowBelow {
             findings.append((.warning, "only \(free >> 20) MiB free on the disk holding \(TerminalText.safe(stateDirectory, limit: 200))"))
         }
+        for problem in fileProblems { findings.append((.critical, problem)) }
         if let problem = spoolProblem, spool == nil { findings.append((.critical, "spool: \(problem)")) }
         if let lost = heartbeat?.lostSamples, lost > 0,
            heartbeat?.lostAt.map({ takenAt.timeIntervalSince($0) < Heartbeat.lossReported }) ?? true {

@@ -1,5 +1,6 @@
 import BlockingWork
 import Foundation
+import StateFiles
 import GNSS
 import GRDB
 
@@ -234,6 +235,7 @@ public actor TrackStore {
     private func open() throws(TrackStoreError) -> DatabaseQueue {
         if let database { return database }
         do {
+            try StateFile.checkDatabase(path)
             var settings = GRDB.Configuration()
             settings.readonly = readOnly
             settings.busyMode = .timeout(5)

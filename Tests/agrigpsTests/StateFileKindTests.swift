@@ -1,0 +1,106 @@
+import Foundation
+import Gateway
+import GNSS
+import Spool
+import Testing
+import TestSupport
+
+/// Anything in the state directory may have been replaced: by a FIFO, whose open waits for a writer
+/// for ever; by a device; by a symbolic link to a file elsewhere, which a write would go through.
+/// Every reader and writer refuses such a file in words, at once.
+@Suite("state files that are not regular files", .serialized, .timeLimit(.minutes(5)))
+struct StateFileKindTests {
+    enum Kind: String, CaseIterable {
+        case fifo, linkOut = "link out of the directory", device = "device node"
+    }
+
+    /// A state directory with a spool in it, and one of its files replaced by `kind`; also the file
+    /// outside that a link points to, which must stay as it was.
+    func planted(_ file: String, as kind: Kind) async throws -> (state: String, outside: String) {
+        let root = NSTemporaryDirectory() + "agrigps-kinds-\(UUID().uuidString)"
+        let state = root + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        if file != "spool.sqlite" && !file.hasPrefix("spool.sqlite-") {
+            _ = await Spool(path: state + "/spool.sqlite").append(PositionSampleFixture.fix(latitude: 52, longitude: 8))
+        }
+        let outside = root + "/outside.txt"
+        try Data("not agrigps's\n".utf8).write(to: URL(fileURLWithPath: outside))
+        let path = state + "/" + file
+        try? FileManager.default.removeItem(atPath: path)
+        let made: Int32
+        switch kind {
+        case .fifo: made = mkfifo(path, 0o600)
+        case .linkOut: made = symlink(outside, path)
+        case .device: made = mknod(path, S_IFCHR | 0o600, dev_t((1 << 8) | 3))  // /dev/null: major 1, minor 3
+        }
+        #expect(made == 0, "cannot make \(kind.rawValue) at \(path): errno \(errno) (these tests run as root)")
+        return (state, outside)
+    }
+
+    @Test("status, track and stats end at once and name the file when one is a FIFO, a link out of the directory or a device")
+    func readers() async throws {
+        for file in ["spool.sqlite", "spool.sqlite-wal", "others.sqlite", "track.sqlite", "heartbeat.json", "endpoint.json"] {
+            for kind in Kind.allCases {
+                let (state, outside) = try await planted(file, as: kind)
+                defer { try? FileManager.default.removeItem(atPath: (state as NSString).deletingLastPathComponent) }
+                let commands: [[String]] = file == "track.sqlite" ? [["track", "--format", "csv"], ["stats"]] : [["status"], ["status", "--json"]]
+                for command in commands {
+                    let result = try await AgrigpsCommand.run(command + ["--state-dir", state], timeout: 20)
+                    let said = (result.stdout + result.stderr).joined(separator: "\n")
+                    #expect(result.code != nil && result.code != 0, "\(command) with \(file) a \(kind.rawValue): exit \(String(describing: result.code))")
+                    let named = said.contains(file + " is not a regular file") || said.contains(file + " is a symbolic link")
+                    #expect(named, "\(command) with \(file) a \(kind.rawValue) did not say so: \(said.prefix(600))")
+                }
+                #expect(try String(contentsOfFile: outside, encoding: .utf8) == "not agrigps's\n", "\(file) as a link: the file outside was changed")
+            }
+        }
+    }
+
+    @Test("the daemon writes no heartbeat into a FIFO, a device or a link; it says so, samples on, and ends on its own")
+    func daemonHeartbeat() async throws {
+        for kind in Kind.allCases {
+            let (state, outside) = try await planted("heartbeat.json", as: kind)
+            defer { try? FileManager.default.removeItem(atPath: (state as NSString).deletingLastPathComponent) }
+            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state], timeout: 60)
+            let output = (run.stdout + run.stderr).joined(separator: "\n")
+            #expect(run.code == 0, "heartbeat a \(kind.rawValue): exit \(String(describing: run.code)): \(output.suffix(600))")
+            #expect(output.contains("heartbeat.json is not a regular file") || output.contains("heartbeat.json is a symbolic link"),
+                    "heartbeat a \(kind.rawValue): nothing said about it: \(output.suffix(600))")
+            let samples = try await Spool(path: state + "/spool.sqlite").allSamples()
+            #expect(samples.count > 2, "heartbeat a \(kind.rawValue): only \(samples.count) samples")
+            #expect(try String(contentsOfFile: outside, encoding: .utf8) == "not agrigps's\n")
+        }
+    }
+
+    @Test("a lock file that is not a regular file stops the daemon at start with a message naming it")
+    func daemonLock() async throws {
+        for kind in Kind.allCases {
+            let (state, outside) = try await planted("agrigps.lock", as: kind)
+            defer { try? FileManager.default.removeItem(atPath: (state as NSString).deletingLastPathComponent) }
+            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state], timeout: 30)
+            let output = (run.stdout + run.stderr).joined(separator: "\n")
+            #expect(run.code != nil && run.code != 0, "lock a \(kind.rawValue): exit \(String(describing: run.code))")
+            #expect(output.contains("agrigps.lock"), "lock a \(kind.rawValue): \(output.suffix(400))")
+            #expect(try String(contentsOfFile: outside, encoding: .utf8) == "not agrigps's\n")
+        }
+    }
+
+    @Test("under umask 000, every file the daemon and set-password make is private: 0600, the heartbeat 0640")
+    func privateWhateverTheUmask() async throws {
+        let root = NSTemporaryDirectory() + "agrigps-umask-\(UUID().uuidString)"
+        let state = root + "/state"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let run = try await SystemTool.run("/bin/sh", ["-c", "umask 000; exec \"$0\" run --replay \"$1\" --state-dir \"$2\"",
+                                                       AgrigpsCommand.path, Fixtures.log("ublox-8"), state], timeout: 60)
+        #expect(run.code == 0, "\(run.output.suffix(600))")
+        let password = try await SystemTool.run("/bin/sh", ["-c", "umask 000; echo tractor-cab-2026 | exec \"$0\" web set-password --state-dir \"$1\"",
+                                                            AgrigpsCommand.path, state], timeout: 30)
+        #expect(password.code == 0, "\(password.output)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: state)
+        #expect(files.contains("spool.sqlite") && files.contains("heartbeat.json") && files.contains("web-password"), "\(files)")
+        for file in files {
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: state + "/" + file)[.posixPermissions] as? Int)
+            #expect(mode == (file == "heartbeat.json" ? 0o640 : 0o600), "\(file) is \(String(mode, radix: 8))")
+        }
+    }
+}
