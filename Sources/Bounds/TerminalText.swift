@@ -38,7 +38,9 @@ public enum TerminalText {
         case 0x0D: return "\\r"
         case 0x00...0x1F, 0x7F...0x9F: return "\\x" + hex(scalar.value, digits: 2)
         // Bidirectional overrides and isolates reorder what follows them on screen.
-        case 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C: return "\\u{" + hex(scalar.value, digits: 4) + "}"
+        // Invisible ones (a byte-order mark, zero-width spaces and joiners) hide what a message names.
+        case 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C,
+             0xFEFF, 0x200B...0x200D, 0x2060...0x2064: return "\\u{" + hex(scalar.value, digits: 4) + "}"
         default: return nil
         }
     }

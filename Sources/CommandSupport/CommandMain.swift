@@ -21,7 +21,7 @@ public enum CommandMain {
         // shells and images): files it makes without an explicit mode come out 0600 at most.
         umask(umask(0) | 0o077)
         do {
-            var command = try Root.parseAsRoot()
+            var command = try Root.parseAsRoot(joiningDashValues(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -41,6 +41,29 @@ public enum CommandMain {
             Output.error(Root.message(for: error).replacingOccurrences(of: "\n", with: " "))
             exit(code.rawValue)
         }
+    }
+
+    /// Options whose value may start with a dash, which the parser would take for flags ("-1h" for
+    /// -1 and -h, so `--since -1h` printed the help): the value is joined to its option with "=",
+    /// and the option's own check then refuses it in words.
+    static let dashValueOptions: Set<String> = ["--since", "--until"]
+
+    static func joiningDashValues(_ arguments: [String]) -> [String] {
+        var joined: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--" { return joined + arguments[index...] }
+            if dashValueOptions.contains(argument), index + 1 < arguments.count, arguments[index + 1].hasPrefix("-"),
+               arguments[index + 1] != "--", !arguments[index + 1].hasPrefix("--") {
+                joined.append(argument + "=" + arguments[index + 1])
+                index += 2
+            } else {
+                joined.append(argument)
+                index += 1
+            }
+        }
+        return joined
     }
 }
 

@@ -43,9 +43,11 @@ enum ConfigurationText {
             throw ParseError(line: bytes[..<nul].count { $0 == UInt8(ascii: "\n") } + 1,
                              reason: "a NUL byte: the file is damaged or not text")
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
+        guard var text = String(validating: bytes, as: UTF8.self) else {
             throw ParseError(line: 0, reason: "not UTF-8 text")
         }
+        // A byte-order mark, as Windows editors save UTF-8: it says nothing in UTF-8, so it is skipped.
+        if text.unicodeScalars.first == "\u{FEFF}" { text = String(text.unicodeScalars.dropFirst()) }
         var entries: [(section: String, key: String, value: Value, line: Int)] = []
         var section: String?
         var seenSections: Set<String> = []

@@ -6,8 +6,17 @@ import Foundation
 public enum TimeText {
     public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         public var text: String
+        /// What was wrong, when more can be said than "not a time".
+        public var hint: String?
+
+        public init(text: String, hint: String? = nil) {
+            self.text = text
+            self.hint = hint
+        }
+
         public var description: String {
-            "'\(text)' is not a time: use now, today, yesterday, a span back from now (8h, 30m, 2d, 90s), a date (2026-11-25) or a date and time (2026-11-25T08:30, or ...Z for UTC)"
+            if let hint { return "'\(text)' is not a time: \(hint)" }
+            return "'\(text)' is not a time: use now, today, yesterday, a span back from now (8h, 30m, 2d, 90s), a date (2026-11-25) or a date and time (2026-11-25T08:30, or ...Z for UTC)"
         }
     }
 
@@ -29,15 +38,21 @@ public enum TimeText {
             return try day(start)
         default: break
         }
+        if text.hasPrefix("-"), span(String(text.dropFirst())) != nil {
+            throw ParseError(text: text, hint: "a span already counts back from now; write \(text.dropFirst()) without the minus")
+        }
         if let seconds = span(text) { return now.addingTimeInterval(-seconds) }
         if let start = localDate(text, calendar: calendar) { return try day(start) }
         if let moment = localDateTime(text, calendar: calendar) { return moment }
         throw ParseError(text: text)
     }
 
-    /// "8h" and the like, up to ten years back.
+    /// "8h", "1.5d" and the like, up to ten years back: plain decimal digits, not hex, signs or exponents.
     static func span(_ text: String) -> Double? {
-        guard let unit = text.last, let count = Double(text.dropLast()), count.isFinite, count >= 0 else { return nil }
+        let number = text.dropLast()
+        guard let unit = text.last, number.contains(where: \.isASCIIDigit), number.count { $0 == "." } <= 1,
+              number.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
+              let count = Double(number), count.isFinite, count >= 0 else { return nil }
         let seconds: Double
         switch unit {
         case "s": seconds = count
@@ -59,7 +74,7 @@ public enum TimeText {
         let halves = (utc ? String(text.dropLast()) : text).split(separator: "t", omittingEmptySubsequences: false)
         guard halves.count == 2, let (year, month, day) = dayParts(String(halves[0])) else { return nil }
         let clock = halves[1].split(separator: ":", omittingEmptySubsequences: false)
-        guard (2...3).contains(clock.count), clock.allSatisfy({ $0.count == 2 }),
+        guard (2...3).contains(clock.count), clock.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCIIDigit) }),
               let hour = Int(clock[0]), let minute = Int(clock[1]), let second = clock.count == 3 ? Int(clock[2]) : 0,
               hour < 24, minute < 60, second < 60 else { return nil }
         var zoned = calendar
@@ -70,6 +85,7 @@ public enum TimeText {
     private static func dayParts(_ text: String) -> (Int, Int, Int)? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              parts.allSatisfy({ $0.allSatisfy(\.isASCIIDigit) }),
               let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
               (1970...2200).contains(year), (1...12).contains(month), (1...31).contains(day) else { return nil }
         return (year, month, day)
@@ -85,4 +101,9 @@ public enum TimeText {
         back.timeZone = nil
         return back == components ? date : nil
     }
+}
+
+extension Character {
+    /// 0 to 9 only: Swift's isNumber also takes other scripts' digits and fractions.
+    var isASCIIDigit: Bool { isASCII && isNumber }
 }

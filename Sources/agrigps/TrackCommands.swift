@@ -7,11 +7,13 @@ import Track
 
 /// --since, --until and --time-zone, shared by `track` and `stats`.
 struct TimeRangeOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Start: now, today, yesterday, 8h (back from now), 2026-11-25 or 2026-11-25T08:30 (local; ...Z for UTC). Default: today for track, ten years back for stats.",
+    // Unconditional: a value that starts with a dash ("-1h") is this option's, and refused in words.
+    @Option(parsing: .unconditional,
+            help: ArgumentHelp("Start: now, today, yesterday, 8h (back from now), 2026-11-25 or 2026-11-25T08:30 (local; ...Z for UTC). Default: today for track, ten years back for stats.",
                                valueName: "time"))
     var since: String?
 
-    @Option(help: ArgumentHelp("End, in the same forms; a date means the end of that day (default: now).", valueName: "time"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("End, in the same forms; a date means the end of that day (default: now).", valueName: "time"))
     var until: String?
 
     @Option(name: .customLong("time-zone"),

@@ -45,6 +45,14 @@ struct ConfigurationFileTests {
         #expect(file.thresholds == expected)
     }
 
+    @Test("a file saved with a UTF-8 byte-order mark (as Windows editors do) is read as without it")
+    func byteOrderMark() throws {
+        let file = try ConfigurationFile.parse("\u{FEFF}[sending]\ninterval = 20\n", path: "bom.conf")
+        #expect(file.values.count == 1, "\(file.values)")
+        let inside = #expect(throws: ConfigurationError.self) { try ConfigurationFile.parse("[sending]\n\u{FEFF}interval = 20\n", path: "x") }
+        #expect(inside?.description.contains("\u{FEFF}") == false, "an invisible character printed raw: \(String(describing: inside))")
+    }
+
     @Test("an empty file, or none, is all defaults")
     func defaults() throws {
         #expect(try ConfigurationFile.parse("", path: "x").values.isEmpty)

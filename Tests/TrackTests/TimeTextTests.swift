@@ -34,12 +34,19 @@ import Testing
     }
 
     @Test("what is not a time is refused with the forms that are", arguments: [
-        "", "soon", "8x", "-2h", "2026-02-30", "2026-3-29", "2026-03-29T02:30", "2026-03-29T24:00", "2026-03-29T10:61",
+        "", "soon", "8x", "0x10h", "1e2h", "+2h", "1.2.3h", ".h", "h", "\u{0661}h", "2026-02-30", "+026-03-29", "2026-03-29T0\u{0661}:00", "2026-3-29", "2026-03-29T02:30", "2026-03-29T24:00", "2026-03-29T10:61",
         "99999999d", "1969-12-31", "2026-03-29T10:00:00+01:00",
     ])
     func refused(_ text: String) {
         let error = #expect(throws: TimeText.ParseError.self) { try date(text) }
         #expect(error?.description.contains("2026-11-25T08:30") == true)
+    }
+
+    @Test("a span with a minus is refused with what to write instead")
+    func minusSpan() {
+        let error = #expect(throws: TimeText.ParseError.self) { try date("-2h") }
+        #expect(error?.description == "'-2h' is not a time: a span already counts back from now; write 2h without the minus")
+        #expect(throws: Never.self) { try date("1.5h") }
     }
 }
 

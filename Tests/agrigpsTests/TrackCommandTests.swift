@@ -118,6 +118,10 @@ struct TrackCommandTests {
     func badInput() async throws {
         let since = try await AgrigpsCommand.run(["track", "--since", "soon", "--state-dir", "/nonexistent"])
         #expect(since.code == 64 && since.stderr.joined().contains("is not a time"), "\(since.stderr)")
+        let minus = try await AgrigpsCommand.run(["track", "--since", "-1h", "--state-dir", "/nonexistent"])
+        #expect(minus.code == 64 && minus.stderr.joined().contains("write 1h without the minus"), "\(minus.stderr)")
+        let hex = try await AgrigpsCommand.run(["stats", "--since", "0x10h", "--state-dir", "/nonexistent"])
+        #expect(hex.code == 64 && hex.stderr.joined().contains("'0x10h' is not a time"), "\(hex.stderr)")
         let order = try await AgrigpsCommand.run(["stats", "--since", "today", "--until", "2d", "--state-dir", "/nonexistent"])
         #expect(order.code == 64 && order.stderr.joined().contains("after --until"), "\(order.stderr)")
         let format = try await AgrigpsCommand.run(["track", "--format", "kml", "--state-dir", "/nonexistent"])
