@@ -133,6 +133,12 @@ public struct SamplerCore: Sendable {
             if case .receiver(let current) = window, current == bucket {
                 // Same interval: the newer report wins.
             } else {
+                if let held = pending, held.report.fixState.hasPosition, held.report.time == nil,
+                   now.uptime - held.arrival.uptime < interval {
+                    // The same fix reported first without its time (gpsd's first report after a
+                    // start often is): one sample, the one with the time, not two at one position.
+                    pending = nil
+                }
                 out += flush()
                 window = .receiver(bucket: bucket)
             }

@@ -57,6 +57,17 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         #expect(realTime.map(\.report) == fast.map(\.report))
     }
 
+    @Test("a fix reported first without its time and then with it is one sample, with the time")
+    func fixFirstWithoutTime() {
+        let timeless = SourceEvent.report(PositionReport(time: nil, gpsdMode: 3, gpsdStatus: 0, latitude: 48.0, longitude: 11.0))
+        let samples = run([(0.5, timeless), (0.5001, fix(0.5)), (1.5, fix(1.5)), (2.5, fix(2.5))], interval: 1)
+        #expect(samples.count == 3, "\(samples.map { "\($0.state) \(String(describing: $0.report?.time))" })")
+        #expect(samples.allSatisfy { $0.report?.time != nil })
+        // A fix without time that stays alone for a whole interval is still a sample of its own.
+        let alone = run([(0.5, timeless), (2.6, fix(2.6))], interval: 1)
+        #expect(alone.contains { $0.report?.time == nil && $0.state.hasPosition })
+    }
+
     @Test("a fix that flickers within one epoch (fix, no fix, the same fix again) is sampled once, with the no fix between")
     func theSameEpochIsNotSampledTwice() {
         let samples = run([(0.1, fix(0)), (0.2, noFix(nil)), (0.3, fix(0)), (1.1, fix(1, lat: 49))], interval: 1)
@@ -90,7 +101,9 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
     @Test func gainingAFixWithoutTimeStillShowsTheNoFixBeforeIt() {
         let timeless = SourceEvent.report(PositionReport(gpsdMode: 3, latitude: 1, longitude: 2))
         let samples = run([(0.0, noFix(nil)), (0.01, timeless), (0.02, fix(5))], interval: 1)
-        #expect(samples.map(\.state.name) == ["no_fix", "fix_3d_autonomous", "fix_3d_autonomous"])
+        // The fix first without its time and then with it is one sample: the one with the time.
+        #expect(samples.map(\.state.name) == ["no_fix", "fix_3d_autonomous"])
+        #expect(samples.last?.receiverTime == Clock.origin.addingTimeInterval(5))
     }
 
     @Test func qualityIsKeptPerSample() {
