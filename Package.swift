@@ -201,6 +201,8 @@ let package = Package(
         ),
         // posix_spawn's close-from action, which glibc declares only for _GNU_SOURCE.
         .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
+        // mallopt, to keep glibc's malloc arenas as few as the box has cores.
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // Children with a clean signal mask and none of our descriptors, and children that die with us.
         .target(name: "ChildProcesses", dependencies: ["CSpawn"]),
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
@@ -213,6 +215,7 @@ let package = Package(
             name: "CommandSupport",
             dependencies: [
                 "Bounds",
+                "CMalloc",
                 "Gateway",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -31,12 +31,16 @@ public enum GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
 /// How long to wait after transport errors: doubling from `first` up to `maximum`, each wait
 /// stretched or shrunk at random by up to `jitter` (a fraction), so that many boxes that lost the
 /// same network do not come back in step. It only ever adds to the request spacing.
+///
+/// The maximum is 20 s: with the jitter at most 24 s, so the backlog starts draining within 30 s of
+/// agrirouter coming back. A longer wait spared agrirouter little (one small request, three times a
+/// minute, from a box whose positions are waiting) and cost minutes of positions after every outage.
 public struct Backoff: Sendable, Equatable {
     public var first: Double = 5
-    public var maximum: Double = 300
+    public var maximum: Double = 20
     public var jitter: Double = 0.2
 
-    public init(first: Double = 5, maximum: Double = 300, jitter: Double = 0.2) {
+    public init(first: Double = 5, maximum: Double = 20, jitter: Double = 0.2) {
         (self.first, self.maximum, self.jitter) = (first, maximum, jitter)
     }
 
@@ -83,8 +87,12 @@ public actor AgrirouterConnection {
     /// decode while it waited, handed on with the next poll.
     private var latestSend: [String] = []
     private var undecodableKept: [CodecError] = []
-    /// The most answers one box keeps untaken; beyond it the oldest go (nothing takes them).
-    static let mailboxLimit = 10_000
+    /// The most answers one box keeps untaken; beyond it the oldest go (nothing takes them). Each
+    /// cycle takes them: 64 is more than a farm's machines push between two cycles (a feed page is
+    /// one answer), and keeps a flood of large pushes from piling up in memory.
+    static let mailboxLimit = 64
+    /// Messages from agrirouter dropped unread since the start: the link's own limit, or a box full.
+    public private(set) var droppedInbound = 0
 
     /// A connection over REST, as the endpoint's URLs say.
     public init(endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
@@ -264,7 +272,10 @@ public actor AgrirouterConnection {
                 recipient = .publisher
             }
             var box = mailboxes[recipient, default: []]
-            if box.count >= Self.mailboxLimit { box.removeFirst(box.count - Self.mailboxLimit + 1) }
+            if box.count >= Self.mailboxLimit {
+                droppedInbound += box.count - Self.mailboxLimit + 1
+                box.removeFirst(box.count - Self.mailboxLimit + 1)
+            }
             box.append(response)
             mailboxes[recipient] = box
         }
@@ -291,6 +302,7 @@ public actor AgrirouterConnection {
             throw error
         }
         if requests { succeeded(at: mail.serverDate) }
+        droppedInbound += mail.dropped
         var responses: [DecodedResponse] = []
         var undecodable = mail.unreadable
         for item in mail.items {

@@ -9,6 +9,8 @@ public struct LinkMail: Sendable {
     public var items: [OutboxItem] = []
     public var unreadable: [CodecError] = []
     public var serverDate: Date?
+    /// Messages dropped unread because too many, or too many bytes, waited (MQTT under a flood).
+    public var dropped = 0
 
     public init(items: [OutboxItem] = [], unreadable: [CodecError] = [], serverDate: Date? = nil) {
         (self.items, self.unreadable, self.serverDate) = (items, unreadable, serverDate)

@@ -44,9 +44,12 @@ public final class MQTTLink: Link, @unchecked Sendable {
     public let transport = Transport.mqtt
     public let deliversAnswers = true
 
-    /// The broker's answers kept untaken at most, and the largest one read; agrirouter's outbox
-    /// answers are a few feed pages of 1 MB at most.
-    static let inboxLimit = 10_000
+    /// What waits untaken on the commands topic, at most: this many messages and this many bytes,
+    /// the oldest dropped first (and counted) beyond either. agrirouter's answers are a few feed pages
+    /// of 1 MB at most, and a cycle takes what waits every few seconds; a flood of pushes (thousands
+    /// of 65 KB each) must cost the box neither its memory nor its publishing.
+    static let inboxLimit = 256
+    static let inboxByteLimit = 4 * 1_048_576
     static let largestMessage = 16 * 1_048_576
     static let keepalive: Int32 = 60
     /// A connection that ends sooner than this after it was made counts towards a take-over.
@@ -63,6 +66,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
 
     private struct Shared {
         var inbox: [Data] = []
+        var inboxBytes = 0
         var dropped = 0
         var connectedAt: Double?
         var shortLivedInARow = 0
@@ -215,11 +219,11 @@ public final class MQTTLink: Link, @unchecked Sendable {
 
     public func collect() async throws(GatewayError) -> LinkMail {
         let (messages, dropped) = shared.withLock { shared in
-            defer { shared.inbox = []; shared.dropped = 0 }
+            defer { shared.inbox = []; shared.inboxBytes = 0; shared.dropped = 0 }
             return (shared.inbox, shared.dropped)
         }
         var mail = LinkMail()
-        if dropped > 0 { mail.unreadable.append(.malformedJSON("\(dropped) messages on the commands topic were dropped, more than \(Self.inboxLimit) waited")) }
+        mail.dropped = dropped
         let decoder = JSONDecoder()
         for message in messages {
             do {
@@ -306,11 +310,18 @@ public final class MQTTLink: Link, @unchecked Sendable {
               (0...Self.largestMessage).contains(Int(message.payloadlen)) else { return }
         let data = message.payload.map { Data(bytes: $0, count: Int(message.payloadlen)) } ?? Data()
         shared.withLock { shared in
-            if shared.inbox.count >= Self.inboxLimit {
-                shared.inbox.removeFirst()
-                shared.dropped += 1
+            var oldest = 0
+            while oldest < shared.inbox.count,
+                  shared.inbox.count - oldest >= Self.inboxLimit || shared.inboxBytes + data.count > Self.inboxByteLimit {
+                shared.inboxBytes -= shared.inbox[oldest].count
+                oldest += 1
+            }
+            if oldest > 0 {
+                shared.inbox.removeFirst(oldest)
+                shared.dropped += oldest
             }
             shared.inbox.append(data)
+            shared.inboxBytes += data.count
         }
     }
 

@@ -132,6 +132,13 @@ public final class AgrirouterSimulator: Sendable {
     /// The MQTT broker's port, when started with `mqtt`.
     public var brokerPort: Int? { mqtt?.broker.port }
 
+    /// Floods an MQTT endpoint's commands topic with `count` pushes of `size` bytes of content each
+    /// (see `SimState.floodItems`); returns how many were published.
+    public func floodCommands(endpoint deviceID: String, count: Int, size: Int) async -> Int {
+        guard let mqtt else { return 0 }
+        return mqtt.publish(await state.floodItems(for: deviceID, count: count, size: size), to: deviceID)
+    }
+
     /// The broker's log (connections, denied publishes), when started with `mqtt`.
     public var brokerLogPath: String? { mqtt?.broker.logPath }
 

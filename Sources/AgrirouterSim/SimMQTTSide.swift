@@ -102,6 +102,13 @@ final class SimMQTTSide: Sendable {
         }
     }
 
+    /// Publishes `items` to an endpoint's commands topic at once, as fast as the connection takes them.
+    func publish(_ items: [Data], to deviceID: String) -> Int {
+        guard let joined = client.current, joined.isActive else { return 0 }
+        for item in items { joined.publish(topic: "commands/\(deviceID)", payload: item) }
+        return items.count
+    }
+
     /// Stops the broker (every client's connection drops) and starts it again on the same port after
     /// `seconds`; the simulator joins again.
     func restartBroker(after seconds: Double = 0) async throws {

@@ -613,7 +613,39 @@ actor SimState {
     private func enqueue(_ deviceID: String, type: Agrirouter_Response_ResponseEnvelope.ResponseBodyType, code: Int32,
                          applicationMessageID: String, messageID: String = UUID().uuidString.lowercased(),
                          payload: (any SwiftProtobuf.Message)?, now: Date) {
-        guard !faults.contains(.silentOutbox) else { return }
+        guard !faults.contains(.silentOutbox),
+              let base64 = Self.outboxMessage(type: type, code: code, applicationMessageID: applicationMessageID, messageID: messageID,
+                                              payload: payload, now: now) else { return }
+        endpoints[deviceID]?.outbox.append((base64, now.addingTimeInterval(configuration.outboxLifetime)))
+        if endpoints[deviceID]?.gatewayID == "2" { mqttOutboxChanged?(deviceID) }
+    }
+
+    /// `count` push notifications for `deviceID` as its commands topic carries them, each its own
+    /// message from an endpoint nobody knows, with `size` bytes of content that is no technical
+    /// message: a flood, for tests of what a box does under one. Not kept in any outbox or feed.
+    func floodItems(for deviceID: String, count: Int, size: Int, now: Date = Date()) -> [Data] {
+        guard let endpoint = endpoints[deviceID] else { return [] }
+        let content = Data(repeating: 0xA5, count: max(0, min(size, 1 << 20)))
+        return (0..<max(0, min(count, 100_000))).compactMap { index in
+            var message = Agrirouter_Feed_Push_Notification_PushNotification.FeedMessage()
+            message.header.messageID = "flood-\(index)-\(UUID().uuidString.lowercased())"
+            message.header.senderID = "flooder"
+            message.header.technicalMessageType = TechnicalMessageType.gpsInfo
+            message.header.payloadSize = Int64(content.count)
+            message.header.sentTimestamp = Google_Protobuf_Timestamp(date: now)
+            message.content.value = content
+            var notification = Agrirouter_Feed_Push_Notification_PushNotification()
+            notification.messages = [message]
+            guard let base64 = Self.outboxMessage(type: .pushNotification, code: 0, applicationMessageID: "",
+                                                  messageID: message.header.messageID, payload: notification, now: now) else { return nil }
+            return try? JSONSerialization.data(withJSONObject: ["sensorAlternateId": endpoint.sensorID, "capabilityAlternateId": endpoint.capabilityID,
+                                                                "command": ["message": base64]], options: [.sortedKeys])
+        }
+    }
+
+    /// One outbox message: the response envelope and its payload, framed and in base64.
+    private static func outboxMessage(type: Agrirouter_Response_ResponseEnvelope.ResponseBodyType, code: Int32, applicationMessageID: String,
+                                      messageID: String, payload: (any SwiftProtobuf.Message)?, now: Date) -> String? {
         var envelope = Agrirouter_Response_ResponseEnvelope()
         envelope.responseCode = code
         envelope.type = type
@@ -625,10 +657,8 @@ actor SimState {
             wrapper.details.typeURL = TypeURL.of(Swift.type(of: payload).protoMessageName)
             wrapper.details.value = bytes
         }
-        guard let envelopeBytes: Data = try? envelope.serializedBytes(), let wrapperBytes: Data = try? wrapper.serializedBytes() else { return }
-        let base64 = DelimitedFrames.join([envelopeBytes, wrapperBytes]).base64EncodedString()
-        endpoints[deviceID]?.outbox.append((base64, now.addingTimeInterval(configuration.outboxLifetime)))
-        if endpoints[deviceID]?.gatewayID == "2" { mqttOutboxChanged?(deviceID) }
+        guard let envelopeBytes: Data = try? envelope.serializedBytes(), let wrapperBytes: Data = try? wrapper.serializedBytes() else { return nil }
+        return DelimitedFrames.join([envelopeBytes, wrapperBytes]).base64EncodedString()
     }
 
     private static func looksLikeBase64(_ payload: Data) -> Bool {

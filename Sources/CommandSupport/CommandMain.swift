@@ -1,5 +1,6 @@
 import ArgumentParser
 import Bounds
+import CMalloc
 import Foundation
 import Logging
 
@@ -17,6 +18,10 @@ public enum CommandMain {
             handler.logLevel = level
             return SafeLogHandler(wrapped: handler)
         }
+        // glibc gives each thread that allocates a malloc arena of its own, up to eight per core, and
+        // keeps what is freed in it: a burst handled on one thread (a flood of 65 KB pushes) stays
+        // resident after it. Two cores, two arenas.
+        _ = mallopt(M_ARENA_MAX, 2)
         // Nothing agrigps writes is for other users, whatever umask it was started with (000 in some
         // shells and images): files it makes without an explicit mode come out 0600 at most.
         umask(umask(0) | 0o077)

@@ -393,6 +393,7 @@ public struct GatewayDaemon: Sendable {
         }
         await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
         await heartbeat?.linked(transport: connection.link.transport.rawValue, state: connection.link.state.description)
+        await heartbeat?.droppedInbound(total: await connection.droppedInbound)
         if report.acknowledged > 0 {
             logger.info("agrirouter acknowledged \(report.acknowledged) samples")
             await heartbeat?.acknowledged()

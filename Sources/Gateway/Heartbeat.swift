@@ -79,6 +79,12 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     /// "rest" or "mqtt", and what the connection is doing ("connected", "taken over: …").
     public var transport: String?
     public var connection: String?
+    /// Messages from agrirouter dropped unread since the daemon started (a flood of pushes); nil for none.
+    public var droppedInbound: Int?
+    /// Seconds without an acknowledgement as of `updatedAt`, measured by the daemon on the monotonic
+    /// clock from its start or its last acknowledgement: a system clock stepped from 1970 to now does
+    /// not make it 56 years. Nil in older heartbeats.
+    public var quietSeconds: Double?
 
     public struct EFDIDescription: Codable, Sendable, Equatable {
         public var teamSetContextID: String
@@ -146,7 +152,12 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     /// Seconds at `now` since agrirouter last acknowledged anything, counted from this daemon's start
     /// at the earliest: an acknowledgement from an earlier run says nothing about this one.
     public func secondsWithoutAcknowledgement(at now: Date) -> Double {
-        now.timeIntervalSince(max(lastAcknowledgedAt ?? startedAt, startedAt))
+        if let quietSeconds {
+            // The wall clock only bridges the few seconds since the file was written; a step larger
+            // than a heartbeat's life is the stalled daemon's case, which status reports by itself.
+            return quietSeconds + min(max(0, now.timeIntervalSince(updatedAt)), 3600)
+        }
+        return now.timeIntervalSince(max(lastAcknowledgedAt ?? startedAt, startedAt))
     }
 
     /// The heartbeat file, or nil if it is missing or unreadable. It is input like any other: a
@@ -213,6 +224,8 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         }
         heartbeat.environment = environment.flatMap { ["qa", "production", "local"].contains($0) ? $0 : nil }
         heartbeat.transportFailures = transportFailures.map { max(0, $0) }
+        heartbeat.droppedInbound = droppedInbound.map { max(0, $0) }
+        heartbeat.quietSeconds = quietSeconds.flatMap { Bounds.check($0, in: Bounds.duration) }
         heartbeat.lostSamples = lostSamples.flatMap { Bounds.count(Double($0)) }
         heartbeat.spoolRowID = spoolRowID.map { max(0, $0) }
         heartbeat.lossReason = lossReason.map { TerminalText.safe($0, limit: 300) }
@@ -313,6 +326,9 @@ actor HeartbeatWriter {
     private var writtenAt: Double?
     private var countedUptime: Double?
     private var failure: String?
+    /// Monotonic times of the start and of the last acknowledgement, for `quietSeconds`.
+    private let startedUptime = uptime()
+    private var acknowledgedUptime: Double?
     private let logger = Logger(label: "agrigps.heartbeat")
 
     /// What the previous run's heartbeat said, read at start.
@@ -365,6 +381,7 @@ actor HeartbeatWriter {
 
     func acknowledged(at time: Date = Date()) {
         heartbeat.lastAcknowledgedAt = time
+        acknowledgedUptime = uptime()
     }
 
     func failed(_ error: String, at time: Date = Date()) {
@@ -373,9 +390,23 @@ actor HeartbeatWriter {
     }
 
     /// The connection's backoff after a cycle: nil seconds when it is not backing off.
+    /// A link that starts or stops failing is written at once, so that status says so within seconds.
     func backingOff(seconds: Double?, failures: Int, at time: Date = Date()) {
+        let failing = failures > 0
+        let changed = failing != ((heartbeat.transportFailures ?? 0) > 0)
         heartbeat.nextAttemptAt = seconds.map { time.addingTimeInterval($0) }
-        heartbeat.transportFailures = failures > 0 ? failures : nil
+        heartbeat.transportFailures = failing ? failures : nil
+        if changed { writeIfDue(force: true) }
+    }
+
+    /// The connection's count of messages dropped unread; logged when it grows.
+    func droppedInbound(total: Int) {
+        guard total > (heartbeat.droppedInbound ?? 0) else { return }
+        logger.warning("""
+            messages from agrirouter dropped unread: more waited at once than the daemon keeps (1,000 or 16 MiB over MQTT, \
+            64 answers for each part of the daemon); the oldest went first. A flood of pushes to this endpoint?
+            """, metadata: ["dropped": "\(total - (heartbeat.droppedInbound ?? 0))", "total": "\(total)"])
+        heartbeat.droppedInbound = total
     }
 
     func lost(_ count: Int, reason: String?) {
@@ -412,6 +443,7 @@ actor HeartbeatWriter {
     private func writeIfDue(now: Date = Date(), force: Bool = false) {
         guard force || writtenAt.map({ uptime() - $0 >= minimumGap }) ?? true else { return }
         heartbeat.updatedAt = now
+        heartbeat.quietSeconds = max(0, uptime() - (acknowledgedUptime ?? startedUptime))
         do {
             try heartbeat.write(to: path)
             failure = nil

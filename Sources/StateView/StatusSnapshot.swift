@@ -215,6 +215,13 @@ extension StatusSnapshot {
                 }
             }
         }
+        // Failing now: said at once, not only after `ackAgeWarning` without an acknowledgement.
+        if environment != nil, case .running = daemon, let heartbeat, let failures = heartbeat.transportFailures, failures > 0 {
+            var reason = "agrirouter unreachable: " + (heartbeat.lastError.map { TerminalText.safe($0, limit: 200) } ?? "requests fail")
+            reason += " (\(failures) failed request\(failures == 1 ? "" : "s") in a row)"
+            if let next = heartbeat.nextAttemptAt, next > takenAt { reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s" }
+            findings.append((.warning, reason))
+        }
         if environment != nil, heartbeat?.transport == "mqtt", let connection = heartbeat?.connection, connection.hasPrefix("taken over") {
             findings.append((.warning, "agrirouter MQTT connection \(connection)"))
         }

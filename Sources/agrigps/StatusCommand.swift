@@ -134,6 +134,10 @@ enum StatusReport {
                 lines.append("Backing off: next attempt in \(durationText(next.timeIntervalSince(now)))"
                              + (heartbeat.transportFailures.map { " after \($0) failed request\($0 == 1 ? "" : "s") in a row" } ?? ""))
             }
+            if let dropped = heartbeat.droppedInbound, dropped > 0 {
+                lines.append("Dropped unread from agrirouter: \(dropped) message\(dropped == 1 ? "" : "s"), oldest first, "
+                             + "when more waited at once than the daemon keeps (a flood of pushes?)")
+            }
         }
         let others = snapshot.othersCounts
         lines.append("Other machines: \(others.active) active, \(others.stale) stale, \(others.gone) gone"
@@ -195,6 +199,7 @@ enum StatusReport {
             "last_error": heartbeat?.lastError ?? NSNull(),
             "next_attempt_at": date(heartbeat?.nextAttemptAt),
             "transport_failures": heartbeat?.transportFailures ?? 0,
+            "dropped_inbound": heartbeat?.droppedInbound ?? 0,
             "lost_samples": heartbeat?.lostSamples ?? 0,
             "endpoint_deleted_at": date(heartbeat?.endpointDeletedAt),
             "certificate_not_after": date(snapshot.certificateNotAfter),

@@ -50,6 +50,31 @@ struct StatusVerdictTests {
         #expect(full.1.contains { $0.hasPrefix("the disk holding /var/lib/agrigps is full (4 KiB free)") })
     }
 
+    @Test("after the clock steps from 1970 to now, time without an acknowledgement is the daemon's monotonic count, not since a 1970 start")
+    func clockStepQuiet() {
+        func stepped(quiet: Double) -> (Health, [String]) {
+            verdict {
+                $0.spool?.pending = 5
+                $0.heartbeat?.startedAt = Date(timeIntervalSince1970: 5)
+                $0.heartbeat?.updatedAt = now.addingTimeInterval(-2)
+                $0.heartbeat?.quietSeconds = quiet
+            }
+        }
+        #expect(stepped(quiet: 40).0 == .ok, "\(stepped(quiet: 40).1)")
+        #expect(stepped(quiet: 400) == (.warning, ["nothing acknowledged for 402 s"]))
+    }
+
+    @Test("a failing link is a WARNING at the first failed request, with why and when the next goes; none once it works")
+    func failingLink() {
+        #expect(verdict {
+            $0.heartbeat?.transportFailures = 1
+            $0.heartbeat?.lastError = "the connection to agrirouter failed: Couldn't connect to server"
+            $0.heartbeat?.nextAttemptAt = now.addingTimeInterval(5)
+        } == (.warning, ["agrirouter unreachable: the connection to agrirouter failed: Couldn't connect to server (1 failed request in a row); next attempt in 5 s"]))
+        #expect(verdict { $0.heartbeat?.lastError = "an old failure" }.0 == .ok, "a past failure with the link working again is not news")
+        #expect(verdict { $0.heartbeat?.transportFailures = 3; $0.environment = nil }.1 == ["not onboarded"])
+    }
+
     @Test("an outage: samples waiting and nothing acknowledged past the threshold is a WARNING that names the next attempt")
     func outage() {
         #expect(verdict {
