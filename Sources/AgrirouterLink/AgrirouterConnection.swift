@@ -220,6 +220,11 @@ public actor AgrirouterConnection {
         // A connection that is still being made (the daemon's start, a reconnect under way) is given
         // a moment rather than failing the send, which would put it off by a whole retry.
         await link.waitUntilReady(atMost: 10)
+        // Stopping: the batch stays in the spool rather than go out with nobody left to take its answer.
+        guard !Task.isCancelled else {
+            for message in encoded { senders[message.applicationMessageID] = nil }
+            throw .transport(.stopping)
+        }
         bodyBytesSent += body.count
         do {
             succeeded(at: try await link.publish(body))
@@ -294,6 +299,9 @@ public actor AgrirouterConnection {
         // Over MQTT nothing is requested, so nothing here says whether agrirouter can be reached.
         let requests = !link.deliversAnswers
         if requests { await waitForTurn() }
+        // A GET of the outbox takes its answers from agrirouter for good: none is begun while the
+        // daemon stops, since what it brought might not be recorded before the process ends.
+        if requests, Task.isCancelled { throw .transport(.stopping) }
         let mail: LinkMail
         do {
             mail = try await link.collect()

@@ -67,6 +67,9 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case libcurlRefused(option: String, code: Int)
     /// libcurl cannot be opened: not installed, too old, or damaged.
     case libcurlUnavailable(String)
+    /// Not sent: the daemon is stopping, and a request begun now could take an answer from the
+    /// outbox that nothing would be left to record.
+    case stopping
 
     public var description: String {
         switch self {
@@ -89,6 +92,7 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
             return "libcurl refused \(option) (CURLcode \(code)); install a libcurl with OpenSSL, 7.85 or later"
         case .libcurlUnavailable(let detail):
             return "libcurl cannot be loaded (\(detail)); install the libcurl4 package, 7.85 or later"
+        case .stopping: return "not sent: the daemon is stopping"
         }
     }
 }

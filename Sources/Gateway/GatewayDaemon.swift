@@ -386,6 +386,8 @@ public struct GatewayDaemon: Sendable {
                 report.refusals += settled.refusals
                 readerTurn = true
             }
+        } catch .transport(.stopping) {
+            failure = .transport(.stopping)  // not a failure of the link: nothing to report
         } catch {
             logger.warning("\(error.description)")
             await heartbeat?.failed(error.description)

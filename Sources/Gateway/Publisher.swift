@@ -55,6 +55,11 @@ public actor Publisher {
     /// Batches sent and not yet answered, by application_message_id, with when they went out on the
     /// monotonic clock: a step of the system clock neither resends them early nor strands them.
     private var awaiting: [String: Double] = [:]
+    /// Polls whose answers this publisher has settled, and for each batch past the outbox's life the
+    /// count when it passed it: a batch is sent again only once a poll made after that has come back
+    /// without its answer. After a stall the answer may be the first thing the next poll brings.
+    private var pollsSettled = 0
+    private var overdueSince: [String: Int] = [:]
     private var adoptedEarlierBatches = false
     /// The outputs it publishes, in order.
     private let outputs: [SpoolOutput]
@@ -125,7 +130,9 @@ public actor Publisher {
                 awaiting[id] = uptimeNow - min(max(now.timeIntervalSince(sentAt), 0), inFlightTimeout)
             }
         }
-        await giveUpOn(awaiting.filter { uptimeNow - $0.value >= inFlightTimeout }.map(\.key), uptimeNow: uptimeNow)
+        let overdue = awaiting.filter { uptimeNow - $0.value >= inFlightTimeout }.map(\.key)
+        for id in overdue where overdueSince[id] == nil { overdueSince[id] = pollsSettled }
+        await giveUpOn(overdue.filter { pollsSettled > (overdueSince[$0] ?? .max) }, uptimeNow: uptimeNow)
         if fetchingAnswers && awaitingAnswers > 0 {
             do {
                 try await settle(&report, now: now)
@@ -257,6 +264,7 @@ public actor Publisher {
             do {
                 try await spool.release(batch: id)
                 awaiting[id] = nil
+                overdueSince[id] = nil
                 logger.notice("no answer for batch \(id) within the outbox's life; its samples are sent again")
             } catch {
                 logger.error("spool: \(error.description)")
@@ -306,6 +314,7 @@ public actor Publisher {
     private func settle(_ responses: [DecodedResponse], into report: inout CycleReport, now: Date) async {
         // Acknowledgements are committed together after the loop: one durable write per poll.
         var acknowledgedIDs: [String] = []
+        defer { pollsSettled += 1 }
         for response in responses {
             guard let id = response.applicationMessageID, response.envelope.type != .pushNotification else { continue }
             if id == description.awaitingID {
@@ -333,6 +342,7 @@ public actor Publisher {
                 logger.error("spool: \(error.description)")
             }
             awaiting[id] = nil
+            overdueSince[id] = nil
         }
         do {
             report.acknowledged += try await spool.acknowledge(batches: acknowledgedIDs, now: now)

@@ -43,4 +43,26 @@ struct AnswerRoutingTests {
             #expect(await connection.answers(for: recipient).isEmpty)
         }
     }
+
+    @Test("a task being cancelled (the daemon stopping) begins no outbox GET and no send, whose answers nothing would record")
+    func noRequestWhileStopping() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
+        defer { Task { await simulator.shutdown() } }
+        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
+            .onboard(tan: "TAN0000001", externalID: "urn:agrigps:stopping")
+        let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02, timeout: 10)
+        try await connection.poll()
+        let before = await simulator.requestCount(endpoint: endpoint.deviceAlternateId)
+        let stopped = Task { () -> [GatewayError] in
+            withUnsafeCurrentTask { $0?.cancel() }
+            var errors: [GatewayError] = []
+            do throws(GatewayError) { try await connection.poll() } catch { errors.append(error) }
+            do throws(GatewayError) { try await connection.send(TechnicalMessageType.ping, payload: nil) } catch { errors.append(error) }
+            return errors
+        }
+        #expect(await stopped.value == [.transport(.stopping), .transport(.stopping)])
+        #expect(await simulator.requestCount(endpoint: endpoint.deviceAlternateId) == before, "a request went out while stopping")
+        #expect(await connection.consecutiveFailures == 0, "stopping is no failure of the link")
+    }
 }

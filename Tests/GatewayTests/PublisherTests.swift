@@ -158,6 +158,27 @@ struct PublisherTests {
         #expect(status.pending == 0 && status.inFlight == 0)
     }
 
+    @Test("a batch past the outbox's life waits for one more poll: an answer that comes with it settles the batch, and nothing goes twice")
+    func anOverdueBatchWaitsForOneMorePoll() async throws {
+        let rig = try await Rig.make()
+        defer { Task { await rig.close() } }
+        for index in 0..<5 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+        let start = uptime()
+        _ = await rig.publisher.cycle(uptimeNow: start, fetchingAnswers: false)
+        #expect(await rig.spool.status().inFlight == 5)
+        // Past the outbox's life with no poll since (agrirouter stalled all that while): not given up yet.
+        _ = await rig.publisher.cycle(uptimeNow: start + 301, fetchingAnswers: false)
+        #expect(await rig.spool.status().inFlight == 5)
+        #expect(try await rig.publishedEntries().count == 5)
+        // The first poll after the stall brings the answer.
+        _ = try await rig.connection.poll()
+        let settled = await rig.publisher.absorb(await rig.connection.answers(for: .publisher))
+        #expect(settled.acknowledged == 5)
+        _ = await rig.publisher.cycle(uptimeNow: start + 302, fetchingAnswers: false)
+        #expect(try await rig.publishedEntries().count == 5, "sent once")
+        #expect(await rig.spool.status().resent == 0)
+    }
+
     @Test func requestsWaitForATrueTimeThenCarryGNSSTimeNotTheSystemClocks() async throws {
         // A clock that has never seen a fix and does not trust the system clock (a box at "1970").
         let clock = TrueTime(plausibleFrom: .distantFuture)

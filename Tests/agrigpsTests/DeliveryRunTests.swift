@@ -117,6 +117,31 @@ struct DeliveryRunTests {
         #expect(times.duplicates <= restarts * times.largestMessage, "\(times.twice)")
     }
 
+    @Test("SIGTERM at random moments, again and again: every answer taken from the outbox is recorded before the daemon stops, so nothing is sent twice")
+    func sigtermsLeaveNoDuplicates() async throws {
+        let onboarded = try await OnboardedMachine.make()
+        defer { Task { await onboarded.close() } }
+        let machine = try Self.longReplay(onboarded)
+        for _ in 0..<Self.terms {
+            let run = try machine.start()
+            try await Task.sleep(for: .seconds(Double.random(in: 3...9)))
+            kill(run.process.pid, SIGTERM)
+            #expect(await run.process.wait(timeout: 15) == 143, "\(run.stderr.suffix(5))")
+            run.cleanUp()
+            try await Task.sleep(for: .seconds(2))
+        }
+        try await Self.drain(onboarded)
+        let entries = try await Tally.of(onboarded, entries: try await onboarded.received())
+        let times = try await Tally.of(onboarded, times: try await onboarded.receivedTimes())
+        print("delivery through \(Self.terms) SIGTERMs: \(entries.committed) samples committed; gps:info \(entries.received) received, "
+              + "\(entries.lost) lost, \(entries.duplicates) duplicates; TimeLog \(times.received) received, \(times.lost) lost, "
+              + "\(times.duplicates) duplicates; \(entries.leftInSpool) left in the spool")
+        #expect(entries.lost == 0 && times.lost == 0)
+        #expect(entries.duplicates == 0 && times.duplicates == 0, "\(entries.twice) | \(times.twice)")
+    }
+
+    static let terms = ProcessInfo.processInfo.environment["AGRIGPS_DELIVERY_TERMS"].flatMap(Int.init).map { min(max($0, 1), 1000) } ?? 5
+
     /// A receiver that keeps going: a log of 3 minutes (no fix, then a fix), ten times over, replayed
     /// moved to now.
     static func longReplay(_ onboarded: OnboardedMachine) throws -> Machine {
