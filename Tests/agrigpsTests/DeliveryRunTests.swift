@@ -140,6 +140,48 @@ struct DeliveryRunTests {
         #expect(entries.duplicates == 0 && times.duplicates == 0, "\(entries.twice) | \(times.twice)")
     }
 
+    @Test("a refused port for a minute: status says WARNING and why within seconds, and the backlog drains within 30 s of its return")
+    func outageNoticedAndLeftQuickly() async throws {
+        let onboarded = try await Self.machineOnFixedPort()
+        defer { Task { await onboarded.close() } }
+        let machine = try Self.longReplay(onboarded)
+        let daemon = try AgrigpsCommand(["run", "--replay", machine.log, "--retime", "--clock-offset-file", machine.offsetFile,
+                                         "--state-dir", onboarded.state])  // the default send interval, 10 s
+        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+        let clock = ContinuousClock()
+        var deadline = clock.now + .seconds(40)
+        while machine.heartbeat?.lastAcknowledgedAt == nil, clock.now < deadline { try await Task.sleep(for: .milliseconds(250)) }
+        try #require(machine.heartbeat?.lastAcknowledgedAt != nil, "nothing acknowledged before the outage")
+
+        await onboarded.simulator.suspendGateway()
+        let outage = clock.now
+        var warned: Duration?
+        var said = ""
+        while clock.now - outage < .seconds(60) {
+            let status = try await AgrigpsCommand.run(["status", "--state-dir", onboarded.state], timeout: 20)
+            if warned == nil, status.code == 1, let line = status.stdout.first, line.contains("agrirouter unreachable") {
+                warned = clock.now - outage
+                said = line
+            }
+            try await Task.sleep(for: .seconds(1))
+        }
+        try await onboarded.simulator.resumeGateway()
+        let back = clock.now
+        let backAt = Date()
+        var drained: Duration?
+        deadline = clock.now + .seconds(90)
+        while drained == nil, clock.now < deadline {
+            if let acknowledged = machine.heartbeat?.lastAcknowledgedAt, acknowledged > backAt { drained = clock.now - back }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        kill(daemon.process.pid, SIGTERM)
+        #expect(await daemon.process.wait(timeout: 15) == 143)
+        print("outage of 60 s (refused port): WARNING after \(warned.map { "\($0)" } ?? "never") (\(said)); "
+              + "first acknowledgement \(drained.map { "\($0)" } ?? "never") after agrirouter came back")
+        #expect(warned.map { $0 <= .seconds(60) } == true, "status did not warn within 60 s")
+        #expect(drained.map { $0 <= .seconds(30) } == true, "the backlog did not start draining within 30 s")
+    }
+
     static let terms = ProcessInfo.processInfo.environment["AGRIGPS_DELIVERY_TERMS"].flatMap(Int.init).map { min(max($0, 1), 1000) } ?? 5
 
     /// A receiver that keeps going: a log of 3 minutes (no fix, then a fix), ten times over, replayed
