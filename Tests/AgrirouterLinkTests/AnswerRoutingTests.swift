@@ -8,13 +8,18 @@ import Testing
 /// reader; an answer to a message nobody here sent to the publisher.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct AnswerRoutingTests {
-    @Test func oneOutboxPollSortsEachAnswerForItsSender() async throws {
+    /// A local agrirouter and a REST connection of an endpoint onboarded to it.
+    static func connected(as externalID: String) async throws -> (AgrirouterSimulator, AgrirouterConnection) {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
-        defer { Task { await simulator.shutdown() } }
         let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
         let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
-            .onboard(tan: "TAN0000001", externalID: "urn:agrigps:routing")
-        let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02, timeout: 10)
+            .onboard(tan: "TAN0000001", externalID: externalID)
+        return (simulator, try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02, timeout: 10))
+    }
+
+    @Test func oneOutboxPollSortsEachAnswerForItsSender() async throws {
+        let (simulator, connection) = try await Self.connected(as: "urn:agrigps:routing")
+        defer { Task { await simulator.shutdown() } }
         var capabilities = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
         (capabilities.appCertificationID, capabilities.appCertificationVersionID) = ("app", "v")
         capabilities.enablePushNotifications = .enabled
@@ -46,12 +51,9 @@ struct AnswerRoutingTests {
 
     @Test("a task being cancelled (the daemon stopping) begins no outbox GET and no send, whose answers nothing would record")
     func noRequestWhileStopping() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
+        let (simulator, connection) = try await Self.connected(as: "urn:agrigps:stopping")
         defer { Task { await simulator.shutdown() } }
-        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
-            .onboard(tan: "TAN0000001", externalID: "urn:agrigps:stopping")
-        let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02, timeout: 10)
+        let endpoint = connection.endpoint
         try await connection.poll()
         let before = await simulator.requestCount(endpoint: endpoint.deviceAlternateId)
         let stopped = Task { () -> [GatewayError] in

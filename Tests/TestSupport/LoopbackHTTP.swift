@@ -56,19 +56,10 @@ public enum LoopbackHTTP {
 
     private static func exchange(_ method: String, port: Int, path: String, headers: [String: String], body: Data?, timeout: Double,
                                  enough: (Data) -> Bool) throws -> Data {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw LoopbackHTTPError(description: "socket: \(errno)") }
+        let descriptor = try connectedSocket(port: port)
         defer { close(descriptor) }
         var wait = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { throw LoopbackHTTPError(description: "connect to 127.0.0.1:\(port): errno \(errno)") }
         var head = "\(method) \(path) HTTP/1.1\r\n"
         var all = ["Host": "127.0.0.1:\(port)", "Connection": "close"].merging(headers) { $1 }
         if let body { all["Content-Length"] = String(body.count) }
@@ -92,6 +83,25 @@ public enum LoopbackHTTP {
         }
         if method == "GET", headers["Accept"] == "text/event-stream" { return received }
         throw LoopbackHTTPError(description: "no whole answer from 127.0.0.1:\(port)\(path) within \(timeout) s: \(String(decoding: received.prefix(300), as: UTF8.self))")
+    }
+
+    /// A TCP socket connected to 127.0.0.1:`port`; the caller closes it.
+    static func connectedSocket(port: Int) throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw LoopbackHTTPError(description: "socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            close(descriptor)
+            throw LoopbackHTTPError(description: "connect to 127.0.0.1:\(port): errno \(code)")
+        }
+        return descriptor
     }
 
     /// Whether a whole answer is in: its Content-Length read, or a chunked body's last chunk. A server
@@ -150,17 +160,7 @@ public final class IdleConnections: @unchecked Sendable {
             setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
         }
         for _ in 0..<count {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard descriptor >= 0 else { throw LoopbackHTTPError(description: "socket: errno \(errno) after \(descriptors.count)") }
-            descriptors.append(descriptor)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard connected == 0 else { throw LoopbackHTTPError(description: "connect: errno \(errno) after \(descriptors.count)") }
+            descriptors.append(try LoopbackHTTP.connectedSocket(port: port))
         }
     }
 
