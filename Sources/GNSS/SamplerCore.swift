@@ -134,9 +134,11 @@ public struct SamplerCore: Sendable {
                 // Same interval: the newer report wins.
             } else {
                 if let held = pending, held.report.fixState.hasPosition, held.report.time == nil,
+                   held.report.latitude == report.latitude, held.report.longitude == report.longitude,
                    now.uptime - held.arrival.uptime < interval {
-                    // The same fix reported first without its time (gpsd's first report after a
-                    // start often is): one sample, the one with the time, not two at one position.
+                    // The same fix reported first without its time and then with it (gpsd's first
+                    // report after a start often is: GGA before the RMC that dates it): one sample,
+                    // the one with the time. A fix elsewhere is another epoch's, and stays a sample.
                     pending = nil
                 }
                 out += flush()
