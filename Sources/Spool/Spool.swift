@@ -244,6 +244,14 @@ public actor Spool {
     static let age = "(CASE WHEN receiver_time IS NULL AND sampled_at < \(Int(TrueTime.plausibleFrom.timeIntervalSince1970)) THEN NULL "
         + "ELSE MAX(sampled_at, COALESCE(receiver_time, sampled_at)) END)"
 
+    /// A sample's time on the true clock, for the ages status reports: its GNSS time when it has
+    /// one, else its system time less the clock's skew seen when it was taken (a skew out of any
+    /// sense counts as none). A sample stamped while the clock read before 2026 with no GNSS time
+    /// has no known time (NULL), as for the age cap.
+    static let trueTime = "(CASE WHEN receiver_time IS NOT NULL THEN receiver_time "
+        + "WHEN sampled_at < \(Int(TrueTime.plausibleFrom.timeIntervalSince1970)) THEN NULL "
+        + "ELSE sampled_at - (CASE WHEN ABS(clock_skew) < 3.2e9 THEN clock_skew ELSE 0 END) END)"
+
     // MARK: - Caps
 
     /// Drops the oldest unsent rows while the spool is over a cap. `added` is what this transaction
@@ -606,10 +614,13 @@ public actor Spool {
         }
         // A file of ours is still input: every number is checked before use, so a damaged or
         // edited row gives an unknown, never a trap.
-        // Judged as the age cap judges it: a sample stamped at "1970" is not 56 years old.
+        // On the true clock on both sides: `now` is the best known UTC (the daemon's, or status's
+        // system clock less the skew the daemon last saw), and each sample's time is its GNSS time
+        // or its system time less the skew when it was taken. A sample stamped at "1970" is not 56
+        // years old, and one taken under a clock 2 h fast is not 2 h old.
         let waiting = SpoolOutput.all.map { "\($0.delivery) IN ('pending', 'failed')" }.joined(separator: " OR ")
-        let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.age)) AS oldest FROM sample WHERE \(delivery.queued) AND (\(waiting))")
-        status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { now.timeIntervalSince1970 - $0 }
+        let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.trueTime)) AS oldest FROM sample WHERE \(delivery.queued) AND (\(waiting))")
+        status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { max(0, now.timeIntervalSince1970 - $0) }
         let newest = try Row.fetchOne(db, sql: "SELECT sampled_at FROM sample ORDER BY id DESC LIMIT 1")
         status.lastAppendAt = newest?.double("sampled_at", in: Bounds.epochSeconds).map { Date(timeIntervalSince1970: $0) }
         for row in try Row.fetchAll(db, sql: "SELECT name, number, text FROM spool_state") {

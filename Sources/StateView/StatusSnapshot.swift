@@ -92,7 +92,7 @@ public struct StatusSnapshot: Sendable {
         if FileManager.default.fileExists(atPath: paths.spool) {
             // Read-only: a look must never change, migrate or move aside the daemon's file.
             do {
-                snapshot.spool = try await SpoolReader(path: paths.spool).status(now: now)
+                snapshot.spool = try await SpoolReader(path: paths.spool).status(now: trueNow(now, heartbeat: heartbeat, daemon: snapshot.daemon))
             } catch {
                 if let counts = heartbeat?.spool { snapshot.spool = SpoolStatus(counts) } else { snapshot.spoolProblem = error.description }
             }
@@ -106,6 +106,14 @@ public struct StatusSnapshot: Sendable {
             if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
         }
         return snapshot
+    }
+
+    /// The system clock corrected by the skew from GNSS time the running daemon saw last, so that
+    /// the spool's ages read on the clock its samples were measured with; the system clock as it is
+    /// when no daemon runs or no skew was seen (within a minute of GNSS time, none is recorded).
+    static func trueNow(_ now: Date, heartbeat: Heartbeat?, daemon: Daemon) -> Date {
+        guard case .running = daemon, let skew = heartbeat?.lastSample?.clockSkew, abs(skew) < 3.2e9 else { return now }
+        return now.addingTimeInterval(-skew)
     }
 
     /// What statvfs says an unprivileged user may still write there (root's reserve not counted).

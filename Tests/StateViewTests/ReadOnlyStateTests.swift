@@ -36,6 +36,28 @@ struct ReadOnlyStateTests {
         #expect(movedAside.isEmpty, "\(left)")
     }
 
+    @Test("with the system clock 2 h fast, status reads a 30 s old unsent sample as 30 s old, not 7,230: both sides on the true clock")
+    func fastClockAges() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let gnss = Date().addingTimeInterval(-30)
+        let fast = gnss.addingTimeInterval(7200)
+        // Taken under a clock 2 h fast: system time ahead of the receiver's, the skew recorded.
+        let sample = PositionSample(sampledAt: fast, state: .fix(.threeD, .autonomous),
+                                    report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8), clockSkew: 7200)
+        _ = await Spool(path: directory + "/spool.sqlite").append(sample)
+        var heartbeat = Heartbeat(pid: getpid(), startedAt: fast, onboarded: true)
+        heartbeat.lastSample = Heartbeat.Sample(sample)
+        try heartbeat.write(to: directory + "/heartbeat.json")
+        let now = fast.addingTimeInterval(30)
+        let snapshot = await StatusSnapshot.gather(paths(directory), now: now)
+        let age = try #require(snapshot.spool?.oldestPendingAge)
+        #expect(abs(age - 30) < 5, "read as \(age) s")
+        // The daemon's own reading: its best known UTC against the sample's GNSS time.
+        let own = await Spool(path: directory + "/spool.sqlite").status(now: gnss.addingTimeInterval(30)).oldestPendingAge
+        #expect(own.map { abs($0 - 30) < 5 } == true, "the daemon read \(String(describing: own)) s")
+    }
+
     @Test("a spool the daemon wrote is read as it stands: counts, newest first, and a change counter that moves on a commit")
     func readsLiveSpool() async throws {
         let directory = try temporaryDirectory()
