@@ -87,10 +87,13 @@ public actor AgrirouterConnection {
     /// decode while it waited, handed on with the next poll.
     private var latestSend: [String] = []
     private var undecodableKept: [CodecError] = []
-    /// The most answers one box keeps untaken; beyond it the oldest go (nothing takes them). Each
-    /// cycle takes them: 64 is more than a farm's machines push between two cycles (a feed page is
-    /// one answer), and keeps a flood of large pushes from piling up in memory.
-    static let mailboxLimit = 64
+    /// The most answers one box keeps untaken; beyond it the oldest go (nothing takes them). The
+    /// feed reader's box holds pushes, which carry other machines' messages: 64 is more than a farm's
+    /// machines push between two cycles (a feed page is one answer), and keeps a flood of large
+    /// pushes from piling up in memory. The others hold small answers to what this box sent, every
+    /// one of which settles something (a batch unsettled is sent again), so theirs is far larger.
+    static let mailboxLimit = 10_000
+    static let readerMailboxLimit = 64
     /// Messages from agrirouter dropped unread since the start: the link's own limit, or a box full.
     public private(set) var droppedInbound = 0
 
@@ -277,9 +280,10 @@ public actor AgrirouterConnection {
                 recipient = .publisher
             }
             var box = mailboxes[recipient, default: []]
-            if box.count >= Self.mailboxLimit {
-                droppedInbound += box.count - Self.mailboxLimit + 1
-                box.removeFirst(box.count - Self.mailboxLimit + 1)
+            let limit = recipient == .reader ? Self.readerMailboxLimit : Self.mailboxLimit
+            if box.count >= limit {
+                droppedInbound += box.count - limit + 1
+                box.removeFirst(box.count - limit + 1)
             }
             box.append(response)
             mailboxes[recipient] = box

@@ -45,10 +45,11 @@ public final class MQTTLink: Link, @unchecked Sendable {
     public let deliversAnswers = true
 
     /// What waits untaken on the commands topic, at most: this many messages and this many bytes,
-    /// the oldest dropped first (and counted) beyond either. agrirouter's answers are a few feed pages
-    /// of 1 MB at most, and a cycle takes what waits every few seconds; a flood of pushes (thousands
-    /// of 65 KB each) must cost the box neither its memory nor its publishing.
-    static let inboxLimit = 256
+    /// the oldest dropped first (and counted) beyond either. Answers and ordinary pushes are small,
+    /// and what a broker kept for the box while it was away arrives at once on reconnect: the count
+    /// leaves room for that. The bytes bound a flood of large pushes (thousands of 65 KB each), which
+    /// must cost the box neither its memory nor its publishing; a feed page of 1 MB fits.
+    static let inboxLimit = 1_000
     static let inboxByteLimit = 4 * 1_048_576
     static let largestMessage = 16 * 1_048_576
     static let keepalive: Int32 = 60

@@ -403,8 +403,8 @@ actor HeartbeatWriter {
     func droppedInbound(total: Int) {
         guard total > (heartbeat.droppedInbound ?? 0) else { return }
         logger.warning("""
-            messages from agrirouter dropped unread: more waited at once than the daemon keeps (1,000 or 16 MiB over MQTT, \
-            64 answers for each part of the daemon); the oldest went first. A flood of pushes to this endpoint?
+            messages from agrirouter dropped unread: more waited at once than the daemon keeps (1,000 messages or 4 MiB over MQTT, \
+            64 pushes for the feed reader); the oldest went first. A flood of pushes to this endpoint?
             """, metadata: ["dropped": "\(total - (heartbeat.droppedInbound ?? 0))", "total": "\(total)"])
         heartbeat.droppedInbound = total
     }
