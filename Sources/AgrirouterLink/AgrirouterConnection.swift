@@ -87,13 +87,13 @@ public actor AgrirouterConnection {
     /// decode while it waited, handed on with the next poll.
     private var latestSend: [String] = []
     private var undecodableKept: [CodecError] = []
-    /// The most answers one box keeps untaken; beyond it the oldest go (nothing takes them). The
-    /// feed reader's box holds pushes, which carry other machines' messages: 64 is more than a farm's
-    /// machines push between two cycles (a feed page is one answer), and keeps a flood of large
-    /// pushes from piling up in memory. The others hold small answers to what this box sent, every
-    /// one of which settles something (a batch unsettled is sent again), so theirs is far larger.
+    /// The most answers one box keeps untaken; beyond it the oldest go (nothing takes them). Pushes,
+    /// which carry other machines' messages, are held to 64 of them: more than a farm's machines push
+    /// between two cycles, and a flood of large pushes does not pile up in memory. Answers to what
+    /// this box sent are small and each settles something (a batch unsettled is sent again), so
+    /// they keep the larger limit, the feed reader's among them.
     static let mailboxLimit = 10_000
-    static let readerMailboxLimit = 64
+    static let pushLimit = 64
     /// Messages from agrirouter dropped unread since the start: the link's own limit, or a box full.
     public private(set) var droppedInbound = 0
 
@@ -280,10 +280,18 @@ public actor AgrirouterConnection {
                 recipient = .publisher
             }
             var box = mailboxes[recipient, default: []]
-            let limit = recipient == .reader ? Self.readerMailboxLimit : Self.mailboxLimit
-            if box.count >= limit {
-                droppedInbound += box.count - limit + 1
-                box.removeFirst(box.count - limit + 1)
+            if response.envelope.type == .pushNotification {
+                // Pushes are held to their own limit, oldest first; answers beside them are kept.
+                let pushes = box.indices.filter { box[$0].envelope.type == .pushNotification }
+                if pushes.count >= Self.pushLimit {
+                    let going = Set(pushes.prefix(pushes.count - Self.pushLimit + 1))
+                    droppedInbound += going.count
+                    box = box.indices.filter { !going.contains($0) }.map { box[$0] }
+                }
+            }
+            if box.count >= Self.mailboxLimit {
+                droppedInbound += box.count - Self.mailboxLimit + 1
+                box.removeFirst(box.count - Self.mailboxLimit + 1)
             }
             box.append(response)
             mailboxes[recipient] = box

@@ -43,7 +43,19 @@ public struct CredentialStore: Sendable {
 
     /// The id this machine onboards with, created on first use and never changed.
     public func externalID() throws(OnboardingError) -> String {
-        if let existing = Self.text(idPath)?.trimmingCharacters(in: .whitespacesAndNewlines), !existing.isEmpty {
+        // Made anew only when there is none: an id that cannot be read (a link, a FIFO, no
+        // permission) is an error, or the next onboarding would make a second endpoint.
+        let stored: [UInt8]?
+        do {
+            stored = try StateFile.read(idPath, limit: 4096)
+        } catch {
+            throw .storage("\(error.description); the endpoint id must stay the same, so nothing was onboarded")
+        }
+        if let stored {
+            let existing = String(decoding: stored, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !existing.isEmpty, String(validating: stored, as: UTF8.self) != nil else {
+                throw .storage("\(idPath) is damaged; restore it from a backup, or remove it to onboard as a new endpoint")
+            }
             return existing
         }
         let id = "urn:agrigps:endpoint:\(UUID().uuidString.lowercased())"

@@ -15,10 +15,13 @@ public enum StateFile {
     /// directory synced so that the rename survives a power cut. Throws the failing call's errno.
     public static func replace(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600) throws(StateFileError) {
         let directory = (path as NSString).deletingLastPathComponent
-        let temporary = path + ".new"
-        unlink(temporary)
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw StateFileError(path: temporary, call: "open", code: errno) }
+        // A temporary name of its own (mkstemp), so that two writers of one file (the daemon and a
+        // command run as root) never write into or remove each other's.
+        var template = Array((path + ".XXXXXX").utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard descriptor >= 0 else { throw StateFileError(path: path + ".XXXXXX", call: "mkstemp", code: errno) }
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var failure: StateFileError?
         var owner = stat()
         if geteuid() == 0, stat(directory, &owner) == 0, fchown(descriptor, owner.st_uid, owner.st_gid) != 0 {

@@ -67,4 +67,19 @@ struct AnswerRoutingTests {
         #expect(await simulator.requestCount(endpoint: endpoint.deviceAlternateId) == before, "a request went out while stopping")
         #expect(await connection.consecutiveFailures == 0, "stopping is no failure of the link")
     }
+
+    @Test("an endpoint id that cannot be read is an error, never replaced by a new one (which would onboard a second endpoint)")
+    func unreadableEndpointIDIsKept() throws {
+        let directory = NSTemporaryDirectory() + "agrigps-id-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = CredentialStore(directory: directory)
+        let made = try store.externalID()
+        #expect(try store.externalID() == made, "read back as it was")
+        unlink(directory + "/endpoint-id")
+        #expect(mkfifo(directory + "/endpoint-id", 0o600) == 0)
+        #expect(throws: OnboardingError.self) { try store.externalID() }
+        var status = stat()
+        #expect(lstat(directory + "/endpoint-id", &status) == 0 && status.st_mode & S_IFMT == S_IFIFO, "left as it was")
+    }
 }
