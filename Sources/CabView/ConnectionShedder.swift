@@ -35,8 +35,6 @@ final class ConnectionTable: Sendable {
         self.logger = logger
     }
 
-    var count: Int { state.withLockedValue { $0.entries.count } }
-
     /// Registers a new connection; closes one to stay within the capacity.
     func opened(_ channel: any Channel) {
         let id = ObjectIdentifier(channel)

@@ -74,8 +74,6 @@ actor Sessions {
         if let id { sessions[id] = nil }
     }
 
-    var count: Int { sessions.count }
-
     var lifetimeSeconds: Double { lifetime }
 
     /// 32 random bytes as hex.
