@@ -32,9 +32,10 @@ public enum GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
 /// stretched or shrunk at random by up to `jitter` (a fraction), so that many boxes that lost the
 /// same network do not come back in step. It only ever adds to the request spacing.
 ///
-/// The maximum is 20 s: with the jitter at most 24 s, so the backlog starts draining within 30 s of
-/// agrirouter coming back. A longer wait spared agrirouter little (one small request, three times a
-/// minute, from a box whose positions are waiting) and cost minutes of positions after every outage.
+/// The maximum is 20 s (24 s with the jitter). A longer wait spared agrirouter little (one small
+/// request, three times a minute, from a box whose positions are waiting) and cost minutes of
+/// positions after every outage. Where the failure was not getting through at all, the connection
+/// also looks for the way back every few seconds and ends the wait early (`waitOutBackoff`).
 public struct Backoff: Sendable, Equatable {
     public var first: Double = 5
     public var maximum: Double = 20
@@ -69,6 +70,11 @@ public actor AgrirouterConnection {
     /// Transport errors in a row, and the monotonic time before which no request goes out.
     public private(set) var consecutiveFailures = 0
     private var retryAt: Double?
+    /// Whether the last failure was one of not getting through at all (refused, no route, no name):
+    /// then the way back can be found without a request, and the backoff ends when it is.
+    private var failedToConnect = false
+    /// How often that is tried while backing off: a handshake, not a request of agrirouter's API.
+    static let probeInterval = 3.0
     /// Requests made (MQTT: publishes; its answers cost none), and the bytes of the measures bodies
     /// sent, for status and the benchmarks.
     public private(set) var requestCount = 0
@@ -134,11 +140,16 @@ public actor AgrirouterConnection {
     private func succeeded(at serverDate: Date?) {
         consecutiveFailures = 0
         retryAt = nil
+        failedToConnect = false
         if let serverDate { clock?.observe(serverTime: serverDate) }
     }
 
     /// A transport error: the next request waits out a longer backoff.
-    private func failed() {
+    private func failed(_ error: TransportError) {
+        switch error {
+        case .cannotConnect, .connectionFailed: failedToConnect = true
+        default: failedToConnect = false  // a server that hangs or errs is given its rest
+        }
         consecutiveFailures += 1
         let delay = backoff.delay(afterFailures: consecutiveFailures)
         retryAt = uptime() + delay * (1 + backoff.jitter * Double.random(in: -1...1))
@@ -154,9 +165,37 @@ public actor AgrirouterConnection {
         max(0, (lastSlot ?? -.infinity) + minimumSpacing - uptime(), (retryAt ?? -.infinity) - uptime())
     }
 
+    /// Waits until a request could go out, without reserving the slot: the spacing, and a backoff,
+    /// which ends early once agrirouter is found reachable again. Returns the seconds waited.
+    public func waitUntilNextTurn() async -> Double {
+        let start = uptime()
+        await waitOutBackoff()
+        let rest = untilNextTurn()
+        if rest > 0 { try? await Task.sleep(for: .seconds(rest)) }
+        return uptime() - start
+    }
+
+    /// Sits out the backoff. After a failure to connect, the link looks for the way back every few
+    /// seconds, so the backlog starts going within seconds of agrirouter's return rather than at
+    /// the end of a backoff that began just before it.
+    private func waitOutBackoff() async {
+        while let until = retryAt, !Task.isCancelled {
+            let left = until - uptime()
+            guard left > 0 else { return }
+            guard failedToConnect else {
+                try? await Task.sleep(for: .seconds(left))
+                continue
+            }
+            try? await Task.sleep(for: .seconds(min(left, Self.probeInterval)))
+            // Another request may have failed or got through meanwhile: only this backoff ends.
+            if retryAt == until, until > uptime(), await link.reachable(), retryAt == until { retryAt = nil }
+        }
+    }
+
     /// Waits for the next free slot. The slot is reserved before suspending, so concurrent callers
     /// queue up instead of slipping in between.
     private func waitForTurn() async {
+        await waitOutBackoff()
         let now = uptime()
         let slot = max(now, (lastSlot ?? -.infinity) + minimumSpacing, retryAt ?? -.infinity)
         lastSlot = slot
@@ -232,7 +271,7 @@ public actor AgrirouterConnection {
         do {
             succeeded(at: try await link.publish(body))
         } catch {
-            failed()
+            failed(error)
             throw .transport(error)
         }
         return encoded
@@ -318,7 +357,7 @@ public actor AgrirouterConnection {
         do {
             mail = try await link.collect()
         } catch {
-            if requests, case .transport = error { failed() } else if requests { succeeded(at: nil) }
+            if requests, case .transport(let reason) = error { failed(reason) } else if requests { succeeded(at: nil) }
             throw error
         }
         if requests { succeeded(at: mail.serverDate) }

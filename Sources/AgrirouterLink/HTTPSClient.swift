@@ -152,25 +152,10 @@ public struct HTTPSClient: Sendable {
             // Every option is checked, as a refused one (a TLS option in a libcurl without it) would
             // otherwise send the request without it.
             var options = CurlOptions(handle)
-            options.set(CURLOPT_URL, url, "CURLOPT_URL")
+            connection(&options, url: url, credentials: credentials, errors: errors.baseAddress, connectTimeout: connectTimeout)
             options.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList), "CURLOPT_HTTPHEADER")
-            options.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errors.baseAddress), "CURLOPT_ERRORBUFFER")
-            options.set(CURLOPT_NOSIGNAL, 1, "CURLOPT_NOSIGNAL")
-            options.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(connectTimeout), "CURLOPT_CONNECTTIMEOUT_MS")
-            options.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(totalTimeout), "CURLOPT_TIMEOUT_MS")
-            options.set(CURLOPT_SSL_VERIFYPEER, 1, "CURLOPT_SSL_VERIFYPEER")
-            options.set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
-            options.set(CURLOPT_PROTOCOLS_STR, "https", "CURLOPT_PROTOCOLS_STR")
             // A larger declared answer is refused before its body is read.
             options.set(CURLOPT_MAXFILESIZE_LARGE, maximumResponseBytes, "CURLOPT_MAXFILESIZE_LARGE")
-            if let trustedCAPEM { options.set(CURLOPT_CAINFO_BLOB, blob: trustedCAPEM, "CURLOPT_CAINFO_BLOB") }
-            if let credentials {
-                options.set(CURLOPT_SSLCERT_BLOB, blob: credentials.certificatePEM, "CURLOPT_SSLCERT_BLOB")
-                options.set(CURLOPT_SSLCERTTYPE, "PEM", "CURLOPT_SSLCERTTYPE")
-                options.set(CURLOPT_SSLKEY_BLOB, blob: credentials.encryptedKeyPEM, "CURLOPT_SSLKEY_BLOB")
-                options.set(CURLOPT_SSLKEYTYPE, "PEM", "CURLOPT_SSLKEYTYPE")
-                options.set(CURLOPT_KEYPASSWD, credentials.secret, "CURLOPT_KEYPASSWD")
-            }
             options.set(CURLOPT_CUSTOMREQUEST, method, "CURLOPT_CUSTOMREQUEST")
             // A connection idle this long may have been closed by the server: a new one is safer
             // than a request that dies on it, whose body may or may not have been taken.
@@ -217,6 +202,48 @@ public struct HTTPSClient: Sendable {
         }
     }
 
+    /// The options every connection gets: where to, the timeouts, and TLS both ways (the server
+    /// always verified, the endpoint's certificate shown when there is one).
+    private func connection(_ options: inout CurlOptions, url: String, credentials: ClientCredentials?,
+                            errors: UnsafeMutablePointer<CChar>?, connectTimeout: Double) {
+        options.set(CURLOPT_URL, url, "CURLOPT_URL")
+        options.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errors), "CURLOPT_ERRORBUFFER")
+        options.set(CURLOPT_NOSIGNAL, 1, "CURLOPT_NOSIGNAL")
+        options.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(connectTimeout), "CURLOPT_CONNECTTIMEOUT_MS")
+        options.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(totalTimeout), "CURLOPT_TIMEOUT_MS")
+        options.set(CURLOPT_SSL_VERIFYPEER, 1, "CURLOPT_SSL_VERIFYPEER")
+        options.set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
+        options.set(CURLOPT_PROTOCOLS_STR, "https", "CURLOPT_PROTOCOLS_STR")
+        if let trustedCAPEM { options.set(CURLOPT_CAINFO_BLOB, blob: trustedCAPEM, "CURLOPT_CAINFO_BLOB") }
+        if let credentials {
+            options.set(CURLOPT_SSLCERT_BLOB, blob: credentials.certificatePEM, "CURLOPT_SSLCERT_BLOB")
+            options.set(CURLOPT_SSLCERTTYPE, "PEM", "CURLOPT_SSLCERTTYPE")
+            options.set(CURLOPT_SSLKEY_BLOB, blob: credentials.encryptedKeyPEM, "CURLOPT_SSLKEY_BLOB")
+            options.set(CURLOPT_SSLKEYTYPE, "PEM", "CURLOPT_SSLKEYTYPE")
+            options.set(CURLOPT_KEYPASSWD, credentials.secret, "CURLOPT_KEYPASSWD")
+        }
+    }
+
+    /// Opens a connection to `url`'s server, TCP and TLS both ways, and closes it without a request:
+    /// whether agrirouter can be reached, at the cost of a handshake and none of its API. A fresh
+    /// handle, so that a pooled live connection never answers for a server that has gone.
+    public func reach(url: String, credentials: ClientCredentials? = nil) throws(TransportError) {
+        if let problem = Self.libcurlProblem { throw .libcurlUnavailable(problem) }
+        guard let probe = CurlHandle() else { throw .connectionFailed("libcurl could not start a connection") }
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let code: CURLcode = try errorBuffer.withUnsafeMutableBufferPointer { errors throws(TransportError) in
+            var options = CurlOptions(probe.raw)
+            connection(&options, url: url, credentials: credentials, errors: errors.baseAddress, connectTimeout: min(connectTimeout, 5))
+            options.set(CURLOPT_CONNECT_ONLY, 1, "CURLOPT_CONNECT_ONLY")
+            if let refused = options.refused { throw refused }
+            return ccurl_easy_perform(probe.raw)
+        }
+        guard code == CURLE_OK else {
+            let written = String(errorBuffer: errorBuffer)
+            throw Self.error(for: code, detail: written.isEmpty ? String(cString: ccurl_easy_strerror(code)) : written)
+        }
+    }
+
     private static func serverDate(_ handle: UnsafeMutableRawPointer) -> Date? {
         guard let value = ccurl_header(handle, "Date") else { return nil }
         let seconds = ccurl_getdate(value)  // -1 when it is not a date
@@ -226,11 +253,21 @@ public struct HTTPSClient: Sendable {
     /// `perform` on a thread of libdispatch's, so a slow server never blocks the cooperative pool.
     public func send(method: String, url: String, body: Data? = nil, headers: [String] = [],
                      credentials: ClientCredentials? = nil, anyStatus: Bool = false) async throws(TransportError) -> HTTPResponse {
-        let result: Result<HTTPResponse, TransportError> = await withCheckedContinuation { continuation in
+        try await Self.offThePool { () throws(TransportError) in
+            try perform(method: method, url: url, body: body, headers: headers, credentials: credentials, anyStatus: anyStatus)
+        }
+    }
+
+    /// `reach` on a thread of libdispatch's.
+    public func probe(url: String, credentials: ClientCredentials? = nil) async throws(TransportError) {
+        try await Self.offThePool { () throws(TransportError) in try reach(url: url, credentials: credentials) }
+    }
+
+    private static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws(TransportError) -> T) async throws(TransportError) -> T {
+        let result: Result<T, TransportError> = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 do throws(TransportError) {
-                    continuation.resume(returning: .success(try perform(method: method, url: url, body: body, headers: headers,
-                                                                        credentials: credentials, anyStatus: anyStatus)))
+                    continuation.resume(returning: .success(try work()))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }

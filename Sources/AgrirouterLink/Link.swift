@@ -57,6 +57,10 @@ public protocol Link: Sendable {
     func waitForMail(atMost seconds: Double) async
     /// Returns once a publish could go out (MQTT: connected), or after `seconds`; at once for REST.
     func waitUntilReady(atMost seconds: Double) async
+    /// Whether agrirouter can be reached now, found without a request of its API (REST: a TCP and
+    /// TLS handshake with the measures URL's server; MQTT: whether the broker connection stands).
+    /// Lets a connection that could not connect end its backoff as soon as the way is back.
+    func reachable() async -> Bool
     var state: LinkState { get }
     /// Ends the connection, if there is one; the link is not used again.
     func close()
@@ -100,6 +104,10 @@ public struct RESTLink: Link {
     public func waitForMail(atMost seconds: Double) async {}
 
     public func waitUntilReady(atMost seconds: Double) async {}
+
+    public func reachable() async -> Bool {
+        (try? await client.probe(url: measuresURL, credentials: credentials)) != nil
+    }
 
     public var state: LinkState { .requests }
 

@@ -255,6 +255,8 @@ public final class MQTTLink: Link, @unchecked Sendable {
         await wait(atMost: seconds) { state == .connected }
     }
 
+    public func reachable() async -> Bool { state == .connected }
+
     public func close() {
         let first = shared.withLock { shared in
             defer { shared.closed = true }

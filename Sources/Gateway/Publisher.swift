@@ -147,8 +147,7 @@ public actor Publisher {
             return report
         }
         // The batches are taken when they can go out at once, so they carry the newest samples.
-        let wait = await connection.untilNextTurn()
-        if wait > 0 { try? await Task.sleep(for: .seconds(wait)) }
+        let wait = await connection.waitUntilNextTurn()
         let (messages, batches): ([AgrirouterConnection.Outgoing], [SpoolBatch])
         do {
             (messages, batches) = try await gather(now: wait > 0 ? now.addingTimeInterval(wait) : now, uptimeNow: uptimeNow + wait)

@@ -9,12 +9,14 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct AnswerRoutingTests {
     /// A local agrirouter and a REST connection of an endpoint onboarded to it.
-    static func connected(as externalID: String) async throws -> (AgrirouterSimulator, AgrirouterConnection) {
+    static func connected(as externalID: String, timeout: Double = 10,
+                          backoff: Backoff = Backoff()) async throws -> (AgrirouterSimulator, AgrirouterConnection) {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
         let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
         let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
             .onboard(tan: "TAN0000001", externalID: externalID)
-        return (simulator, try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02, timeout: 10))
+        return (simulator, try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02,
+                                                    timeout: timeout, backoff: backoff))
     }
 
     @Test func oneOutboxPollSortsEachAnswerForItsSender() async throws {
