@@ -406,10 +406,16 @@ public struct GatewayDaemon: Sendable {
         return (report, failure)
     }
 
-    /// Compares the spool with what the previous run saw it commit: rows it committed that are not
-    /// there any more were lost with a deleted or damaged write-ahead log, or a spool moved aside.
-    /// Which of them agrirouter had acknowledged is not known, so the count is an upper bound.
+    /// Reports rows committed before this start and gone since: the spool counts them against its
+    /// commit mark when it opens. A spool deleted with its mark is still noticed against what the
+    /// previous run's heartbeat saw it commit, though that may be up to ten seconds old, and which of
+    /// the rows agrirouter had acknowledged is not known, so that count is an upper bound.
     private func checkForLostRows(_ heartbeat: HeartbeatWriter?) async {
+        if let (count, reason) = await spool.takeLostRows() {
+            logger.critical("\(reason)")
+            await heartbeat?.lost(count, reason: reason)
+            if let highest = await spool.highestRowID() { await heartbeat?.stored(rowID: highest) }
+        }
         guard let heartbeat, let seen = heartbeat.previous?.spoolRowID, seen > 0,
               let highest = await spool.highestRowID(), highest < seen else { return }
         let reason = "the spool lost committed rows (its write-ahead log deleted or damaged, or the file moved aside); "

@@ -45,6 +45,10 @@ public actor Spool {
     /// `uncommitted`, and into `tally` once it commits, so a rolled-back write counts nothing.
     private var tally = DeliveryTally()
     private var uncommitted = DeliveryTally()
+    /// The note of the highest id committed, rewritten after each append; see `CommitMark`.
+    private var mark: CommitMark?
+    private var markedID: Int64 = 0
+    private var markFailing = false
 
     /// Rows still owed to some output and in flight in none: eviction takes the oldest of these.
     /// Withheld rows (taken while sharing was paused) are never sent but count here, so they are the
@@ -79,6 +83,7 @@ public actor Spool {
             self.queued = opened.queued
             self.outputs = opened.outputs
             insertSQL = SampleColumns.insert(outputs: opened.outputs)
+            (mark, markedID) = Self.checkMark(opened.database, path: path, owed: opened.queued.rows, logger: logger)
         case .failure(let error):
             logger.error("\(error.description); holding samples in memory until it can be written")
             fault = error
@@ -124,6 +129,7 @@ public actor Spool {
             fault = nil
             ring.removeAll()
             ringDropped = 0
+            noteMark(committed: ids.max())
             logCommits(ids: ids, samples: writes.map(\.sample))
             return ids.suffix(incoming.count).map { .stored(rowID: $0) }
         } catch {
@@ -140,6 +146,15 @@ public actor Spool {
     /// whose clock that time is (`receiver`, sent as it is, or `system`, which is corrected to the best
     /// known UTC when sent). A record kept elsewhere (the field rig's serial console) can then be held
     /// against what the spool and agrirouter have after a power cut.
+    /// Writes the commit mark after a commit: the highest id so far, and the rows owed now.
+    private func noteMark(committed id: Int64? = nil) {
+        guard let mark else { return }
+        markedID = max(markedID, id ?? 0)
+        let noted = mark.write(CommitMark.Note(highestID: markedID, owed: Int64(max(0, queued.rows))))
+        if !noted, !markFailing { logger.warning("cannot write \(mark.path); a damaged write-ahead log would go uncounted") }
+        markFailing = !noted
+    }
+
     private func logCommits(ids: [Int64], samples: [PositionSample]) {
         guard logger.logLevel <= .debug else { return }
         for (id, sample) in zip(ids, samples) {
@@ -228,6 +243,8 @@ public actor Spool {
         database = opened.database
         queued = opened.queued
         outputs = opened.outputs
+        mark = nil  // closes the old note before the check opens it again
+        (mark, markedID) = Self.checkMark(opened.database, path: path, owed: opened.queued.rows, logger: logger)
         return opened.database
     }
 
@@ -451,6 +468,7 @@ public actor Spool {
         finishedSinceClearing = cleared ? 0 : finishedSinceClearing + count
         queued.rows -= count
         queued.bytes -= bytes
+        noteMark()
         return count
     }
 
@@ -642,6 +660,22 @@ public actor Spool {
         }
     }
 
+    /// Rows committed before this spool was opened and gone since (counted by `CommitMark`), with
+    /// what is known of them; taken once, by the daemon, which reports them. Nil when none went.
+    public func takeLostRows() -> (count: Int, reason: String)? {
+        let taken: Row?
+        do {
+            taken = try write { db in
+                defer { _ = try? db.execute(sql: "DELETE FROM spool_state WHERE name = 'vanished_rows'") }
+                return try Row.fetchOne(db, sql: "SELECT number, text FROM spool_state WHERE name = 'vanished_rows'")
+            }
+        } catch {
+            return nil  // the spool cannot be written; the count waits for the next start
+        }
+        guard let taken, let count = taken.int("number", in: 1...Int.max) else { return nil }
+        return (count, taken.text("text", limit: 400) ?? "the spool lost committed rows")
+    }
+
     /// The highest row id the spool has ever given out (kept past deletions, see `RowIDs`); 0 for a
     /// new spool. A restart that finds it lower than the daemon last saw means committed rows are gone:
     /// a write-ahead log deleted or damaged, or a spool moved aside.
@@ -716,6 +750,56 @@ public actor Spool {
 }
 
 /// Numbers and notes kept beside the queue, in the same database.
+extension Spool {
+    /// Compares the spool just opened with its commit mark. Rows committed before and missing now
+    /// (a write-ahead log deleted or damaged, a file put back from a copy) are counted, kept as
+    /// `vanished_rows` until the daemon takes them, and their ids are never given out again.
+    /// Returns the mark, open for the commits to come, and the highest id it notes.
+    static func checkMark(_ database: DatabaseQueue, path: String, owed: Int, logger: Logger) -> (CommitMark?, Int64) {
+        let markPath = path + "-mark"
+        let noted = CommitMark.read(markPath)
+        var highest: Int64 = 0
+        do {
+            highest = try database.write { db -> Int64 in
+                let highest = try Row.fetchOne(db, sql: "SELECT \(RowIDs.highestSQL)")?.int(at: 0, in: 0...Int.max).map { Int64($0) } ?? 0
+                guard let noted, noted.highestID > highest else { return highest }
+                try recordVanished(from: highest + 1, to: noted.highestID, owedAtMost: noted.owed, in: db)
+                return noted.highestID
+            }
+        } catch {
+            logger.error("cannot compare the spool with its commit mark: \(error)")
+        }
+        do {
+            let mark = try CommitMark(path: markPath)
+            if !mark.write(CommitMark.Note(highestID: highest, owed: Int64(max(0, owed)))) { logger.warning("cannot write \(markPath)") }
+            return (mark, highest)
+        } catch {
+            logger.warning("\(error.description); a damaged write-ahead log would go uncounted")
+            return (nil, highest)
+        }
+    }
+
+    /// Ids `first` to `last` were committed and are gone. Of them, at most `owed` (the rows owed when
+    /// the mark was written) had not been acknowledged. Samples go out oldest first, so the rows owed
+    /// are the newest: when the gone are no more than were owed, all of them had been waiting.
+    /// The daemon reports them (`takeLostRows`), whichever process opened the spool first.
+    private static func recordVanished(from first: Int64, to last: Int64, owedAtMost owed: Int64, in db: Database) throws {
+        let gone = last - first + 1
+        let lost = min(gone, owed)
+        let cause = "its write-ahead log was deleted or damaged, or the file replaced by an older copy"
+        let reason = lost == gone
+            ? "the spool lost \(lost) committed samples (ids \(first) to \(last)) that were never sent: \(cause)"
+            : "the spool lost up to \(lost) samples that were never sent, of \(gone) committed (ids \(first) to \(last)) and gone "
+                + "since, the others acknowledged: \(cause)"
+        try SpoolState.set("highest_id", number: Double(last), in: db)
+        guard lost > 0 else { return }
+        try db.execute(sql: """
+            INSERT INTO spool_state (name, number, text) VALUES ('vanished_rows', ?, ?)
+            ON CONFLICT(name) DO UPDATE SET number = number + excluded.number, text = excluded.text
+            """, arguments: [lost, reason])
+    }
+}
+
 enum SpoolState {
     static func set(_ name: String, number: Double? = nil, text: String? = nil, in db: Database) throws {
         // Cached: an append runs this in every transaction.
