@@ -44,8 +44,8 @@ public final class MQTTLink: Link, @unchecked Sendable {
     public let transport = Transport.mqtt
     public let deliversAnswers = true
 
-    /// What waits untaken on the commands topic, at most: this many messages and this many bytes,
-    /// the oldest dropped first (and counted) beyond either. Answers and ordinary pushes are small,
+    /// What waits untaken on the commands topic, at most: this many messages (the oldest dropped
+    /// beyond it) and this many bytes (the largest dropped), each drop counted. Answers and ordinary pushes are small,
     /// and what a broker kept for the box while it was away arrives at once on reconnect: the count
     /// leaves room for that. The bytes bound a flood of large pushes (thousands of 65 KB each), which
     /// must cost the box neither its memory nor its publishing; a feed page of 1 MB fits.
@@ -313,19 +313,27 @@ public final class MQTTLink: Link, @unchecked Sendable {
               (0...Self.largestMessage).contains(Int(message.payloadlen)) else { return }
         let data = message.payload.map { Data(bytes: $0, count: Int(message.payloadlen)) } ?? Data()
         shared.withLock { shared in
-            var oldest = 0
-            while oldest < shared.inbox.count,
-                  shared.inbox.count - oldest >= Self.inboxLimit || shared.inboxBytes + data.count > Self.inboxByteLimit {
-                shared.inboxBytes -= shared.inbox[oldest].count
-                oldest += 1
-            }
-            if oldest > 0 {
-                shared.inbox.removeFirst(oldest)
-                shared.dropped += oldest
-            }
-            shared.inbox.append(data)
-            shared.inboxBytes += data.count
+            Self.admit(data, to: &shared.inbox, bytes: &shared.inboxBytes, dropped: &shared.dropped)
         }
+    }
+
+    /// Makes room for `data`: past the count the oldest go; past the bytes the largest, which are
+    /// pushes with content, so that the small answers that settle our batches stay (each one lost
+    /// sends its batch again).
+    static func admit(_ data: Data, to inbox: inout [Data], bytes: inout Int, dropped: inout Int,
+                      limit: Int = inboxLimit, byteLimit: Int = inboxByteLimit) {
+        let excess = inbox.count - limit + 1
+        if excess > 0 {
+            bytes -= inbox.prefix(excess).reduce(0) { $0 + $1.count }
+            inbox.removeFirst(excess)
+            dropped += excess
+        }
+        while bytes + data.count > byteLimit, let largest = inbox.indices.max(by: { inbox[$0].count < inbox[$1].count }) {
+            bytes -= inbox.remove(at: largest).count
+            dropped += 1
+        }
+        inbox.append(data)
+        bytes += data.count
     }
 
     fileprivate func published() {

@@ -14,6 +14,22 @@ struct MQTTLinkTests {
         var directory: String
     }
 
+    @Test("past the inbox's bytes the largest messages go, so the small answers among a flood of large pushes stay")
+    func aFloodDropsTheLargestFirst() {
+        var (inbox, bytes, dropped) = ([Data](), 0, 0)
+        let answer = Data(repeating: 1, count: 300)
+        MQTTLink.admit(answer, to: &inbox, bytes: &bytes, dropped: &dropped)
+        for _ in 0..<200 { MQTTLink.admit(Data(repeating: 2, count: 65_000), to: &inbox, bytes: &bytes, dropped: &dropped) }
+        MQTTLink.admit(answer, to: &inbox, bytes: &bytes, dropped: &dropped)
+        for _ in 0..<200 { MQTTLink.admit(Data(repeating: 2, count: 65_000), to: &inbox, bytes: &bytes, dropped: &dropped) }
+        #expect(inbox.filter { $0.count == 300 }.count == 2, "an answer was dropped for a push")
+        #expect(bytes == inbox.reduce(0) { $0 + $1.count } && bytes <= MQTTLink.inboxByteLimit)
+        #expect(dropped == 402 - inbox.count)
+        // Past the count, the oldest go, whatever their size.
+        for _ in 0..<MQTTLink.inboxLimit { MQTTLink.admit(Data(repeating: 3, count: 10), to: &inbox, bytes: &bytes, dropped: &dropped) }
+        #expect(inbox.count == MQTTLink.inboxLimit && inbox.allSatisfy { $0.count == 10 })
+    }
+
     /// A local agrirouter with its MQTT broker.
     static func simulator(tans: [String: String]) async throws -> AgrirouterSimulator {
         var configuration = SimConfiguration(tans: tans)
