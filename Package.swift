@@ -262,7 +262,7 @@ let package = Package(
         ),
         .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork"]),
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport"]),
-        .testTarget(name: "AgrirouterLinkTests", dependencies: ["AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "TestSupport"]),
+        .testTarget(name: "AgrirouterLinkTests", dependencies: ["AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "GNSS", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),

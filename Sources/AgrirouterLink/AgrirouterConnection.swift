@@ -100,6 +100,9 @@ public actor AgrirouterConnection {
     /// they keep the larger limit, the feed reader's among them.
     static let mailboxLimit = 10_000
     static let pushLimit = 64
+    /// Looks at the outbox that could have brought any answer due: REST's GETs that got one, MQTT's
+    /// collections while connected (while it is not, nothing arrives, and silence says nothing).
+    public private(set) var looks = 0
     /// Messages from agrirouter dropped unread since the start: the link's own limit, or a box full.
     public private(set) var droppedInbound = 0
 
@@ -361,6 +364,7 @@ public actor AgrirouterConnection {
             throw error
         }
         if requests { succeeded(at: mail.serverDate) }
+        if requests || link.state == .connected { looks += 1 }
         droppedInbound += mail.dropped
         var responses: [DecodedResponse] = []
         var undecodable = mail.unreadable

@@ -55,10 +55,10 @@ public actor Publisher {
     /// Batches sent and not yet answered, by application_message_id, with when they went out on the
     /// monotonic clock: a step of the system clock neither resends them early nor strands them.
     private var awaiting: [String: Double] = [:]
-    /// Polls whose answers this publisher has settled, and for each batch past the outbox's life the
-    /// count when it passed it: a batch is sent again only once a poll made after that has come back
-    /// without its answer. After a stall the answer may be the first thing the next poll brings.
-    private var pollsSettled = 0
+    /// For each batch past the outbox's life, the connection's count of looks at the outbox when it
+    /// passed it: a batch is sent again only once a look made after that has come back without its
+    /// answer (each look's answers are settled before the next cycle). After a stall the answer may
+    /// be the first thing the next poll brings; over MQTT, a look while disconnected does not count.
     private var overdueSince: [String: Int] = [:]
     private var adoptedEarlierBatches = false
     /// The outputs it publishes, in order.
@@ -131,8 +131,9 @@ public actor Publisher {
             }
         }
         let overdue = awaiting.filter { uptimeNow - $0.value >= inFlightTimeout }.map(\.key)
-        for id in overdue where overdueSince[id] == nil { overdueSince[id] = pollsSettled }
-        await giveUpOn(overdue.filter { pollsSettled > (overdueSince[$0] ?? .max) }, uptimeNow: uptimeNow)
+        let looks = await connection.looks
+        for id in overdue where overdueSince[id] == nil { overdueSince[id] = looks }
+        await giveUpOn(overdue.filter { looks > (overdueSince[$0] ?? .max) }, uptimeNow: uptimeNow)
         if fetchingAnswers && awaitingAnswers > 0 {
             do {
                 try await settle(&report, now: now)
@@ -313,7 +314,6 @@ public actor Publisher {
     private func settle(_ responses: [DecodedResponse], into report: inout CycleReport, now: Date) async {
         // Acknowledgements are committed together after the loop: one durable write per poll.
         var acknowledgedIDs: [String] = []
-        defer { pollsSettled += 1 }
         for response in responses {
             guard let id = response.applicationMessageID, response.envelope.type != .pushNotification else { continue }
             if id == description.awaitingID {

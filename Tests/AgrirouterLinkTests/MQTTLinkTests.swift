@@ -1,6 +1,7 @@
 import AgrirouterSim
 import AgrirouterWire
 import Foundation
+import GNSS
 import Testing
 @testable import AgrirouterLink
 
@@ -143,7 +144,15 @@ struct MQTTLinkTests {
         let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-restart")
         defer { machine.connection.link.close() }
         #expect(await Self.waitUntilConnected(machine.connection.link))
-        try await simulator.restartBroker(after: 1)
+        _ = try await machine.connection.fetchOutbox()
+        #expect(await machine.connection.looks == 1)
+        let restart = Task { try await simulator.restartBroker(after: 3) }
+        let deadline = uptime() + 10
+        while machine.connection.link.state == .connected, uptime() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        // Disconnected, nothing can arrive: a collection then is no look that an answer could have come with.
+        _ = try await machine.connection.fetchOutbox()
+        #expect(await machine.connection.looks == 1)
+        try await restart.value
         // Reconnected (2 s after the loss, doubling) and subscribed again: a clean session forgets it.
         #expect(await Self.waitUntilConnected(machine.connection.link, seconds: 30))
         let ping = try await machine.connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
