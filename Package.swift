@@ -274,6 +274,7 @@ let package = Package(
         .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "Gateway", "Spool", "GNSS", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
                                                      "GPSDReplay", "TestSupport",
                                                      .product(name: "Logging", package: "swift-log"),
+                                                     .product(name: "NIOCore", package: "swift-nio"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

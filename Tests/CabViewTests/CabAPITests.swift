@@ -5,6 +5,7 @@ import AgrirouterSim
 import Foundation
 import GNSS
 import Gateway
+import NIOCore
 import Spool
 import StateView
 import Testing
@@ -285,6 +286,19 @@ struct CabAPITests {
         #expect(await again.failures(of: "10.0.0.9") == 3)
         let mode = try FileManager.default.attributesOfItem(atPath: directory + "/web-logins.json")[.posixPermissions] as? Int
         #expect(mode == 0o600)
+    }
+
+    @Test("an IPv6 /64 network is one client to the throttle and the sessions; IPv4, loopback and mapped addresses are their own")
+    func clientsByNetwork() throws {
+        let client = { (address: String) throws in CabContext.client(try SocketAddress(ipAddress: address, port: 8080)) }
+        #expect(try client("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
+        #expect(try client("2001:db8:1:2:ffff:1234:5678:9abc") == "2001:db8:1:2::/64", "another host part, the same network")
+        #expect(try client("2001:db8:1:3::1") == "2001:db8:1:3::/64")
+        #expect(try client("fe80::1") == "fe80:0:0:0::/64")
+        #expect(try client("::1") == "::1")
+        #expect(try client("::ffff:192.168.1.20") == "::ffff:192.168.1.20")
+        #expect(try client("192.168.1.20") == "192.168.1.20")
+        #expect(CabContext.client(nil) == "unknown")
     }
 
     @Test("300 new sessions from this machine do not push out the session the cab's browser is using")
