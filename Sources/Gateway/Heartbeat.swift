@@ -85,6 +85,9 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     /// clock from its start or its last acknowledgement: a system clock stepped from 1970 to now does
     /// not make it 56 years. Nil in older heartbeats.
     public var quietSeconds: Double?
+    /// The system clock minus the best UTC the daemon knows (a fix, or agrirouter's clock), as of
+    /// `updatedAt`: readers correct their own clock by it. Nil while unknown, and in older heartbeats.
+    public var systemClockError: Double?
 
     public struct EFDIDescription: Codable, Sendable, Equatable {
         public var teamSetContextID: String
@@ -226,6 +229,7 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         heartbeat.transportFailures = transportFailures.map { max(0, $0) }
         heartbeat.droppedInbound = droppedInbound.map { max(0, $0) }
         heartbeat.quietSeconds = quietSeconds.flatMap { Bounds.check($0, in: Bounds.duration) }
+        heartbeat.systemClockError = systemClockError.flatMap { Bounds.check($0, in: Bounds.duration) }
         heartbeat.lostSamples = lostSamples.flatMap { Bounds.count(Double($0)) }
         heartbeat.spoolRowID = spoolRowID.map { max(0, $0) }
         heartbeat.lossReason = lossReason.map { TerminalText.safe($0, limit: 300) }
@@ -333,9 +337,12 @@ actor HeartbeatWriter {
 
     /// What the previous run's heartbeat said, read at start.
     let previous: Heartbeat?
+    /// The daemon's best known UTC, whose difference from the system clock each write records.
+    private let clock: TrueTime?
 
-    init(path: String, environment: String?, minimumGap: Double = 10) {
+    init(path: String, environment: String?, clock: TrueTime? = nil, minimumGap: Double = 10) {
         self.path = path
+        self.clock = clock
         self.minimumGap = minimumGap
         var heartbeat = Heartbeat(onboarded: environment != nil)
         heartbeat.environment = environment
@@ -444,6 +451,7 @@ actor HeartbeatWriter {
         guard force || writtenAt.map({ uptime() - $0 >= minimumGap }) ?? true else { return }
         heartbeat.updatedAt = now
         heartbeat.quietSeconds = max(0, uptime() - (acknowledgedUptime ?? startedUptime))
+        heartbeat.systemClockError = clock?.systemClockError()
         do {
             try heartbeat.write(to: path)
             failure = nil

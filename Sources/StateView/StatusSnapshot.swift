@@ -108,12 +108,14 @@ public struct StatusSnapshot: Sendable {
         return snapshot
     }
 
-    /// The system clock corrected by the skew from GNSS time the running daemon saw last, so that
-    /// the spool's ages read on the clock its samples were measured with; the system clock as it is
-    /// when no daemon runs or no skew was seen (within a minute of GNSS time, none is recorded).
+    /// The system clock corrected by the error the running daemon knows it to have (from a fix or
+    /// agrirouter's clock), or else by the skew its last sample saw, so that the spool's ages read on
+    /// the clock its samples were measured with; the system clock as it is when no daemon runs or
+    /// nothing is known.
     static func trueNow(_ now: Date, heartbeat: Heartbeat?, daemon: Daemon) -> Date {
-        guard case .running = daemon, let skew = heartbeat?.lastSample?.clockSkew, abs(skew) < 3.2e9 else { return now }
-        return now.addingTimeInterval(-skew)
+        guard case .running = daemon,
+              let error = heartbeat?.systemClockError ?? heartbeat?.lastSample?.clockSkew, abs(error) < 3.2e9 else { return now }
+        return now.addingTimeInterval(-error)
     }
 
     /// What statvfs says an unprivileged user may still write there (root's reserve not counted).

@@ -56,6 +56,13 @@ struct ReadOnlyStateTests {
         // The daemon's own reading: its best known UTC against the sample's GNSS time.
         let own = await Spool(path: directory + "/spool.sqlite").status(now: gnss.addingTimeInterval(30)).oldestPendingAge
         #expect(own.map { abs($0 - 30) < 5 } == true, "the daemon read \(String(describing: own)) s")
+        // No fix now (the last sample has no skew), but the daemon still knows its clock's error, from
+        // an earlier fix or agrirouter's clock: status corrects by that.
+        heartbeat.lastSample = Heartbeat.Sample(PositionSample(sampledAt: now, state: .noFix))
+        heartbeat.systemClockError = 7200
+        try heartbeat.write(to: directory + "/heartbeat.json")
+        let later = await StatusSnapshot.gather(paths(directory), now: now)
+        #expect(later.spool?.oldestPendingAge.map { abs($0 - 30) < 5 } == true, "read as \(String(describing: later.spool?.oldestPendingAge)) s")
     }
 
     @Test("a spool the daemon wrote is read as it stands: counts, newest first, and a change counter that moves on a commit")
