@@ -280,6 +280,7 @@ let package = Package(
         .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "Gateway", "GNSS",
+                                                     "StateFiles",
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         // The mutation campaign over every decoder of other parties' input: script/fuzz runs it.

@@ -1,5 +1,6 @@
 import AgrirouterLink
 import AgrirouterWire
+import BlockingWork
 import Bounds
 import Foundation
 import GNSS
@@ -282,7 +283,7 @@ public struct GatewayDaemon: Sendable {
                     await counter.add(acknowledged: settled.acknowledged)
                     setUpAt = uptime()
                     await publisher.endpointSetUp()
-                    remember(setup, connection, at: trueNow())
+                    await remember(setup, connection, at: trueNow())
                     await reader?.connected()
                     logger.info("capabilities and subscription acknowledged")
                 } catch {
@@ -341,11 +342,13 @@ public struct GatewayDaemon: Sendable {
         TrueTime.bestGuess(configuration.clock)
     }
 
-    private func remember(_ setup: EndpointSetup, _ connection: AgrirouterConnection, at time: Date) {
+    private func remember(_ setup: EndpointSetup, _ connection: AgrirouterConnection, at time: Date) async {
         guard let path = configuration.setupRecordPath else { return }
         let endpoint = connection.endpoint.deviceAlternateId
+        let record = EndpointSetupRecord(endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint), acknowledgedAt: time)
         do {
-            try EndpointSetupRecord(endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint), acknowledgedAt: time).write(to: path)
+            // The write syncs the file and its directory: off the cooperative pool.
+            try await onOwnThread { try record.write(to: path) }
         } catch {
             logger.warning("cannot remember the endpoint set-up in \(path): \(error); it runs again at the next start")
         }

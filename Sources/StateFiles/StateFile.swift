@@ -47,6 +47,26 @@ public enum StateFile {
             _ = fsync(folder)
             close(folder)
         }
+        removeLeftovers(of: path)
+    }
+
+    /// A writer killed between its temporary file and the rename leaves `NAME.XXXXXX` behind, which
+    /// nothing else would ever remove: the next replace of NAME does, once it is a minute old (a
+    /// younger one may be another writer's, about to be renamed).
+    static func removeLeftovers(of path: String, olderThan age: Double = 60) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + "."
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory) else { return }
+        let now = Date().timeIntervalSince1970
+        for name in names where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6 {
+            let suffix = name.utf8.suffix(6)
+            guard suffix.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) else { continue }
+            let leftover = (directory as NSString).appendingPathComponent(name)
+            var status = stat()
+            guard lstat(leftover, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+                  now - Double(status.st_mtim.tv_sec) > age else { continue }
+            unlink(leftover)
+        }
     }
 
     /// Throws unless `path` is missing or a regular file: a symbolic link, a FIFO, a socket, a device

@@ -2,6 +2,7 @@ import Foundation
 import Gateway
 import GNSS
 import Spool
+import StateFiles
 import Testing
 import TestSupport
 
@@ -56,33 +57,54 @@ struct StateFileKindTests {
         }
     }
 
-    @Test("the daemon writes no heartbeat into a FIFO, a device or a link; it says so, samples on, and ends on its own")
-    func daemonHeartbeat() async throws {
-        for kind in Kind.allCases {
-            let (state, outside) = try await planted("heartbeat.json", as: kind)
-            defer { try? FileManager.default.removeItem(atPath: (state as NSString).deletingLastPathComponent) }
-            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state], timeout: 60)
-            let output = (run.stdout + run.stderr).joined(separator: "\n")
-            #expect(run.code == 0, "heartbeat a \(kind.rawValue): exit \(String(describing: run.code)): \(output.suffix(600))")
-            #expect(output.contains("heartbeat.json is not a regular file") || output.contains("heartbeat.json is a symbolic link"),
-                    "heartbeat a \(kind.rawValue): nothing said about it: \(output.suffix(600))")
-            let samples = try await Spool(path: state + "/spool.sqlite").allSamples()
-            #expect(samples.count > 2, "heartbeat a \(kind.rawValue): only \(samples.count) samples")
-            #expect(try String(contentsOfFile: outside, encoding: .utf8) == "not agrigps's\n")
+    /// The daemon run over the long-enough replay with `file` planted as `kind`: its exit, what it
+    /// said, and the state directory, which the caller removes.
+    func daemon(with file: String, as kind: Kind, timeout: Double) async throws -> (code: Int32?, said: String, state: String, outside: String) {
+        let (state, outside) = try await planted(file, as: kind)
+        let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state], timeout: timeout)
+        return (run.code, (run.stdout + run.stderr).joined(separator: "\n"), state, outside)
+    }
+
+    @Test("the daemon writes no heartbeat or commit mark into a FIFO, a device or a link; it says so, samples on, and ends on its own")
+    func daemonSideFiles() async throws {
+        for file in ["heartbeat.json", "spool.sqlite-mark"] {
+            for kind in Kind.allCases {
+                let run = try await daemon(with: file, as: kind, timeout: 60)
+                defer { try? FileManager.default.removeItem(atPath: (run.state as NSString).deletingLastPathComponent) }
+                #expect(run.code == 0, "\(file) a \(kind.rawValue): exit \(String(describing: run.code)): \(run.said.suffix(600))")
+                #expect(run.said.contains("\(file) is not a regular file") || run.said.contains("\(file) is a symbolic link"),
+                        "\(file) a \(kind.rawValue): nothing said about it: \(run.said.suffix(600))")
+                let samples = try await Spool(path: run.state + "/spool.sqlite").allSamples()
+                #expect(samples.count > 2, "\(file) a \(kind.rawValue): only \(samples.count) samples")
+                #expect(try String(contentsOfFile: run.outside, encoding: .utf8) == "not agrigps's\n")
+            }
         }
     }
 
     @Test("a lock file that is not a regular file stops the daemon at start with a message naming it")
     func daemonLock() async throws {
         for kind in Kind.allCases {
-            let (state, outside) = try await planted("agrigps.lock", as: kind)
-            defer { try? FileManager.default.removeItem(atPath: (state as NSString).deletingLastPathComponent) }
-            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state], timeout: 30)
-            let output = (run.stdout + run.stderr).joined(separator: "\n")
+            let run = try await daemon(with: "agrigps.lock", as: kind, timeout: 30)
+            defer { try? FileManager.default.removeItem(atPath: (run.state as NSString).deletingLastPathComponent) }
             #expect(run.code != nil && run.code != 0, "lock a \(kind.rawValue): exit \(String(describing: run.code))")
-            #expect(output.contains("agrigps.lock"), "lock a \(kind.rawValue): \(output.suffix(400))")
-            #expect(try String(contentsOfFile: outside, encoding: .utf8) == "not agrigps's\n")
+            #expect(run.said.contains("agrigps.lock"), "lock a \(kind.rawValue): \(run.said.suffix(400))")
+            #expect(try String(contentsOfFile: run.outside, encoding: .utf8) == "not agrigps's\n")
         }
+    }
+
+    @Test("a temporary file a killed writer left beside a state file goes with the next write of that file, once a minute old")
+    func leftoversGo() throws {
+        let state = NSTemporaryDirectory() + "agrigps-leftovers-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let old = Date().addingTimeInterval(-120)
+        for name in ["endpoint.json.Ab12Cd", "endpoint.json.Young1", "endpoint.json.toolong7", "others.json.Xy34Zw"] {
+            try Data("{".utf8).write(to: URL(fileURLWithPath: state + "/" + name))
+            if name != "endpoint.json.Young1" { try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: state + "/" + name) }
+        }
+        try StateFile.replace(state + "/endpoint.json", with: Array("{}".utf8))
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: state))
+        #expect(left == ["endpoint.json", "endpoint.json.Young1", "endpoint.json.toolong7", "others.json.Xy34Zw"], "\(left)")
     }
 
     @Test("under umask 000, every file the daemon and set-password make is private: 0600, the heartbeat 0640")
