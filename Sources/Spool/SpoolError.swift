@@ -13,6 +13,14 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
         case corrupt
         /// Anything else SQLite reports.
         case database
+        /// The file, or one SQLite keeps beside it, is not a regular file (a FIFO, a device, a link):
+        /// refused before SQLite opens it. The message names it and what to do.
+        case notRegular = "not_regular"
+    }
+
+    /// A spool file refused for its kind; `stateFileError` says which file and what to do.
+    public init(notRegular stateFileError: String, path: String) {
+        self.init(kind: .notRegular, sqliteCode: 0, message: stateFileError, path: path)
     }
 
     public var kind: Kind
@@ -48,6 +56,7 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
         case .readOnly: advice = "make the file and its directory writable by the agrigps user"
         case .corrupt: advice = "the file was moved aside and a new spool started"
         case .database: advice = "see the SQLite message"
+        case .notRegular: return message
         }
         return "spool \(path): \(message) (SQLite code \(sqliteCode)); \(advice)"
     }

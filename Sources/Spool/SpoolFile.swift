@@ -52,7 +52,7 @@ enum SpoolFile {
         do {
             try StateFile.checkDatabase(path)
         } catch {
-            throw SpoolError(kind: .readOnly, sqliteCode: 0, message: error.description, path: path)
+            throw SpoolError(notRegular: error.description, path: path)
         }
         var settings = Configuration()
         settings.busyMode = .timeout(configuration.busyTimeout)

@@ -53,7 +53,7 @@ public actor SpoolReader {
             try StateFile.checkDatabase(path)
         } catch {
             database = nil
-            throw SpoolError(kind: .readOnly, sqliteCode: 0, message: error.description, path: path)
+            throw SpoolError(notRegular: error.description, path: path)
         }
         inode = UInt64(info.st_ino)
         var settings = Configuration()

@@ -176,7 +176,10 @@ extension StatusSnapshot {
             findings.append((.warning, "only \(free >> 20) MiB free on the disk holding \(TerminalText.safe(stateDirectory, limit: 200))"))
         }
         for problem in fileProblems { findings.append((.critical, problem)) }
-        if let problem = spoolProblem, spool == nil { findings.append((.critical, "spool: \(problem)")) }
+        // A spool file of the wrong kind is among the file problems already: said once.
+        if let problem = spoolProblem, spool == nil, !fileProblems.contains(where: problem.contains) {
+            findings.append((.critical, "spool: \(problem)"))
+        }
         if let lost = heartbeat?.lostSamples, lost > 0,
            heartbeat?.lostAt.map({ takenAt.timeIntervalSince($0) < Heartbeat.lossReported }) ?? true {
             findings.append((.critical, "\(lost) samples lost: " + (heartbeat?.lossReason ?? "the spool could not store them")))
