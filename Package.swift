@@ -152,7 +152,6 @@ let package = Package(
                 "AgrirouterWire",
                 "AgrirouterLink",
                 "Gateway",
-                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // The cab view: a small web page (map, sharing, settings) served by `agrigps web`, a process of its own.
@@ -160,6 +159,7 @@ let package = Package(
             name: "CabView",
             dependencies: [
                 "StateFiles",
+                "BlockingWork",
                 "Bounds",
                 "GNSS",
                 "Spool",
@@ -192,7 +192,7 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
         .executableTarget(
@@ -249,6 +249,7 @@ let package = Package(
                 "CabView",
                 "CommandSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Fixture paths, gpsd's .chk reader and process checks shared by the test targets.
@@ -261,18 +262,20 @@ let package = Package(
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork"]),
-        .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport"]),
+        .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport",
+                                                             .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterLinkTests", dependencies: ["AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "GNSS", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds",
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterSimTests", dependencies: ["ChildProcesses", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Gateway", "GNSS", "GPSDReplay",
                                                             .product(name: "X509", package: "swift-certificates"),
-                                                            .product(name: "SwiftASN1", package: "swift-asn1")]),
-        .testTarget(name: "StateViewTests", dependencies: ["StateView", "Gateway", "Spool", "GNSS", "AgrirouterWire", "AgrirouterLink", "TestSupport"]),
+                                                            .product(name: "SwiftASN1", package: "swift-asn1"),
+                                                            .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
+        .testTarget(name: "StateViewTests", dependencies: ["StateView", "Gateway", "Spool", "GNSS", "AgrirouterWire", "TestSupport"]),
         .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "Gateway", "Spool", "GNSS", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
-                                                     "GPSDReplay", "TestSupport",
+                                                     "TestSupport",
                                                      .product(name: "Logging", package: "swift-log"),
                                                      .product(name: "NIOCore", package: "swift-nio"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
@@ -289,7 +292,8 @@ let package = Package(
                           path: "Tests/Fuzz"),
         // Runs a spool in a process of its own, for the crash and read-only-directory tests.
         .executableTarget(name: "spool-exerciser", dependencies: ["Spool", "GNSS"], path: "Tests/SpoolExerciser"),
-        .testTarget(name: "SpoolTests", dependencies: ["ChildProcesses", "Spool", "GNSS", "TestSupport", "spool-exerciser",
+        // spool-exerciser is run, not imported: the crash tests need its binary built.
+        .testTarget(name: "SpoolTests", dependencies: ["ChildProcesses", "Spool", "GNSS", "GPSDReplay", "TestSupport", "spool-exerciser",
                                                        .product(name: "GRDB", package: "GRDB.swift")]),
     ]
 )
