@@ -14,9 +14,12 @@ public enum GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The true time is not known yet (no fix since start, and the system clock is not plausible):
     /// a request would carry a wrong timestamp, so it is held.
     case timeUnknown
+    /// Nothing was sent because of a fault on this box (its spool), not in the conversation.
+    case local(String)
 
     public var description: String {
         switch self {
+        case .local(let detail): return detail
         case .transport(let error): return error.description
         case .codec(let error): return error.description
         case .refused(let type, let codes): return "agrirouter refused \(type) (\(codes.joined(separator: ", ")))"

@@ -130,7 +130,7 @@ extension AgrirouterConnection {
                 let link = try MQTTLink(endpoint: stored.response, credentials: credentials, trustedCAPEM: stored.trustedCAPEM, directory: directory)
                 return AgrirouterConnection(endpoint: stored.response, link: link, minimumSpacing: minimumSpacing, clock: clock)
             } catch {
-                throw .storage(error.description)
+                throw .mqttSetup(error.description)
             }
         case nil:
             throw .unreadableResponse("the stored endpoint's gateway id \(TerminalText.safe(stored.response.connectionCriteria.gatewayId, limit: 8)) is neither REST's nor MQTT's; onboard again")

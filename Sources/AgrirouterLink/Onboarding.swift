@@ -130,6 +130,11 @@ public enum OnboardingError: Error, Sendable, Equatable, CustomStringConvertible
     /// The endpoint was onboarded with the other transport; agrirouter does not let it change.
     case transportFixed(onboardedWith: Transport)
     case storage(String)
+    /// The stored endpoint's MQTT connection cannot be made on this box (libmosquitto missing, its
+    /// files unwritable): the credentials are fine.
+    case mqttSetup(String)
+    /// A setting of the onboarding (a URL, a CA file) is unusable; nothing was sent.
+    case configuration(String)
 
     public var description: String {
         switch self {
@@ -148,6 +153,8 @@ public enum OnboardingError: Error, Sendable, Equatable, CustomStringConvertible
             return "this endpoint was onboarded for \(transport) and agrirouter keeps an endpoint's transport; "
                 + "onboard again with --transport \(transport.rawValue), or remove the endpoint in the agrirouter UI and delete endpoint-id in the state directory for a new one"
         case .storage(let reason): return "the credentials could not be stored: \(reason)"
+        case .mqttSetup(let reason): return "the MQTT connection cannot be set up: \(reason)"
+        case .configuration(let reason): return reason
         }
     }
 

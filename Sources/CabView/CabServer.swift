@@ -348,7 +348,7 @@ public struct CabServer: Sendable {
         case .alreadyOnboarded, .transportFixed: return .conflict
         case .agrirouter: return .unprocessableContent
         case .transport, .unreadableResponse: return .badGateway
-        case .storage: return .internalServerError
+        case .storage, .mqttSetup, .configuration: return .internalServerError
         }
     }
 

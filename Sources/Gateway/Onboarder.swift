@@ -46,9 +46,9 @@ public struct Onboarder: Sendable {
     /// A local agrirouter named in the file ([agrirouter] onboarding_url and ca_file), if one is.
     public static func localEnvironment(file: ConfigurationFile) throws(OnboardingError) -> AgrirouterEnvironment? {
         guard let url = file.text("agrirouter", "onboarding_url") else { return nil }
-        guard url.hasPrefix("https://") else { throw .storage("[agrirouter] onboarding_url must start with https://") }
+        guard url.hasPrefix("https://") else { throw .configuration("[agrirouter] onboarding_url must start with https://") }
         guard let caFile = file.text("agrirouter", "ca_file"), let pem = try? String(contentsOfFile: caFile, encoding: .utf8) else {
-            throw .storage("[agrirouter] onboarding_url needs ca_file, the local agrirouter's CA certificate, readable")
+            throw .configuration("[agrirouter] onboarding_url needs ca_file, the local agrirouter's CA certificate, readable")
         }
         return .local(onboardingURL: url, caCertificatePEM: pem)
     }

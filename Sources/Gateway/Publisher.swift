@@ -153,7 +153,7 @@ public actor Publisher {
         do {
             (messages, batches) = try await gather(now: wait > 0 ? now.addingTimeInterval(wait) : now, uptimeNow: uptimeNow + wait)
         } catch {
-            report.error = .transport(.connectionFailed("spool: \(error.description)"))
+            report.error = .local("nothing sent: \(error.description)")
             return report
         }
         guard !messages.isEmpty else { return report }

@@ -14,11 +14,12 @@ enum EnvironmentChoice: String, ExpressibleByArgument, CaseIterable {
 extension OnboardingError: HasExitCode {
     public var exitCode: Int32 {
         switch self {
-        case .missingSettings: return 78        // EX_CONFIG
+        case .missingSettings, .configuration: return 78    // EX_CONFIG
         case .invalidTAN, .alreadyOnboarded, .transportFixed: return 64
         case .agrirouter: return 77             // EX_NOPERM
         case .transport, .unreadableResponse: return 69
         case .storage: return 73                // EX_CANTCREAT
+        case .mqttSetup: return 69              // EX_UNAVAILABLE
         }
     }
 }
@@ -112,7 +113,7 @@ struct Onboard: AsyncParsableCommand {
         case .production: return .production
         case .local:
             guard let caFile, let onboardingURL, let pem = try? String(contentsOfFile: caFile, encoding: .utf8) else {
-                throw .storage("cannot read --ca-file")
+                throw .configuration("cannot read --ca-file; give a readable PEM file of the CA that signed the onboarding server")
             }
             return .local(onboardingURL: onboardingURL, caCertificatePEM: pem)
         }
