@@ -172,61 +172,6 @@ enum StatusReport {
     }
 
     static func json(_ snapshot: StatusSnapshot, verdict: (health: Health, reasons: [String])) -> String {
-        func date(_ value: Date?) -> Any { value.map { ISO8601UTC.string(from: $0) } ?? NSNull() }
-        var daemon: [String: Any]
-        switch snapshot.daemon {
-        case .running(let pid, let age): daemon = ["state": "running", "pid": pid, "heartbeat_age_s": age.rounded()]
-        case .stalled(let pid, let age): daemon = ["state": "stalled", "pid": pid, "heartbeat_age_s": age.rounded()]
-        case .notRunning(let last): daemon = ["state": "not_running", "last_heartbeat": date(last)]
-        }
-        let heartbeat = snapshot.heartbeat
-        var object: [String: Any] = [
-            "health": verdict.health.description,
-            "exit_code": verdict.health.rawValue,
-            "reasons": verdict.reasons,
-            "taken_at": date(snapshot.takenAt),
-            "daemon": daemon,
-            "onboarded": snapshot.environment != nil,
-            "environment": snapshot.environment ?? NSNull(),
-            "transport": heartbeat?.transport ?? NSNull(),
-            "connection": heartbeat?.connection ?? NSNull(),
-            "endpoint_name": snapshot.othersCounts.ownName ?? NSNull(),
-            "last_sample": heartbeat?.lastSample.map { ["state": $0.state, "time": date($0.time)] as [String: Any] } ?? NSNull(),
-            "last_fix": heartbeat?.lastFix.map { ["latitude": $0.latitude ?? 0, "longitude": $0.longitude ?? 0, "time": date($0.time),
-                                                  "sampled_at": date($0.sampledAt)] as [String: Any] } ?? NSNull(),
-            "clock_skew_s": heartbeat?.lastSample?.clockSkew ?? NSNull(),
-            "last_acknowledged_at": date(heartbeat?.lastAcknowledgedAt),
-            "last_error": heartbeat?.lastError ?? NSNull(),
-            "next_attempt_at": date(heartbeat?.nextAttemptAt),
-            "transport_failures": heartbeat?.transportFailures ?? 0,
-            "dropped_inbound": heartbeat?.droppedInbound ?? 0,
-            "lost_samples": heartbeat?.lostSamples ?? 0,
-            "endpoint_deleted_at": date(heartbeat?.endpointDeletedAt),
-            "certificate_not_after": date(snapshot.certificateNotAfter),
-            "disk_free_bytes": snapshot.diskFree ?? NSNull(),
-            "efdi_description": heartbeat?.efdi.map { efdi in
-                ["team_set_context_id": efdi.teamSetContextID, "accepted_at": date(efdi.acceptedAt),
-                 "refusal": efdi.refusal ?? NSNull()] as [String: Any]
-            } ?? NSNull(),
-            "others": ["active": snapshot.othersCounts.active, "stale": snapshot.othersCounts.stale, "gone": snapshot.othersCounts.gone,
-                       "refused_messages": snapshot.othersCounts.refused ?? 0, "last_refusal": snapshot.othersCounts.lastRefusal ?? NSNull()] as [String: Any],
-        ]
-        if let spool = snapshot.spool {
-            object["sharing"] = spool.sharingPaused ? "paused" : "active"
-            object["spool"] = ["pending": spool.pending, "in_flight": spool.inFlight, "parked": spool.parked, "dropped": spool.droppedTotal,
-                               "withheld": spool.withheld, "held_in_memory": spool.heldInMemory,
-                               "oldest_pending_age_s": spool.oldestPendingAge.map { $0.rounded() } ?? NSNull(),
-                               "outputs": spool.byOutput] as [String: Any]
-        } else {
-            object["sharing"] = NSNull()
-            object["spool"] = ["problem": snapshot.spoolProblem ?? ""]
-        }
-        // Every number here was range-checked where it was read; should one still not encode, say so
-        // in JSON rather than print an empty object.
-        guard JSONSerialization.isValidJSONObject(object),
-              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
-            return #"{"health":"UNKNOWN","exit_code":3,"reasons":["the status could not be written as JSON"]}"#
-        }
-        return String(decoding: data, as: UTF8.self)
+        StatusDocument(snapshot, verdict: verdict).json()
     }
 }
