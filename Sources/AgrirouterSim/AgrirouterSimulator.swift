@@ -11,6 +11,7 @@ import X509
 /// A local agrirouter speaking the real REST interface: onboarding on one port (server TLS), measures
 /// and commands on another, which demands a client certificate from its own CA.
 public final class AgrirouterSimulator: Sendable {
+    private let isShutDown = Atomic<Bool>(false)
     /// POST here to onboard: `https://127.0.0.1:PORT/api/v1.0/registration/onboard`.
     public let onboardingURL: String
     /// The CA that signed the server's and every endpoint's certificate; clients trust it.
@@ -108,6 +109,9 @@ public final class AgrirouterSimulator: Sendable {
     }
 
     public func shutdown() async {
+        // Once: a second shutdown of the event loop group would wait for ever (a test that stops the
+        // simulator mid-way is torn down with another).
+        guard !isShutDown.exchange(true, ordering: .relaxed) else { return }
         await mqtt?.shutdown()
         await gateway.close()
         for channel in channels { try? await channel.close() }

@@ -2,6 +2,7 @@ import AgrirouterSim
 import AgrirouterWire
 import Foundation
 import Testing
+import TestSupport
 @testable import AgrirouterLink
 
 /// The backoff after a transport error, and how it ends: a failure to connect at all is ended by a
@@ -14,40 +15,42 @@ struct BackoffTests {
     @Test("a refused port: the backoff ends within seconds of agrirouter's return, found by a handshake, not by a request")
     func theWayBackEndsTheBackoff() async throws {
         let (simulator, connection) = try await AnswerRoutingTests.connected(as: "urn:agrigps:way-back", backoff: Self.long)
-        defer { Task { await simulator.shutdown() } }
-        let endpoint = connection.endpoint.deviceAlternateId
-        try await connection.poll()
-        await simulator.suspendGateway()
-        await #expect(throws: GatewayError.self) { try await connection.poll() }
-        #expect(await connection.consecutiveFailures == 1)
-        #expect(await connection.backingOff().map { $0 > 50 } == true, "backing off for a minute")
-        let requests = await simulator.requestCount(endpoint: endpoint)
+        try await tearingDown({ await simulator.shutdown() }) {
+            let endpoint = connection.endpoint.deviceAlternateId
+            try await connection.poll()
+            await simulator.suspendGateway()
+            await #expect(throws: GatewayError.self) { try await connection.poll() }
+            #expect(await connection.consecutiveFailures == 1)
+            #expect(await connection.backingOff().map { $0 > 50 } == true, "backing off for a minute")
+            let requests = await simulator.requestCount(endpoint: endpoint)
 
-        // Still refused: the probes fail and the backoff stands.
-        let waiting = Task { await connection.waitUntilNextTurn() }
-        try await Task.sleep(for: .seconds(7))
-        #expect(await connection.backingOff().map { $0 > 40 } == true, "a failed probe ended the backoff")
-        try await simulator.resumeGateway()
-        let waited = await waiting.value
-        print("backoff of 60 s after a refused port ended \(String(format: "%.1f", waited - 7)) s after the port reopened")
-        #expect(waited < 20, "waited \(waited) s of a 60 s backoff")
-        #expect(await connection.backingOff() == nil)
-        #expect(await simulator.requestCount(endpoint: endpoint) == requests, "the probes made requests of agrirouter's API")
-        try await connection.poll()
-        #expect(await connection.consecutiveFailures == 0)
+            // Still refused: the probes fail and the backoff stands.
+            let waiting = Task { await connection.waitUntilNextTurn() }
+            try await Task.sleep(for: .seconds(7))
+            #expect(await connection.backingOff().map { $0 > 40 } == true, "a failed probe ended the backoff")
+            try await simulator.resumeGateway()
+            let waited = await waiting.value
+            print("backoff of 60 s after a refused port ended \(String(format: "%.1f", waited - 7)) s after the port reopened")
+            #expect(waited < 20, "waited \(waited) s of a 60 s backoff")
+            #expect(await connection.backingOff() == nil)
+            #expect(await simulator.requestCount(endpoint: endpoint) == requests, "the probes made requests of agrirouter's API")
+            try await connection.poll()
+            #expect(await connection.consecutiveFailures == 0)
+        }
     }
 
     @Test("a server that takes the connection and never answers is not probed: its backoff runs its course")
     func aHungServerKeepsItsBackoff() async throws {
         let (simulator, connection) = try await AnswerRoutingTests.connected(as: "urn:agrigps:hung", timeout: 2, backoff: Self.long)
-        defer { Task { await simulator.shutdown() } }
-        try await connection.poll()
-        await simulator.stallGateway(for: 4)
-        await #expect(throws: GatewayError.transport(.timedOut)) { try await connection.poll() }
-        let waiting = Task { await connection.waitUntilNextTurn() }
-        defer { waiting.cancel() }
-        // The stall is over by now and a handshake would get through, but none is tried.
-        try await Task.sleep(for: .seconds(8))
-        #expect(await connection.backingOff().map { $0 > 40 } == true, "the backoff after a timeout ended early")
+        try await tearingDown({ await simulator.shutdown() }) {
+            try await connection.poll()
+            await simulator.stallGateway(for: 4)
+            await #expect(throws: GatewayError.transport(.timedOut)) { try await connection.poll() }
+            let waiting = Task { await connection.waitUntilNextTurn() }
+            defer { waiting.cancel() }
+            // The stall is over by now and a handshake would get through, but none is tried.
+            try await Task.sleep(for: .seconds(8))
+            #expect(await connection.backingOff().map { $0 > 40 } == true, "the backoff after a timeout ended early")
+        }
     }
 }

@@ -3,6 +3,7 @@ import AgrirouterWire
 import Foundation
 import GNSS
 import Testing
+import TestSupport
 @testable import AgrirouterLink
 
 /// The MQTT transport against the local agrirouter's real broker (Debian's mosquitto, TLS with
@@ -71,109 +72,114 @@ struct MQTTLinkTests {
 
     @Test func onboardingForMQTTGivesTheBrokerAndTheEndpointsTopics() async throws {
         let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor"])
-        defer { Task { await simulator.shutdown() } }
-        let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-1")
-        defer { machine.connection.link.close() }
-        let criteria = machine.endpoint.connectionCriteria
-        #expect(criteria.gatewayId == "2")
-        #expect(criteria.host == "127.0.0.1")
-        #expect(criteria.port == simulator.brokerPort)
-        #expect(criteria.clientId == machine.endpoint.deviceAlternateId)
-        #expect(criteria.measures == "measures/\(machine.endpoint.deviceAlternateId)")
-        #expect(machine.connection.link.transport == .mqtt)
-        // The key stays encrypted in the file libmosquitto reads; its secret goes by callback only.
-        let pem = try String(contentsOfFile: machine.directory + "/mqtt-credential.pem", encoding: .utf8)
-        #expect(pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
-        #expect(!pem.contains("-----BEGIN PRIVATE KEY-----"))
-        #expect(!pem.contains(machine.endpoint.authentication.secret))
-        var info = stat()
-        #expect(stat(machine.directory + "/mqtt-credential.pem", &info) == 0 && info.st_mode & 0o077 == 0)
-        #expect(await Self.waitUntilConnected(machine.connection.link), "connected with the encrypted key and the secret through the callback")
+        try await tearingDown({ await simulator.shutdown() }) {
+            let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-1")
+            defer { machine.connection.link.close() }
+            let criteria = machine.endpoint.connectionCriteria
+            #expect(criteria.gatewayId == "2")
+            #expect(criteria.host == "127.0.0.1")
+            #expect(criteria.port == simulator.brokerPort)
+            #expect(criteria.clientId == machine.endpoint.deviceAlternateId)
+            #expect(criteria.measures == "measures/\(machine.endpoint.deviceAlternateId)")
+            #expect(machine.connection.link.transport == .mqtt)
+            // The key stays encrypted in the file libmosquitto reads; its secret goes by callback only.
+            let pem = try String(contentsOfFile: machine.directory + "/mqtt-credential.pem", encoding: .utf8)
+            #expect(pem.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
+            #expect(!pem.contains("-----BEGIN PRIVATE KEY-----"))
+            #expect(!pem.contains(machine.endpoint.authentication.secret))
+            var info = stat()
+            #expect(stat(machine.directory + "/mqtt-credential.pem", &info) == 0 && info.st_mode & 0o077 == 0)
+            #expect(await Self.waitUntilConnected(machine.connection.link), "connected with the encrypted key and the secret through the callback")
+        }
     }
 
     @Test func aPublishIsAnsweredOnTheCommandsTopicAndRoutedByMessageID() async throws {
         let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor"])
-        defer { Task { await simulator.shutdown() } }
-        let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-2")
-        defer { machine.connection.link.close() }
-        #expect(await Self.waitUntilConnected(machine.connection.link))
-        let ping = try await machine.connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
-        let setupPing = try await machine.connection.send(TechnicalMessageType.ping, payload: nil, for: .setup)
-        let started = Date()
-        let forCheck = try await Self.answers(machine.connection, for: .check, count: 1)
-        #expect(forCheck.map(\.applicationMessageID) == [ping.applicationMessageID])
-        #expect(Date().timeIntervalSince(started) < 5, "answered as it came, not at a poll's turn")
-        let forSetup = try await Self.answers(machine.connection, for: .setup, count: 1)
-        #expect(forSetup.map(\.applicationMessageID) == [setupPing.applicationMessageID])
-        // An MQTT answer costs no request: only the two publishes were counted.
-        #expect(await machine.connection.requestCount == 2)
-        #expect(await simulator.sentMessages(endpoint: machine.endpoint.deviceAlternateId).count == 2)
+        try await tearingDown({ await simulator.shutdown() }) {
+            let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-2")
+            defer { machine.connection.link.close() }
+            #expect(await Self.waitUntilConnected(machine.connection.link))
+            let ping = try await machine.connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
+            let setupPing = try await machine.connection.send(TechnicalMessageType.ping, payload: nil, for: .setup)
+            let started = Date()
+            let forCheck = try await Self.answers(machine.connection, for: .check, count: 1)
+            #expect(forCheck.map(\.applicationMessageID) == [ping.applicationMessageID])
+            #expect(Date().timeIntervalSince(started) < 5, "answered as it came, not at a poll's turn")
+            let forSetup = try await Self.answers(machine.connection, for: .setup, count: 1)
+            #expect(forSetup.map(\.applicationMessageID) == [setupPing.applicationMessageID])
+            // An MQTT answer costs no request: only the two publishes were counted.
+            #expect(await machine.connection.requestCount == 2)
+            #expect(await simulator.sentMessages(endpoint: machine.endpoint.deviceAlternateId).count == 2)
+        }
     }
 
     @Test func theACLRefusesAPublishToAnotherEndpointsTopic() async throws {
         let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"])
-        defer { Task { await simulator.shutdown() } }
-        let tractor = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-tractor")
-        defer { tractor.connection.link.close() }
-        let harvester = try await Self.onboard(simulator, tan: "TAN0000002", id: "urn:agrigps:mqtt-harvester")
-        defer { harvester.connection.link.close() }
-        // The tractor's own certificate, but the harvester's measures topic.
-        var forged = tractor.endpoint
-        forged.connectionCriteria.measures = harvester.endpoint.connectionCriteria.measures
-        forged.connectionCriteria.clientId = tractor.endpoint.deviceAlternateId + "-forged"
-        let stored = StoredEndpoint(environment: "local", response: forged, settings: nil, trustedCAPEM: simulator.caCertificatePEM)
-        let intruder = try AgrirouterConnection.open(stored, directory: tractor.directory + "-forged", minimumSpacing: 0.02)
-        defer { intruder.link.close() }
-        #expect(await Self.waitUntilConnected(intruder.link))
-        #expect(await Self.waitUntilConnected(harvester.connection.link))
-        let forgedPing = try await intruder.send(TechnicalMessageType.ping, payload: nil, for: .check)
-        // The harvester's own publish goes through: the broker is delivering, the refusal is the ACL's.
-        let ownPing = try await harvester.connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
-        let answered = try await Self.answers(harvester.connection, for: .check, count: 1)
-        #expect(answered.map(\.applicationMessageID) == [ownPing.applicationMessageID])
-        let received = await simulator.sentMessages(endpoint: harvester.endpoint.deviceAlternateId).map(\.envelope.applicationMessageID)
-        #expect(received == [ownPing.applicationMessageID])
-        #expect(!received.contains(forgedPing.applicationMessageID))
-        let log = try String(contentsOfFile: try #require(simulator.brokerLogPath), encoding: .utf8)
-        #expect(log.contains("Denied PUBLISH"), "the broker says why: \(log.suffix(600))")
+        try await tearingDown({ await simulator.shutdown() }) {
+            let tractor = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-tractor")
+            defer { tractor.connection.link.close() }
+            let harvester = try await Self.onboard(simulator, tan: "TAN0000002", id: "urn:agrigps:mqtt-harvester")
+            defer { harvester.connection.link.close() }
+            // The tractor's own certificate, but the harvester's measures topic.
+            var forged = tractor.endpoint
+            forged.connectionCriteria.measures = harvester.endpoint.connectionCriteria.measures
+            forged.connectionCriteria.clientId = tractor.endpoint.deviceAlternateId + "-forged"
+            let stored = StoredEndpoint(environment: "local", response: forged, settings: nil, trustedCAPEM: simulator.caCertificatePEM)
+            let intruder = try AgrirouterConnection.open(stored, directory: tractor.directory + "-forged", minimumSpacing: 0.02)
+            defer { intruder.link.close() }
+            #expect(await Self.waitUntilConnected(intruder.link))
+            #expect(await Self.waitUntilConnected(harvester.connection.link))
+            let forgedPing = try await intruder.send(TechnicalMessageType.ping, payload: nil, for: .check)
+            // The harvester's own publish goes through: the broker is delivering, the refusal is the ACL's.
+            let ownPing = try await harvester.connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
+            let answered = try await Self.answers(harvester.connection, for: .check, count: 1)
+            #expect(answered.map(\.applicationMessageID) == [ownPing.applicationMessageID])
+            let received = await simulator.sentMessages(endpoint: harvester.endpoint.deviceAlternateId).map(\.envelope.applicationMessageID)
+            #expect(received == [ownPing.applicationMessageID])
+            #expect(!received.contains(forgedPing.applicationMessageID))
+            let log = try String(contentsOfFile: try #require(simulator.brokerLogPath), encoding: .utf8)
+            #expect(log.contains("Denied PUBLISH"), "the broker says why: \(log.suffix(600))")
+        }
     }
 
     @Test func answersComeBackAfterTheBrokerRestarts() async throws {
         let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor"])
-        defer { Task { await simulator.shutdown() } }
-        let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-restart")
-        defer { machine.connection.link.close() }
-        #expect(await Self.waitUntilConnected(machine.connection.link))
-        _ = try await machine.connection.fetchOutbox()
-        #expect(await machine.connection.looks == 1)
-        let restart = Task { try await simulator.restartBroker(after: 3) }
-        let deadline = uptime() + 10
-        while machine.connection.link.state == .connected, uptime() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        // Disconnected, nothing can arrive: a collection then is no look that an answer could have come with.
-        _ = try await machine.connection.fetchOutbox()
-        #expect(await machine.connection.looks == 1)
-        try await restart.value
-        // Reconnected (2 s after the loss, doubling) and subscribed again: a clean session forgets it.
-        #expect(await Self.waitUntilConnected(machine.connection.link, seconds: 30))
-        let ping = try await machine.connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
-        let answered = try await Self.answers(machine.connection, for: .check, count: 1)
-        #expect(answered.map(\.applicationMessageID) == [ping.applicationMessageID])
+        try await tearingDown({ await simulator.shutdown() }) {
+            let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-restart")
+            defer { machine.connection.link.close() }
+            #expect(await Self.waitUntilConnected(machine.connection.link))
+            _ = try await machine.connection.fetchOutbox()
+            #expect(await machine.connection.looks == 1)
+            let restart = Task { try await simulator.restartBroker(after: 3) }
+            let deadline = uptime() + 10
+            while machine.connection.link.state == .connected, uptime() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            // Disconnected, nothing can arrive: a collection then is no look that an answer could have come with.
+            _ = try await machine.connection.fetchOutbox()
+            #expect(await machine.connection.looks == 1)
+            try await restart.value
+            // Reconnected (2 s after the loss, doubling) and subscribed again: a clean session forgets it.
+            #expect(await Self.waitUntilConnected(machine.connection.link, seconds: 30))
+            let ping = try await machine.connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
+            let answered = try await Self.answers(machine.connection, for: .check, count: 1)
+            #expect(answered.map(\.applicationMessageID) == [ping.applicationMessageID])
+        }
     }
 
     @Test func anotherClientWithTheSameIDIsDetectedAndNotFoughtInALoop() async throws {
         let simulator = try await Self.simulator(tans: ["TAN0000001": "Tractor"])
-        defer { Task { await simulator.shutdown() } }
-        let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-takeover")
-        defer { machine.connection.link.close() }
-        #expect(await Self.waitUntilConnected(machine.connection.link))
-        await simulator.takeOverClientID(try #require(machine.endpoint.connectionCriteria.clientId), for: 40)
-        guard case .takenOver(let seconds) = machine.connection.link.state else {
-            Issue.record("expected a take-over, the link says \(machine.connection.link.state)")
-            return
+        try await tearingDown({ await simulator.shutdown() }) {
+            let machine = try await Self.onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:mqtt-takeover")
+            defer { machine.connection.link.close() }
+            #expect(await Self.waitUntilConnected(machine.connection.link))
+            await simulator.takeOverClientID(try #require(machine.endpoint.connectionCriteria.clientId), for: 40)
+            guard case .takenOver(let seconds) = machine.connection.link.state else {
+                Issue.record("expected a take-over, the link says \(machine.connection.link.state)")
+                return
+            }
+            #expect(seconds > 200, "the next attempt waits minutes, not seconds")
+            let log = try String(contentsOfFile: try #require(simulator.brokerLogPath), encoding: .utf8)
+            let kicks = log.components(separatedBy: "already connected, closing old connection").count - 1
+            #expect(kicks <= 8, "a few attempts, then it stops: \(kicks) take-overs in 40 s")
         }
-        #expect(seconds > 200, "the next attempt waits minutes, not seconds")
-        let log = try String(contentsOfFile: try #require(simulator.brokerLogPath), encoding: .utf8)
-        let kicks = log.components(separatedBy: "already connected, closing old connection").count - 1
-        #expect(kicks <= 8, "a few attempts, then it stops: \(kicks) take-overs in 40 s")
     }
 }

@@ -2,6 +2,7 @@
 import AgrirouterWire
 import Foundation
 import Testing
+import TestSupport
 @testable import AgrirouterSim
 
 @Suite(.serialized, .timeLimit(.minutes(2)))
@@ -10,50 +11,52 @@ struct OnboardingTests {
 
     @Test func onboardsAndReonboardsTheSameEndpoint() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Tractor"]))
-        defer { Task { await simulator.shutdown() } }
-        let client = OnboardingClient(environment: .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
-                                      settings: settings)
-        let first = try await client.onboard(tan: "TAN0000001", externalID: "urn:agrigps:endpoint:1")
-        #expect(first.authentication.type == "PEM")
-        #expect(first.authentication.certificate.hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
-        #expect(first.connectionCriteria.gatewayId == "3")
-        let again = try await client.onboard(tan: "TAN0000002", externalID: "urn:agrigps:endpoint:1")
-        #expect(again.deviceAlternateId == first.deviceAlternateId)
-        #expect(again.authentication.certificate != first.authentication.certificate)
+        try await tearingDown({ await simulator.shutdown() }) {
+            let client = OnboardingClient(environment: .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
+                                          settings: settings)
+            let first = try await client.onboard(tan: "TAN0000001", externalID: "urn:agrigps:endpoint:1")
+            #expect(first.authentication.type == "PEM")
+            #expect(first.authentication.certificate.hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
+            #expect(first.connectionCriteria.gatewayId == "3")
+            let again = try await client.onboard(tan: "TAN0000002", externalID: "urn:agrigps:endpoint:1")
+            #expect(again.deviceAlternateId == first.deviceAlternateId)
+            #expect(again.authentication.certificate != first.authentication.certificate)
+        }
     }
 
     @Test func refusalsCarryAgrirouterCodesAndAdvice() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"], applicationID: "app"))
-        defer { Task { await simulator.shutdown() } }
-        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let client = OnboardingClient(environment: environment, settings: settings)
+        await tearingDown({ await simulator.shutdown() }) {
+            let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+            let client = OnboardingClient(environment: environment, settings: settings)
 
-        await #expect(throws: OnboardingError.agrirouter(status: 401, code: "0401", message: "Bearer not found")) {
-            _ = try await client.onboard(tan: "WRONG00000", externalID: "urn:x")
-        }
-        // A clock running two minutes fast makes even "10 s in the past" a future timestamp.
-        do {
-            _ = try await client.onboard(tan: "TAN0000001", externalID: "urn:x", now: Date().addingTimeInterval(120))
-            Issue.record("a future timestamp was accepted")
-        } catch {
-            guard case .agrirouter(400, "0110", _) = error else { Issue.record("\(error)"); return }
-            #expect(error.description.contains("clock"))
-        }
-        let otherApplication = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "other", certificationVersionID: "v"))
-        do {
-            _ = try await otherApplication.onboard(tan: "TAN0000001", externalID: "urn:x")
-            Issue.record("a wrong application id was accepted")
-        } catch {
-            guard case .agrirouter(400, "0105", _) = error else { Issue.record("\(error)"); return }
-        }
-        let unconfigured = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "", certificationVersionID: ""))
-        await #expect(throws: OnboardingError.missingSettings(["applicationId", "certificationVersionId"])) {
-            _ = try await unconfigured.onboard(tan: "TAN0000001", externalID: "urn:x")
-        }
-        await #expect(throws: OnboardingError.invalidTAN) { _ = try await client.onboard(tan: "TAN 0001!", externalID: "urn:x") }
-        // None of the refusals repeats the TAN.
-        for error in [OnboardingError.agrirouter(status: 401, code: "0401", message: "Bearer not found"), .invalidTAN] {
-            #expect(!error.description.contains("TAN0000001") && !error.description.contains("WRONG00000"))
+            await #expect(throws: OnboardingError.agrirouter(status: 401, code: "0401", message: "Bearer not found")) {
+                _ = try await client.onboard(tan: "WRONG00000", externalID: "urn:x")
+            }
+            // A clock running two minutes fast makes even "10 s in the past" a future timestamp.
+            do throws(OnboardingError) {
+                _ = try await client.onboard(tan: "TAN0000001", externalID: "urn:x", now: Date().addingTimeInterval(120))
+                Issue.record("a future timestamp was accepted")
+            } catch {
+                guard case .agrirouter(400, "0110", _) = error else { Issue.record("\(error)"); return }
+                #expect(error.description.contains("clock"))
+            }
+            let otherApplication = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "other", certificationVersionID: "v"))
+            do throws(OnboardingError) {
+                _ = try await otherApplication.onboard(tan: "TAN0000001", externalID: "urn:x")
+                Issue.record("a wrong application id was accepted")
+            } catch {
+                guard case .agrirouter(400, "0105", _) = error else { Issue.record("\(error)"); return }
+            }
+            let unconfigured = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "", certificationVersionID: ""))
+            await #expect(throws: OnboardingError.missingSettings(["applicationId", "certificationVersionId"])) {
+                _ = try await unconfigured.onboard(tan: "TAN0000001", externalID: "urn:x")
+            }
+            await #expect(throws: OnboardingError.invalidTAN) { _ = try await client.onboard(tan: "TAN 0001!", externalID: "urn:x") }
+            // None of the refusals repeats the TAN.
+            for error in [OnboardingError.agrirouter(status: 401, code: "0401", message: "Bearer not found"), .invalidTAN] {
+                #expect(!error.description.contains("TAN0000001") && !error.description.contains("WRONG00000"))
+            }
         }
     }
 

@@ -2,6 +2,7 @@ import AgrirouterWire
 import Foundation
 import SwiftProtobuf
 import Testing
+import TestSupport
 @testable import AgrirouterSim
 
 /// The local agrirouter's EFDI rules, checked with messages shaped like a real terminal's: a
@@ -119,59 +120,61 @@ struct SimulatorEFDITests {
 
     @Test func aTerminalsDescriptionAndTimeLogsAreCheckedAndRoutedWithTheirTeamSet() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Combine", "TAN0000002": "Office"]))
-        defer { Task { await simulator.shutdown() } }
-        var pair = try await pair(simulator)
-        let teamSet = "3f0a4c7e-6f0b-5d43-9d2e-8a1c2b3d4e5f"
-        let log = Self.terminalTimeLog(count: 60, values: 40)
+        try await tearingDown({ await simulator.shutdown() }) {
+            var pair = try await pair(simulator)
+            let teamSet = "3f0a4c7e-6f0b-5d43-9d2e-8a1c2b3d4e5f"
+            let log = Self.terminalTimeLog(count: 60, values: 40)
 
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: teamSet) == ["VAL_000020"],
-                "a TimeLog before its team set's description")
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: "") == ["VAL_000016"])
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Efdi_ISO11783_TaskData(), teamSet: teamSet) == ["VAL_000015"])
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(ddis: [397, 0]), teamSet: teamSet)
-                == ["VAL_000027"])
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: teamSet) == [])
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: teamSet) == [])
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, Self.terminalTimeLog(count: 2, values: 3, ddi: 65535), teamSet: teamSet)
-                == ["VAL_000027"])
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: "another-team-set") == ["VAL_000020"])
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: teamSet) == ["VAL_000020"],
+                    "a TimeLog before its team set's description")
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: "") == ["VAL_000016"])
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Efdi_ISO11783_TaskData(), teamSet: teamSet) == ["VAL_000015"])
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(ddis: [397, 0]), teamSet: teamSet)
+                    == ["VAL_000027"])
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: teamSet) == [])
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: teamSet) == [])
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, Self.terminalTimeLog(count: 2, values: 3, ddi: 65535), teamSet: teamSet)
+                    == ["VAL_000027"])
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: "another-team-set") == ["VAL_000020"])
 
-        // The listener got exactly what was taken, byte for byte, under the sender's team set.
-        let feed = await simulator.feed(endpoint: pair.listener.deviceID)
-        #expect(feed.map(\.header.technicalMessageType) == Self.efdiTypes)
-        #expect(feed.allSatisfy { $0.header.teamSetContextID == teamSet && $0.header.senderID == pair.terminal.deviceID })
-        let received = try Efdi_TimeLog(serializedBytes: try #require(feed.last).content.value)
-        #expect(received == log && received.time.count == 60 && received.time.allSatisfy { $0.dataLogValue.count == 40 })
-        let description = try Efdi_ISO11783_TaskData(serializedBytes: try #require(feed.first).content.value)
-        #expect(description.device.first?.deviceDesignator == "Combine 7" && description.device.first?.deviceElement.count == 9)
+            // The listener got exactly what was taken, byte for byte, under the sender's team set.
+            let feed = await simulator.feed(endpoint: pair.listener.deviceID)
+            #expect(feed.map(\.header.technicalMessageType) == Self.efdiTypes)
+            #expect(feed.allSatisfy { $0.header.teamSetContextID == teamSet && $0.header.senderID == pair.terminal.deviceID })
+            let received = try Efdi_TimeLog(serializedBytes: try #require(feed.last).content.value)
+            #expect(received == log && received.time.count == 60 && received.time.allSatisfy { $0.dataLogValue.count == 40 })
+            let description = try Efdi_ISO11783_TaskData(serializedBytes: try #require(feed.first).content.value)
+            #expect(description.device.first?.deviceDesignator == "Combine 7" && description.device.first?.deviceElement.count == 9)
+        }
     }
 
     @Test func efdiIsNeverChunkedNorBase64NorSentWithoutTheCapability() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Combine", "TAN0000002": "Office"]))
-        defer { Task { await simulator.shutdown() } }
-        var pair = try await pair(simulator)
-        let teamSet = "team-1"
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: teamSet) == [])
+        try await tearingDown({ await simulator.shutdown() }) {
+            var pair = try await pair(simulator)
+            let teamSet = "team-1"
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: teamSet) == [])
 
-        // Chunked: the envelope says it is part 1 of 2.
-        let log = Self.terminalTimeLog(count: 5, values: 10)
-        var request = try RequestDecoder.decode(base64: try pair.terminal.encoder.encode(technicalMessageType: TechnicalMessageType.timeLog,
-                                                                                          mode: .publish, payload: log, teamSetContextID: teamSet).base64)
-        request.envelope.chunkInfo.current = 1
-        request.envelope.chunkInfo.total = 2
-        request.envelope.chunkInfo.contextID = "chunks"
-        #expect(try await post(&pair.terminal, request, payload: request.payload) == ["VAL_000019"])
-        // The payload as base64 text instead of raw protobuf.
-        request.envelope.clearChunkInfo()
-        #expect(try await post(&pair.terminal, request, payload: Data(request.payload.base64EncodedString().utf8)) == ["VAL_000300"])
+            // Chunked: the envelope says it is part 1 of 2.
+            let log = Self.terminalTimeLog(count: 5, values: 10)
+            var request = try RequestDecoder.decode(base64: try pair.terminal.encoder.encode(technicalMessageType: TechnicalMessageType.timeLog,
+                                                                                              mode: .publish, payload: log, teamSetContextID: teamSet).base64)
+            request.envelope.chunkInfo.current = 1
+            request.envelope.chunkInfo.total = 2
+            request.envelope.chunkInfo.contextID = "chunks"
+            #expect(try await post(&pair.terminal, request, payload: request.payload) == ["VAL_000019"])
+            // The payload as base64 text instead of raw protobuf.
+            request.envelope.clearChunkInfo()
+            #expect(try await post(&pair.terminal, request, payload: Data(request.payload.base64EncodedString().utf8)) == ["VAL_000300"])
 
-        // An endpoint whose capabilities lack time_log.
-        var office = pair.listener
-        _ = try await office.send(TechnicalMessageType.capabilities, payload: efdiCapabilities([TechnicalMessageType.deviceDescription]))
-        _ = try await office.outbox()
-        #expect(try await codes(&office, TechnicalMessageType.timeLog, log, teamSet: teamSet) == ["VAL_000004"])
-        #expect(await simulator.feed(endpoint: pair.listener.deviceID).map(\.header.technicalMessageType) == [TechnicalMessageType.deviceDescription],
-                "nothing refused was routed")
+            // An endpoint whose capabilities lack time_log.
+            var office = pair.listener
+            _ = try await office.send(TechnicalMessageType.capabilities, payload: efdiCapabilities([TechnicalMessageType.deviceDescription]))
+            _ = try await office.outbox()
+            #expect(try await codes(&office, TechnicalMessageType.timeLog, log, teamSet: teamSet) == ["VAL_000004"])
+            #expect(await simulator.feed(endpoint: pair.listener.deviceID).map(\.header.technicalMessageType) == [TechnicalMessageType.deviceDescription],
+                    "nothing refused was routed")
+        }
     }
 
     @Test func acceptedEFDIIsRecordedAndKeptAsSentAndRefusedEFDIIsNot() async throws {
@@ -182,24 +185,25 @@ struct SimulatorEFDITests {
         let log = try #require(ReceivedLog(path: work + "/received.jsonl", payloadDirectory: work + "/payloads"))
         configuration.onAcceptedEFDI = log.recordEFDI
         let simulator = try await AgrirouterSimulator.start(configuration)
-        defer { Task { await simulator.shutdown() } }
-        var pair = try await pair(simulator)
-        let timeLog = Self.terminalTimeLog(count: 3, values: 40)
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, timeLog, teamSet: "t") == ["VAL_000020"])
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: "t") == [])
-        #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, timeLog, teamSet: "t") == [])
+        try await tearingDown({ await simulator.shutdown() }) {
+            var pair = try await pair(simulator)
+            let timeLog = Self.terminalTimeLog(count: 3, values: 40)
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, timeLog, teamSet: "t") == ["VAL_000020"])
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: "t") == [])
+            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, timeLog, teamSet: "t") == [])
 
-        let lines = try String(contentsOfFile: work + "/received.jsonl", encoding: .utf8).split(separator: "\n")
-        let records = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
-        #expect(records.map { $0["format"] as? String } == ["device_description", "time_log"])
-        #expect(records.first?["designator"] as? String == "Combine 7")
-        let entries = try #require(records.last?["entries"] as? [[String: Any]])
-        #expect(entries.map { $0["status"] as? String } == ["dRtkFinteger", "dRtkFinteger", "dRtkFinteger"])
-        #expect(entries.first?["time_ms"] as? Int == 1_790_000_000_000 && entries.first?["lat"] as? Double == 52.1)
-        let kept = try FileManager.default.contentsOfDirectory(atPath: work + "/payloads").sorted()
-        #expect(kept == ["0001-device_description.pb", "0002-time_log.pb"])
-        let keptLog = try Data(contentsOf: URL(fileURLWithPath: work + "/payloads/0002-time_log.pb"))
-        #expect(keptLog == (try timeLog.serializedBytes() as Data), "kept as sent, for protoc --decode")
+            let lines = try String(contentsOfFile: work + "/received.jsonl", encoding: .utf8).split(separator: "\n")
+            let records = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+            #expect(records.map { $0["format"] as? String } == ["device_description", "time_log"])
+            #expect(records.first?["designator"] as? String == "Combine 7")
+            let entries = try #require(records.last?["entries"] as? [[String: Any]])
+            #expect(entries.map { $0["status"] as? String } == ["dRtkFinteger", "dRtkFinteger", "dRtkFinteger"])
+            #expect(entries.first?["time_ms"] as? Int == 1_790_000_000_000 && entries.first?["lat"] as? Double == 52.1)
+            let kept = try FileManager.default.contentsOfDirectory(atPath: work + "/payloads").sorted()
+            #expect(kept == ["0001-device_description.pb", "0002-time_log.pb"])
+            let keptLog = try Data(contentsOf: URL(fileURLWithPath: work + "/payloads/0002-time_log.pb"))
+            #expect(keptLog == (try timeLog.serializedBytes() as Data), "kept as sent, for protoc --decode")
+        }
     }
 
     /// Posts `request` again under a new message id, with `payload` as its details.

@@ -6,6 +6,7 @@ import GNSS
 import SwiftASN1
 import SwiftProtobuf
 import Testing
+import TestSupport
 import X509
 @testable import AgrirouterSim
 
@@ -93,258 +94,266 @@ struct SimulatorTests {
     @Test func clientCertificateIsRequiredAndMustComeFromTheSimulatorsCA() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
         let other = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000002": "Stranger"]))
-        defer { Task { await simulator.shutdown(); await other.shutdown() } }
-        let endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
-        #expect(try await endpoint.outbox().isEmpty)
+        try await tearingDown({ await simulator.shutdown(); await other.shutdown() }) {
+            let endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+            #expect(try await endpoint.outbox().isEmpty)
 
-        let stranger = try await onboard(other, tan: "TAN0000002", id: "urn:agrigps:b")
-        for credentials in [nil, stranger.credentials] as [ClientCredentials?] {
+            let stranger = try await onboard(other, tan: "TAN0000002", id: "urn:agrigps:b")
+            for credentials in [nil, stranger.credentials] as [ClientCredentials?] {
+                await #expect {
+                    _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL, credentials: credentials)
+                } throws: { error in
+                    guard case .clientCertificateRejected = error as? TransportError else { return false }
+                    return true
+                }
+            }
+            let wrongSecret = ClientCredentials(certificatePEM: endpoint.credentials.certificatePEM,
+                                                encryptedKeyPEM: endpoint.credentials.encryptedKeyPEM, secret: "not the secret")
             await #expect {
-                _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL, credentials: credentials)
+                _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL, credentials: wrongSecret)
             } throws: { error in
-                guard case .clientCertificateRejected = error as? TransportError else { return false }
+                guard case .credentialsUnusable = error as? TransportError else { return false }
                 return true
             }
+            // A client that trusts only the system's CAs does not trust the simulator: no insecure fallback.
+            await #expect {
+                _ = try await HTTPSClient().send(method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
+            } throws: { error in
+                guard case .serverNotTrusted = error as? TransportError else { return false }
+                return true
+            }
+            #expect(!"\(endpoint.credentials)".contains(endpoint.credentials.secret))
         }
-        let wrongSecret = ClientCredentials(certificatePEM: endpoint.credentials.certificatePEM,
-                                            encryptedKeyPEM: endpoint.credentials.encryptedKeyPEM, secret: "not the secret")
-        await #expect {
-            _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL, credentials: wrongSecret)
-        } throws: { error in
-            guard case .credentialsUnusable = error as? TransportError else { return false }
-            return true
-        }
-        // A client that trusts only the system's CAs does not trust the simulator: no insecure fallback.
-        await #expect {
-            _ = try await HTTPSClient().send(method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
-        } throws: { error in
-            guard case .serverNotTrusted = error as? TransportError else { return false }
-            return true
-        }
-        #expect(!"\(endpoint.credentials)".contains(endpoint.credentials.secret))
     }
 
     @Test func onboardingErrorsUseAgrirouterCodes() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Again"]))
-        defer { Task { await simulator.shutdown() } }
-        let client = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM)
-        func attempt(tan: String, body: Data) async -> (Int, String?) {
-            do {
-                let response = try await client.send(method: "POST", url: simulator.onboardingURL, body: body,
-                                                     headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"])
-                return (response.status, nil)
-            } catch {
-                return (0, "\(error)")
+        try await tearingDown({ await simulator.shutdown() }) {
+            let client = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM)
+            func attempt(tan: String, body: Data) async -> (Int, String?) {
+                do {
+                    let response = try await client.send(method: "POST", url: simulator.onboardingURL, body: body,
+                                                         headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"])
+                    return (response.status, nil)
+                } catch {
+                    return (0, "\(error)")
+                }
             }
-        }
-        // The transport turns 4xx into typed errors; the onboarding body is read from the simulator's state here.
-        let state = SimState(configuration: SimConfiguration(tans: ["TAN0000003": "Direct"]), authority: try CertificateAuthority())
-        func code(_ response: SimResponse) -> String? {
-            ((try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["error"] as? [String: Any])?["code"] as? String
-        }
-        #expect(code(await state.onboard(authorization: "Bearer WRONG", body: onboardingBody(id: "x"))) == "0401")
-        #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x", timestamp: Date().addingTimeInterval(120)))) == "0110")
-        #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x", drop: "certificationVersionId"))) == "0100")
-        #expect(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x")).status == 201)
-        #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x"))) == "0401", "a TAN works once")
+            // The transport turns 4xx into typed errors; the onboarding body is read from the simulator's state here.
+            let state = SimState(configuration: SimConfiguration(tans: ["TAN0000003": "Direct"]), authority: try CertificateAuthority())
+            func code(_ response: SimResponse) -> String? {
+                ((try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["error"] as? [String: Any])?["code"] as? String
+            }
+            #expect(code(await state.onboard(authorization: "Bearer WRONG", body: onboardingBody(id: "x"))) == "0401")
+            #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x", timestamp: Date().addingTimeInterval(120)))) == "0110")
+            #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x", drop: "certificationVersionId"))) == "0100")
+            #expect(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x")).status == 201)
+            #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x"))) == "0401", "a TAN works once")
 
-        let (status, error) = await attempt(tan: "WRONG", body: onboardingBody(id: "y"))
-        #expect(status == 0 && error == "\(TransportError.unauthorized)")
+            let (status, error) = await attempt(tan: "WRONG", body: onboardingBody(id: "y"))
+            #expect(status == 0 && error == "\(TransportError.unauthorized)")
 
-        // Re-onboarding with the same id keeps the endpoint; the old certificate stops working.
-        let first = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:same")
-        let again = try await onboard(simulator, tan: "TAN0000002", id: "urn:agrigps:same")
-        #expect(again.deviceID == first.deviceID)
-        #expect(try await again.outbox().isEmpty)
-        await #expect(throws: TransportError.unauthorized) { _ = try await first.outbox() }
+            // Re-onboarding with the same id keeps the endpoint; the old certificate stops working.
+            let first = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:same")
+            let again = try await onboard(simulator, tan: "TAN0000002", id: "urn:agrigps:same")
+            #expect(again.deviceID == first.deviceID)
+            #expect(try await again.outbox().isEmpty)
+            await #expect(throws: TransportError.unauthorized) { _ = try await first.outbox() }
+        }
     }
 
     @Test func capabilitiesSubscriptionPublishAndPush() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor A", "TAN0000002": "Tractor B"]))
-        defer { Task { await simulator.shutdown() } }
-        var a = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
-        var b = try await onboard(simulator, tan: "TAN0000002", id: "urn:agrigps:b")
+        try await tearingDown({ await simulator.shutdown() }) {
+            var a = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+            var b = try await onboard(simulator, tan: "TAN0000002", id: "urn:agrigps:b")
 
-        let early = try await b.send(TechnicalMessageType.subscription, payload: gpsSubscription())
-        let refused = try await b.outbox()
-        #expect(refused.map(\.applicationMessageID) == [early.applicationMessageID])
-        #expect(refused.first?.messageCodes == ["VAL_000006"], "subscription before capabilities")
+            let early = try await b.send(TechnicalMessageType.subscription, payload: gpsSubscription())
+            let refused = try await b.outbox()
+            #expect(refused.map(\.applicationMessageID) == [early.applicationMessageID])
+            #expect(refused.first?.messageCodes == ["VAL_000006"], "subscription before capabilities")
 
-        for endpoint in [a, b] {
-            var endpoint = endpoint
-            let sent = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
-            let answer = try await endpoint.outbox()
-            #expect(answer.first?.envelope.responseCode == 201 && answer.first?.body == .ack && answer.first?.applicationMessageID == sent.applicationMessageID)
-            _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
-            #expect(try await endpoint.outbox().first?.messageCodes == ["VAL_000022"])
-            _ = try await endpoint.send(TechnicalMessageType.subscription, payload: gpsSubscription())
-            #expect(try await endpoint.outbox().first?.body == .ack)
-            if endpoint.deviceID == a.deviceID { a = endpoint } else { b = endpoint }
+            for endpoint in [a, b] {
+                var endpoint = endpoint
+                let sent = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
+                let answer = try await endpoint.outbox()
+                #expect(answer.first?.envelope.responseCode == 201 && answer.first?.body == .ack && answer.first?.applicationMessageID == sent.applicationMessageID)
+                _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
+                #expect(try await endpoint.outbox().first?.messageCodes == ["VAL_000022"])
+                _ = try await endpoint.send(TechnicalMessageType.subscription, payload: gpsSubscription())
+                #expect(try await endpoint.outbox().first?.body == .ack)
+                if endpoint.deviceID == a.deviceID { a = endpoint } else { b = endpoint }
+            }
+            #expect(await simulator.subscriptions(endpoint: b.deviceID) == [TechnicalMessageType.gpsInfo])
+
+            let published = try await a.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 48.25))
+            let ack = try await a.outbox()
+            #expect(ack.count == 1 && ack.first?.body == .ack && ack.first?.applicationMessageID == published.applicationMessageID)
+            let pushed = try await b.outbox()
+            guard case .pushNotification(let push)? = pushed.first?.body else { Issue.record("no push: \(pushed)"); return }
+            let message = try #require(push.messages.first)
+            #expect(message.header.senderID == a.deviceID && message.header.technicalMessageType == TechnicalMessageType.gpsInfo)
+            #expect(try GPSInfoContent.gpsList(from: message.content.value).gpsEntries.map(\.positionNorth) == [48.25])
+
+            _ = try await b.send(TechnicalMessageType.listEndpoints, payload: Agrirouter_Request_Payload_Account_ListEndpointsQuery())
+            guard case .endpoints(let listing)? = try await b.outbox().first?.body else { Issue.record("no listing"); return }
+            #expect(listing.endpoints.map(\.endpointName) == ["Tractor A", "Tractor B"])
+            #expect(await simulator.sentMessages(endpoint: a.deviceID).map(\.envelope.technicalMessageType)
+                == [TechnicalMessageType.capabilities, TechnicalMessageType.capabilities, TechnicalMessageType.subscription, TechnicalMessageType.gpsInfo])
         }
-        #expect(await simulator.subscriptions(endpoint: b.deviceID) == [TechnicalMessageType.gpsInfo])
-
-        let published = try await a.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 48.25))
-        let ack = try await a.outbox()
-        #expect(ack.count == 1 && ack.first?.body == .ack && ack.first?.applicationMessageID == published.applicationMessageID)
-        let pushed = try await b.outbox()
-        guard case .pushNotification(let push)? = pushed.first?.body else { Issue.record("no push: \(pushed)"); return }
-        let message = try #require(push.messages.first)
-        #expect(message.header.senderID == a.deviceID && message.header.technicalMessageType == TechnicalMessageType.gpsInfo)
-        #expect(try GPSInfoContent.gpsList(from: message.content.value).gpsEntries.map(\.positionNorth) == [48.25])
-
-        _ = try await b.send(TechnicalMessageType.listEndpoints, payload: Agrirouter_Request_Payload_Account_ListEndpointsQuery())
-        guard case .endpoints(let listing)? = try await b.outbox().first?.body else { Issue.record("no listing"); return }
-        #expect(listing.endpoints.map(\.endpointName) == ["Tractor A", "Tractor B"])
-        #expect(await simulator.sentMessages(endpoint: a.deviceID).map(\.envelope.technicalMessageType)
-            == [TechnicalMessageType.capabilities, TechnicalMessageType.capabilities, TechnicalMessageType.subscription, TechnicalMessageType.gpsInfo])
     }
 
     @Test func invalidMessagesAreAnsweredAsAgrirouterWould() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
-        defer { Task { await simulator.shutdown() } }
-        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
-        _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
-        _ = try await endpoint.outbox()
+        try await tearingDown({ await simulator.shutdown() }) {
+            var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+            _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
+            _ = try await endpoint.outbox()
 
-        // Undecodable: VAL_000300 with no application_message_id.
-        let garbage = EncodedMessage(applicationMessageID: "", sequenceNumber: 0, technicalMessageType: "", base64: Data([1, 2, 3]).base64EncodedString(), payloadSize: 0)
-        try await endpoint.post([garbage])
-        let undecodable = try await endpoint.outbox()
-        #expect(undecodable.first?.applicationMessageID == nil && undecodable.first?.messageCodes == ["VAL_000300"])
+            // Undecodable: VAL_000300 with no application_message_id.
+            let garbage = EncodedMessage(applicationMessageID: "", sequenceNumber: 0, technicalMessageType: "", base64: Data([1, 2, 3]).base64EncodedString(), payloadSize: 0)
+            try await endpoint.post([garbage])
+            let undecodable = try await endpoint.outbox()
+            #expect(undecodable.first?.applicationMessageID == nil && undecodable.first?.messageCodes == ["VAL_000300"])
 
-        // A repeated application_message_id, and gps:info sent as base64 text.
-        let once = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
-        try await endpoint.post([once])
-        let repeated = try await endpoint.outbox()
-        #expect(repeated.count == 2)
-        #expect(repeated.first?.body == .ack)
-        #expect(repeated.last?.messageCodes == ["VAL_000300"], "a repeated application_message_id is refused")
-        var request = try RequestDecoder.decode(base64: try endpoint.encoder.encode(technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 1)).base64)
-        var details = Google_Protobuf_Any()
-        details.typeURL = request.payloadTypeURL
-        details.value = Data(request.payload.base64EncodedString().utf8)
-        var wrapper = Agrirouter_Request_RequestPayloadWrapper()
-        wrapper.details = details
-        request.envelope.applicationMessageID = UUID().uuidString.lowercased()
-        let frames = DelimitedFrames.join([try request.envelope.serializedBytes(), try wrapper.serializedBytes()])
-        try await endpoint.post([EncodedMessage(applicationMessageID: request.envelope.applicationMessageID, sequenceNumber: 9,
-                                                technicalMessageType: TechnicalMessageType.gpsInfo, base64: frames.base64EncodedString(), payloadSize: 0)])
-        let base64Answer = try await endpoint.outbox()
-        guard case .ackWithFailure(let messages)? = base64Answer.first?.body else { Issue.record("base64 gps:info accepted"); return }
-        #expect(messages.first?.message.contains("not base64") == true)
+            // A repeated application_message_id, and gps:info sent as base64 text.
+            let once = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+            try await endpoint.post([once])
+            let repeated = try await endpoint.outbox()
+            #expect(repeated.count == 2)
+            #expect(repeated.first?.body == .ack)
+            #expect(repeated.last?.messageCodes == ["VAL_000300"], "a repeated application_message_id is refused")
+            var request = try RequestDecoder.decode(base64: try endpoint.encoder.encode(technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 1)).base64)
+            var details = Google_Protobuf_Any()
+            details.typeURL = request.payloadTypeURL
+            details.value = Data(request.payload.base64EncodedString().utf8)
+            var wrapper = Agrirouter_Request_RequestPayloadWrapper()
+            wrapper.details = details
+            request.envelope.applicationMessageID = UUID().uuidString.lowercased()
+            let frames = DelimitedFrames.join([try request.envelope.serializedBytes(), try wrapper.serializedBytes()])
+            try await endpoint.post([EncodedMessage(applicationMessageID: request.envelope.applicationMessageID, sequenceNumber: 9,
+                                                    technicalMessageType: TechnicalMessageType.gpsInfo, base64: frames.base64EncodedString(), payloadSize: 0)])
+            let base64Answer = try await endpoint.outbox()
+            guard case .ackWithFailure(let messages)? = base64Answer.first?.body else { Issue.record("base64 gps:info accepted"); return }
+            #expect(messages.first?.message.contains("not base64") == true)
 
-        // Over the SDKs' payload cap: HTTP 413.
-        let huge = EncodedMessage(applicationMessageID: "x", sequenceNumber: 1, technicalMessageType: "gps:info",
-                                  base64: String(repeating: "A", count: SimState.maximumMessageCharacters + 8192), payloadSize: 0)
-        await #expect(throws: TransportError.payloadTooLarge) { try await endpoint.post([huge]) }
+            // Over the SDKs' payload cap: HTTP 413.
+            let huge = EncodedMessage(applicationMessageID: "x", sequenceNumber: 1, technicalMessageType: "gps:info",
+                                      base64: String(repeating: "A", count: SimState.maximumMessageCharacters + 8192), payloadSize: 0)
+            await #expect(throws: TransportError.payloadTooLarge) { try await endpoint.post([huge]) }
+        }
     }
 
     @Test("a client's requests share one TLS connection; one the server closes is replaced")
     func requestsShareOneConnection() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
-        defer { Task { await simulator.shutdown() } }
-        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
-        #expect(simulator.gatewayConnections == 0)
-        for _ in 0..<3 {
-            _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
-            _ = try await endpoint.outbox()
-        }
-        #expect(simulator.gatewayConnections == 1, "six requests, one handshake")
+        try await tearingDown({ await simulator.shutdown() }) {
+            var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+            #expect(simulator.gatewayConnections == 0)
+            for _ in 0..<3 {
+                _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+                _ = try await endpoint.outbox()
+            }
+            #expect(simulator.gatewayConnections == 1, "six requests, one handshake")
 
-        // The server closes the connection without answering, as an idle one is closed: libcurl
-        // sends the request again on a new connection, once.
-        await simulator.inject(.dropAfterBody)
-        #expect(try await endpoint.outbox().isEmpty)
-        #expect(simulator.gatewayConnections == 2)
-        _ = try await endpoint.outbox()
-        #expect(simulator.gatewayConnections == 2)
+            // The server closes the connection without answering, as an idle one is closed: libcurl
+            // sends the request again on a new connection, once.
+            await simulator.inject(.dropAfterBody)
+            #expect(try await endpoint.outbox().isEmpty)
+            #expect(simulator.gatewayConnections == 2)
+            _ = try await endpoint.outbox()
+            #expect(simulator.gatewayConnections == 2)
+        }
     }
 
     @Test("a POST taken by the server and then cut off is never sent again behind the client's back, and is reported as possibly arrived")
     func aPostCutOffAfterArrivalIsNotResent() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
-        defer { Task { await simulator.shutdown() } }
-        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
-        _ = try await endpoint.outbox()  // the connection is now a reused one
-        let before = await simulator.sentMessages(endpoint: endpoint.deviceID).count
-        await simulator.inject(.takeThenDrop)
-        await #expect {
-            _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
-        } throws: { error in
-            guard case .brokenAfterSending = error as? TransportError else { return false }
-            return true
+        try await tearingDown({ await simulator.shutdown() }) {
+            var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+            _ = try await endpoint.outbox()  // the connection is now a reused one
+            let before = await simulator.sentMessages(endpoint: endpoint.deviceID).count
+            await simulator.inject(.takeThenDrop)
+            await #expect {
+                _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+            } throws: { error in
+                guard case .brokenAfterSending = error as? TransportError else { return false }
+                return true
+            }
+            #expect(await simulator.sentMessages(endpoint: endpoint.deviceID).count == before + 1, "taken once, not resent")
+            #expect(try await endpoint.outbox().count == 1, "its answer waits in the outbox")
         }
-        #expect(await simulator.sentMessages(endpoint: endpoint.deviceID).count == before + 1, "taken once, not resent")
-        #expect(try await endpoint.outbox().count == 1, "its answer waits in the outbox")
     }
 
     @Test("outages: a hung gateway takes requests and never answers them; a suspended one refuses connections until resumed")
     func outages() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
-        defer { Task { await simulator.shutdown() } }
-        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
-        #expect(try await endpoint.outbox().isEmpty)
+        try await tearingDown({ await simulator.shutdown() }) {
+            var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+            #expect(try await endpoint.outbox().isEmpty)
 
-        await simulator.stallGateway(for: 1.5)
-        let hung = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 2, totalTimeout: 5)
-        await #expect(throws: TransportError.self) {
-            _ = try await hung.send(method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
-        }
-        #expect(try await endpoint.outbox().isEmpty, "answers again once the time is up")
+            await simulator.stallGateway(for: 1.5)
+            let hung = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 2, totalTimeout: 5)
+            await #expect(throws: TransportError.self) {
+                _ = try await hung.send(method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
+            }
+            #expect(try await endpoint.outbox().isEmpty, "answers again once the time is up")
 
-        await simulator.suspendGateway()
-        await #expect {
-            _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(method: "GET", url: endpoint.commandsURL,
-                                                                                    credentials: endpoint.credentials)
-        } throws: { error in
-            guard case .cannotConnect = error as? TransportError else { return false }
-            return true
+            await simulator.suspendGateway()
+            await #expect {
+                _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(method: "GET", url: endpoint.commandsURL,
+                                                                                        credentials: endpoint.credentials)
+            } throws: { error in
+                guard case .cannotConnect = error as? TransportError else { return false }
+                return true
+            }
+            try await simulator.resumeGateway()
+            _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+            #expect(try await endpoint.outbox().count == 1, "the same port, the same state")
         }
-        try await simulator.resumeGateway()
-        _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
-        #expect(try await endpoint.outbox().count == 1, "the same port, the same state")
     }
 
     @Test func faultsOnCommand() async throws {
         var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
         configuration.outboxLifetime = 0.3
         let simulator = try await AgrirouterSimulator.start(configuration)
-        defer { Task { await simulator.shutdown() } }
-        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+        try await tearingDown({ await simulator.shutdown() }) {
+            var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
 
-        await simulator.inject(.serviceUnavailable(count: 1))
-        await #expect(throws: TransportError.serverError(503)) { _ = try await endpoint.outbox() }
-        #expect(try await endpoint.outbox().isEmpty)
+            await simulator.inject(.serviceUnavailable(count: 1))
+            await #expect(throws: TransportError.serverError(503)) { _ = try await endpoint.outbox() }
+            #expect(try await endpoint.outbox().isEmpty)
 
-        // A drop on a connection of its own is an error (a reused one is retried: see requestsShareOneConnection).
-        await simulator.inject(.dropAfterBody)
-        await #expect {
-            _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(method: "GET", url: endpoint.commandsURL,
-                                                                                    credentials: endpoint.credentials)
-        } throws: { error in
-            guard case .connectionFailed = error as? TransportError else { return false }
-            return true
+            // A drop on a connection of its own is an error (a reused one is retried: see requestsShareOneConnection).
+            await simulator.inject(.dropAfterBody)
+            await #expect {
+                _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(method: "GET", url: endpoint.commandsURL,
+                                                                                        credentials: endpoint.credentials)
+            } throws: { error in
+                guard case .connectionFailed = error as? TransportError else { return false }
+                return true
+            }
+
+            await simulator.inject(.stall(seconds: 3))
+            let impatient = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 2, totalTimeout: 1)
+            await #expect(throws: TransportError.timedOut) {
+                _ = try await impatient.send(method: "POST", url: endpoint.measuresURL, body: Data("{}".utf8), credentials: endpoint.credentials)
+            }
+
+            await simulator.inject(.ackWithFailure(code: "VAL_000004"))
+            _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+            #expect(try await endpoint.outbox().first?.messageCodes == ["VAL_000004"])
+
+            await simulator.inject(.silentOutbox)
+            _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+            #expect(try await endpoint.outbox().isEmpty)
+            await simulator.clearFaults()
+
+            // Answers not fetched within the outbox's lifetime are gone.
+            _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await endpoint.outbox().isEmpty)
         }
-
-        await simulator.inject(.stall(seconds: 3))
-        let impatient = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 2, totalTimeout: 1)
-        await #expect(throws: TransportError.timedOut) {
-            _ = try await impatient.send(method: "POST", url: endpoint.measuresURL, body: Data("{}".utf8), credentials: endpoint.credentials)
-        }
-
-        await simulator.inject(.ackWithFailure(code: "VAL_000004"))
-        _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
-        #expect(try await endpoint.outbox().first?.messageCodes == ["VAL_000004"])
-
-        await simulator.inject(.silentOutbox)
-        _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
-        #expect(try await endpoint.outbox().isEmpty)
-        await simulator.clearFaults()
-
-        // Answers not fetched within the outbox's lifetime are gone.
-        _ = try await endpoint.send(TechnicalMessageType.ping, payload: nil)
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(try await endpoint.outbox().isEmpty)
     }
 }
 
@@ -359,72 +368,74 @@ struct SimulatorFeedTests {
 
     @Test func feedQueryPagesConfirmAndDelete() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "A", "TAN0000002": "B"]))
-        defer { Task { await simulator.shutdown() } }
-        var a = try await onboard(simulator, tan: "TAN0000001", id: "urn:a")
-        var b = try await onboard(simulator, tan: "TAN0000002", id: "urn:b")
-        _ = try await a.send(TechnicalMessageType.capabilities, payload: capabilities())
-        _ = try await b.send(TechnicalMessageType.capabilities, payload: capabilities(push: false))
-        _ = try await b.send(TechnicalMessageType.subscription, payload: gpsSubscription())
-        _ = try await a.outbox()
-        _ = try await b.outbox()
-        for index in 0..<30 {
-            _ = try await a.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: Double(index)))
+        try await tearingDown({ await simulator.shutdown() }) {
+            var a = try await onboard(simulator, tan: "TAN0000001", id: "urn:a")
+            var b = try await onboard(simulator, tan: "TAN0000002", id: "urn:b")
+            _ = try await a.send(TechnicalMessageType.capabilities, payload: capabilities())
+            _ = try await b.send(TechnicalMessageType.capabilities, payload: capabilities(push: false))
+            _ = try await b.send(TechnicalMessageType.subscription, payload: gpsSubscription())
+            _ = try await a.outbox()
+            _ = try await b.outbox()
+            for index in 0..<30 {
+                _ = try await a.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: Double(index)))
+            }
+            #expect(try await b.outbox().isEmpty, "push is off for B: nothing in its outbox")
+
+            // Empty criteria are refused, as agrirouter does.
+            _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: Agrirouter_Feed_Request_MessageQuery())
+            _ = try await b.send(TechnicalMessageType.feedConfirm, payload: Agrirouter_Feed_Request_MessageConfirm())
+            _ = try await b.send(TechnicalMessageType.feedDelete, payload: Agrirouter_Feed_Request_MessageDelete())
+            #expect(try await b.outbox().map(\.messageCodes) == [["VAL_000017"], ["VAL_000017"], ["VAL_000018"]])
+
+            var query = Agrirouter_Feed_Request_MessageQuery()
+            query.validityPeriod = period(from: Date().addingTimeInterval(-900), to: Date().addingTimeInterval(5))
+            _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
+            guard case .feedMessages(let page)? = try await b.outbox().first?.body else { Issue.record("no feed answer"); return }
+            #expect(page.messages.count == 25 && page.page.total == 2 && page.queryMetrics.totalMessagesInQuery == 30)
+            #expect(try page.messages.map { try GPSInfoContent.gpsList(from: $0.content.value).gpsEntries[0].positionNorth } == (0..<25).map(Double.init))
+
+            var confirm = Agrirouter_Feed_Request_MessageConfirm()
+            confirm.messageIds = page.messages.map(\.header.messageID) + ["unknown-id"]
+            _ = try await b.send(TechnicalMessageType.feedConfirm, payload: confirm)
+            let confirmed = try await b.outbox().first?.messageCodes ?? []
+            #expect(confirmed.filter { $0 == "VAL_000206" }.count == 25 && confirmed.last == "VAL_000205")
+
+            _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
+            guard case .feedMessages(let rest)? = try await b.outbox().first?.body else { Issue.record("no second page"); return }
+            #expect(rest.messages.count == 5 && rest.page.total == 1)
+
+            var delete = Agrirouter_Feed_Request_MessageDelete()
+            delete.senders = [a.deviceID]
+            _ = try await b.send(TechnicalMessageType.feedDelete, payload: delete)
+            #expect(try await b.outbox().first?.messageCodes == Array(repeating: "VAL_000209", count: 5))
+            _ = try await b.send(TechnicalMessageType.feedDelete, payload: delete)
+            let nothing = try await b.outbox().first
+            #expect(nothing?.envelope.responseCode == 204 && nothing?.messageCodes == ["VAL_000208"])
+            _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
+            let empty = try await b.outbox().first
+            #expect(empty?.envelope.responseCode == 204)
         }
-        #expect(try await b.outbox().isEmpty, "push is off for B: nothing in its outbox")
-
-        // Empty criteria are refused, as agrirouter does.
-        _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: Agrirouter_Feed_Request_MessageQuery())
-        _ = try await b.send(TechnicalMessageType.feedConfirm, payload: Agrirouter_Feed_Request_MessageConfirm())
-        _ = try await b.send(TechnicalMessageType.feedDelete, payload: Agrirouter_Feed_Request_MessageDelete())
-        #expect(try await b.outbox().map(\.messageCodes) == [["VAL_000017"], ["VAL_000017"], ["VAL_000018"]])
-
-        var query = Agrirouter_Feed_Request_MessageQuery()
-        query.validityPeriod = period(from: Date().addingTimeInterval(-900), to: Date().addingTimeInterval(5))
-        _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
-        guard case .feedMessages(let page)? = try await b.outbox().first?.body else { Issue.record("no feed answer"); return }
-        #expect(page.messages.count == 25 && page.page.total == 2 && page.queryMetrics.totalMessagesInQuery == 30)
-        #expect(try page.messages.map { try GPSInfoContent.gpsList(from: $0.content.value).gpsEntries[0].positionNorth } == (0..<25).map(Double.init))
-
-        var confirm = Agrirouter_Feed_Request_MessageConfirm()
-        confirm.messageIds = page.messages.map(\.header.messageID) + ["unknown-id"]
-        _ = try await b.send(TechnicalMessageType.feedConfirm, payload: confirm)
-        let confirmed = try await b.outbox().first?.messageCodes ?? []
-        #expect(confirmed.filter { $0 == "VAL_000206" }.count == 25 && confirmed.last == "VAL_000205")
-
-        _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
-        guard case .feedMessages(let rest)? = try await b.outbox().first?.body else { Issue.record("no second page"); return }
-        #expect(rest.messages.count == 5 && rest.page.total == 1)
-
-        var delete = Agrirouter_Feed_Request_MessageDelete()
-        delete.senders = [a.deviceID]
-        _ = try await b.send(TechnicalMessageType.feedDelete, payload: delete)
-        #expect(try await b.outbox().first?.messageCodes == Array(repeating: "VAL_000209", count: 5))
-        _ = try await b.send(TechnicalMessageType.feedDelete, payload: delete)
-        let nothing = try await b.outbox().first
-        #expect(nothing?.envelope.responseCode == 204 && nothing?.messageCodes == ["VAL_000208"])
-        _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
-        let empty = try await b.outbox().first
-        #expect(empty?.envelope.responseCode == 204)
     }
 
     @Test func envelopeRulesAndUnknownTypes() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "A"]))
-        defer { Task { await simulator.shutdown() } }
-        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:a")
-        var envelope = Agrirouter_Request_RequestEnvelope()
-        envelope.applicationMessageID = UUID().uuidString.lowercased()
-        envelope.applicationMessageSeqNo = 0
-        envelope.technicalMessageType = TechnicalMessageType.ping
-        let zero = DelimitedFrames.join([try envelope.serializedBytes(), try Agrirouter_Request_RequestPayloadWrapper().serializedBytes()])
-        try await endpoint.post([EncodedMessage(applicationMessageID: envelope.applicationMessageID, sequenceNumber: 0,
-                                                technicalMessageType: TechnicalMessageType.ping, base64: zero.base64EncodedString(), payloadSize: 0)])
-        guard case .ackWithFailure(let messages)? = try await endpoint.outbox().first?.body else { Issue.record("seq 0 accepted"); return }
-        #expect(messages.first?.message.contains("greater than 0") == true)
-        _ = try await endpoint.send("dke:no_such_type", payload: nil)
-        guard case .ackWithFailure(let unknown)? = try await endpoint.outbox().first?.body else { Issue.record("unknown type accepted"); return }
-        #expect(unknown.first?.message.contains("Unknown technical message type") == true)
-        await #expect(throws: TransportError.notFound) {
-            _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL + "/extra", credentials: endpoint.credentials)
+        try await tearingDown({ await simulator.shutdown() }) {
+            var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:a")
+            var envelope = Agrirouter_Request_RequestEnvelope()
+            envelope.applicationMessageID = UUID().uuidString.lowercased()
+            envelope.applicationMessageSeqNo = 0
+            envelope.technicalMessageType = TechnicalMessageType.ping
+            let zero = DelimitedFrames.join([try envelope.serializedBytes(), try Agrirouter_Request_RequestPayloadWrapper().serializedBytes()])
+            try await endpoint.post([EncodedMessage(applicationMessageID: envelope.applicationMessageID, sequenceNumber: 0,
+                                                    technicalMessageType: TechnicalMessageType.ping, base64: zero.base64EncodedString(), payloadSize: 0)])
+            guard case .ackWithFailure(let messages)? = try await endpoint.outbox().first?.body else { Issue.record("seq 0 accepted"); return }
+            #expect(messages.first?.message.contains("greater than 0") == true)
+            _ = try await endpoint.send("dke:no_such_type", payload: nil)
+            guard case .ackWithFailure(let unknown)? = try await endpoint.outbox().first?.body else { Issue.record("unknown type accepted"); return }
+            #expect(unknown.first?.message.contains("Unknown technical message type") == true)
+            await #expect(throws: TransportError.notFound) {
+                _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL + "/extra", credentials: endpoint.credentials)
+            }
         }
     }
 }
@@ -454,20 +465,21 @@ struct SimulatorFeedTests {
 struct SimulatorForOtherHostsTests {
     @Test func anAdvertisedAddressGoesIntoTheURLsAndTheServerCertificate() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]), advertisedHost: "10.0.2.2")
-        defer { Task { await simulator.shutdown() } }
-        #expect(simulator.onboardingURL.hasPrefix("https://10.0.2.2:"))
+        try await tearingDown({ await simulator.shutdown() }) {
+            #expect(simulator.onboardingURL.hasPrefix("https://10.0.2.2:"))
 
-        let authority = try CertificateAuthority()
-        let names = { (host: String?) throws -> [GeneralName] in
-            let certificate = try authority.issueServerCertificate(alsoFor: host).certificate
-            return Array(try #require(try certificate.extensions.subjectAlternativeNames))
+            let authority = try CertificateAuthority()
+            let names = { (host: String?) throws -> [GeneralName] in
+                let certificate = try authority.issueServerCertificate(alsoFor: host).certificate
+                return Array(try #require(try certificate.extensions.subjectAlternativeNames))
+            }
+            let loopback: [GeneralName] = [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
+            #expect(try names(nil) == loopback)
+            #expect(try names("127.0.0.1") == loopback)
+            #expect(try names("10.0.2.2") == loopback + [.ipAddress(ASN1OctetString(contentBytes: [10, 0, 2, 2]))])
+            #expect(try names("rig.example") == loopback + [.dnsName("rig.example")])
+            #expect(CertificateAuthority.ipv4("10.0.2.256") == nil && CertificateAuthority.ipv4("10.0.2") == nil)
         }
-        let loopback: [GeneralName] = [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
-        #expect(try names(nil) == loopback)
-        #expect(try names("127.0.0.1") == loopback)
-        #expect(try names("10.0.2.2") == loopback + [.ipAddress(ASN1OctetString(contentBytes: [10, 0, 2, 2]))])
-        #expect(try names("rig.example") == loopback + [.dnsName("rig.example")])
-        #expect(CertificateAuthority.ipv4("10.0.2.256") == nil && CertificateAuthority.ipv4("10.0.2") == nil)
     }
 
     @Test func acceptedPositionsAreRecordedBeforeTheyAreAcknowledged() async throws {
@@ -476,24 +488,25 @@ struct SimulatorForOtherHostsTests {
         var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
         configuration.onAcceptedGPSInfo = try #require(ReceivedLog(path: path)).record
         let simulator = try await AgrirouterSimulator.start(configuration)
-        defer { Task { await simulator.shutdown() } }
-        var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:received")
-        _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
-        _ = try await endpoint.outbox()
-        var list = gpsList(latitude: 48.25)
-        list.gpsEntries.append(GPSEntry(PositionSample(sampledAt: Date(timeIntervalSince1970: 1_790_000_000.25), state: .noReceiver(.removed))))
-        let published = try await endpoint.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list)
-        #expect(try await endpoint.outbox().first?.body == .ack)
+        try await tearingDown({ await simulator.shutdown() }) {
+            var endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:received")
+            _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
+            _ = try await endpoint.outbox()
+            var list = gpsList(latitude: 48.25)
+            list.gpsEntries.append(GPSEntry(PositionSample(sampledAt: Date(timeIntervalSince1970: 1_790_000_000.25), state: .noReceiver(.removed))))
+            let published = try await endpoint.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list)
+            #expect(try await endpoint.outbox().first?.body == .ack)
 
-        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
-        #expect(lines.count == 1)
-        let record = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
-        #expect(record["endpoint"] as? String == endpoint.deviceID)
-        #expect(record["message"] as? String == published.applicationMessageID)
-        let entries = try #require(record["entries"] as? [[String: Any]])
-        #expect(entries.map { $0["status"] as? String } == ["dRtkFinteger", "dNotAvailable"])
-        #expect(entries.first?["lat"] as? Double == 48.25)
-        #expect(entries.last?["time_ms"] as? Int == 1_790_000_000_250)
+            let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+            #expect(lines.count == 1)
+            let record = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+            #expect(record["endpoint"] as? String == endpoint.deviceID)
+            #expect(record["message"] as? String == published.applicationMessageID)
+            let entries = try #require(record["entries"] as? [[String: Any]])
+            #expect(entries.map { $0["status"] as? String } == ["dRtkFinteger", "dNotAvailable"])
+            #expect(entries.first?["lat"] as? Double == 48.25)
+            #expect(entries.last?["time_ms"] as? Int == 1_790_000_000_250)
+        }
     }
 
     @Test func aTimestampBeyondProtobufsRangeIsWrittenAsUnknown() {

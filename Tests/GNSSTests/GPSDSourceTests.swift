@@ -21,20 +21,21 @@ struct GPSDSourceTests {
         let port = try ReplayGPSD.freeLoopbackPort()
         let samples = Recorder<PositionSample>()
         await samples.start(Sampler(interval: 0.2).samples(from: source(port: port).events()))
-        defer { Task { await samples.stop() } }
+        try await tearingDown({ await samples.stop() }) {
 
-        let down = await samples.waitFor(timeout: 5) { $0.state == .gpsdUnreachable }
-        #expect(down != nil, "no gpsd_unreachable sample while gpsd is down")
-        #expect(await samples.items.allSatisfy { $0.state == .gpsdUnreachable })
+            let down = await samples.waitFor(timeout: 5) { $0.state == .gpsdUnreachable }
+            #expect(down != nil, "no gpsd_unreachable sample while gpsd is down")
+            #expect(await samples.items.allSatisfy { $0.state == .gpsdUnreachable })
 
-        var options = ReplayGPSD.Options()
-        options.port = port
-        options.realTime = true
-        let gpsd = try await ReplayGPSD.start(log: try log("ublox-8"), options: options)
-        defer { gpsd.stop() }
-        let up = await samples.waitFor(from: down ?? 0, timeout: 15) { $0.state.hasPosition }
-        #expect(up != nil, "no fix sample after gpsd started")
-        if let up { #expect(await samples.items[up].report?.latitude != nil) }
+            var options = ReplayGPSD.Options()
+            options.port = port
+            options.realTime = true
+            let gpsd = try await ReplayGPSD.start(log: try log("ublox-8"), options: options)
+            defer { gpsd.stop() }
+            let up = await samples.waitFor(from: down ?? 0, timeout: 15) { $0.state.hasPosition }
+            #expect(up != nil, "no fix sample after gpsd started")
+            if let up { #expect(await samples.items[up].report?.latitude != nil) }
+        }
     }
 
     @Test func silentReceiverBecomesNoReceiver() async throws {
@@ -71,15 +72,16 @@ struct GPSDSourceTests {
         defer { gpsd.stop() }
         let events = Recorder<SourceEvent>()
         await events.start(source(port: gpsd.address.port).events())
-        defer { Task { await events.stop() } }
-        let removed = await events.waitFor(timeout: 10) {
-            if case .deviceRemoved(let path) = $0 { return path.hasPrefix("tcp://127.0.0.1:") }
-            return false
+        await tearingDown({ await events.stop() }) {
+            let removed = await events.waitFor(timeout: 10) {
+                if case .deviceRemoved(let path) = $0 { return path.hasPrefix("tcp://127.0.0.1:") }
+                return false
+            }
+            #expect(removed != nil)
+            let items = await events.items
+            #expect(items.first == .connected(gpsd.address))
+            #expect(items.filter { if case .report = $0 { true } else { false } }.count == 18)
         }
-        #expect(removed != nil)
-        let items = await events.items
-        #expect(items.first == .connected(gpsd.address))
-        #expect(items.filter { if case .report = $0 { true } else { false } }.count == 18)
     }
 
     @Test func killedGPSDIsDisconnectionThenUnreachable() async throws {
@@ -88,18 +90,19 @@ struct GPSDSourceTests {
         let gpsd = try await ReplayGPSD.start(log: try log("telit-he910"), options: options)
         let events = Recorder<SourceEvent>()
         await events.start(source(port: gpsd.address.port).events())
-        defer { Task { await events.stop() } }
-        let report = await events.waitFor(timeout: 10) { if case .report = $0 { true } else { false } }
-        #expect(report != nil)
-        gpsd.stop()
-        let lost = await events.waitFor(timeout: 10) { if case .disconnected = $0 { true } else { false } }
-        #expect(lost != nil, "gpsd going away was not reported")
-        let retry = await events.waitFor(from: lost ?? 0, timeout: 10) {
-            if case .unreachable(let error) = $0 { return error.kind == .cannotConnect }
-            return false
+        await tearingDown({ await events.stop() }) {
+            let report = await events.waitFor(timeout: 10) { if case .report = $0 { true } else { false } }
+            #expect(report != nil)
+            gpsd.stop()
+            let lost = await events.waitFor(timeout: 10) { if case .disconnected = $0 { true } else { false } }
+            #expect(lost != nil, "gpsd going away was not reported")
+            let retry = await events.waitFor(from: lost ?? 0, timeout: 10) {
+                if case .unreachable(let error) = $0 { return error.kind == .cannotConnect }
+                return false
+            }
+            #expect(retry != nil, "the source did not keep trying to reconnect")
+            #expect(gpsd.processIDs.allSatisfy(Processes.isGone))
         }
-        #expect(retry != nil, "the source did not keep trying to reconnect")
-        #expect(gpsd.processIDs.allSatisfy(Processes.isGone))
     }
 
     // MARK: - Sampling on the reader thread
@@ -139,13 +142,14 @@ struct GPSDSourceTests {
         let port = try ReplayGPSD.freeLoopbackPort()
         let outputs = Recorder<SamplerOutput>()
         await outputs.start(source(port: port).sampled(by: Sampler(interval: 0.2)))
-        defer { Task { await outputs.stop() } }
-        let fifth = await outputs.waitFor(timeout: 5) { _ in false }
-        #expect(fifth == nil)
-        let samples = await outputs.items.compactMap(\.sample)
-        // About 25 in 5 s; the backoff between attempts must not hold them back.
-        #expect(samples.count >= 20 && samples.count <= 27, "\(samples.count) samples in 5 s at 0.2 s")
-        #expect(samples.allSatisfy { $0.state == .gpsdUnreachable })
-        #expect(await outputs.items.first.map { if case .event(.unreachable) = $0 { true } else { false } } == true)
+        await tearingDown({ await outputs.stop() }) {
+            let fifth = await outputs.waitFor(timeout: 5) { _ in false }
+            #expect(fifth == nil)
+            let samples = await outputs.items.compactMap(\.sample)
+            // About 25 in 5 s; the backoff between attempts must not hold them back.
+            #expect(samples.count >= 20 && samples.count <= 27, "\(samples.count) samples in 5 s at 0.2 s")
+            #expect(samples.allSatisfy { $0.state == .gpsdUnreachable })
+            #expect(await outputs.items.first.map { if case .event(.unreachable) = $0 { true } else { false } } == true)
+        }
     }
 }

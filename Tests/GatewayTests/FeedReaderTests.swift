@@ -6,6 +6,7 @@ import GNSS
 import Spool
 import SwiftProtobuf
 import Testing
+import TestSupport
 @testable import Gateway
 
 /// Two endpoints at one simulator: "Tractor", which reads its feed into a store, and "Harvester",
@@ -108,154 +109,162 @@ struct FeedReaderTests {
     @Test("a push from the peer is stored under its name and confirmed, and nothing is confirmed before it is stored")
     func push() async throws {
         let rig = try await PeerRig.make()
-        defer { Task { await rig.close() } }
-        await rig.reader.connected()
-        try await rig.pumpUntilSettled()
-        try await rig.publish([(.dRtkFinteger, 52.5, 8.25, Date())])
-        try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
-        let machine = try #require(try await rig.store.view().machines.first)
-        #expect(machine.endpointID == rig.harvesterID && machine.name == "Harvester")
-        #expect(machine.lastPosition?.status == "D_RTK_FINTEGER" && machine.lastPosition?.latitude == 52.5)
-        #expect(try await rig.store.view().ownName == "Tractor")
-        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
-        #expect(try await rig.confirmedOnlyAfterStoring())
+        try await tearingDown({ await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            try await rig.publish([(.dRtkFinteger, 52.5, 8.25, Date())])
+            try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
+            let machine = try #require(try await rig.store.view().machines.first)
+            #expect(machine.endpointID == rig.harvesterID && machine.name == "Harvester")
+            #expect(machine.lastPosition?.status == "D_RTK_FINTEGER" && machine.lastPosition?.latitude == 52.5)
+            #expect(try await rig.store.view().ownName == "Tractor")
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+            #expect(try await rig.confirmedOnlyAfterStoring())
+        }
     }
 
     @Test("a peer's EFDI arrives through agrirouter: its description names it, its TimeLog places it")
     func efdi() async throws {
         let rig = try await PeerRig.make()
-        defer { Task { await rig.close() } }
-        await rig.reader.connected()
-        try await rig.pumpUntilSettled()
-        let description = DeviceDescription(endpointID: rig.harvesterID, softwareVersion: "1.0", name: "Harvester 7")
-        let (log, _) = Efdi_TimeLog.of([PositionSample(sampledAt: Date(), state: .fix(.threeD, .rtkFloat),
-                                                       report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 5, latitude: 52.75, longitude: 8.5))])
-        try await rig.harvester.send([
-            .init(TechnicalMessageType.deviceDescription, mode: .publish, payload: description.taskData, teamSetContextID: description.teamSetContextID),
-            .init(TechnicalMessageType.timeLog, mode: .publish, payload: log, teamSetContextID: description.teamSetContextID),
-        ])
-        try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
-        let machine = try #require(try await rig.store.view().machines.first)
-        #expect(machine.endpointID == rig.harvesterID && machine.name == "Harvester 7", "the designator before the endpoint list's name")
-        #expect(machine.lastPosition?.status == "D_RTK_FLOAT" && machine.lastPosition?.latitude == 52.75)
-        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "both confirmed")
+        try await tearingDown({ await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            let description = DeviceDescription(endpointID: rig.harvesterID, softwareVersion: "1.0", name: "Harvester 7")
+            let (log, _) = Efdi_TimeLog.of([PositionSample(sampledAt: Date(), state: .fix(.threeD, .rtkFloat),
+                                                           report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 5, latitude: 52.75, longitude: 8.5))])
+            try await rig.harvester.send([
+                .init(TechnicalMessageType.deviceDescription, mode: .publish, payload: description.taskData, teamSetContextID: description.teamSetContextID),
+                .init(TechnicalMessageType.timeLog, mode: .publish, payload: log, teamSetContextID: description.teamSetContextID),
+            ])
+            try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
+            let machine = try #require(try await rig.store.view().machines.first)
+            #expect(machine.endpointID == rig.harvesterID && machine.name == "Harvester 7", "the designator before the endpoint list's name")
+            #expect(machine.lastPosition?.status == "D_RTK_FLOAT" && machine.lastPosition?.latitude == 52.75)
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "both confirmed")
+        }
     }
 
     @Test("started after the peer has sent, it reads the last 15 minutes page by page and deletes what is older")
     func catchUp() async throws {
         let rig = try await PeerRig.make()
-        defer { Task { await rig.close() } }
-        let now = Date()
-        // 30 messages in the window (two pages of 25) and 2 older ones, none pushed.
-        for index in 0..<30 {
-            let time = now.addingTimeInterval(-600 + Double(index))
-            let list = rig.GPSList([(.dGnss, 52 + Double(index) / 1000, 8, time)])
-            await rig.simulator.deliver(try list.serializedBytes(), from: rig.harvesterID, to: rig.tractorID, sentAt: time, push: false)
+        try await tearingDown({ await rig.close() }) {
+            let now = Date()
+            // 30 messages in the window (two pages of 25) and 2 older ones, none pushed.
+            for index in 0..<30 {
+                let time = now.addingTimeInterval(-600 + Double(index))
+                let list = rig.GPSList([(.dGnss, 52 + Double(index) / 1000, 8, time)])
+                await rig.simulator.deliver(try list.serializedBytes(), from: rig.harvesterID, to: rig.tractorID, sentAt: time, push: false)
+            }
+            for minutes in [20.0, 60] {
+                let time = now.addingTimeInterval(-minutes * 60)
+                await rig.simulator.deliver(try rig.GPSList([(.dGnss, 1, 1, time)]).serializedBytes(), from: rig.harvesterID, to: rig.tractorID,
+                                            sentAt: time, push: false)
+            }
+            await rig.reader.connected(now: now)
+            try await rig.pumpUntilSettled()
+            let history = try await rig.store.history(of: rig.harvesterID)
+            #expect(history.count == 30)
+            #expect(history.last?.latitude == 52.029)
+            #expect(await rig.reader.counters.queries == 2)
+            #expect(await rig.reader.counters.confirmed == 30)
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "older entries deleted, the rest confirmed")
+            #expect(try await rig.confirmedOnlyAfterStoring())
         }
-        for minutes in [20.0, 60] {
-            let time = now.addingTimeInterval(-minutes * 60)
-            await rig.simulator.deliver(try rig.GPSList([(.dGnss, 1, 1, time)]).serializedBytes(), from: rig.harvesterID, to: rig.tractorID,
-                                        sentAt: time, push: false)
-        }
-        await rig.reader.connected(now: now)
-        try await rig.pumpUntilSettled()
-        let history = try await rig.store.history(of: rig.harvesterID)
-        #expect(history.count == 30)
-        #expect(history.last?.latitude == 52.029)
-        #expect(await rig.reader.counters.queries == 2)
-        #expect(await rig.reader.counters.confirmed == 30)
-        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "older entries deleted, the rest confirmed")
-        #expect(try await rig.confirmedOnlyAfterStoring())
     }
 
     @Test("the same message by push and by query counts once")
     func pushAndQuery() async throws {
         let rig = try await PeerRig.make()
-        defer { Task { await rig.close() } }
-        try await rig.publish([(.dDgnss, 52.5, 8.25, Date())])
-        // The list and the feed query go out before the outbox is read: the message then arrives
-        // twice in one poll, as a push and in the query's page.
-        await rig.reader.connected()
-        let listed = try await rig.reader.step()
-        let queried = try await rig.reader.step()
-        #expect(listed && queried)
-        try await rig.pumpUntilSettled()
-        #expect(await rig.reader.counters.stored == 1)
-        #expect(await rig.reader.counters.duplicates == 1)
-        #expect(try await rig.store.history(of: rig.harvesterID).count == 1)
-        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        try await tearingDown({ await rig.close() }) {
+            try await rig.publish([(.dDgnss, 52.5, 8.25, Date())])
+            // The list and the feed query go out before the outbox is read: the message then arrives
+            // twice in one poll, as a push and in the query's page.
+            await rig.reader.connected()
+            let listed = try await rig.reader.step()
+            let queried = try await rig.reader.step()
+            #expect(listed && queried)
+            try await rig.pumpUntilSettled()
+            #expect(await rig.reader.counters.stored == 1)
+            #expect(await rig.reader.counters.duplicates == 1)
+            #expect(try await rig.store.history(of: rig.harvesterID).count == 1)
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        }
     }
 
     @Test("an out-of-order push does not move the peer back in time")
     func outOfOrderPush() async throws {
         let rig = try await PeerRig.make()
-        defer { Task { await rig.close() } }
-        await rig.reader.connected()
-        try await rig.pumpUntilSettled()
-        let now = Date()
-        try await rig.publish([(.dGnss, 52.2, 8.2, now)])
-        try await rig.publish([(.dGnss, 52.1, 8.1, now.addingTimeInterval(-30))])
-        try await rig.pumpUntilIdle { try await rig.store.history(of: rig.harvesterID).count == 2 }
-        let machine = try #require(try await rig.store.view().machines.first)
-        #expect(machine.lastPosition?.latitude == 52.2)
-        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        try await tearingDown({ await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            let now = Date()
+            try await rig.publish([(.dGnss, 52.2, 8.2, now)])
+            try await rig.publish([(.dGnss, 52.1, 8.1, now.addingTimeInterval(-30))])
+            try await rig.pumpUntilIdle { try await rig.store.history(of: rig.harvesterID).count == 2 }
+            let machine = try #require(try await rig.store.view().machines.first)
+            #expect(machine.lastPosition?.latitude == 52.2)
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        }
     }
 
     @Test("a message that cannot be read is logged, confirmed, and does not stop the next one")
     func undecodable() async throws {
         let rig = try await PeerRig.make()
-        defer { Task { await rig.close() } }
-        await rig.reader.connected()
-        try await rig.pumpUntilSettled()
-        let broken = await rig.simulator.deliver(Data([0x0A, 0xFF, 0xFF]), from: rig.harvesterID, to: rig.tractorID)
-        try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
-        try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
-        #expect(await rig.reader.counters.refused == 1)
-        #expect(await rig.simulator.confirmations(endpoint: rig.tractorID).contains { $0.messageID == broken })
-        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        try await tearingDown({ await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            let broken = await rig.simulator.deliver(Data([0x0A, 0xFF, 0xFF]), from: rig.harvesterID, to: rig.tractorID)
+            try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
+            try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
+            #expect(await rig.reader.counters.refused == 1)
+            #expect(await rig.simulator.confirmations(endpoint: rig.tractorID).contains { $0.messageID == broken })
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        }
     }
 
     @Test("hostile gps:info from another machine is refused, confirmed once and counted; the reader keeps going and stores the next")
     func hostile() async throws {
         let rig = try await PeerRig.make()
-        defer { Task { await rig.close() } }
-        await rig.reader.connected()
-        try await rig.pumpUntilSettled()
-        // Through the simulator's publish path, as another gateway would send them.
-        var extreme = rig.GPSList([(.dGnss, 52.2, 8.2, Date())])
-        extreme.gpsEntries[0].gpsUtcTimestamp.seconds = .min
-        try await rig.harvester.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: extreme)
-        try await rig.publish([(.dGnss, 91, 200, Date())])
-        try await rig.publish([(.dGnss, .infinity, 8, Date())])
-        // A header time no agrirouter sends: the message itself is fine and is stored.
-        let headerOnly = await rig.simulator.deliver(try rig.GPSList([(.dGnss, 52.3, 8.3, Date())]).serializedBytes(),
-                                                     from: rig.harvesterID, to: rig.tractorID, sentSeconds: .max)
-        try await rig.pumpUntilIdle { try await rig.store.view().refusedMessages == 3 }
-        try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
-        try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition?.latitude == 52.2 }
-        let view = try await rig.store.view()
-        #expect(view.refusedMessages == 3)
-        #expect(await rig.reader.counters.refused == 3)
-        #expect(view.lastRefusal?.contains("position_north") == true)
-        #expect(try await rig.store.history(of: rig.harvesterID).map(\.latitude) == [52.3, 52.2])
-        let confirmed = await rig.simulator.confirmations(endpoint: rig.tractorID).map(\.messageID)
-        #expect(confirmed.count == 5 && Set(confirmed).count == 5 && confirmed.contains(headerOnly))
-        #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        try await tearingDown({ await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            // Through the simulator's publish path, as another gateway would send them.
+            var extreme = rig.GPSList([(.dGnss, 52.2, 8.2, Date())])
+            extreme.gpsEntries[0].gpsUtcTimestamp.seconds = .min
+            try await rig.harvester.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: extreme)
+            try await rig.publish([(.dGnss, 91, 200, Date())])
+            try await rig.publish([(.dGnss, .infinity, 8, Date())])
+            // A header time no agrirouter sends: the message itself is fine and is stored.
+            let headerOnly = await rig.simulator.deliver(try rig.GPSList([(.dGnss, 52.3, 8.3, Date())]).serializedBytes(),
+                                                         from: rig.harvesterID, to: rig.tractorID, sentSeconds: .max)
+            try await rig.pumpUntilIdle { try await rig.store.view().refusedMessages == 3 }
+            try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
+            try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition?.latitude == 52.2 }
+            let view = try await rig.store.view()
+            #expect(view.refusedMessages == 3)
+            #expect(await rig.reader.counters.refused == 3)
+            #expect(view.lastRefusal?.contains("position_north") == true)
+            #expect(try await rig.store.history(of: rig.harvesterID).map(\.latitude) == [52.3, 52.2])
+            let confirmed = await rig.simulator.confirmations(endpoint: rig.tractorID).map(\.messageID)
+            #expect(confirmed.count == 5 && Set(confirmed).count == 5 && confirmed.contains(headerOnly))
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        }
     }
 
     @Test("names follow a rename in agrirouter, and a deleted endpoint is gone")
     func renameAndDelete() async throws {
         let rig = try await PeerRig.make { $0.endpointRefresh = 0.3 }
-        defer { Task { await rig.close() } }
-        await rig.reader.connected()
-        try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
-        try await rig.pump { try await rig.store.view().machines.first?.name == "Harvester" }
-        await rig.simulator.rename(endpoint: rig.harvesterID, to: "Combine 7")
-        try await rig.pump { try await rig.store.view().machines.first?.name == "Combine 7" }
-        #expect(try await rig.store.view().machines.first?.name == "Combine 7")
-        await rig.simulator.delete(endpoint: rig.harvesterID)
-        try await rig.pump { try await rig.store.view().machines.first?.activity == .gone }
-        #expect(try await rig.store.view().machines.first?.activity == .gone)
+        try await tearingDown({ await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
+            try await rig.pump { try await rig.store.view().machines.first?.name == "Harvester" }
+            await rig.simulator.rename(endpoint: rig.harvesterID, to: "Combine 7")
+            try await rig.pump { try await rig.store.view().machines.first?.name == "Combine 7" }
+            #expect(try await rig.store.view().machines.first?.name == "Combine 7")
+            await rig.simulator.delete(endpoint: rig.harvesterID)
+            try await rig.pump { try await rig.store.view().machines.first?.activity == .gone }
+            #expect(try await rig.store.view().machines.first?.activity == .gone)
+        }
     }
 }
 
@@ -264,33 +273,34 @@ struct DaemonFeedTests {
     @Test("a running daemon takes the peer's pushes from its outbox polls, and writes them where others and status look")
     func daemonSeesPush() async throws {
         let rig = try await PeerRig.make()
-        defer { Task { await rig.close() } }
-        let spool = Spool(path: rig.directory + "/spool.sqlite")
-        var configuration = GatewayDaemon.Configuration()
-        configuration.sendInterval = 0.05
-        configuration.heartbeatPath = rig.directory + "/heartbeat.json"
-        let daemon = GatewayDaemon(spool: spool, connection: rig.tractor,
-                                   setup: EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10),
-                                   others: rig.store, configuration: configuration)
-        let (events, source) = AsyncStream<SourceEvent>.makeStream()
-        let running = Task { await daemon.run(events: events) }
-        // Receiver-time intervals: the third report closes the first two.
-        let start = Date()
-        for second in 0..<3 {
-            source.yield(.report(PositionReport(time: start.addingTimeInterval(Double(second)), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)))
-        }
+        try await tearingDown({ await rig.close() }) {
+            let spool = Spool(path: rig.directory + "/spool.sqlite")
+            var configuration = GatewayDaemon.Configuration()
+            configuration.sendInterval = 0.05
+            configuration.heartbeatPath = rig.directory + "/heartbeat.json"
+            let daemon = GatewayDaemon(spool: spool, connection: rig.tractor,
+                                       setup: EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10),
+                                       others: rig.store, configuration: configuration)
+            let (events, source) = AsyncStream<SourceEvent>.makeStream()
+            let running = Task { await daemon.run(events: events) }
+            // Receiver-time intervals: the third report closes the first two.
+            let start = Date()
+            for second in 0..<3 {
+                source.yield(.report(PositionReport(time: start.addingTimeInterval(Double(second)), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)))
+            }
 
-        // The daemon names the harvester from the endpoint list once it has connected.
-        try await waitFor { try await rig.store.view().machines.first?.name == "Harvester" }
-        try await rig.publish([(.dRtkFloat, 52.01, 8.01, Date())])
-        try await waitFor { try await rig.store.view().machines.first?.lastPosition?.status == "D_RTK_FLOAT" }
-        try await waitFor { await rig.simulator.feed(endpoint: rig.tractorID).isEmpty }
-        running.cancel()
-        source.finish()
-        let summary = await running.value
-        #expect(summary.othersStored == 1)
-        #expect(Heartbeat.read(from: rig.directory + "/heartbeat.json")?.lastFix?.latitude == 52)
-        #expect(await rig.simulator.confirmations(endpoint: rig.tractorID).count == 1)
+            // The daemon names the harvester from the endpoint list once it has connected.
+            try await waitFor { try await rig.store.view().machines.first?.name == "Harvester" }
+            try await rig.publish([(.dRtkFloat, 52.01, 8.01, Date())])
+            try await waitFor { try await rig.store.view().machines.first?.lastPosition?.status == "D_RTK_FLOAT" }
+            try await waitFor { await rig.simulator.feed(endpoint: rig.tractorID).isEmpty }
+            running.cancel()
+            source.finish()
+            let summary = await running.value
+            #expect(summary.othersStored == 1)
+            #expect(Heartbeat.read(from: rig.directory + "/heartbeat.json")?.lastFix?.latitude == 52)
+            #expect(await rig.simulator.confirmations(endpoint: rig.tractorID).count == 1)
+        }
     }
 
     /// Polls `condition` every 20 ms for up to 20 s.

@@ -5,6 +5,7 @@ import Foundation
 import GNSS
 import Spool
 import Testing
+import TestSupport
 @testable import Gateway
 
 /// A spool, an onboarded endpoint at a fresh simulator, and the publisher between them.
@@ -105,233 +106,246 @@ func sample(_ index: Int, state: FixState) -> PositionSample {
 struct PublisherTests {
     @Test func everySampleArrivesOnceInOrderWithItsStatusThenTheSpoolIsEmpty() async throws {
         let rig = try await Rig.make()
-        defer { Task { await rig.close() } }
-        let states: [FixState] = [.fix(.threeD, .rtkFixed), .fix(.threeD, .rtkFloat), .fix(.threeD, .dgps), .noFix,
-                                  .fix(.threeD, .autonomous), .noReceiver(.silent), .gpsdUnreachable, .fix(.twoD, .deadReckoning)]
-        let samples = (0..<40).map { sample($0, state: states[$0 % states.count]) }
-        for item in samples { await rig.spool.append(item) }
-        _ = await rig.drain()
-        let entries = try await rig.publishedEntries()
-        #expect(same(entries, samples.map { GPSEntry($0) }))
-        #expect(entries.first?.positionUp == 512_345, "millimetres above the ellipsoid")
-        #expect(entries.map(\.positionStatus).prefix(8) == [.dRtkFinteger, .dRtkFloat, .dDgnss, .dNoGps, .dGnss, .dNotAvailable, .dError, .dEstDrMode])
-        let status = await rig.spool.status()
-        #expect(status.pending == 0 && status.inFlight == 0 && status.resent == 0)
-        #expect(try await rig.spool.allSamples().isEmpty, "acknowledged samples left the spool")
+        try await tearingDown({ await rig.close() }) {
+            let states: [FixState] = [.fix(.threeD, .rtkFixed), .fix(.threeD, .rtkFloat), .fix(.threeD, .dgps), .noFix,
+                                      .fix(.threeD, .autonomous), .noReceiver(.silent), .gpsdUnreachable, .fix(.twoD, .deadReckoning)]
+            let samples = (0..<40).map { sample($0, state: states[$0 % states.count]) }
+            for item in samples { await rig.spool.append(item) }
+            _ = await rig.drain()
+            let entries = try await rig.publishedEntries()
+            #expect(same(entries, samples.map { GPSEntry($0) }))
+            #expect(entries.first?.positionUp == 512_345, "millimetres above the ellipsoid")
+            #expect(entries.map(\.positionStatus).prefix(8) == [.dRtkFinteger, .dRtkFloat, .dDgnss, .dNoGps, .dGnss, .dNotAvailable, .dError, .dEstDrMode])
+            let status = await rig.spool.status()
+            #expect(status.pending == 0 && status.inFlight == 0 && status.resent == 0)
+            #expect(try await rig.spool.allSamples().isEmpty, "acknowledged samples left the spool")
+        }
     }
 
     @Test func refusalsAreKeptRetriedAndParked() async throws {
         let rig = try await Rig.make { $0.retryDelay = 0.01; $0.maximumRetryDelay = 0.01; $0.parkAfterFailures = 3 }
-        defer { Task { await rig.close() } }
-        await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
-        for _ in 0..<3 { await rig.simulator.inject(.ackWithFailure(code: "VAL_000004")) }
-        var refusals: [[String]] = []
-        for _ in 0..<12 {
-            refusals += await rig.publisher.cycle().refusals
-            try await Task.sleep(for: .milliseconds(20))
+        try await tearingDown({ await rig.close() }) {
+            await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
+            for _ in 0..<3 { await rig.simulator.inject(.ackWithFailure(code: "VAL_000004")) }
+            var refusals: [[String]] = []
+            for _ in 0..<12 {
+                refusals += await rig.publisher.cycle().refusals
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(refusals == Array(repeating: ["VAL_000004"], count: 3))
+            let status = await rig.spool.status()
+            #expect(status.parked == 1 && status.pending == 0)
+            #expect(try await rig.publishedEntries().count == 3, "sent three times, then parked and visible")
         }
-        #expect(refusals == Array(repeating: ["VAL_000004"], count: 3))
-        let status = await rig.spool.status()
-        #expect(status.parked == 1 && status.pending == 0)
-        #expect(try await rig.publishedEntries().count == 3, "sent three times, then parked and visible")
     }
 
     @Test func aLostAcknowledgementMeansAResendWithKnownDuplicates() async throws {
         let rig = try await Rig.make()
-        defer { Task { await rig.close() } }
-        for index in 0..<5 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
-        await rig.simulator.inject(.silentOutbox)
-        let start = uptime()
-        _ = await rig.publisher.cycle(uptimeNow: start)
-        _ = await rig.publisher.cycle(uptimeNow: start)
-        #expect(await rig.spool.status().inFlight == 5)
-        await rig.simulator.clearFaults()
-        // The system clock stepped a day ahead is no reason to give up on the answer...
-        _ = await rig.publisher.cycle(now: Date().addingTimeInterval(86_400), uptimeNow: start + 299)
-        #expect(await rig.publisher.awaitingAnswers == 1)
-        #expect(await rig.spool.status().inFlight == 5)
-        // ... the monotonic clock past the outbox's life is.
-        _ = await rig.drain(uptime: { start + 301 })
-        #expect(try await rig.publishedEntries().count == 10, "the batch went twice")
-        let status = await rig.spool.status()
-        #expect(status.resent == 5, "the possible duplicates are counted")
-        #expect(status.pending == 0 && status.inFlight == 0)
+        try await tearingDown({ await rig.close() }) { () async throws in
+            for index in 0..<5 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+            await rig.simulator.inject(.silentOutbox)
+            let start = uptime()
+            _ = await rig.publisher.cycle(uptimeNow: start)
+            _ = await rig.publisher.cycle(uptimeNow: start)
+            #expect(await rig.spool.status().inFlight == 5)
+            await rig.simulator.clearFaults()
+            // The system clock stepped a day ahead is no reason to give up on the answer...
+            _ = await rig.publisher.cycle(now: Date().addingTimeInterval(86_400), uptimeNow: start + 299)
+            #expect(await rig.publisher.awaitingAnswers == 1)
+            #expect(await rig.spool.status().inFlight == 5)
+            // ... the monotonic clock past the outbox's life is.
+            _ = await rig.drain(uptime: { start + 301 })
+            #expect(try await rig.publishedEntries().count == 10, "the batch went twice")
+            let status = await rig.spool.status()
+            #expect(status.resent == 5, "the possible duplicates are counted")
+            #expect(status.pending == 0 && status.inFlight == 0)
+        }
     }
 
     @Test("a batch past the outbox's life waits for one more poll: an answer that comes with it settles the batch, and nothing goes twice")
     func anOverdueBatchWaitsForOneMorePoll() async throws {
         let rig = try await Rig.make()
-        defer { Task { await rig.close() } }
-        for index in 0..<5 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
-        let start = uptime()
-        _ = await rig.publisher.cycle(uptimeNow: start, fetchingAnswers: false)
-        #expect(await rig.spool.status().inFlight == 5)
-        // Past the outbox's life with no poll since (agrirouter stalled all that while): not given up yet.
-        _ = await rig.publisher.cycle(uptimeNow: start + 301, fetchingAnswers: false)
-        #expect(await rig.spool.status().inFlight == 5)
-        #expect(try await rig.publishedEntries().count == 5)
-        // The first poll after the stall brings the answer.
-        _ = try await rig.connection.poll()
-        let settled = await rig.publisher.absorb(await rig.connection.answers(for: .publisher))
-        #expect(settled.acknowledged == 5)
-        _ = await rig.publisher.cycle(uptimeNow: start + 302, fetchingAnswers: false)
-        #expect(try await rig.publishedEntries().count == 5, "sent once")
-        #expect(await rig.spool.status().resent == 0)
+        try await tearingDown({ await rig.close() }) {
+            for index in 0..<5 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+            let start = uptime()
+            _ = await rig.publisher.cycle(uptimeNow: start, fetchingAnswers: false)
+            #expect(await rig.spool.status().inFlight == 5)
+            // Past the outbox's life with no poll since (agrirouter stalled all that while): not given up yet.
+            _ = await rig.publisher.cycle(uptimeNow: start + 301, fetchingAnswers: false)
+            #expect(await rig.spool.status().inFlight == 5)
+            #expect(try await rig.publishedEntries().count == 5)
+            // The first poll after the stall brings the answer.
+            _ = try await rig.connection.poll()
+            let settled = await rig.publisher.absorb(await rig.connection.answers(for: .publisher))
+            #expect(settled.acknowledged == 5)
+            _ = await rig.publisher.cycle(uptimeNow: start + 302, fetchingAnswers: false)
+            #expect(try await rig.publishedEntries().count == 5, "sent once")
+            #expect(await rig.spool.status().resent == 0)
+        }
     }
 
     @Test func requestsWaitForATrueTimeThenCarryGNSSTimeNotTheSystemClocks() async throws {
         // A clock that has never seen a fix and does not trust the system clock (a box at "1970").
         let clock = TrueTime(plausibleFrom: .distantFuture)
         let rig = try await Rig.make(clock: clock)
-        defer { Task { await rig.close() } }
-        let systemNow = Date()
-        // No receiver time, as gpsd unreachable gives: its time is the sample's system time, corrected.
-        await rig.spool.append(PositionSample(sampledAt: systemNow.addingTimeInterval(-1), state: .gpsdUnreachable))
-        let held = await rig.publisher.cycle()
-        #expect(held.error == .timeUnknown && held.published == 0)
-        #expect(await rig.spool.status().pending == 1, "held in the spool, not sent with a wrong time")
-        #expect(try await rig.publishedEntries().isEmpty)
+        try await tearingDown({ await rig.close() }) {
+            let systemNow = Date()
+            // No receiver time, as gpsd unreachable gives: its time is the sample's system time, corrected.
+            await rig.spool.append(PositionSample(sampledAt: systemNow.addingTimeInterval(-1), state: .gpsdUnreachable))
+            let held = await rig.publisher.cycle()
+            #expect(held.error == .timeUnknown && held.published == 0)
+            #expect(await rig.spool.status().pending == 1, "held in the spool, not sent with a wrong time")
+            #expect(try await rig.publishedEntries().isEmpty)
 
-        // A fix says the system clock is two hours fast.
-        let gnss = systemNow.addingTimeInterval(-7200)
-        clock.observe(PositionSample(sampledAt: systemNow, state: .fix(.threeD, .autonomous),
-                                     report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)))
-        _ = await rig.drain()
-        let entry = try #require(try await rig.publishedEntries().first)
-        #expect(abs(entry.gpsUtcTimestamp.date.timeIntervalSince(gnss.addingTimeInterval(-1))) < 1, "the sample's time, corrected")
-        let envelope = try #require(await rig.simulator.sentMessages(endpoint: rig.connection.endpoint.deviceAlternateId)
-            .last { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }?.envelope)
-        let stamped = envelope.timestamp.date
-        #expect(abs(stamped.timeIntervalSince(Date().addingTimeInterval(-7200))) < 5, "the envelope carries GNSS time, not +7200 s")
-        #expect(stamped <= clock.now()!, "never ahead of the best known UTC")
+            // A fix says the system clock is two hours fast.
+            let gnss = systemNow.addingTimeInterval(-7200)
+            clock.observe(PositionSample(sampledAt: systemNow, state: .fix(.threeD, .autonomous),
+                                         report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)))
+            _ = await rig.drain()
+            let entry = try #require(try await rig.publishedEntries().first)
+            #expect(abs(entry.gpsUtcTimestamp.date.timeIntervalSince(gnss.addingTimeInterval(-1))) < 1, "the sample's time, corrected")
+            let envelope = try #require(await rig.simulator.sentMessages(endpoint: rig.connection.endpoint.deviceAlternateId)
+                .last { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }?.envelope)
+            let stamped = envelope.timestamp.date
+            #expect(abs(stamped.timeIntervalSince(Date().addingTimeInterval(-7200))) < 5, "the envelope carries GNSS time, not +7200 s")
+            #expect(stamped <= clock.now()!, "never ahead of the best known UTC")
+        }
     }
 
     @Test func aTimedOutPublishWaitsForItsAnswerInsteadOfBeingSentTwice() async throws {
         let rig = try await Rig.make(timeout: 1)
-        defer { Task { await rig.close() } }
-        for index in 0..<3 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
-        // agrirouter takes the batch and answers it, but the HTTP reply comes after our timeout.
-        await rig.simulator.inject(.stallPublish(seconds: 2))
-        let first = await rig.publisher.cycle()
-        #expect(first.error == .transport(.timedOut))
-        #expect(await rig.publisher.awaitingAnswers == 1, "the batch waits for its answer")
-        let afterTimeout = await rig.spool.status()
-        #expect(afterTimeout.inFlight == 3 && afterTimeout.pending == 0)
-        try await Task.sleep(for: .seconds(2.5))
-        let reports = await rig.drain()
-        #expect(reports.map(\.acknowledged).reduce(0, +) == 3)
-        #expect(try await rig.publishedEntries().count == 3, "sent once: no duplicate")
-        let status = await rig.spool.status()
-        #expect(status.inFlight == 0 && status.pending == 0 && status.resent == 0)
+        try await tearingDown({ await rig.close() }) {
+            for index in 0..<3 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+            // agrirouter takes the batch and answers it, but the HTTP reply comes after our timeout.
+            await rig.simulator.inject(.stallPublish(seconds: 2))
+            let first = await rig.publisher.cycle()
+            #expect(first.error == .transport(.timedOut))
+            #expect(await rig.publisher.awaitingAnswers == 1, "the batch waits for its answer")
+            let afterTimeout = await rig.spool.status()
+            #expect(afterTimeout.inFlight == 3 && afterTimeout.pending == 0)
+            try await Task.sleep(for: .seconds(2.5))
+            let reports = await rig.drain()
+            #expect(reports.map(\.acknowledged).reduce(0, +) == 3)
+            #expect(try await rig.publishedEntries().count == 3, "sent once: no duplicate")
+            let status = await rig.spool.status()
+            #expect(status.inFlight == 0 && status.pending == 0 && status.resent == 0)
+        }
     }
 
     @Test func anHTTPErrorOrARefusedConnectionReleasesTheBatchAtOnce() async throws {
         let rig = try await Rig.make()
-        defer { Task { await rig.close() } }
-        await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
-        await rig.simulator.inject(.serviceUnavailable(count: 1))
-        let first = await rig.publisher.cycle()
-        #expect(first.error == .transport(.serverError(503)))
-        let status = await rig.spool.status()
-        #expect(await rig.publisher.awaitingAnswers == 0, "a 503 was not taken")
-        #expect(status.pending == 1, "sent again next cycle")
-        // Nobody listening any more: the request never left, so nothing waits for an answer.
-        await rig.simulator.shutdown()
-        try await Task.sleep(for: .milliseconds(300))  // past the backoff of the 503
-        let refused = await rig.publisher.cycle()
-        guard case .transport(let error)? = refused.error, !Publisher.mayHaveArrived(.transport(error)) else {
-            Issue.record("\(String(describing: refused.error))")
-            return
+        try await tearingDown({ await rig.close() }) {
+            await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
+            await rig.simulator.inject(.serviceUnavailable(count: 1))
+            let first = await rig.publisher.cycle()
+            #expect(first.error == .transport(.serverError(503)))
+            let status = await rig.spool.status()
+            #expect(await rig.publisher.awaitingAnswers == 0, "a 503 was not taken")
+            #expect(status.pending == 1, "sent again next cycle")
+            // Nobody listening any more: the request never left, so nothing waits for an answer.
+            await rig.simulator.shutdown()
+            try await Task.sleep(for: .milliseconds(300))  // past the backoff of the 503
+            let refused = await rig.publisher.cycle()
+            guard case .transport(let error)? = refused.error, !Publisher.mayHaveArrived(.transport(error)) else {
+                Issue.record("\(String(describing: refused.error))")
+                return
+            }
+            #expect(await rig.publisher.awaitingAnswers == 0)
+            #expect(await rig.spool.status().pending == 1)
         }
-        #expect(await rig.publisher.awaitingAnswers == 0)
-        #expect(await rig.spool.status().pending == 1)
     }
 
     @Test func transportErrorsBackOffDoublingToTheCapAndASuccessEndsIt() async throws {
         let rig = try await Rig.make(backoff: Backoff(first: 0.2, maximum: 0.8, jitter: 0))
-        defer { Task { await rig.close() } }
-        await rig.simulator.inject(.serviceUnavailable(count: 4))
-        let before = await rig.simulator.gatewayRequestArrivals().count
-        for _ in 0..<5 { _ = try? await rig.connection.fetchOutbox() }
-        let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(before))
-        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
-        #expect(arrivals.count == 5)
-        // Never sooner than the backoff; later only by what a loaded machine adds (a new TLS handshake each time).
-        for (gap, expected) in zip(gaps, [0.2, 0.4, 0.8, 0.8]) {
-            #expect(gap >= expected - 0.02 && gap < expected + 1, "gaps \(gaps)")
+        await tearingDown({ await rig.close() }) {
+            await rig.simulator.inject(.serviceUnavailable(count: 4))
+            let before = await rig.simulator.gatewayRequestArrivals().count
+            for _ in 0..<5 { _ = try? await rig.connection.fetchOutbox() }
+            let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(before))
+            let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
+            #expect(arrivals.count == 5)
+            // Never sooner than the backoff; later only by what a loaded machine adds (a new TLS handshake each time).
+            for (gap, expected) in zip(gaps, [0.2, 0.4, 0.8, 0.8]) {
+                #expect(gap >= expected - 0.02 && gap < expected + 1, "gaps \(gaps)")
+            }
+            #expect(gaps.count == 4 && gaps[2] > gaps[0], "it doubles: \(gaps)")
+            let failures = await rig.connection.consecutiveFailures
+            let backingOff = await rig.connection.backingOff()
+            #expect(failures == 0 && backingOff == nil, "the fifth went through")
+            #expect(Backoff().delay(afterFailures: 1) == 5 && Backoff().delay(afterFailures: 3) == 20 && Backoff().delay(afterFailures: 10_000) == 20)
         }
-        #expect(gaps.count == 4 && gaps[2] > gaps[0], "it doubles: \(gaps)")
-        let failures = await rig.connection.consecutiveFailures
-        let backingOff = await rig.connection.backingOff()
-        #expect(failures == 0 && backingOff == nil, "the fifth went through")
-        #expect(Backoff().delay(afterFailures: 1) == 5 && Backoff().delay(afterFailures: 3) == 20 && Backoff().delay(afterFailures: 10_000) == 20)
     }
 
     @Test func jitterKeepsEachWaitWithinItsFraction() async throws {
         let rig = try await Rig.make(backoff: Backoff(first: 1, maximum: 1, jitter: 0.2))
-        defer { Task { await rig.close() } }
-        var waits: [Double] = []
-        for _ in 0..<6 {
-            await rig.simulator.inject(.serviceUnavailable(count: 1))
-            _ = try? await rig.connection.send(TechnicalMessageType.listEndpoints, payload: nil)
-            waits.append(try #require(await rig.connection.backingOff()))
-            await rig.simulator.clearFaults()
-            _ = try? await rig.connection.fetchOutbox()  // waits the backoff out, succeeds, resets it
+        try await tearingDown({ await rig.close() }) {
+            var waits: [Double] = []
+            for _ in 0..<6 {
+                await rig.simulator.inject(.serviceUnavailable(count: 1))
+                _ = try? await rig.connection.send(TechnicalMessageType.listEndpoints, payload: nil)
+                waits.append(try #require(await rig.connection.backingOff()))
+                await rig.simulator.clearFaults()
+                _ = try? await rig.connection.fetchOutbox()  // waits the backoff out, succeeds, resets it
+            }
+            #expect(waits.allSatisfy { (0.6...1.2).contains($0) }, "\(waits)")
+            #expect(Set(waits.map { ($0 * 100).rounded() }).count > 1, "the waits differ: \(waits)")
         }
-        #expect(waits.allSatisfy { (0.6...1.2).contains($0) }, "\(waits)")
-        #expect(Set(waits.map { ($0 * 100).rounded() }).count > 1, "the waits differ: \(waits)")
     }
 
     @Test func anOutageLosesNothingAndABacklogDrainsInFullBatches() async throws {
         let rig = try await Rig.make()
-        defer { Task { await rig.close() } }
-        // Ten minutes at 20 Hz while agrirouter answers 503.
-        let backlog = (0..<12_000).map { sample($0, state: .fix(.threeD, .rtkFixed)) }
-        await rig.spool.append(backlog)
-        await rig.simulator.inject(.serviceUnavailable(count: 4))
-        let reports = await rig.drain()
-        #expect(reports.prefix(4).allSatisfy { $0.error == .transport(.serverError(503)) })
-        let entries = try await rig.publishedEntries()
-        #expect(entries.count == backlog.count)
-        #expect(same(entries, backlog.map { GPSEntry($0) }))
-        let batches = reports.filter { $0.published > 0 }.map(\.published)
-        let perBatch = AgrirouterLimits.payloadBytes / GPSEntry.wireSize(of: backlog[0])
-        #expect(batches.count == (backlog.count + perBatch - 1) / perBatch, "full batches: \(batches)")
+        try await tearingDown({ await rig.close() }) {
+            // Ten minutes at 20 Hz while agrirouter answers 503.
+            let backlog = (0..<12_000).map { sample($0, state: .fix(.threeD, .rtkFixed)) }
+            await rig.spool.append(backlog)
+            await rig.simulator.inject(.serviceUnavailable(count: 4))
+            let reports = await rig.drain()
+            #expect(reports.prefix(4).allSatisfy { $0.error == .transport(.serverError(503)) })
+            let entries = try await rig.publishedEntries()
+            #expect(entries.count == backlog.count)
+            #expect(same(entries, backlog.map { GPSEntry($0) }))
+            let batches = reports.filter { $0.published > 0 }.map(\.published)
+            let perBatch = AgrirouterLimits.payloadBytes / GPSEntry.wireSize(of: backlog[0])
+            #expect(batches.count == (backlog.count + perBatch - 1) / perBatch, "full batches: \(batches)")
+        }
     }
 
     @Test func aFullBatchFitsTheCapAndA413IsAFailureNotALoop() async throws {
         // A full batch at the default budget is accepted whole.
         let rig = try await Rig.make()
-        defer { Task { await rig.close() } }
-        await rig.spool.append((0..<15_000).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
-        let first = await rig.publisher.cycle()
-        #expect(first.error == nil && first.published > 11_000, "\(first)")
+        try await tearingDown({ await rig.close() }) {
+            await rig.spool.append((0..<15_000).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
+            let first = await rig.publisher.cycle()
+            #expect(first.error == nil && first.published > 11_000, "\(first)")
 
-        // An agrirouter with a smaller cap answers 413: the batch fails, backs off, and is not resent in a loop.
-        let strict = try await Rig.make(simulatorPayloadCap: 2000) { $0.retryDelay = 3600 }  // the subscription (with its DDI list) still fits
-        defer { Task { await strict.close() } }
-        await strict.spool.append((0..<100).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
-        let refused = await strict.publisher.cycle()
-        #expect(refused.error == .transport(.payloadTooLarge))
-        let again = await strict.publisher.cycle()
-        #expect(again.published == 0 && again.error == nil)
-        #expect(await strict.spool.status().failed == 100)
+            // An agrirouter with a smaller cap answers 413: the batch fails, backs off, and is not resent in a loop.
+            let strict = try await Rig.make(simulatorPayloadCap: 2000) { $0.retryDelay = 3600 }  // the subscription (with its DDI list) still fits
+            await tearingDown({ await strict.close() }) {
+                await strict.spool.append((0..<100).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
+                let refused = await strict.publisher.cycle()
+                #expect(refused.error == .transport(.payloadTooLarge))
+                let again = await strict.publisher.cycle()
+                #expect(again.published == 0 && again.error == nil)
+                #expect(await strict.spool.status().failed == 100)
+            }
+        }
     }
 
     @Test func requestsKeepTheirSpacing() async throws {
         let rig = try await Rig.make(spacing: 0.25, byteBudget: 150)  // two samples a batch
-        defer { Task { await rig.close() } }
-        for index in 0..<6 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
-        let start = await rig.simulator.gatewayRequestArrivals().count
-        for _ in 0..<4 { _ = await rig.publisher.cycle() }
-        let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(start))
-        #expect(arrivals.count >= 4)
-        let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }
-        // Spaced where they are sent; seen where they arrive, where one request handled late on a busy
-        // machine shortens the gap after it by as much as it lengthened the one before. So each gap
-        // may be a little short, but the requests as a whole never come faster than the spacing.
-        #expect(gaps.allSatisfy { $0 >= 0.2 }, "gaps \(gaps)")
-        let span = (arrivals.last ?? 0) - (arrivals.first ?? 0)
-        #expect(span >= Double(arrivals.count - 1) * 0.25 - 0.02, "\(arrivals.count) requests in \(span) s; gaps \(gaps)")
+        await tearingDown({ await rig.close() }) {
+            for index in 0..<6 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+            let start = await rig.simulator.gatewayRequestArrivals().count
+            for _ in 0..<4 { _ = await rig.publisher.cycle() }
+            let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(start))
+            #expect(arrivals.count >= 4)
+            let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }
+            // Spaced where they are sent; seen where they arrive, where one request handled late on a busy
+            // machine shortens the gap after it by as much as it lengthened the one before. So each gap
+            // may be a little short, but the requests as a whole never come faster than the spacing.
+            #expect(gaps.allSatisfy { $0 >= 0.2 }, "gaps \(gaps)")
+            let span = (arrivals.last ?? 0) - (arrivals.first ?? 0)
+            #expect(span >= Double(arrivals.count - 1) * 0.25 - 0.02, "\(arrivals.count) requests in \(span) s; gaps \(gaps)")
+        }
     }
 }

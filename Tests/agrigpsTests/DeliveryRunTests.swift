@@ -38,86 +38,88 @@ struct DeliveryRunTests {
     @Test("kills, a hung and a refused agrirouter, clock steps: nothing lost, nothing duplicated, nothing stamped in the future")
     func deliveryUnderAbuse() async throws {
         let onboarded = try await Self.machineOnFixedPort()
-        defer { Task { await onboarded.close() } }
-        let (machine, daemon) = try await Self.killedThenRunning(onboarded)
-        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+        try await tearingDown({ await onboarded.close() }) {
+            let (machine, daemon) = try await Self.killedThenRunning(onboarded)
+            defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
 
-        // Hung: requests are taken and never answered.
-        let stallStart = ProcessInfo.processInfo.systemUptime
-        await onboarded.simulator.stallGateway(for: Self.outage)
-        try await Task.sleep(for: .seconds(Self.outage))
-        let hungRequests = await onboarded.simulator.gatewayRequestArrivals().count { $0 >= stallStart && $0 < stallStart + Self.outage }
-        try await Task.sleep(for: .seconds(15))
+            // Hung: requests are taken and never answered.
+            let stallStart = ProcessInfo.processInfo.systemUptime
+            await onboarded.simulator.stallGateway(for: Self.outage)
+            try await Task.sleep(for: .seconds(Self.outage))
+            let hungRequests = await onboarded.simulator.gatewayRequestArrivals().count { $0 >= stallStart && $0 < stallStart + Self.outage }
+            try await Task.sleep(for: .seconds(15))
 
-        // Refused: the port is closed.
-        await onboarded.simulator.suspendGateway()
-        let failuresBefore = machine.heartbeat?.transportFailures ?? 0
-        try await Task.sleep(for: .seconds(Self.outage))
-        let refusedAttempts = (machine.heartbeat?.transportFailures ?? 0) - failuresBefore
-        try await onboarded.simulator.resumeGateway()
-        try await Task.sleep(for: .seconds(15))
+            // Refused: the port is closed.
+            await onboarded.simulator.suspendGateway()
+            let failuresBefore = machine.heartbeat?.transportFailures ?? 0
+            try await Task.sleep(for: .seconds(Self.outage))
+            let refusedAttempts = (machine.heartbeat?.transportFailures ?? 0) - failuresBefore
+            try await onboarded.simulator.resumeGateway()
+            try await Task.sleep(for: .seconds(15))
 
-        // The system clock stepped two hours ahead, then back.
-        try machine.shiftClock(by: 7200)
-        try await Task.sleep(for: .seconds(10))
-        try machine.shiftClock(by: 0)
-        try await Task.sleep(for: .seconds(10))
-        kill(daemon.process.pid, SIGTERM)
-        #expect(await daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
+            // The system clock stepped two hours ahead, then back.
+            try machine.shiftClock(by: 7200)
+            try await Task.sleep(for: .seconds(10))
+            try machine.shiftClock(by: 0)
+            try await Task.sleep(for: .seconds(10))
+            kill(daemon.process.pid, SIGTERM)
+            #expect(await daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
 
-        try await Self.drain(onboarded)
-        let tally = try await Tally.of(onboarded, entries: try await onboarded.received())
-        let future = await onboarded.simulator.refusedForFutureTimestamps()
-        print("delivery: \(Self.kills) kills, outages of \(Int(Self.outage)) s: \(tally.committed) samples committed, \(tally.received) received, "
-              + "\(tally.lost) lost, \(tally.duplicates) duplicates; "
-              + "\(hungRequests) requests while hung, \(refusedAttempts) connection attempts while refused; "
-              + "\(future) refused for a future timestamp; \(tally.leftInSpool) left in the spool")
-        #expect(tally.leftInSpool == 0)
-        #expect(tally.lost == 0, "every committed sample arrived")
-        let untimed = try await onboarded.received().count { !$0.hasGpsUtcTimestamp }
-        #expect(untimed == 0)
-        #expect(future == 0)
-        // Backoff: a handful of attempts per outage, not one every few seconds.
-        #expect(hungRequests <= 3 + Int(Self.outage / 60), "\(hungRequests) requests while hung")
-        #expect(refusedAttempts >= 1 && refusedAttempts <= 3 + Int(Self.outage / 60), "\(refusedAttempts) attempts while refused")
-        // A SIGKILL between an outbox GET and the commit of the answers it took loses them, and that
-        // batch goes again after the outbox's life: at most one batch a kill (seen: 1 sample in 1 of
-        // 6 runs). Closing that window needs the answers journalled before they are routed.
-        #expect(tally.duplicates <= Self.kills * tally.largestMessage, "\(tally.twice)")
+            try await Self.drain(onboarded)
+            let tally = try await Tally.of(onboarded, entries: try await onboarded.received())
+            let future = await onboarded.simulator.refusedForFutureTimestamps()
+            print("delivery: \(Self.kills) kills, outages of \(Int(Self.outage)) s: \(tally.committed) samples committed, \(tally.received) received, "
+                  + "\(tally.lost) lost, \(tally.duplicates) duplicates; "
+                  + "\(hungRequests) requests while hung, \(refusedAttempts) connection attempts while refused; "
+                  + "\(future) refused for a future timestamp; \(tally.leftInSpool) left in the spool")
+            #expect(tally.leftInSpool == 0)
+            #expect(tally.lost == 0, "every committed sample arrived")
+            let untimed = try await onboarded.received().count { !$0.hasGpsUtcTimestamp }
+            #expect(untimed == 0)
+            #expect(future == 0)
+            // Backoff: a handful of attempts per outage, not one every few seconds.
+            #expect(hungRequests <= 3 + Int(Self.outage / 60), "\(hungRequests) requests while hung")
+            #expect(refusedAttempts >= 1 && refusedAttempts <= 3 + Int(Self.outage / 60), "\(refusedAttempts) attempts while refused")
+            // A SIGKILL between an outbox GET and the commit of the answers it took loses them, and that
+            // batch goes again after the outbox's life: at most one batch a kill (seen: 1 sample in 1 of
+            // 6 runs). Closing that window needs the answers journalled before they are routed.
+            #expect(tally.duplicates <= Self.kills * tally.largestMessage, "\(tally.twice)")
+        }
     }
 
     @Test("over MQTT: kills, and the broker restarted twice in the middle of a run: nothing lost, in either format")
     func mqttDeliveryThroughKillsAndBrokerRestarts() async throws {
         let onboarded = try await OnboardedMachine.make(transport: "mqtt")
-        defer { Task { await onboarded.close() } }
-        let (machine, daemon) = try await Self.killedThenRunning(onboarded)
-        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
-        // Every connection drops and the broker comes back having forgotten every session, while
-        // the daemon keeps sampling and publishing.
-        var restarts = 0
-        for _ in 0..<2 {
-            try await onboarded.simulator.restartBroker(after: Double.random(in: 1...4))
-            restarts += 1
-            try await Task.sleep(for: .seconds(12))
-        }
-        let connection = machine.heartbeat?.connection
-        kill(daemon.process.pid, SIGTERM)
-        #expect(await daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
-        #expect(connection == "connected", "the daemon reconnected after the last restart")
+        try await tearingDown({ await onboarded.close() }) {
+            let (machine, daemon) = try await Self.killedThenRunning(onboarded)
+            defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+            // Every connection drops and the broker comes back having forgotten every session, while
+            // the daemon keeps sampling and publishing.
+            var restarts = 0
+            for _ in 0..<2 {
+                try await onboarded.simulator.restartBroker(after: Double.random(in: 1...4))
+                restarts += 1
+                try await Task.sleep(for: .seconds(12))
+            }
+            let connection = machine.heartbeat?.connection
+            kill(daemon.process.pid, SIGTERM)
+            #expect(await daemon.process.wait(timeout: 10) == 143, "\(daemon.stderr.suffix(5))")
+            #expect(connection == "connected", "the daemon reconnected after the last restart")
 
-        try await Self.drain(onboarded)
-        let entries = try await Tally.of(onboarded, entries: try await onboarded.received())
-        let times = try await Tally.of(onboarded, times: try await onboarded.receivedTimes())
-        print("delivery over MQTT: \(Self.kills) kills, \(restarts) broker restarts: \(entries.committed) samples committed; "
-              + "gps:info \(entries.received) received, \(entries.lost) lost, \(entries.duplicates) duplicates; "
-              + "TimeLog \(times.received) received, \(times.lost) lost, \(times.duplicates) duplicates; \(entries.leftInSpool) left in the spool")
-        #expect(entries.leftInSpool == 0)
-        #expect(entries.lost == 0 && times.lost == 0, "every committed sample arrived in both formats")
-        // A restart can take an answer with it (the broker forgets what it had not delivered), and
-        // a batch unanswered for the outbox's life goes again: at most the batch of each format in
-        // flight at each restart.
-        #expect(entries.duplicates <= restarts * entries.largestMessage, "\(entries.twice)")
-        #expect(times.duplicates <= restarts * times.largestMessage, "\(times.twice)")
+            try await Self.drain(onboarded)
+            let entries = try await Tally.of(onboarded, entries: try await onboarded.received())
+            let times = try await Tally.of(onboarded, times: try await onboarded.receivedTimes())
+            print("delivery over MQTT: \(Self.kills) kills, \(restarts) broker restarts: \(entries.committed) samples committed; "
+                  + "gps:info \(entries.received) received, \(entries.lost) lost, \(entries.duplicates) duplicates; "
+                  + "TimeLog \(times.received) received, \(times.lost) lost, \(times.duplicates) duplicates; \(entries.leftInSpool) left in the spool")
+            #expect(entries.leftInSpool == 0)
+            #expect(entries.lost == 0 && times.lost == 0, "every committed sample arrived in both formats")
+            // A restart can take an answer with it (the broker forgets what it had not delivered), and
+            // a batch unanswered for the outbox's life goes again: at most the batch of each format in
+            // flight at each restart.
+            #expect(entries.duplicates <= restarts * entries.largestMessage, "\(entries.twice)")
+            #expect(times.duplicates <= restarts * times.largestMessage, "\(times.twice)")
+        }
     }
 
     /// A receiver that keeps going: a log of 3 minutes (no fix, then a fix), ten times over, replayed

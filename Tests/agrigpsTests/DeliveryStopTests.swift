@@ -10,66 +10,68 @@ struct DeliveryStopTests {
     @Test("SIGTERM at random moments, again and again: every answer taken from the outbox is recorded before the daemon stops, so nothing is sent twice")
     func sigtermsLeaveNoDuplicates() async throws {
         let onboarded = try await OnboardedMachine.make()
-        defer { Task { await onboarded.close() } }
-        let machine = try DeliveryRunTests.longReplay(onboarded)
-        for _ in 0..<Self.terms {
-            let run = try machine.start()
-            try await Task.sleep(for: .seconds(Double.random(in: 3...9)))
-            kill(run.process.pid, SIGTERM)
-            #expect(await run.process.wait(timeout: 15) == 143, "\(run.stderr.suffix(5))")
-            run.cleanUp()
-            try await Task.sleep(for: .seconds(2))
+        try await tearingDown({ await onboarded.close() }) {
+            let machine = try DeliveryRunTests.longReplay(onboarded)
+            for _ in 0..<Self.terms {
+                let run = try machine.start()
+                try await Task.sleep(for: .seconds(Double.random(in: 3...9)))
+                kill(run.process.pid, SIGTERM)
+                #expect(await run.process.wait(timeout: 15) == 143, "\(run.stderr.suffix(5))")
+                run.cleanUp()
+                try await Task.sleep(for: .seconds(2))
+            }
+            try await DeliveryRunTests.drain(onboarded)
+            let entries = try await DeliveryRunTests.Tally.of(onboarded, entries: try await onboarded.received())
+            let times = try await DeliveryRunTests.Tally.of(onboarded, times: try await onboarded.receivedTimes())
+            print("delivery through \(Self.terms) SIGTERMs: \(entries.committed) samples committed; gps:info \(entries.received) received, "
+                  + "\(entries.lost) lost, \(entries.duplicates) duplicates; TimeLog \(times.received) received, \(times.lost) lost, "
+                  + "\(times.duplicates) duplicates; \(entries.leftInSpool) left in the spool")
+            #expect(entries.lost == 0 && times.lost == 0)
+            #expect(entries.duplicates == 0 && times.duplicates == 0, "\(entries.twice) | \(times.twice)")
         }
-        try await DeliveryRunTests.drain(onboarded)
-        let entries = try await DeliveryRunTests.Tally.of(onboarded, entries: try await onboarded.received())
-        let times = try await DeliveryRunTests.Tally.of(onboarded, times: try await onboarded.receivedTimes())
-        print("delivery through \(Self.terms) SIGTERMs: \(entries.committed) samples committed; gps:info \(entries.received) received, "
-              + "\(entries.lost) lost, \(entries.duplicates) duplicates; TimeLog \(times.received) received, \(times.lost) lost, "
-              + "\(times.duplicates) duplicates; \(entries.leftInSpool) left in the spool")
-        #expect(entries.lost == 0 && times.lost == 0)
-        #expect(entries.duplicates == 0 && times.duplicates == 0, "\(entries.twice) | \(times.twice)")
     }
 
     @Test("a refused port for a minute: status says WARNING and why within seconds, and the backlog drains within 30 s of its return")
     func outageNoticedAndLeftQuickly() async throws {
         let onboarded = try await DeliveryRunTests.machineOnFixedPort()
-        defer { Task { await onboarded.close() } }
-        let machine = try DeliveryRunTests.longReplay(onboarded)
-        let daemon = try AgrigpsCommand(["run", "--replay", machine.log, "--retime", "--clock-offset-file", machine.offsetFile,
-                                         "--state-dir", onboarded.state])  // the default send interval, 10 s
-        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
-        let clock = ContinuousClock()
-        var deadline = clock.now + .seconds(40)
-        while machine.heartbeat?.lastAcknowledgedAt == nil, clock.now < deadline { try await Task.sleep(for: .milliseconds(250)) }
-        try #require(machine.heartbeat?.lastAcknowledgedAt != nil, "nothing acknowledged before the outage")
+        try await tearingDown({ await onboarded.close() }) {
+            let machine = try DeliveryRunTests.longReplay(onboarded)
+            let daemon = try AgrigpsCommand(["run", "--replay", machine.log, "--retime", "--clock-offset-file", machine.offsetFile,
+                                             "--state-dir", onboarded.state])  // the default send interval, 10 s
+            defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+            let clock = ContinuousClock()
+            var deadline = clock.now + .seconds(40)
+            while machine.heartbeat?.lastAcknowledgedAt == nil, clock.now < deadline { try await Task.sleep(for: .milliseconds(250)) }
+            try #require(machine.heartbeat?.lastAcknowledgedAt != nil, "nothing acknowledged before the outage")
 
-        await onboarded.simulator.suspendGateway()
-        let outage = clock.now
-        var warned: Duration?
-        var said = ""
-        while clock.now - outage < .seconds(60) {
-            let status = try await AgrigpsCommand.run(["status", "--state-dir", onboarded.state], timeout: 20)
-            if warned == nil, status.code == 1, let line = status.stdout.first, line.contains("agrirouter unreachable") {
-                warned = clock.now - outage
-                said = line
+            await onboarded.simulator.suspendGateway()
+            let outage = clock.now
+            var warned: Duration?
+            var said = ""
+            while clock.now - outage < .seconds(60) {
+                let status = try await AgrigpsCommand.run(["status", "--state-dir", onboarded.state], timeout: 20)
+                if warned == nil, status.code == 1, let line = status.stdout.first, line.contains("agrirouter unreachable") {
+                    warned = clock.now - outage
+                    said = line
+                }
+                try await Task.sleep(for: .seconds(1))
             }
-            try await Task.sleep(for: .seconds(1))
+            try await onboarded.simulator.resumeGateway()
+            let back = clock.now
+            let backAt = Date()
+            var drained: Duration?
+            deadline = clock.now + .seconds(90)
+            while drained == nil, clock.now < deadline {
+                if let acknowledged = machine.heartbeat?.lastAcknowledgedAt, acknowledged > backAt { drained = clock.now - back }
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            kill(daemon.process.pid, SIGTERM)
+            #expect(await daemon.process.wait(timeout: 15) == 143)
+            print("outage of 60 s (refused port): WARNING after \(warned.map { "\($0)" } ?? "never") (\(said)); "
+                  + "first acknowledgement \(drained.map { "\($0)" } ?? "never") after agrirouter came back")
+            #expect(warned.map { $0 <= .seconds(60) } == true, "status did not warn within 60 s")
+            #expect(drained.map { $0 <= .seconds(30) } == true, "the backlog did not start draining within 30 s")
         }
-        try await onboarded.simulator.resumeGateway()
-        let back = clock.now
-        let backAt = Date()
-        var drained: Duration?
-        deadline = clock.now + .seconds(90)
-        while drained == nil, clock.now < deadline {
-            if let acknowledged = machine.heartbeat?.lastAcknowledgedAt, acknowledged > backAt { drained = clock.now - back }
-            try await Task.sleep(for: .milliseconds(250))
-        }
-        kill(daemon.process.pid, SIGTERM)
-        #expect(await daemon.process.wait(timeout: 15) == 143)
-        print("outage of 60 s (refused port): WARNING after \(warned.map { "\($0)" } ?? "never") (\(said)); "
-              + "first acknowledgement \(drained.map { "\($0)" } ?? "never") after agrirouter came back")
-        #expect(warned.map { $0 <= .seconds(60) } == true, "status did not warn within 60 s")
-        #expect(drained.map { $0 <= .seconds(30) } == true, "the backlog did not start draining within 30 s")
     }
 
     static let terms = ProcessInfo.processInfo.environment["AGRIGPS_DELIVERY_TERMS"].flatMap(Int.init).map { min(max($0, 1), 1000) } ?? 5

@@ -60,23 +60,24 @@ struct HostileOnboardingTests {
         var configuration = SimConfiguration(tans: tans)
         configuration.rewriteOnboardingAnswer = { rewrite.apply($0) }
         let simulator = try await AgrirouterSimulator.start(configuration)
-        defer { Task { await simulator.shutdown() } }
-        let onboarding = try LocalOnboarding(simulator, name: "hostile-onboard")
-        defer { onboarding.remove() }
-        let (state, local) = (onboarding.state, onboarding.local)
+        try await tearingDown({ await simulator.shutdown() }) {
+            let onboarding = try LocalOnboarding(simulator, name: "hostile-onboard")
+            defer { onboarding.remove() }
+            let (state, local) = (onboarding.state, onboarding.local)
 
-        let first = try await AgrigpsCommand.run(["onboard", "--tan", "TANOK00000"] + local)
-        #expect(first.code == 0, "\(first.stderr)")
-        let stored = try ["endpoint.json", "endpoint.secret"].map { try Data(contentsOf: URL(fileURLWithPath: state + "/" + $0)) }
+            let first = try await AgrigpsCommand.run(["onboard", "--tan", "TANOK00000"] + local)
+            #expect(first.code == 0, "\(first.stderr)")
+            let stored = try ["endpoint.json", "endpoint.secret"].map { try Data(contentsOf: URL(fileURLWithPath: state + "/" + $0)) }
 
-        for (index, hostile) in Self.cases.enumerated() {
-            rewrite.set(hostile.rewrite)
-            let result = try await AgrigpsCommand.run(["onboard", "--tan", "TANBAD\(String(format: "%04d", index))"] + local)
-            #expect(result.code == 69, "\(hostile.name): exit \(String(describing: result.code))")
-            #expect(result.stderr.count == 1 && result.stderr.first?.contains(hostile.expected) == true, "\(hostile.name): \(result.stderr)")
-            #expect(!(result.stdout + result.stderr).joined().unicodeScalars.contains { $0.value == 0x1B }, "\(hostile.name)")
-            let now = try ["endpoint.json", "endpoint.secret"].map { try Data(contentsOf: URL(fileURLWithPath: state + "/" + $0)) }
-            #expect(now == stored, "\(hostile.name) replaced the working credential")
+            for (index, hostile) in Self.cases.enumerated() {
+                rewrite.set(hostile.rewrite)
+                let result = try await AgrigpsCommand.run(["onboard", "--tan", "TANBAD\(String(format: "%04d", index))"] + local)
+                #expect(result.code == 69, "\(hostile.name): exit \(String(describing: result.code))")
+                #expect(result.stderr.count == 1 && result.stderr.first?.contains(hostile.expected) == true, "\(hostile.name): \(result.stderr)")
+                #expect(!(result.stdout + result.stderr).joined().unicodeScalars.contains { $0.value == 0x1B }, "\(hostile.name)")
+                let now = try ["endpoint.json", "endpoint.secret"].map { try Data(contentsOf: URL(fileURLWithPath: state + "/" + $0)) }
+                #expect(now == stored, "\(hostile.name) replaced the working credential")
+            }
         }
     }
 }

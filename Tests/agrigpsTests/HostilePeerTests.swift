@@ -29,11 +29,12 @@ struct HostilePeerTests {
     /// once agrirouter has its samples; `body` gets both and the machine's endpoint id.
     func withRunningDaemon(_ body: (OnboardedMachine, AgrigpsCommand, String) async throws -> Void) async throws {
         let machine = try await OnboardedMachine.make()
-        defer { Task { await machine.close() } }
-        let daemon = try daemon(machine)
-        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
-        #expect(await waitFor(20) { ((try? await machine.received().count) ?? 0) > 1 })
-        try await body(machine, daemon, try machine.endpointID)
+        try await tearingDown({ await machine.close() }) {
+            let daemon = try daemon(machine)
+            defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+            #expect(await waitFor(20) { ((try? await machine.received().count) ?? 0) > 1 })
+            try await body(machine, daemon, try machine.endpointID)
+        }
     }
 
     @Test("a push whose GPS entry has a time of INT64_MIN is refused, confirmed once and counted; the daemon keeps running and status shows it")

@@ -111,139 +111,144 @@ struct RunCommandTests {
           arguments: ["ublox-lea-4h", "nmea-rtk"], ["rest", "mqtt"])
     func endToEnd(log: String, transport: String) async throws {
         let machine = try await OnboardedMachine.make(transport: transport)
-        defer { Task { await machine.close() } }
-        let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
-        #expect(run.code == 0, "\(run.stderr.suffix(5))")
-        let expected = try expectedEntries(log)
-        let received = try await machine.received()
-        #expect(received.map(\.positionStatus) == expected.map(\.status))
-        #expect(received.map(\.positionNorth) == expected.map(\.latitude))
-        // The same samples once more as TimeLog Times, after the device description, with the same statuses.
-        let times = try await machine.receivedTimes()
-        #expect(times.map { $0.positionStart.positionStatus.rawValue } == expected.map(\.status.rawValue))
-        #expect(times.map(\.positionStart.positionNorth) == expected.map(\.latitude))
-        // A sample with the receiver's time starts at exactly its GPS entry's time. One without (no
-        // fix, or nmea-rtk's first fix, which comes without a time) carries the system time corrected
-        // to the best known UTC when it is sent, and EFDI may go a cycle later than gps:info, after
-        // that estimate has moved: seconds apart at most.
-        let timed = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("\(log).samples.jsonl").path).map { line in
-            (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["time"] is String
-        }
-        #expect(times.count == received.count && timed.count == received.count)
-        for ((time, entry), hasReceiverTime) in zip(zip(times, received), timed) {
-            if hasReceiverTime {
-                #expect(time.start == entry.gpsUtcTimestamp, "a timed sample's Time starts at its GPS entry's time")
-            } else {
-                #expect(abs(time.start.date.timeIntervalSince(entry.gpsUtcTimestamp.date)) < 5, "\(time.start) \(entry.gpsUtcTimestamp)")
+        try await tearingDown({ await machine.close() }) {
+            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
+            #expect(run.code == 0, "\(run.stderr.suffix(5))")
+            let expected = try expectedEntries(log)
+            let received = try await machine.received()
+            #expect(received.map(\.positionStatus) == expected.map(\.status))
+            #expect(received.map(\.positionNorth) == expected.map(\.latitude))
+            // The same samples once more as TimeLog Times, after the device description, with the same statuses.
+            let times = try await machine.receivedTimes()
+            #expect(times.map { $0.positionStart.positionStatus.rawValue } == expected.map(\.status.rawValue))
+            #expect(times.map(\.positionStart.positionNorth) == expected.map(\.latitude))
+            // A sample with the receiver's time starts at exactly its GPS entry's time. One without (no
+            // fix, or nmea-rtk's first fix, which comes without a time) carries the system time corrected
+            // to the best known UTC when it is sent, and EFDI may go a cycle later than gps:info, after
+            // that estimate has moved: seconds apart at most.
+            let timed = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("\(log).samples.jsonl").path).map { line in
+                (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["time"] is String
             }
+            #expect(times.count == received.count && timed.count == received.count)
+            for ((time, entry), hasReceiverTime) in zip(zip(times, received), timed) {
+                if hasReceiverTime {
+                    #expect(time.start == entry.gpsUtcTimestamp, "a timed sample's Time starts at its GPS entry's time")
+                } else {
+                    #expect(abs(time.start.date.timeIntervalSince(entry.gpsUtcTimestamp.date)) < 5, "\(time.start) \(entry.gpsUtcTimestamp)")
+                }
+            }
+            let types = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
+            #expect(types.firstIndex(of: TechnicalMessageType.deviceDescription).map { $0 < types.firstIndex(of: TechnicalMessageType.timeLog) ?? 0 } == true,
+                    "the device description goes before the first TimeLog: \(types)")
+            if log == "ublox-lea-4h" {
+                #expect(received.filter { $0.positionStatus == .dNoGps }.count == 2, "the fix losses are sent as D_NO_GPS")
+                #expect(times.filter { $0.positionStart.positionStatus == .dNoGps }.count == 2, "and as D_NO_GPS Times")
+            }
+            let status = await machine.spoolStatus()
+            #expect(status.pending + status.inFlight + status.failed + status.parked == 0, "the spool is empty at the end")
+            // The machine's own records say the same: every sample of the log's days sent and acknowledged, none lost.
+            let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year", "--since", "2019-01-01", "--until", "2026-06-01",
+                                                      "--state-dir", machine.state])
+            let periods = (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"] as? [[String: Any]] ?? []
+            func total(_ key: String) -> Int { periods.compactMap { $0[key] as? Int }.reduce(0, +) }
+            #expect(total("samples") == timed.filter { $0 }.count && total("samples") > 0, "\(stats.stdout) \(stats.stderr)")
+            #expect(total("samples_sent") == total("samples") && total("samples_acknowledged") == total("samples") && total("samples_lost") == 0,
+                    "\(stats.stdout)")
+            #expect(run.stdout.last?.contains("0 waiting in the spool") == true)
+            // Status names the transport and what its connection was doing.
+            let shown = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
+            let line = shown.stdout.first { $0.hasPrefix("agrirouter: onboarded (local)") } ?? ""
+            #expect(line.hasSuffix(transport == "mqtt" ? "; MQTT, connected" : "; REST, requests"), "\(shown.stdout)")
         }
-        let types = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
-        #expect(types.firstIndex(of: TechnicalMessageType.deviceDescription).map { $0 < types.firstIndex(of: TechnicalMessageType.timeLog) ?? 0 } == true,
-                "the device description goes before the first TimeLog: \(types)")
-        if log == "ublox-lea-4h" {
-            #expect(received.filter { $0.positionStatus == .dNoGps }.count == 2, "the fix losses are sent as D_NO_GPS")
-            #expect(times.filter { $0.positionStart.positionStatus == .dNoGps }.count == 2, "and as D_NO_GPS Times")
-        }
-        let status = await machine.spoolStatus()
-        #expect(status.pending + status.inFlight + status.failed + status.parked == 0, "the spool is empty at the end")
-        // The machine's own records say the same: every sample of the log's days sent and acknowledged, none lost.
-        let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year", "--since", "2019-01-01", "--until", "2026-06-01",
-                                                  "--state-dir", machine.state])
-        let periods = (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"] as? [[String: Any]] ?? []
-        func total(_ key: String) -> Int { periods.compactMap { $0[key] as? Int }.reduce(0, +) }
-        #expect(total("samples") == timed.filter { $0 }.count && total("samples") > 0, "\(stats.stdout) \(stats.stderr)")
-        #expect(total("samples_sent") == total("samples") && total("samples_acknowledged") == total("samples") && total("samples_lost") == 0,
-                "\(stats.stdout)")
-        #expect(run.stdout.last?.contains("0 waiting in the spool") == true)
-        // Status names the transport and what its connection was doing.
-        let shown = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
-        let line = shown.stdout.first { $0.hasPrefix("agrirouter: onboarded (local)") } ?? ""
-        #expect(line.hasSuffix(transport == "mqtt" ? "; MQTT, connected" : "; REST, requests"), "\(shown.stdout)")
     }
 
     @Test func killedMidSendThenRestartedLosesNothing() async throws {
         let machine = try await OnboardedMachine.make()
-        defer { Task { await machine.close() } }
-        // The first gps:info POST is handled, then hangs; the daemon is killed while it waits for the answer.
-        try await machine.killWhileTheFirstAnswerIsHeld(seconds: 30)
-        await machine.simulator.clearFaults()
-        try await machine.secondRunDeliversBothRunsOnce()
-        // The restart remembered the first run's set-up: capabilities and subscription went once.
-        let sent = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
-        #expect(sent.count { $0 == TechnicalMessageType.capabilities } == 1 && sent.count { $0 == TechnicalMessageType.subscription } == 1,
-                "\(sent.filter { $0 != TechnicalMessageType.gpsInfo })")
+        try await tearingDown({ await machine.close() }) {
+            // The first gps:info POST is handled, then hangs; the daemon is killed while it waits for the answer.
+            try await machine.killWhileTheFirstAnswerIsHeld(seconds: 30)
+            await machine.simulator.clearFaults()
+            try await machine.secondRunDeliversBothRunsOnce()
+            // The restart remembered the first run's set-up: capabilities and subscription went once.
+            let sent = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
+            #expect(sent.count { $0 == TechnicalMessageType.capabilities } == 1 && sent.count { $0 == TechnicalMessageType.subscription } == 1,
+                    "\(sent.filter { $0 != TechnicalMessageType.gpsInfo })")
+        }
     }
 
     @Test("over MQTT: killed while its answers are held, the broker restarted, then a second run: every sample once")
     func mqttKilledAndBrokerRestartedLosesNothing() async throws {
         let machine = try await OnboardedMachine.make(transport: "mqtt")
-        defer { Task { await machine.close() } }
-        // The first gps:info is taken and its answers held for 6 s; the daemon is killed while it waits.
-        try await machine.killWhileTheFirstAnswerIsHeld(seconds: 6)
-        // Every connection drops, and the broker comes back a second later having forgotten every
-        // session. The held answers go out when they are let go, to the second run.
-        try await machine.simulator.restartBroker(after: 1)
-        try await machine.secondRunDeliversBothRunsOnce()
+        try await tearingDown({ await machine.close() }) {
+            // The first gps:info is taken and its answers held for 6 s; the daemon is killed while it waits.
+            try await machine.killWhileTheFirstAnswerIsHeld(seconds: 6)
+            // Every connection drops, and the broker comes back a second later having forgotten every
+            // session. The held answers go out when they are let go, to the second run.
+            try await machine.simulator.restartBroker(after: 1)
+            try await machine.secondRunDeliversBothRunsOnce()
+        }
     }
 
     @Test func pauseAndResumeReachARunningDaemon() async throws {
         let machine = try await OnboardedMachine.make()
-        defer { Task { await machine.close() } }
-        var options = ReplayGPSD.Options()
-        options.realTime = true
-        let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log("telit-he910")), options: options)
-        defer { gpsd.stop() }
-        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(gpsd.address.port)", "--state-dir", machine.state,
-                                         "--send-interval", "0.2", "--spacing", "0.05"])
-        defer { daemon.process.terminate(grace: 2); daemon.cleanUp() }
-        func received() async -> Int { (try? await machine.received().count) ?? 0 }
-        func waitFor(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
-            let deadline = Date().addingTimeInterval(seconds)
-            while Date() < deadline { if await condition() { return true }; try? await Task.sleep(for: .milliseconds(50)) }
-            return false
+        try await tearingDown({ await machine.close() }) {
+            var options = ReplayGPSD.Options()
+            options.realTime = true
+            let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log("telit-he910")), options: options)
+            defer { gpsd.stop() }
+            let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(gpsd.address.port)", "--state-dir", machine.state,
+                                             "--send-interval", "0.2", "--spacing", "0.05"])
+            defer { daemon.process.terminate(grace: 2); daemon.cleanUp() }
+            func received() async -> Int { (try? await machine.received().count) ?? 0 }
+            func waitFor(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
+                let deadline = Date().addingTimeInterval(seconds)
+                while Date() < deadline { if await condition() { return true }; try? await Task.sleep(for: .milliseconds(50)) }
+                return false
+            }
+            #expect(await waitFor(20) { await received() >= 3 }, "nothing was published")
+            #expect(daemon.hasMapped("libcurl.so.4"), "publishing over REST opened libcurl")
+            #expect(!daemon.hasMapped("libmosquitto"), "a daemon publishing over REST mapped libmosquitto")
+
+            #expect(try await AgrigpsCommand.run(["pause", "--state-dir", machine.state]).code == 0)
+            try await Task.sleep(for: .milliseconds(600))  // a batch already on its way may still land
+            let atPause = await received()
+            try await Task.sleep(for: .seconds(3))
+            #expect(await received() == atPause, "samples were sent while paused")
+            let paused = await machine.spoolStatus()
+            #expect(paused.sharingPaused && paused.withheld >= 2)
+
+            #expect(try await AgrigpsCommand.run(["resume", "--state-dir", machine.state]).code == 0)
+            #expect(await waitFor(10) { await received() > atPause }, "sending did not resume")
+            let resumed = await machine.spoolStatus()
+            #expect(!resumed.sharingPaused && resumed.withheld == paused.withheld, "withheld samples stay unsent")
+
+            kill(daemon.process.pid, SIGTERM)
+            #expect(await daemon.process.wait(timeout: 10) == 143, "SIGTERM stops the daemon cleanly, with 128 + 15")
         }
-        #expect(await waitFor(20) { await received() >= 3 }, "nothing was published")
-        #expect(daemon.hasMapped("libcurl.so.4"), "publishing over REST opened libcurl")
-        #expect(!daemon.hasMapped("libmosquitto"), "a daemon publishing over REST mapped libmosquitto")
-
-        #expect(try await AgrigpsCommand.run(["pause", "--state-dir", machine.state]).code == 0)
-        try await Task.sleep(for: .milliseconds(600))  // a batch already on its way may still land
-        let atPause = await received()
-        try await Task.sleep(for: .seconds(3))
-        #expect(await received() == atPause, "samples were sent while paused")
-        let paused = await machine.spoolStatus()
-        #expect(paused.sharingPaused && paused.withheld >= 2)
-
-        #expect(try await AgrigpsCommand.run(["resume", "--state-dir", machine.state]).code == 0)
-        #expect(await waitFor(10) { await received() > atPause }, "sending did not resume")
-        let resumed = await machine.spoolStatus()
-        #expect(!resumed.sharingPaused && resumed.withheld == paused.withheld, "withheld samples stay unsent")
-
-        kill(daemon.process.pid, SIGTERM)
-        #expect(await daemon.process.wait(timeout: 10) == 143, "SIGTERM stops the daemon cleanly, with 128 + 15")
     }
 
     @Test("SIGTERM while a request to agrirouter hangs: the daemon still ends within 5 s, its samples kept")
     func sigtermDuringStalledRequest() async throws {
         let machine = try await OnboardedMachine.make()
-        defer { Task { await machine.close() } }
-        await machine.simulator.inject(.stall(seconds: 30))
-        let port = try ReplayGPSD.freeLoopbackPort()
-        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", machine.state, "--spacing", "0.05"])
-        defer {
-            if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
-            daemon.cleanUp()
+        try await tearingDown({ await machine.close() }) {
+            await machine.simulator.inject(.stall(seconds: 30))
+            let port = try ReplayGPSD.freeLoopbackPort()
+            let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", machine.state, "--spacing", "0.05"])
+            defer {
+                if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
+                daemon.cleanUp()
+            }
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline, await machine.simulator.gatewayRequestArrivals().isEmpty {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await Task.sleep(for: .milliseconds(500))  // the request is in the simulator's hands, unanswered
+            let stopping = Date()
+            kill(daemon.process.pid, SIGTERM)
+            #expect(await daemon.process.wait(timeout: 10) == 143)
+            #expect(Date().timeIntervalSince(stopping) < 5, "stopped after \(Date().timeIntervalSince(stopping)) s")
+            let status = await machine.spoolStatus()
+            #expect(status.pending > 0 && status.storageFault == nil, "the samples wait for the next start")
         }
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, await machine.simulator.gatewayRequestArrivals().isEmpty {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        try await Task.sleep(for: .milliseconds(500))  // the request is in the simulator's hands, unanswered
-        let stopping = Date()
-        kill(daemon.process.pid, SIGTERM)
-        #expect(await daemon.process.wait(timeout: 10) == 143)
-        #expect(Date().timeIntervalSince(stopping) < 5, "stopped after \(Date().timeIntervalSince(stopping)) s")
-        let status = await machine.spoolStatus()
-        #expect(status.pending > 0 && status.storageFault == nil, "the samples wait for the next start")
     }
 }
