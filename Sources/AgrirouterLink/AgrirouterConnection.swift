@@ -152,9 +152,13 @@ public actor AgrirouterConnection {
 
     /// A transport error: the next request waits out a longer backoff.
     private func failed(_ error: TransportError) {
-        switch error {
-        case .cannotConnect, .connectionFailed: failedToConnect = true
-        default: failedToConnect = false  // a server that hangs or errs is given its rest
+        // Only not getting through at all (refused, no route, no name; MQTT without its broker) is
+        // probed: a server that took the connection and then reset, stalled or erred would pass a
+        // handshake at once and be asked again every few seconds. It is given its rest.
+        if case .cannotConnect = error {
+            failedToConnect = true
+        } else {
+            failedToConnect = link.deliversAnswers && link.state != .connected
         }
         consecutiveFailures += 1
         let delay = backoff.delay(afterFailures: consecutiveFailures)

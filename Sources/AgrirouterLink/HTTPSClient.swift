@@ -236,7 +236,10 @@ public struct HTTPSClient: Sendable {
             connection(&options, url: url, credentials: credentials, errors: errors.baseAddress, connectTimeout: min(connectTimeout, 5))
             options.set(CURLOPT_CONNECT_ONLY, 1, "CURLOPT_CONNECT_ONLY")
             if let refused = options.refused { throw refused }
-            return ccurl_easy_perform(probe.raw)
+            let code = ccurl_easy_perform(probe.raw)
+            // The handle outlives this buffer and may write to it as it is cleaned up: it is told first.
+            _ = ccurl_set_pointer(probe.raw, CURLOPT_ERRORBUFFER, nil)
+            return code
         }
         guard code == CURLE_OK else {
             let written = String(errorBuffer: errorBuffer)

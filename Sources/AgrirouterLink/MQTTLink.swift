@@ -319,9 +319,14 @@ public final class MQTTLink: Link, @unchecked Sendable {
 
     /// Makes room for `data`: past the count the oldest go; past the bytes the largest, which are
     /// pushes with content, so that the small answers that settle our batches stay (each one lost
-    /// sends its batch again).
+    /// sends its batch again). A newcomer that is itself the largest, or larger than all the room
+    /// there is, is the one dropped.
     static func admit(_ data: Data, to inbox: inout [Data], bytes: inout Int, dropped: inout Int,
                       limit: Int = inboxLimit, byteLimit: Int = inboxByteLimit) {
+        if bytes + data.count > byteLimit, data.count > byteLimit || data.count >= (inbox.map(\.count).max() ?? 0) {
+            dropped += 1
+            return
+        }
         let excess = inbox.count - limit + 1
         if excess > 0 {
             bytes -= inbox.prefix(excess).reduce(0) { $0 + $1.count }

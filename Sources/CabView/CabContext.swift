@@ -5,26 +5,30 @@ import NIOCore
 /// session table count per client.
 struct CabContext: RequestContext {
     var coreContext: CoreRequestContextStorage
-    /// The peer as the throttle and the sessions count it: an IPv4 address ("127.0.0.1"), "::1", an
-    /// IPv6 /64 network ("2001:db8:1:2::/64"), or "unknown".
+    /// The peer as the throttle and the sessions count it: an address ("127.0.0.1", "::1",
+    /// "fe80::1"), a global IPv6 /64 network ("2001:db8:1:2::/64"), or "unknown".
     let client: String
 
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        client = Self.client(source.channel.remoteAddress)
+        client = Self.client(source.channel.remoteAddress, local: source.channel.localAddress)
     }
 
-    /// One host of IPv6 commonly holds a whole /64 and may take a new address for every request: as
-    /// one address each, it would get a guess from each. Its network counts as one client.
-    static func client(_ address: SocketAddress?) -> String {
+    /// One host on the internet may hold a whole IPv6 /64 and take a new address for every request:
+    /// as one address each, it would get a guess from each, so its network counts as one client. Not
+    /// so on the box's own links: the devices of the cab's Wi-Fi share a /64 (or fe80::/10), and one
+    /// guessing wrong must not hold up the driver's tablet.
+    static func client(_ address: SocketAddress?, local: SocketAddress? = nil) -> String {
         let asText = address?.ipAddress ?? "unknown"
-        guard case .v6(let v6)? = address else { return asText }
-        let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
-        guard bytes.count == 16 else { return asText }
-        let mappedIPv4 = bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
-        let loopback = bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1
-        guard !mappedIPv4, !loopback else { return asText }
+        guard let bytes = ipv6Bytes(address), bytes[0] & 0xE0 == 0x20 else { return asText }  // 2000::/3, global unicast
+        if let own = ipv6Bytes(local), own.prefix(8) == bytes.prefix(8) { return asText }
         let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
         return groups.joined(separator: ":") + "::/64"
+    }
+
+    private static func ipv6Bytes(_ address: SocketAddress?) -> [UInt8]? {
+        guard case .v6(let v6)? = address else { return nil }
+        let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
+        return bytes.count == 16 ? bytes : nil
     }
 }

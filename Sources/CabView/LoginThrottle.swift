@@ -4,7 +4,7 @@ import StateFiles
 
 /// Slows password guessing to a crawl without locking out the driver.
 ///
-/// - Each client (an address; for IPv6 its /64) that guessed wrong must wait before its next try is checked: 1 s after
+/// - Each client (an address; a global IPv6 /64 off the box's links) that guessed wrong must wait before its next try is checked: 1 s after
 ///   the first failure, doubling with each one, at most 15 minutes. A try before then is refused at
 ///   once, without hashing, so a thousand parallel guesses cost one hash, not a thousand.
 /// - Over all addresses, at most `globalFailuresPerMinute` failures a minute; beyond that, only

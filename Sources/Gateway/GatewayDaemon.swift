@@ -192,6 +192,8 @@ public struct GatewayDaemon: Sendable {
                 if uptime() - countedAt >= 10 {
                     countedAt = uptime()
                     await Self.countDeliveries(from: spool, in: configuration, logger: logger, failing: trackFailing)
+                    // A spool reopened while running (after a fault, or a corrupt file moved aside) may have counted a loss.
+                    await Self.reportLostRows(of: spool, to: heartbeat, logger: logger)
                 }
                 // The watchdog is fed from this loop only: if sampling into the spool stalls, systemd restarts us.
                 if let notifier {
@@ -414,11 +416,7 @@ public struct GatewayDaemon: Sendable {
     /// previous run's heartbeat saw it commit, though that may be up to ten seconds old, and which of
     /// the rows agrirouter had acknowledged is not known, so that count is an upper bound.
     private func checkForLostRows(_ heartbeat: HeartbeatWriter?) async {
-        if let (count, reason) = await spool.takeLostRows() {
-            logger.critical("\(reason)")
-            await heartbeat?.lost(count, reason: reason)
-            if let highest = await spool.highestRowID() { await heartbeat?.stored(rowID: highest) }
-        }
+        await Self.reportLostRows(of: spool, to: heartbeat, logger: logger)
         guard let heartbeat, let seen = heartbeat.previous?.spoolRowID, seen > 0,
               let highest = await spool.highestRowID(), highest < seen else { return }
         let reason = "the spool lost committed rows (its write-ahead log deleted or damaged, or the file moved aside); "
@@ -426,6 +424,15 @@ public struct GatewayDaemon: Sendable {
         logger.critical("\(reason)")
         await heartbeat.lost(Bounds.whole(Double(seen - highest)) ?? 0, reason: reason)
         await heartbeat.stored(rowID: highest)
+    }
+
+    /// Says what the spool counted against its commit mark, in the journal and in status, at once.
+    static func reportLostRows(of spool: Spool, to heartbeat: HeartbeatWriter?, logger: Logger) async {
+        guard let (count, reason) = await spool.takeLostRows() else { return }
+        logger.critical("\(reason)")
+        await heartbeat?.lost(count, reason: reason)
+        if let highest = await spool.highestRowID() { await heartbeat?.stored(rowID: highest) }
+        await heartbeat?.beat()
     }
 
     /// Polls the outbox, handing its answers on as any poll does, for the `Date` of its answer.

@@ -83,7 +83,8 @@ public actor Spool {
             self.queued = opened.queued
             self.outputs = opened.outputs
             insertSQL = SampleColumns.insert(outputs: opened.outputs)
-            (mark, markedID) = Self.checkMark(opened.database, path: path, owed: opened.queued.rows, logger: logger)
+            (mark, markedID) = Self.checkMark(opened.database, path: path, owed: opened.queued.rows, keeping: configuration.keepsCommitMark,
+                                              cause: opened.quarantined.map { .quarantined(aside: $0) } ?? .damaged, logger: logger)
         case .failure(let error):
             logger.error("\(error.description); holding samples in memory until it can be written")
             fault = error
@@ -244,7 +245,8 @@ public actor Spool {
         queued = opened.queued
         outputs = opened.outputs
         mark = nil  // closes the old note before the check opens it again
-        (mark, markedID) = Self.checkMark(opened.database, path: path, owed: opened.queued.rows, logger: logger)
+        (mark, markedID) = Self.checkMark(opened.database, path: path, owed: opened.queued.rows, keeping: configuration.keepsCommitMark,
+                                          cause: opened.quarantined.map { .quarantined(aside: $0) } ?? .damaged, logger: logger)
         return opened.database
     }
 
@@ -666,8 +668,9 @@ public actor Spool {
         let taken: Row?
         do {
             taken = try write { db in
-                defer { _ = try? db.execute(sql: "DELETE FROM spool_state WHERE name = 'vanished_rows'") }
-                return try Row.fetchOne(db, sql: "SELECT number, text FROM spool_state WHERE name = 'vanished_rows'")
+                let row = try Row.fetchOne(db, sql: "SELECT number, text FROM spool_state WHERE name = 'vanished_rows'")
+                try db.execute(sql: "DELETE FROM spool_state WHERE name = 'vanished_rows'")
+                return row
             }
         } catch {
             return nil  // the spool cannot be written; the count waits for the next start
@@ -751,24 +754,35 @@ public actor Spool {
 
 /// Numbers and notes kept beside the queue, in the same database.
 extension Spool {
-    /// Compares the spool just opened with its commit mark. Rows committed before and missing now
-    /// (a write-ahead log deleted or damaged, a file put back from a copy) are counted, kept as
-    /// `vanished_rows` until the daemon takes them, and their ids are never given out again.
-    /// Returns the mark, open for the commits to come, and the highest id it notes.
-    static func checkMark(_ database: DatabaseQueue, path: String, owed: Int, logger: Logger) -> (CommitMark?, Int64) {
+    /// Why rows the mark says were committed are not in the spool just opened.
+    enum VanishCause {
+        /// Its write-ahead log deleted or damaged, or the file put back from an older copy.
+        case damaged
+        /// The file was corrupt and moved aside, rows and all, to `aside`.
+        case quarantined(aside: String)
+    }
+
+    /// Compares the spool just opened with its commit mark. Rows committed before and missing now are
+    /// counted, kept as `vanished_rows` until the daemon takes them, and their ids are never given out
+    /// again. Returns the mark, open for the commits to come when this spool keeps it, and the highest
+    /// id noted. When the comparison fails, the mark is left as it is, to be compared at the next open.
+    static func checkMark(_ database: DatabaseQueue, path: String, owed: Int, keeping: Bool, cause: VanishCause,
+                          logger: Logger) -> (CommitMark?, Int64) {
         let markPath = path + "-mark"
         let noted = CommitMark.read(markPath)
-        var highest: Int64 = 0
+        let highest: Int64
         do {
             highest = try database.write { db -> Int64 in
                 let highest = try Row.fetchOne(db, sql: "SELECT \(RowIDs.highestSQL)")?.int(at: 0, in: 0...Int.max).map { Int64($0) } ?? 0
                 guard let noted, noted.highestID > highest else { return highest }
-                try recordVanished(from: highest + 1, to: noted.highestID, owedAtMost: noted.owed, in: db)
+                try recordVanished(from: highest + 1, noted: noted, cause: cause, in: db)
                 return noted.highestID
             }
         } catch {
-            logger.error("cannot compare the spool with its commit mark: \(error)")
+            logger.error("cannot compare the spool with its commit mark: \(error); compared again at the next open")
+            return (nil, noted?.highestID ?? 0)
         }
+        guard keeping else { return (nil, highest) }
         do {
             let mark = try CommitMark(path: markPath)
             if !mark.write(CommitMark.Note(highestID: highest, owed: Int64(max(0, owed)))) { logger.warning("cannot write \(markPath)") }
@@ -779,18 +793,24 @@ extension Spool {
         }
     }
 
-    /// Ids `first` to `last` were committed and are gone. Of them, at most `owed` (the rows owed when
-    /// the mark was written) had not been acknowledged. Samples go out oldest first, so the rows owed
-    /// are the newest: when the gone are no more than were owed, all of them had been waiting.
+    /// Ids `first` to the noted highest were committed and are gone. Of them, at most as many as were
+    /// owed when the mark was written had not been acknowledged by every output: exactly that many
+    /// when every row ever committed was still owed (a box offline, not onboarded), else up to that.
     /// The daemon reports them (`takeLostRows`), whichever process opened the spool first.
-    private static func recordVanished(from first: Int64, to last: Int64, owedAtMost owed: Int64, in db: Database) throws {
+    private static func recordVanished(from first: Int64, noted: CommitMark.Note, cause: VanishCause, in db: Database) throws {
+        let last = noted.highestID
         let gone = last - first + 1
-        let lost = min(gone, owed)
-        let cause = "its write-ahead log was deleted or damaged, or the file replaced by an older copy"
-        let reason = lost == gone
-            ? "the spool lost \(lost) committed samples (ids \(first) to \(last)) that were never sent: \(cause)"
-            : "the spool lost up to \(lost) samples that were never sent, of \(gone) committed (ids \(first) to \(last)) and gone "
-                + "since, the others acknowledged: \(cause)"
+        let lost = min(gone, noted.owed)
+        let exact = noted.owed >= last
+        let why: String
+        switch cause {
+        case .damaged: why = "its write-ahead log was deleted or damaged, or the file replaced by an older copy"
+        case .quarantined(let aside): why = "the file was corrupt and moved aside to \(aside), where they may still be read"
+        }
+        let reason = exact
+            ? "the spool lost \(lost) committed samples (ids \(first) to \(last)) that were never sent: \(why)"
+            : "the spool lost up to \(lost) samples not acknowledged by every output, of \(gone) committed (ids \(first) to \(last)) "
+                + "and gone since: \(why)"
         try SpoolState.set("highest_id", number: Double(last), in: db)
         guard lost > 0 else { return }
         try db.execute(sql: """
@@ -800,6 +820,7 @@ extension Spool {
     }
 }
 
+/// The spool's own notes (counts, times, faults), one row each in `spool_state`.
 enum SpoolState {
     static func set(_ name: String, number: Double? = nil, text: String? = nil, in db: Database) throws {
         // Cached: an append runs this in every transaction.

@@ -53,5 +53,10 @@ public struct SpoolConfiguration: Sendable {
         return enabled.isEmpty ? [.gpsInfo] : enabled
     }
 
+    /// Whether this spool keeps the commit mark (`spool.sqlite-mark`, see `CommitMark`): the daemon's
+    /// does. Other openers (pause, the cab view) compare with it but never write it, so a note of
+    /// theirs can neither lag behind the daemon's commits nor be made by another user.
+    public var keepsCommitMark = false
+
     public init() {}
 }

@@ -1,4 +1,6 @@
 import GRDB
+import StateFiles
+import Glibc
 
 /// What went wrong with the spool's storage. SQLite's code and message are kept for the log.
 public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -18,9 +20,11 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
         case notRegular = "not_regular"
     }
 
-    /// A spool file refused for its kind; `stateFileError` says which file and what to do.
-    public init(notRegular stateFileError: String, path: String) {
-        self.init(kind: .notRegular, sqliteCode: 0, message: stateFileError, path: path)
+    /// The check of the spool's files before SQLite opens them failed: a file of the wrong kind
+    /// (which the error names, with what to do), or one that cannot be looked at.
+    init(checking error: StateFileError, path: String) {
+        let wrongKind = error.notRegular || error.code == ELOOP
+        self.init(kind: wrongKind ? .notRegular : .readOnly, sqliteCode: 0, message: error.description, path: path)
     }
 
     public var kind: Kind

@@ -15,7 +15,8 @@ enum SpoolFile {
     /// this: the rebuild writes the whole file again, once.
     static let rebuildLimit = 16 * 1024 * 1024
 
-    typealias Opened = (database: DatabaseQueue, queued: (rows: Int, bytes: Int), outputs: [SpoolOutput])
+    /// The open spool; `quarantined` names where a corrupt file was moved on the way.
+    typealias Opened = (database: DatabaseQueue, queued: (rows: Int, bytes: Int), outputs: [SpoolOutput], quarantined: String?)
 
     static func open(path: String, configuration: SpoolConfiguration, logger: Logger) -> Result<Opened, SpoolError> {
         do {
@@ -25,10 +26,11 @@ enum SpoolFile {
             logger.error("spool \(path) is corrupt (\(error.message)); moved it to \(aside ?? "nowhere: rename failed") and started a new spool")
             guard let aside else { return .failure(error) }
             do {
-                let opened = try openChecked(path: path, configuration: configuration)
+                var opened = try openChecked(path: path, configuration: configuration)
                 try opened.database.write { db in
                     try SpoolState.set("quarantined_file", number: configuration.clock().timeIntervalSince1970, text: aside, in: db)
                 }
+                opened.quarantined = aside
                 return .success(opened)
             } catch let error as SpoolError {
                 return .failure(error)
@@ -52,7 +54,7 @@ enum SpoolFile {
         do {
             try StateFile.checkDatabase(path)
         } catch {
-            throw SpoolError(notRegular: error.description, path: path)
+            throw SpoolError(checking: error, path: path)
         }
         var settings = Configuration()
         settings.busyMode = .timeout(configuration.busyTimeout)
@@ -94,7 +96,7 @@ enum SpoolFile {
             let queued = try database.read { db in
                 try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(Spool.queued)")
             }
-            return (database, (queued?[0] ?? 0, queued?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0), outputs)
+            return (database, (queued?[0] ?? 0, queued?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0), outputs, nil)
         } catch let error as SpoolError {
             throw error
         } catch let error as DatabaseError {

@@ -53,7 +53,7 @@ public actor SpoolReader {
             try StateFile.checkDatabase(path)
         } catch {
             database = nil
-            throw SpoolError(notRegular: error.description, path: path)
+            throw SpoolError(checking: error, path: path)
         }
         inode = UInt64(info.st_ino)
         var settings = Configuration()

@@ -17,9 +17,9 @@ public enum StateFile {
         let directory = (path as NSString).deletingLastPathComponent
         // A temporary name of its own (mkstemp), so that two writers of one file (the daemon and a
         // command run as root) never write into or remove each other's.
-        var template = Array((path + ".XXXXXX").utf8CString)
+        var template = Array((path + temporaryInfix + "XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else { throw StateFileError(path: path + ".XXXXXX", call: "mkstemp", code: errno) }
+        guard descriptor >= 0 else { throw StateFileError(path: path + temporaryInfix + "XXXXXX", call: "mkstemp", code: errno) }
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var failure: StateFileError?
@@ -50,12 +50,16 @@ public enum StateFile {
         removeLeftovers(of: path)
     }
 
-    /// A writer killed between its temporary file and the rename leaves `NAME.XXXXXX` behind, which
-    /// nothing else would ever remove: the next replace of NAME does, once it is a minute old (a
-    /// younger one may be another writer's, about to be renamed).
+    /// Between a file's name and mkstemp's six characters: a name of agrigps's own, so that nothing
+    /// else in the directory (an `endpoint.json.backup` made by hand) is ever taken for a leftover.
+    static let temporaryInfix = ".agrigps-new-"
+
+    /// A writer killed between its temporary file and the rename leaves `NAME.agrigps-new-XXXXXX`
+    /// behind, which nothing else would ever remove: the next replace of NAME does, once it is a
+    /// minute old (a younger one may be another writer's, about to be renamed).
     static func removeLeftovers(of path: String, olderThan age: Double = 60) {
         let directory = (path as NSString).deletingLastPathComponent
-        let prefix = (path as NSString).lastPathComponent + "."
+        let prefix = (path as NSString).lastPathComponent + temporaryInfix
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory) else { return }
         let now = Date().timeIntervalSince1970
         for name in names where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6 {

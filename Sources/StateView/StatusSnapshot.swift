@@ -66,7 +66,7 @@ public struct StatusSnapshot: Sendable {
         let heartbeat = Heartbeat.read(from: paths.heartbeat)
         var snapshot = StatusSnapshot(takenAt: now, daemon: daemonState(heartbeat, now: now, limit: heartbeatLimit), heartbeat: heartbeat,
                                       others: OthersView())
-        for path in [paths.heartbeat, paths.stateDirectory + "/endpoint.json", paths.stateDirectory + "/endpoint.secret"] {
+        for path in [paths.heartbeat, paths.stateDirectory + "/endpoint.json", paths.stateDirectory + "/endpoint.secret", paths.spool + "-mark"] {
             do { try StateFile.checkKind(path) } catch { snapshot.fileProblems.append(error.description) }
         }
         for path in [paths.spool, paths.others] {
@@ -177,7 +177,7 @@ extension StatusSnapshot {
         }
         for problem in fileProblems { findings.append((.critical, problem)) }
         // A spool file of the wrong kind is among the file problems already: said once.
-        if let problem = spoolProblem, spool == nil, !fileProblems.contains(where: problem.contains) {
+        if let problem = spoolProblem, spool == nil, !fileProblems.contains(problem) {
             findings.append((.critical, "spool: \(problem)"))
         }
         if let lost = heartbeat?.lostSamples, lost > 0,

@@ -102,6 +102,7 @@ struct Run: AsyncParsableCommand {
         let clock = TrueTime(followsGNSS: replay == nil || retime, wall: clockOffsetFile.map(WallClock.shifted(byFile:)) ?? .system)
         var spoolConfiguration = spoolConfiguration(file)
         spoolConfiguration.clock = { clock.bestGuess() }  // ages and retries survive a wrong or stepped system clock
+        spoolConfiguration.keepsCommitMark = true
         let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration)
         var othersConfiguration = OtherMachinesStore.Configuration()
         othersConfiguration.historyWindow = try keyed("--history-hours", file, fallback: 24) * 3600

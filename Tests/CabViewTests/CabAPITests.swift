@@ -288,13 +288,17 @@ struct CabAPITests {
         #expect(mode == 0o600)
     }
 
-    @Test("an IPv6 /64 network is one client to the throttle and the sessions; IPv4, loopback and mapped addresses are their own")
+    @Test("a global IPv6 /64 elsewhere is one client to the throttle and the sessions; the box's own links, IPv4, loopback and mapped addresses are their own")
     func clientsByNetwork() throws {
         let client = { (address: String) throws in CabContext.client(try SocketAddress(ipAddress: address, port: 8080)) }
         #expect(try client("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
         #expect(try client("2001:db8:1:2:ffff:1234:5678:9abc") == "2001:db8:1:2::/64", "another host part, the same network")
         #expect(try client("2001:db8:1:3::1") == "2001:db8:1:3::/64")
-        #expect(try client("fe80::1") == "fe80:0:0:0::/64")
+        #expect(try client("fe80::1") == "fe80::1", "a link-local peer is on the box's own link")
+        #expect(try client("fd12:3456:789a:1::5") == "fd12:3456:789a:1::5", "a unique local address too")
+        let local = try SocketAddress(ipAddress: "2001:db8:1:2::1", port: 8080)
+        #expect(CabContext.client(try SocketAddress(ipAddress: "2001:db8:1:2:aaaa::1", port: 1), local: local) == "2001:db8:1:2:aaaa::1",
+                "a peer in the box's own /64 is the cab's Wi-Fi: each device its own client")
         #expect(try client("::1") == "::1")
         #expect(try client("::ffff:192.168.1.20") == "::ffff:192.168.1.20")
         #expect(try client("192.168.1.20") == "192.168.1.20")

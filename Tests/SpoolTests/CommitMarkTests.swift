@@ -8,6 +8,13 @@ import Testing
 /// rows were still waiting to be sent.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct CommitMarkTests {
+    /// A spool as the daemon opens it: keeping the mark.
+    static func marking() -> SpoolConfiguration {
+        var configuration = SpoolConfiguration()
+        configuration.keepsCommitMark = true
+        return configuration
+    }
+
     enum Damage: String, CaseIterable {
         case deleted, truncatedToHalf, bitsFlippedInAMiddleFrame
     }
@@ -16,7 +23,7 @@ struct CommitMarkTests {
     /// commits in the log, no checkpoint at close.
     static func crashImage(rows: Int, into copy: String) async throws -> Spool {
         let scratch = Scratch()
-        let spool = Spool(path: scratch.spoolPath)
+        let spool = Spool(path: scratch.spoolPath, configuration: Self.marking())
         for seq in 0..<rows { #expect(isStored(await spool.append(sample(seq)))) }
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         for suffix in ["", "-wal", "-mark"] {
@@ -57,7 +64,7 @@ struct CommitMarkTests {
         #expect(FileManager.default.fileExists(atPath: intact + "/spool.sqlite-wal"), "nothing was left in the log")
         try Self.damage(damaged + "/spool.sqlite-wal", damage)
 
-        let reopened = Spool(path: damaged + "/spool.sqlite")
+        let reopened = Spool(path: damaged + "/spool.sqlite", configuration: Self.marking())
         let reported = await reopened.takeLostRows()
         let left = try await reopened.allSamples().count
         let committed = try Self.rows(intact + "/spool.sqlite")
@@ -73,10 +80,26 @@ struct CommitMarkTests {
         #expect(next == 61)
     }
 
+    @Test("a spool opened by another process (pause, the cab view) compares with the mark but never writes it")
+    func onlyTheDaemonWritesTheMark() async throws {
+        let scratch = Scratch()
+        let plain = Spool(path: scratch.spoolPath)
+        _ = await plain.append(sample(0))
+        #expect(!FileManager.default.fileExists(atPath: scratch.spoolPath + "-mark"), "made by a spool that does not keep it")
+        let daemon = Spool(path: scratch.spoolPath, configuration: Self.marking())
+        for seq in 1...3 { _ = await daemon.append(sample(seq)) }
+        #expect(CommitMark.read(scratch.spoolPath + "-mark") == CommitMark.Note(highestID: 4, owed: 4))
+        // A late opener's view (3 rows owed when it looked) never overwrites the daemon's newer note.
+        let other = Spool(path: scratch.spoolPath)
+        _ = await daemon.append(sample(4))
+        try await other.setSharing(paused: true)
+        #expect(CommitMark.read(scratch.spoolPath + "-mark") == CommitMark.Note(highestID: 5, owed: 5))
+    }
+
     @Test("a garbled mark reads as none, never as a loss")
     func aGarbledMarkIsNone() async throws {
         let scratch = Scratch()
-        let spool = Spool(path: scratch.spoolPath)
+        let spool = Spool(path: scratch.spoolPath, configuration: Self.marking())
         for seq in 0..<5 { _ = await spool.append(sample(seq)) }
         let mark = scratch.spoolPath + "-mark"
         #expect(CommitMark.read(mark) == CommitMark.Note(highestID: 5, owed: 5))
@@ -86,22 +109,22 @@ struct CommitMarkTests {
         #expect(CommitMark.read(mark) == nil)
         try Data(count: 24).write(to: URL(fileURLWithPath: mark))
         #expect(CommitMark.read(mark) == nil)
-        let reopened = Spool(path: scratch.spoolPath)
+        let reopened = Spool(path: scratch.spoolPath, configuration: Self.marking())
         #expect(await reopened.takeLostRows() == nil)
     }
 
     @Test("a spool deleted outright after most of its rows were acknowledged: only those still owed count as lost")
     func onlyTheOwedCount() async throws {
         let scratch = Scratch()
-        let spool = Spool(path: scratch.spoolPath)
+        let spool = Spool(path: scratch.spoolPath, configuration: Self.marking())
         for seq in 0..<20 { _ = await spool.append(sample(seq)) }
         let batch = try #require(try await spool.takeBatch(maximumEntries: 15, now: epoch))
         _ = try await spool.acknowledge(batch: batch.id, now: epoch)
         #expect(CommitMark.read(scratch.spoolPath + "-mark") == CommitMark.Note(highestID: 20, owed: 5))
         for suffix in ["", "-wal", "-shm"] { unlink(scratch.spoolPath + suffix) }
-        let reopened = Spool(path: scratch.spoolPath)
+        let reopened = Spool(path: scratch.spoolPath, configuration: Self.marking())
         let reported = try #require(await reopened.takeLostRows())
         #expect(reported.count == 5, "\(reported.reason)")
-        #expect(reported.reason.contains("of 20 committed"))
+        #expect(reported.reason.contains("up to 5 samples not acknowledged by every output, of 20 committed"), "\(reported.reason)")
     }
 }
