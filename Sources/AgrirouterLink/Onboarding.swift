@@ -1,5 +1,6 @@
 import Bounds
 import Foundation
+import GNSS
 
 /// Which agrirouter to onboard to. QA and production have their own hosts and their own application ids.
 public enum AgrirouterEnvironment: Sendable, Equatable, CustomStringConvertible {
@@ -119,6 +120,17 @@ public struct OnboardingResponse: Codable, Sendable, Equatable {
     public var authentication: Authentication
 }
 
+/// The onboarding request's body, as agrirouter's onboarding API names its fields.
+struct OnboardingRequest: Encodable {
+    var id: String
+    var applicationId: String
+    var certificationVersionId: String
+    var gatewayId: String
+    var certificateType = "PEM"
+    var UTCTimestamp: String
+    var timeZone = "+00:00"
+}
+
 /// Why onboarding failed, worded for the person who typed the TAN. agrirouter's code is kept.
 public enum OnboardingError: Error, Sendable, Equatable, CustomStringConvertible {
     case missingSettings([String])
@@ -198,18 +210,16 @@ public struct OnboardingClient: Sendable {
         let missing = [("applicationId", settings.applicationID), ("certificationVersionId", settings.certificationVersionID)]
             .filter { $0.1.isEmpty }.map(\.0)
         guard missing.isEmpty else { throw .missingSettings(missing) }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let request: [String: String] = [
-            "id": externalID, "applicationId": settings.applicationID,
-            "certificationVersionId": settings.certificationVersionID, "gatewayId": transport.gatewayID, "certificateType": "PEM",
-            "UTCTimestamp": formatter.string(from: now.addingTimeInterval(-10)), "timeZone": "+00:00",
-        ]
+        let request = OnboardingRequest(id: externalID, applicationId: settings.applicationID,
+                                        certificationVersionId: settings.certificationVersionID, gatewayId: transport.gatewayID,
+                                        UTCTimestamp: ISO8601UTC.string(from: now.addingTimeInterval(-10)))
         // An onboarding answer is a few kilobytes: a credential and three ids.
         let client = HTTPSClient(trustedCAPEM: environment.caCertificatePEM, totalTimeout: timeout, maximumResponseBytes: 1_048_576)
         let response: HTTPResponse
         do {
-            let body = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let body = try encoder.encode(request)
             response = try await client.send(method: "POST", url: environment.onboardingURL, body: body,
                                              headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"], anyStatus: true)
         } catch let error as TransportError {
@@ -232,17 +242,32 @@ public struct OnboardingClient: Sendable {
     }
 
     /// agrirouter's error body is `{"error":{"code":"0110","message":...}}`; the code may be a number.
-    static func refusal(_ response: HTTPResponse) -> OnboardingError {
-        let error = (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["error"] as? [String: Any]
-        let code: String
-        switch error?["code"] {
-        case let text as String: code = text
-        case let number as NSNumber: code = String(format: "%04d", number.intValue)
-        default: code = ""
+    struct Refusal: Decodable {
+        struct Detail: Decodable {
+            var code = ""
+            var message = ""
+
+            enum CodingKeys: String, CodingKey { case code, message }
+
+            init(from decoder: any Decoder) throws {
+                let keyed = try decoder.container(keyedBy: CodingKeys.self)
+                if let text = try? keyed.decode(String.self, forKey: .code) {
+                    code = text
+                } else if let number = try? keyed.decode(Int.self, forKey: .code), (0...999_999).contains(number) {
+                    code = String(format: "%04d", number)
+                }
+                message = (try? keyed.decode(String.self, forKey: .message)) ?? ""
+            }
         }
+
+        var error: Detail?
+    }
+
+    static func refusal(_ response: HTTPResponse) -> OnboardingError {
+        let error = (try? JSONDecoder().decode(Refusal.self, from: response.body))?.error
         // The code is shown to the user: another party's text, escaped and cut.
-        return .agrirouter(status: response.status, code: TerminalText.safe(code, limit: 16),
-                           message: TerminalText.safe(error?["message"] as? String ?? "", limit: 200))
+        return .agrirouter(status: response.status, code: TerminalText.safe(error?.code ?? "", limit: 16),
+                           message: TerminalText.safe(error?.message ?? "", limit: 200))
     }
 }
 

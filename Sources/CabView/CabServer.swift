@@ -236,22 +236,29 @@ public struct CabServer: Sendable {
 
     // MARK: - Sessions
 
-    /// What the page learns about this server with its session: whether it asks for a password, the tiles, the stale threshold.
-    private func sessionAnswer(passwordSet: Bool) -> [String: Any] {
-        ["passwordRequired": passwordSet, "tiles": configuration.tiles ?? "none", "staleAfterSeconds": configuration.thresholds.staleAfter]
+    /// What the page learns about this server with its session: whether it asks for a password, the
+    /// tiles, the stale threshold, and, once logged in, the token its changes carry.
+    struct SessionAnswer: Encodable {
+        var passwordRequired: Bool
+        var tiles: String
+        var staleAfterSeconds: Double
+        var loggedIn = false
+        var csrfToken: String?
+    }
+
+    private func sessionAnswer(passwordSet: Bool) -> SessionAnswer {
+        SessionAnswer(passwordRequired: passwordSet, tiles: configuration.tiles ?? "none", staleAfterSeconds: configuration.thresholds.staleAfter)
     }
 
     func session(_ request: Request, client: String) async throws -> Response {
         let passwordSet = configuration.passwordFile.exists
         var answer = sessionAnswer(passwordSet: passwordSet)
         if let session = await sessions.session(Guard.cookie(request)) {
-            answer["loggedIn"] = true
-            answer["csrfToken"] = session.csrfToken
+            (answer.loggedIn, answer.csrfToken) = (true, session.csrfToken)
             return Self.json(answer)
         }
         // Without a password the page is for this machine only (loopback): the browser gets a session at once.
         guard !passwordSet, configuration.isLoopback else {
-            answer["loggedIn"] = false
             return Self.json(answer)
         }
         return try await opened(answer, client: client)
@@ -282,11 +289,10 @@ public struct CabServer: Sendable {
         return HTTPError(status, headers: [.retryAfter: String(seconds)], message: "\(reason); try again in \(wait)")
     }
 
-    private func opened(_ answer: [String: Any], client: String) async throws -> Response {
+    private func opened(_ answer: SessionAnswer, client: String) async throws -> Response {
         guard let (id, session) = await sessions.open(client: client) else { throw HTTPError(.internalServerError, message: "no session could be made") }
         var answer = answer
-        answer["loggedIn"] = true
-        answer["csrfToken"] = session.csrfToken
+        (answer.loggedIn, answer.csrfToken) = (true, session.csrfToken)
         let maxAge = Int(configuration.sessionLifetime.rounded())
         return Self.json(answer, headers: [.setCookie: "\(Guard.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(maxAge)"])
     }
@@ -320,7 +326,8 @@ public struct CabServer: Sendable {
         do {
             let response = try await onboarder.onboard(tan: wanted.tan, to: target)
             logger.notice("onboarded from the cab view", metadata: ["environment": "\(target.name)"])
-            return Self.json(["onboarded": true, "environment": target.name, "endpoint": response.deviceAlternateId] as [String: Any])
+            struct Onboarded: Encodable { var onboarded = true, environment: String, endpoint: String }
+            return Self.json(Onboarded(environment: target.name, endpoint: response.deviceAlternateId))
         } catch {
             logger.warning("onboarding from the cab view failed: \(error.description)")
             throw HTTPError(Self.status(for: error), message: error.description)
@@ -339,7 +346,8 @@ public struct CabServer: Sendable {
             throw HTTPError(.internalServerError, message: error.description)
         }
         logger.notice("disconnected from agrirouter from the cab view")
-        return Self.json(["onboarded": false, "advice": "Now delete this endpoint in the agrirouter UI too, or it stays listed there."])
+        struct Disconnected: Encodable { var onboarded = false, advice: String }
+        return Self.json(Disconnected(advice: "Now delete this endpoint in the agrirouter UI too, or it stays listed there."))
     }
 
     static func status(for error: OnboardingError) -> HTTPResponse.Status {
@@ -395,10 +403,6 @@ public struct CabServer: Sendable {
 
     static func json<T: Encodable>(_ value: T, headers: HTTPFields = [:]) -> Response {
         jsonResponse(Data(encode(value).utf8), headers: headers)
-    }
-
-    static func json(_ value: [String: Any], headers: HTTPFields = [:]) -> Response {
-        jsonResponse((try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])) ?? Data("{}".utf8), headers: headers)
     }
 
     static func asset(_ text: String, type: String) -> Response {

@@ -40,8 +40,7 @@ struct Guard: RouterMiddleware {
 
     /// A 4xx or 5xx as JSON that the page shows as it is: `{"error": "…"}`.
     static func problem(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: ["error": message])) ?? Data(#"{"error":"refused"}"#.utf8)
-        return CabServer.jsonResponse(data, status: status)
+        CabServer.jsonResponse(Data(CabServer.encode(["error": message]).utf8), status: status)
     }
 
     var contentSecurityPolicy: String {

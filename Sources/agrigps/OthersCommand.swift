@@ -132,43 +132,12 @@ enum OthersReport {
         }
     }
 
-    /// JSON for scripts. Every number in it has been range-checked where it was read, so encoding
-    /// cannot meet a NaN; if it fails all the same, that is an error, never an empty object.
+    /// JSON for scripts (`OthersDocument`); if it does not encode, that is an error, never an empty object.
     static func json(_ listing: OthersListing, view: OthersView, ownFix: Heartbeat.Sample?, now: Date) throws -> String {
-        func date(_ value: Date?) -> Any { value.map { ISO8601UTC.string(from: $0) } ?? NSNull() }
-        func value(_ number: Double?) -> Any { number.flatMap { $0.isFinite ? $0 : nil } ?? NSNull() }
-        let machines: [[String: Any]] = listing.entries.map { entry in
-            let machine = entry.machine
-            return [
-                "endpoint_id": machine.endpointID,
-                "name": machine.name ?? NSNull(),
-                "state": machine.activity.rawValue,
-                "fix": machine.lastReport?.statusDescription ?? NSNull(),
-                "position_status": machine.lastReport?.status ?? NSNull(),
-                "latitude": value(machine.lastPosition?.latitude),
-                "longitude": value(machine.lastPosition?.longitude),
-                "altitude_m": value(machine.lastPosition?.altitude),
-                "position_time": date(machine.lastPosition?.gnssTime),
-                "report_time": date(machine.lastReport?.gnssTime),
-                "last_received_at": date(machine.lastReceivedAt),
-                "age_s": value(entry.age.map { ($0 * 10).rounded() / 10 }),
-                "distance_m": value(entry.distance.map { $0.rounded() }),
-                "bearing_deg": value(entry.bearing.map { $0.rounded() }),
-            ]
-        }
-        let object: [String: Any] = [
-            "generated_at": date(now),
-            "own_position": ownFix?.coordinate.map { ["latitude": $0.latitude, "longitude": $0.longitude, "time": date(ownFix?.time)] } ?? NSNull(),
-            "own_name": view.ownName ?? NSNull(),
-            "last_update": date([view.lastReceivedAt, view.endpointsListedAt].compactMap { $0 }.max()),
-            "machines": machines,
-            "not_shown": ["inactive": listing.hiddenInactive, "unlocated": listing.hiddenUnlocated],
-            "refused_messages": view.refusedMessages,
-        ]
-        guard JSONSerialization.isValidJSONObject(object),
-              let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+        do {
+            return try JSONLine.encode(OthersDocument(listing, view: view, ownFix: ownFix, now: now))
+        } catch {
             throw CommandFailure(description: "the stored data of other machines could not be written as JSON; run 'agrigps others' for the text view", exitCode: 70)
         }
-        return String(decoding: data, as: UTF8.self)
     }
 }

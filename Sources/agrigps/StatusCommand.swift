@@ -16,11 +16,18 @@ struct Status: AsyncParsableCommand {
             Icinga read: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 
             CRITICAL  the daemon is not running or its heartbeat is older than
-                      heartbeat_limit; no fix for fix_age_critical; the oldest unsent
-                      sample waited queue_age_critical; the spool cannot store
+                      heartbeat_limit; a state file is not a regular file; no fix
+                      for fix_age_critical; the oldest unsent sample waited
+                      queue_age_critical; samples were lost; the certificate has
+                      expired; agrirouter no longer knows the endpoint; the disk
+                      is full
             WARNING   not onboarded; no fix yet or for fix_age_warning;
-                      queue_age_warning; samples parked or dropped; the system clock
-                      is off from GNSS time
+                      queue_age_warning; samples parked or dropped; the spool
+                      cannot store and holds samples in memory; a damaged spool was
+                      moved aside; the system clock is off from GNSS time;
+                      agrirouter unreachable, or nothing acknowledged for
+                      ack_age_warning; the certificate expires within 30 days;
+                      little disk space left
             UNKNOWN   the state directory cannot be read
 
             The thresholds come from the [status] section of the configuration file.
@@ -135,8 +142,8 @@ enum StatusReport {
                              + (heartbeat.transportFailures.map { " after \($0) failed request\($0 == 1 ? "" : "s") in a row" } ?? ""))
             }
             if let dropped = heartbeat.droppedInbound, dropped > 0 {
-                lines.append("Dropped unread from agrirouter: \(dropped) message\(dropped == 1 ? "" : "s"), oldest first, "
-                             + "when more waited at once than the daemon keeps (a flood of pushes?)")
+                lines.append("Dropped unread from agrirouter: \(dropped) message\(dropped == 1 ? "" : "s") "
+                             + "when more waited at once than the daemon keeps, the largest or the oldest first (a flood of pushes?)")
             }
         }
         let others = snapshot.othersCounts

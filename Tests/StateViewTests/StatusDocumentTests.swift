@@ -6,14 +6,28 @@ import Testing
 import TestSupport
 @testable import StateView
 
-/// `status --json` against golden files: every key there, and unknown values written as null.
+/// `status --json` and `others --json` against golden files: every key there, and unknown values written as null.
 /// With AGRIGPS_WRITE_GOLDEN=1 the files are written afresh (then read the diff before committing).
-@Suite("status --json")
+@Suite("status --json and others --json")
 struct StatusDocumentTests {
     let now = Date(timeIntervalSince1970: 1_790_000_000)
 
     func matches(_ snapshot: StatusSnapshot, _ name: String) throws {
-        let json = StatusDocument(snapshot, verdict: snapshot.verdict(StatusThresholds())).json()
+        try written(StatusDocument(snapshot, verdict: snapshot.verdict(StatusThresholds())).json(), matches: name)
+    }
+
+    @Test("others --json: a machine without a name or a position has nulls, and our own position is given")
+    func others() throws {
+        let listing = OthersListingTests()
+        let here = Coordinate(latitude: 52, longitude: 8)
+        let own = Heartbeat.Sample(PositionSample(sampledAt: now, state: .fix(.threeD, .dgps),
+                                                  report: PositionReport(time: now, gpsdMode: 3, gpsdStatus: 2, latitude: 52, longitude: 8)))
+        let document = OthersDocument(OthersListing(view: listing.view, ownPosition: here, now: now, includeStale: true),
+                                      view: listing.view, ownFix: own, now: now)
+        try written(JSONLine.encode(document), matches: "others")
+    }
+
+    func written(_ json: String, matches name: String) throws {
         let path = Fixtures.root.appendingPathComponent("Fixtures/golden/\(name).json").path
         if ProcessInfo.processInfo.environment["AGRIGPS_WRITE_GOLDEN"] == "1" {
             try Data((json + "\n").utf8).write(to: URL(fileURLWithPath: path))
