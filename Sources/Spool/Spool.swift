@@ -143,10 +143,6 @@ public actor Spool {
         }
     }
 
-    /// At debug level, one line per committed sample: its row id, state and time in milliseconds, and
-    /// whose clock that time is (`receiver`, sent as it is, or `system`, which is corrected to the best
-    /// known UTC when sent). A record kept elsewhere (the field rig's serial console) can then be held
-    /// against what the spool and agrirouter have after a power cut.
     /// Writes the commit mark after a commit: the highest id so far, and the rows owed now.
     private func noteMark(committed id: Int64? = nil) {
         guard let mark else { return }
@@ -156,6 +152,10 @@ public actor Spool {
         markFailing = !noted
     }
 
+    /// At debug level, one line per committed sample: its row id, state and time in milliseconds, and
+    /// whose clock that time is (`receiver`, sent as it is, or `system`, which is corrected to the best
+    /// known UTC when sent). A record kept elsewhere (the field rig's serial console) can then be held
+    /// against what the spool and agrirouter have after a power cut.
     private func logCommits(ids: [Int64], samples: [PositionSample]) {
         guard logger.logLevel <= .debug else { return }
         for (id, sample) in zip(ids, samples) {
@@ -752,7 +752,7 @@ public actor Spool {
     }
 }
 
-/// Numbers and notes kept beside the queue, in the same database.
+/// The commit mark's comparison at open (see `CommitMark`).
 extension Spool {
     /// Why rows the mark says were committed are not in the spool just opened.
     enum VanishCause {
@@ -820,7 +820,7 @@ extension Spool {
     }
 }
 
-/// The spool's own notes (counts, times, faults), one row each in `spool_state`.
+/// Numbers and notes kept beside the queue, in the same database: one row each in `spool_state`.
 enum SpoolState {
     static func set(_ name: String, number: Double? = nil, text: String? = nil, in db: Database) throws {
         // Cached: an append runs this in every transaction.
