@@ -83,8 +83,7 @@ public actor Spool {
             self.queued = opened.queued
             self.outputs = opened.outputs
             insertSQL = SampleColumns.insert(outputs: opened.outputs)
-            (mark, markedID) = Self.checkMark(opened.database, path: path, owed: opened.queued.rows, keeping: configuration.keepsCommitMark,
-                                              cause: opened.quarantined.map { .quarantined(aside: $0) } ?? .damaged, logger: logger)
+            (mark, markedID) = Self.checkMark(opened, path: path, keeping: configuration.keepsCommitMark, logger: logger)
         case .failure(let error):
             logger.error("\(error.description); holding samples in memory until it can be written")
             fault = error
@@ -245,8 +244,7 @@ public actor Spool {
         queued = opened.queued
         outputs = opened.outputs
         mark = nil  // closes the old note before the check opens it again
-        (mark, markedID) = Self.checkMark(opened.database, path: path, owed: opened.queued.rows, keeping: configuration.keepsCommitMark,
-                                          cause: opened.quarantined.map { .quarantined(aside: $0) } ?? .damaged, logger: logger)
+        (mark, markedID) = Self.checkMark(opened, path: path, keeping: configuration.keepsCommitMark, logger: logger)
         return opened.database
     }
 
@@ -766,8 +764,9 @@ extension Spool {
     /// counted, kept as `vanished_rows` until the daemon takes them, and their ids are never given out
     /// again. Returns the mark, open for the commits to come when this spool keeps it, and the highest
     /// id noted. When the comparison fails, the mark is left as it is, to be compared at the next open.
-    static func checkMark(_ database: DatabaseQueue, path: String, owed: Int, keeping: Bool, cause: VanishCause,
-                          logger: Logger) -> (CommitMark?, Int64) {
+    static func checkMark(_ opened: SpoolFile.Opened, path: String, keeping: Bool, logger: Logger) -> (CommitMark?, Int64) {
+        let (database, owed) = (opened.database, opened.queued.rows)
+        let cause = opened.quarantined.map { VanishCause.quarantined(aside: $0) } ?? .damaged
         let markPath = path + "-mark"
         let noted = CommitMark.read(markPath)
         let highest: Int64

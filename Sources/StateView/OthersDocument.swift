@@ -42,7 +42,7 @@ public struct OthersDocument: Encodable, Sendable {
     var refused_messages: Int
 
     public init(_ listing: OthersListing, view: OthersView, ownFix: Heartbeat.Sample?, now: Date) {
-        let date = { (value: Date?) in value.map { ISO8601UTC.string(from: $0) } }
+        let date = JSONLine.time
         // Range-checked where they were read; a value that is still not finite is unknown.
         let finite = { (number: Double?) in number.flatMap { $0.isFinite ? $0 : nil } }
         machines = listing.entries.map { entry in

@@ -99,7 +99,7 @@ public struct StatusDocument: Encodable, Sendable {
     var spool: Spool
 
     public init(_ snapshot: StatusSnapshot, verdict: (health: Health, reasons: [String])) {
-        let date = { (value: Date?) in value.map { ISO8601UTC.string(from: $0) } }
+        let date = JSONLine.time
         let heartbeat = snapshot.heartbeat
         health = verdict.health.description
         exit_code = verdict.health.rawValue
