@@ -411,7 +411,7 @@ actor HeartbeatWriter {
         guard total > (heartbeat.droppedInbound ?? 0) else { return }
         logger.warning("""
             messages from agrirouter dropped unread: more waited at once than the daemon keeps (1,000 messages or 4 MiB over MQTT, \
-            64 pushes for the feed reader); the oldest went first. A flood of pushes to this endpoint?
+            64 pushes for the feed reader); the largest or the oldest went first. A flood of pushes to this endpoint?
             """, metadata: ["dropped": "\(total - (heartbeat.droppedInbound ?? 0))", "total": "\(total)"])
         heartbeat.droppedInbound = total
     }

@@ -49,6 +49,9 @@ public actor Spool {
     private var mark: CommitMark?
     private var markedID: Int64 = 0
     private var markFailing = false
+    /// Whether an open since the last `takeLostRows` (this process's, or another's before it) may
+    /// have counted rows lost.
+    private var lostRowsMayWait = true
 
     /// Rows still owed to some output and in flight in none: eviction takes the oldest of these.
     /// Withheld rows (taken while sharing was paused) are never sent but count here, so they are the
@@ -245,6 +248,7 @@ public actor Spool {
         outputs = opened.outputs
         mark = nil  // closes the old note before the check opens it again
         (mark, markedID) = Self.checkMark(opened, path: path, keeping: configuration.keepsCommitMark, logger: logger)
+        lostRowsMayWait = true
         return opened.database
     }
 
@@ -663,6 +667,8 @@ public actor Spool {
     /// Rows committed before this spool was opened and gone since (counted by `CommitMark`), with
     /// what is known of them; taken once, by the daemon, which reports them. Nil when none went.
     public func takeLostRows() -> (count: Int, reason: String)? {
+        // Only an open can count a loss: between opens (the daemon asks every 10 s) there is nothing to read.
+        guard lostRowsMayWait else { return nil }
         let taken: Row?
         do {
             taken = try write { db in
@@ -671,8 +677,9 @@ public actor Spool {
                 return row
             }
         } catch {
-            return nil  // the spool cannot be written; the count waits for the next start
+            return nil  // the spool cannot be written; the count waits for the next call
         }
+        lostRowsMayWait = false
         guard let taken, let count = taken.int("number", in: 1...Int.max) else { return nil }
         return (count, taken.text("text", limit: 400) ?? "the spool lost committed rows")
     }
