@@ -34,6 +34,9 @@ let package = Package(
         // The state directory's files opened safely: no links followed, no FIFO waited on, small files
         // replaced whole with their mode set.
         .target(name: "StateFiles"),
+        // Time: the monotonic clock, the system clock taken as a dependency, the best known UTC
+        // (from a fix or agrirouter's Date) and UTC written as ISO 8601.
+        .target(name: "Clocks"),
         // libgps (gpsd's client library) with a shim for what Swift cannot import directly.
         .systemLibrary(
             name: "CGPS",
@@ -45,6 +48,7 @@ let package = Package(
         .target(
             name: "GNSS",
             dependencies: [
+                "Clocks",
                 "Bounds",
                 "CGPS",
                 .product(name: "Logging", package: "swift-log"),
@@ -54,6 +58,7 @@ let package = Package(
         .target(
             name: "Spool",
             dependencies: [
+                "Clocks",
                 "StateFiles",
                 "BlockingWork",
                 "Bounds",
@@ -67,6 +72,7 @@ let package = Package(
         .target(
             name: "Track",
             dependencies: [
+                "Clocks",
                 "StateFiles",
                 "BlockingWork",
                 "GNSS",
@@ -110,9 +116,9 @@ let package = Package(
         .target(
             name: "AgrirouterLink",
             dependencies: [
+                "Clocks",
                 "StateFiles",
                 "Bounds",
-                "GNSS",
                 "AgrirouterWire",
                 "CCurl",
                 "CMosquitto",
@@ -120,11 +126,13 @@ let package = Package(
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
         ),
-        // The daemon's parts: the agrirouter connection, the endpoint set-up, the send cycle, the feed
-        // reader and its store of other machines, and the status snapshot.
+        // The layer the daemon and the readers both stand on: the configuration file and its
+        // thresholds, the state directory's files (heartbeat, lock, the other machines' store), and
+        // onboarding from a TAN to stored credentials.
         .target(
-            name: "Gateway",
+            name: "StateDirectory",
             dependencies: [
+                "Clocks",
                 "StateFiles",
                 "BlockingWork",
                 "Bounds",
@@ -134,6 +142,23 @@ let package = Package(
                 "AgrirouterWire",
                 "AgrirouterLink",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The daemon's parts: the endpoint set-up, the send cycle and the feed reader, run as services.
+        .target(
+            name: "Gateway",
+            dependencies: [
+                "Clocks",
+                "StateDirectory",
+                "StateFiles",
+                "BlockingWork",
+                "Bounds",
+                "GNSS",
+                "Spool",
+                "Track",
+                "AgrirouterWire",
+                "AgrirouterLink",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
                 // SHA-1 for EFDI's name-based team set context ids.
@@ -145,19 +170,21 @@ let package = Package(
         .target(
             name: "StateView",
             dependencies: [
+                "Clocks",
                 "StateFiles",
                 "Bounds",
                 "GNSS",
                 "Spool",
                 "AgrirouterWire",
                 "AgrirouterLink",
-                "Gateway",
+                "StateDirectory",
             ]
         ),
         // The cab view: a small web page (map, sharing, settings) served by `agrigps web`, a process of its own.
         .target(
             name: "CabView",
             dependencies: [
+                "Clocks",
                 "StateFiles",
                 "BlockingWork",
                 "Bounds",
@@ -165,7 +192,7 @@ let package = Package(
                 "Spool",
                 "AgrirouterWire",
                 "AgrirouterLink",
-                "Gateway",
+                "StateDirectory",
                 "StateView",
                 "Track",
                 "COpenSSL",
@@ -208,7 +235,7 @@ let package = Package(
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
         .target(
             name: "GPSDReplay",
-            dependencies: ["BlockingWork", "Bounds", "ChildProcesses", "GNSS"]
+            dependencies: ["Clocks", "BlockingWork", "Bounds", "ChildProcesses", "GNSS"]
         ),
         // What every command-line program shares: option groups, one-line errors, exit codes, the safe log.
         .target(
@@ -216,7 +243,7 @@ let package = Package(
             dependencies: [
                 "Bounds",
                 "CMalloc",
-                "Gateway",
+                "StateDirectory",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -224,6 +251,7 @@ let package = Package(
         .executableTarget(
             name: "agrigps",
             dependencies: [
+                "Clocks",
                 "Bounds",
                 "GNSS",
                 "GPSDReplay",
@@ -231,6 +259,7 @@ let package = Package(
                 "AgrirouterLink",
                 "Spool",
                 "Gateway",
+                "StateDirectory",
                 "Track",
                 "StateView",
                 "CommandSupport",
@@ -244,7 +273,7 @@ let package = Package(
             dependencies: [
                 "Bounds",
                 "GNSS",
-                "Gateway",
+                "StateDirectory",
                 "StateView",
                 "CabView",
                 "CommandSupport",
@@ -253,7 +282,9 @@ let package = Package(
             ]
         ),
         // Fixture paths, gpsd's .chk reader and process checks shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["ChildProcesses", "GNSS", "GPSDReplay"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["ChildProcesses", "GNSS", "GPSDReplay", "AgrirouterWire",
+                                                   .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+                path: "Tests/TestSupport"),
         // Benchmarks that print each figure beside its baseline: swift run -c release agrigps-bench
         .executableTarget(
             name: "agrigps-bench",
@@ -264,8 +295,8 @@ let package = Package(
         .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork"]),
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport",
                                                              .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
-        .testTarget(name: "AgrirouterLinkTests", dependencies: ["AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "GNSS", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "StateView", "Spool", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",
+        .testTarget(name: "AgrirouterLinkTests", dependencies: ["Clocks", "AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "TestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Clocks", "Gateway", "StateView", "Spool", "StateDirectory", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
@@ -273,16 +304,18 @@ let package = Package(
                                                             .product(name: "X509", package: "swift-certificates"),
                                                             .product(name: "SwiftASN1", package: "swift-asn1"),
                                                             .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
-        .testTarget(name: "StateViewTests", dependencies: ["StateView", "Gateway", "Spool", "GNSS", "AgrirouterWire", "TestSupport"]),
-        .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "Gateway", "Spool", "GNSS", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
+        .testTarget(name: "StateDirectoryTests", dependencies: ["StateDirectory", "Spool", "Track", "AgrirouterWire", "TestSupport",
+                                                            .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
+        .testTarget(name: "StateViewTests", dependencies: ["StateView", "StateDirectory", "Spool", "GNSS", "AgrirouterWire", "TestSupport"]),
+        .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "StateDirectory", "Spool", "GNSS", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
                                                      "TestSupport",
                                                      .product(name: "Logging", package: "swift-log"),
                                                      .product(name: "NIOCore", package: "swift-nio"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
-        .testTarget(name: "GNSSTests", dependencies: ["GNSS", "GPSDReplay", "TestSupport"]),
+        .testTarget(name: "GNSSTests", dependencies: ["Clocks", "GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
-        .testTarget(name: "agrigpsTests", dependencies: ["ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "Gateway", "GNSS",
+        .testTarget(name: "agrigpsTests", dependencies: ["Clocks", "ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "StateDirectory", "GNSS",
                                                      "StateFiles",
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),

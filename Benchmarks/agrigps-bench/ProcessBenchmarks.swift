@@ -8,8 +8,8 @@ import Foundation
 import GNSS
 import GRDB
 import GPSDReplay
-import Gateway
 import Spool
+import StateDirectory
 import Synchronization
 import TestSupport
 

@@ -1,4 +1,5 @@
 import ChildProcesses
+import Clocks
 import Foundation
 import GNSS
 import Track

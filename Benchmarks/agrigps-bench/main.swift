@@ -20,13 +20,14 @@
 // 7. The cab view: from a fix to the marker moving in a real Chromium, p50 and p99 against the goal
 //    of 1.5 s, and the page process's peak RSS.
 // 8. `agrigps stats` (and a day's `agrigps track`) over a year of records, against the goal of 1 s.
+import Clocks
 import Foundation
+import Gateway
 import GNSS
 import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
 import GRDBSQLite
-import Gateway
 import Spool
 import SwiftProtobuf
 import TestSupport

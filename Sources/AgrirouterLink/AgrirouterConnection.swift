@@ -1,6 +1,6 @@
 import AgrirouterWire
+import Clocks
 import Foundation
-import GNSS
 import SwiftProtobuf
 
 /// Why a conversation with agrirouter failed.

@@ -1,6 +1,6 @@
 import AgrirouterWire
 import Bounds
-import GNSS
+import Clocks
 import Foundation
 
 /// What a transport brought from agrirouter's side: outbox items (REST's outbox, or MQTT's commands

@@ -1,7 +1,7 @@
 import AgrirouterWire
 import Bounds
+import Clocks
 import CMosquitto
-import GNSS
 import Foundation
 import Synchronization
 

@@ -1,6 +1,6 @@
 import Bounds
+import Clocks
 import Foundation
-import GNSS
 
 /// Which agrirouter to onboard to. QA and production have their own hosts and their own application ids.
 public enum AgrirouterEnvironment: Sendable, Equatable, CustomStringConvertible {

@@ -1,8 +1,9 @@
 import Bounds
+import Clocks
 import Foundation
 import GNSS
-import Gateway
 import Spool
+import StateDirectory
 import StateView
 
 /// What the page shows, as the browser receives it (GET /api/state and every SSE `state` event).

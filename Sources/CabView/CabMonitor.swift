@@ -1,10 +1,12 @@
 import AgrirouterWire
 import AgrirouterLink
+import Bounds
+import Clocks
 import Foundation
 import GNSS
-import Gateway
 import Logging
 import Spool
+import StateDirectory
 import StateView
 
 /// Watches the state directory for the page process: a cheap look every `pollInterval` (the spool's

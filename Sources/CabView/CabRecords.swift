@@ -1,5 +1,4 @@
 import Foundation
-import GNSS
 import Track
 
 /// The Records tab's data, read from the daemon's own track (STATE-DIR/track.sqlite), never written:

@@ -1,7 +1,7 @@
 import AgrirouterWire
 import AgrirouterLink
+import Bounds
 import Foundation
-import Gateway
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
@@ -9,6 +9,7 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 import Spool
+import StateDirectory
 import StateView
 import Track
 

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import Gateway
+import StateDirectory
 
 /// Where the daemon keeps its state: systemd's $STATE_DIRECTORY, or --state-dir.
 public struct StateDirectoryOption: ParsableArguments {

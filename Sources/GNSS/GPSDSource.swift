@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import Logging
 import Synchronization
@@ -199,11 +200,4 @@ private struct SourceReader<Sink: SourceSink>: Sendable {
             idleIfDue()
         }
     }
-}
-
-/// Monotonic seconds; unaffected by the system clock being set (boxes without an RTC boot at 1970).
-public func uptime() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 
 /// What the sampler says for one interval: the newest report in it, or an explicit state when

@@ -1,16 +1,6 @@
 import Bounds
+import Clocks
 import Foundation
-
-/// A reading of both clocks: monotonic seconds for measuring intervals, wall time for stamping.
-public struct ClockReading: Sendable, Equatable {
-    public var uptime: Double
-    public var wall: Date
-
-    public init(uptime: Double, wall: Date) {
-        self.uptime = uptime
-        self.wall = wall
-    }
-}
 
 /// The sampling rules, free of threads and timers so that tests can drive them with any clock.
 ///

@@ -1,5 +1,5 @@
+import Clocks
 import Foundation
-import GNSS
 import Synchronization
 
 /// Serves a log to gpsd over loopback TCP. gpsd connects only when its first client sends WATCH,

@@ -1,4 +1,5 @@
 import BlockingWork
+import Clocks
 import Foundation
 import GNSS
 import Synchronization

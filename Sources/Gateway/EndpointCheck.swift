@@ -1,7 +1,7 @@
 import AgrirouterLink
 import AgrirouterWire
+import Clocks
 import Foundation
-import GNSS
 
 /// Whether agrirouter still knows this endpoint: someone may delete it in agrirouter's UI, and
 /// agrirouter offboards endpoints idle for 18 months. dke:ping answers ACK while the endpoint

@@ -2,6 +2,7 @@ import AgrirouterLink
 import AgrirouterWire
 import Bounds
 import Foundation
+import StateDirectory
 import StateFiles
 import Spool
 import SwiftProtobuf

@@ -1,9 +1,11 @@
 import AgrirouterLink
 import AgrirouterWire
 import Bounds
+import Clocks
 import Foundation
 import GNSS
 import Logging
+import StateDirectory
 import SwiftProtobuf
 
 /// The receiving half of the conversation: other machines' gps:info from pushes and feed queries

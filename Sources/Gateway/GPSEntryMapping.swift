@@ -1,4 +1,5 @@
 import AgrirouterWire
+import Clocks
 import Foundation
 import GNSS
 import SwiftProtobuf

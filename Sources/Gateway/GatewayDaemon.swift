@@ -2,10 +2,12 @@ import AgrirouterLink
 import AgrirouterWire
 import BlockingWork
 import Bounds
+import Clocks
 import Foundation
 import GNSS
 import Logging
 import Spool
+import StateDirectory
 import Track
 import Synchronization
 
@@ -563,10 +565,4 @@ private actor Counter {
         summary.published += published
         summary.acknowledged += acknowledged
     }
-}
-
-/// Both values, when neither is nil.
-public func both<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
-    guard let a, let b else { return nil }
-    return (a, b)
 }

@@ -1,5 +1,6 @@
 import AgrirouterLink
 import AgrirouterWire
+import Clocks
 import Foundation
 import GNSS
 import Logging

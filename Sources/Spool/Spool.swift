@@ -1,5 +1,6 @@
 import BlockingWork
 import Bounds
+import Clocks
 import Foundation
 import GNSS
 import GRDB

@@ -1,6 +1,6 @@
 import Foundation
 import GNSS
-import Gateway
+import StateDirectory
 
 /// `agrigps others --json`: the listing for scripts, every key always there and unknowns null.
 public struct OthersDocument: Encodable, Sendable {

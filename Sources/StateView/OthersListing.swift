@@ -1,7 +1,7 @@
 import Bounds
 import Foundation
 import GNSS
-import Gateway
+import StateDirectory
 
 /// The other machines as `agrigps others` lists them: seen from our own last fix, filtered and sorted.
 public struct OthersListing: Sendable {

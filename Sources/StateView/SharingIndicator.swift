@@ -1,6 +1,7 @@
+import Bounds
 import Foundation
 import GNSS
-import Gateway
+import StateDirectory
 
 /// The one line that says whether positions are being shared, and if not, why. The cab view shows it
 /// at all times; the order below is the order of what matters to the person in the cab.

@@ -1,6 +1,6 @@
 import Foundation
-import Gateway
 import GNSS
+import StateDirectory
 
 /// `agrigps status --json`: every key always there, and what is not known written as `null`, never
 /// as a stand-in value (a missing coordinate is not 0, 0 in the Gulf of Guinea). Keys are

@@ -1,10 +1,10 @@
 import AgrirouterWire
 import AgrirouterLink
-import Gateway
 import Bounds
+import Clocks
 import Foundation
-import GNSS
 import Spool
+import StateDirectory
 import StateFiles
 
 /// What `agrigps status` reports, read from the state directory alone: the daemon's heartbeat, the

@@ -4,8 +4,8 @@ import CabView
 import CommandSupport
 import Foundation
 import GNSS
-import Gateway
 import Logging
+import StateDirectory
 import StateView
 
 @main

@@ -4,7 +4,7 @@ import ArgumentParser
 import Bounds
 import CommandSupport
 import Foundation
-import Gateway
+import StateDirectory
 
 /// Where agrigps keeps its state: `--state-dir`, else systemd's $STATE_DIRECTORY, else /var/lib/agrigps.
 enum EnvironmentChoice: String, ExpressibleByArgument, CaseIterable {

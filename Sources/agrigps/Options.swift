@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import Gateway
 import GNSS
+import StateDirectory
 
 /// A flag that stands for a key of the configuration file (`--interval` for [sampling] interval):
 /// checked by that key's rule, so the flag and the file can never disagree on what is allowed.

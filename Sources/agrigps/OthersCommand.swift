@@ -1,9 +1,10 @@
 import ArgumentParser
 import Bounds
+import Clocks
 import CommandSupport
 import Foundation
 import GNSS
-import Gateway
+import StateDirectory
 import StateView
 
 struct Others: AsyncParsableCommand {

@@ -1,7 +1,6 @@
 import CommandSupport
 import ArgumentParser
 import Foundation
-import GNSS
 import GPSDReplay
 
 struct Replay: AsyncParsableCommand {

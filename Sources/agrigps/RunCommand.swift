@@ -2,13 +2,15 @@ import AgrirouterWire
 import AgrirouterLink
 import ArgumentParser
 import Bounds
+import Clocks
 import CommandSupport
 import Foundation
+import Gateway
 import GNSS
 import GPSDReplay
-import Gateway
 import Logging
 import Spool
+import StateDirectory
 import Track
 
 struct Run: AsyncParsableCommand {

@@ -1,8 +1,8 @@
 import ArgumentParser
+import Clocks
 import CommandSupport
 import Foundation
-import GNSS
-import Gateway
+import StateDirectory
 import Track
 
 /// --since, --until and --time-zone, shared by `track` and `stats`.

@@ -1,7 +1,7 @@
 import AgrirouterSim
 import AgrirouterWire
+import Clocks
 import Foundation
-import GNSS
 import Testing
 import TestSupport
 @testable import AgrirouterLink

@@ -1,7 +1,7 @@
 import AgrirouterWire
 import AgrirouterLink
-import Gateway
 import Foundation
+import Gateway
 import GNSS
 import SwiftASN1
 import SwiftProtobuf

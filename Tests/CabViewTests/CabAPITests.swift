@@ -3,8 +3,6 @@ import AgrirouterLink
 import AgrirouterSim
 @testable import CabView
 import Foundation
-import GNSS
-import Gateway
 import NIOCore
 import Spool
 import StateView

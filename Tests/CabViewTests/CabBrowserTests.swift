@@ -3,8 +3,6 @@ import AgrirouterLink
 import AgrirouterSim
 import CabView
 import Foundation
-import GNSS
-import Gateway
 import Spool
 import StateView
 import Testing

@@ -4,8 +4,8 @@ import AgrirouterSim
 import CabView
 import Foundation
 import GNSS
-import Gateway
 import Spool
+import StateDirectory
 import StateView
 import TestSupport
 

@@ -1,7 +1,7 @@
 import AgrirouterWire
 import Foundation
-import Gateway
 import Logging
+import StateDirectory
 import StateView
 import SwiftProtobuf
 import Testing

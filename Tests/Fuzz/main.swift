@@ -9,8 +9,10 @@ import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
 import Bounds
+import Clocks
 import Foundation
 import Gateway
+import StateDirectory
 import StateView
 import GNSS
 import SwiftProtobuf

@@ -1,5 +1,4 @@
 import Foundation
-import GNSS
 import GPSDReplay
 import Testing
 import TestSupport

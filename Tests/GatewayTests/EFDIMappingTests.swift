@@ -1,4 +1,5 @@
 import Bounds
+import Clocks
 import Foundation
 import GNSS
 import SwiftProtobuf

@@ -4,6 +4,7 @@ import AgrirouterSim
 import Foundation
 import GNSS
 import Spool
+import StateDirectory
 import SwiftProtobuf
 import Testing
 import TestSupport

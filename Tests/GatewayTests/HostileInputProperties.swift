@@ -1,8 +1,10 @@
 import AgrirouterWire
 import Bounds
+import Clocks
 import Foundation
 import GNSS
 import PropertyBased
+import StateDirectory
 import SwiftProtobuf
 import Testing
 @testable import Gateway

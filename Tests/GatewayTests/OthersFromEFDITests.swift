@@ -1,7 +1,9 @@
 import AgrirouterWire
 import Foundation
+import StateDirectory
 import SwiftProtobuf
 import Testing
+import TestSupport
 @testable import Gateway
 
 /// A TimeLog from `sender`, one `Time` per (status, latitude, longitude, time), as a terminal sends it.

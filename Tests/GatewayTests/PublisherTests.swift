@@ -1,6 +1,7 @@
 import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
+import Clocks
 import Foundation
 import GNSS
 import Spool
@@ -54,7 +55,7 @@ struct Rig {
     }
 
     /// Cycles until the spool has nothing unsent and nothing in flight, or `limit` cycles pass.
-    func drain(limit: Int = 50, uptime: () -> Double = GNSS.uptime) async -> [Publisher.CycleReport] {
+    func drain(limit: Int = 50, uptime: () -> Double = Clocks.uptime) async -> [Publisher.CycleReport] {
         var reports: [Publisher.CycleReport] = []
         for _ in 0..<limit {
             reports.append(await publisher.cycle(uptimeNow: uptime()))

@@ -1,5 +1,4 @@
 import Foundation
-import GNSS
 import Testing
 @testable import Spool
 

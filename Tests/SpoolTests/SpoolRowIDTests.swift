@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import GNSS
 import Testing
 @testable import Spool
 

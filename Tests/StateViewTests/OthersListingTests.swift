@@ -1,9 +1,9 @@
 import AgrirouterWire
 import Foundation
 import GNSS
+import StateDirectory
 import Testing
 @testable import StateView
-import Gateway
 
 @Suite("Listing the others")
 struct OthersListingTests {

@@ -1,7 +1,7 @@
 import Foundation
 import GNSS
-import Gateway
 import Spool
+import StateDirectory
 import Testing
 import TestSupport
 @testable import StateView

@@ -1,9 +1,9 @@
 import Foundation
 import GNSS
 import Spool
+import StateDirectory
 import Testing
 @testable import StateView
-import Gateway
 
 @Suite("Status verdict")
 struct StatusVerdictTests {

@@ -2,9 +2,9 @@ import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
 import Foundation
-import Gateway
 import GPSDReplay
 import Spool
+import StateDirectory
 import Testing
 import TestSupport
 

@@ -1,9 +1,8 @@
 import AgrirouterWire
 import Foundation
-import Gateway
-import GNSS
 import GRDB
 import Spool
+import StateDirectory
 import SwiftProtobuf
 import Testing
 import TestSupport

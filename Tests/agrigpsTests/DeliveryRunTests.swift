@@ -1,8 +1,8 @@
 import AgrirouterWire
 import Foundation
-import Gateway
 import GPSDReplay
 import GRDB
+import StateDirectory
 import SwiftProtobuf
 import Testing
 import TestSupport
@@ -12,10 +12,11 @@ import TestSupport
 /// sample committed must have reached agrirouter, once each, and none stamped in the future.
 ///
 /// CI runs it small. `script/delivery-check` runs it at full size (AGRIGPS_DELIVERY_KILLS,
-/// AGRIGPS_OUTAGE_SECONDS) and prints the figures.
+/// AGRIGPS_DELIVERY_TERMS, AGRIGPS_OUTAGE_SECONDS) and prints the figures.
 @Suite(.serialized, .timeLimit(.minutes(40)))
 struct DeliveryRunTests {
     static let kills = ProcessInfo.processInfo.environment["AGRIGPS_DELIVERY_KILLS"].flatMap(Int.init).map { min(max($0, 1), 1000) } ?? 3
+    static let terms = ProcessInfo.processInfo.environment["AGRIGPS_DELIVERY_TERMS"].flatMap(Int.init).map { min(max($0, 0), 1000) } ?? 1
     static let outage = ProcessInfo.processInfo.environment["AGRIGPS_OUTAGE_SECONDS"].flatMap(Double.init).map { min(max($0, 5), 900) } ?? 12
 
     struct Machine {
@@ -68,7 +69,7 @@ struct DeliveryRunTests {
             try await Self.drain(onboarded)
             let tally = try await Tally.of(onboarded, entries: try await onboarded.received())
             let future = await onboarded.simulator.refusedForFutureTimestamps()
-            print("delivery: \(Self.kills) kills, outages of \(Int(Self.outage)) s: \(tally.committed) samples committed, \(tally.received) received, "
+            print("delivery: \(Self.kills) kills, \(Self.terms) SIGTERMs, outages of \(Int(Self.outage)) s: \(tally.committed) samples committed, \(tally.received) received, "
                   + "\(tally.lost) lost, \(tally.duplicates) duplicates; "
                   + "\(hungRequests) requests while hung, \(refusedAttempts) connection attempts while refused; "
                   + "\(future) refused for a future timestamp; \(tally.leftInSpool) left in the spool")
@@ -109,7 +110,7 @@ struct DeliveryRunTests {
             try await Self.drain(onboarded)
             let entries = try await Tally.of(onboarded, entries: try await onboarded.received())
             let times = try await Tally.of(onboarded, times: try await onboarded.receivedTimes())
-            print("delivery over MQTT: \(Self.kills) kills, \(restarts) broker restarts: \(entries.committed) samples committed; "
+            print("delivery over MQTT: \(Self.kills) kills, \(Self.terms) SIGTERMs, \(restarts) broker restarts: \(entries.committed) samples committed; "
                   + "gps:info \(entries.received) received, \(entries.lost) lost, \(entries.duplicates) duplicates; "
                   + "TimeLog \(times.received) received, \(times.lost) lost, \(times.duplicates) duplicates; \(entries.leftInSpool) left in the spool")
             #expect(entries.leftInSpool == 0)
@@ -142,13 +143,13 @@ struct DeliveryRunTests {
         return (machine, daemon)
     }
 
-    /// SIGKILL at random moments, each run a fresh start.
+    /// SIGKILL at random moments, then SIGTERM at random moments, each run a fresh start.
     static func killRepeatedly(_ machine: Machine) async throws {
-        for _ in 0..<kills {
+        for signal in Array(repeating: SIGKILL, count: kills) + Array(repeating: SIGTERM, count: terms) {
             let run = try machine.start()
             try await Task.sleep(for: .seconds(Double.random(in: 2...8)))
-            kill(run.process.pid, SIGKILL)
-            #expect(await run.process.wait(timeout: 10) == 128 + SIGKILL)
+            kill(run.process.pid, signal)
+            #expect(await run.process.wait(timeout: 10) == 128 + signal, "\(run.stderr.suffix(5))")
             run.cleanUp()
             // A replay moved to now runs a second behind: the next one must not start within the
             // last one's final second, or two samples could share a time and position.

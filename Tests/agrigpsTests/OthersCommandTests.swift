@@ -2,8 +2,8 @@ import AgrirouterWire
 import AgrirouterSim
 import Foundation
 import GNSS
-import Gateway
 import GRDB
+import StateDirectory
 import SwiftProtobuf
 import Testing
 import TestSupport

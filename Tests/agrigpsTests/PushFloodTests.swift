@@ -1,6 +1,5 @@
 import AgrirouterWire
 import Foundation
-import Gateway
 import Testing
 import TestSupport
 

@@ -1,6 +1,4 @@
 import Foundation
-import Gateway
-import GNSS
 import Spool
 import StateFiles
 import Testing

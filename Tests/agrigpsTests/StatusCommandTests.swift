@@ -1,8 +1,8 @@
 import ChildProcesses
 import Foundation
-import Gateway
 import GPSDReplay
 import Spool
+import StateDirectory
 import Testing
 import TestSupport
 

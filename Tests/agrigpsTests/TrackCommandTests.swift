@@ -1,5 +1,5 @@
+import Clocks
 import Foundation
-import GNSS
 import Testing
 import TestSupport
 

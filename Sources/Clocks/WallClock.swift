@@ -46,3 +46,14 @@ public struct WallClock: Sendable {
         ClockReading(uptime: uptime(), wall: now())
     }
 }
+
+/// A reading of both clocks: monotonic seconds for measuring intervals, wall time for stamping.
+public struct ClockReading: Sendable, Equatable {
+    public var uptime: Double
+    public var wall: Date
+
+    public init(uptime: Double, wall: Date) {
+        self.uptime = uptime
+        self.wall = wall
+    }
+}

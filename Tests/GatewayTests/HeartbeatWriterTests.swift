@@ -2,6 +2,7 @@ import Foundation
 import GNSS
 import Testing
 @testable import Gateway
+import StateDirectory
 
 @Suite struct HeartbeatWriterTests {
     private func sample(_ state: FixState, at time: Date) -> PositionSample {

@@ -38,28 +38,12 @@ public final class TrueTime: Sendable {
         self.wall = wall
     }
 
-    /// Takes a sample's GNSS time as the truth, if it has a position and a time. The sample was
-    /// known at `sampledAt` by the system clock; the monotonic reading is worked back from that.
-    public func observe(_ sample: PositionSample) {
-        observe(sample, systemNow: wall.now(), uptimeNow: uptime())
-    }
-
-    public func observe(_ sample: PositionSample, systemNow: Date, uptimeNow: Double) {
-        // A time before 2026 is no fix's true time: a receiver with the GPS week-rollover fault reports
-        // 19.6 years back, and it must not override a correct system clock.
-        guard follows, sample.state.hasPosition, let time = sample.receiverTime, time >= Self.plausibleFrom else { return }
-        let known = Self.uptimeKnown(sample, systemNow: systemNow, uptimeNow: uptimeNow)
+    /// Takes a GNSS time, true at the monotonic reading `known`, as the truth. A time before
+    /// `plausibleFrom` is no fix's true time: a receiver with the GPS week-rollover fault reports
+    /// 19.6 years back, and it must not override a correct system clock.
+    public func observe(gnssTime time: Date, atUptime known: Double) {
+        guard follows, time >= Self.plausibleFrom else { return }
         anchors.withLock { $0.gnss = Anchor(time: time.timeIntervalSince1970, uptime: known) }
-    }
-
-    /// The monotonic reading at which `sample` was known. Its own monotonic stamp when it has one (the
-    /// sampler's always do): a system clock set between sampling and now (NTP at boot, on a busy box)
-    /// cannot move it. Without one, worked back through the system clock; an age that a step made
-    /// implausible counts as none, which errs early: a stamp a little in the past, never in the future.
-    static func uptimeKnown(_ sample: PositionSample, systemNow: Date, uptimeNow: Double) -> Double {
-        if let stamped = sample.sampledUptime, stamped <= uptimeNow, uptimeNow - stamped <= 3600 { return stamped }
-        let age = systemNow.timeIntervalSince(sample.sampledAt)
-        return uptimeNow - ((0...60).contains(age) ? age : 0)
     }
 
     /// Takes a server's clock (an HTTP `Date`, read when its answer came) as a lower bound of the

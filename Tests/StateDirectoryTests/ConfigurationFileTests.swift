@@ -2,7 +2,7 @@ import Foundation
 import Spool
 import Testing
 import Track
-@testable import Gateway
+@testable import StateDirectory
 
 @Suite("Configuration file")
 struct ConfigurationFileTests {
