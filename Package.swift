@@ -116,6 +116,7 @@ let package = Package(
         .target(
             name: "AgrirouterLink",
             dependencies: [
+                "BlockingWork",
                 "Clocks",
                 "StateFiles",
                 "Bounds",
@@ -170,6 +171,7 @@ let package = Package(
         .target(
             name: "StateView",
             dependencies: [
+                "BlockingWork",
                 "Clocks",
                 "StateFiles",
                 "Bounds",
@@ -224,14 +226,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "agrirouter-sim",
-            dependencies: ["AgrirouterSim", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["AgrirouterSim", "BlockingWork", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "UnixSignals", package: "swift-service-lifecycle")]
         ),
         // posix_spawn's close-from action, which glibc declares only for _GNU_SOURCE.
         .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
         // mallopt, to keep glibc's malloc arenas as few as the box has cores.
         .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         // Children with a clean signal mask and none of our descriptors, and children that die with us.
-        .target(name: "ChildProcesses", dependencies: ["CSpawn"]),
+        .target(name: "ChildProcesses", dependencies: ["BlockingWork", "CSpawn"]),
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
         .target(
             name: "GPSDReplay",
@@ -265,6 +268,7 @@ let package = Package(
                 "CommandSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         // `agrigps web`: the cab view's server, a program of its own so that the daemon links no web server.

@@ -102,9 +102,9 @@ final class SimBroker: Sendable {
     func start() async throws {
         let child: TetheredProcess
         do {
-            child = try TetheredProcess(executable: "/usr/sbin/mosquitto", arguments: ["-c", directory + "/mosquitto.conf"],
-                                        environment: ProcessInfo.processInfo.environment, outputPath: logPath, appending: true,
-                                        threadName: "agrirouter-sim.broker-reaper")
+            child = try await TetheredProcess.start(executable: "/usr/sbin/mosquitto", arguments: ["-c", directory + "/mosquitto.conf"],
+                                                    environment: ProcessInfo.processInfo.environment, outputPath: logPath, appending: true,
+                                                    threadName: "agrirouter-sim.broker-reaper")
         } catch {
             throw SimBrokerError.cannotStart("cannot run /usr/sbin/mosquitto (install Debian's mosquitto): \(error)")
         }

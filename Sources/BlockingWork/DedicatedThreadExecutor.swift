@@ -97,7 +97,7 @@ private final class JobQueue: @unchecked Sendable {
 /// Names the calling thread, as `top -H` and `/proc/PID/task` show it. Through /proc rather than
 /// pthread_setname_np, which glibc declares only for _GNU_SOURCE and Swift does not see. Linux keeps
 /// 15 bytes of it; a name that cannot be set leaves the thread unnamed, nothing worse.
-private func nameThisThread(_ name: String) {
+func nameThisThread(_ name: String) {
     let file = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
     guard file >= 0 else { return }
     defer { close(file) }

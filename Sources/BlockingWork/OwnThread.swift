@@ -21,6 +21,16 @@ public func onOwnThread<T: Sendable, E: Error>(_ body: @escaping @Sendable () th
     return try result.get()
 }
 
+/// A thread of its own for a job that blocks for as long as it lives: a loop reading a socket, a
+/// reaper waiting on a child. Named (as `top -H` shows it) and detached; false when the process
+/// could not start one.
+public func startThread(named name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
+    startDetachedThread {
+        nameThisThread(name)
+        body()
+    } == 0
+}
+
 /// Starts a detached thread running `body`; returns pthread_create's result (0 when started).
 func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
     let box = Unmanaged.passRetained(ThreadBody(body))

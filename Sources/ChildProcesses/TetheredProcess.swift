@@ -1,3 +1,4 @@
+import BlockingWork
 import Foundation
 import Synchronization
 
@@ -10,41 +11,61 @@ import Synchronization
 /// that would switch users must be started as that user (`launcherOptions`, see setpriv(1)).
 public final class TetheredProcess: Sendable {
     public static let launcher = "/usr/bin/setpriv"
-
     public let pid: pid_t
-    private let exited = ExitFlag()
+    private let exited: ExitFlag
 
-    /// Starts `executable` with `arguments`; `launcherOptions` go to setpriv before them.
-    public init(executable: String, arguments: [String], launcherOptions: [String] = [], environment: [String: String],
-                outputPath: String, appending: Bool = false, threadName: String) throws(TetheredProcessError) {
-        guard access(Self.launcher, X_OK) == 0 else { throw .launcherMissing(Self.launcher) }
-        let spawned = Mutex<Result<pid_t, SpawnError>?>(nil)
+    private init(pid: pid_t, exited: ExitFlag) {
+        (self.pid, self.exited) = (pid, exited)
+    }
+
+    /// Starts `executable` with `arguments`; `launcherOptions` go to setpriv before them. It waits
+    /// as long as posix_spawn takes: for synchronous callers on a thread of their own.
+    public convenience init(executable: String, arguments: [String], launcherOptions: [String] = [], environment: [String: String],
+                            outputPath: String, appending: Bool = false, threadName: String) throws(TetheredProcessError) {
+        let spawned = Mutex<Result<pid_t, TetheredProcessError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
+        let exited = ExitFlag()
+        Self.spawn(executable: executable, arguments: arguments, launcherOptions: launcherOptions, environment: environment,
+                   outputPath: outputPath, appending: appending, threadName: threadName, exited: exited) { result in
+            spawned.withLock { $0 = result }
+            ready.signal()
+        }
+        ready.wait()
+        self.init(pid: try spawned.withLock { $0! }.get(), exited: exited)
+    }
+
+    /// The same start for async callers, which wait for the spawn without holding a thread of the
+    /// cooperative pool.
+    public static func start(executable: String, arguments: [String], launcherOptions: [String] = [], environment: [String: String],
+                             outputPath: String, appending: Bool = false, threadName: String) async throws(TetheredProcessError) -> TetheredProcess {
+        let exited = ExitFlag()
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<pid_t, TetheredProcessError>, Never>) in
+            spawn(executable: executable, arguments: arguments, launcherOptions: launcherOptions, environment: environment,
+                  outputPath: outputPath, appending: appending, threadName: threadName, exited: exited) { continuation.resume(returning: $0) }
+        }
+        return TetheredProcess(pid: try result.get(), exited: exited)
+    }
+
+    /// Starts the reaper thread, which spawns the child, reports the result once through `ready`, and
+    /// then waits for the child, so that it lives exactly as long as the child does.
+    private static func spawn(executable: String, arguments: [String], launcherOptions: [String], environment: [String: String],
+                              outputPath: String, appending: Bool, threadName: String, exited: ExitFlag,
+                              ready: @escaping @Sendable (Result<pid_t, TetheredProcessError>) -> Void) {
+        guard access(launcher, X_OK) == 0 else { return ready(.failure(.launcherMissing(launcher))) }
         let arguments = ["--pdeathsig", "KILL"] + launcherOptions + ["--", executable] + arguments
-        let exited = exited
-        let reaper = Thread {
+        let started = startThread(named: threadName) {
             do throws(SpawnError) {
-                let child = try ChildProcess(executable: Self.launcher, arguments: arguments, environment: environment,
+                let child = try ChildProcess(executable: launcher, arguments: arguments, environment: environment,
                                              outputPath: outputPath, appending: appending)
-                spawned.withLock { $0 = .success(child.pid) }
-                ready.signal()
+                ready(.success(child.pid))
                 var status: Int32 = 0
                 while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
                 exited.set()
             } catch {
-                spawned.withLock { $0 = .failure(error) }
-                ready.signal()
+                ready(.failure(.spawn(error)))
             }
         }
-        reaper.name = threadName
-        reaper.start()
-        // Only as long as posix_spawn takes.
-        ready.wait()
-        do {
-            pid = try spawned.withLock { $0! }.get()
-        } catch {
-            throw .spawn(error)
-        }
+        if !started { ready(.failure(.spawn(SpawnError(executable: executable, code: EAGAIN)))) }
     }
 
     /// True once the child has been reaped.

@@ -40,6 +40,9 @@ enum GPSDJSON {
         }
     }
 
+    /// Untyped on purpose: gpsd writes "activated" as a time or as the number 0, and a DEVICES
+    /// line's entries carry whatever fields each driver knows; only two keys are read, rarely (when a
+    /// device comes or goes), and anything unexpected reads as nil.
     private static func decode(_ line: UnsafeRawBufferPointer) -> [String: Any]? {
         try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any]
     }

@@ -56,6 +56,8 @@ public struct GPSDSource: Sendable {
         let stop = StopFlag()
         connect(stop)
         let reader = SourceReader(configuration: configuration, logger: logger, sink: sink, stop: stop)
+        // The reader blocks in libgps (poll and read on gpsd's socket) for as long as the source
+        // lives, so it has a thread of its own, never one of Swift's pool.
         let thread = Thread {
             var reader = reader
             reader.run()

@@ -1,3 +1,4 @@
+import BlockingWork
 import Clocks
 import Foundation
 import Synchronization
@@ -18,9 +19,11 @@ final class ReplayFeeder: Sendable {
         self.log = log
         self.realTime = realTime
         self.endWithEOF = endWithEOF
-        let thread = Thread { [self] in serve() }
-        thread.name = "agrigps.replay-feeder"
-        thread.start()
+        // It blocks on gpsd's socket for the whole replay: a thread of its own.
+        guard startThread(named: "agrigps.replay-feeder", { [self] in serve() }) else {
+            close(listener)
+            throw .gpsdFailedToStart("no thread could be started to feed it the log")
+        }
     }
 
     func stop() { stopped.store(true, ordering: .releasing) }

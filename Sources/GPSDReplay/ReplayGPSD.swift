@@ -72,6 +72,8 @@ public final class ReplayGPSD: Sendable {
     /// When the feeder had handed gpsd the whole log and `# EOF` (`uptime()`); nil until then.
     var feedFinishedAt: Double? { feeder.finishedAt }
 
+    /// A last resort for an owner that did not stop it: the commands `finish()` it first, off the
+    /// cooperative pool, which leaves this nothing to wait for.
     deinit { stop() }
 
     public func stop() {

@@ -1,3 +1,4 @@
+import BlockingWork
 import Clocks
 import Foundation
 import GNSS
@@ -55,7 +56,7 @@ extension ReplayGPSD {
                 watch.give(up: "gpsd had not closed the device \(String(format: "%g", endGrace)) s after reading "
                     + "the whole log (part of the log may have been taken for binary data)")
                 // stop() waits for gpsd to exit: not on the cooperative pool.
-                Thread { self.stop() }.start()
+                await onOwnThread { self.stop() }
                 return
             }
         }

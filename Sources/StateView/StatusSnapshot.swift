@@ -1,5 +1,6 @@
 import AgrirouterWire
 import AgrirouterLink
+import BlockingWork
 import Bounds
 import Clocks
 import Foundation
@@ -63,6 +64,28 @@ public struct StatusSnapshot: Sendable {
     /// Reads everything; a part that cannot be read is reported as a problem, not thrown, so status
     /// always has something to say.
     public static func gather(_ paths: Paths, now: Date = Date(), heartbeatLimit: Double = 120, staleAfter: Double = 300) async -> StatusSnapshot {
+        // File reads, and the key's decryption to check the certificate: blocking work, off the pool.
+        var snapshot = await onOwnThread { readFiles(paths, now: now, heartbeatLimit: heartbeatLimit) }
+        let heartbeat = snapshot.heartbeat
+        if snapshot.spoolProblem == nil {
+            // Read-only: a look must never change, migrate or move aside the daemon's file.
+            do {
+                snapshot.spool = try await SpoolReader(path: paths.spool).status(now: trueNow(now, heartbeat: heartbeat, daemon: snapshot.daemon))
+            } catch {
+                if let counts = heartbeat?.spool { snapshot.spool = SpoolStatus(counts) } else { snapshot.spoolProblem = error.description }
+            }
+        }
+        do {
+            snapshot.others = try await OtherMachinesStore(readingOnly: paths.others).view(now: now, staleAfter: staleAfter)
+            snapshot.othersCounts = Heartbeat.OthersCounts(snapshot.others)
+        } catch {
+            if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
+        }
+        return snapshot
+    }
+
+    /// The small files and the credentials: everything but the two databases.
+    private static func readFiles(_ paths: Paths, now: Date, heartbeatLimit: Double) -> StatusSnapshot {
         let heartbeat = Heartbeat.read(from: paths.heartbeat)
         var snapshot = StatusSnapshot(takenAt: now, daemon: daemonState(heartbeat, now: now, limit: heartbeatLimit), heartbeat: heartbeat,
                                       others: OthersView())
@@ -78,6 +101,9 @@ public struct StatusSnapshot: Sendable {
         } else if access(paths.stateDirectory, R_OK | X_OK) != 0 {
             snapshot.unreadable = "cannot read the state directory \(paths.stateDirectory): run as its owner or a member of its group"
         }
+        if !FileManager.default.fileExists(atPath: paths.spool) {
+            snapshot.spoolProblem = "no spool yet at \(paths.spool): the daemon has not run here"
+        }
         snapshot.stateDirectory = paths.stateDirectory
         snapshot.diskFree = freeBytes(on: paths.stateDirectory)
         // The files themselves are the daemon's user's; a member of its group reads the heartbeat's copy.
@@ -88,22 +114,6 @@ public struct StatusSnapshot: Sendable {
         } catch {
             if let heartbeat { snapshot.environment = heartbeat.environment } else { snapshot.credentialsProblem = error.description }
             snapshot.certificateNotAfter = heartbeat?.certificateNotAfter
-        }
-        if FileManager.default.fileExists(atPath: paths.spool) {
-            // Read-only: a look must never change, migrate or move aside the daemon's file.
-            do {
-                snapshot.spool = try await SpoolReader(path: paths.spool).status(now: trueNow(now, heartbeat: heartbeat, daemon: snapshot.daemon))
-            } catch {
-                if let counts = heartbeat?.spool { snapshot.spool = SpoolStatus(counts) } else { snapshot.spoolProblem = error.description }
-            }
-        } else {
-            snapshot.spoolProblem = "no spool yet at \(paths.spool): the daemon has not run here"
-        }
-        do {
-            snapshot.others = try await OtherMachinesStore(readingOnly: paths.others).view(now: now, staleAfter: staleAfter)
-            snapshot.othersCounts = Heartbeat.OthersCounts(snapshot.others)
-        } catch {
-            if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
         }
         return snapshot
     }

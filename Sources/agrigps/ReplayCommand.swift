@@ -39,7 +39,7 @@ struct Replay: AsyncParsableCommand {
 
     func run() async throws {
         let interruption = Interruption()
-        let trap = SignalTrap { number in interruption.interrupt(by: number) }
+        let trap = await SignalTrap { number in interruption.interrupt(by: number) }
         let gpsd: ReplayGPSD
         do {
             let nmea = try NMEALog(contentsOf: log)
@@ -53,7 +53,7 @@ struct Replay: AsyncParsableCommand {
         // Stopping gpsd ends the stream below; the signal then decides the exit code.
         interruption.onInterrupt { gpsd.stop() }
         let ending = try await show(gpsd.stream())
-        gpsd.stop()
+        await gpsd.finish()
         _ = consume trap
         if let signal = interruption.signal { throw ExitCode(128 + signal) }
         if case .failed(let reason) = ending {

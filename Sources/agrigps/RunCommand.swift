@@ -115,7 +115,7 @@ struct Run: AsyncParsableCommand {
         var restart = false
         var summary = GatewayDaemon.Summary()
         var replayGPSD: ReplayGPSD?
-        let trap = SignalTrap { number in interruption.interrupt(by: number) }
+        let trap = await SignalTrap { number in interruption.interrupt(by: number) }
         repeat {
             let fingerprint = credentials.fingerprint()
             let link = try self.link(file, clock: clock)
@@ -146,7 +146,7 @@ struct Run: AsyncParsableCommand {
             if restart { Logger(label: "agrigps.daemon").notice("the credentials changed: starting again with them") }
         } while restart
         _ = consume trap
-        replayGPSD?.stop()
+        await replayGPSD?.finish()
         let status = await spool.status()
         Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
                     + "\(status.waiting) waiting in the spool; "

@@ -1,55 +1,31 @@
 import Foundation
 import Synchronization
-
-/// The write end of the signal pipe. Set before the handlers are installed and read only by them.
-nonisolated(unsafe) private var signalPipe: Int32 = -1
+import UnixSignals
 
 /// Delivers SIGINT and SIGTERM to a handler instead of killing the process, so that commands can
 /// stop their children and close what they hold.
 ///
-/// The signal handler only writes the signal number to a pipe (async-signal-safe); a thread reads
-/// it and runs `handler`. This works whichever thread the kernel picks for a process-wide signal,
-/// which dispatch signal sources on Linux do not guarantee. One trap per process.
+/// Through swift-service-lifecycle's `UnixSignalsSequence`, the one way our three programs catch
+/// signals: `agrigps-web`'s `ServiceGroup` and `agrirouter-sim` use it too. (It took each of 400
+/// SIGTERMs sent to a process whose other threads were blocked in `read` or busy on the pool,
+/// started before or after it.) One trap per process at a time.
 struct SignalTrap: ~Copyable {
-    private let signals: [Int32]
-    private let writeEnd: Int32
+    private let signals: [UnixSignal]
+    private let listener: Task<Void, Never>
 
-    init(_ signals: [Int32] = [SIGINT, SIGTERM], handler: @escaping @Sendable (Int32) -> Void) {
-        var ends: [Int32] = [-1, -1]
-        precondition(pipe(&ends) == 0, "cannot create the signal pipe")
-        let readEnd = ends[0]
+    init(_ signals: [UnixSignal] = [.sigint, .sigterm], handler: @escaping @Sendable (Int32) -> Void) async {
+        let sequence = await UnixSignalsSequence(trapping: signals)
         self.signals = signals
-        self.writeEnd = ends[1]
-        signalPipe = ends[1]
-        for number in signals {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = { received in
-                var byte = UInt8(truncatingIfNeeded: received)
-                _ = write(signalPipe, &byte, 1)
-            }
-            sigemptyset(&action.sa_mask)
-            action.sa_flags = SA_RESTART
-            sigaction(number, &action, nil)
+        listener = Task {
+            for await signal in sequence { handler(signal.rawValue) }
         }
-        let reader = Thread {
-            var byte: UInt8 = 0
-            while true {
-                let count = read(readEnd, &byte, 1)
-                if count < 0 && errno == EINTR { continue }
-                if count != 1 || byte == 0 { break }
-                handler(Int32(byte))
-            }
-            close(readEnd)
-        }
-        reader.name = "agrigps.signals"
-        reader.start()
     }
 
+    /// The signals' default action comes back: a command that is done closing has nothing left to
+    /// protect.
     deinit {
-        for number in signals { signal(number, SIG_DFL) }
-        var stop: UInt8 = 0
-        _ = write(writeEnd, &stop, 1)
-        close(writeEnd)
+        listener.cancel()
+        for number in signals { signal(number.rawValue, SIG_DFL) }
     }
 }
 

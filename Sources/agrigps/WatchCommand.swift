@@ -57,7 +57,7 @@ struct Watch: AsyncParsableCommand {
                 Output.line(json ? sample.jsonLine(includeSampledAt: true) : sample.textLine)
             }
         }
-        let trap = SignalTrap { _ in
+        let trap = await SignalTrap { _ in
             work.cancel()
             unresolvable.cancel()
         }

@@ -1,7 +1,9 @@
 // agrirouter-sim: a local agrirouter for tests, demos and trying agrigps without an account.
 import AgrirouterSim
 import ArgumentParser
+import BlockingWork
 import Foundation
+import UnixSignals
 
 @main
 struct AgrirouterSimCommand: AsyncParsableCommand {
@@ -91,9 +93,9 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
         print("agrirouter-sim: onboarding at \(simulator.onboardingURL)")
         if let port = simulator.brokerPort { print("agrirouter-sim: MQTT broker on port \(port)") }
         fflush(nil)
-        if mqtt { Self.stopBrokerOnSignals(simulator) }
+        if mqtt { await Self.stopBrokerOnSignals(simulator) }
         // readLine blocks, so it gets a thread of its own rather than one of Swift concurrency's few.
-        Thread.detachNewThread {
+        _ = startThread(named: "sim.control") {
             while let line = readLine() {
                 let done = DispatchSemaphore(value: 0)
                 Task {
@@ -109,24 +111,18 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
     }
 
     /// The broker is a child process: SIGINT and SIGTERM stop it (and remove its keys) before the
-    /// simulator exits with 128 + the signal.
-    private static func stopBrokerOnSignals(_ simulator: AgrirouterSimulator) {
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                Task {
-                    await simulator.shutdown()
-                    // As the default action would have it, so a caller sees which signal ended it.
-                    Glibc.exit(128 + number)
-                }
+    /// simulator exits with 128 + the signal. Caught as `agrigps` and `agrigps-web` catch them, through
+    /// swift-service-lifecycle's `UnixSignalsSequence`.
+    private static func stopBrokerOnSignals(_ simulator: AgrirouterSimulator) async {
+        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
+        Task {
+            for await signal in signals {
+                await simulator.shutdown()
+                // As the default action would have it, so a caller sees which signal ended it.
+                Glibc.exit(128 + signal.rawValue)
             }
-            source.resume()
-            signals.append(source)
         }
     }
-
-    nonisolated(unsafe) private static var signals: [any DispatchSourceSignal] = []
 }
 
 func control(_ line: String, simulator: AgrirouterSimulator) async -> String {
