@@ -30,6 +30,8 @@ public struct CredentialStore: Sendable {
     var idPath: String { directory + "/endpoint-id" }
     var endpointPath: String { directory + "/endpoint.json" }
     var secretPath: String { directory + "/endpoint.secret" }
+    /// A new secret on its way to `endpoint.secret`, while a save is under way.
+    var nextSecretPath: String { directory + "/endpoint.secret-next" }
 
     /// Changes whenever the credentials are stored anew or removed (inode, size and modification time
     /// of both files): a running daemon compares it to pick up a new onboarding or a disconnect.
@@ -86,18 +88,52 @@ public struct CredentialStore: Sendable {
         }
         guard let bytes else { return nil }
         do {
-            var file = try JSONDecoder().decode(StoredFile.self, from: Data(bytes))
-            guard let secret = Self.text(secretPath) else { throw OnboardingError.storage("no secret") }
-            file.response.authentication.secret = secret.trimmingCharacters(in: .whitespacesAndNewlines)
+            let file = try JSONDecoder().decode(StoredFile.self, from: Data(bytes))
+            guard let secret = secret(for: file.response) else { throw OnboardingError.storage("no secret") }
+            var response = file.response
+            response.authentication.secret = secret
             let settings = file.applicationID.map { OnboardingSettings(applicationID: $0, certificationVersionID: file.certificationVersionID ?? "") }
-            return StoredEndpoint(environment: file.environment, response: file.response, settings: settings, trustedCAPEM: file.trustedCAPEM)
+            return StoredEndpoint(environment: file.environment, response: response, settings: settings, trustedCAPEM: file.trustedCAPEM)
         } catch {
             throw .storage("\(endpointPath) or \(secretPath) cannot be read; onboard again")
         }
     }
 
+    /// The secret beside `response`: `endpoint.secret`, unless a save was cut short after its new
+    /// `endpoint.json` and before the new secret took the old one's name; then the next secret, which
+    /// is the one that opens this key. Decrypting is tried only in that rare case.
+    private func secret(for response: OnboardingResponse) -> String? {
+        let current = Self.text(secretPath).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        guard let next = Self.text(nextSecretPath).map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }), next != current else {
+            return current
+        }
+        let opens = ClientCredentials(agrirouterPEM: response.authentication.certificate, secret: next).map { (try? $0.check()) != nil } ?? false
+        return opens ? next : current
+    }
+
+    /// Stores a new credential so that a power cut at any moment leaves the old one or the new one,
+    /// whole: the TAN is spent by now, and half of a credential is worth nothing.
     public func save(_ response: OnboardingResponse, environment: String, settings: OnboardingSettings? = nil,
                      trustedCAPEM: String? = nil) throws(OnboardingError) {
+        let pending = try prepare(response, environment: environment, settings: settings, trustedCAPEM: trustedCAPEM)
+        for step in SaveStep.allCases { try perform(step, of: pending) }
+    }
+
+    /// The save, one durable step at a time (file and directory synced before the next): the new
+    /// secret under a name of its own, then `endpoint.json` (the commit: from here on its key is the
+    /// one `load` opens), then the secret under its own name.
+    enum SaveStep: CaseIterable {
+        case nextSecret, endpoint, secret
+    }
+
+    /// What a save writes: the secret's file and `endpoint.json`.
+    struct PendingSave {
+        var secret: Data
+        var endpoint: Data
+    }
+
+    func prepare(_ response: OnboardingResponse, environment: String, settings: OnboardingSettings?,
+                 trustedCAPEM: String?) throws(OnboardingError) -> PendingSave {
         var withoutSecret = response
         withoutSecret.authentication.secret = ""
         let encoder = JSONEncoder()
@@ -107,8 +143,15 @@ public struct CredentialStore: Sendable {
         guard let data = try? encoder.encode(file) else {
             throw .storage("the onboarding response could not be encoded")
         }
-        try write(Data((response.authentication.secret + "\n").utf8), to: secretPath)
-        try write(data, to: endpointPath)
+        return PendingSave(secret: Data((response.authentication.secret + "\n").utf8), endpoint: data)
+    }
+
+    func perform(_ step: SaveStep, of pending: PendingSave) throws(OnboardingError) {
+        switch step {
+        case .nextSecret: try write(pending.secret, to: nextSecretPath)
+        case .endpoint: try write(pending.endpoint, to: endpointPath)
+        case .secret: try rename(nextSecretPath, to: secretPath)
+        }
     }
 
     private struct StoredFile: Codable {
@@ -121,7 +164,7 @@ public struct CredentialStore: Sendable {
 
     /// Removes the credential; the endpoint id stays, so a later onboarding is the same endpoint.
     public func delete() throws(OnboardingError) {
-        for path in [endpointPath, secretPath] where FileManager.default.fileExists(atPath: path) {
+        for path in [endpointPath, secretPath, nextSecretPath] where FileManager.default.fileExists(atPath: path) {
             guard unlink(path) == 0 else { throw .storage("\(path): \(String(cString: strerror(errno)))") }
         }
     }
@@ -140,6 +183,16 @@ public struct CredentialStore: Sendable {
         } catch {
             throw .storage(error.description)
         }
+    }
+
+    /// Renames within the state directory and syncs the directory, so that the new name survives a
+    /// power cut.
+    func rename(_ from: String, to path: String) throws(OnboardingError) {
+        guard Glibc.rename(from, path) == 0 else { throw .storage("\(path): \(String(cString: strerror(errno)))") }
+        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { throw .storage("\(directory): \(String(cString: strerror(errno)))") }
+        defer { close(folder) }
+        guard fsync(folder) == 0 else { throw .storage("\(directory): \(String(cString: strerror(errno)))") }
     }
 
     /// A small text file of ours as UTF-8, or nil if it is missing, unreadable or not a regular file.

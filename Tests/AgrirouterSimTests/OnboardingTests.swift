@@ -87,4 +87,36 @@ struct OnboardingTests {
         #expect(try store.load() == nil)
         #expect(try store.externalID() == id, "disconnecting keeps the id for re-onboarding")
     }
+
+    /// A power cut after each durable step of a save, first onboarding and re-onboarding: the next
+    /// start finds the old credential or the new one, and its key opens; or, before the first
+    /// onboarding's commit, none at all. Never a key with the wrong secret.
+    @Test func aSaveCutShortLeavesAWholeCredentialOrNone() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Tractor"]))
+        try await tearingDown({ await simulator.shutdown() }) {
+            let client = OnboardingClient(environment: .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
+                                          settings: settings)
+            let old = try await client.onboard(tan: "TAN0000001", externalID: "urn:agrigps:endpoint:cut")
+            let new = try await client.onboard(tan: "TAN0000002", externalID: "urn:agrigps:endpoint:cut")
+            for (before, expectedAfterCommit) in [(OnboardingResponse?.none, new), (old, new)] {
+                let steps = CredentialStore.SaveStep.allCases
+                for done in 0...steps.count {
+                    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-cut-\(UUID().uuidString)").path
+                    defer { try? FileManager.default.removeItem(atPath: directory) }
+                    let store = CredentialStore(directory: directory)
+                    if let before { try store.save(before, environment: "local", settings: settings) }
+                    let pending = try store.prepare(new, environment: "local", settings: settings, trustedCAPEM: nil)
+                    for step in steps.prefix(done) { try store.perform(step, of: pending) }
+                    let loaded = try store.load()
+                    let committed = done >= 2
+                    let expected = committed ? expectedAfterCommit : before
+                    #expect(loaded?.response.authentication.certificate == expected?.authentication.certificate,
+                            "after \(done) of \(steps.count) steps, \(before == nil ? "first onboarding" : "re-onboarding")")
+                    if let loaded {
+                        #expect(throws: Never.self, "the key opens after \(done) steps") { try #require(loaded.credentials).check() }
+                    }
+                }
+            }
+        }
+    }
 }
