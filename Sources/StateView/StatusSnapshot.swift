@@ -29,6 +29,9 @@ public struct StatusSnapshot: Sendable {
     public var certificateNotAfter: Date?
     public var spool: SpoolStatus?
     public var spoolProblem: String?
+    /// What only the running daemon knows of its spool, from its heartbeat: why the spool cannot
+    /// store (a read-only or damaged file the file itself does not show), and what it holds in memory.
+    public var storageFault: String?
     public var others: OthersView
     public var othersProblem: String?
     /// State files replaced by something that is not a regular file (a FIFO, a device, a link): each
@@ -71,6 +74,10 @@ public struct StatusSnapshot: Sendable {
             // Read-only: a look must never change, migrate or move aside the daemon's file.
             do {
                 snapshot.spool = try await SpoolReader(path: paths.spool).status(now: trueNow(now, heartbeat: heartbeat, daemon: snapshot.daemon))
+                if case .running = snapshot.daemon, let counts = heartbeat?.spool {
+                    snapshot.storageFault = counts.storageFault
+                    snapshot.spool?.heldInMemory = counts.heldInMemory
+                }
             } catch {
                 if let counts = heartbeat?.spool { snapshot.spool = SpoolStatus(counts) } else { snapshot.spoolProblem = error.description }
             }
@@ -212,7 +219,9 @@ extension StatusSnapshot {
                 findings.append((.warning, "oldest unsent sample waited \(Self.whole(age)) s"))
             }
             // Held in memory is nothing lost yet: a WARNING. What the full memory ring had to drop is lost: CRITICAL.
-            if let fault = spool.storageFault { findings.append((.warning, "the spool cannot store: \(fault.description)")) }
+            if let fault = spool.storageFault?.description ?? storageFault {
+                findings.append((.warning, "the spool cannot store: \(TerminalText.safe(fault, limit: 300))"))
+            }
             if spool.heldInMemory > 0 { findings.append((.warning, "\(spool.heldInMemory) samples held in memory only")) }
             if let lost = spool.dropped["memory"], lost > 0 {
                 findings.append((.critical, "\(lost) samples lost: the memory ring overflowed while the spool could not store"))
