@@ -63,8 +63,30 @@ public final class ReceivedLog: Sendable {
         return time.seconds * 1000 + (Int64(time.nanos) + 500_000) / 1_000_000
     }
 
-    static func entry(time: Google_Protobuf_Timestamp?, status: String, latitude: Double, longitude: Double) -> [String: Any] {
-        ["time_ms": time.map(milliseconds) ?? -1, "status": status, "lat": latitude, "lon": longitude]
+    /// One line of the file. Entries are written for gps:info and TimeLog only, a designator for a
+    /// description only: absent, not null, otherwise.
+    struct Line: Encodable {
+        var endpoint: String
+        var message: String
+        var format: String
+        var entries: [Entry]?
+        var designator: String?
+    }
+
+    /// A position as the checks from outside read it, under the names they read.
+    struct Entry: Encodable {
+        var timeMS: Int64
+        var status: String
+        var lat: Double
+        var lon: Double
+
+        enum CodingKeys: String, CodingKey {
+            case timeMS = "time_ms", status, lat, lon
+        }
+    }
+
+    static func entry(time: Google_Protobuf_Timestamp?, status: String, latitude: Double, longitude: Double) -> Entry {
+        Entry(timeMS: time.map(milliseconds) ?? -1, status: status, lat: latitude, lon: longitude)
     }
 
     /// `{"endpoint":…,"entries":[{"lat":…,"lon":…,"status":"dGnss","time_ms":…}],"format":"gps_info","message":…}`
@@ -74,28 +96,29 @@ public final class ReceivedLog: Sendable {
             Self.entry(time: entry.hasGpsUtcTimestamp ? entry.gpsUtcTimestamp : nil, status: String(describing: entry.positionStatus),
                        latitude: entry.positionNorth, longitude: entry.positionEast)
         }
-        return line(["endpoint": endpointID, "message": messageID, "format": "gps_info", "entries": entries])
+        return line(Line(endpoint: endpointID, message: messageID, format: "gps_info", entries: entries))
     }
 
     /// A TimeLog's line has the same entries, one per `Time` (its start and its start position; the
     /// statuses are named as gps:info names them, as both number them alike); a description's has
     /// its first device's designator.
     public static func line(endpointID: String, messageID: String, technicalMessageType: String, payload: Data) -> Data {
-        var object: [String: Any] = ["endpoint": endpointID, "message": messageID, "format": format(of: technicalMessageType)]
+        var object = Line(endpoint: endpointID, message: messageID, format: format(of: technicalMessageType))
         if technicalMessageType == TechnicalMessageType.timeLog, let log = try? Efdi_TimeLog(serializedBytes: payload) {
-            object["entries"] = log.time.map { time in
+            object.entries = log.time.map { time in
                 let status = GPSEntry.PositionStatus(rawValue: time.positionStart.positionStatus.rawValue) ?? .dError
                 return entry(time: time.hasStart ? time.start : nil, status: String(describing: status),
                              latitude: time.positionStart.positionNorth, longitude: time.positionStart.positionEast)
             }
         } else if let taskData = try? Efdi_ISO11783_TaskData(serializedBytes: payload) {
-            object["designator"] = taskData.device.first?.deviceDesignator ?? ""
+            object.designator = taskData.device.first?.deviceDesignator ?? ""
         }
         return line(object)
     }
 
-    private static func line(_ object: [String: Any]) -> Data {
-        var data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    /// `{}` for a line that cannot be written (a NaN position), so the file stays one object a line.
+    private static func line(_ object: Line) -> Data {
+        var data = SimJSON.encode(object) ?? Data("{}".utf8)
         data.append(UInt8(ascii: "\n"))
         return data
     }

@@ -66,13 +66,14 @@ struct SimResponse: Sendable {
     var drop = false
     var delay: Double = 0
 
-    static func json(_ status: Int, _ object: Any) -> SimResponse {
-        SimResponse(status: status, body: (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data())
+    /// An empty body when the value cannot be written.
+    static func json(_ status: Int, _ value: some Encodable) -> SimResponse {
+        SimResponse(status: status, body: SimJSON.encode(value) ?? Data())
     }
 
     /// agrirouter's onboarding error body.
     static func onboardingError(_ status: Int, code: String, message: String) -> SimResponse {
-        json(status, ["error": ["code": code, "message": message, "target": "", "details": [String]()]])
+        json(status, SimOnboardingRefusal(error: .init(code: code, message: message)))
     }
 }
 

@@ -53,36 +53,34 @@ actor SimState {
               let name = unusedTANs[String(authorization.dropFirst("Bearer ".count))] else {
             return .onboardingError(401, code: "0401", message: "Bearer not found")
         }
-        guard let request = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+        guard let request = try? JSONDecoder().decode(SimOnboardingRequest.self, from: body) else {
             return .onboardingError(400, code: "0100", message: "Invalid payload")
         }
-        let required = ["id", "applicationId", "certificationVersionId", "gatewayId", "certificateType", "UTCTimestamp"]
-        if let missing = required.first(where: { (request[$0] as? String)?.isEmpty ?? true }) {
+        if let missing = request.firstMissing {
             return .onboardingError(400, code: "0100", message: "Invalid payload: \(missing) is missing")
         }
-        let field = { (key: String) in request[key] as? String ?? "" }
-        if let expected = configuration.applicationID, field("applicationId") != expected {
+        if let expected = configuration.applicationID, request.applicationId != expected {
             return .onboardingError(400, code: "0105", message: "applicationId invalid or registration code not generated for this application")
         }
-        if let expected = configuration.certificationVersionID, field("certificationVersionId") != expected {
+        if let expected = configuration.certificationVersionID, request.certificationVersionId != expected {
             return .onboardingError(400, code: "0101", message: "Invalid certificationVersionId")
         }
-        let gatewayID = field("gatewayId")
+        let gatewayID = request.gatewayId
         guard gatewayID == "3" || (gatewayID == "2" && broker != nil) else {
             return .onboardingError(400, code: "0102", message: gatewayID == "2" ? "Invalid gateway id: this local agrirouter runs without MQTT (start it with --mqtt)"
                                                                                : "Invalid gateway id")
         }
         // agrirouter keeps the gateway with the endpoint: re-onboarding cannot change it.
-        if let known = deviceIDByExternalID[field("id")], let endpoint = endpoints[known], endpoint.gatewayID != gatewayID {
+        if let known = deviceIDByExternalID[request.id], let endpoint = endpoints[known], endpoint.gatewayID != gatewayID {
             return .onboardingError(400, code: "0102", message: "Invalid gateway id: the endpoint was onboarded with gateway \(endpoint.gatewayID)")
         }
-        guard field("certificateType") == "PEM" else { return .onboardingError(400, code: "0103", message: "Invalid certificate type") }
-        guard let timestamp = ISO8601.parse(field("UTCTimestamp")), timestamp <= now.addingTimeInterval(1) else {
+        guard request.certificateType == "PEM" else { return .onboardingError(400, code: "0103", message: "Invalid certificate type") }
+        guard let timestamp = ISO8601.parse(request.utcTimestamp), timestamp <= now.addingTimeInterval(1) else {
             return .onboardingError(400, code: "0110", message: "UTCTimestamp missing, invalid or in the future")
         }
         unusedTANs[String(authorization.dropFirst("Bearer ".count))] = nil
 
-        let externalID = field("id")
+        let externalID = request.id
         let deviceID = deviceIDByExternalID[externalID] ?? UUID().uuidString.lowercased()
         do {
             let (certificate, key) = try authority.issueClientCertificate(endpointID: deviceID)
@@ -95,23 +93,17 @@ actor SimState {
             endpoint.certificateSerial = certificate.serialNumber.description
             endpoints[deviceID] = endpoint
             deviceIDByExternalID[externalID] = deviceID
-            var criteria: [String: String] = [
-                "gatewayId": "3",
-                "measures": "\(gatewayBase)/iot/gateway/rest/measures/\(deviceID)",
-                "commands": "\(gatewayBase)/iot/gateway/rest/commands/\(deviceID)",
-            ]
+            var criteria = SimOnboardingAnswer.ConnectionCriteria(
+                gatewayId: "3", measures: "\(gatewayBase)/iot/gateway/rest/measures/\(deviceID)",
+                commands: "\(gatewayBase)/iot/gateway/rest/commands/\(deviceID)")
             if gatewayID == "2", let broker {
                 // As agrirouter's examples give it: the port as a string, the client id the device's id.
-                criteria = ["gatewayId": "2", "host": broker.host, "port": String(broker.port), "clientId": deviceID,
-                            "measures": "measures/\(deviceID)", "commands": "commands/\(deviceID)"]
+                criteria = .init(gatewayId: "2", measures: "measures/\(deviceID)", commands: "commands/\(deviceID)",
+                                 host: broker.host, port: String(broker.port), clientId: deviceID)
             }
-            var answer = SimResponse.json(201, [
-                "deviceAlternateId": deviceID,
-                "capabilityAlternateId": endpoint.capabilityID,
-                "sensorAlternateId": endpoint.sensorID,
-                "connectionCriteria": criteria,
-                "authentication": ["type": "PEM", "secret": secret, "certificate": credential],
-            ])
+            var answer = SimResponse.json(201, SimOnboardingAnswer(
+                deviceAlternateId: deviceID, capabilityAlternateId: endpoint.capabilityID, sensorAlternateId: endpoint.sensorID,
+                connectionCriteria: criteria, authentication: .init(secret: secret, certificate: credential)))
             if let rewrite = configuration.rewriteOnboardingAnswer { answer.body = rewrite(answer.body) }
             return answer
         } catch {
@@ -221,11 +213,10 @@ actor SimState {
             faults.remove(at: index)
             return SimResponse(status: 200, body: Data("[".utf8) + Data(repeating: UInt8(ascii: " "), count: max(0, bytes - 2)) + Data("]".utf8))
         }
-        let live = (endpoints[deviceID]?.outbox ?? []).filter { $0.expires > now }
+        let endpoint = endpoints[deviceID]
+        let live = (endpoint?.outbox ?? []).filter { $0.expires > now }
         endpoints[deviceID]?.outbox = []
-        let items = live.map { ["sensorAlternateId": endpoints[deviceID]!.sensorID,
-                                "capabilityAlternateId": endpoints[deviceID]!.capabilityID,
-                                "command": ["message": $0.base64]] as [String: Any] }
+        let items = endpoint.map { endpoint in live.map { SimOutboxItem(endpoint, message: $0.base64) } } ?? []
         var response = SimResponse.json(200, items)
         response.delay = stall
         return response
@@ -271,10 +262,7 @@ actor SimState {
         guard let endpoint = endpoints[deviceID], answersHeld(deviceID: deviceID, now: now) == 0 else { return [] }
         let live = endpoint.outbox.filter { $0.expires > now }
         endpoints[deviceID]?.outbox = []
-        return live.compactMap { item in
-            try? JSONSerialization.data(withJSONObject: ["sensorAlternateId": endpoint.sensorID, "capabilityAlternateId": endpoint.capabilityID,
-                                                         "command": ["message": item.base64]], options: [.sortedKeys])
-        }
+        return live.compactMap { SimJSON.encode(SimOutboxItem(endpoint, message: $0.base64)) }
     }
 
     // MARK: - Messages
@@ -638,8 +626,7 @@ actor SimState {
             notification.messages = [message]
             guard let base64 = Self.outboxMessage(type: .pushNotification, code: 0, applicationMessageID: "",
                                                   messageID: message.header.messageID, payload: notification, now: now) else { return nil }
-            return try? JSONSerialization.data(withJSONObject: ["sensorAlternateId": endpoint.sensorID, "capabilityAlternateId": endpoint.capabilityID,
-                                                                "command": ["message": base64]], options: [.sortedKeys])
+            return SimJSON.encode(SimOutboxItem(endpoint, message: base64))
         }
     }
 
