@@ -211,7 +211,12 @@ func backlogDrain(outputs: [SpoolOutput], gpsInfoAlone: Double? = nil) async thr
     let drainStart = uptime()
     var positions = 0
     while true {
-        positions += await publisher.cycle().published
+        // The daemon's order: publish, then one poll whose answers settle the batches.
+        let report = await publisher.cycle()
+        positions += report.published
+        if report.error == nil, (try? await spaced.poll()) != nil {
+            await publisher.absorb(await spaced.answers(for: .publisher))
+        }
         let status = await backlog.status()
         if status.pending + status.inFlight == 0, await publisher.awaitingAnswers == 0 { break }
     }

@@ -369,7 +369,7 @@ public struct GatewayDaemon: Sendable {
         do throws(GatewayError) {
             // Paused: nothing is sent, but the others are still read.
             if !(await spool.isSharingPaused()) {
-                let sent = await publisher.cycle(fetchingAnswers: false)
+                let sent = await publisher.cycle()
                 report.published = sent.published
                 if let error = sent.error { throw error }
             }

@@ -113,13 +113,12 @@ public actor Publisher {
         return report
     }
 
-    /// One step: settle answers for what was sent, then publish the next batch if the spool has one.
-    /// A batch that cannot be handed over goes back to pending at once, with no failure counted.
-    /// With `fetchingAnswers` false, the caller polls the outbox and hands the answers to `absorb`.
+    /// One step: publish the next batch if the spool has one, and give up on batches whose answers
+    /// are overdue. A batch that cannot be handed over goes back to pending at once, with no failure
+    /// counted. The caller polls the outbox and hands the publisher its answers through `absorb`.
     /// `now` is the best known UTC (kept in the spool); `uptimeNow` the monotonic clock, which times
     /// the wait for answers.
-    public func cycle(now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime,
-                      fetchingAnswers: Bool = true) async -> CycleReport {
+    public func cycle(now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime) async -> CycleReport {
         let now = now ?? TrueTime.bestGuess(clock)
         var report = CycleReport()
         if !adoptedEarlierBatches {
@@ -135,14 +134,6 @@ public actor Publisher {
         let looks = await connection.looks
         for id in overdue where overdueSince[id] == nil { overdueSince[id] = looks }
         await giveUpOn(overdue.filter { looks > (overdueSince[$0] ?? .max) }, uptimeNow: uptimeNow)
-        if fetchingAnswers && awaitingAnswers > 0 {
-            do {
-                try await settle(&report, now: now)
-            } catch {
-                report.error = error
-                return report
-            }
-        }
         // Without a true time the request would carry a wrong one: the batch stays in the spool.
         guard connection.timeIsKnown else {
             report.error = .timeUnknown
@@ -305,11 +296,6 @@ public actor Publisher {
         case .transport(.timedOut), .transport(.brokenAfterSending): return true
         default: return false
         }
-    }
-
-    private func settle(_ report: inout CycleReport, now: Date) async throws(GatewayError) {
-        for error in try await connection.poll() { logger.warning("outbox item skipped: \(error.description)") }
-        await settle(await connection.answers(for: .publisher), into: &report, now: now)
     }
 
     private func settle(_ responses: [DecodedResponse], into report: inout CycleReport, now: Date) async {

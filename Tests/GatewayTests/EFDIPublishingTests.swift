@@ -19,10 +19,11 @@ struct EFDIPublishingTests {
             let samples = (0..<30).map { sample($0, state: states[$0 % states.count]) }
             await rig.spool.append(samples)
             let requestsBefore = await rig.simulator.gatewayRequestArrivals().count
-            let first = await rig.publisher.cycle()
+            let first = await rig.cycle()
             #expect(first.error == nil)
-            // One request: the description and the gps:info batch. No TimeLog before the description is taken.
-            #expect(await rig.simulator.gatewayRequestArrivals().count == requestsBefore + 1)
+            // One send, the description and the gps:info batch together, and the poll for their
+            // answers. No TimeLog before the description is taken.
+            #expect(await rig.simulator.gatewayRequestArrivals().count == requestsBefore + 2)
             let description = try #require(await rig.sent(TechnicalMessageType.deviceDescription).first)
             let teamSet = DeviceDescription(endpointID: rig.connection.endpoint.deviceAlternateId, softwareVersion: "9.9.9").teamSetContextID
             #expect(description.envelope.teamSetContextID == teamSet && description.envelope.mode == .publish)
@@ -59,8 +60,7 @@ struct EFDIPublishingTests {
             let samples = (1...10).map { sample($0, state: states[$0 % states.count]) }
             await rig.spool.append(samples)
             await rig.simulator.inject(.refuse(technicalMessageType: TechnicalMessageType.gpsInfo, code: "VAL_000301"))
-            let refused = await rig.publisher.cycle()
-            _ = await rig.publisher.cycle()  // fetches the answers
+            let refused = await rig.cycle()  // sent, and its answers fetched
             #expect(refused.error == nil)
             let status = await rig.spool.status()
             #expect(status.byOutput == ["gps_info": ["failed": 10], "efdi": ["acknowledged": 10]], "\(status.byOutput)")
@@ -80,8 +80,8 @@ struct EFDIPublishingTests {
             #expect(await rig.sent(TechnicalMessageType.deviceDescription).count == 1)
             await rig.spool.append(sample(1, state: .noFix))
             await rig.simulator.inject(.refuse(technicalMessageType: TechnicalMessageType.timeLog, code: "VAL_000020"))
-            _ = await rig.publisher.cycle()
-            let answered = await rig.publisher.cycle()
+            // Sent, and refused in the same pass's poll.
+            let answered = await rig.cycle()
             #expect(answered.refusals == [["VAL_000020"]])
             try await Task.sleep(for: .milliseconds(20))
             _ = await rig.drain()
@@ -124,8 +124,7 @@ struct EFDIPublishingTests {
         try await tearingDown({ await rig.close() }) {
             await rig.simulator.inject(.refuse(technicalMessageType: TechnicalMessageType.deviceDescription, code: "VAL_000021"))
             await rig.spool.append((0..<3).map { sample($0, state: .fix(.threeD, .dgps)) })
-            _ = await rig.publisher.cycle()
-            let answered = await rig.publisher.cycle()
+            let answered = await rig.cycle()
             #expect(answered.refusals == [["VAL_000021"]])
             #expect(await rig.publisher.descriptionState?.refusal == ["VAL_000021"])
             var status = await rig.spool.status()

@@ -54,11 +54,30 @@ struct Rig {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// The publisher's part of a daemon's pass: publish, then one poll of the outbox, its answers
+    /// handed to the publisher. A pass that failed to publish polls nothing, as in the daemon.
+    func cycle(now: Date? = nil, uptimeNow: Double = Clocks.uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime)
+        async -> Publisher.CycleReport {
+        var report = await publisher.cycle(now: now, uptimeNow: uptimeNow, inFlightTimeout: inFlightTimeout)
+        guard report.error == nil else { return report }
+        await connection.waitForAnswers(atMost: 2)
+        do {
+            _ = try await connection.poll()
+        } catch {
+            report.error = error
+            return report
+        }
+        let settled = await publisher.absorb(await connection.answers(for: .publisher), now: now)
+        report.acknowledged += settled.acknowledged
+        report.refusals += settled.refusals
+        return report
+    }
+
     /// Cycles until the spool has nothing unsent and nothing in flight, or `limit` cycles pass.
     func drain(limit: Int = 50, uptime: () -> Double = Clocks.uptime) async -> [Publisher.CycleReport] {
         var reports: [Publisher.CycleReport] = []
         for _ in 0..<limit {
-            reports.append(await publisher.cycle(uptimeNow: uptime()))
+            reports.append(await cycle(uptimeNow: uptime()))
             let status = await spool.status()
             if status.pending + status.inFlight + status.failed == 0, await publisher.awaitingAnswers == 0 { break }
         }
@@ -130,7 +149,7 @@ struct PublisherTests {
             for _ in 0..<3 { await rig.simulator.inject(.ackWithFailure(code: "VAL_000004")) }
             var refusals: [[String]] = []
             for _ in 0..<12 {
-                refusals += await rig.publisher.cycle().refusals
+                refusals += await rig.cycle().refusals
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(refusals == Array(repeating: ["VAL_000004"], count: 3))
@@ -146,12 +165,12 @@ struct PublisherTests {
             for index in 0..<5 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
             await rig.simulator.inject(.silentOutbox)
             let start = uptime()
-            _ = await rig.publisher.cycle(uptimeNow: start)
-            _ = await rig.publisher.cycle(uptimeNow: start)
+            _ = await rig.cycle(uptimeNow: start)
+            _ = await rig.cycle(uptimeNow: start)
             #expect(await rig.spool.status().inFlight == 5)
             await rig.simulator.clearFaults()
             // The system clock stepped a day ahead is no reason to give up on the answer...
-            _ = await rig.publisher.cycle(now: Date().addingTimeInterval(86_400), uptimeNow: start + 299)
+            _ = await rig.cycle(now: Date().addingTimeInterval(86_400), uptimeNow: start + 299)
             #expect(await rig.publisher.awaitingAnswers == 1)
             #expect(await rig.spool.status().inFlight == 5)
             // ... the monotonic clock past the outbox's life is.
@@ -169,17 +188,17 @@ struct PublisherTests {
         try await tearingDown({ await rig.close() }) {
             for index in 0..<5 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
             let start = uptime()
-            _ = await rig.publisher.cycle(uptimeNow: start, fetchingAnswers: false)
+            _ = await rig.publisher.cycle(uptimeNow: start)
             #expect(await rig.spool.status().inFlight == 5)
             // Past the outbox's life with no poll since (agrirouter stalled all that while): not given up yet.
-            _ = await rig.publisher.cycle(uptimeNow: start + 301, fetchingAnswers: false)
+            _ = await rig.publisher.cycle(uptimeNow: start + 301)
             #expect(await rig.spool.status().inFlight == 5)
             #expect(try await rig.publishedEntries().count == 5)
             // The first poll after the stall brings the answer.
             _ = try await rig.connection.poll()
             let settled = await rig.publisher.absorb(await rig.connection.answers(for: .publisher))
             #expect(settled.acknowledged == 5)
-            _ = await rig.publisher.cycle(uptimeNow: start + 302, fetchingAnswers: false)
+            _ = await rig.publisher.cycle(uptimeNow: start + 302)
             #expect(try await rig.publishedEntries().count == 5, "sent once")
             #expect(await rig.spool.status().resent == 0)
         }
@@ -193,7 +212,7 @@ struct PublisherTests {
             let systemNow = Date()
             // No receiver time, as gpsd unreachable gives: its time is the sample's system time, corrected.
             await rig.spool.append(PositionSample(sampledAt: systemNow.addingTimeInterval(-1), state: .gpsdUnreachable))
-            let held = await rig.publisher.cycle()
+            let held = await rig.cycle()
             #expect(held.error == .timeUnknown && held.published == 0)
             #expect(await rig.spool.status().pending == 1, "held in the spool, not sent with a wrong time")
             #expect(try await rig.publishedEntries().isEmpty)
@@ -219,7 +238,7 @@ struct PublisherTests {
             for index in 0..<3 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
             // agrirouter takes the batch and answers it, but the HTTP reply comes after our timeout.
             await rig.simulator.inject(.stallPublish(seconds: 2))
-            let first = await rig.publisher.cycle()
+            let first = await rig.cycle()
             #expect(first.error == .transport(.timedOut))
             #expect(await rig.publisher.awaitingAnswers == 1, "the batch waits for its answer")
             let afterTimeout = await rig.spool.status()
@@ -238,7 +257,7 @@ struct PublisherTests {
         try await tearingDown({ await rig.close() }) {
             await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
             await rig.simulator.inject(.serviceUnavailable(count: 1))
-            let first = await rig.publisher.cycle()
+            let first = await rig.cycle()
             #expect(first.error == .transport(.serverError(503)))
             let status = await rig.spool.status()
             #expect(await rig.publisher.awaitingAnswers == 0, "a 503 was not taken")
@@ -246,7 +265,7 @@ struct PublisherTests {
             // Nobody listening any more: the request never left, so nothing waits for an answer.
             await rig.simulator.shutdown()
             try await Task.sleep(for: .milliseconds(300))  // past the backoff of the 503
-            let refused = await rig.publisher.cycle()
+            let refused = await rig.cycle()
             guard case .transport(let error)? = refused.error, !Publisher.mayHaveArrived(.transport(error)) else {
                 Issue.record("\(String(describing: refused.error))")
                 return
@@ -316,16 +335,16 @@ struct PublisherTests {
         let rig = try await Rig.make()
         try await tearingDown({ await rig.close() }) {
             await rig.spool.append((0..<15_000).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
-            let first = await rig.publisher.cycle()
+            let first = await rig.cycle()
             #expect(first.error == nil && first.published > 11_000, "\(first)")
 
             // An agrirouter with a smaller cap answers 413: the batch fails, backs off, and is not resent in a loop.
             let strict = try await Rig.make(simulatorPayloadCap: 2000) { $0.retryDelay = 3600 }  // the subscription (with its DDI list) still fits
             await tearingDown({ await strict.close() }) {
                 await strict.spool.append((0..<100).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
-                let refused = await strict.publisher.cycle()
+                let refused = await strict.cycle()
                 #expect(refused.error == .transport(.payloadTooLarge))
-                let again = await strict.publisher.cycle()
+                let again = await strict.cycle()
                 #expect(again.published == 0 && again.error == nil)
                 #expect(await strict.spool.status().failed == 100)
             }
@@ -337,7 +356,7 @@ struct PublisherTests {
         await tearingDown({ await rig.close() }) {
             for index in 0..<6 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
             let start = await rig.simulator.gatewayRequestArrivals().count
-            for _ in 0..<4 { _ = await rig.publisher.cycle() }
+            for _ in 0..<4 { _ = await rig.cycle() }
             let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(start))
             #expect(arrivals.count >= 4)
             let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }
