@@ -79,21 +79,9 @@ struct PeerRig {
 
     /// The harvester publishes a GPSList, as a gateway does.
     func publish(_ entries: [(GPSEntry.PositionStatus, Double, Double, Date)]) async throws {
-        try await harvester.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: GPSList(entries))
+        try await harvester.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(entries))
     }
 
-    func GPSList(_ entries: [(GPSEntry.PositionStatus, Double, Double, Date)]) -> Agrirouter_Technicalmessagetype_GPSList {
-        var list = Agrirouter_Technicalmessagetype_GPSList()
-        list.gpsEntries = entries.map { status, latitude, longitude, time in
-            var entry = GPSEntry()
-            entry.positionStatus = status
-            entry.positionNorth = latitude
-            entry.positionEast = longitude
-            entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: time)
-            return entry
-        }
-        return list
-    }
 
     /// Every confirmed message was stored before its confirm arrived.
     func confirmedOnlyAfterStoring() async throws -> Bool {
@@ -153,12 +141,12 @@ struct FeedReaderTests {
             // 30 messages in the window (two pages of 25) and 2 older ones, none pushed.
             for index in 0..<30 {
                 let time = now.addingTimeInterval(-600 + Double(index))
-                let list = rig.GPSList([(.dGnss, 52 + Double(index) / 1000, 8, time)])
+                let list = gpsList([(.dGnss, 52 + Double(index) / 1000, 8, time)])
                 await rig.simulator.deliver(try list.serializedBytes(), from: rig.harvesterID, to: rig.tractorID, sentAt: time, push: false)
             }
             for minutes in [20.0, 60] {
                 let time = now.addingTimeInterval(-minutes * 60)
-                await rig.simulator.deliver(try rig.GPSList([(.dGnss, 1, 1, time)]).serializedBytes(), from: rig.harvesterID, to: rig.tractorID,
+                await rig.simulator.deliver(try gpsList([(.dGnss, 1, 1, time)]).serializedBytes(), from: rig.harvesterID, to: rig.tractorID,
                                             sentAt: time, push: false)
             }
             await rig.reader.connected(now: now)
@@ -230,13 +218,13 @@ struct FeedReaderTests {
             await rig.reader.connected()
             try await rig.pumpUntilSettled()
             // Through the simulator's publish path, as another gateway would send them.
-            var extreme = rig.GPSList([(.dGnss, 52.2, 8.2, Date())])
+            var extreme = gpsList([(.dGnss, 52.2, 8.2, Date())])
             extreme.gpsEntries[0].gpsUtcTimestamp.seconds = .min
             try await rig.harvester.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: extreme)
             try await rig.publish([(.dGnss, 91, 200, Date())])
             try await rig.publish([(.dGnss, .infinity, 8, Date())])
             // A header time no agrirouter sends: the message itself is fine and is stored.
-            let headerOnly = await rig.simulator.deliver(try rig.GPSList([(.dGnss, 52.3, 8.3, Date())]).serializedBytes(),
+            let headerOnly = await rig.simulator.deliver(try gpsList([(.dGnss, 52.3, 8.3, Date())]).serializedBytes(),
                                                          from: rig.harvesterID, to: rig.tractorID, sentSeconds: .max)
             try await rig.pumpUntilIdle { try await rig.store.view().refusedMessages == 3 }
             try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
