@@ -189,10 +189,11 @@ public struct CredentialStore: Sendable {
     /// power cut.
     func rename(_ from: String, to path: String) throws(OnboardingError) {
         guard Glibc.rename(from, path) == 0 else { throw .storage("\(path): \(String(cString: strerror(errno)))") }
-        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard folder >= 0 else { throw .storage("\(directory): \(String(cString: strerror(errno)))") }
-        defer { close(folder) }
-        guard fsync(folder) == 0 else { throw .storage("\(directory): \(String(cString: strerror(errno)))") }
+        do {
+            try StateFile.syncDirectory(directory)
+        } catch {
+            throw .storage(error.description)
+        }
     }
 
     /// A small text file of ours as UTF-8, or nil if it is missing, unreadable or not a regular file.

@@ -254,23 +254,18 @@ public struct HTTPSClient: Sendable {
         return seconds >= 0 ? Bounds.date(secondsSince1970: Double(seconds)) : nil
     }
 
-    /// `perform` off the cooperative pool, so a slow server never blocks it.
+    /// `perform` on a thread of its own (about 50 µs to start, beside requests seconds apart): a
+    /// request waits on the network for up to its timeout, and must never block the cooperative pool.
     public func send(method: String, url: String, body: Data? = nil, headers: [String] = [],
                      credentials: ClientCredentials? = nil, anyStatus: Bool = false) async throws(TransportError) -> HTTPResponse {
-        try await Self.offThePool { () throws(TransportError) in
+        try await onOwnThread { () throws(TransportError) in
             try perform(method: method, url: url, body: body, headers: headers, credentials: credentials, anyStatus: anyStatus)
         }
     }
 
     /// `reach` off the cooperative pool.
     public func probe(url: String, credentials: ClientCredentials? = nil) async throws(TransportError) {
-        try await Self.offThePool { () throws(TransportError) in try reach(url: url, credentials: credentials) }
-    }
-
-    /// A request waits on the network for up to its timeout, so it runs on a thread of its own
-    /// (about 50 µs to start, beside requests seconds apart), never on the cooperative pool.
-    private static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws(TransportError) -> T) async throws(TransportError) -> T {
-        try await onOwnThread(work)
+        try await onOwnThread { () throws(TransportError) in try reach(url: url, credentials: credentials) }
     }
 
     /// A timeout for libcurl: whole milliseconds, at least 1, clamped to a day (a checked value never

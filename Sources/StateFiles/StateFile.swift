@@ -42,12 +42,18 @@ public enum StateFile {
             unlink(temporary)
             throw failure
         }
-        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 {
-            _ = fsync(folder)
-            close(folder)
-        }
+        // The file itself is whole and in place by now; a directory that cannot be synced leaves
+        // only the rename's durability to the file system's next commit.
+        try? syncDirectory(directory)
         removeLeftovers(of: path)
+    }
+
+    /// Syncs `directory`, so that the renames and new names in it survive a power cut.
+    public static func syncDirectory(_ directory: String) throws(StateFileError) {
+        let folder = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folder >= 0 else { throw StateFileError(path: directory, call: "open", code: errno) }
+        defer { close(folder) }
+        guard fsync(folder) == 0 else { throw StateFileError(path: directory, call: "fsync", code: errno) }
     }
 
     /// Between a file's name and mkstemp's six characters: a name of agrigps's own, so that nothing

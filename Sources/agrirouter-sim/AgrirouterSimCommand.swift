@@ -95,7 +95,7 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
         fflush(nil)
         if mqtt { await Self.stopBrokerOnSignals(simulator) }
         // readLine blocks, so it gets a thread of its own rather than one of Swift concurrency's few.
-        _ = startThread(named: "sim.control") {
+        let controlled = startThread(named: "sim.control") {
             while let line = readLine() {
                 let done = DispatchSemaphore(value: 0)
                 Task {
@@ -105,6 +105,11 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
                 }
                 done.wait()
             }
+        }
+        guard controlled else {
+            await simulator.shutdown()
+            FileHandle.standardError.write(Data("agrirouter-sim: no thread could be started to read commands from stdin\n".utf8))
+            throw ExitCode(71)  // EX_OSERR
         }
         // Without --mqtt nothing needs cleaning up, so SIGINT and SIGTERM keep their default action.
         while true { try await Task.sleep(for: .seconds(3600)) }
