@@ -206,7 +206,9 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // The page's files, compiled into the binary as bytes (no bundle to install beside it).
+            resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.css"), .embedInCode("Page/app.js")]
         ),
         // The local agrirouter: onboarding with TANs, client-certificate REST, validation, outbox, routing.
         .target(

@@ -1,0 +1,369 @@
+"use strict";
+const cab = { session: null, state: null, map: null, own: null, others: {}, trails: {}, follow: true, showTrails: false, fitted: false,
+              records: null, dayTrack: null };
+window.cab = cab;
+
+function $(id) { return document.getElementById(id); }
+function text(element, value) { element.textContent = value == null ? "" : String(value); }
+
+async function api(path, body) {
+  const options = { method: body === undefined ? "GET" : "POST", credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.headers["X-CSRF-Token"] = cab.session && cab.session.csrfToken || "";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  let answer = {};
+  try { answer = await response.json(); } catch (e) { answer = {}; }
+  if (!response.ok) { throw new Error(answer.error || ("HTTP " + response.status)); }
+  return answer;
+}
+
+function toast(message) {
+  const item = document.createElement("div");
+  item.className = "toast";
+  text(item, message);
+  $("toasts").appendChild(item);
+  setTimeout(() => item.remove(), 8000);
+}
+
+function dialog(message, withCancel, okLabel) {
+  return new Promise(resolve => {
+    text($("dialog-text"), message);
+    $("dialog-cancel").hidden = !withCancel;
+    text($("dialog-ok"), okLabel || "OK");
+    $("dialog").hidden = false;
+    const done = answer => { $("dialog").hidden = true; $("dialog-ok").onclick = null; $("dialog-cancel").onclick = null; resolve(answer); };
+    $("dialog-ok").onclick = () => done(true);
+    $("dialog-cancel").onclick = () => done(false);
+  });
+}
+
+const fixColours = { rtk_fixed: "#1a7f37", rtk_float: "#1f6fb2", dgps: "#6a3fb5", autonomous: "#d97a00", none: "#888888" };
+
+function setUpMap() {
+  cab.map = L.map("map", { zoomControl: true, attributionControl: true }).setView([51.0, 10.0], 5);
+  if (cab.session.tiles && cab.session.tiles !== "none") {
+    L.tileLayer(cab.session.tiles, { maxZoom: 19, attribution: "&copy; OpenStreetMap contributors" }).addTo(cab.map);
+  }
+  L.control.scale({ metric: true, imperial: false }).addTo(cab.map);
+  cab.map.on("dragstart", () => { cab.follow = false; $("follow").setAttribute("aria-pressed", "false"); });
+}
+
+function drawOwn(own) {
+  if (!own) { if (cab.own) { cab.own.remove(); cab.own = null; } text($("own-info"), "No position yet"); return; }
+  const colour = fixColours[own.fix] || fixColours.none;
+  const style = { radius: 10, color: "#ffffff", weight: 3, fillColor: colour, fillOpacity: own.old ? 0.35 : 1, dashArray: own.old ? "4 4" : null };
+  if (!cab.own) {
+    cab.own = L.circleMarker([own.latitude, own.longitude], style).addTo(cab.map);
+    cab.own.bindTooltip("This machine", { permanent: true, direction: "top", className: "own-label" });
+  } else {
+    cab.own.setLatLng([own.latitude, own.longitude]);
+    cab.own.setStyle(style);
+  }
+  cab.own.options.fix = own.fix;
+  cab.own.options.old = own.old;
+  text($("own-info"), (own.old ? "OLD – " : "") + own.fixText + (own.satellites != null ? " · " + own.satellites + " sat" : ""));
+  if (cab.follow) { cab.map.setView([own.latitude, own.longitude], Math.max(cab.map.getZoom(), 15)); }
+  if (cab.showTrails) { extendTrail("own", [own.latitude, own.longitude]); }
+}
+
+function drawOthers(others) {
+  const present = {};
+  for (const other of others) {
+    if (other.state === "gone" || other.latitude == null || other.longitude == null) { continue; }
+    present[other.id] = true;
+    const stale = other.state !== "active";
+    const style = { radius: 8, color: "#ffffff", weight: 2, fillColor: stale ? "#9a9a9a" : "#1565c0", fillOpacity: stale ? 0.6 : 1 };
+    let marker = cab.others[other.id];
+    if (!marker) {
+      marker = L.circleMarker([other.latitude, other.longitude], style).addTo(cab.map);
+      marker.bindTooltip("", { permanent: true, direction: "right", className: "other-label" });
+      cab.others[other.id] = marker;
+    } else {
+      marker.setLatLng([other.latitude, other.longitude]);
+      marker.setStyle(style);
+    }
+    marker.options.name = other.name;
+    marker.options.stale = stale;
+    // A name comes from another machine: set as text, never as HTML.
+    const label = document.createElement("span");
+    text(label, other.name);
+    marker.setTooltipContent(label);
+    const element = marker.getTooltip().getElement();
+    if (element) { element.classList.toggle("stale", stale); }
+    if (cab.showTrails) { extendTrail(other.id, [other.latitude, other.longitude]); }
+  }
+  for (const id of Object.keys(cab.others)) {
+    if (!present[id]) { cab.others[id].remove(); delete cab.others[id]; }
+  }
+}
+
+function extendTrail(id, point) {
+  const trail = cab.trails[id];
+  if (!trail) { return; }
+  const points = trail.getLatLngs();
+  const last = points[points.length - 1];
+  if (!last || last.lat !== point[0] || last.lng !== point[1]) { trail.addLatLng(point); }
+}
+
+async function toggleTrails() {
+  cab.showTrails = !cab.showTrails;
+  $("trails").setAttribute("aria-pressed", String(cab.showTrails));
+  for (const id of Object.keys(cab.trails)) { cab.trails[id].remove(); }
+  cab.trails = {};
+  if (!cab.showTrails) { return; }
+  try {
+    const trails = await api("/api/track");
+    cab.trails.own = L.polyline(trails.own, { color: "#1a7f37", weight: 3, opacity: 0.7 }).addTo(cab.map);
+    for (const id of Object.keys(trails.others)) {
+      cab.trails[id] = L.polyline(trails.others[id], { color: "#1565c0", weight: 2, opacity: 0.6 }).addTo(cab.map);
+    }
+  } catch (error) { dialog("Trails could not be loaded: " + error.message, false); }
+}
+
+function fitAll() {
+  const points = [];
+  if (cab.own) { points.push(cab.own.getLatLng()); }
+  for (const id of Object.keys(cab.others)) { points.push(cab.others[id].getLatLng()); }
+  if (points.length === 1) { cab.map.setView(points[0], 15); }
+  if (points.length > 1) { cab.map.fitBounds(L.latLngBounds(points), { padding: [40, 40], maxZoom: 17 }); }
+  cab.follow = false;
+  $("follow").setAttribute("aria-pressed", "false");
+}
+
+function drawBanner(state) {
+  const banner = $("banner");
+  const reasons = state.health === "OK" ? [] : state.reasons;
+  banner.hidden = reasons.length === 0;
+  banner.className = state.health === "WARNING" ? "warning" : "";
+  text(banner, reasons.length ? state.health + ": " + reasons.join("; ") : "");
+}
+
+function drawNearby(state) {
+  const body = document.querySelector("#nearby tbody");
+  body.replaceChildren();
+  const rows = state.others;
+  for (const other of rows) {
+    const row = document.createElement("tr");
+    row.className = other.state;
+    for (const value of [other.name, other.distance || "unknown", other.fix || "–", other.age, other.state]) {
+      const cell = document.createElement("td");
+      text(cell, value);
+      row.appendChild(cell);
+    }
+    body.appendChild(row);
+  }
+  $("nearby-empty").hidden = rows.length > 0;
+  text($("last-update"), "Last update: " + (state.lastUpdate ? new Date(state.lastUpdate).toLocaleString() : "never"));
+}
+
+function drawSettings(state) {
+  const settings = state.settings;
+  const select = $("environment");
+  if (select.options.length !== settings.environments.length) {
+    select.replaceChildren();
+    for (const name of settings.environments) {
+      const option = document.createElement("option");
+      option.value = name;
+      text(option, name === "qa" ? "QA" : name === "production" ? "Production" : name);
+      select.appendChild(option);
+    }
+  }
+  if (settings.onboarded) {
+    text($("endpoint"), "Onboarded to agrirouter " + settings.environment + (settings.endpointName ? " as \u201c" + settings.endpointName + "\u201d" : "") + ".");
+    text($("certificate"), settings.certificateValidUntil ? "Certificate valid until " + settings.certificateValidUntil + "." : "");
+    select.value = settings.environment;
+    select.disabled = true;
+    text($("onboard"), "Re-onboard");
+    $("disconnect").hidden = false;
+  } else {
+    text($("endpoint"), "Not onboarded: positions stay on this machine.");
+    text($("certificate"), "");
+    select.disabled = false;
+    text($("onboard"), "Onboard");
+    $("disconnect").hidden = true;
+  }
+}
+
+function draw(state) {
+  cab.state = state;
+  const sharing = $("sharing");
+  sharing.dataset.state = state.sharing.state;
+  text(sharing, state.sharing.text);
+  const paused = state.sharing.state === "paused";
+  text($("pause"), paused ? "Resume sharing" : "Pause sharing");
+  $("pause").disabled = !state.settings.onboarded;
+  drawBanner(state);
+  drawOwn(state.own);
+  drawOthers(state.others);
+  drawNearby(state);
+  drawSettings(state);
+  // The first view: our own position, or everyone when we have none.
+  if (!cab.fitted && (state.own || state.others.length)) { cab.fitted = true; if (!state.own) { fitAll(); } }
+}
+
+// Records: the machine's own figures, a week and a year as bar charts of hours with a fix by quality.
+const qualityNames = { rtk_fixed: "RTK fixed", rtk_float: "RTK float", dgps: "DGPS", autonomous: "Autonomous", other: "Other" };
+const qualityColours = { rtk_fixed: fixColours.rtk_fixed, rtk_float: fixColours.rtk_float, dgps: fixColours.dgps, autonomous: fixColours.autonomous, other: "#999999" };
+
+function figuresText(figures) {
+  return figures.fixHours.toFixed(1) + " h with a fix · " + figures.movingHours.toFixed(1) + " h moving · " + figures.kilometres.toFixed(1) + " km · "
+    + Math.round(figures.noFixMinutes) + " min without a fix · " + Math.round(figures.noReceiverMinutes) + " min without a receiver · " + figures.samples + " samples, "
+    + figures.sent + " sent, " + figures.acknowledged + " acknowledged" + (figures.lost ? ", " + figures.lost + " LOST" : "");
+}
+
+function drawChart(element, bars, selectedKey, onPick) {
+  element.replaceChildren();
+  const most = Math.max(0.001, ...bars.map(bar => bar.figures.fixHours));
+  for (const bar of bars) {
+    const column = document.createElement("div");
+    column.className = "column" + (bar.key === selectedKey ? " selected" : "");
+    column.dataset.key = bar.key;
+    column.dataset.hours = String(bar.figures.fixHours);
+    column.title = bar.key + ": " + figuresText(bar.figures);
+    const value = document.createElement("div");
+    value.className = "value";
+    text(value, bar.figures.fixHours > 0 ? bar.figures.fixHours.toFixed(1) + " h" : "");
+    const stack = document.createElement("div");
+    stack.className = "stack";
+    stack.style.height = (100 * bar.figures.fixHours / most * 0.85).toFixed(2) + "%";
+    for (const quality of Object.keys(qualityColours)) {
+      const hours = bar.figures.hoursByQuality[quality] || 0;
+      if (hours <= 0) { continue; }
+      const part = document.createElement("div");
+      part.className = "part";
+      part.dataset.quality = quality;
+      part.style.background = qualityColours[quality];
+      part.style.height = (100 * hours / bar.figures.fixHours).toFixed(2) + "%";
+      stack.appendChild(part);
+    }
+    const label = document.createElement("div");
+    label.className = "label";
+    text(label, bar.label);
+    column.append(value, stack, label);
+    if (onPick) { column.style.cursor = "pointer"; column.onclick = () => onPick(bar.key); }
+    element.appendChild(column);
+  }
+}
+
+function drawLegend() {
+  const legend = $("records-legend");
+  if (legend.childElementCount) { return; }
+  for (const quality of Object.keys(qualityColours)) {
+    const item = document.createElement("span");
+    item.style.setProperty("--swatch", qualityColours[quality]);
+    text(item, qualityNames[quality]);
+    legend.appendChild(item);
+  }
+}
+
+async function loadRecords(day) {
+  try {
+    const records = await api("/api/records" + (day ? "?date=" + encodeURIComponent(day) : ""));
+    cab.records = records;
+    $("records-day").value = records.day;
+    $("records-day").max = records.today;
+    if (records.firstDay) { $("records-day").min = records.firstDay; }
+    $("records-empty").hidden = !!records.firstDay;
+    text($("records-day-figures"), records.day + ": " + figuresText(records.dayFigures));
+    text($("records-week-title"), "Week " + records.week + " · hours with a fix");
+    text($("records-year-title"), records.year + " by month · hours with a fix");
+    drawChart($("records-week"), records.weekDays, records.day, key => loadRecords(key));
+    drawChart($("records-year"), records.months, records.day.slice(0, 7), null);
+    drawLegend();
+    for (const format of ["gpx", "geojson"]) {
+      const link = $("records-" + format);
+      link.href = "/api/records/export?date=" + records.day + "&format=" + format;
+      link.setAttribute("download", "agrigps-" + records.day + "." + format);
+    }
+  } catch (error) { await dialog("Records could not be loaded: " + error.message, false); }
+}
+
+async function showDay() {
+  const day = $("records-day").value;
+  if (!day) { return; }
+  try {
+    const track = await api("/api/records/day?date=" + encodeURIComponent(day));
+    if (cab.dayTrack) { cab.dayTrack.remove(); cab.dayTrack = null; }
+    // On a phone the map is a tab of its own; on a wide screen it is beside the records already.
+    if ($("tab-map").offsetWidth === 0) { document.querySelector('#tabs button[data-tab="map"]').click(); }
+    if (!track.drawn) { toast("No position was recorded on " + day + "."); return; }
+    cab.dayTrack = L.polyline(track.segments, { color: "#b5179e", weight: 4, opacity: 0.85 }).addTo(cab.map);
+    cab.dayTrack.options.day = track.day;
+    cab.follow = false;
+    $("follow").setAttribute("aria-pressed", "false");
+    cab.map.fitBounds(cab.dayTrack.getBounds(), { padding: [30, 30], maxZoom: 18 });
+    toast("Track of " + day + ": " + track.segments.length + " stretch" + (track.segments.length === 1 ? "" : "es") + " with a fix");
+  } catch (error) { await dialog("The day's track could not be loaded: " + error.message, false); }
+}
+
+function listen() {
+  const source = new EventSource("/api/events");
+  source.addEventListener("state", event => draw(JSON.parse(event.data)));
+  source.addEventListener("notice", event => toast(JSON.parse(event.data).text));
+  source.onerror = () => { text($("sharing"), "Connection to the gateway lost; retrying…"); $("sharing").dataset.state = "unknown"; };
+}
+
+async function act(path, body, success) {
+  try {
+    const answer = await api(path, body);
+    if (success) { success(answer); }
+    return true;
+  } catch (error) {
+    await dialog(error.message, false);
+    return false;
+  }
+}
+
+function wire() {
+  for (const button of document.querySelectorAll("#tabs button")) {
+    button.onclick = () => {
+      for (const other of document.querySelectorAll("#tabs button")) { other.classList.toggle("active", other === button); }
+      for (const tab of document.querySelectorAll(".tab")) { tab.classList.toggle("active", tab.id === "tab-" + button.dataset.tab); }
+      if (button.dataset.tab === "map") { cab.map.invalidateSize(); }
+      if (button.dataset.tab === "records") { loadRecords($("records-day").value); }
+    };
+  }
+  $("pause").onclick = () => act("/api/sharing", { paused: cab.state && cab.state.sharing.state !== "paused" });
+  $("follow").onclick = () => { cab.follow = !cab.follow; $("follow").setAttribute("aria-pressed", String(cab.follow)); if (cab.follow && cab.state) { drawOwn(cab.state.own); } };
+  $("fit").onclick = fitAll;
+  $("trails").onclick = toggleTrails;
+  $("records-day").onchange = () => loadRecords($("records-day").value);
+  $("records-show").onclick = showDay;
+  $("onboard").onclick = async () => {
+    const tan = $("tan").value.trim();
+    if (!tan) { await dialog("Type the TAN (registration code) from the agrirouter UI first.", false); return; }
+    $("onboard").disabled = true;
+    await act("/api/onboard", { tan: tan, environment: $("environment").value }, answer => toast("Onboarded to agrirouter " + answer.environment));
+    $("tan").value = "";
+    $("onboard").disabled = false;
+  };
+  $("disconnect").onclick = async () => {
+    if (!(await dialog("Disconnect this machine from agrirouter? Its credentials are removed; onboarding again needs a new TAN.", true, "Disconnect"))) { return; }
+    await act("/api/disconnect", { confirm: true }, answer => dialog(answer.advice, false));
+  };
+  $("login-button").onclick = async () => {
+    await act("/api/login", { password: $("password").value }, answer => { cab.session = answer; $("password").value = ""; start(); });
+  };
+}
+
+async function start() {
+  try {
+    cab.session = await api("/api/session");
+  } catch (error) { await dialog("The gateway cannot be reached: " + error.message, false); return; }
+  if (!cab.session.loggedIn) {
+    $("login").hidden = false;
+    $("account").hidden = true;
+    document.querySelector('#tabs button[data-tab="settings"]').click();
+    return;
+  }
+  $("login").hidden = true;
+  $("account").hidden = false;
+  if (!cab.map) { setUpMap(); }
+  listen();
+}
+
+wire();
+start();
