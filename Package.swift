@@ -162,6 +162,7 @@ let package = Package(
                 "AgrirouterLink",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // SHA-1 for EFDI's name-based team set context ids.
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -271,6 +272,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // `agrigps web`: the cab view's server, a program of its own so that the daemon links no web server.
@@ -304,6 +306,7 @@ let package = Package(
         .testTarget(name: "AgrirouterLinkTests", dependencies: ["Clocks", "AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "TestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Clocks", "Gateway", "StateView", "Spool", "StateDirectory", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
+                                                     .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterSimTests", dependencies: ["ChildProcesses", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Gateway", "GNSS", "GPSDReplay", "TestSupport",

@@ -6,6 +6,7 @@ import Clocks
 import Foundation
 import GNSS
 import Logging
+import ServiceLifecycle
 import Spool
 import StateDirectory
 import Track
@@ -103,13 +104,17 @@ public struct GatewayDaemon: Sendable {
     }
 
     /// Runs on a live gpsd, sampled on its reader thread.
-    public func run(gpsd: GPSDSource) async -> Summary {
-        await run(sampled: gpsd.sampled(by: Sampler(interval: configuration.samplingInterval, wall: wall)))
+    public func run(gpsd: GPSDSource, alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = [],
+                    started: (@Sendable (ServiceGroup) async -> Void)? = nil) async -> Summary {
+        await run(sampled: gpsd.sampled(by: Sampler(interval: configuration.samplingInterval, wall: wall)), alongside: others, started: started)
     }
 
     /// Runs on a stream of events, sampled here; for replays and tests.
-    public func run(events: AsyncStream<SourceEvent>, skewLimit: Double? = 60) async -> Summary {
-        await run(sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit, wall: wall).outputs(from: events))
+    public func run(events: AsyncStream<SourceEvent>, skewLimit: Double? = 60,
+                    alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = [],
+                    started: (@Sendable (ServiceGroup) async -> Void)? = nil) async -> Summary {
+        await run(sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit, wall: wall).outputs(from: events),
+                  alongside: others, started: started)
     }
 
     /// Puts a sample on the machine's own track, dated as agrirouter would get it: its receiver time,
@@ -150,13 +155,21 @@ public struct GatewayDaemon: Sendable {
     /// The system clock, as the clock the daemon was given reads it.
     private var wall: WallClock { configuration.clock?.wall ?? .system }
 
-    /// Runs until cancelled, or, for a finite source, until it ends and the spool has been sent.
-    public func run(sampled source: AsyncStream<SamplerOutput>) async -> Summary {
+    /// Runs until shut down gracefully or cancelled, or, for a finite source, until it ends and the
+    /// spool has been sent.
+    ///
+    /// Its jobs are services in one `ServiceGroup`: the publisher (which makes the feed reader's
+    /// requests too, in the same spacing), the sampler, then `alongside` (the command's credential
+    /// watcher). A graceful shutdown goes the other way: what came alongside, then sampling, then
+    /// publishing with its grace. Any of them ending shuts the group down. `started` is handed the
+    /// group, to trigger that shutdown on a signal.
+    public func run(sampled source: AsyncStream<SamplerOutput>, alongside extra: [ServiceGroupConfiguration.ServiceConfiguration] = [],
+                    started: (@Sendable (ServiceGroup) async -> Void)? = nil) async -> Summary {
         do {
             if configuration.resumeSharingAtStart {
                 try await spool.setSharing(paused: false)  // a start with credentials means sharing is on
             } else {
-                _ = await spool.isSharingPaused()  // opens the spool, as the READY below promises
+                _ = await spool.isSharingPaused()  // opens the spool, as the READY that sampling sends promises
             }
         } catch {
             logger.error("\(error.description)")
@@ -168,66 +181,34 @@ public struct GatewayDaemon: Sendable {
         await checkForLostRows(heartbeat)
         await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
         await heartbeat?.beat()
-        let notifier = configuration.notifier
-        let sampling = Task { [spool, others, configuration, logger, trackFailing] in
-            // The spool is open (set-sharing above opened it): READY once gpsd has answered or failed to.
-            var ready = false
-            var countedAt = uptime()
-            for await output in source {
-                if !ready {
-                    ready = true
-                    notifier?.ready(status: "started; gpsd \(Self.describe(output))")
-                }
-                guard case .sample(let sample) = output else { continue }
-                configuration.clock?.observe(sample)
-                var rowID: Int64?
-                switch await spool.append(sample) {
-                case .heldInMemory(let error): logger.warning("sample held in memory: \(error.description)")
-                case .stored(let id): rowID = id
-                }
-                await counter.add(samples: 1)
-                if let heartbeat, await heartbeat.countsOlder(than: 10) {
-                    await heartbeat.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
-                }
-                await heartbeat?.sampled(sample, rowID: rowID)
-                await Self.record(sample, in: configuration, logger: logger, failing: trackFailing)
-                if uptime() - countedAt >= 10 {
-                    countedAt = uptime()
-                    await Self.countDeliveries(from: spool, in: configuration, logger: logger, failing: trackFailing)
-                    // A spool reopened while running (after a fault, or a corrupt file moved aside) may have counted a loss.
-                    await Self.reportLostRows(of: spool, to: heartbeat, logger: logger)
-                }
-                // The watchdog is fed from this loop only: if sampling into the spool stalls, systemd restarts us.
-                if let notifier {
-                    let summary = await counter.summary
-                    notifier.send("WATCHDOG=1\nSTATUS=\(sample.state.name); \(summary.samples) samples, \(summary.acknowledged) acknowledged")
-                }
-            }
-        }
         let reader = both(connection, others).map { connection, store in
             FeedReader(store: store, connection: connection, ownEndpointID: connection.endpoint.deviceAlternateId,
                        configuration: configuration.feed, clock: configuration.clock, logger: logger)
         }
-        let publishing = Task { [self] in await publish(counter: counter, heartbeat: heartbeat, reader: reader) }
-        await withTaskCancellationHandler {
-            await sampling.value
-        } onCancel: {
-            sampling.cancel()
+        let sampling = SamplingService(source: source, spool: spool, others: others, configuration: configuration, counter: counter,
+                                       heartbeat: heartbeat, trackFailing: trackFailing, reader: reader, connected: connection != nil,
+                                       logger: logger)
+        let publishing = StoppableJob(grace: configuration.shutdownGrace, logger: logger) { [self] in
+            await publish(counter: counter, heartbeat: heartbeat, reader: reader)
         }
-        notifier?.stopping()
-        if !Task.isCancelled, connection != nil {
-            await counter.startDraining()
-            await drain(reader: reader)
+        let services = [
+            // Not onboarded, the publisher has nothing to do and ends at once: the sampler goes on.
+            ServiceGroupConfiguration.ServiceConfiguration(service: publishing, successTerminationBehavior: .ignore),
+            ServiceGroupConfiguration.ServiceConfiguration(service: sampling, successTerminationBehavior: .gracefullyShutdownGroup),
+        ] + extra
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))
+        await started?(group)
+        do {
+            try await group.run()
+        } catch {
+            logger.error("the daemon's services stopped: \(error)")
         }
-        publishing.cancel()
-        // A request to agrirouter cannot be interrupted mid-way; on SIGTERM it is left to the
-        // process's end. Nothing is lost: its batch stays in flight in the spool, and the next
-        // start looks for its answer before sending it again.
-        if !(await Self.wait(for: publishing, atMost: configuration.shutdownGrace)) {
-            logger.notice("stopping without waiting for the request in progress; its samples stay in the spool")
-        }
-        // Samples held in memory while the spool could not store: written now if the disk allows,
-        // otherwise counted as lost, in the summary, the log and the heartbeat.
+        return await finish(counter: counter, heartbeat: heartbeat, reader: reader, trackFailing: trackFailing)
+    }
+
+    /// Samples held in memory while the spool could not store are written now if the disk allows,
+    /// otherwise counted as lost, in the summary, the log and the heartbeat.
+    private func finish(counter: Counter, heartbeat: HeartbeatWriter?, reader: FeedReader?, trackFailing: Flag) async -> Summary {
         let shutdown = await spool.flushHeld()
         await Self.countDeliveries(from: spool, in: configuration, logger: logger, failing: trackFailing)
         do {
@@ -526,18 +507,6 @@ public struct GatewayDaemon: Sendable {
         _ = check.absorb(await connection.answers(for: .check), now: trueNow())
         return await publisher.absorb(await connection.answers(for: .publisher))
     }
-
-    /// Waits until nothing is left to send or in flight, and the feed has been read, or the drain timeout passes.
-    private func drain(reader: FeedReader?) async {
-        let deadline = uptime() + configuration.drainTimeout
-        while uptime() < deadline && !Task.isCancelled {
-            let status = await spool.status()
-            let feedRead = await reader?.hasCaughtUp ?? true
-            if status.waiting == 0 && feedRead { return }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        logger.warning("stopped with samples still in the spool; they are sent on the next run")
-    }
 }
 
 /// Whether the track failed at its last write: its error is logged once, not every second.
@@ -553,7 +522,7 @@ final class Flag: Sendable {
     }
 }
 
-private actor Counter {
+actor Counter {
     var summary = GatewayDaemon.Summary()
     /// The source has ended (a replay): send what is left without waiting for cycles.
     private(set) var draining = false

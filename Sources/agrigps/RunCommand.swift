@@ -9,6 +9,7 @@ import Gateway
 import GNSS
 import GPSDReplay
 import Logging
+import ServiceLifecycle
 import Spool
 import StateDirectory
 import Track
@@ -125,23 +126,28 @@ struct Run: AsyncParsableCommand {
             configuration.resumeSharingAtStart = !restart
             let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
                                        configuration: configuration)
-            let work: Task<GatewayDaemon.Summary, Never>
+            // A live daemon picks up an onboarding or a disconnect (by the CLI or the cab view) by
+            // itself: the watcher ends the daemon's services, which start again with the new
+            // credentials, the spool as it was.
+            let watcher = replay == nil
+                ? [ServiceGroupConfiguration.ServiceConfiguration(service: CredentialWatcher(store: credentials, fingerprint: fingerprint),
+                                                                  successTerminationBehavior: .gracefullyShutdownGroup)]
+                : []
+            // SIGTERM and SIGINT shut the services down gracefully, in the group's order.
+            let started: @Sendable (ServiceGroup) async -> Void = { group in
+                interruption.onInterrupt { Task { await group.triggerGracefulShutdown() } }
+            }
             if let replay {
-                (work, replayGPSD) = try await startReplay(replay, daemon: daemon)
+                let (events, gpsd) = try await startReplay(replay)
+                replayGPSD = gpsd
+                // A recording's time is not now: no skew check, unless it was moved to now.
+                summary.add(await daemon.run(events: events, skewLimit: retime ? 60 : nil, alongside: watcher, started: started))
             } else {
                 let gpsd = GPSDSource(configuration: GPSDSource.Configuration(address: gpsdAddress))
-                work = Task { await daemon.run(gpsd: gpsd) }
+                summary.add(await daemon.run(gpsd: gpsd, alongside: watcher, started: started))
             }
-            // A live daemon picks up an onboarding or a disconnect (by the CLI or the cab view) by
-            // itself: it stops and starts again with the new credentials, its spool as it was.
-            let watcher = replay == nil ? Task {
-                if await Self.waitForChange(of: credentials, from: fingerprint) { work.cancel() }
-            } : nil
-            interruption.onInterrupt { work.cancel() }
-            summary.add(await work.value)
             // An MQTT connection ends with the daemon's run: a new one comes with the new credentials.
             link?.connection.link.close()
-            watcher?.cancel()
             restart = interruption.signal == nil && credentials.fingerprint() != fingerprint && replay == nil
             if restart { Logger(label: "agrigps.daemon").notice("the credentials changed: starting again with them") }
         } while restart
@@ -158,16 +164,14 @@ struct Run: AsyncParsableCommand {
         if let signal = interruption.signal { throw ExitCode(128 + signal) }
     }
 
-    /// Starts the daemon on a private gpsd that replays `path`.
-    private func startReplay(_ path: String, daemon: GatewayDaemon) async throws -> (Task<GatewayDaemon.Summary, Never>, ReplayGPSD) {
+    /// A private gpsd that replays `path`, and its events.
+    private func startReplay(_ path: String) async throws -> (AsyncStream<SourceEvent>, ReplayGPSD) {
         do {
             let log = try NMEALog(contentsOf: path)
             var options = ReplayGPSD.Options()
             options.realTime = retime
             let gpsd = try await ReplayGPSD.start(log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
-            // A recording's time is not now: no skew check, unless it was moved to now.
-            let events = gpsd.stream().events
-            return (Task { [retime] in await daemon.run(events: events, skewLimit: retime ? 60 : nil) }, gpsd)
+            return (gpsd.stream().events, gpsd)
         } catch {
             throw CommandFailure(error)
         }
@@ -243,6 +247,17 @@ struct Run: AsyncParsableCommand {
         return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID,
                                           outputs: file.outputs),
                 stored.environment, try? stored.credentials?.check().notAfter)
+    }
+}
+
+/// Ends when the stored credentials have changed (an onboarding or a disconnect by the CLI or the
+/// cab view), or at a graceful shutdown.
+struct CredentialWatcher: Service {
+    var store: CredentialStore
+    var fingerprint: String
+
+    func run() async {
+        _ = await cancelWhenGracefulShutdown { [store, fingerprint] in await Run.waitForChange(of: store, from: fingerprint) }
     }
 }
 

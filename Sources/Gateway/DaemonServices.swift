@@ -1,0 +1,118 @@
+import Clocks
+import GNSS
+import Logging
+import ServiceLifecycle
+import Spool
+import StateDirectory
+
+/// Takes every sample into the spool, the track and the heartbeat, and feeds systemd's watchdog.
+///
+/// A graceful shutdown ends it first: no sample is taken after the publisher has stopped. A
+/// finite source (a replay) ends it by itself; it then waits, up to the drain timeout, until what
+/// it sampled has been sent and the feed read, and its end shuts the others down.
+struct SamplingService: Service {
+    var source: AsyncStream<SamplerOutput>
+    var spool: Spool
+    var others: OtherMachinesStore?
+    var configuration: GatewayDaemon.Configuration
+    var counter: Counter
+    var heartbeat: HeartbeatWriter?
+    var trackFailing: Flag
+    /// The feed reader whose catching up a finite source's end waits for; nil when it does not read.
+    var reader: FeedReader?
+    /// Whether there is an agrirouter to drain to.
+    var connected: Bool
+    var logger: Logger
+
+    func run() async {
+        let notifier = configuration.notifier
+        // The spool is open (the daemon's start opened it): READY once gpsd has answered or failed to.
+        var ready = false
+        var countedAt = uptime()
+        for await output in source.cancelOnGracefulShutdown() {
+            if !ready {
+                ready = true
+                notifier?.ready(status: "started; gpsd \(GatewayDaemon.describe(output))")
+            }
+            guard case .sample(let sample) = output else { continue }
+            await take(sample)
+            if uptime() - countedAt >= 10 {
+                countedAt = uptime()
+                await GatewayDaemon.countDeliveries(from: spool, in: configuration, logger: logger, failing: trackFailing)
+                // A spool reopened while running (after a fault, or a corrupt file moved aside) may have counted a loss.
+                await GatewayDaemon.reportLostRows(of: spool, to: heartbeat, logger: logger)
+            }
+            // The watchdog is fed from this loop only: if sampling into the spool stalls, systemd restarts us.
+            if let notifier {
+                let summary = await counter.summary
+                notifier.send("WATCHDOG=1\nSTATUS=\(sample.state.name); \(summary.samples) samples, \(summary.acknowledged) acknowledged")
+            }
+        }
+        notifier?.stopping()
+        guard !Task.isCancelled, !Task.isShuttingDownGracefully, connected else { return }
+        await counter.startDraining()
+        await drain()
+    }
+
+    /// The spool first, always; then the counts, the heartbeat and the track.
+    private func take(_ sample: PositionSample) async {
+        configuration.clock?.observe(sample)
+        var rowID: Int64?
+        switch await spool.append(sample) {
+        case .heldInMemory(let error): logger.warning("sample held in memory: \(error.description)")
+        case .stored(let id): rowID = id
+        }
+        await counter.add(samples: 1)
+        if let heartbeat, await heartbeat.countsOlder(than: 10) {
+            await heartbeat.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
+        }
+        await heartbeat?.sampled(sample, rowID: rowID)
+        await GatewayDaemon.record(sample, in: configuration, logger: logger, failing: trackFailing)
+    }
+
+    /// Waits until nothing is left to send or in flight, and the feed has been read, or the drain
+    /// timeout passes, or a stop comes.
+    private func drain() async {
+        let deadline = uptime() + configuration.drainTimeout
+        while uptime() < deadline && !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let status = await spool.status()
+            let feedRead = await reader?.hasCaughtUp ?? true
+            if status.waiting == 0 && feedRead { return }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        logger.warning("stopped with samples still in the spool; they are sent on the next run")
+    }
+}
+
+/// A job that ends when asked, within a grace period: a graceful shutdown or a cancellation
+/// cancels it and waits at most `grace` seconds. A request to agrirouter cannot be interrupted
+/// mid-way (curl runs it on a thread of its own); one still running then is left to the process's
+/// end. Nothing is lost by that: its batch stays in flight in the spool, and the next start looks
+/// for its answer before sending it again.
+struct StoppableJob: Service {
+    var grace: Double
+    var logger: Logger
+    var job: @Sendable () async -> Void
+
+    func run() async {
+        // true: the job ended by itself; false: a stop was asked for.
+        let (ends, end) = AsyncStream<Bool>.makeStream()
+        let task = Task {
+            await job()
+            end.yield(true)
+        }
+        await withTaskCancellationOrGracefulShutdownHandler {
+            // A cancelled wait ends at once (the handler below has cancelled the job by then).
+            for await endedByItself in ends {
+                if endedByItself { return }
+                break
+            }
+            if !(await GatewayDaemon.wait(for: task, atMost: grace)) {
+                logger.notice("stopping without waiting for the request in progress; its samples stay in the spool")
+            }
+        } onCancelOrGracefulShutdown: {
+            task.cancel()
+            end.yield(false)
+        }
+    }
+}
