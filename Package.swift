@@ -230,7 +230,9 @@ let package = Package(
         .executableTarget(
             name: "agrirouter-sim",
             dependencies: ["AgrirouterSim", "BlockingWork", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "UnixSignals", package: "swift-service-lifecycle")]
+                           .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         // posix_spawn's close-from action, which glibc declares only for _GNU_SOURCE.
         .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),

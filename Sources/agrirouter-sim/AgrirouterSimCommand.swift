@@ -3,6 +3,9 @@ import AgrirouterSim
 import ArgumentParser
 import BlockingWork
 import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 @main
@@ -93,7 +96,6 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
         print("agrirouter-sim: onboarding at \(simulator.onboardingURL)")
         if let port = simulator.brokerPort { print("agrirouter-sim: MQTT broker on port \(port)") }
         fflush(nil)
-        if mqtt { await Self.stopBrokerOnSignals(simulator) }
         // readLine blocks, so it gets a thread of its own rather than one of Swift concurrency's few.
         let controlled = startThread(named: "sim.control") {
             while let line = readLine() {
@@ -111,21 +113,43 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("agrirouter-sim: no thread could be started to read commands from stdin\n".utf8))
             throw ExitCode(71)  // EX_OSERR
         }
-        // Without --mqtt nothing needs cleaning up, so SIGINT and SIGTERM keep their default action.
-        while true { try await Task.sleep(for: .seconds(3600)) }
+        // It serves until SIGINT or SIGTERM; the group then stops the servers and the broker (a
+        // child process, whose keys go with it), and the simulator exits with 128 + the signal.
+        let signals = SignalWatch()
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [
+                .init(service: SimulatorService(simulator: simulator)),
+                .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
+            ],
+            logger: Logger(label: "agrirouter-sim")))
+        try await group.run()
+        if let signal = signals.caught { throw ExitCode(128 + signal) }
     }
+}
 
-    /// The broker is a child process: SIGINT and SIGTERM stop it (and remove its keys) before the
-    /// simulator exits with 128 + the signal. Caught as `agrigps` and `agrigps-web` catch them, through
-    /// swift-service-lifecycle's `UnixSignalsSequence`.
-    private static func stopBrokerOnSignals(_ simulator: AgrirouterSimulator) async {
+/// The simulator's servers, stopped at the group's graceful shutdown.
+struct SimulatorService: Service {
+    let simulator: AgrirouterSimulator
+
+    func run() async {
+        try? await gracefulShutdown()
+        await simulator.shutdown()
+    }
+}
+
+/// Ends at the first SIGINT or SIGTERM and remembers which, so that the program can exit as the
+/// default action would have it and a caller sees which signal ended it. Caught as `agrigps` and
+/// `agrigps-web` catch them, through swift-service-lifecycle's `UnixSignalsSequence`.
+final class SignalWatch: Service, Sendable {
+    private let signal = Mutex<Int32?>(nil)
+
+    var caught: Int32? { signal.withLock { $0 } }
+
+    func run() async {
         let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
-        Task {
-            for await signal in signals {
-                await simulator.shutdown()
-                // As the default action would have it, so a caller sees which signal ended it.
-                Glibc.exit(128 + signal.rawValue)
-            }
+        for await received in signals.cancelOnGracefulShutdown() {
+            signal.withLock { $0 = received.rawValue }
+            return
         }
     }
 }
