@@ -8,6 +8,7 @@
 #                   receiver, unplug and replug, a watchdog stall and power cuts (FIELD_TEST_ARGS=--power-cuts 50)
 #
 # BIN=path packages an agrigps built elsewhere (the tests use the debug build); WEB_BIN=path its agrigps-web.
+# RUNTIME_LIBS and DPKG_DEB_FLAGS are for script/field-test --debug-build; the package as shipped has neither.
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -18,6 +19,11 @@ BIN ?= $(BUILT)
 WEB_BIN ?= $(dir $(BIN))agrigps-web
 # Symbols and debug information stay out of the installed binary (STRIP= keeps them).
 STRIP ?= -s
+# Shared libraries installed beside the binaries, where their RUNPATH's $ORIGIN finds them: none for
+# a build with the Swift runtime linked in; the Swift runtime for a debug build (script/field-test).
+RUNTIME_LIBS ?=
+# Options for dpkg-deb --build: its default compression (xz) unless given.
+DPKG_DEB_FLAGS ?=
 VERSION := $(shell sed -n 's/^ *version: "\(.*\)",$$/\1/p' Sources/agrigps/Agrigps.swift)
 ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DIST ?= dist
@@ -55,6 +61,7 @@ field-test:
 install: build
 	install -D -m 0755 $(STRIP) $(BIN) $(DESTDIR)$(PREFIX)/bin/agrigps
 	install -D -m 0755 $(STRIP) $(WEB_BIN) $(DESTDIR)$(PREFIX)/bin/agrigps-web
+	$(if $(RUNTIME_LIBS),install -m 0644 $(STRIP) $(RUNTIME_LIBS) $(DESTDIR)$(PREFIX)/bin/)
 	install -d $(DESTDIR)/lib/systemd/system $(DESTDIR)/lib/udev/rules.d
 	for unit in agrigps.service agrigps-web.service; do \
 		sed 's|^ExecStart=/usr/bin/agrigps|ExecStart=$(PREFIX)/bin/agrigps|' systemd/$$unit > $(DESTDIR)/lib/systemd/system/$$unit && \
@@ -70,7 +77,7 @@ deb: build
 	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@ARCH@/$(ARCH)/' packaging/debian/control > $(STAGE)/DEBIAN/control
 	install -m 0644 packaging/debian/conffiles $(STAGE)/DEBIAN/conffiles
 	install -m 0755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm $(STAGE)/DEBIAN/
-	dpkg-deb --root-owner-group --build $(STAGE) $(DEB)
+	dpkg-deb --root-owner-group $(DPKG_DEB_FLAGS) --build $(STAGE) $(DEB)
 	rm -rf $(STAGE)
 
 clean-dist:

@@ -447,7 +447,9 @@ class Rig:
         os.makedirs(folder)
         shutil.copy(self.options.deb, folder)
         shutil.copy(ca, os.path.join(folder, "local-agrirouter-ca.pem"))
-        subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", folder, self.transfer, "64M"], check=True, stdout=subprocess.DEVNULL)
+        # Room for the package (a debug build's, with the Swift runtime, is about 50 MB) and the file system's own.
+        size_mib = max(64, os.path.getsize(self.options.deb) // 2**20 + 32)
+        subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", folder, self.transfer, f"{size_mib}M"], check=True, stdout=subprocess.DEVNULL)
 
     def boot(self, receiver_port):
         self.boots += 1
