@@ -44,6 +44,9 @@ public struct GatewayDaemon: Sendable {
         public var clock: TrueTime?
         /// Where the last acknowledged endpoint set-up is remembered; nil runs it at every start.
         public var setupRecordPath: String?
+        /// How long agrirouter keeps an answer in the outbox: a batch unanswered this long is sent again.
+        /// Shorter only in tests, against a local agrirouter configured the same.
+        public var outboxLifetime: Double = AgrirouterLimits.outboxLifetime
         /// How often dke:ping asks whether agrirouter still knows the endpoint.
         public var endpointCheckInterval: Double = 24 * 3600
         /// A start turns sharing back on; a restart for new credentials keeps a pause as it was.
@@ -350,7 +353,7 @@ public struct GatewayDaemon: Sendable {
         do throws(GatewayError) {
             // Paused: nothing is sent, but the others are still read.
             if !(await spool.isSharingPaused()) {
-                let sent = await publisher.cycle()
+                let sent = await publisher.cycle(inFlightTimeout: configuration.outboxLifetime)
                 report.published = sent.published
                 if let error = sent.error { throw error }
             }

@@ -44,6 +44,11 @@ struct Run: AsyncParsableCommand {
     @Option(name: .customLong("clock-offset-file"), help: .hidden)
     var clockOffsetFile: String?
 
+    /// For tests: how long the local agrirouter keeps answers in its outbox (agrirouter's is 300 s),
+    /// so that a batch whose answer was lost is sent again without a five-minute wait.
+    @Option(name: .customLong("outbox-lifetime"), parsing: .unconditional, help: .hidden)
+    var outboxLifetime: String?
+
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample (default 1).", valueName: "seconds"))
     var interval: String?
 
@@ -82,6 +87,7 @@ struct Run: AsyncParsableCommand {
         }
         if let gpsd { _ = try GPSDAddress.parseOption(gpsd) }
         if retime && replay == nil { throw ValidationError("--retime moves a replayed log's times; give --replay LOG too") }
+        _ = try lifetime()
     }
 
     /// A flag's checked value, else the file's, else the default.
@@ -194,12 +200,22 @@ struct Run: AsyncParsableCommand {
         return false
     }
 
+    /// The outbox's lifetime: agrirouter's, unless a test's local agrirouter keeps answers shorter.
+    private func lifetime() throws -> Double {
+        guard let outboxLifetime else { return AgrirouterLimits.outboxLifetime }
+        guard let seconds = Double(outboxLifetime), seconds >= 10, seconds <= AgrirouterLimits.outboxLifetime else {
+            throw ValidationError("--outbox-lifetime: '\(outboxLifetime)' is not a number of seconds from 10 to \(Int(AgrirouterLimits.outboxLifetime))")
+        }
+        return seconds
+    }
+
     /// A flag wins over the file, the file over the default.
     private func daemonConfiguration(_ file: ConfigurationFile, environment: String?) throws -> GatewayDaemon.Configuration {
         var configuration = GatewayDaemon.Configuration()
         configuration.samplingInterval = try keyed("--interval", file, fallback: 1)
         configuration.sendInterval = try keyed("--send-interval", file, fallback: 10)
         configuration.feed.safetyQueryInterval = try keyed("--feed-query-interval", file, fallback: 3600)
+        configuration.outboxLifetime = try lifetime()
         configuration.heartbeatPath = state.heartbeatPath
         configuration.setupRecordPath = state.resolved + "/endpoint-setup.json"
         configuration.notifier = SystemdNotifier.fromEnvironment()

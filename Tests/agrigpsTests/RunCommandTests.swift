@@ -14,9 +14,11 @@ struct OnboardedMachine {
     var state: String { directory + "/state" }
 
     /// `gatewayPort` 0 takes a free one.
-    static func make(gatewayPort: Int = 0, transport: String = "rest") async throws -> OnboardedMachine {
+    /// `outboxLifetime` shortens how long the local agrirouter keeps answers (give the daemon the same).
+    static func make(gatewayPort: Int = 0, transport: String = "rest", outboxLifetime: Double? = nil) async throws -> OnboardedMachine {
         var configuration = SimConfiguration(tans: ["TANA123456": "Tractor"])
         configuration.mqtt = transport == "mqtt"
+        if let outboxLifetime { configuration.outboxLifetime = outboxLifetime }
         let simulator = try await AgrirouterSimulator.start(configuration, gatewayPort: gatewayPort)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-run-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
