@@ -340,53 +340,51 @@ struct CabAPITests {
     @Test("onboarding through the page stores the credentials as the CLI does; a bad TAN gets agrirouter's code and advice; no secret in any answer")
     func onboarding() async throws {
         let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "CAB0000001")
-        defer {
-            fixture.close()
-            Task { await simulator.shutdown() }
-        }
-        let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
-        var answers: [String] = []
+        try await tearingDown({ fixture.close(); await simulator.shutdown() }) {
+            let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+            var answers: [String] = []
 
-        let refused = try await fixture.post("/api/onboard", ["tan": "WRONG00001", "environment": "local"], session: session)
-        answers.append(refused.text)
-        #expect(refused.status == 422, "\(refused.text)")
-        let message = refused.json?["error"] as? String ?? ""
-        #expect(message.contains("0401") && message.contains("create a new one in the agrirouter UI"), "\(message)")
-        #expect(!message.contains("WRONG00001"), "the TAN is never echoed back")
+            let refused = try await fixture.post("/api/onboard", ["tan": "WRONG00001", "environment": "local"], session: session)
+            answers.append(refused.text)
+            #expect(refused.status == 422, "\(refused.text)")
+            let message = refused.json?["error"] as? String ?? ""
+            #expect(message.contains("0401") && message.contains("create a new one in the agrirouter UI"), "\(message)")
+            #expect(!message.contains("WRONG00001"), "the TAN is never echoed back")
 
-        let onboarded = try await fixture.post("/api/onboard", ["tan": "CAB0000001", "environment": "local"], session: session)
-        answers.append(onboarded.text)
-        #expect(onboarded.status == 200, "\(onboarded.text)")
-        let stored = try #require(try CredentialStore(directory: fixture.directory).load())
-        #expect(stored.environment == "local")
-        let secret = stored.response.authentication.secret
-        #expect(secret.count > 8)
+            let onboarded = try await fixture.post("/api/onboard", ["tan": "CAB0000001", "environment": "local"], session: session)
+            answers.append(onboarded.text)
+            #expect(onboarded.status == 200, "\(onboarded.text)")
+            let stored = try #require(try CredentialStore(directory: fixture.directory).load())
+            #expect(stored.environment == "local")
+            let secret = stored.response.authentication.secret
+            #expect(secret.count > 8)
 
-        // The page's state now says onboarded, with the certificate's date and the QA/Production choice
-        // locked: as soon as the monitor's next look sees the credentials (every 0.25 s; later on a
-        // busy machine).
-        var state = try await fixture.get("/api/state", session: session)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while (state.json?["settings"] as? [String: Any])?["onboarded"] as? Bool != true, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-            state = try await fixture.get("/api/state", session: session)
-        }
-        answers.append(state.text)
-        let settings = try #require(state.json?["settings"] as? [String: Any])
-        #expect(settings["onboarded"] as? Bool == true && settings["environment"] as? String == "local")
-        #expect((settings["certificateValidUntil"] as? String)?.count == 10)
+            // The page's state now says onboarded, with the certificate's date and the QA/Production choice
+            // locked: as soon as the monitor's next look sees the credentials (every 0.25 s; later on a
+            // busy machine).
+            var state = try await fixture.get("/api/state", session: session)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while (state.json?["settings"] as? [String: Any])?["onboarded"] as? Bool != true, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                state = try await fixture.get("/api/state", session: session)
+            }
+            answers.append(state.text)
+            let settings = try #require(state.json?["settings"] as? [String: Any])
+            #expect(settings["onboarded"] as? Bool == true && settings["environment"] as? String == "local")
+            #expect((settings["certificateValidUntil"] as? String)?.count == 10)
 
-        let other = try await fixture.post("/api/onboard", ["tan": "CAB0000002", "environment": "qa"], session: session)
-        #expect(other.status == 409, "onboarded elsewhere: disconnect first: \(other.text)")
-        let disconnected = try await fixture.post("/api/disconnect", ["confirm": true], session: session)
-        answers.append(disconnected.text)
-        #expect(disconnected.status == 200)
-        #expect(try CredentialStore(directory: fixture.directory).load() == nil)
-        answers.append(try await fixture.get("/api/track", session: session).text)
-        answers.append(try await fixture.get("/", session: session).text)
-        for answer in answers {
-            #expect(!answer.contains(secret), "the key's secret is in no answer")
-            #expect(!answer.contains("PRIVATE KEY") && !answer.contains("CAB0000001"), "no key, no TAN")
+            let other = try await fixture.post("/api/onboard", ["tan": "CAB0000002", "environment": "qa"], session: session)
+            #expect(other.status == 409, "onboarded elsewhere: disconnect first: \(other.text)")
+            let disconnected = try await fixture.post("/api/disconnect", ["confirm": true], session: session)
+            answers.append(disconnected.text)
+            #expect(disconnected.status == 200)
+            #expect(try CredentialStore(directory: fixture.directory).load() == nil)
+            answers.append(try await fixture.get("/api/track", session: session).text)
+            answers.append(try await fixture.get("/", session: session).text)
+            for answer in answers {
+                #expect(!answer.contains(secret), "the key's secret is in no answer")
+                #expect(!answer.contains("PRIVATE KEY") && !answer.contains("CAB0000001"), "no key, no TAN")
+            }
         }
     }
 }

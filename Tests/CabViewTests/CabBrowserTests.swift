@@ -151,45 +151,43 @@ struct CabBrowserTests {
     @Test("settings: a bad TAN shows agrirouter's code and advice; a good one onboards; the choice locks; disconnect asks first")
     func settings() async throws {
         let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "SETTINGS01")
-        defer {
-            fixture.close()
-            Task { await simulator.shutdown() }
+        try await tearingDown({ fixture.close(); await simulator.shutdown() }) {
+            let browser = try await WebDriver(width: 1280, height: 800)
+            defer { browser.close() }
+            try await browser.open("http://127.0.0.1:\(fixture.port)/")
+            #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.state)"))
+            try await browser.click("#tabs button[data-tab='settings']")
+            #expect(try await browser.wait(timeout: 5, for: "return !document.getElementById('environment').disabled"))
+            try await browser.run("document.getElementById('environment').value = 'local'")
+
+            try await browser.type("WRONG12345", into: "#tan")
+            try await browser.click("#onboard")
+            #expect(try await browser.wait(timeout: 20, for: "return !document.getElementById('dialog').hidden"))
+            let refusal = try await browser.text("#dialog-text")
+            #expect(refusal.contains("0401") && refusal.contains("create a new one in the agrirouter UI"), "\(refusal)")
+            #expect(!refusal.contains("WRONG12345"))
+            try await browser.click("#dialog-ok")
+
+            try await browser.type("SETTINGS01", into: "#tan")
+            try await browser.click("#onboard")
+            #expect(try await browser.wait(timeout: 20, for: "return document.getElementById('endpoint').textContent.includes('Onboarded to agrirouter local')"))
+            #expect(try await browser.run("return document.getElementById('environment').disabled") as? Bool == true, "locked while onboarded")
+            #expect(try await browser.run("return document.getElementById('tan').value") as? String == "", "the TAN is not kept in the page")
+            #expect(try CredentialStore(directory: fixture.directory).load()?.environment == "local")
+
+            try await browser.click("#disconnect")
+            #expect(try await browser.wait(timeout: 5, for: "return !document.getElementById('dialog').hidden"))
+            #expect(try await browser.text("#dialog-text").contains("Disconnect this machine"))
+            try await browser.click("#dialog-cancel")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try CredentialStore(directory: fixture.directory).load() != nil, "cancel removes nothing")
+            try await browser.click("#disconnect")
+            #expect(try await browser.wait(timeout: 5, for: "return !document.getElementById('dialog').hidden"))
+            try await browser.click("#dialog-ok")
+            #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('endpoint').textContent.startsWith('Not onboarded')"))
+            #expect(try CredentialStore(directory: fixture.directory).load() == nil)
+            _ = try Self.save(try await browser.screenshot(), as: "settings-1280x800.png")
+            await browser.quit()
         }
-        let browser = try await WebDriver(width: 1280, height: 800)
-        defer { browser.close() }
-        try await browser.open("http://127.0.0.1:\(fixture.port)/")
-        #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.state)"))
-        try await browser.click("#tabs button[data-tab='settings']")
-        #expect(try await browser.wait(timeout: 5, for: "return !document.getElementById('environment').disabled"))
-        try await browser.run("document.getElementById('environment').value = 'local'")
-
-        try await browser.type("WRONG12345", into: "#tan")
-        try await browser.click("#onboard")
-        #expect(try await browser.wait(timeout: 20, for: "return !document.getElementById('dialog').hidden"))
-        let refusal = try await browser.text("#dialog-text")
-        #expect(refusal.contains("0401") && refusal.contains("create a new one in the agrirouter UI"), "\(refusal)")
-        #expect(!refusal.contains("WRONG12345"))
-        try await browser.click("#dialog-ok")
-
-        try await browser.type("SETTINGS01", into: "#tan")
-        try await browser.click("#onboard")
-        #expect(try await browser.wait(timeout: 20, for: "return document.getElementById('endpoint').textContent.includes('Onboarded to agrirouter local')"))
-        #expect(try await browser.run("return document.getElementById('environment').disabled") as? Bool == true, "locked while onboarded")
-        #expect(try await browser.run("return document.getElementById('tan').value") as? String == "", "the TAN is not kept in the page")
-        #expect(try CredentialStore(directory: fixture.directory).load()?.environment == "local")
-
-        try await browser.click("#disconnect")
-        #expect(try await browser.wait(timeout: 5, for: "return !document.getElementById('dialog').hidden"))
-        #expect(try await browser.text("#dialog-text").contains("Disconnect this machine"))
-        try await browser.click("#dialog-cancel")
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(try CredentialStore(directory: fixture.directory).load() != nil, "cancel removes nothing")
-        try await browser.click("#disconnect")
-        #expect(try await browser.wait(timeout: 5, for: "return !document.getElementById('dialog').hidden"))
-        try await browser.click("#dialog-ok")
-        #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('endpoint').textContent.startsWith('Not onboarded')"))
-        #expect(try CredentialStore(directory: fixture.directory).load() == nil)
-        _ = try Self.save(try await browser.screenshot(), as: "settings-1280x800.png")
-        await browser.quit()
     }
 }

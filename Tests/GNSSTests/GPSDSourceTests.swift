@@ -55,16 +55,14 @@ struct GPSDSourceTests {
             }
             feed.finish()
         }
-        defer {
-            tee.cancel()
-            Task { await samples.stop() }
+        await tearingDown({ tee.cancel(); await samples.stop() }) {
+            let fix = await samples.waitFor(timeout: 10) { $0.state.hasPosition }
+            #expect(fix != nil)
+            let silent = await samples.waitFor(from: fix ?? 0, timeout: 10) { $0.state == .noReceiver(.silent) }
+            #expect(silent != nil, "a connected but silent receiver was not reported as no_receiver")
+            let quiet = await events.waitFor(timeout: 1) { if case .receiverSilent = $0 { true } else { false } }
+            #expect(quiet != nil)
         }
-        let fix = await samples.waitFor(timeout: 10) { $0.state.hasPosition }
-        #expect(fix != nil)
-        let silent = await samples.waitFor(from: fix ?? 0, timeout: 10) { $0.state == .noReceiver(.silent) }
-        #expect(silent != nil, "a connected but silent receiver was not reported as no_receiver")
-        let quiet = await events.waitFor(timeout: 1) { if case .receiverSilent = $0 { true } else { false } }
-        #expect(quiet != nil)
     }
 
     @Test func endOfFeedIsDeviceRemoval() async throws {

@@ -114,59 +114,57 @@ struct TwoMachineTests {
     func seeEachOther(formats: String?) async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TANA000001": "Tractor", "TANA000002": "Harvester"]))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-two-\(UUID().uuidString)").path
-        defer {
-            Task { await simulator.shutdown() }
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        try "[publishing]\nformats = [\"\(formats ?? "gps_info\", \"efdi")\"]\n".write(toFile: directory + "/agrigps.conf", atomically: true, encoding: .utf8)
-        for (tan, name) in [("TANA000001", "tractor"), ("TANA000002", "harvester")] {
-            let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", tan, "--env", "local", "--onboarding-url", simulator.onboardingURL,
-                                                          "--ca-file", directory + "/ca.pem", "--state-dir", directory + "/" + name,
-                                                          "--application-id", "app", "--certification-version-id", "v"])
-            try #require(onboarded.code == 0, "\(onboarded.stderr)")
-        }
-        func run(_ machine: String, _ log: String) async throws -> [String] {
-            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", directory + "/" + machine, "--spacing", "0.05",
-                                                    "--config", directory + "/agrigps.conf"], timeout: 120)
-            #expect(run.code == 0, "\(run.stderr.suffix(5))")
-            return run.stdout
-        }
-        _ = try await run("tractor", "ublox-lea-4h")
-        _ = try await run("harvester", "nmea-rtk")
-        let again = try await run("tractor", "ublox-lea-4h")
-        // Everything the harvester published reached the tractor: its gps:info (unless off), its device
-        // descriptions and its TimeLogs.
-        let harvesterSent = try await simulator.sentMessages(endpoint: try endpointID(directory + "/harvester")).map(\.envelope.technicalMessageType)
-        let published = harvesterSent.count { [TechnicalMessageType.gpsInfo, TechnicalMessageType.deviceDescription, TechnicalMessageType.timeLog].contains($0) }
-        #expect(again.last?.hasSuffix(" \(published) messages from other machines received") == true, "\(again)")
-        #expect(harvesterSent.contains(TechnicalMessageType.gpsInfo) == (formats == nil), "\(harvesterSent)")
-        #expect(harvesterSent.contains(TechnicalMessageType.timeLog) && harvesterSent.contains(TechnicalMessageType.deviceDescription))
-        // The name the tractor shows came from the harvester's device description.
-        let store = try DatabaseQueue(path: directory + "/tractor/others.sqlite")
-        let designators = try await store.read { db in try String.fetchAll(db, sql: "SELECT designator FROM machine WHERE designator IS NOT NULL") }
-        #expect(designators == ["Harvester"])
+        try await tearingDown({ await simulator.shutdown(); try? FileManager.default.removeItem(atPath: directory) }) {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+            try "[publishing]\nformats = [\"\(formats ?? "gps_info\", \"efdi")\"]\n".write(toFile: directory + "/agrigps.conf", atomically: true, encoding: .utf8)
+            for (tan, name) in [("TANA000001", "tractor"), ("TANA000002", "harvester")] {
+                let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", tan, "--env", "local", "--onboarding-url", simulator.onboardingURL,
+                                                              "--ca-file", directory + "/ca.pem", "--state-dir", directory + "/" + name,
+                                                              "--application-id", "app", "--certification-version-id", "v"])
+                try #require(onboarded.code == 0, "\(onboarded.stderr)")
+            }
+            func run(_ machine: String, _ log: String) async throws -> [String] {
+                let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", directory + "/" + machine, "--spacing", "0.05",
+                                                        "--config", directory + "/agrigps.conf"], timeout: 120)
+                #expect(run.code == 0, "\(run.stderr.suffix(5))")
+                return run.stdout
+            }
+            _ = try await run("tractor", "ublox-lea-4h")
+            _ = try await run("harvester", "nmea-rtk")
+            let again = try await run("tractor", "ublox-lea-4h")
+            // Everything the harvester published reached the tractor: its gps:info (unless off), its device
+            // descriptions and its TimeLogs.
+            let harvesterSent = try await simulator.sentMessages(endpoint: try endpointID(directory + "/harvester")).map(\.envelope.technicalMessageType)
+            let published = harvesterSent.count { [TechnicalMessageType.gpsInfo, TechnicalMessageType.deviceDescription, TechnicalMessageType.timeLog].contains($0) }
+            #expect(again.last?.hasSuffix(" \(published) messages from other machines received") == true, "\(again)")
+            #expect(harvesterSent.contains(TechnicalMessageType.gpsInfo) == (formats == nil), "\(harvesterSent)")
+            #expect(harvesterSent.contains(TechnicalMessageType.timeLog) && harvesterSent.contains(TechnicalMessageType.deviceDescription))
+            // The name the tractor shows came from the harvester's device description.
+            let store = try DatabaseQueue(path: directory + "/tractor/others.sqlite")
+            let designators = try await store.read { db in try String.fetchAll(db, sql: "SELECT designator FROM machine WHERE designator IS NOT NULL") }
+            #expect(designators == ["Harvester"])
 
-        let others = try await AgrigpsCommand.run(["others", "--json", "--state-dir", directory + "/tractor"])
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(others.stdout.joined().utf8)) as? [String: Any])
-        let machines = try #require(object["machines"] as? [[String: Any]])
-        #expect(machines.map { $0["name"] as? String } == ["Harvester"])
-        #expect(object["own_name"] as? String == "Tractor")
-        #expect(machines.first?["distance_m"] is Double, "both positions known, so the distance is")
-        let status = try await AgrigpsCommand.run(["status", "--state-dir", directory + "/tractor"])
-        #expect(status.code == 2, "the daemon has stopped")
-        #expect(status.stdout.contains("Other machines: 1 active, 0 stale, 0 gone"))
-        #expect(status.stdout.contains { $0.hasPrefix("agrirouter: onboarded (local), endpoint \"Tractor\"; certificate valid until 20") })
-        #expect(status.stdout.contains("Sharing: active"))
-        #expect(await simulator.feed(endpoint: try endpointID(directory + "/tractor")).isEmpty, "everything confirmed")
-        // Nothing the commands print, for people or for scripts, carries the key's secret.
-        let secret = try String(contentsOfFile: directory + "/tractor/endpoint.secret", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        let json = try await AgrigpsCommand.run(["status", "--json", "--state-dir", directory + "/tractor"])
-        let heartbeat = try String(contentsOfFile: directory + "/tractor/heartbeat.json", encoding: .utf8)
-        #expect(secret.count >= 16)
-        for text in [status.stdout.joined(), json.stdout.joined(), others.stdout.joined(), again.joined(), heartbeat] {
-            #expect(!text.contains(secret))
+            let others = try await AgrigpsCommand.run(["others", "--json", "--state-dir", directory + "/tractor"])
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(others.stdout.joined().utf8)) as? [String: Any])
+            let machines = try #require(object["machines"] as? [[String: Any]])
+            #expect(machines.map { $0["name"] as? String } == ["Harvester"])
+            #expect(object["own_name"] as? String == "Tractor")
+            #expect(machines.first?["distance_m"] is Double, "both positions known, so the distance is")
+            let status = try await AgrigpsCommand.run(["status", "--state-dir", directory + "/tractor"])
+            #expect(status.code == 2, "the daemon has stopped")
+            #expect(status.stdout.contains("Other machines: 1 active, 0 stale, 0 gone"))
+            #expect(status.stdout.contains { $0.hasPrefix("agrirouter: onboarded (local), endpoint \"Tractor\"; certificate valid until 20") })
+            #expect(status.stdout.contains("Sharing: active"))
+            #expect(await simulator.feed(endpoint: try endpointID(directory + "/tractor")).isEmpty, "everything confirmed")
+            // Nothing the commands print, for people or for scripts, carries the key's secret.
+            let secret = try String(contentsOfFile: directory + "/tractor/endpoint.secret", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let json = try await AgrigpsCommand.run(["status", "--json", "--state-dir", directory + "/tractor"])
+            let heartbeat = try String(contentsOfFile: directory + "/tractor/heartbeat.json", encoding: .utf8)
+            #expect(secret.count >= 16)
+            for text in [status.stdout.joined(), json.stdout.joined(), others.stdout.joined(), again.joined(), heartbeat] {
+                #expect(!text.contains(secret))
+            }
         }
     }
 
