@@ -19,6 +19,8 @@ public struct CabConfiguration: Sendable {
     public var port = 8080
     /// A tile URL template ({z}/{x}/{y}), or nil for none: a plain background that needs no internet.
     public var tiles: String? = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+    /// An MBTiles file of raster tiles kept on the box, drawn instead of `tiles`: the map with no internet.
+    public var basemap: String?
     public var leafletDirectory = "/usr/share/javascript/leaflet"
     public var sessionLifetime: Double = 12 * 3600
     /// A connection that sends no request, or no whole header, for this long is closed.
@@ -74,6 +76,7 @@ public struct CabServer: Sendable {
     let sessions: Sessions
     let records: CabRecords
     let logins: LoginThrottle
+    let basemap: Basemap?
     let logger: Logger
 
     public init(configuration: CabConfiguration, logger: Logger = Logger(label: "agrigps.web")) {
@@ -86,12 +89,16 @@ public struct CabServer: Sendable {
         sessions = Sessions(lifetime: configuration.sessionLifetime)
         records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone)
         logins = LoginThrottle(path: configuration.paths.stateDirectory + "/web-logins.json")
+        basemap = configuration.basemap.map(Basemap.init(path:))
     }
 
     /// Serves until SIGTERM or SIGINT, or, without `handlingSignals` (tests), until cancelled;
     /// `onListening` gets the port actually bound (for port 0).
     public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         try configuration.checkExposure()
+        // A basemap that cannot be drawn leaves the page on its plain background (or the live
+        // tiles), and says why there and here; the cab view itself still serves.
+        if let basemap, case .failure(let error) = await basemap.describe() { logger.error("\(error.description)") }
         let router = Router(context: CabContext.self)
         router.add(middleware: Guard(configuration: configuration, sessions: sessions))
         addRoutes(to: router)
@@ -119,6 +126,7 @@ public struct CabServer: Sendable {
         router.get("/app.js") { _, _ in Self.asset(CabPage.script, type: "text/javascript; charset=utf-8") }
         router.get("/app.css") { _, _ in Self.asset(CabPage.style, type: "text/css; charset=utf-8") }
         router.get("/leaflet/**") { request, _ in try self.leaflet(request.uri.path) }
+        router.get("/basemap/:z/:x/:y") { _, context in try await self.basemapTile(context.parameters) }
         router.get("/api/session") { request, context in try await self.session(request, client: context.client) }
         router.post("/api/login") { request, context in try await self.login(request, client: context.client) }
         router.post("/api/logout") { request, _ in
@@ -242,18 +250,75 @@ public struct CabServer: Sendable {
     struct SessionAnswer: Encodable {
         var passwordRequired: Bool
         var tiles: String
+        /// "offline" (the basemap on the box), "live" (tiles from the internet) or "none".
+        var map: String
+        var maxZoom: Int
+        var attribution: String?
+        /// Why the basemap configured is not drawn.
+        var basemapProblem: String?
         var staleAfterSeconds: Double
         var loggedIn = false
         var csrfToken: String?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(passwordRequired, forKey: .passwordRequired)
+            try container.encode(tiles, forKey: .tiles)
+            try container.encode(map, forKey: .map)
+            try container.encode(maxZoom, forKey: .maxZoom)
+            try container.encode(attribution, forKey: .attribution)  // null, not left out
+            try container.encode(basemapProblem, forKey: .basemapProblem)
+            try container.encode(staleAfterSeconds, forKey: .staleAfterSeconds)
+            try container.encode(loggedIn, forKey: .loggedIn)
+            try container.encode(csrfToken, forKey: .csrfToken)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case passwordRequired, tiles, map, maxZoom, attribution, basemapProblem, staleAfterSeconds, loggedIn, csrfToken
+        }
     }
 
-    private func sessionAnswer(passwordSet: Bool) -> SessionAnswer {
-        SessionAnswer(passwordRequired: passwordSet, tiles: configuration.tiles ?? "none", staleAfterSeconds: configuration.thresholds.staleAfter)
+    private func sessionAnswer(passwordSet: Bool) async -> SessionAnswer {
+        var answer = SessionAnswer(passwordRequired: passwordSet, tiles: configuration.tiles ?? "none", map: configuration.tiles == nil ? "none" : "live",
+                                   maxZoom: 19, attribution: configuration.tiles == nil ? nil : "© OpenStreetMap contributors",
+                                   staleAfterSeconds: configuration.thresholds.staleAfter)
+        switch await basemap?.describe() {
+        case .success(let info)?:
+            answer.tiles = "/basemap/{z}/{x}/{y}"
+            answer.map = "offline"
+            answer.maxZoom = info.maxZoom
+            answer.attribution = info.attribution
+        case .failure(let error)?:
+            answer.basemapProblem = error.description
+        case nil:
+            break
+        }
+        return answer
+    }
+
+    /// A tile of the basemap, counted from the top as Leaflet asks.
+    func basemapTile(_ parameters: Parameters) async throws -> Response {
+        guard let basemap else { throw HTTPError(.notFound, message: "no basemap is configured ([web] basemap)") }
+        guard let z = parameters.get("z", as: Int.self), let x = parameters.get("x", as: Int.self),
+              let y = parameters.get("y", as: Int.self) else {
+            throw HTTPError(.badRequest, message: "a tile is asked for as /basemap/ZOOM/X/Y, in whole numbers")
+        }
+        let tile: (data: Data, type: String)?
+        do {
+            tile = try await basemap.tile(z: z, x: x, y: y)
+        } catch {
+            logger.warning("\(error.description)")
+            throw HTTPError(.unprocessableContent, message: error.description)
+        }
+        guard let tile else { throw HTTPError(.notFound, message: "the basemap has no tile at \(z)/\(x)/\(y)") }
+        // Tiles of a file do not change while it is served: the tablet may keep them a day.
+        return Response(status: .ok, headers: [.contentType: tile.type, .cacheControl: "private, max-age=86400"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: tile.data)))
     }
 
     func session(_ request: Request, client: String) async throws -> Response {
         let passwordSet = configuration.passwordFile.exists
-        var answer = sessionAnswer(passwordSet: passwordSet)
+        var answer = await sessionAnswer(passwordSet: passwordSet)
         if let session = await sessions.session(Guard.cookie(request)) {
             (answer.loggedIn, answer.csrfToken) = (true, session.csrfToken)
             return Self.json(answer)

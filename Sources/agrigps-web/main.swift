@@ -74,6 +74,7 @@ struct WebServe: AsyncParsableCommand {
                                                                       others: state.othersPath, heartbeat: state.heartbeatPath))
         if let text = listen ?? file.text("web", "listen") { (configuration.host, configuration.port) = try Self.address(text) }
         if let tiles = file.text("web", "tiles") { configuration.tiles = tiles == "none" ? nil : tiles }
+        configuration.basemap = file.text("web", "basemap")
         if let directory = file.text("web", "leaflet_directory") { configuration.leafletDirectory = directory }
         if let hours = file.number("web", "session_hours") { configuration.sessionLifetime = hours * 3600 }
         if let minutes = file.number("web", "not_moving_minutes") { configuration.notMovingAfter = minutes * 60 }

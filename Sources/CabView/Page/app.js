@@ -42,11 +42,24 @@ function dialog(message, withCancel, okLabel) {
 
 const fixColours = { rtk_fixed: "#1a7f37", rtk_float: "#1f6fb2", dgps: "#6a3fb5", autonomous: "#d97a00", none: "#888888" };
 
+// Leaflet puts an attribution in as HTML; the basemap's comes from a file the box was given.
+function escapeHTML(value) {
+  const element = document.createElement("span");
+  element.textContent = value;
+  return element.innerHTML;
+}
+
 function setUpMap() {
+  const session = cab.session;
   cab.map = L.map("map", { zoomControl: true, attributionControl: true }).setView([51.0, 10.0], 5);
-  if (cab.session.tiles && cab.session.tiles !== "none") {
-    L.tileLayer(cab.session.tiles, { maxZoom: 19, attribution: "&copy; OpenStreetMap contributors" }).addTo(cab.map);
+  if (session.tiles && session.tiles !== "none") {
+    // An offline basemap made to zoom 14 is still drawn, enlarged, at the zoom a field needs.
+    L.tileLayer(session.tiles, { maxNativeZoom: session.maxZoom || 19, maxZoom: 19,
+                                 attribution: session.attribution ? escapeHTML(session.attribution) : "" }).addTo(cab.map);
   }
+  // Which map this is: the one kept on the box works with no internet; a live one needs it.
+  cab.map.attributionControl.setPrefix({ offline: "Offline map", live: "Live map", none: "No map" }[session.map] || "");
+  if (session.basemapProblem) toast(session.basemapProblem);
   L.control.scale({ metric: true, imperial: false }).addTo(cab.map);
   cab.map.on("dragstart", () => { cab.follow = false; $("follow").setAttribute("aria-pressed", "false"); });
 }

@@ -1,0 +1,122 @@
+import Foundation
+import GRDB
+import TestSupport
+import Testing
+@testable import CabView
+
+/// An MBTiles file made here: `tiles` by zoom, column and row counted from the bottom, as the spec has it.
+func makeMBTiles(at path: String, metadata: [String: String] = ["name": "Farm", "format": "png", "attribution": "Farm map <b>2026</b>"],
+                 tiles: [(z: Int, x: Int, row: Int, data: Data)]) throws {
+    let database = try DatabaseQueue(path: path)
+    try database.write { db in
+        try db.execute(sql: "CREATE TABLE metadata (name TEXT, value TEXT)")
+        try db.execute(sql: "CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB)")
+        for (name, value) in metadata { try db.execute(sql: "INSERT INTO metadata VALUES (?, ?)", arguments: [name, value]) }
+        for tile in tiles {
+            try db.execute(sql: "INSERT INTO tiles VALUES (?, ?, ?, ?)", arguments: [tile.z, tile.x, tile.row, tile.data])
+        }
+    }
+}
+
+/// A PNG's signature and a marker, enough to be told apart and recognised as PNG.
+func pngTile(_ marker: String) -> Data {
+    Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) + Data(marker.utf8)
+}
+
+@Suite("the basemap kept on the box", .timeLimit(.minutes(1)))
+struct BasemapTests {
+    let directory = NSTemporaryDirectory() + "agrigps-basemap-\(UUID().uuidString)"
+
+    init() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    @Test("tiles are asked for from the top and stored from the bottom; what is not there, or out of range, is nil")
+    func rowsAreFlipped() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/farm.mbtiles"
+        try makeMBTiles(at: path, tiles: [(2, 1, 3, pngTile("top")), (2, 1, 0, pngTile("bottom")), (4, 0, 0, pngTile("deep"))])
+        let basemap = Basemap(path: path)
+        let info = try await basemap.open()
+        #expect(info == Basemap.Info(name: "Farm", attribution: "Farm map <b>2026</b>", minZoom: 2, maxZoom: 4))
+        #expect(try await basemap.tile(z: 2, x: 1, y: 0)?.data == pngTile("top"))
+        #expect(try await basemap.tile(z: 2, x: 1, y: 3)?.data == pngTile("bottom"))
+        #expect(try await basemap.tile(z: 2, x: 1, y: 3)?.type == "image/png")
+        #expect(try await basemap.tile(z: 2, x: 2, y: 0) == nil)
+        for (z, x, y) in [(2, 4, 0), (2, 0, 4), (2, -1, 0), (25, 0, 0), (-1, 0, 0), (Int.max, 0, 0)] {
+            #expect(try await basemap.tile(z: z, x: x, y: y) == nil, "\(z)/\(x)/\(y)")
+        }
+    }
+
+    @Test("a file that is not a raster MBTiles is refused with a reason and what to do")
+    func hostileFiles() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let text = directory + "/notes.mbtiles"
+        try Data("this is not a database, it is a shopping list\n".utf8 + Data(repeating: 0x41, count: 4096)).write(to: URL(fileURLWithPath: text))
+        await #expect(throws: BasemapError.notMBTiles(path: text, reason: "it is not an SQLite file")) { try await Basemap(path: text).open() }
+
+        let missing = directory + "/gone.mbtiles"
+        await #expect(throws: BasemapError.missing(path: missing)) { try await Basemap(path: missing).open() }
+
+        let vector = directory + "/vector.mbtiles"
+        try makeMBTiles(at: vector, metadata: ["format": "pbf"], tiles: [(0, 0, 0, Data([0x1F, 0x8B, 0x08]))])
+        await #expect(throws: BasemapError.unsupportedFormat(path: vector, format: "pbf")) { try await Basemap(path: vector).open() }
+
+        let empty = directory + "/empty.mbtiles"
+        try makeMBTiles(at: empty, tiles: [])
+        await #expect(throws: BasemapError.notMBTiles(path: empty, reason: "it holds no tiles at zoom levels 0 to 24")) { try await Basemap(path: empty).open() }
+
+        // A file whose metadata says png but whose tiles are HTML, or far too big.
+        let lying = directory + "/lying.mbtiles"
+        try makeMBTiles(at: lying, tiles: [(1, 0, 0, Data("<html>".utf8)), (1, 1, 0, pngTile("x") + Data(count: Basemap.maximumTileBytes))])
+        let basemap = Basemap(path: lying)
+        _ = try await basemap.open()
+        await #expect(throws: BasemapError.unsupportedTile(path: lying, z: 1, x: 0, y: 1)) { try await basemap.tile(z: 1, x: 0, y: 1) }
+        await #expect(throws: BasemapError.tileTooLarge(path: lying, z: 1, x: 1, y: 1, bytes: Int64(Basemap.maximumTileBytes + 9))) {
+            try await basemap.tile(z: 1, x: 1, y: 1)
+        }
+        for error in [BasemapError.notMBTiles(path: text, reason: "r"), .missing(path: missing), .unsupportedFormat(path: vector, format: "pbf")] {
+            #expect(error.description.contains(";"), "says what to do: \(error)")
+        }
+    }
+
+    @Test("served by the cab view: the page is told it has an offline map, and gets its tiles from the box")
+    func servedByTheCabView() async throws {
+        let path = directory + "/farm.mbtiles"
+        try makeMBTiles(at: path, tiles: [(1, 0, 1, pngTile("north-west"))])
+        let fixture = try CabFixture()
+        fixture.configuration.tiles = "https://tile.example.org/{z}/{x}/{y}.png"
+        fixture.configuration.basemap = path
+        try await fixture.start()
+        try await tearingDown({ await fixture.stop() }) {
+            let session = try await fixture.get("/api/session")
+            #expect(session.json?["map"] as? String == "offline")
+            #expect(session.json?["tiles"] as? String == "/basemap/{z}/{x}/{y}")
+            #expect(session.json?["maxZoom"] as? Int == 1)
+            #expect(session.json?["basemapProblem"] is NSNull)
+            let tile = try await fixture.get("/basemap/1/0/0")
+            #expect(tile.status == 200 && tile.body == pngTile("north-west") && tile.header("Content-Type") == "image/png")
+            #expect(try await fixture.get("/basemap/1/1/1").status == 404)
+            #expect(try await fixture.get("/basemap/one/0/0").status == 400)
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    @Test("a basemap that cannot be read leaves the live map, says why, and the page still serves")
+    func aBrokenBasemapIsSaid() async throws {
+        let path = directory + "/broken.mbtiles"
+        try Data("not sqlite".utf8 + Data(count: 2048)).write(to: URL(fileURLWithPath: path))
+        let fixture = try CabFixture()
+        fixture.configuration.tiles = nil
+        fixture.configuration.basemap = path
+        try await fixture.start()
+        try await tearingDown({ await fixture.stop() }) {
+            let session = try await fixture.get("/api/session")
+            #expect(session.json?["map"] as? String == "none")
+            #expect((session.json?["basemapProblem"] as? String)?.contains("not an SQLite file") == true)
+            #expect(try await fixture.get("/").status == 200)
+            #expect(try await fixture.get("/basemap/0/0/0").status == 422)
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
