@@ -79,6 +79,19 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // zlib, for the deflated entries of TaskData zips (linked: it is small and always on the box).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", providers: [.apt(["zlib1g-dev"])]),
+        // The farm's fields: ISO 11783-10 TaskData (ISOXML) read from a zip, a folder or TASKDATA.XML,
+        // their areas on the ellipsoid, which field a position lies in, and their store.
+        .target(
+            name: "Fields",
+            dependencies: [
+                "BlockingWork",
+                "StateFiles",
+                "CZlib",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // libcurl's headers, with a shim that opens the library at its first use (it is not linked:
         // a daemon that never talks HTTPS never maps it) and wraps its variadic functions.
         .systemLibrary(
@@ -272,6 +285,7 @@ let package = Package(
                 "Track",
                 "StateView",
                 "CommandSupport",
+                "Fields",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -325,6 +339,7 @@ let package = Package(
                                                      .product(name: "NIOCore", package: "swift-nio"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "GNSSTests", dependencies: ["Clocks", "GNSS", "GPSDReplay", "TestSupport"]),
+        .testTarget(name: "FieldsTests", dependencies: ["Fields", "TestSupport"]),
         .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["Clocks", "ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "StateDirectory", "GNSS",

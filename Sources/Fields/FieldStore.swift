@@ -1,0 +1,266 @@
+import BlockingWork
+import Foundation
+import GRDB
+import StateFiles
+
+/// A field as kept in the state directory.
+public struct StoredField: Sendable, Hashable {
+    /// The store's own number for it: what `agrigps fields remove` takes.
+    public var id: Int64
+    public var field: Field
+    /// Where it came from: "file: NAME", later "agrirouter: ENDPOINT-ID".
+    public var source: String
+    public var importedAt: Date
+}
+
+/// What an import did.
+public struct ImportReport: Sendable {
+    public var source: String
+    public var kind: TaskDataPackage.Kind
+    public var version: String?
+    public var software: String?
+    public var imported: [Field]
+    public var skipped: [SkippedField]
+    /// Fields of the same source that the import replaced.
+    public var replaced: Int
+}
+
+/// The farm's fields (STATE-DIR/fields.sqlite), each with its source and when it was imported.
+/// Importing from a source replaces that source's fields in one transaction, so the store never
+/// holds half an export. A file of its own with synchronous=NORMAL: a field lost in a power cut is
+/// imported again from the farm software's export.
+public actor FieldStore {
+    /// SQLite and the import's file reading block, so they run on a thread of the store's own,
+    /// never on Swift's cooperative pool.
+    private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-fields")
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    public let path: String
+    private var database: DatabaseQueue?
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Whether the file exists yet: listing an absent store creates nothing.
+    public nonisolated var exists: Bool { FileManager.default.fileExists(atPath: path) }
+
+    // MARK: - Writing
+
+    /// Reads the export at `file` (a zip, a folder or TASKDATA.XML) and replaces the fields of the
+    /// same source with its fields. An export with no usable field changes nothing and is an error:
+    /// it is more likely the wrong file than a farm without fields.
+    public func importTaskData(at file: String, now: Date = Date(), limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> ImportReport {
+        var package = try TaskDataPackage(path: file, limits: limits)
+        let content = try TaskDataReader.read(&package, limits: limits)
+        guard !content.fields.isEmpty else {
+            let why = content.skipped.isEmpty ? "it holds no partfield (PFD)"
+                : "none of its \(content.skipped.count) partfield\(content.skipped.count == 1 ? "" : "s") could be used (\(content.skipped[0].reason))"
+            throw FieldsError(.empty, "\(package.mainName): \(why); nothing was changed. Export the fields with their boundaries from the farm software")
+        }
+        let replaced = try replace(source: package.sourceName, with: content.fields, importedAt: now)
+        return ImportReport(source: package.sourceName, kind: package.kind, version: content.version, software: content.software,
+                            imported: content.fields, skipped: content.skipped, replaced: replaced)
+    }
+
+    /// Puts `fields` in place of every field from `source`, in one commit; returns how many it replaced.
+    @discardableResult
+    public func replace(source: String, with fields: [Field], importedAt: Date) throws(FieldsError) -> Int {
+        try write { db in
+            try db.execute(sql: "DELETE FROM field WHERE source = ?", arguments: [source])
+            let replaced = db.changesCount
+            let statement = try db.makeStatement(sql: """
+                INSERT INTO field (source, partfield_id, name, farm, customer, declared_area, area, points, imported_at, geometry)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            for field in fields {
+                try statement.execute(arguments: [source, field.partfieldID, field.name, field.farm, field.customer, field.declaredArea,
+                                                  field.area, field.pointCount, importedAt.timeIntervalSince1970, try GeometryRecord(field).encoded()])
+            }
+            return replaced
+        }
+    }
+
+    /// Removes one field; false if there was none with that id.
+    public func remove(id: Int64) throws(FieldsError) -> Bool {
+        guard database != nil || exists else { return false }
+        return try write { db in
+            try db.execute(sql: "DELETE FROM field WHERE id = ?", arguments: [id])
+            return db.changesCount > 0
+        }
+    }
+
+    /// Removes every field; returns how many there were.
+    public func removeAll() throws(FieldsError) -> Int {
+        guard database != nil || exists else { return 0 }
+        return try write { db in
+            try db.execute(sql: "DELETE FROM field")
+            return db.changesCount
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Every field, by name as a person sorts them ("2 Acker" before "10 Acker"). A row whose
+    /// geometry cannot be read back (a damaged or edited file) is left out rather than shown wrong.
+    public func fields() throws(FieldsError) -> [StoredField] {
+        guard database != nil || exists else { return [] }
+        let stored = try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, source, partfield_id, name, farm, customer, declared_area, imported_at, geometry FROM field ORDER BY id
+                """).compactMap(Self.storedField)
+        }
+        return stored.sorted { first, second in
+            switch first.field.name.compare(second.field.name, options: [.numeric, .caseInsensitive]) {
+            case .orderedAscending: true
+            case .orderedDescending: false
+            case .orderedSame: first.id < second.id
+            }
+        }
+    }
+
+    /// The fields for looking positions up in.
+    public func index() throws(FieldsError) -> FieldIndex<StoredField> {
+        FieldIndex(try fields().map { (value: $0, field: $0.field) })
+    }
+
+    /// A row read as untrusted input: every value checked for its type and range.
+    private static func storedField(_ row: Row) -> StoredField? {
+        guard let id = row["id"] as Int64?, let source = row["source"] as String?, let partfieldID = row["partfield_id"] as String?,
+              let name = row["name"] as String?, let importedAt = row["imported_at"] as Double?,
+              importedAt.isFinite, abs(importedAt) < 1e11, let geometry = row["geometry"] as String?,
+              let record = try? JSONDecoder().decode(GeometryRecord.self, from: Data(geometry.utf8)),
+              let shape = record.shape() else { return nil }
+        let declared = (row["declared_area"] as Double?).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
+        let field = Field(partfieldID: partfieldID, name: name, farm: row["farm"], customer: row["customer"], declaredArea: declared,
+                          boundaries: shape.boundaries, holes: shape.holes, guidanceLines: shape.guidance)
+        return StoredField(id: id, field: field, source: source, importedAt: Date(timeIntervalSince1970: importedAt))
+    }
+
+    // MARK: - The file
+
+    private func opened() throws(FieldsError) -> DatabaseQueue {
+        if let database { return database }
+        do {
+            try StateFile.checkDatabase(path)
+        } catch {
+            throw FieldsError(.store, "the fields' store: \(error.description)")
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            var settings = GRDB.Configuration()
+            settings.journalMode = .wal
+            settings.busyMode = .timeout(5)
+            settings.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            let database = try DatabaseQueue(path: path, configuration: settings)
+            try Self.migrator.migrate(database)
+            self.database = database
+            return database
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    private func write<T>(_ body: (Database) throws -> T) throws(FieldsError) -> T {
+        let database = try opened()
+        do {
+            return try database.write(body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws(FieldsError) -> T {
+        let database = try opened()
+        do {
+            return try database.read(body)
+        } catch {
+            throw Self.storeError(error, path: path)
+        }
+    }
+
+    private static func storeError(_ error: any Error, path: String) -> FieldsError {
+        if let error = error as? DatabaseError {
+            return FieldsError(.store, "the fields' store \(path): \(error.message ?? "\(error)") (SQLite code \(error.resultCode.rawValue)); "
+                               + "check that the state directory is writable and has room")
+        }
+        return FieldsError(.store, "the fields' store \(path): \(error); check that the state directory is writable and has room")
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-fields") { db in
+            try db.execute(sql: """
+                CREATE TABLE field (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    source TEXT NOT NULL,
+                    partfield_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    farm TEXT,
+                    customer TEXT,
+                    declared_area REAL,
+                    area REAL NOT NULL,
+                    points INTEGER NOT NULL,
+                    imported_at REAL NOT NULL,
+                    geometry TEXT NOT NULL
+                );
+                CREATE INDEX field_by_source ON field(source);
+                """)
+        }
+        return migrator
+    }
+}
+
+/// A field's rings and lines as JSON in its row: [latitude, longitude] pairs.
+struct GeometryRecord: Codable {
+    struct Line: Codable {
+        var name: String?
+        var points: [[Double]]
+    }
+
+    var boundaries: [[[Double]]]
+    var holes: [[[Double]]]
+    var guidance: [Line]
+
+    init(_ field: Field) {
+        func pairs(_ points: [GeoPoint]) -> [[Double]] { points.map { [$0.latitude, $0.longitude] } }
+        boundaries = field.boundaries.map { pairs($0.points) }
+        holes = field.holes.map { pairs($0.points) }
+        guidance = field.guidanceLines.map { Line(name: $0.name, points: pairs($0.points)) }
+    }
+
+    func encoded() throws -> String {
+        String(decoding: try JSONEncoder().encode(self), as: UTF8.self)
+    }
+
+    /// The rings and lines, or nil if any point is not a pair on the globe or a boundary is no ring.
+    func shape() -> (boundaries: [Ring], holes: [Ring], guidance: [GuidanceLine])? {
+        func points(_ pairs: [[Double]]) -> [GeoPoint]? {
+            var result: [GeoPoint] = []
+            result.reserveCapacity(pairs.count)
+            for pair in pairs {
+                guard pair.count == 2 else { return nil }
+                let point = GeoPoint(latitude: pair[0], longitude: pair[1])
+                guard point.isValid else { return nil }
+                result.append(point)
+            }
+            return result
+        }
+        var rings: [[Ring]] = []
+        for group in [boundaries, holes] {
+            var made: [Ring] = []
+            for pairs in group {
+                guard let ring = points(pairs).flatMap(Ring.init(closing:)) else { return nil }
+                made.append(ring)
+            }
+            rings.append(made)
+        }
+        guard !rings[0].isEmpty else { return nil }
+        var lines: [GuidanceLine] = []
+        for line in guidance {
+            guard let linePoints = points(line.points) else { return nil }
+            lines.append(GuidanceLine(name: line.name, points: linePoints))
+        }
+        return (rings[0], rings[1], lines)
+    }
+}
