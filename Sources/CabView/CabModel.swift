@@ -35,6 +35,8 @@ struct CabModel: Codable, Equatable, Sendable {
         var age: String
         var distance: String?
         var distanceMetres: Double?
+        /// The farm's field it is in; nil off every field, or with none known.
+        var field: String?
     }
 
     struct Settings: Codable, Equatable, Sendable {
@@ -55,6 +57,12 @@ struct CabModel: Codable, Equatable, Sendable {
     var lastUpdate: String?
     var settings: Settings
     var staleAfterSeconds: Double
+    /// The field this machine is in ("In: Nordacker"); nil on the road, or with no fields known.
+    var field: String?
+    /// Whether any field is known: without, the page says nothing of fields.
+    var fieldsKnown = false
+    /// Moves on when the fields change: the page then fetches /api/fields again.
+    var fieldsVersion = 0
 }
 
 extension CabModel {

@@ -1,6 +1,7 @@
 import AgrirouterWire
 import AgrirouterLink
 import Bounds
+import Fields
 import Clocks
 import Foundation
 import GNSS
@@ -48,6 +49,8 @@ actor CabMonitor {
     private var signature: [String] = []
     private var builtAt = Date.distantPast
     private var previous: [String: Observed] = [:]
+    private let fieldStore: FieldStore
+    private var fields = CabFields()
 
     private struct Observed {
         var state: String
@@ -60,7 +63,13 @@ actor CabMonitor {
         self.settings = settings
         self.logger = logger
         spool = SpoolReader(path: settings.paths.spool)
+        fieldStore = FieldStore(path: Self.fieldsPath(settings.paths), readOnly: true)
     }
+
+    static func fieldsPath(_ paths: StatusSnapshot.Paths) -> String { paths.stateDirectory + "/fields.sqlite" }
+
+    /// The fields as the page draws them.
+    func fieldsGeoJSON() -> FieldsGeoJSON { fields.geoJSON() }
 
     /// Polls until cancelled.
     func run() async {
@@ -84,7 +93,12 @@ actor CabMonitor {
         let counter = (try? await spool.changeCounter()).map(String.init) ?? "-"
         let paths = settings.paths
         return [counter, CredentialStore(directory: paths.stateDirectory).fingerprint()]
-            + [paths.heartbeat, paths.others, paths.others + "-wal", paths.spool].map(Self.stamp)
+            + [paths.heartbeat, paths.others, paths.others + "-wal", paths.spool].map(Self.stamp) + [fieldsStamp()]
+    }
+
+    private func fieldsStamp() -> String {
+        let path = Self.fieldsPath(settings.paths)
+        return Self.stamp(path) + " " + Self.stamp(path + "-wal")
     }
 
     /// A file's modification time and size; "-" when absent.
@@ -98,8 +112,10 @@ actor CabMonitor {
         await readOwnSamples()
         let snapshot = await StatusSnapshot.gather(settings.paths, now: now, heartbeatLimit: settings.thresholds.heartbeatLimit,
                                                    staleAfter: settings.thresholds.staleAfter)
-        let built = CabModel(snapshot: snapshot, newest: newest, lastFix: lastFix, thresholds: settings.thresholds,
+        var built = CabModel(snapshot: snapshot, newest: newest, lastFix: lastFix, thresholds: settings.thresholds,
                              environments: settings.environments)
+        await readFieldsIfChanged()
+        placeInFields(&built, now: now)
         announce(built.others, now: now)
         model = built
         builtAt = now
@@ -119,6 +135,36 @@ actor CabMonitor {
             }
         }
         if track.count > settings.trackLimit { track.removeFirst(track.count - settings.trackLimit) }
+    }
+
+    /// The fields again when their store changed; a store that cannot be read keeps what was read before.
+    private func readFieldsIfChanged() async {
+        let stamp = fieldsStamp()
+        guard fields.changed(stamp) else { return }
+        do {
+            fields.take(try await fieldStore.fields(), stamp: stamp)
+        } catch {
+            logger.error("\(error.description)")
+            fields.take(nil, stamp: stamp)
+        }
+    }
+
+    /// Which field each machine is in, and a notice when one entered or left a field.
+    private func placeInFields(_ model: inout CabModel, now: Date) {
+        model.fieldsKnown = !fields.fields.isEmpty
+        model.fieldsVersion = fields.version
+        guard model.fieldsKnown else { return }
+        model.field = fields.field(latitude: model.own?.latitude, longitude: model.own?.longitude)
+        if model.own != nil, let change = fields.moved("", named: model.settings.endpointName ?? "This machine", to: model.field) {
+            post("field", change, now)
+        }
+        for index in model.others.indices {
+            let other = model.others[index]
+            model.others[index].field = fields.field(latitude: other.latitude, longitude: other.longitude)
+            if other.latitude != nil, let change = fields.moved(other.id, named: other.name, to: model.others[index].field) {
+                post("field", change, now)
+            }
+        }
     }
 
     /// Another machine went stale, came back, left the endpoint list, or stood still too long.

@@ -135,6 +135,7 @@ public struct CabServer: Sendable {
         }
         router.get("/api/state") { _, _ in try await self.state() }
         router.get("/api/track") { _, _ in try await self.track() }
+        router.get("/api/fields") { _, _ in Self.json(await self.monitor.fieldsGeoJSON()) }
         router.get("/api/events") { request, _ in self.events(request) }
         router.get("/api/records") { request, _ in try await self.recordsSummary(request) }
         router.get("/api/records/day") { request, _ in try await self.recordsDayTrack(request) }

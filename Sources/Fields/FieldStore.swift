@@ -36,10 +36,13 @@ public actor FieldStore {
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     public let path: String
+    /// Readers (the cab view) open it read-only: they never create, migrate or lock it for writing.
+    public let readOnly: Bool
     private var database: DatabaseQueue?
 
-    public init(path: String) {
+    public init(path: String, readOnly: Bool = false) {
         self.path = path
+        self.readOnly = readOnly
     }
 
     /// Whether the file exists yet: listing an absent store creates nothing.
@@ -147,6 +150,14 @@ public actor FieldStore {
             throw FieldsError(.store, "the fields' store: \(error.description)")
         }
         do {
+            if readOnly {
+                var settings = GRDB.Configuration()
+                settings.readonly = true
+                settings.busyMode = .timeout(2)
+                let database = try DatabaseQueue(path: path, configuration: settings)
+                self.database = database
+                return database
+            }
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             var settings = GRDB.Configuration()
             settings.journalMode = .wal

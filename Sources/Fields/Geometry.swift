@@ -200,3 +200,13 @@ func ringContains(_ x: Double, _ y: Double, _ ring: [(x: Double, y: Double)]) ->
     }
     return inside
 }
+
+extension Ring {
+    /// Whether the point lies inside; longitudes are taken relative to the ring's first point, so
+    /// a ring across 180° works too. For drawing (which hole belongs to which boundary), not lookup.
+    public func contains(_ point: GeoPoint) -> Bool {
+        guard let reference = points.first?.longitude else { return false }
+        let ring = points.map { (x: reference + Ellipsoid.wrappedDegrees($0.longitude - reference), y: $0.latitude) }
+        return ringContains(reference + Ellipsoid.wrappedDegrees(point.longitude - reference), point.latitude, ring)
+    }
+}

@@ -1,5 +1,6 @@
 "use strict";
 const cab = { session: null, state: null, map: null, own: null, others: {}, trails: {}, follow: true, showTrails: false, fitted: false,
+              fieldsVersion: 0, fieldsLayer: null, fieldsFitted: false,
               records: null, dayTrack: null };
 window.cab = cab;
 
@@ -200,6 +201,41 @@ function drawSettings(state) {
   }
 }
 
+// The farm's fields, under everything else: outlines with their names, in a pane of their own.
+async function loadFields(version) {
+  cab.fieldsVersion = version;
+  let collection;
+  try { collection = await api("/api/fields"); } catch (error) { cab.fieldsVersion = -1; return; }  // asked again with the next state
+  if (cab.fieldsLayer) cab.fieldsLayer.remove();
+  if (!cab.map.getPane("fields")) { cab.map.createPane("fields").style.zIndex = 350; }
+  cab.fieldsLayer = L.geoJSON(collection, {
+    pane: "fields",
+    style: { color: "#2e6b1f", weight: 2, fillColor: "#8fcf6a", fillOpacity: 0.18 },
+    onEachFeature: (feature, layer) => {
+      layer.bindTooltip(feature.properties.name, { permanent: true, direction: "center", className: "field-name", pane: "fields" });
+    },
+  }).addTo(cab.map);
+  // The first time fields come, show the farm: the fields within 20 km of this machine, and it;
+  // without a position, all of them. (An export may hold a field far away, a test or an outlier.)
+  if (!cab.fieldsFitted && cab.fieldsLayer.getLayers().length) {
+    cab.fieldsFitted = true;
+    const here = cab.own && cab.own.getLatLng();
+    const near = cab.fieldsLayer.getLayers().filter(layer => !here || cab.map.distance(here, layer.getBounds().getCenter()) < 20000);
+    if (near.length) {
+      const bounds = L.latLngBounds(near.map(layer => layer.getBounds()));
+      if (here) bounds.extend(here);
+      cab.map.fitBounds(bounds.pad(0.05));
+    }
+  }
+}
+
+// The header says which field this machine is in, once the box knows any.
+function drawFieldName(state) {
+  const element = $("field");
+  element.hidden = !state.fieldsKnown || !state.own;
+  text(element, state.field ? "In: " + state.field : "On the road");
+}
+
 function draw(state) {
   cab.state = state;
   const sharing = $("sharing");
@@ -209,6 +245,8 @@ function draw(state) {
   text($("pause"), paused ? "Resume sharing" : "Pause sharing");
   $("pause").disabled = !state.settings.onboarded;
   drawBanner(state);
+  drawFieldName(state);
+  if (state.fieldsVersion !== cab.fieldsVersion) loadFields(state.fieldsVersion);
   drawOwn(state.own);
   drawOthers(state.others);
   drawNearby(state);

@@ -1,0 +1,124 @@
+import Fields
+import Foundation
+import Spool
+import StateDirectory
+import TestSupport
+import Testing
+@testable import CabView
+
+/// The farm's fields in the cab view: drawn from the store, and which one each machine is in.
+@Suite("fields in the cab view", .serialized, .timeLimit(.minutes(1)))
+struct CabFieldsTests {
+    static let farmFacts = Fixtures.root.appendingPathComponent("Fixtures/isoxml/farmfacts_2021-04-09T15_33_26_taskdata.zip").path
+
+    /// A point inside `field` (not in a hole), found by trying points between its boundary's vertices and their mean.
+    static func inside(_ field: Field) throws -> GeoPoint {
+        let index = FieldIndex(fields: [field])
+        let ring = try #require(field.boundaries.first).points
+        let mean = GeoPoint(latitude: ring.map(\.latitude).reduce(0, +) / Double(ring.count),
+                            longitude: ring.map(\.longitude).reduce(0, +) / Double(ring.count))
+        for point in [mean] + ring.map({ GeoPoint(latitude: ($0.latitude * 0.1 + mean.latitude * 0.9), longitude: ($0.longitude * 0.1 + mean.longitude * 0.9)) })
+        where index.field(containing: point.latitude, longitude: point.longitude) != nil {
+            return point
+        }
+        throw LoopbackHTTPError(description: "no point found inside \(field.name)")
+    }
+
+    @Test("the fields come as GeoJSON with their names; the state says which field this machine is in, and a move says when it left")
+    func fieldsAndTheCurrentOne() async throws {
+        let fixture = try CabFixture()
+        try fixture.writeHeartbeat(onboarded: false)
+        let store = FieldStore(path: fixture.directory + "/fields.sqlite")
+        let report = try await store.importTaskData(at: Self.farmFacts)
+        let target = try #require(report.imported.first { $0.name.contains("Test G-SDS") } ?? report.imported.first)
+        let point = try Self.inside(target)
+        let spool = Spool(path: fixture.paths.spool)
+        _ = await spool.append(CabFixture.fix(latitude: point.latitude, longitude: point.longitude, at: Date().addingTimeInterval(-2)))
+        try await fixture.start()
+        try await tearingDown({ await fixture.stop() }) {
+            let collection = try await fixture.get("/api/fields")
+            #expect(collection.status == 200)
+            let features = try #require(collection.json?["features"] as? [[String: Any]])
+            #expect(features.count == report.imported.count)
+            let names = features.compactMap { ($0["properties"] as? [String: Any])?["name"] as? String }
+            #expect(Set(names) == Set(report.imported.map(\.name)))
+            let geometry = try #require(features.first?["geometry"] as? [String: Any])
+            #expect(geometry["type"] as? String == "MultiPolygon")
+            let first = try #require((geometry["coordinates"] as? [[[[Double]]]])?.first?.first?.first)
+            #expect(first.count == 2 && abs(first[0]) <= 180 && abs(first[1]) <= 90, "[longitude, latitude]")
+
+            let state = try await fixture.get("/api/state")
+            #expect(state.json?["fieldsKnown"] as? Bool == true)
+            #expect(state.json?["field"] as? String == target.name)
+            #expect((state.json?["fieldsVersion"] as? Int ?? 0) >= 1)
+
+            // Driven off onto the road (a kilometre north): no field, and one notice that it left.
+            let mover = Task {
+                try await Task.sleep(for: .milliseconds(600))
+                _ = await spool.append(CabFixture.fix(latitude: point.latitude + 0.01, longitude: point.longitude))
+            }
+            let events = try await LoopbackHTTP.stream(port: fixture.port, path: "/api/events", headers: ["Accept": "text/event-stream"],
+                                                       timeout: 10) { $0.contains("left ") }
+            try await mover.value
+            #expect(events.contains("event: notice") && events.contains("This machine left \(target.name)"), "\(events.suffix(400))")
+            let after = try await fixture.get("/api/state")
+            #expect(!(after.json?["field"] is String), "off every field")
+        }
+    }
+
+    @Test("with no fields the state says nothing of them, and a store that is not SQLite does not stop the page")
+    func noFields() async throws {
+        let fixture = try CabFixture()
+        try fixture.writeHeartbeat(onboarded: false)
+        try Data("not a database".utf8 + Data(count: 1024)).write(to: URL(fileURLWithPath: fixture.directory + "/fields.sqlite"))
+        try await fixture.start()
+        try await tearingDown({ await fixture.stop() }) {
+            let state = try await fixture.get("/api/state")
+            #expect(state.status == 200)
+            #expect(state.json?["fieldsKnown"] as? Bool == false)
+            #expect(!(state.json?["field"] is String))
+            let collection = try await fixture.get("/api/fields")
+            #expect((collection.json?["features"] as? [Any])?.isEmpty == true)
+        }
+    }
+}
+
+/// The fields in a real browser, at a phone's and a tablet's size.
+@Suite("fields in the cab view, in a browser", .serialized, .timeLimit(.minutes(2)))
+struct CabFieldsBrowserTests {
+    @Test("the FarmFacts fields are drawn where their coordinates say, named, and the header names the one the tractor is in",
+          arguments: [(360, 640), (1280, 800)])
+    func drawnAndNamed(size: (width: Int, height: Int)) async throws {
+        let fixture = try CabFixture()
+        try fixture.writeHeartbeat(onboarded: false)
+        let report = try await FieldStore(path: fixture.directory + "/fields.sqlite").importTaskData(at: CabFieldsTests.farmFacts)
+        let target = try #require(report.imported.first)
+        let point = try CabFieldsTests.inside(target)
+        _ = await Spool(path: fixture.paths.spool).append(CabFixture.fix(latitude: point.latitude, longitude: point.longitude))
+        try await fixture.start()
+        let browser = try await WebDriver(width: size.width, height: size.height)
+        try await tearingDown({ await browser.quit(); await fixture.stop() }) {
+            try await browser.open("http://127.0.0.1:\(fixture.port)/")
+            #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.fieldsLayer && cab.fieldsLayer.getLayers().length > 0)"))
+            #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('field').textContent.startsWith('In: ')"))
+            #expect(try await browser.text("#field") == "In: \(target.name)")
+            // Each field's outline contains its own first boundary point as Leaflet places it.
+            let drawn = try #require(try await browser.run("""
+                return cab.fieldsLayer.getLayers().map(l => [l.feature.properties.name, l.getBounds().getSouth(), l.getBounds().getWest(),
+                                                             l.getBounds().getNorth(), l.getBounds().getEast()]);
+                """) as? [[Any]])
+            #expect(drawn.count == report.imported.count)
+            for field in report.imported {
+                let box = try #require(drawn.first { $0.first as? String == field.name }, "\(field.name) is not drawn")
+                let numbers = box.dropFirst().compactMap { ($0 as? NSNumber)?.doubleValue }
+                let corner = try #require(field.boundaries.first?.points.first)
+                #expect(numbers.count == 4 && corner.latitude >= numbers[0] - 1e-9 && corner.longitude >= numbers[1] - 1e-9
+                        && corner.latitude <= numbers[2] + 1e-9 && corner.longitude <= numbers[3] + 1e-9, "\(field.name): \(numbers)")
+            }
+            let names = try #require(try await browser.run(
+                "return Array.from(document.querySelectorAll('.field-name')).map(e => e.textContent);") as? [String])
+            #expect(Set(names) == Set(report.imported.map(\.name)))
+            _ = try CabBrowserTests.save(try await browser.screenshot(), as: "fields-\(size.width)x\(size.height).png")
+        }
+    }
+}
