@@ -20,7 +20,7 @@ struct CabFields: Sendable {
     /// Takes what the store read at `stamp`; nil (it could not be read) keeps what was read before.
     mutating func take(_ read: [StoredField]?, stamp now: String) {
         stamp = now
-        guard let read else { return }
+        guard let read, read != fields else { return }
         fields = read
         index = FieldIndex(read.map { (value: $0, field: $0.field) })
         version += 1

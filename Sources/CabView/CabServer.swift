@@ -1,6 +1,7 @@
 import AgrirouterWire
 import AgrirouterLink
 import Bounds
+import Fields
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -136,6 +137,7 @@ public struct CabServer: Sendable {
         router.get("/api/state") { _, _ in try await self.state() }
         router.get("/api/track") { _, _ in try await self.track() }
         router.get("/api/fields") { _, _ in Self.json(await self.monitor.fieldsGeoJSON()) }
+        router.post("/api/fields/import") { request, _ in try await self.importFields(request) }
         router.get("/api/events") { request, _ in self.events(request) }
         router.get("/api/records") { request, _ in try await self.recordsSummary(request) }
         router.get("/api/records/day") { request, _ in try await self.recordsDayTrack(request) }
@@ -399,6 +401,43 @@ public struct CabServer: Sendable {
             logger.warning("onboarding from the cab view failed: \(error.description)")
             throw HTTPError(Self.status(for: error), message: error.description)
         }
+    }
+
+    /// The largest TaskData export taken from the page; a farm's fields zip to well under a megabyte.
+    static let maximumUpload = 64 * 1_048_576
+
+    /// POST /api/fields/import?name=FILE: a TaskData export (a zip, or TASKDATA.XML) sent from the
+    /// Settings tab. It replaces the fields an export of the same name brought before, as
+    /// `agrigps fields import` does.
+    func importFields(_ request: Request) async throws -> Response {
+        let name = Self.uploadName(request.uri.queryParameters.get("name"))
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: Self.maximumUpload)
+        } catch {
+            throw HTTPError(.contentTooLarge, message: "a TaskData export here is at most 64 MiB; export only the fields (partfields) from the farm software")
+        }
+        let store = FieldStore(path: CabMonitor.fieldsPath(configuration.paths))
+        do {
+            let report = try await store.importTaskData(bytes: Data(buffer.readableBytesView), named: name)
+            logger.notice("fields imported from the cab view", metadata: ["file": "\(name)", "fields": "\(report.imported.count)",
+                                                                          "skipped": "\(report.skipped.count)"])
+            struct Imported: Encodable { var imported: Int; var replaced: Int; var skipped: [String]; var names: [String] }
+            return Self.json(Imported(imported: report.imported.count, replaced: report.replaced,
+                                      skipped: report.skipped.map { $0.description }, names: report.imported.map { $0.name }))
+        } catch {
+            logger.warning("fields from the cab view refused: \(error.description)")
+            throw HTTPError(error.kind == .store ? .internalServerError : .unprocessableContent, message: error.description)
+        }
+    }
+
+    /// The uploaded file's name as the page gives it, kept to a plain file name (it names the source,
+    /// and a zip from a TASKDATA.XML is told apart by it); "upload.zip" when it gives none that will do.
+    static func uploadName(_ given: String?) -> String {
+        let base = given.map { String($0.split(separator: "/").last ?? "") } ?? ""
+        let plain = base.filter { $0.isASCII && ($0.isLetter || $0.isNumber || "._- ".contains($0)) }
+        guard !plain.isEmpty, plain.count <= 100, !plain.hasPrefix(".") else { return "upload.zip" }
+        return plain
     }
 
     func disconnect(_ request: Request) async throws -> Response {

@@ -50,6 +50,22 @@ public actor FieldStore {
 
     // MARK: - Writing
 
+    /// An export given as bytes (an upload from the cab view) under the name its file had: written
+    /// to a scratch folder beside the store, read as that file would be, and removed again.
+    public func importTaskData(bytes: Data, named name: String, now: Date = Date(),
+                               limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> ImportReport {
+        let folder = (path as NSString).deletingLastPathComponent + "/.fields-upload-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let file = folder + "/" + name
+        do {
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try bytes.write(to: URL(fileURLWithPath: file))
+        } catch {
+            throw FieldsError(.store, "the upload could not be written beside the fields' store (\(error)); check that the state directory is writable and has room")
+        }
+        return try importTaskData(at: file, now: now, limits: limits)
+    }
+
     /// Reads the export at `file` (a zip, a folder or TASKDATA.XML) and replaces the fields of the
     /// same source with its fields. An export with no usable field changes nothing and is an error:
     /// it is more likely the wrong file than a farm without fields.
@@ -69,7 +85,11 @@ public actor FieldStore {
     /// Puts `fields` in place of every field from `source`, in one commit; returns how many it replaced.
     @discardableResult
     public func replace(source: String, with fields: [Field], importedAt: Date) throws(FieldsError) -> Int {
-        try write { db in
+        try write { db in try Self.replaceRows(db, source: source, with: fields, importedAt: importedAt) }
+    }
+
+    static func replaceRows(_ db: Database, source: String, with fields: [Field], importedAt: Date) throws -> Int {
+        do {
             try db.execute(sql: "DELETE FROM field WHERE source = ?", arguments: [source])
             let replaced = db.changesCount
             let statement = try db.makeStatement(sql: """
@@ -172,7 +192,7 @@ public actor FieldStore {
         }
     }
 
-    private func write<T>(_ body: (Database) throws -> T) throws(FieldsError) -> T {
+    func write<T>(_ body: (Database) throws -> T) throws(FieldsError) -> T {
         let database = try opened()
         do {
             return try database.write(body)
@@ -181,7 +201,7 @@ public actor FieldStore {
         }
     }
 
-    private func read<T>(_ body: (Database) throws -> T) throws(FieldsError) -> T {
+    func read<T>(_ body: (Database) throws -> T) throws(FieldsError) -> T {
         let database = try opened()
         do {
             return try database.read(body)
@@ -216,6 +236,28 @@ public actor FieldStore {
                     geometry TEXT NOT NULL
                 );
                 CREATE INDEX field_by_source ON field(source);
+                """)
+        }
+        // TaskData received through agrirouter: the chunks held until their message is whole (so each
+        // chunk can be confirmed once it is here), and the sent time of each sender's newest import.
+        migrator.registerMigration("v2-received-taskdata") { db in
+            try db.execute(sql: """
+                CREATE TABLE held_chunk (
+                    sender_id TEXT NOT NULL,
+                    context_id TEXT NOT NULL,
+                    current INTEGER NOT NULL,
+                    total INTEGER NOT NULL,
+                    total_size INTEGER NOT NULL,
+                    message_id TEXT NOT NULL,
+                    sent_at REAL,
+                    received_at REAL NOT NULL,
+                    bytes BLOB NOT NULL,
+                    PRIMARY KEY (sender_id, context_id, current)
+                );
+                CREATE TABLE received_source (
+                    source TEXT PRIMARY KEY,
+                    sent_at REAL NOT NULL
+                );
                 """)
         }
         return migrator

@@ -66,6 +66,50 @@ struct CabFieldsTests {
         }
     }
 
+    @Test("an export sent from Settings is imported as the CLI would; a file that is not TaskData is refused with why; no CSRF token, no import")
+    func uploadFromSettings() async throws {
+        let fixture = try CabFixture()
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+        try await tearingDown({ await fixture.stop() }) {
+            let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+            let zip = try Data(contentsOf: URL(fileURLWithPath: Self.farmFacts))
+            func upload(_ body: Data, name: String, csrf: Bool = true) async throws -> HTTPReply {
+                var headers = session.headers
+                headers["Content-Type"] = "application/octet-stream"
+                if csrf { headers["X-CSRF-Token"] = session.csrfToken }
+                return try await LoopbackHTTP.request("POST", port: fixture.port, path: "/api/fields/import?name=\(name)", headers: headers, body: body)
+            }
+            #expect(try await upload(zip, name: "farm.zip", csrf: false).status == 403)
+            #expect(!FileManager.default.fileExists(atPath: fixture.directory + "/fields.sqlite"))
+
+            let imported = try await upload(zip, name: "farm.zip")
+            #expect(imported.status == 200, "\(imported.text)")
+            #expect(imported.json?["imported"] as? Int == 9)
+            #expect((imported.json?["skipped"] as? [String])?.count == 6)
+            let stored = try await FieldStore(path: fixture.directory + "/fields.sqlite").fields()
+            #expect(stored.count == 9 && stored.allSatisfy { $0.source == "file: farm.zip" })
+
+            let refused = try await upload(Data("<html>not a zip</html>".utf8), name: "farm.zip")
+            #expect(refused.status == 422)
+            #expect(((refused.json?["error"] as? String) ?? "").count > 20, "\(refused.text)")
+            #expect(try await FieldStore(path: fixture.directory + "/fields.sqlite").fields().count == 9, "a refused file changes nothing")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.directory).filter { $0.hasPrefix(".fields-upload") }
+            #expect(leftovers.isEmpty, "\(leftovers)")
+        }
+    }
+
+    @Test("an upload's name is kept to a plain file name")
+    func uploadNames() {
+        #expect(CabServer.uploadName("farm 2026.zip") == "farm 2026.zip")
+        #expect(CabServer.uploadName("../../etc/passwd") == "passwd")
+        #expect(CabServer.uploadName(".hidden") == "upload.zip")
+        #expect(CabServer.uploadName(nil) == "upload.zip")
+        #expect(CabServer.uploadName("/") == "upload.zip")
+        #expect(CabServer.uploadName(String(repeating: "x", count: 200)) == "upload.zip")
+        #expect(CabServer.uploadName("Äcker;rm -rf.zip") == "ckerrm -rf.zip")
+    }
+
     @Test("with no fields the state says nothing of them, and a store that is not SQLite does not stop the page")
     func noFields() async throws {
         let fixture = try CabFixture()
@@ -119,6 +163,27 @@ struct CabFieldsBrowserTests {
                 "return Array.from(document.querySelectorAll('.field-name')).map(e => e.textContent);") as? [String])
             #expect(Set(names) == Set(report.imported.map(\.name)))
             _ = try CabBrowserTests.save(try await browser.screenshot(), as: "fields-\(size.width)x\(size.height).png")
+        }
+    }
+
+    @Test("a TaskData zip chosen in Settings is imported, and its fields appear on the map without a reload")
+    func uploadInTheBrowser() async throws {
+        let fixture = try CabFixture()
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+        let browser = try await WebDriver(width: 1280, height: 800)
+        try await tearingDown({ await browser.quit(); await fixture.stop() }) {
+            try await browser.open("http://127.0.0.1:\(fixture.port)/")
+            #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.state)"))
+            let before = try await browser.run("return String(cab.fieldsLayer) + ' ' + cab.fieldsVersion + ' ' + cab.state.fieldsVersion")
+            #expect(before as? String == "null 0 0", "no fields before the import: \(String(describing: before))")
+            try await browser.click("#tabs button[data-tab='settings']")
+            try await browser.attach(CabFieldsTests.farmFacts, to: "#fields-file")
+            try await browser.click("#fields-import")
+            #expect(try await browser.wait(timeout: 15, for: """
+                return Array.from(document.querySelectorAll('.toast')).some(t => t.textContent.startsWith('Imported 9 fields'))
+                """))
+            #expect(try await browser.wait(timeout: 15, for: "return !!cab.fieldsLayer && cab.fieldsLayer.getLayers().length === 9"))
         }
     }
 }

@@ -111,6 +111,11 @@ public final class WebDriver: @unchecked Sendable {
         _ = try await command("POST", "/session/\(session)/element/\(id)/value", ["text": text], timeout: 10)
     }
 
+    /// Chooses a file in a file input, as a person picking it would (a file input cannot be cleared).
+    public func attach(_ path: String, to selector: String) async throws {
+        _ = try await command("POST", "/session/\(session)/element/\(try await element(selector))/value", ["text": path], timeout: 10)
+    }
+
     public func text(_ selector: String) async throws -> String {
         (try await command("GET", "/session/\(session)/element/\(try await element(selector))/text", nil, timeout: 10) as? String) ?? ""
     }

@@ -357,6 +357,29 @@ function listen() {
   source.onerror = () => { text($("sharing"), "Connection to the gateway lost; retrying…"); $("sharing").dataset.state = "unknown"; };
 }
 
+// Sends the chosen TaskData file as it is; the server reads it as `agrigps fields import` would.
+async function importFields() {
+  const file = $("fields-file").files[0];
+  if (!file) { await dialog("Choose the TaskData export (a .zip) first.", false); return; }
+  $("fields-import").disabled = true;
+  try {
+    const response = await fetch("/api/fields/import?name=" + encodeURIComponent(file.name), {
+      method: "POST", credentials: "same-origin", body: file,
+      headers: { "Content-Type": "application/octet-stream", "X-CSRF-Token": cab.session && cab.session.csrfToken || "" },
+    });
+    let answer = {};
+    try { answer = await response.json(); } catch (e) { answer = {}; }
+    if (!response.ok) throw new Error(answer.error || ("HTTP " + response.status));
+    toast("Imported " + answer.imported + " field" + (answer.imported === 1 ? "" : "s")
+          + (answer.skipped.length ? " (" + answer.skipped.length + " without a usable boundary left out)" : ""));
+    $("fields-file").value = "";
+  } catch (error) {
+    await dialog(error.message, false);
+  } finally {
+    $("fields-import").disabled = false;
+  }
+}
+
 async function act(path, body, success) {
   try {
     const answer = await api(path, body);
@@ -395,6 +418,7 @@ function wire() {
     if (!(await dialog("Disconnect this machine from agrirouter? Its credentials are removed; onboarding again needs a new TAN.", true, "Disconnect"))) { return; }
     await act("/api/disconnect", { confirm: true }, answer => dialog(answer.advice, false));
   };
+  $("fields-import").onclick = importFields;
   $("login-button").onclick = async () => {
     await act("/api/login", { password: $("password").value }, answer => { cab.session = answer; $("password").value = ""; start(); });
   };
