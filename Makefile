@@ -24,7 +24,7 @@ STRIP ?= -s
 RUNTIME_LIBS ?=
 # Options for dpkg-deb --build: its default compression (xz) unless given.
 DPKG_DEB_FLAGS ?=
-VERSION := $(shell sed -n 's/^ *version: "\(.*\)",$$/\1/p' Sources/agrigps/Agrigps.swift)
+VERSION := $(shell sed -n 's/^ *public static let current = "\(.*\)"$$/\1/p' Sources/CommandSupport/Version.swift)
 ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DIST ?= dist
 DEB := $(DIST)/agrigps_$(VERSION)_$(ARCH).deb

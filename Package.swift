@@ -212,6 +212,7 @@ let package = Package(
                 "StateView",
                 "Track",
                 "COpenSSL",
+                "CCurl",
                 "Fields",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -22,6 +22,12 @@ public struct CabConfiguration: Sendable {
     public var tiles: String? = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
     /// An MBTiles file of raster tiles kept on the box, drawn instead of `tiles`: the map with no internet.
     public var basemap: String?
+    /// The box fetches `tiles` for the page and keeps up to this many megabytes of them
+    /// (STATE-DIR/tile-cache.sqlite), so that a map once seen is there with no internet; 0 leaves
+    /// the tablet to fetch them itself.
+    public var tileCacheMegabytes = 200
+    /// For the tile cache's User-Agent, as tile servers ask.
+    public var softwareVersion = "0.0.0"
     public var leafletDirectory = "/usr/share/javascript/leaflet"
     public var sessionLifetime: Double = 12 * 3600
     /// A connection that sends no request, or no whole header, for this long is closed.
@@ -78,6 +84,7 @@ public struct CabServer: Sendable {
     let records: CabRecords
     let logins: LoginThrottle
     let basemap: Basemap?
+    let tileCache: TileCache?
     let logger: Logger
 
     public init(configuration: CabConfiguration, logger: Logger = Logger(label: "agrigps.web")) {
@@ -91,6 +98,22 @@ public struct CabServer: Sendable {
         records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone)
         logins = LoginThrottle(path: configuration.paths.stateDirectory + "/web-logins.json")
         basemap = configuration.basemap.map(Basemap.init(path:))
+        tileCache = Self.tileCache(configuration, logger: logger)
+    }
+
+    /// The read-through cache of `[web] tiles`, when there are tiles to fetch and room for them.
+    static func tileCache(_ configuration: CabConfiguration, logger: Logger) -> TileCache? {
+        guard let upstream = configuration.tiles, configuration.tileCacheMegabytes > 0 else { return nil }
+        do {
+            try TileCache.check(upstream: upstream)
+        } catch {
+            logger.error("\(error.description); the page fetches the tiles itself")
+            return nil
+        }
+        // At most 10,000 MB by the configuration's range, so this cannot overflow.
+        return TileCache(upstream: upstream, path: configuration.paths.stateDirectory + "/tile-cache.sqlite",
+                         capacityBytes: min(configuration.tileCacheMegabytes, 100_000) * 1_048_576,
+                         userAgent: TileCache.userAgent(version: configuration.softwareVersion))
     }
 
     /// Serves until SIGTERM or SIGINT, or, without `handlingSignals` (tests), until cancelled;
@@ -120,6 +143,7 @@ public struct CabServer: Sendable {
         } else {
             try await application.runService(gracefulShutdownSignals: [])
         }
+        await tileCache?.flush()  // the tiles' last-used times, kept in memory between writes
     }
 
     func addRoutes(to router: Router<CabContext>) {
@@ -128,6 +152,7 @@ public struct CabServer: Sendable {
         router.get("/app.css") { _, _ in Self.asset(CabPage.style, type: "text/css; charset=utf-8") }
         router.get("/leaflet/**") { request, _ in try self.leaflet(request.uri.path) }
         router.get("/basemap/:z/:x/:y") { _, context in try await self.basemapTile(context.parameters) }
+        router.get("/tiles/:z/:x/:y") { _, context in try await self.cachedTile(context.parameters) }
         router.get("/api/session") { request, context in try await self.session(request, client: context.client) }
         router.post("/api/login") { request, context in try await self.login(request, client: context.client) }
         router.post("/api/logout") { request, _ in
@@ -285,6 +310,7 @@ public struct CabServer: Sendable {
         var answer = SessionAnswer(passwordRequired: passwordSet, tiles: configuration.tiles ?? "none", map: configuration.tiles == nil ? "none" : "live",
                                    maxZoom: 19, attribution: configuration.tiles == nil ? nil : "© OpenStreetMap contributors",
                                    staleAfterSeconds: configuration.thresholds.staleAfter)
+        if tileCache != nil { answer.tiles = "/tiles/{z}/{x}/{y}" }  // fetched and kept by the box
         switch await basemap?.describe() {
         case .success(let info)?:
             answer.tiles = "/basemap/{z}/{x}/{y}"
@@ -297,6 +323,31 @@ public struct CabServer: Sendable {
             break
         }
         return answer
+    }
+
+    /// A tile of `[web] tiles`, through the box's cache. An upstream that cannot be reached, with
+    /// no copy kept, is a 503 the page retries; one that answers badly a 502 saying how.
+    func cachedTile(_ parameters: Parameters) async throws -> Response {
+        guard let tileCache else { throw HTTPError(.notFound, message: "no tiles are configured ([web] tiles)") }
+        guard let z = parameters.get("z", as: Int.self), let x = parameters.get("x", as: Int.self),
+              let y = parameters.get("y", as: Int.self) else {
+            throw HTTPError(.badRequest, message: "a tile is asked for as /tiles/ZOOM/X/Y, in whole numbers")
+        }
+        let tile: TileCache.Served?
+        do {
+            tile = try await tileCache.tile(z: z, x: x, y: y)
+        } catch {
+            // The cache logs its problems, once each: not again here for every tile.
+            switch error {
+            case .upstreamTimedOut: throw HTTPError(.gatewayTimeout, message: error.description)
+            case .upstreamHeldOff, .upstreamUnreachable:
+                throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "15"], message: error.description)
+            default: throw HTTPError(.badGateway, message: error.description)
+            }
+        }
+        guard let tile else { throw HTTPError(.notFound, message: "there is no tile at \(z)/\(x)/\(y)") }
+        return Response(status: .ok, headers: [.contentType: tile.type, .cacheControl: "private, max-age=86400"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: tile.data)))
     }
 
     /// A tile of the basemap, counted from the top as Leaflet asks.

@@ -58,6 +58,7 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// listen = "127.0.0.1:8080"     # beyond loopback only with a password ('agrigps web set-password')
 /// tiles = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"   # or "none": a plain background, no internet
 /// basemap = "/var/lib/agrigps/farm.mbtiles"   # raster MBTiles kept on the box, drawn instead of tiles: no internet needed
+/// tile_cache_mb = 200           # the box fetches tiles for the page and keeps them: the map once seen works offline; 0: off
 /// leaflet_directory = "/usr/share/javascript/leaflet"
 /// session_hours = 12            # a login lasts this long
 /// not_moving_minutes = 10       # another machine that has not moved for this long is announced
@@ -118,6 +119,7 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "web", name: "listen", kind: .address),
         Key(section: "web", name: "tiles", kind: .text),
         Key(section: "web", name: "basemap", kind: .text),
+        Key(section: "web", name: "tile_cache_mb", kind: .integer(0...10_000)),
         Key(section: "web", name: "leaflet_directory", kind: .text),
         Key(section: "web", name: "session_hours", kind: .number(0.1...720, unit: "hours")),
         Key(section: "web", name: "not_moving_minutes", kind: .number(1...1440, unit: "minutes")),

@@ -75,6 +75,9 @@ struct WebServe: AsyncParsableCommand {
         if let text = listen ?? file.text("web", "listen") { (configuration.host, configuration.port) = try Self.address(text) }
         if let tiles = file.text("web", "tiles") { configuration.tiles = tiles == "none" ? nil : tiles }
         configuration.basemap = file.text("web", "basemap")
+        // Checked by the file's range (0 to 10,000), so the conversion cannot trap.
+        if let megabytes = file.number("web", "tile_cache_mb") { configuration.tileCacheMegabytes = Int(exactly: megabytes) ?? 0 }
+        configuration.softwareVersion = AgrigpsVersion.current
         if let directory = file.text("web", "leaflet_directory") { configuration.leafletDirectory = directory }
         if let hours = file.number("web", "session_hours") { configuration.sessionLifetime = hours * 3600 }
         if let minutes = file.number("web", "not_moving_minutes") { configuration.notMovingAfter = minutes * 60 }

@@ -12,7 +12,7 @@ struct Agrigps: AsyncParsableCommand {
             gpsd_unreachable, no_receiver, no_fix, or fix_<2d|3d>_<quality> where quality is \
             autonomous, dgps, rtk_fixed, rtk_float, dead_reckoning, simulated or manual.
             """,
-        version: "0.1.0",
+        version: AgrigpsVersion.current,
         subcommands: [Run.self, Watch.self, Replay.self, Onboard.self, Disconnect.self, Pause.self, Resume.self, Status.self, Others.self, FieldsCommand.self, TrackExportCommand.self, StatsCommand.self, Web.self]
     )
 }

@@ -120,3 +120,31 @@ struct BasemapTests {
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
+
+@Suite("tiles through the box", .timeLimit(.minutes(1)))
+struct CabTileCacheTests {
+    @Test("with [web] tiles the page gets its tiles from the box, which fetches each once and still serves it when the upstream is gone")
+    func throughTheBox() async throws {
+        let upstream = try LoopbackTileServer { _ in .answer(status: 200, headers: ["Content-Type: image/png"], body: pngTile("upstream")) }
+        let fixture = try CabFixture()
+        fixture.configuration.tiles = upstream.template
+        fixture.configuration.tileCacheMegabytes = 1
+        try await fixture.start()
+        try await tearingDown({ await fixture.stop(); upstream.stop() }) {
+            let session = try await fixture.get("/api/session")
+            #expect(session.json?["tiles"] as? String == "/tiles/{z}/{x}/{y}")
+            #expect(session.json?["map"] as? String == "live")
+            let first = try await fixture.get("/tiles/3/2/1")
+            #expect(first.status == 200 && first.body == pngTile("upstream"), "\(first.text)")
+            #expect(upstream.requests.map(\.path) == ["/3/2/1.png"])
+            #expect(upstream.requests.first?.headers.first { $0.key.lowercased() == "user-agent" }?.value.hasPrefix("agrigps/") == true)
+            upstream.stop()
+            let again = try await fixture.get("/tiles/3/2/1")
+            #expect(again.status == 200 && again.body == pngTile("upstream"), "served from the box with the upstream gone")
+            let missing = try await fixture.get("/tiles/3/2/2")
+            #expect(missing.status == 503 && missing.header("Retry-After") == "15", "\(missing.status) \(missing.text)")
+            #expect(try await fixture.get("/tiles/3/9/0").status == 404)
+            #expect(FileManager.default.fileExists(atPath: fixture.directory + "/tile-cache.sqlite"))
+        }
+    }
+}
