@@ -37,6 +37,7 @@ actor CabMonitor {
     private let settings: Settings
     private let logger: Logger
     private let spool: SpoolReader
+    private let readers: StatusSnapshot.Readers
     private(set) var model: CabModel?
     /// Moves on with every model built.
     private(set) var version = 0
@@ -63,6 +64,9 @@ actor CabMonitor {
         self.settings = settings
         self.logger = logger
         spool = SpoolReader(path: settings.paths.spool)
+        // Kept open between looks: a look a second would otherwise open both files and start a
+        // thread for each, every time.
+        readers = StatusSnapshot.Readers(spool: spool, others: OtherMachinesStore(readingOnly: settings.paths.others))
         fieldStore = FieldStore(path: Self.fieldsPath(settings.paths), readOnly: true)
     }
 
@@ -111,7 +115,7 @@ actor CabMonitor {
     private func rebuild(now: Date) async {
         await readOwnSamples()
         let snapshot = await StatusSnapshot.gather(settings.paths, now: now, heartbeatLimit: settings.thresholds.heartbeatLimit,
-                                                   staleAfter: settings.thresholds.staleAfter)
+                                                   staleAfter: settings.thresholds.staleAfter, readers: readers)
         var built = CabModel(snapshot: snapshot, newest: newest, lastFix: lastFix, thresholds: settings.thresholds,
                              environments: settings.environments)
         await readFieldsIfChanged()
@@ -125,7 +129,7 @@ actor CabMonitor {
     /// New own samples since the last look, in order: the newest for the marker, fixes for the trail.
     private func readOwnSamples() async {
         let limit = lastRowID == 0 ? settings.trackLimit : 120
-        guard let rows = try? await spool.newest(limit: limit) else { return }
+        guard let rows = try? await spool.newest(after: lastRowID, limit: limit) else { return }
         for row in rows.reversed() where row.rowID > lastRowID {
             lastRowID = row.rowID
             newest = row.sample

@@ -161,7 +161,10 @@ public struct CabServer: Sendable {
         }
         router.get("/api/state") { _, _ in try await self.state() }
         router.get("/api/track") { _, _ in try await self.track() }
-        router.get("/api/fields") { _, _ in Self.json(await self.monitor.fieldsGeoJSON()) }
+        router.get("/api/fields") { _, _ in
+            await self.monitor.refreshIfChanged()
+            return Self.json(await self.monitor.fieldsGeoJSON())
+        }
         router.post("/api/fields/import") { request, _ in try await self.importFields(request) }
         router.get("/api/events") { request, _ in self.events(request) }
         router.get("/api/records") { request, _ in try await self.recordsSummary(request) }
@@ -182,6 +185,7 @@ public struct CabServer: Sendable {
 
     /// Our own trail (what the spool held and this process saw since it started) and each other machine's history.
     func track() async throws -> Response {
+        await monitor.refreshIfChanged()  // a page opened at the server's start gets what the files hold
         var others: [String: [[Double]]] = [:]
         let store = OtherMachinesStore(readingOnly: configuration.paths.others)
         if let model = await monitor.model {

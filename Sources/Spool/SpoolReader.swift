@@ -36,6 +36,16 @@ public actor SpoolReader {
         }
     }
 
+    /// The samples stored after row `rowID`, newest first, at most `limit`: what a reader that has
+    /// seen up to `rowID` has not seen yet.
+    public func newest(after rowID: Int64, limit: Int) throws(SpoolError) -> [SpooledSample] {
+        let limit = max(0, min(limit, 100_000))
+        return try read { db in
+            try Row.fetchAll(db, sql: SampleColumns.select + " WHERE id > ? ORDER BY id DESC LIMIT ?", arguments: [rowID, limit])
+                .map(SampleColumns.spooled)
+        }
+    }
+
     /// A number that changes whenever another connection commits to the file (SQLite's data_version),
     /// so a reader can tell cheaply whether anything is new.
     public func changeCounter() throws(SpoolError) -> Int64 {

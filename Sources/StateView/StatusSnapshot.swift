@@ -4,6 +4,7 @@ import BlockingWork
 import Bounds
 import Clocks
 import Foundation
+import Synchronization
 import Spool
 import StateDirectory
 import StateFiles
@@ -64,16 +65,45 @@ public struct StatusSnapshot: Sendable {
         }
     }
 
+    /// The two databases' readers, for a caller that looks again and again (the cab view): kept
+    /// open between looks rather than opened, with a thread each, every time.
+    public struct Readers: Sendable {
+        public var spool: SpoolReader
+        public var others: OtherMachinesStore
+        var files = FileReads()
+
+        public init(spool: SpoolReader, others: OtherMachinesStore) {
+            self.spool = spool
+            self.others = others
+        }
+    }
+
+    /// The small files' reads on a thread kept for them, rather than one started for every look.
+    actor FileReads {
+        private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-look")
+        nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+        func read(_ paths: Paths, now: Date, heartbeatLimit: Double) -> StatusSnapshot {
+            StatusSnapshot.readFiles(paths, now: now, heartbeatLimit: heartbeatLimit)
+        }
+    }
+
     /// Reads everything; a part that cannot be read is reported as a problem, not thrown, so status
-    /// always has something to say.
-    public static func gather(_ paths: Paths, now: Date = Date(), heartbeatLimit: Double = 120, staleAfter: Double = 300) async -> StatusSnapshot {
+    /// always has something to say. `readers`, when given, are used instead of readers opened for this look.
+    public static func gather(_ paths: Paths, now: Date = Date(), heartbeatLimit: Double = 120, staleAfter: Double = 300,
+                              readers: Readers? = nil) async -> StatusSnapshot {
         // File reads, and the key's decryption to check the certificate: blocking work, off the pool.
-        var snapshot = await onOwnThread { readFiles(paths, now: now, heartbeatLimit: heartbeatLimit) }
+        var snapshot = if let readers {
+            await readers.files.read(paths, now: now, heartbeatLimit: heartbeatLimit)
+        } else {
+            await onOwnThread { readFiles(paths, now: now, heartbeatLimit: heartbeatLimit) }
+        }
         let heartbeat = snapshot.heartbeat
         if snapshot.spoolProblem == nil {
             // Read-only: a look must never change, migrate or move aside the daemon's file.
             do {
-                snapshot.spool = try await SpoolReader(path: paths.spool).status(now: trueNow(now, heartbeat: heartbeat, daemon: snapshot.daemon))
+                snapshot.spool = try await (readers?.spool ?? SpoolReader(path: paths.spool))
+                    .status(now: trueNow(now, heartbeat: heartbeat, daemon: snapshot.daemon))
                 if case .running = snapshot.daemon, let counts = heartbeat?.spool {
                     snapshot.storageFault = counts.storageFault
                     snapshot.spool?.heldInMemory = counts.heldInMemory
@@ -83,7 +113,7 @@ public struct StatusSnapshot: Sendable {
             }
         }
         do {
-            snapshot.others = try await OtherMachinesStore(readingOnly: paths.others).view(now: now, staleAfter: staleAfter)
+            snapshot.others = try await (readers?.others ?? OtherMachinesStore(readingOnly: paths.others)).view(now: now, staleAfter: staleAfter)
             snapshot.othersCounts = Heartbeat.OthersCounts(snapshot.others)
         } catch {
             if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
@@ -92,7 +122,7 @@ public struct StatusSnapshot: Sendable {
     }
 
     /// The small files and the credentials: everything but the two databases.
-    private static func readFiles(_ paths: Paths, now: Date, heartbeatLimit: Double) -> StatusSnapshot {
+    static func readFiles(_ paths: Paths, now: Date, heartbeatLimit: Double) -> StatusSnapshot {
         let heartbeat = Heartbeat.read(from: paths.heartbeat)
         var snapshot = StatusSnapshot(takenAt: now, daemon: daemonState(heartbeat, now: now, limit: heartbeatLimit), heartbeat: heartbeat,
                                       others: OthersView())
@@ -115,15 +145,29 @@ public struct StatusSnapshot: Sendable {
         snapshot.diskFree = freeBytes(on: paths.stateDirectory)
         // The files themselves are the daemon's user's; a member of its group reads the heartbeat's copy.
         do {
-            let stored = try CredentialStore(directory: paths.stateDirectory).load()
-            snapshot.environment = stored?.environment
-            snapshot.certificateNotAfter = try? stored?.credentials?.check().notAfter
+            let store = CredentialStore(directory: paths.stateDirectory)
+            let fingerprint = store.fingerprint()
+            if let known = credentialsSeen.withLock({ $0[paths.stateDirectory] }), known.fingerprint == fingerprint {
+                // The same files as at the last look: the key need not be decrypted again.
+                (snapshot.environment, snapshot.certificateNotAfter) = (known.environment, known.notAfter)
+            } else {
+                let stored = try store.load()
+                snapshot.environment = stored?.environment
+                snapshot.certificateNotAfter = try? stored?.credentials?.check().notAfter
+                credentialsSeen.withLock {
+                    $0[paths.stateDirectory] = (fingerprint, snapshot.environment, snapshot.certificateNotAfter)
+                }
+            }
         } catch {
             if let heartbeat { snapshot.environment = heartbeat.environment } else { snapshot.credentialsProblem = error.description }
             snapshot.certificateNotAfter = heartbeat?.certificateNotAfter
         }
         return snapshot
     }
+
+    /// What the credentials said at the last look, by state directory, with the files' fingerprint
+    /// (inode, size and time of both): a look a second must not decrypt the key every time.
+    private static let credentialsSeen = Mutex<[String: (fingerprint: String, environment: String?, notAfter: Date?)]>([:])
 
     /// The system clock corrected by the error the running daemon knows it to have (from a fix or
     /// agrirouter's clock), or else by the skew its last sample saw, so that the spool's ages read on
