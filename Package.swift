@@ -165,6 +165,7 @@ let package = Package(
             dependencies: [
                 "Clocks",
                 "StateDirectory",
+                "Fields",
                 "StateFiles",
                 "BlockingWork",
                 "Bounds",

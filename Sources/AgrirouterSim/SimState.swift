@@ -187,8 +187,16 @@ actor SimState {
         }
         // The cap is on each payload; the envelope around it adds a little.
         let tooLarge = request.measures.contains { measure in
-            if measure.message.count > Self.maximumMessageCharacters + 4096 { return true }
-            return ((try? RequestDecoder.decode(base64: measure.message))?.payload.count ?? 0) > configuration.maximumPayloadBytes
+            // A chunk's content is base64 inside the message's base64, so it is measured as agrirouter
+            // measures it: its raw bytes against the cap, its message against the larger character limit.
+            if measure.message.count > AgrirouterLimits.chunkedMessageCharacters + 4096 { return true }
+            guard let decoded = try? RequestDecoder.decode(base64: measure.message) else {
+                return measure.message.count > Self.maximumMessageCharacters + 4096
+            }
+            if decoded.envelope.technicalMessageType == TechnicalMessageType.taskData {
+                return (ChunkJoiner.rawContent(decoded.payload)?.count ?? decoded.payload.count) > configuration.maximumPayloadBytes
+            }
+            return measure.message.count > Self.maximumMessageCharacters + 4096 || decoded.payload.count > configuration.maximumPayloadBytes
         }
         if tooLarge {
             return SimResponse(status: 413, body: Data("Request too large".utf8), contentType: "text/plain")
@@ -309,6 +317,7 @@ actor SimState {
         case TechnicalMessageType.subscription: subscription(request, from: deviceID, now: now)
         case TechnicalMessageType.gpsInfo: publish(request, from: deviceID, now: now)
         case TechnicalMessageType.deviceDescription, TechnicalMessageType.timeLog: publishEFDI(request, from: deviceID, now: now)
+        case TechnicalMessageType.taskData: publishTaskData(request, from: deviceID, now: now)
         case TechnicalMessageType.listEndpoints, TechnicalMessageType.listEndpointsUnfiltered: listEndpoints(request, for: deviceID, now: now)
         case TechnicalMessageType.ping: answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
         case TechnicalMessageType.feedMessageQuery: feedQuery(request, for: deviceID, now: now)
@@ -449,10 +458,46 @@ actor SimState {
         answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
     }
 
-    /// Puts a gps:info into the receiver's feed (and, with push, a copy into its outbox). Returns its message id.
+    /// TaskData as agrirouter carries it: in the sender's capabilities (send), base64 in the payload,
+    /// each chunk a message of its own with a chunk component agrirouter passes on unchanged, and no
+    /// chunk above the cap (HTTP 413 before it gets here). Published, it reaches every endpoint
+    /// subscribed to it, as gps:info and EFDI do; sent direct, the recipients that declared they
+    /// receive it. Nobody to receive it is no error: agrirouter 2.0 takes a publish nobody subscribed to.
+    private func publishTaskData(_ request: DecodedRequest, from deviceID: String, now: Date) {
+        let id = request.envelope.applicationMessageID
+        let type = TechnicalMessageType.taskData
+        func refuse(_ text: String, _ code: String) {
+            answer(deviceID, type: .ackWithFailure, code: 400, applicationMessageID: id, messages: [(text, code)], now: now)
+        }
+        guard endpoints[deviceID]?.accepts(type, receiving: false) == true else { return refuse("\(type) is not in the sender's capabilities", "VAL_000004") }
+        guard let raw = ChunkJoiner.rawContent(request.payload), !raw.isEmpty else { return refuse("TaskData must be a base64 zip", "VAL_000300") }
+        var chunk: ChunkPosition?
+        if request.envelope.hasChunkInfo {
+            let info = request.envelope.chunkInfo
+            guard !info.contextID.isEmpty, info.total >= 1, info.current >= 0, info.current <= info.total, info.totalSize >= Int64(raw.count) else {
+                return refuse("The chunk component is incomplete or out of range", "VAL_000300")
+            }
+            chunk = ChunkPosition(contextID: info.contextID, current: info.current, total: info.total, totalSize: info.totalSize)
+        }
+        let fileName = request.envelope.hasMetadata ? request.envelope.metadata.fileName : ""
+        var receivers = Set(endpoints.filter { $0.value.subscriptions.contains(type) }.keys)
+        if request.envelope.mode != .publish {
+            receivers.formUnion(request.envelope.recipients.filter { endpoints[$0]?.accepts(type, receiving: true) == true })
+        }
+        for receiverID in receivers.sorted() where receiverID != deviceID && !deleted.contains(receiverID) {
+            deliver(request.payload, type: type, from: deviceID, to: receiverID, sequenceNumber: request.envelope.applicationMessageSeqNo,
+                    sentAt: Google_Protobuf_Timestamp(date: now), chunk: chunk, fileName: fileName,
+                    push: endpoints[receiverID]?.pushEnabled == true, now: now)
+        }
+        answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
+    }
+
+    /// Puts a message (gps:info unless told) into the receiver's feed, with its chunk component if it is one
+    /// part of a chunked message (and, with push, a copy into its outbox). Returns its message id.
     @discardableResult
     func deliver(_ content: Data, type: String = TechnicalMessageType.gpsInfo, from senderID: String, to receiverID: String, sequenceNumber: Int64 = 1,
-                 sentAt: Google_Protobuf_Timestamp, teamSetContextID: String = "", push pushing: Bool, now: Date = Date()) -> String {
+                 sentAt: Google_Protobuf_Timestamp, teamSetContextID: String = "", chunk: ChunkPosition? = nil, fileName: String = "",
+                 push pushing: Bool, now: Date = Date()) -> String {
         var message = Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage()
         message.header.receiverID = receiverID
         message.header.senderID = senderID
@@ -463,6 +508,13 @@ actor SimState {
         message.header.payloadSize = Int64(content.count)
         message.header.sentTimestamp = sentAt
         message.header.createdAt = sentAt
+        if let chunk {
+            message.header.chunkContext.contextID = chunk.contextID
+            message.header.chunkContext.current = chunk.current
+            message.header.chunkContext.total = chunk.total
+            message.header.chunkContext.totalSize = chunk.totalSize
+        }
+        if !fileName.isEmpty { message.header.metadata.fileName = fileName }
         message.content.value = content  // type_url left empty, as agrirouter 2.0 does
         endpoints[receiverID]?.feed.append(message)
         if pushing { push(message, to: receiverID, now: now) }

@@ -7,6 +7,10 @@ public enum AgrirouterLimits {
     public static let payloadBytes = 767_997
     /// The most characters of one message's base64 in a measures request.
     public static let messageCharacters = 1_024_000
+    /// The most characters of one chunk's message in a measures request: the chunk's base64 is
+    /// encoded again inside the envelope's base64, and the Java SDK notes agrirouter takes up to
+    /// 1,468,000 characters per message.
+    public static let chunkedMessageCharacters = 1_468_000
     /// How long an answer waits in the outbox before agrirouter forgets it.
     public static let outboxLifetime: Double = 300
     /// The least seconds between two requests DKE advises: 10 on QA, 5 in production.

@@ -69,4 +69,44 @@ public struct MessageEncoder: Sendable {
             throw .encodingFailed("\(error)")
         }
     }
+
+    /// Encodes one message whose payload is bytes already in their wire form (TaskData's base64 text),
+    /// with its chunk component when it is one part of a chunked content.
+    public mutating func encode(
+        applicationMessageID: String = UUID().uuidString.lowercased(),
+        technicalMessageType: String,
+        mode: Agrirouter_Request_RequestEnvelope.Mode = .publish,
+        recipients: [String] = [],
+        content: Data,
+        chunk: ChunkPosition?,
+        fileName: String? = nil,
+        at time: Date = Date()
+    ) throws(CodecError) -> EncodedMessage {
+        var envelope = Agrirouter_Request_RequestEnvelope()
+        envelope.applicationMessageID = applicationMessageID
+        envelope.applicationMessageSeqNo = nextSequenceNumber
+        envelope.technicalMessageType = technicalMessageType
+        envelope.mode = mode
+        envelope.recipients = recipients
+        envelope.timestamp = Google_Protobuf_Timestamp(date: time)
+        if let chunk {
+            var component = Agrirouter_Commons_ChunkComponent()
+            component.contextID = chunk.contextID
+            component.current = chunk.current
+            component.total = chunk.total
+            component.totalSize = chunk.totalSize
+            envelope.chunkInfo = component
+        }
+        if let fileName { envelope.metadata.fileName = fileName }
+        var wrapper = Agrirouter_Request_RequestPayloadWrapper()
+        wrapper.details.value = content
+        do {
+            let frames = DelimitedFrames.join([try envelope.serializedBytes(), try wrapper.serializedBytes()])
+            nextSequenceNumber += 1
+            return EncodedMessage(applicationMessageID: envelope.applicationMessageID, sequenceNumber: envelope.applicationMessageSeqNo,
+                                  technicalMessageType: technicalMessageType, base64: frames.base64EncodedString(), payloadSize: content.count)
+        } catch {
+            throw .encodingFailed("\(error)")
+        }
+    }
 }

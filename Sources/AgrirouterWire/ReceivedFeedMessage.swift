@@ -10,27 +10,54 @@ public struct ReceivedFeedMessage: Sendable, Equatable {
     public var technicalMessageType: String
     /// When agrirouter received it from the sender.
     public var sentAt: Date?
-    /// The payload's raw bytes (for gps:info, a GPSList).
+    /// The payload's raw bytes (for gps:info, a GPSList; for TaskData, base64 text of the chunk).
     public var content: Data
+    /// Where this message sits in a chunked one; nil for a message sent whole.
+    public var chunk: ChunkPosition?
 
-    public init(messageID: String, senderID: String, technicalMessageType: String, sentAt: Date?, content: Data) {
+    public init(messageID: String, senderID: String, technicalMessageType: String, sentAt: Date?, content: Data, chunk: ChunkPosition? = nil) {
         self.messageID = messageID
         self.senderID = senderID
         self.technicalMessageType = technicalMessageType
         self.sentAt = sentAt
         self.content = content
+        self.chunk = chunk
     }
 
     init(_ message: Agrirouter_Feed_Push_Notification_PushNotification.FeedMessage) {
         let header = message.header
         self.init(messageID: header.messageID, senderID: header.senderID, technicalMessageType: header.technicalMessageType,
-                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value)
+                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value,
+                  chunk: header.hasChunkContext ? ChunkPosition(header.chunkContext) : nil)
     }
 
     init(_ message: Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage) {
         let header = message.header
         self.init(messageID: header.messageID, senderID: header.senderID, technicalMessageType: header.technicalMessageType,
-                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value)
+                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value,
+                  chunk: header.hasChunkContext ? ChunkPosition(header.chunkContext) : nil)
+    }
+}
+
+/// A chunk component as sent: context id, which chunk, of how many, and the whole content's size.
+/// The numbers are the sender's and unchecked here; `ChunkJoiner` checks them.
+public struct ChunkPosition: Sendable, Equatable {
+    public var contextID: String
+    public var current: Int64
+    public var total: Int64
+    public var totalSize: Int64
+
+    public init(contextID: String, current: Int64, total: Int64, totalSize: Int64) {
+        self.contextID = contextID
+        self.current = current
+        self.total = total
+        self.totalSize = totalSize
+    }
+
+    /// nil for a component without a context id: there is nothing to join it by.
+    init?(_ component: Agrirouter_Commons_ChunkComponent) {
+        guard !component.contextID.isEmpty else { return nil }
+        self.init(contextID: component.contextID, current: component.current, total: component.total, totalSize: component.totalSize)
     }
 }
 

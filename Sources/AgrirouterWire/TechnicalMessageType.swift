@@ -14,6 +14,9 @@ public enum TechnicalMessageType {
     public static let deviceDescription = "iso:11783:-10:device_description:protobuf"
     /// EFDI: a TimeLog, raw protobuf, never chunked.
     public static let timeLog = "iso:11783:-10:time_log:protobuf"
+    /// ISO 11783-10 TaskData from farm software: a zipped TASKDATA.XML, base64 in the payload's
+    /// `Any`, split into chunks above the payload cap. The farm's fields arrive this way.
+    public static let taskData = "iso:11783:-10:taskdata:zip"
 }
 
 /// `type_url`s are written in the documented prefixed form. Received ones are never relied on:

@@ -8,7 +8,7 @@ public struct StoredField: Sendable, Hashable {
     /// The store's own number for it: what `agrigps fields remove` takes.
     public var id: Int64
     public var field: Field
-    /// Where it came from: "file: NAME", later "agrirouter: ENDPOINT-ID".
+    /// Where it came from: "file: NAME", or "agrirouter: ENDPOINT-ID" for TaskData received.
     public var source: String
     public var importedAt: Date
 }

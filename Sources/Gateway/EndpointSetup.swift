@@ -31,7 +31,10 @@ public struct EndpointSetup: Sendable {
     var messageTypes: [(type: String, sent: Bool)] {
         [(TechnicalMessageType.gpsInfo, outputs.contains(.gpsInfo)),
          (TechnicalMessageType.deviceDescription, outputs.contains(.efdi)),
-         (TechnicalMessageType.timeLog, outputs.contains(.efdi))]
+         (TechnicalMessageType.timeLog, outputs.contains(.efdi)),
+         // The farm's fields, from farm software; received only. Adding it changes the fingerprint,
+         // so a box set up before runs the set-up once more.
+         (TechnicalMessageType.taskData, false)]
     }
 
     /// Runs the conversation. The other outbox items its polls bring (pushes, late answers) wait in

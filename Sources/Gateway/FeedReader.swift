@@ -2,16 +2,18 @@ import AgrirouterLink
 import AgrirouterWire
 import Bounds
 import Clocks
+import Fields
 import Foundation
 import GNSS
 import Logging
 import StateDirectory
 import SwiftProtobuf
 
-/// The receiving half of the conversation: other machines' gps:info from pushes and feed queries
-/// goes into the store, every message is confirmed once stored, and the endpoint list names the
-/// senders. It makes at most one request per `step`, so the send cycle keeps its turn; answers
-/// reach it through `absorb`, from whoever polled the outbox.
+/// The receiving half of the conversation: other machines' gps:info and EFDI from pushes and feed
+/// queries goes into the store, TaskData from farm software into the fields' store, every message
+/// is confirmed once stored, and the endpoint list names the senders. It makes at most one request
+/// per `step`, so the send cycle keeps its turn; answers reach it through `absorb`, from whoever
+/// polled the outbox.
 public actor FeedReader {
     public struct Configuration: Sendable {
         /// On connect, the feed is read back this far.
@@ -44,6 +46,14 @@ public actor FeedReader {
         public var confirmed = 0
         public var queries = 0
         public var endpointLists = 0
+        /// TaskData imported into the fields' store.
+        public var taskDataImported = 0
+        /// TaskData that could not be read or joined: logged, confirmed, nothing changed.
+        public var taskDataRefused = 0
+        /// TaskData older than what its sender's fields came from: confirmed, nothing changed.
+        public var taskDataOlder = 0
+        /// Chunked TaskData given up incomplete after the joiner's bound.
+        public var taskDataExpired = 0
     }
 
     enum Request: Sendable {
@@ -70,9 +80,22 @@ public actor FeedReader {
     private var deleteBefore: Date?
     private var nextSafetyQuery: Date?
     public private(set) var counters = Counters()
+    /// Where received TaskData goes; nil leaves it to the others' store, which refuses it.
+    private let fields: FieldStore?
+    /// TaskData chunks join here. Each chunk is held in the fields' store before its message is
+    /// confirmed, and the joins are rebuilt from the store at the first delivery after a start. Not
+    /// confirming chunks until the whole arrived would not do: a feed page holds 1 MB, about one chunk,
+    /// and agrirouter gives the next page only once the previous one is confirmed.
+    private var joiner = ChunkJoiner()
+    private var heldRestored = false
+    /// Contexts joined lately, so that a chunk delivered again (a push after the query took it) does
+    /// not start a join that can never finish.
+    private var joinedContexts: [String: Date] = [:]
 
     public init(store: OtherMachinesStore, connection: AgrirouterConnection, ownEndpointID: String,
-                configuration: Configuration = Configuration(), clock: TrueTime? = nil, logger: Logger = Logger(label: "agrigps.feed")) {
+                configuration: Configuration = Configuration(), clock: TrueTime? = nil, fields: FieldStore? = nil,
+                logger: Logger = Logger(label: "agrigps.feed")) {
+        self.fields = fields
         self.store = store
         self.clock = clock
         self.connection = connection
@@ -152,6 +175,13 @@ public actor FeedReader {
     private func receive(_ messages: [ReceivedFeedMessage], now: Date) async {
         guard !messages.isEmpty else { return }
         counters.received += messages.count
+        var messages = messages
+        if let fields {
+            let taskData = messages.filter { $0.technicalMessageType == TechnicalMessageType.taskData }
+            messages.removeAll { $0.technicalMessageType == TechnicalMessageType.taskData }
+            if !taskData.isEmpty { await receiveTaskData(taskData, into: fields, now: now) }
+            guard !messages.isEmpty else { return }
+        }
         let recorded: OtherMachinesStore.Recorded
         do {
             recorded = try await store.record(messages, ownEndpointID: ownEndpointID, receivedAt: now)
@@ -173,6 +203,152 @@ public actor FeedReader {
         }
     }
 
+    // MARK: - TaskData
+
+    /// TaskData from farm software: each chunk is held durably, then confirmed; a whole TaskData
+    /// replaces its sender's fields. What cannot be read is logged, counted and confirmed, and changes nothing.
+    private func receiveTaskData(_ messages: [ReceivedFeedMessage], into fields: FieldStore, now: Date) async {
+        await restoreHeld(fields)
+        for message in messages {
+            guard !message.senderID.isEmpty, let raw = ChunkJoiner.rawContent(message.content), !raw.isEmpty else {
+                refuseTaskData([message.messageID], sender: message.senderID, reason: "its content is not a base64 zip")
+                continue
+            }
+            guard let position = message.chunk else {
+                await importTaskData(raw, sender: message.senderID, sentAt: message.sentAt ?? now, contextID: nil,
+                                     messageIDs: [message.messageID], into: fields, now: now)
+                continue
+            }
+            if joinedContexts[joinKey(message.senderID, position.contextID)] != nil {
+                counters.duplicates += 1
+                confirm([message.messageID])
+                continue
+            }
+            // Held before it is joined, so that confirming it is safe; one above the cap is refused by
+            // the joiner without taking room.
+            if raw.count <= joiner.limits.maximumChunkBytes {
+                do {
+                    try await fields.hold(HeldChunk(senderID: message.senderID, contextID: position.contextID, current: position.current,
+                                                    total: position.total, totalSize: position.totalSize, messageID: message.messageID,
+                                                    sentAt: message.sentAt, receivedAt: now, bytes: raw))
+                } catch {
+                    logger.error("\(error.description); the TaskData chunk stays in the feed and comes back with the next query")
+                    continue
+                }
+            }
+            let chunk = ChunkJoiner.Chunk(messageID: message.messageID, senderID: message.senderID, position: position,
+                                          sentAt: message.sentAt, bytes: raw)
+            await joined(joiner.add(chunk, now: now), messageID: message.messageID, into: fields, now: now)
+            await forgetEvicted(fields)
+        }
+    }
+
+    private func joined(_ outcome: ChunkJoiner.Outcome, messageID: String?, into fields: FieldStore, now: Date) async {
+        switch outcome {
+        case .waiting:
+            if let messageID { confirm([messageID]) }
+        case .duplicate:
+            counters.duplicates += 1
+            if let messageID { confirm([messageID]) }
+        case .complete(let whole):
+            joinedContexts[joinKey(whole.senderID, whole.contextID)] = now
+            // The other chunks were confirmed as they were held; only the one that completed it waits for the import.
+            await importTaskData(whole.bytes, sender: whole.senderID, sentAt: whole.sentAt ?? now, contextID: whole.contextID,
+                                 messageIDs: messageID.map { [$0] } ?? [], into: fields, now: now)
+        case .refused(let dropped):
+            try? await fields.release(senderID: dropped.senderID, contextID: dropped.contextID)
+            refuseTaskData(dropped.messageIDs, sender: dropped.senderID, reason: dropped.reason)
+        }
+    }
+
+    private func importTaskData(_ zip: Data, sender: String, sentAt: Date, contextID: String?, messageIDs: [String],
+                                into fields: FieldStore, now: Date) async {
+        // By endpoint id, which a rename in agrirouter's UI does not change: the sender's next TaskData replaces these fields.
+        let source = "agrirouter: \(sender)"
+        do {
+            switch try await fields.importReceivedTaskData(zip, source: source, sentAt: sentAt,
+                                                          releasing: contextID.map { (sender, $0) }, now: now) {
+            case .imported(let report):
+                counters.taskDataImported += 1
+                logger.notice("imported \(report.imported.count) fields from TaskData of \(zip.count) bytes",
+                              metadata: ["source": "\(TerminalText.safe(source))", "replaced": "\(report.replaced)",
+                                         "skipped": "\(report.skipped.count)"])
+            case .older(let newer):
+                counters.taskDataOlder += 1
+                if let contextID { try? await fields.release(senderID: sender, contextID: contextID) }
+                logger.info("skipped a TaskData older than the one its sender's fields came from",
+                            metadata: ["source": "\(TerminalText.safe(source))", "newer": "\(newer.timeIntervalSince1970)"])
+            }
+            confirm(messageIDs)
+        } catch where error.kind == .store {
+            // The chunks stay held and the last message unconfirmed: it comes again, and the join with it.
+            logger.error("\(error.description); the TaskData is imported when its message comes again")
+            heldRestored = false
+            if let contextID { joinedContexts[joinKey(sender, contextID)] = nil }
+        } catch {
+            if let contextID { try? await fields.release(senderID: sender, contextID: contextID) }
+            refuseTaskData(messageIDs, sender: sender, reason: error.description)
+        }
+    }
+
+    private func refuseTaskData(_ messageIDs: [String], sender: String, reason: String) {
+        counters.taskDataRefused += 1
+        counters.refused += messageIDs.count
+        logger.warning("refused a TaskData; its messages are confirmed and nothing changed",
+                       metadata: ["sender": "\(TerminalText.safe(sender))", "reason": "\(TerminalText.safe(reason, limit: 300))"])
+        confirm(messageIDs)
+    }
+
+    /// The joins in progress at the last stop, from the held chunks, each dated by its arrival so the
+    /// bound on an incomplete TaskData runs across restarts.
+    private func restoreHeld(_ fields: FieldStore) async {
+        guard !heldRestored else { return }
+        heldRestored = true
+        let held: [HeldChunk]
+        do {
+            held = try await fields.heldChunks()
+        } catch {
+            logger.error("\(error.description); held TaskData chunks are read again later")
+            heldRestored = false
+            return
+        }
+        for chunk in held {
+            let position = ChunkPosition(contextID: chunk.contextID, current: chunk.current, total: chunk.total, totalSize: chunk.totalSize)
+            let outcome = joiner.add(.init(messageID: chunk.messageID, senderID: chunk.senderID, position: position, sentAt: chunk.sentAt,
+                                           bytes: chunk.bytes), now: chunk.receivedAt)
+            if case .duplicate = outcome { continue }
+            await joined(outcome, messageID: nil, into: fields, now: chunk.receivedAt)
+        }
+        await forgetEvicted(fields)
+    }
+
+    /// Contexts the joiner pushed out for newer ones: their held chunks go too, and they count as expired.
+    private func forgetEvicted(_ fields: FieldStore) async {
+        for dropped in joiner.takeEvicted() {
+            counters.taskDataExpired += 1
+            logger.warning("gave up an incomplete TaskData", metadata: ["sender": "\(TerminalText.safe(dropped.senderID))",
+                                                                        "reason": "\(TerminalText.safe(dropped.reason, limit: 300))"])
+            try? await fields.release(senderID: dropped.senderID, contextID: dropped.contextID)
+        }
+    }
+
+    /// Gives up the joins that have waited too long for a chunk, and forgets old finished ones.
+    private func expireJoins(now: Date) async {
+        joinedContexts = joinedContexts.filter { now.timeIntervalSince($0.value) < joiner.limits.lifetime }
+        for dropped in joiner.expire(now: now) {
+            counters.taskDataExpired += 1
+            logger.warning("gave up an incomplete TaskData", metadata: ["sender": "\(TerminalText.safe(dropped.senderID))",
+                                                                        "reason": "\(TerminalText.safe(dropped.reason, limit: 300))"])
+            try? await fields?.release(senderID: dropped.senderID, contextID: dropped.contextID)
+        }
+    }
+
+    private func joinKey(_ sender: String, _ context: String) -> String { sender + "\u{0}" + context }
+
+    private func confirm(_ ids: [String]) {
+        toConfirm += ids.filter { !toConfirm.contains($0) }
+    }
+
     // MARK: - Requests
 
     /// Makes the most urgent request that is due, if any: confirms first (agrirouter re-delivers
@@ -181,6 +357,7 @@ public actor FeedReader {
     public func step(now: Date? = nil) async throws(GatewayError) -> Bool {
         let now = now ?? TrueTime.bestGuess(clock)
         expireUnanswered(now: now)
+        if fields != nil { await expireJoins(now: now) }
         if let listedAt, now.timeIntervalSince(listedAt) >= configuration.endpointRefresh { listWanted = true }
         if let due = nextSafetyQuery, now >= due, query == nil {
             query = (now.addingTimeInterval(-configuration.safetyQueryInterval - configuration.catchUpWindow), now, configuration.maximumPages)

@@ -3,6 +3,7 @@ import AgrirouterWire
 import BlockingWork
 import Bounds
 import Clocks
+import Fields
 import Foundation
 import GNSS
 import Logging
@@ -55,6 +56,9 @@ public struct GatewayDaemon: Sendable {
         public var outputs: [SpoolOutput] = [.gpsInfo]
         /// agrigps's version, for the device description EFDI sends.
         public var softwareVersion = "0.0.0"
+        /// Where TaskData received through agrirouter puts the farm's fields (STATE-DIR/fields.sqlite);
+        /// nil leaves TaskData unread.
+        public var fieldsPath: String?
         /// The machine's own track, kept whether or not it is onboarded; nil keeps none.
         public var track: TrackStore?
         /// Whether a sample without a receiver time goes on the track dated by the system clock. Not in
@@ -186,7 +190,8 @@ public struct GatewayDaemon: Sendable {
         await heartbeat?.beat()
         let reader = both(connection, others).map { connection, store in
             FeedReader(store: store, connection: connection, ownEndpointID: connection.endpoint.deviceAlternateId,
-                       configuration: configuration.feed, clock: configuration.clock, logger: logger)
+                       configuration: configuration.feed, clock: configuration.clock,
+                       fields: configuration.fieldsPath.map { FieldStore(path: $0) }, logger: logger)
         }
         let sampling = SamplingService(source: source, spool: spool, others: others, configuration: configuration, counter: counter,
                                        heartbeat: heartbeat, trackFailing: trackFailing, reader: reader, connected: connection != nil,

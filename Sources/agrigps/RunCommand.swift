@@ -224,6 +224,7 @@ struct Run: AsyncParsableCommand {
         configuration.outputs = file.outputs
         configuration.softwareVersion = Agrigps.configuration.version
         configuration.track = TrackStore(path: state.trackPath, configuration: file.trackConfiguration)
+        configuration.fieldsPath = state.fieldsPath
         configuration.trackDatesBySystemClock = replay == nil || retime
         return configuration
     }

@@ -1,6 +1,7 @@
 import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
+import Fields
 import Foundation
 import GNSS
 import Spool
@@ -23,8 +24,10 @@ struct PeerRig {
     var tractorID: String { tractor.endpoint.deviceAlternateId }
     var harvesterID: String { harvester.endpoint.deviceAlternateId }
 
-    static func make(configure: (inout FeedReader.Configuration) -> Void = { _ in }) async throws -> PeerRig {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"]))
+    static func make(configure: (inout FeedReader.Configuration) -> Void = { _ in }, extraTANs: [String: String] = [:],
+                     readingTaskData: Bool = false) async throws -> PeerRig {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"]
+            .merging(extraTANs) { first, _ in first }))
         let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
         let client = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
         var connections: [AgrirouterConnection] = []
@@ -39,7 +42,7 @@ struct PeerRig {
         var configuration = FeedReader.Configuration()
         configure(&configuration)
         let reader = FeedReader(store: store, connection: connections[0], ownEndpointID: connections[0].endpoint.deviceAlternateId,
-                                configuration: configuration)
+                                configuration: configuration, fields: readingTaskData ? FieldStore(path: directory + "/fields.sqlite") : nil)
         return PeerRig(simulator: simulator, tractor: connections[0], harvester: connections[1], store: store, reader: reader, directory: directory)
     }
 

@@ -1,0 +1,142 @@
+import AgrirouterLink
+import AgrirouterSim
+import AgrirouterWire
+import Fields
+import Foundation
+import SwiftProtobuf
+import Testing
+import TestSupport
+@testable import Gateway
+
+/// Farm software at the local agrirouter: an endpoint that sends TaskData, as the SDKs send it.
+struct FarmSoftware {
+    let endpoint: OnboardingResponse
+    let credentials: ClientCredentials
+    let client: HTTPSClient
+    var encoder = MessageEncoder()
+
+    var id: String { endpoint.deviceAlternateId }
+
+    /// Onboards with `tan` and declares that it sends TaskData.
+    static func onboard(_ simulator: AgrirouterSimulator, tan: String) async throws -> FarmSoftware {
+        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let onboarding = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
+        let endpoint = try await onboarding.onboard(tan: tan, externalID: "urn:farm-software:\(tan)")
+        let credentials = try #require(ClientCredentials(agrirouterPEM: endpoint.authentication.certificate, secret: endpoint.authentication.secret))
+        var farm = FarmSoftware(endpoint: endpoint, credentials: credentials,
+                                client: HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 30))
+        var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
+        var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
+        capability.technicalMessageType = TechnicalMessageType.taskData
+        capability.direction = .send
+        specification.capabilities = [capability]
+        specification.appCertificationID = "app"
+        specification.appCertificationVersionID = "v"
+        let sent = try farm.encoder.encode(technicalMessageType: TechnicalMessageType.capabilities, payload: specification)
+        try await farm.post([sent])
+        #expect(try await farm.outbox().first { $0.applicationMessageID == sent.applicationMessageID }?.body == .ack)
+        return farm
+    }
+
+    /// Publishes `zip` cut into chunks of 767,997 raw bytes, each a request of its own. Returns how many.
+    mutating func sendTaskData(_ zip: Data) async throws -> Int {
+        let parts = ChunkJoiner.split(zip, contextID: UUID().uuidString.lowercased())
+        for part in parts {
+            try await post([try encoder.encode(technicalMessageType: TechnicalMessageType.taskData, content: part.payload,
+                                               chunk: part.position, fileName: "TASKDATA.zip")])
+        }
+        return parts.count
+    }
+
+    func post(_ messages: [EncodedMessage]) async throws {
+        let body = try MeasuresBody(sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
+                                    messages: messages).json()
+        _ = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
+                                  headers: ["Content-Type: application/json"], credentials: credentials)
+    }
+
+    func outbox() async throws -> [DecodedResponse] {
+        let response = try await client.send(method: "GET", url: endpoint.connectionCriteria.commands, credentials: credentials)
+        return try OutboxItem.list(from: response.body).map { try OutboxDecoder.decode(base64: $0.command.message) }
+    }
+}
+
+@Suite("The farm's fields arrive through agrirouter", .serialized, .timeLimit(.minutes(3)))
+struct TaskDataReceivingTests {
+    @Test("chunked TaskData from farm software becomes the farm's fields, and the sender's next one replaces them")
+    func chunkedTaskDataReplacesTheSendersFields() async throws {
+        let rig = try await PeerRig.make(extraTANs: ["TAN0000003": "Farm software"], readingTaskData: true)
+        try await tearingDown({ await rig.close() }) {
+            #expect(await rig.simulator.subscriptions(endpoint: rig.tractorID).contains(TechnicalMessageType.taskData))
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            var farm = try await FarmSoftware.onboard(rig.simulator, tan: "TAN0000003")
+            let fields = FieldStore(path: rig.directory + "/fields.sqlite")
+
+            let first = TaskDataZip.make(fields: ["North", "South", "Brook"], padding: 1_700_000, seed: 1)
+            let started = Date()
+            #expect(try await farm.sendTaskData(first) == 3)
+            try await rig.pumpUntilIdle { try await fields.fields().count == 3 }
+            let elapsed = Date().timeIntervalSince(started)
+            let stored = try await fields.fields()
+            #expect(stored.map(\.field.name) == ["Brook", "North", "South"])
+            #expect(Set(stored.map(\.source)) == ["agrirouter: \(farm.id)"])
+            #expect(try await fields.heldChunks().isEmpty, "the joined chunks are forgotten with the import")
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "every chunk is confirmed")
+            print("TaskData of \(first.count) bytes in 3 chunks: fields stored \(String(format: "%.2f", elapsed)) s after the first chunk was sent")
+
+            let listing = try await AgrigpsCommand.run(["fields", "--json", "--state-dir", rig.directory])
+            #expect(listing.code == 0)
+            let document = try #require(try JSONSerialization.jsonObject(with: Data(listing.stdout.joined(separator: "\n").utf8)) as? [String: Any])
+            let entries = try #require(document["fields"] as? [[String: Any]])
+            #expect(entries.compactMap { $0["source"] as? String } == Array(repeating: "agrirouter: \(farm.id)", count: 3))
+
+            let second = TaskDataZip.make(fields: ["North", "Meadow"], padding: 900_000, seed: 2)
+            #expect(try await farm.sendTaskData(second) == 2)
+            try await rig.pumpUntilIdle { try await fields.fields().map(\.field.name) == ["Meadow", "North"] }
+            #expect(await rig.reader.counters.taskDataImported == 2)
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        }
+    }
+
+    @Test("chunks held before a restart join with the rest after it; an unreadable TaskData is confirmed and changes nothing")
+    func heldChunksSurviveARestart() async throws {
+        let rig = try await PeerRig.make(extraTANs: ["TAN0000003": "Farm software"], readingTaskData: true)
+        try await tearingDown({ await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            var farm = try await FarmSoftware.onboard(rig.simulator, tan: "TAN0000003")
+            let fieldsPath = rig.directory + "/fields.sqlite"
+            let zip = TaskDataZip.make(fields: ["Hill"], padding: 1_000_000, seed: 3)
+            let parts = ChunkJoiner.split(zip, contextID: "restart-context")
+            try await farm.post([try farm.encoder.encode(technicalMessageType: TechnicalMessageType.taskData, content: parts[0].payload, chunk: parts[0].position)])
+            try await rig.pumpUntilSettled()
+            #expect(try await FieldStore(path: fieldsPath).heldChunks().count == 1, "held, so its confirm is safe")
+
+            // A new reader, as after a restart, with the same stores.
+            let restarted = FeedReader(store: rig.store, connection: rig.tractor, ownEndpointID: rig.tractorID, fields: FieldStore(path: fieldsPath))
+            await restarted.connected()
+            try await farm.post([try farm.encoder.encode(technicalMessageType: TechnicalMessageType.taskData, content: parts[1].payload, chunk: parts[1].position)])
+            for _ in 0..<60 {
+                let (responses, _) = try await rig.tractor.fetchOutbox()
+                _ = await restarted.absorb(responses)
+                if try await FieldStore(path: fieldsPath).fields().count == 1, !(await restarted.isBusy) { break }
+                try await restarted.step()
+            }
+            #expect(try await FieldStore(path: fieldsPath).fields().map(\.field.name) == ["Hill"])
+
+            // Not a zip: refused, confirmed, the fields stay.
+            try await farm.post([try farm.encoder.encode(technicalMessageType: TechnicalMessageType.taskData,
+                                                         content: Data(Data("not a zip at all".utf8).base64EncodedString().utf8), chunk: nil)])
+            for _ in 0..<60 {
+                let (responses, _) = try await rig.tractor.fetchOutbox()
+                _ = await restarted.absorb(responses)
+                if await restarted.counters.taskDataRefused == 1, !(await restarted.isBusy) { break }
+                try await restarted.step()
+            }
+            #expect(await restarted.counters.taskDataRefused == 1)
+            #expect(try await FieldStore(path: fieldsPath).fields().map(\.field.name) == ["Hill"])
+            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        }
+    }
+}
