@@ -324,7 +324,7 @@ let package = Package(
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport",
                                                              .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterLinkTests", dependencies: ["Clocks", "AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "TestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Clocks", "Gateway", "StateView", "Spool", "StateDirectory", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "TestSupport",
+        .testTarget(name: "GatewayTests", dependencies: ["Clocks", "Gateway", "StateView", "Spool", "StateDirectory", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "GNSS", "Bounds", "Fields", "TestSupport",
                                                      .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                                      .product(name: "GRDB", package: "GRDB.swift"),
