@@ -310,7 +310,7 @@ let package = Package(
             ]
         ),
         // Fixture paths, gpsd's .chk reader and process checks shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["ChildProcesses", "GNSS", "GPSDReplay", "AgrirouterWire",
+        .target(name: "TestSupport", dependencies: ["ChildProcesses", "GNSS", "GPSDReplay", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
                                                    .product(name: "SwiftProtobuf", package: "swift-protobuf")],
                 path: "Tests/TestSupport"),
         // Benchmarks that print each figure beside its baseline: swift run -c release agrigps-bench

@@ -384,17 +384,19 @@ private final class RequestBody {
     }
 }
 
-private final class ResponseBuffer {
-    let limit: Int
-    var data = Data()
-    var overflowed = false
+/// An answer's body as curl hands it over, up to a cap: past it, nothing more is kept and the
+/// write callback stops the transfer. Also the cab view's tile fetches'.
+public final class ResponseBuffer {
+    public let limit: Int
+    public private(set) var data = Data()
+    public private(set) var overflowed = false
 
-    init(limit: Int) {
+    public init(limit: Int) {
         self.limit = limit
     }
 
     /// False when `count` more bytes would pass the cap.
-    func append(_ bytes: UnsafeMutablePointer<CChar>, _ count: Int) -> Bool {
+    public func append(_ bytes: UnsafeMutablePointer<CChar>, _ count: Int) -> Bool {
         guard count <= limit - data.count else {
             overflowed = true
             return false

@@ -39,35 +39,25 @@ public struct MessageEncoder: Sendable {
         teamSetContextID: String = "",
         at time: Date = Date()
     ) throws(CodecError) -> EncodedMessage {
-        var envelope = Agrirouter_Request_RequestEnvelope()
-        envelope.applicationMessageID = applicationMessageID
-        envelope.applicationMessageSeqNo = nextSequenceNumber
-        envelope.technicalMessageType = technicalMessageType
+        var envelope = envelope(applicationMessageID, technicalMessageType, mode: mode, recipients: recipients, at: time)
         envelope.teamSetContextID = teamSetContextID
-        envelope.mode = mode
-        envelope.recipients = recipients
-        envelope.timestamp = Google_Protobuf_Timestamp(date: time)
         var wrapper = Agrirouter_Request_RequestPayloadWrapper()
         var payloadSize = 0
-        do {
-            if let payload {
-                // gps:info and every other payload go in as raw protobuf bytes, never base64.
-                let bytes: Data = try payload.serializedBytes()
-                payloadSize = bytes.count
-                var any = Google_Protobuf_Any()
-                any.typeURL = TypeURL.of(type(of: payload).protoMessageName)
-                any.value = bytes
-                wrapper.details = any
+        if let payload {
+            // gps:info and every other payload go in as raw protobuf bytes, never base64.
+            let bytes: Data
+            do {
+                bytes = try payload.serializedBytes()
+            } catch {
+                throw .encodingFailed("\(error)")
             }
-            let frames = DelimitedFrames.join([try envelope.serializedBytes(), try wrapper.serializedBytes()])
-            nextSequenceNumber += 1
-            return EncodedMessage(applicationMessageID: envelope.applicationMessageID,
-                                  sequenceNumber: envelope.applicationMessageSeqNo,
-                                  technicalMessageType: technicalMessageType,
-                                  base64: frames.base64EncodedString(), payloadSize: payloadSize)
-        } catch {
-            throw .encodingFailed("\(error)")
+            payloadSize = bytes.count
+            var any = Google_Protobuf_Any()
+            any.typeURL = TypeURL.of(type(of: payload).protoMessageName)
+            any.value = bytes
+            wrapper.details = any
         }
+        return try framed(envelope, wrapper, payloadSize: payloadSize)
     }
 
     /// Encodes one message whose payload is bytes already in their wire form (TaskData's base64 text),
@@ -82,13 +72,7 @@ public struct MessageEncoder: Sendable {
         fileName: String? = nil,
         at time: Date = Date()
     ) throws(CodecError) -> EncodedMessage {
-        var envelope = Agrirouter_Request_RequestEnvelope()
-        envelope.applicationMessageID = applicationMessageID
-        envelope.applicationMessageSeqNo = nextSequenceNumber
-        envelope.technicalMessageType = technicalMessageType
-        envelope.mode = mode
-        envelope.recipients = recipients
-        envelope.timestamp = Google_Protobuf_Timestamp(date: time)
+        var envelope = envelope(applicationMessageID, technicalMessageType, mode: mode, recipients: recipients, at: time)
         if let chunk {
             var component = Agrirouter_Commons_ChunkComponent()
             component.contextID = chunk.contextID
@@ -100,11 +84,32 @@ public struct MessageEncoder: Sendable {
         if let fileName { envelope.metadata.fileName = fileName }
         var wrapper = Agrirouter_Request_RequestPayloadWrapper()
         wrapper.details.value = content
+        return try framed(envelope, wrapper, payloadSize: content.count)
+    }
+
+    /// The envelope's fields every message has; this message takes the next sequence number.
+    private func envelope(_ applicationMessageID: String, _ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode,
+                          recipients: [String], at time: Date) -> Agrirouter_Request_RequestEnvelope {
+        var envelope = Agrirouter_Request_RequestEnvelope()
+        envelope.applicationMessageID = applicationMessageID
+        envelope.applicationMessageSeqNo = nextSequenceNumber
+        envelope.technicalMessageType = technicalMessageType
+        envelope.mode = mode
+        envelope.recipients = recipients
+        envelope.timestamp = Google_Protobuf_Timestamp(date: time)
+        return envelope
+    }
+
+    /// Envelope and payload as length-delimited frames in base64; the sequence number moves on only
+    /// for a message that was made.
+    private mutating func framed(_ envelope: Agrirouter_Request_RequestEnvelope, _ wrapper: Agrirouter_Request_RequestPayloadWrapper,
+                                 payloadSize: Int) throws(CodecError) -> EncodedMessage {
         do {
             let frames = DelimitedFrames.join([try envelope.serializedBytes(), try wrapper.serializedBytes()])
             nextSequenceNumber += 1
             return EncodedMessage(applicationMessageID: envelope.applicationMessageID, sequenceNumber: envelope.applicationMessageSeqNo,
-                                  technicalMessageType: technicalMessageType, base64: frames.base64EncodedString(), payloadSize: content.count)
+                                  technicalMessageType: envelope.technicalMessageType, base64: frames.base64EncodedString(),
+                                  payloadSize: payloadSize)
         } catch {
             throw .encodingFailed("\(error)")
         }

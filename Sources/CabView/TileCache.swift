@@ -1,3 +1,4 @@
+import AgrirouterLink
 import BlockingWork
 import Bounds
 import CCurl
@@ -740,7 +741,7 @@ final class TileFetcher: Sendable {
         }
         let handle = reusable.raw
         let scheme = url.lowercased().hasPrefix("https://") ? "https" : "http"
-        let body = TileBody(limit: TileCache.maximumTileBytes)
+        let body = ResponseBuffer(limit: TileCache.maximumTileBytes)
         var headers: UnsafeMutablePointer<curl_slist>?
         defer { ccurl_slist_free_all(headers) }
         var lines = ["Accept: image/png,image/webp,image/jpeg,image/*;q=0.8"]
@@ -780,7 +781,7 @@ final class TileFetcher: Sendable {
             check(ccurl_set_write_callback(handle, { data, size, count, context in
                 guard let data, let context else { return 0 }
                 // Less than was given makes libcurl stop with CURLE_WRITE_ERROR.
-                return Unmanaged<TileBody>.fromOpaque(context).takeUnretainedValue().append(data, size * count) ? size * count : 0
+                return Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().append(data, size * count) ? size * count : 0
             }, Unmanaged.passUnretained(body).toOpaque()), "CURLOPT_WRITEFUNCTION")
             if let refused { throw refused }
             return ccurl_easy_perform(handle)
@@ -816,24 +817,4 @@ private final class TileCurlHandle: @unchecked Sendable {
     }
 
     deinit { ccurl_easy_cleanup(raw) }
-}
-
-/// The answer as it arrives, up to the cap; past it, nothing more is kept and the transfer stops.
-private final class TileBody {
-    let limit: Int
-    var data = Data()
-    var overflowed = false
-
-    init(limit: Int) {
-        self.limit = limit
-    }
-
-    func append(_ bytes: UnsafeMutablePointer<CChar>, _ count: Int) -> Bool {
-        guard count <= limit - data.count else {
-            overflowed = true
-            return false
-        }
-        data.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: count)
-        return true
-    }
 }

@@ -8,59 +8,6 @@ import Testing
 import TestSupport
 @testable import Gateway
 
-/// Farm software at the local agrirouter: an endpoint that sends TaskData, as the SDKs send it.
-struct FarmSoftware {
-    let endpoint: OnboardingResponse
-    let credentials: ClientCredentials
-    let client: HTTPSClient
-    var encoder = MessageEncoder()
-
-    var id: String { endpoint.deviceAlternateId }
-
-    /// Onboards with `tan` and declares that it sends TaskData.
-    static func onboard(_ simulator: AgrirouterSimulator, tan: String) async throws -> FarmSoftware {
-        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let onboarding = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
-        let endpoint = try await onboarding.onboard(tan: tan, externalID: "urn:farm-software:\(tan)")
-        let credentials = try #require(ClientCredentials(agrirouterPEM: endpoint.authentication.certificate, secret: endpoint.authentication.secret))
-        var farm = FarmSoftware(endpoint: endpoint, credentials: credentials,
-                                client: HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 30))
-        var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
-        var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
-        capability.technicalMessageType = TechnicalMessageType.taskData
-        capability.direction = .send
-        specification.capabilities = [capability]
-        specification.appCertificationID = "app"
-        specification.appCertificationVersionID = "v"
-        let sent = try farm.encoder.encode(technicalMessageType: TechnicalMessageType.capabilities, payload: specification)
-        try await farm.post([sent])
-        #expect(try await farm.outbox().first { $0.applicationMessageID == sent.applicationMessageID }?.body == .ack)
-        return farm
-    }
-
-    /// Publishes `zip` cut into chunks of 767,997 raw bytes, each a request of its own. Returns how many.
-    mutating func sendTaskData(_ zip: Data) async throws -> Int {
-        let parts = ChunkJoiner.split(zip, contextID: UUID().uuidString.lowercased())
-        for part in parts {
-            try await post([try encoder.encode(technicalMessageType: TechnicalMessageType.taskData, content: part.payload,
-                                               chunk: part.position, fileName: "TASKDATA.zip")])
-        }
-        return parts.count
-    }
-
-    func post(_ messages: [EncodedMessage]) async throws {
-        let body = try MeasuresBody(sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
-                                    messages: messages).json()
-        _ = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
-                                  headers: ["Content-Type: application/json"], credentials: credentials)
-    }
-
-    func outbox() async throws -> [DecodedResponse] {
-        let response = try await client.send(method: "GET", url: endpoint.connectionCriteria.commands, credentials: credentials)
-        return try OutboxItem.list(from: response.body).map { try OutboxDecoder.decode(base64: $0.command.message) }
-    }
-}
-
 @Suite("The farm's fields arrive through agrirouter", .serialized, .timeLimit(.minutes(3)))
 struct TaskDataReceivingTests {
     @Test("chunked TaskData from farm software becomes the farm's fields, and the sender's next one replaces them")

@@ -5,48 +5,6 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Farm software at the local agrirouter, sending TaskData as the SDKs do (GatewayTests has the same
-/// sender for the feed reader's own tests).
-private struct FarmSender {
-    let endpoint: OnboardingResponse
-    let credentials: ClientCredentials
-    let client: HTTPSClient
-    var encoder = MessageEncoder()
-
-    static func onboard(_ simulator: AgrirouterSimulator, tan: String) async throws -> FarmSender {
-        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let onboarding = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
-        let endpoint = try await onboarding.onboard(tan: tan, externalID: "urn:farm-software:\(tan)")
-        var farm = FarmSender(endpoint: endpoint,
-                              credentials: try #require(ClientCredentials(agrirouterPEM: endpoint.authentication.certificate, secret: endpoint.authentication.secret)),
-                              client: HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 30))
-        var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
-        var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
-        capability.technicalMessageType = TechnicalMessageType.taskData
-        capability.direction = .send
-        specification.capabilities = [capability]
-        try await farm.post(try farm.encoder.encode(technicalMessageType: TechnicalMessageType.capabilities, payload: specification))
-        return farm
-    }
-
-    /// Publishes `zip` in chunks of 767,997 raw bytes, one request each; returns how many.
-    mutating func sendTaskData(_ zip: Data) async throws -> Int {
-        let parts = ChunkJoiner.split(zip, contextID: UUID().uuidString.lowercased())
-        for part in parts {
-            try await post(try encoder.encode(technicalMessageType: TechnicalMessageType.taskData, content: part.payload, chunk: part.position))
-        }
-        return parts.count
-    }
-
-    func post(_ message: EncodedMessage) async throws {
-        let body = try MeasuresBody(sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
-                                    messages: [message]).json()
-        let response = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
-                                             headers: ["Content-Type: application/json"], credentials: credentials)
-        #expect(response.status == 200)
-    }
-}
-
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct FieldsFromAgrirouterTests {
     @Test("agrigps run stores the fields farm software sent through agrirouter, and the sender's next TaskData replaces them")
@@ -75,7 +33,7 @@ struct FieldsFromAgrirouterTests {
             let tractorID = try #require(await simulator.endpointIDs(named: "Tractor").first)
             #expect(await simulator.subscriptions(endpoint: tractorID).contains(TechnicalMessageType.taskData))
 
-            var farm = try await FarmSender.onboard(simulator, tan: "TANF000002")
+            var farm = try await FarmSoftware.onboard(simulator, tan: "TANF000002")
             #expect(try await farm.sendTaskData(TaskDataZip.make(fields: ["North", "South", "Brook"], padding: 1_700_000, seed: 1)) == 3)
             try await run()
             let first = try await fields()
