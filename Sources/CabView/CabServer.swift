@@ -83,7 +83,7 @@ public struct CabServer: Sendable {
     let sessions: Sessions
     let records: CabRecords
     let logins: LoginThrottle
-    let basemap: Basemap?
+    let basemaps: BasemapSlot
     let tileCache: TileCache?
     let logger: Logger
 
@@ -97,7 +97,10 @@ public struct CabServer: Sendable {
         sessions = Sessions(lifetime: configuration.sessionLifetime)
         records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone)
         logins = LoginThrottle(path: configuration.paths.stateDirectory + "/web-logins.json")
-        basemap = configuration.basemap.map(Basemap.init(path:))
+        // The configured file, else one uploaded from Settings before.
+        let uploaded = configuration.paths.stateDirectory + "/" + Self.uploadedBasemap
+        basemaps = BasemapSlot(configuration.basemap.map(Basemap.init(path:))
+                               ?? (FileManager.default.fileExists(atPath: uploaded) ? Basemap(path: uploaded) : nil))
         tileCache = Self.tileCache(configuration, logger: logger)
     }
 
@@ -122,7 +125,7 @@ public struct CabServer: Sendable {
         try configuration.checkExposure()
         // A basemap that cannot be drawn leaves the page on its plain background (or the live
         // tiles), and says why there and here; the cab view itself still serves.
-        if let basemap, case .failure(let error) = await basemap.describe() { logger.error("\(error.description)") }
+        if let basemap = await basemaps.basemap, case .failure(let error) = await basemap.describe() { logger.error("\(error.description)") }
         let router = Router(context: CabContext.self)
         router.add(middleware: Guard(configuration: configuration, sessions: sessions))
         addRoutes(to: router)
@@ -152,6 +155,7 @@ public struct CabServer: Sendable {
         router.get("/app.css") { _, _ in Self.asset(CabPage.style, type: "text/css; charset=utf-8") }
         router.get("/leaflet/**") { request, _ in try self.leaflet(request.uri.path) }
         router.get("/basemap/:z/:x/:y") { _, context in try await self.basemapTile(context.parameters) }
+        router.post("/api/basemap") { request, _ in try await self.uploadBasemap(request) }
         router.get("/tiles/:z/:x/:y") { _, context in try await self.cachedTile(context.parameters) }
         router.get("/api/session") { request, context in try await self.session(request, client: context.client) }
         router.post("/api/login") { request, context in try await self.login(request, client: context.client) }
@@ -315,7 +319,7 @@ public struct CabServer: Sendable {
                                    maxZoom: 19, attribution: configuration.tiles == nil ? nil : "© OpenStreetMap contributors",
                                    staleAfterSeconds: configuration.thresholds.staleAfter)
         if tileCache != nil { answer.tiles = "/tiles/{z}/{x}/{y}" }  // fetched and kept by the box
-        switch await basemap?.describe() {
+        switch await basemaps.basemap?.describe() {
         case .success(let info)?:
             answer.tiles = "/basemap/{z}/{x}/{y}"
             answer.map = "offline"
@@ -354,9 +358,57 @@ public struct CabServer: Sendable {
                         body: .init(byteBuffer: ByteBuffer(bytes: tile.data)))
     }
 
+    /// Where a basemap uploaded from Settings is kept, in the state directory.
+    static let uploadedBasemap = "basemap.mbtiles"
+    /// The largest basemap taken from the page: a region's raster tiles to zoom 16 or so.
+    static let maximumBasemapUpload = 4 * 1_073_741_824
+
+    /// POST /api/basemap: an MBTiles file sent from Settings, written to the disk as it arrives,
+    /// checked as a basemap, and only then put in place of the one before (which stays if it is refused).
+    func uploadBasemap(_ request: Request) async throws -> Response {
+        guard configuration.basemap == nil else {
+            throw HTTPError(.conflict, message: "the basemap is set in the configuration ([web] basemap = \(configuration.basemap ?? "")); change it there")
+        }
+        let directory = configuration.paths.stateDirectory
+        let upload = UploadFile(path: directory + "/.basemap-upload")
+        do {
+            try await upload.open()
+            for try await buffer in request.body {
+                guard await upload.written + buffer.readableBytes <= Self.maximumBasemapUpload else {
+                    await upload.discard()
+                    throw HTTPError(.contentTooLarge, message: "a basemap here is at most 4 GiB; export a smaller area or fewer zoom levels")
+                }
+                try await upload.write(Array(buffer.readableBytesView))
+            }
+            try await upload.finish()
+        } catch let error as HTTPError {
+            throw error
+        } catch {
+            await upload.discard()
+            throw HTTPError(.internalServerError, message: "the upload could not be written to \(directory) (\(error)); check that it has room")
+        }
+        let candidate = Basemap(path: upload.path)
+        let info: Basemap.Info
+        do {
+            info = try await candidate.open()
+        } catch {
+            await upload.discard()
+            throw HTTPError(.unprocessableContent, message: error.description)
+        }
+        let target = directory + "/" + Self.uploadedBasemap
+        guard rename(upload.path, target) == 0 else {
+            await upload.discard()
+            throw HTTPError(.internalServerError, message: "the basemap could not be put in place at \(target) (errno \(errno))")
+        }
+        await basemaps.replace(with: Basemap(path: target))
+        logger.notice("basemap uploaded from the cab view", metadata: ["zooms": "\(info.minZoom)-\(info.maxZoom)"])
+        struct Uploaded: Encodable { var name: String?; var minZoom: Int; var maxZoom: Int }
+        return Self.json(Uploaded(name: info.name, minZoom: info.minZoom, maxZoom: info.maxZoom))
+    }
+
     /// A tile of the basemap, counted from the top as Leaflet asks.
     func basemapTile(_ parameters: Parameters) async throws -> Response {
-        guard let basemap else { throw HTTPError(.notFound, message: "no basemap is configured ([web] basemap)") }
+        guard let basemap = await basemaps.basemap else { throw HTTPError(.notFound, message: "no basemap is configured ([web] basemap)") }
         guard let z = parameters.get("z", as: Int.self), let x = parameters.get("x", as: Int.self),
               let y = parameters.get("y", as: Int.self) else {
             throw HTTPError(.badRequest, message: "a tile is asked for as /basemap/ZOOM/X/Y, in whole numbers")

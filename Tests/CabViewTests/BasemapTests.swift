@@ -148,3 +148,50 @@ struct CabTileCacheTests {
         }
     }
 }
+
+@Suite("a basemap sent from Settings", .timeLimit(.minutes(1)))
+struct BasemapUploadTests {
+    @Test("an MBTiles file sent from Settings is checked, kept and drawn at once; a file that is not one changes nothing; a configured basemap is not replaced")
+    func uploaded() async throws {
+        let scratch = NSTemporaryDirectory() + "agrigps-basemap-upload-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let good = scratch + "/farm.mbtiles"
+        try makeMBTiles(at: good, tiles: [(2, 1, 3, pngTile("uploaded"))])
+        let fixture = try CabFixture()
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+        try await tearingDown({ await fixture.stop(); try? FileManager.default.removeItem(atPath: scratch) }) {
+            let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+            func upload(_ body: Data) async throws -> HTTPReply {
+                try await LoopbackHTTP.request("POST", port: fixture.port, path: "/api/basemap",
+                                               headers: session.headers.merging(["X-CSRF-Token": session.csrfToken,
+                                                                                 "Content-Type": "application/octet-stream"]) { $1 },
+                                               body: body)
+            }
+            let refused = try await upload(Data("<html>not a map</html>".utf8) + Data(count: 4096))
+            #expect(refused.status == 422 && refused.text.contains("not an SQLite file"), "\(refused.text)")
+            #expect(try await fixture.get("/api/session").json?["map"] as? String == "none")
+
+            let accepted = try await upload(try Data(contentsOf: URL(fileURLWithPath: good)))
+            #expect(accepted.status == 200, "\(accepted.text)")
+            #expect(accepted.json?["maxZoom"] as? Int == 2)
+            #expect(try await fixture.get("/api/session").json?["map"] as? String == "offline")
+            #expect(try await fixture.get("/basemap/2/1/0").body == pngTile("uploaded"))
+            let kept = try FileManager.default.contentsOfDirectory(atPath: fixture.directory)
+            #expect(kept.contains("basemap.mbtiles") && !kept.contains(".basemap-upload"), "\(kept)")
+        }
+
+        let configured = try CabFixture()
+        configured.configuration.basemap = good
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        try makeMBTiles(at: good, tiles: [(1, 0, 0, pngTile("configured"))])
+        try await configured.start()
+        try await tearingDown({ await configured.stop(); try? FileManager.default.removeItem(atPath: scratch) }) {
+            let session = try #require(CabFixture.session(from: try await configured.get("/api/session")))
+            let reply = try await LoopbackHTTP.request("POST", port: configured.port, path: "/api/basemap",
+                                                       headers: session.headers.merging(["X-CSRF-Token": session.csrfToken]) { $1 },
+                                                       body: Data(count: 10))
+            #expect(reply.status == 409 && reply.text.contains("[web] basemap"), "\(reply.text)")
+        }
+    }
+}

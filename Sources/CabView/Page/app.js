@@ -357,19 +357,25 @@ function listen() {
   source.onerror = () => { text($("sharing"), "Connection to the gateway lost; retrying…"); $("sharing").dataset.state = "unknown"; };
 }
 
-// Sends the chosen TaskData file as it is; the server reads it as `agrigps fields import` would.
+// Sends a chosen file as it is, with the session's CSRF token; the answer's error is shown as it is.
+async function sendFile(path, file) {
+  const response = await fetch(path, {
+    method: "POST", credentials: "same-origin", body: file,
+    headers: { "Content-Type": "application/octet-stream", "X-CSRF-Token": cab.session && cab.session.csrfToken || "" },
+  });
+  let answer = {};
+  try { answer = await response.json(); } catch (e) { answer = {}; }
+  if (!response.ok) throw new Error(answer.error || ("HTTP " + response.status));
+  return answer;
+}
+
+// The TaskData file, read by the server as `agrigps fields import` would.
 async function importFields() {
   const file = $("fields-file").files[0];
   if (!file) { await dialog("Choose the TaskData export (a .zip) first.", false); return; }
   $("fields-import").disabled = true;
   try {
-    const response = await fetch("/api/fields/import?name=" + encodeURIComponent(file.name), {
-      method: "POST", credentials: "same-origin", body: file,
-      headers: { "Content-Type": "application/octet-stream", "X-CSRF-Token": cab.session && cab.session.csrfToken || "" },
-    });
-    let answer = {};
-    try { answer = await response.json(); } catch (e) { answer = {}; }
-    if (!response.ok) throw new Error(answer.error || ("HTTP " + response.status));
+    const answer = await sendFile("/api/fields/import?name=" + encodeURIComponent(file.name), file);
     toast("Imported " + answer.imported + " field" + (answer.imported === 1 ? "" : "s")
           + (answer.skipped.length ? " (" + answer.skipped.length + " without a usable boundary left out)" : ""));
     $("fields-file").value = "";
@@ -377,6 +383,21 @@ async function importFields() {
     await dialog(error.message, false);
   } finally {
     $("fields-import").disabled = false;
+  }
+}
+
+// The offline map: once the box has checked it, the page starts again on it.
+async function uploadBasemap() {
+  const file = $("basemap-file").files[0];
+  if (!file) { await dialog("Choose the map (an .mbtiles file) first.", false); return; }
+  $("basemap-upload").disabled = true;
+  try {
+    await sendFile("/api/basemap", file);
+    location.reload();
+  } catch (error) {
+    await dialog(error.message, false);
+  } finally {
+    $("basemap-upload").disabled = false;
   }
 }
 
@@ -419,6 +440,7 @@ function wire() {
     await act("/api/disconnect", { confirm: true }, answer => dialog(answer.advice, false));
   };
   $("fields-import").onclick = importFields;
+  $("basemap-upload").onclick = uploadBasemap;
   $("login-button").onclick = async () => {
     await act("/api/login", { password: $("password").value }, answer => { cab.session = answer; $("password").value = ""; start(); });
   };
