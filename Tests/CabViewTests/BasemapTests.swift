@@ -195,3 +195,41 @@ struct BasemapUploadTests {
         }
     }
 }
+
+@Suite("tiles from the box, in a browser", .serialized, .timeLimit(.minutes(2)))
+struct CabTileBrowserTests {
+    /// A real 1×1 PNG, so that the browser decodes it and Leaflet marks the tile loaded.
+    static let onePixel = Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")!
+
+    /// Tiles Leaflet has drawn from the box.
+    static func loadedTiles(_ browser: WebDriver) async throws -> Int {
+        (try await browser.run("return document.querySelectorAll('img.leaflet-tile-loaded[src^=\"/tiles/\"]').length") as? Int) ?? 0
+    }
+
+    @Test("a browser draws the map from the box's tiles; after the upstream is gone, a new browser still draws them")
+    func offlineAfterAVisit() async throws {
+        let upstream = try LoopbackTileServer { _ in .answer(status: 200, headers: ["Content-Type: image/png"], body: Self.onePixel) }
+        let fixture = try CabFixture()
+        try fixture.writeHeartbeat(onboarded: false)
+        fixture.configuration.tiles = upstream.template
+        try await fixture.start()
+        try await tearingDown({ await fixture.stop(); upstream.stop() }) {
+            let first = try await WebDriver(width: 1280, height: 800)
+            try await tearingDown({ await first.quit() }) {
+                try await first.open("http://127.0.0.1:\(fixture.port)/")
+                #expect(try await first.wait(timeout: 20, for: "return document.querySelectorAll('img.leaflet-tile-loaded').length > 4"))
+            }
+            let fetched = upstream.count
+            #expect(fetched > 4)
+            upstream.stop()
+            let second = try await WebDriver(width: 1280, height: 800)
+            try await tearingDown({ await second.quit() }) {
+                try await second.open("http://127.0.0.1:\(fixture.port)/")
+                #expect(try await second.wait(timeout: 20, for: "return document.querySelectorAll('img.leaflet-tile-loaded').length > 4"))
+                #expect(try await Self.loadedTiles(second) > 4)
+                #expect(try await second.text(".leaflet-control-attribution").contains("Live map"))
+            }
+            #expect(upstream.count == fetched, "nothing more reached the upstream")
+        }
+    }
+}
