@@ -722,6 +722,9 @@ final class TileFetcher: Sendable {
     /// `HTTPSClient` (onboarding) opens it too, through a static of its own; a second open is
     /// harmless: dlopen and curl_global_init count their callers, and the shim's table gets the same
     /// pointers again.
+    /// libcurl opened for this module: the CCurl shim's functions are static inline, so each module
+    /// that includes it holds its own table of libcurl's symbols, and HTTPSClient's open does not fill
+    /// this one.
     private static let libcurlProblem: String? = {
         var error = [CChar](repeating: 0, count: 512)
         guard ccurl_open(&error, error.count) != 0 else { return nil }
