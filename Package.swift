@@ -320,7 +320,7 @@ let package = Package(
                            "Track", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
-        .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork"]),
+        .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork", "TestSupport"]),
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport",
                                                              .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterLinkTests", dependencies: ["Clocks", "AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "TestSupport"]),

@@ -2,6 +2,7 @@ import BlockingWork
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 
 /// An actor like the stores: synchronous, blocking work in its methods, run on a dedicated thread.
 private actor BlockingStore {
@@ -60,12 +61,7 @@ struct BlockingWorkTests {
 
     /// A store made per test, as the tests make spools by the hundred: its thread must go with it.
     @Test func theThreadEndsWithItsActor() async throws {
-        func threads() -> Int {
-            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
-            return tasks.count { task in
-                (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.hasPrefix("test-ends") == true
-            }
-        }
+        func threads() -> Int { ThreadCensus.count(named: "test-ends") }
         var store: BlockingStore? = BlockingStore(executor: DedicatedThreadExecutor(name: "test-ends"))
         _ = await store?.blockingCall(seconds: 0)
         #expect(threads() == 1)
@@ -80,24 +76,30 @@ struct BlockingWorkTests {
     @Test func blockingCallsLeaveThePoolFree() async {
         // In a process of its own, where the pool it watches runs no other test's work.
         await #expect(processExitsWith: .success) {
-            let executor = DedicatedThreadExecutor(name: "test-serial")
-            let stores = [BlockingStore(executor: executor), BlockingStore(executor: executor)]
-            let started = ContinuousClock.now
-            let ticks = await poolTicks {
-                await withTaskGroup(of: Void.self) { group in
-                    for store in stores {
-                        for _ in 0..<4 { group.addTask { _ = await store.blockingCall(seconds: 0.1) } }
-                    }
+            await Self.serialisedCalls()
+            // The executor's thread ends with its last store; the child exits only after it.
+            #expect(await ThreadCensus.waitUntilGone(["test-serial"]), "the executor's thread outlived its stores")
+        }
+    }
+
+    private static func serialisedCalls() async {
+        let executor = DedicatedThreadExecutor(name: "test-serial")
+        let stores = [BlockingStore(executor: executor), BlockingStore(executor: executor)]
+        let started = ContinuousClock.now
+        let ticks = await poolTicks {
+            await withTaskGroup(of: Void.self) { group in
+                for store in stores {
+                    for _ in 0..<4 { group.addTask { _ = await store.blockingCall(seconds: 0.1) } }
                 }
             }
-            let elapsed = ContinuousClock.now - started
-            // Eight calls of 0.1 s on one thread: serialised, so at least 0.8 s.
-            #expect(elapsed >= .milliseconds(790))
-            // A pool blocked by them would have ticked at most a couple of times.
-            #expect(ticks >= 20, "the pool task ran \(ticks) times in \(elapsed)")
-            let counts = [await stores[0].callCount, await stores[1].callCount]
-            #expect(counts == [4, 4])
         }
+        let elapsed = ContinuousClock.now - started
+        // Eight calls of 0.1 s on one thread: serialised, so at least 0.8 s.
+        #expect(elapsed >= .milliseconds(790))
+        // A pool blocked by them would have ticked at most a couple of times.
+        #expect(ticks >= 20, "the pool task ran \(ticks) times in \(elapsed)")
+        let counts = [await stores[0].callCount, await stores[1].callCount]
+        #expect(counts == [4, 4])
     }
 
     /// Six waits at once, three times the pool's threads here: they all run side by side, and the

@@ -43,7 +43,8 @@ struct HostileGPSDTests {
             #expect(events.last.map { if case .disconnected = $0 { true } else { false } } == true, "ended with \(String(describing: events.last))")
             #expect(!events.contains { if case .devices = $0 { true } else { false } }, "an undecodable DEVICES is no device list")
             #expect(spent < 0.5, "\(spent) s of CPU")
-            #expect(gpsd.finish() == nil)
+            #expect(gpsd.finish(timeout: 15) == nil)
+            #expect(await ThreadCensus.waitUntilGone(["agrigps.gpsd-r", "fake-gpsd"]), "a thread outlived the test")
         }
     }
 
@@ -72,7 +73,8 @@ struct HostileGPSDTests {
             await events.stop()
             #expect(silent != nil, "no receiverSilent within 2.5 s")
             #expect(spent < 0.3, "\(spent) s of CPU")
-            #expect(gpsd.finish() == nil)
+            #expect(gpsd.finish(timeout: 15) == nil)
+            #expect(await ThreadCensus.waitUntilGone(["agrigps.gpsd-r", "fake-gpsd"]), "a thread outlived the test")
         }
     }
 
