@@ -240,6 +240,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -331,6 +332,7 @@ let package = Package(
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterSimTests", dependencies: ["ChildProcesses", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Gateway", "GNSS", "GPSDReplay", "TestSupport",
                                                             .product(name: "X509", package: "swift-certificates"),
+                                                            .product(name: "Crypto", package: "swift-crypto"),
                                                             .product(name: "SwiftASN1", package: "swift-asn1"),
                                                             .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "StateDirectoryTests", dependencies: ["StateDirectory", "Spool", "Track", "AgrirouterWire", "TestSupport",

@@ -1,3 +1,4 @@
+import _CryptoExtras
 import Crypto
 import Foundation
 import SwiftASN1
@@ -81,32 +82,55 @@ struct CertificateAuthority: Sendable {
 }
 
 enum KeyEncryption {
-    /// The key as an `ENCRYPTED PRIVATE KEY` (PKCS#8, PBES2 with AES-256-CBC), as agrirouter delivers it.
-    /// swift-crypto has no PKCS#8 encryption, so the openssl command line does this one step; the
-    /// secret travels through the environment, never the command line.
-    static func encryptedPEM(_ key: P256.Signing.PrivateKey, secret: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = ["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-passout", "env:AGRIROUTER_SIM_KEY_SECRET"]
-        process.environment = ["AGRIROUTER_SIM_KEY_SECRET": secret, "PATH": "/usr/bin:/bin"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        input.fileHandleForWriting.write(Data(key.pemRepresentation.utf8))
-        try input.fileHandleForWriting.close()
-        let pem = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let text = String(data: pem, encoding: .utf8),
-              text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") else {
-            throw SimError.keyEncryptionFailed
+    /// The key as an `ENCRYPTED PRIVATE KEY` (PKCS#8 EncryptedPrivateKeyInfo, RFC 5958), as
+    /// agrirouter delivers it: PBES2 (RFC 8018) with PBKDF2-HMAC-SHA256 and AES-256-CBC, the scheme
+    /// `openssl pkcs8 -topk8 -v2 aes-256-cbc` writes. Done here rather than by that command, so that
+    /// onboarding waits on no child process in the simulator's actor (a thread of Swift's pool).
+    static func encryptedPEM(_ key: P256.Signing.PrivateKey, secret: String, rounds: Int = 2048) throws -> String {
+        let salt = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
+        let iv = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
+        let derived = try KDF.Insecure.PBKDF2.deriveKey(from: Array(secret.utf8), salt: salt, using: .sha256, outputByteCount: 32,
+                                                         unsafeUncheckedRounds: rounds)
+        let encrypted = try AES._CBC.encrypt(key.derRepresentation, using: derived, iv: AES._CBC.IV(ivBytes: iv))
+        var der = DER.Serializer()
+        try der.appendConstructedNode(identifier: .sequence) { info in
+            try info.appendConstructedNode(identifier: .sequence) { algorithm in
+                try algorithm.serialize(ASN1ObjectIdentifier.pbes2)
+                try algorithm.appendConstructedNode(identifier: .sequence) { parameters in
+                    try parameters.appendConstructedNode(identifier: .sequence) { derivation in
+                        try derivation.serialize(ASN1ObjectIdentifier.pbkdf2)
+                        try derivation.appendConstructedNode(identifier: .sequence) { pbkdf2 in
+                            try pbkdf2.serialize(ASN1OctetString(contentBytes: salt[...]))
+                            try pbkdf2.serialize(rounds)
+                            try pbkdf2.serialize(32)
+                            try pbkdf2.appendConstructedNode(identifier: .sequence) { prf in
+                                try prf.serialize(ASN1ObjectIdentifier.hmacWithSHA256)
+                                try prf.serialize(ASN1Null())
+                            }
+                        }
+                    }
+                    try parameters.appendConstructedNode(identifier: .sequence) { scheme in
+                        try scheme.serialize(ASN1ObjectIdentifier.aes256CBC)
+                        try scheme.serialize(ASN1OctetString(contentBytes: iv[...]))
+                    }
+                }
+            }
+            try info.serialize(ASN1OctetString(contentBytes: Array(encrypted)[...]))
         }
-        return text
+        let base64 = Data(der.serializedBytes).base64EncodedString()
+        let lines = stride(from: 0, to: base64.count, by: 64).map { offset in
+            let start = base64.index(base64.startIndex, offsetBy: offset)
+            return String(base64[start..<(base64.index(start, offsetBy: 64, limitedBy: base64.endIndex) ?? base64.endIndex)])
+        }
+        return "-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + lines.joined(separator: "\n") + "\n-----END ENCRYPTED PRIVATE KEY-----\n"
     }
 }
 
-enum SimError: Error {
-    case keyEncryptionFailed
+extension ASN1ObjectIdentifier {
+    /// RFC 8018's and NIST's identifiers for what an encrypted PKCS#8 key names.
+    static let pbes2: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 5, 13]
+    static let pbkdf2: ASN1ObjectIdentifier = [1, 2, 840, 113549, 1, 5, 12]
+    static let hmacWithSHA256: ASN1ObjectIdentifier = [1, 2, 840, 113549, 2, 9]
+    static let aes256CBC: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 1, 42]
 }
+

@@ -1,5 +1,6 @@
 @testable import AgrirouterLink
 import AgrirouterWire
+import Crypto
 import Foundation
 import Testing
 import TestSupport
@@ -22,6 +23,27 @@ struct OnboardingTests {
             #expect(again.deviceAlternateId == first.deviceAlternateId)
             #expect(again.authentication.certificate != first.authentication.certificate)
         }
+    }
+
+    @Test("the encrypted key is PKCS#8 PBES2 that OpenSSL opens with the secret, and with no other")
+    func keyOpensWithOpenSSL() async throws {
+        let key = P256.Signing.PrivateKey()
+        let pem = try KeyEncryption.encryptedPEM(key, secret: "Secret-1234")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-key-\(UUID().uuidString).pem").path
+        defer { unlink(file) }
+        try Data(pem.utf8).write(to: URL(fileURLWithPath: file))
+        func open(_ secret: String) async throws -> (code: Int32?, output: String) {
+            try await SystemTool.run("/usr/bin/openssl", ["pkey", "-in", file, "-passin", "env:KEY_SECRET", "-noout", "-text"],
+                                     environment: SystemTool.path.merging(["KEY_SECRET": secret]) { $1 })
+        }
+        let opened = try await open("Secret-1234")
+        #expect(opened.code == 0, "\(opened.output)")
+        // The private scalar OpenSSL prints is the key's own.
+        let printed = opened.output.components(separatedBy: "priv:").last?.components(separatedBy: "pub:").first ?? ""
+        let hex = printed.filter(\.isHexDigit).lowercased()
+        let own = key.rawRepresentation.map { String(format: "%02x", $0) }.joined()
+        #expect(hex.hasSuffix(own), "\(opened.output)")
+        #expect(try await open("Secret-1235").code != 0, "a wrong secret opened the key")
     }
 
     @Test func refusalsCarryAgrirouterCodesAndAdvice() async throws {
