@@ -195,6 +195,8 @@ let package = Package(
                 "AgrirouterWire",
                 "AgrirouterLink",
                 "StateDirectory",
+                "Track",
+                "Fields",
             ]
         ),
         // The cab view: a small web page (map, sharing, settings) served by `agrigps web`, a process of its own.
@@ -337,7 +339,8 @@ let package = Package(
                                                             .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "StateDirectoryTests", dependencies: ["StateDirectory", "Spool", "Track", "AgrirouterWire", "TestSupport",
                                                             .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
-        .testTarget(name: "StateViewTests", dependencies: ["StateView", "StateDirectory", "Spool", "GNSS", "AgrirouterWire", "TestSupport"]),
+        .testTarget(name: "StateViewTests", dependencies: ["StateView", "StateDirectory", "Spool", "GNSS", "AgrirouterWire", "TestSupport",
+                                                      "Track", "Fields", .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "StateDirectory", "Spool", "GNSS", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
                                                      "TestSupport", "Fields", .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "Logging", package: "swift-log"),

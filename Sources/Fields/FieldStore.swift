@@ -11,6 +11,10 @@ public struct StoredField: Sendable, Hashable {
     /// Where it came from: "file: NAME", or "agrirouter: ENDPOINT-ID" for TaskData received.
     public var source: String
     public var importedAt: Date
+
+    public init(id: Int64, field: Field, source: String, importedAt: Date) {
+        (self.id, self.field, self.source, self.importedAt) = (id, field, source, importedAt)
+    }
 }
 
 /// What an import did.

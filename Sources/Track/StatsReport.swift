@@ -1,35 +1,74 @@
 import Foundation
 import GNSS
 
-/// `agrigps stats` printed: one line (or JSON object) per period.
+/// `agrigps stats` printed: one line (or JSON object) per period, or per period and field.
 public enum StatsReport {
-    public static func text(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period) -> [String] {
-        guard !periods.isEmpty else { return ["No track recorded in this time."] }
-        let header = [period.rawValue, "fix h", "RTK fixed h", "RTK float h", "DGPS h", "autonomous h", "no fix min", "no receiver min",
-                      "moving h", "km", "samples", "sent", "acked", "lost"]
-        var rows = [header]
-        for (label, figures) in periods {
-            rows.append([label, hours(figures.secondsWithFix), hours(figures.secondsByQuality[.rtkFixed] ?? 0),
-                         hours(figures.secondsByQuality[.rtkFloat] ?? 0), hours(figures.secondsByQuality[.dgps] ?? 0),
-                         hours(figures.secondsByQuality[.autonomous] ?? 0), minutes(figures.secondsWithoutFix),
-                         minutes(figures.secondsWithoutReceiver), hours(figures.secondsMoving),
-                         String(format: "%.1f", figures.metresDriven / 1000), String(figures.samples),
-                         String(figures.sent), String(figures.acknowledged), String(figures.lost)])
+    /// One period's figures; when they are split by field, `field` is the one they are of, nil for
+    /// none (off every field, or without a fix).
+    public struct Line: Sendable {
+        public var period: String
+        public var field: (id: Int64, name: String)?
+        public var figures: WorkFigures
+
+        public init(period: String, field: (id: Int64, name: String)? = nil, figures: WorkFigures) {
+            (self.period, self.field, self.figures) = (period, field, figures)
         }
+    }
+
+    public static func text(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period) -> [String] {
+        text(periods.map { Line(period: $0.label, figures: $0.figures) }, by: period, byField: false)
+    }
+
+    public static func text(_ lines: [Line], by period: WorkLedger.Period, byField: Bool) -> [String] {
+        guard !lines.isEmpty else { return ["No track recorded in this time."] }
+        let header = [period.rawValue] + (byField ? ["field"] : [])
+            + ["fix h", "RTK fixed h", "RTK float h", "DGPS h", "autonomous h", "no fix min", "no receiver min",
+               "moving h", "km", "samples"] + (byField ? [] : ["sent", "acked", "lost"])
+        var rows = [header]
+        for line in lines {
+            let figures = line.figures
+            var cells = [line.period]
+            // Deliveries are counted per sample's day, not per place, so a field's line has none.
+            if byField { cells.append(line.field.map { "\($0.name) (\($0.id))" } ?? "(no field)") }
+            cells += [hours(figures.secondsWithFix), hours(figures.secondsByQuality[.rtkFixed] ?? 0),
+                      hours(figures.secondsByQuality[.rtkFloat] ?? 0), hours(figures.secondsByQuality[.dgps] ?? 0),
+                      hours(figures.secondsByQuality[.autonomous] ?? 0), minutes(figures.secondsWithoutFix),
+                      minutes(figures.secondsWithoutReceiver), hours(figures.secondsMoving),
+                      String(format: "%.1f", figures.metresDriven / 1000), String(figures.samples)]
+            if !byField { cells += [String(figures.sent), String(figures.acknowledged), String(figures.lost)] }
+            rows.append(cells)
+        }
+        let labels = byField ? 2 : 1
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
             row.enumerated().map { column, cell in
                 let pad = String(repeating: " ", count: widths[column] - cell.count)
-                return column == 0 ? cell + pad : pad + cell  // labels left, figures right
+                return column < labels ? cell + pad : pad + cell  // labels left, figures right
             }.joined(separator: "  ")
         }
     }
 
     /// One object per period, seconds and metres unrounded.
     public static func json(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period) -> String {
-        let objects = periods.map { label, figures in
+        json(periods.map { Line(period: $0.label, figures: $0.figures) }, by: period, byField: false)
+    }
+
+    /// With `byField`, each object has "field": {"id", "name"}, or null off every field.
+    public static func json(_ lines: [Line], by period: WorkLedger.Period, byField: Bool) -> String {
+        let objects = lines.map { entry in
+            let figures = entry.figures
             var line = JSONLine()
-            line.add("period", label)
+            line.add("period", entry.period)
+            if byField {
+                if let field = entry.field {
+                    var object = JSONLine()
+                    object.add("id", Int(clamping: field.id))
+                    object.add("name", field.name)
+                    line.add("field", json: object.text)
+                } else {
+                    line.add("field", json: "null")
+                }
+            }
             line.add("seconds_with_fix", figures.secondsWithFix)
             var qualities = JSONLine()
             for quality in WorkFigures.Quality.allCases { qualities.add(quality.rawValue, figures.secondsByQuality[quality] ?? 0) }
@@ -39,12 +78,14 @@ public enum StatsReport {
             line.add("seconds_moving", figures.secondsMoving)
             line.add("metres_driven", figures.metresDriven)
             line.add("samples", figures.samples)
-            line.add("samples_sent", figures.sent)
-            line.add("samples_acknowledged", figures.acknowledged)
-            line.add("samples_lost", figures.lost)
+            if !byField {
+                line.add("samples_sent", figures.sent)
+                line.add("samples_acknowledged", figures.acknowledged)
+                line.add("samples_lost", figures.lost)
+            }
             return line.text
         }
-        return "{\"by\":\(JSONLine.quote(period.rawValue)),\"periods\":[" + objects.joined(separator: ",") + "]}"
+        return "{\"by\":\(JSONLine.quote(period.rawValue)),\(byField ? "\"by_field\":true," : "")\"periods\":[" + objects.joined(separator: ",") + "]}"
     }
 
     static func hours(_ seconds: Double) -> String { String(format: "%.2f", seconds / 3600) }

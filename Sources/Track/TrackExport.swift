@@ -19,16 +19,20 @@ public enum TrackFormat: String, Sendable, CaseIterable {
 /// A track written out. Fix loss breaks the line: a new GPX segment, a new line of a GeoJSON
 /// MultiLineString. CSV keeps every point, with or without a fix.
 public enum TrackExport {
-    public static func text(_ points: [TrackPoint], as format: TrackFormat, name: String, rules: TrackRules = TrackRules()) -> String {
+    /// `keep` cuts the track to a place (a field): the points it refuses are left out, and the line
+    /// breaks where they were.
+    public static func text(_ points: [TrackPoint], as format: TrackFormat, name: String, rules: TrackRules = TrackRules(),
+                            keep: (TrackPoint) -> Bool = { _ in true }) -> String {
         switch format {
-        case .gpx: return gpx(points, name: name, rules: rules)
-        case .geojson: return geoJSON(points, name: name, rules: rules)
-        case .csv: return csv(points)
+        case .gpx: return gpx(points, name: name, rules: rules, keep: keep)
+        case .geojson: return geoJSON(points, name: name, rules: rules, keep: keep)
+        case .csv: return csv(points.filter(keep))
         }
     }
 
     /// GPX 1.1: one track, one segment per run of fixes.
-    public static func gpx(_ points: [TrackPoint], name: String, rules: TrackRules = TrackRules()) -> String {
+    public static func gpx(_ points: [TrackPoint], name: String, rules: TrackRules = TrackRules(),
+                           keep: (TrackPoint) -> Bool = { _ in true }) -> String {
         var out = """
         <?xml version="1.0" encoding="UTF-8"?>
         <gpx version="1.1" creator="agrigps" xmlns="http://www.topografix.com/GPX/1/1" \
@@ -38,7 +42,7 @@ public enum TrackExport {
         <name>\(xmlEscaped(name))</name>
 
         """
-        for segment in TrackSegments.split(points, rules: rules) {
+        for segment in TrackSegments.split(points, rules: rules, keep: keep) {
             out += "<trkseg>\n"
             for point in segment {
                 guard let coordinate = point.coordinate else { continue }
@@ -66,8 +70,9 @@ public enum TrackExport {
 
     /// RFC 7946 GeoJSON: a FeatureCollection with the track as a MultiLineString, one line per run of
     /// two or more fixes; a lone fix between losses is a MultiPoint beside it, as a line needs two.
-    public static func geoJSON(_ points: [TrackPoint], name: String, rules: TrackRules = TrackRules()) -> String {
-        let segments = TrackSegments.split(points, rules: rules)
+    public static func geoJSON(_ points: [TrackPoint], name: String, rules: TrackRules = TrackRules(),
+                               keep: (TrackPoint) -> Bool = { _ in true }) -> String {
+        let segments = TrackSegments.split(points, rules: rules, keep: keep)
         let lines = segments.filter { $0.count >= 2 }
         let lone = segments.filter { $0.count == 1 }.map { $0[0] }
         func position(_ point: TrackPoint) -> String {
@@ -77,8 +82,9 @@ public enum TrackExport {
         func times(_ run: [TrackPoint]) -> String { "[" + run.map { "\"\(ISO8601UTC.string(from: $0.time))\"" }.joined(separator: ",") + "]" }
         var properties = JSONLine()
         properties.add("name", name)
-        properties.add("start", points.first.map { ISO8601UTC.string(from: $0.time) })
-        properties.add("end", points.last.map { ISO8601UTC.string(from: $0.time) })
+        let kept = points.filter(keep)
+        properties.add("start", kept.first.map { ISO8601UTC.string(from: $0.time) })
+        properties.add("end", kept.last.map { ISO8601UTC.string(from: $0.time) })
         properties.add("segments", lines.count)
         properties.add("times", json: "[" + lines.map(times).joined(separator: ",") + "]")
         let track = """

@@ -67,16 +67,19 @@ public struct TrackRules: Sendable, Equatable {
 /// two fixes are further apart in time than the rules allow, so that a drawn track never crosses a
 /// gap in a straight line.
 public enum TrackSegments {
-    public static func split(_ points: [TrackPoint], rules: TrackRules = TrackRules()) -> [[TrackPoint]] {
+    /// `keep` cuts the track to a place: a point it refuses breaks the run as a lost fix does, so that
+    /// a track cut to a field never crosses the land outside it in a straight line.
+    public static func split(_ points: [TrackPoint], rules: TrackRules = TrackRules(),
+                             keep: (TrackPoint) -> Bool = { _ in true }) -> [[TrackPoint]] {
         var segments: [[TrackPoint]] = []
         var current: [TrackPoint] = []
         for point in points {
             let joined = current.last.map { rules.joins($0, point) } ?? true
-            if !point.isFix || !joined {
+            if !point.isFix || !joined || !keep(point) {
                 if !current.isEmpty { segments.append(current) }
                 current = []
             }
-            if point.isFix { current.append(point) }
+            if point.isFix && keep(point) { current.append(point) }
         }
         if !current.isEmpty { segments.append(current) }
         return segments

@@ -247,3 +247,26 @@ public struct WorkLedger: Sendable {
         return sums.sorted { $0.key < $1.key }.map { (label: $0.key, figures: $0.value) }
     }
 }
+
+/// A day's points split by place (the field each was in): each point's time, and the way to the
+/// next, count where the point was, on the day the step started, by the same rules as the day's
+/// figures. A point with no place (off every field, or without a fix) counts under nil, so that the
+/// places of a day add up to the whole day.
+public enum PlaceTally {
+    public struct Key<Place: Hashable & Sendable>: Hashable, Sendable {
+        public var day: LocalDay
+        public var place: Place?
+    }
+
+    public static func figures<Place: Hashable & Sendable>(_ points: [TrackPoint], calendar: Calendar, rules: TrackRules = TrackRules(),
+                                                         place: (TrackPoint) -> Place?) -> [Key<Place>: WorkFigures] {
+        var figures: [Key<Place>: WorkFigures] = [:]
+        for (index, point) in points.enumerated() {
+            let key = Key(day: LocalDay(point.time, in: calendar), place: point.isFix ? place(point) : nil)
+            let next = index + 1 < points.count ? points[index + 1] : nil
+            figures[key, default: WorkFigures()].add(point, next: next, rules: rules)
+            figures[key, default: WorkFigures()].samples += 1
+        }
+        return figures
+    }
+}

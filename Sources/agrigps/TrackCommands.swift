@@ -1,8 +1,11 @@
 import ArgumentParser
+import Bounds
 import Clocks
 import CommandSupport
+import Fields
 import Foundation
 import StateDirectory
+import StateView
 import Track
 
 /// --since, --until and --time-zone, shared by `track` and `stats`.
@@ -62,6 +65,10 @@ struct TrackExportCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
     var output: String?
 
+    @Option(help: ArgumentHelp("Only the track inside this field: its ID or its name, as 'agrigps fields' lists them. The line breaks where the machine left the field.",
+                               valueName: "field"))
+    var field: String?
+
     @OptionGroup var time: TimeRangeOptions
     @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
@@ -75,8 +82,20 @@ struct TrackExportCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure(description: error.description, exitCode: 74)
         }
-        let name = "agrigps \(ISO8601UTC.string(from: range.lowerBound)) to \(ISO8601UTC.string(from: range.upperBound))"
-        let text = TrackExport.text(points, as: format, name: name)
+        var name = "agrigps \(ISO8601UTC.string(from: range.lowerBound)) to \(ISO8601UTC.string(from: range.upperBound))"
+        var keep: @Sendable (TrackPoint) -> Bool = { _ in true }
+        if let field {
+            let work = try await FieldWorkLoader.load(state)
+            let chosen: StoredField
+            do {
+                chosen = try work.field(named: field)
+            } catch {
+                throw CommandFailure(description: error.description, exitCode: 66)
+            }
+            keep = work.keep(only: chosen.id)
+            name += " in \(chosen.field.name)"
+        }
+        let text = TrackExport.text(points, as: format, name: name, keep: keep)
         guard let output else {
             FileHandle.standardOutput.write(Data(text.utf8))
             return
@@ -87,7 +106,7 @@ struct TrackExportCommand: AsyncParsableCommand {
             throw CommandFailure(description: "cannot write \(output): \(error.localizedDescription); check the directory and its permissions",
                                  exitCode: 73)
         }
-        FileHandle.standardError.write(Data("\(points.count) samples written to \(output)\n".utf8))
+        FileHandle.standardError.write(Data("\(points.filter(keep).count) samples written to \(output)\n".utf8))
     }
 }
 
@@ -108,6 +127,9 @@ struct StatsCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("One line per local day, ISO week, month or year.", valueName: "period"))
     var by: WorkLedger.Period = .day
 
+    @Flag(help: "One line per period and field: the farm's fields ('agrigps fields'), and (no field) for the time off them or without a fix.")
+    var byField = false
+
     @Flag(help: "Print JSON for scripts.")
     var json = false
 
@@ -118,6 +140,7 @@ struct StatsCommand: AsyncParsableCommand {
     func run() async throws {
         let calendar = try time.calendar(try config.load())
         let range = try time.range(now: Date(), calendar: calendar, defaultSince: "3650d")
+        if byField { return try await runByField(calendar: calendar, range: range) }
         let days: [LocalDay: WorkFigures]
         do {
             days = try await TrackStore(readingOnly: state.trackPath, calendar: calendar).days()
@@ -131,6 +154,52 @@ struct StatsCommand: AsyncParsableCommand {
             Output.line(StatsReport.json(periods, by: by))
         } else {
             for line in StatsReport.text(periods, by: by) { Output.line(line) }
+        }
+    }
+}
+
+extension StatsCommand {
+    /// Per field: worked out from the track's points (the daemon keeps figures per day, not per
+    /// field), so the range is read point by point: about a second for a month at 1 Hz.
+    func runByField(calendar: Calendar, range: ClosedRange<Date>) async throws {
+        let work = try await FieldWorkLoader.load(state)
+        let points: [TrackPoint]
+        do {
+            points = try await TrackStore(readingOnly: state.trackPath, calendar: calendar).points(from: range.lowerBound, to: range.upperBound)
+        } catch {
+            throw CommandFailure(description: error.description, exitCode: 74)
+        }
+        var lines: [StatsReport.Line] = []
+        var at: [String: Int] = [:]
+        for row in work.rows(points, calendar: calendar) {
+            let period = WorkLedger.sum([row.day: row.figures], by: by)[0].label
+            let key = period + "\u{0}" + (row.field.map { String($0.id) } ?? "")
+            if let index = at[key] {
+                lines[index].figures = lines[index].figures + row.figures
+            } else {
+                at[key] = lines.count
+                let name = row.field.map { json ? $0.field.name : TerminalText.safe($0.field.name, limit: 40) }
+                lines.append(StatsReport.Line(period: period, field: row.field.map { ($0.id, name ?? "") }, figures: row.figures))
+            }
+        }
+        if json {
+            Output.line(StatsReport.json(lines, by: by, byField: true))
+        } else if work.fields.isEmpty {
+            Output.line("No fields yet. Import the farm's with 'agrigps fields import FILE'; until then all time is (no field).")
+            for line in StatsReport.text(lines, by: by, byField: true) { Output.line(line) }
+        } else {
+            for line in StatsReport.text(lines, by: by, byField: true) { Output.line(line) }
+        }
+    }
+}
+
+/// The stored fields, read-only, for the track's readers.
+enum FieldWorkLoader {
+    static func load(_ state: StateDirectoryOption) async throws -> FieldWork {
+        do {
+            return FieldWork(fields: try await FieldStore(path: state.fieldsPath, readOnly: true).fields())
+        } catch {
+            throw CommandFailure(description: error.description, exitCode: error.exitCode)
         }
     }
 }

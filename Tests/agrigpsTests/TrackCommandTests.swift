@@ -8,6 +8,7 @@ private struct Expected {
     var time: Date
     var state: String
     var position: (latitude: Double, longitude: Double)?
+    var speed: Double?
 
     /// The samples with a receiver time. One without is dated by the system clock, which in a replay
     /// of an old log is now, far outside the log's days.
@@ -18,7 +19,7 @@ private struct Expected {
             let parsed = try #require(ISO8601UTC.date(from: time))
             let state = try #require(object["state"] as? String)
             let position = state.hasPrefix("fix_") ? (object["lat"] as? Double).flatMap { lat in (object["lon"] as? Double).map { (lat, $0) } } : nil
-            return Expected(time: parsed, state: state, position: position)
+            return Expected(time: parsed, state: state, position: position, speed: object["speed"] as? Double)
         }
     }
 }
@@ -84,6 +85,77 @@ struct TrackCommandTests {
             #expect(abs((qualities[name] ?? -1) - seconds) < 0.001, "\(name): \(qualities[name] ?? -1) against \(seconds)")
         }
         #expect(abs((year["seconds_without_fix"] as? Double ?? -1) - (byState["no_fix"] ?? 0)) < 0.001)
+    }
+
+    @Test("per field: hours, hours moving and kilometres match the log's samples inside it, and the track cuts to it")
+    func perField() async throws {
+        // The receiver of this log wanders about 120 m in its 68 samples.
+        let log = "haicom-305N"
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-track-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", state], timeout: 90)
+        #expect(run.code == 0, "\(run.stderr.suffix(5))")
+        let expected = try Expected.samples(log)
+
+        // A field made around the southern half of the log's fixes.
+        let positions = expected.compactMap(\.position)
+        let south = try #require(positions.map(\.latitude).min()), north = try #require(positions.map(\.latitude).max())
+        let west = try #require(positions.map(\.longitude).min()) - 0.001, east = try #require(positions.map(\.longitude).max()) + 0.001
+        // The median latitude: half the fixes inside.
+        let middle = positions.map(\.latitude).sorted()[positions.count / 2]
+        #expect(middle < north)
+        let corners = [(south - 0.001, west), (south - 0.001, east), (middle, east), (middle, west)]
+        let xml = #"<?xml version="1.0" encoding="UTF-8"?><ISO11783_TaskData VersionMajor="4" VersionMinor="0" DataTransferOrigin="1">"#
+            + #"<PFD A="PFD1" C="Südhälfte" D="0"><PLN A="1"><LSG A="1">"#
+            + corners.map { #"<PNT A="2" C="\#($0.0)" D="\#($0.1)"/>"# }.joined() + "</LSG></PLN></PFD></ISO11783_TaskData>"
+        let file = state + "/TASKDATA.XML"
+        try Data(xml.utf8).write(to: URL(fileURLWithPath: file))
+        let imported = try await AgrigpsCommand.run(["fields", "import", file, "--state-dir", state])
+        #expect(imported.code == 0, "\(imported.stderr)")
+        func inside(_ position: (latitude: Double, longitude: Double)?) -> Bool {
+            guard let position else { return false }
+            return position.latitude > south - 0.001 && position.latitude < middle && position.longitude > west && position.longitude < east
+        }
+
+        // By hand: a sample's time until the next (at most 45 s) counts in the field it was in; moving
+        // and distance need the next fix too.
+        var want = (seconds: 0.0, moving: 0.0, metres: 0.0, samples: 0)
+        for (sample, next) in zip(expected, expected.dropFirst()) where inside(sample.position) {
+            want.samples += 1
+            let seconds = next.time.timeIntervalSince(sample.time)
+            guard seconds >= 0, seconds <= 45 else { continue }
+            want.seconds += seconds
+            guard let from = sample.position, let to = next.position, seconds > 0 else { continue }
+            let metres = independentHaversine(from, to)
+            want.metres += metres
+            if (sample.speed ?? metres / seconds) > 0.5 { want.moving += seconds }
+        }
+        if inside(expected.last?.position) { want.samples += 1 }
+        #expect(want.seconds > 20 && want.metres > 10, "the field holds a good part of the track: \(want)")
+
+        // The log's day; its first sample, without a receiver time, is dated today.
+        let range = ["--since", "2026-11-21", "--until", "2026-11-23", "--state-dir", state]
+        let stats = try await AgrigpsCommand.run(["stats", "--by-field", "--json", "--by", "year"] + range)
+        #expect(stats.code == 0, "\(stats.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])
+        let periods = try #require(report["periods"] as? [[String: Any]])
+        let field = try #require(periods.first { ($0["field"] as? [String: Any])?["name"] as? String == "Südhälfte" })
+        #expect(field["samples"] as? Int == want.samples)
+        #expect(abs((field["seconds_with_fix"] as? Double ?? -1) - want.seconds) < 0.001, "\(field) against \(want)")
+        #expect(abs((field["seconds_moving"] as? Double ?? -1) - want.moving) < 0.001, "\(field) against \(want)")
+        #expect(abs((field["metres_driven"] as? Double ?? -1) - want.metres) < 0.01, "\(field) against \(want)")
+        let elsewhere = try #require(periods.first { $0["field"] is NSNull })
+        #expect((elsewhere["samples"] as? Int ?? 0) + want.samples == expected.count, "every sample is in the field or not")
+        let text = try await AgrigpsCommand.run(["stats", "--by-field", "--by", "year"] + range)
+        #expect(text.stdout.contains { $0.hasPrefix("2026  Südhälfte (1)") } && text.stdout.contains { $0.contains("(no field)") }, "\(text.stdout)")
+
+        let csv = try await AgrigpsCommand.run(["track", "--format", "csv", "--field", "südhälfte"] + range)
+        #expect(csv.code == 0, "\(csv.stderr)")
+        #expect(csv.stdout.count - 1 == want.samples, "only the samples inside the field")
+        let gpx = try await AgrigpsCommand.run(["track", "--format", "gpx", "--field", "1"] + range)
+        #expect(gpx.stdout.contains { $0.contains("<name>") && $0.contains("in Südhälfte") })
+        let unknown = try await AgrigpsCommand.run(["track", "--field", "Westfeld"] + range)
+        #expect(unknown.code == 66 && unknown.stderr.count == 1 && unknown.stderr[0].contains("no field 'Westfeld'"), "\(unknown.stderr)")
     }
 
     @Test("local days and times follow --time-zone, else [track] time_zone, else TZ")
