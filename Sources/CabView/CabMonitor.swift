@@ -91,13 +91,13 @@ actor CabMonitor {
         await rebuild(now: now)
     }
 
-    /// The spool's change counter, the files' stamps, and the credentials' fingerprint: equal when
-    /// nothing the page shows can have changed.
+    /// The files' stamps and the credentials' fingerprint: equal when nothing the page shows can have
+    /// changed. Every commit to a store in WAL mode writes its -wal file, so stat calls see it: a
+    /// look costs a few system calls on this task, and no query on a reader's thread.
     private func currentSignature() async -> [String] {
-        let counter = (try? await spool.changeCounter()).map(String.init) ?? "-"
         let paths = settings.paths
-        return [counter, CredentialStore(directory: paths.stateDirectory).fingerprint()]
-            + [paths.heartbeat, paths.others, paths.others + "-wal", paths.spool].map(Self.stamp) + [fieldsStamp()]
+        return [CredentialStore(directory: paths.stateDirectory).fingerprint()]
+            + [paths.heartbeat, paths.others, paths.others + "-wal", paths.spool, paths.spool + "-wal"].map(Self.stamp) + [fieldsStamp()]
     }
 
     private func fieldsStamp() -> String {
@@ -124,6 +124,7 @@ actor CabMonitor {
         model = built
         builtAt = now
         version += 1
+        wakeAll()
     }
 
     /// New own samples since the last look, in order: the newest for the marker, fixes for the trail.
@@ -206,10 +207,53 @@ actor CabMonitor {
         notices.append(Notice(sequence: noticeSequence, kind: kind, text: text, at: ISO8601UTC.string(from: now)))
         if notices.count > 50 { notices.removeFirst(notices.count - 50) }
         logger.notice("\(text)", metadata: ["event": "\(kind)"])
+        wakeAll()
     }
 
     /// Notices after `sequence`.
     func notices(after sequence: Int) -> [Notice] {
         notices.filter { $0.sequence > sequence }
+    }
+
+    // MARK: - Waiting for a change
+
+    /// Event streams waiting for the next model or notice, by a number of their own.
+    private var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var nextWaiter = 0
+    private var closing = false
+
+    /// Returns when the model moves past `version` or a notice past `notice` is posted, or after
+    /// `seconds`: each open page waits here rather than asking ten times a second.
+    func waitForChange(after version: Int, notice: Int, atMost seconds: Double) async {
+        guard self.version == version, (notices.last?.sequence ?? 0) <= notice, !Task.isCancelled, !closing else { return }
+        nextWaiter += 1
+        let id = nextWaiter
+        let timeout = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(seconds))
+            await self?.wake(id)
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { waiters[id] = $0 }
+        } onCancel: {
+            Task { await self.wake(id) }
+        }
+        timeout.cancel()
+    }
+
+    /// Resumes one waiter, once: whichever of the change, the timeout or a cancellation comes first.
+    private func wake(_ id: Int) {
+        waiters.removeValue(forKey: id)?.resume()
+    }
+
+    /// The server is shutting down: every stream waiting is let go, and none waits again.
+    func close() {
+        closing = true
+        wakeAll()
+    }
+
+    private func wakeAll() {
+        let all = waiters
+        waiters = [:]
+        for waiter in all.values { waiter.resume() }
     }
 }

@@ -229,7 +229,12 @@ public struct CabServer: Sendable {
                     try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
                     quietSince = .now
                 }
-                try? await Task.sleep(for: .milliseconds(100))
+                // A shutdown lets every waiting stream go at once, so that it ends within the server's grace.
+                await withGracefulShutdownHandler {
+                    await monitor.waitForChange(after: seen, notice: noticeSeen, atMost: 15)
+                } onGracefulShutdown: {
+                    Task { await monitor.close() }
+                }
             }
             try await writer.finish(nil)
         }

@@ -39,7 +39,7 @@ struct WebCommandTests {
         #expect(stored.hasPrefix("pbkdf2-sha256$") && !stored.contains("tractor-cab-2026"))
     }
 
-    @Test("served beyond loopback with a password: login, onboarding, and no TAN, secret or password in its output; SIGTERM stops it cleanly")
+    @Test("served beyond loopback with a password: login, onboarding, and no TAN, secret or password in its output; SIGTERM stops it cleanly, an open page too")
     func servesWithoutLeaking() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["WEBTAN0001": "Tractor"]))
         let directory = try scratch()
@@ -75,11 +75,20 @@ struct WebCommandTests {
         #expect(onboarded.status == 200, "\(onboarded.text)")
         let secret = try #require(try CredentialStore(directory: state).load()?.response.authentication.secret)
 
+        // A page left open: its event stream waits for the next change, and the stop lets it go.
+        let page = Task {
+            try await LoopbackHTTP.stream(port: port, path: "/api/events", headers: ["Cookie": cookie, "Accept": "text/event-stream"],
+                                          timeout: 30) { _ in false }
+        }
+        try await Task.sleep(for: .seconds(1))
         let stopping = Date()
         kill(web.process.pid, SIGTERM)
         let code = await web.process.wait(timeout: 10)
         #expect(code == 0, "a graceful stop")
         #expect(Date().timeIntervalSince(stopping) < 5)
+        let streamed = try await page.value
+        #expect(streamed.contains("event: state"), "\(streamed.prefix(300))")
+        #expect(Date().timeIntervalSince(stopping) < 5, "the open event stream ended with the server")
         let output = (web.stdout + web.stderr).joined(separator: "\n")
         #expect(output.contains("onboarded from the cab view"), "the journal says what happened: \(output)")
         for secretText in ["WEBTAN0001", "NOTATAN999", secret, "tractor-cab-2026", "PRIVATE KEY"] {
