@@ -2,6 +2,7 @@ import AgrirouterLink
 import AgrirouterSim
 import AgrirouterWire
 import Foundation
+import GPSDReplay
 import Testing
 import TestSupport
 
@@ -44,6 +45,55 @@ struct FieldsFromAgrirouterTests {
             try await run()
             #expect(try await fields().compactMap { $0["name"] as? String } == ["Meadow", "North"])
             #expect(await simulator.feed(endpoint: tractorID).isEmpty, "every chunk confirmed")
+        }
+    }
+
+    @Test("over MQTT, TaskData sent while the daemon runs is pushed, joined from its chunks and stored without a restart")
+    func fieldsPushedOverMQTT() async throws {
+        var configuration = SimConfiguration(tans: ["TANF000011": "Tractor", "TANF000012": "Farm software"])
+        configuration.mqtt = true
+        let simulator = try await AgrirouterSimulator.start(configuration)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-fields-\(UUID().uuidString)").path
+        try await tearingDown({ await simulator.shutdown(); try? FileManager.default.removeItem(atPath: directory) }) {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+            let state = directory + "/tractor"
+            let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", "TANF000011", "--env", "local", "--onboarding-url", simulator.onboardingURL,
+                                                          "--ca-file", directory + "/ca.pem", "--state-dir", state, "--transport", "mqtt",
+                                                          "--application-id", "app", "--certification-version-id", "v"])
+            try #require(onboarded.code == 0, "\(onboarded.stderr)")
+            var options = ReplayGPSD.Options()
+            options.realTime = true
+            let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log("telit-he910")), options: options)
+            defer { gpsd.stop() }
+            let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(gpsd.address.port)", "--state-dir", state])
+            defer { daemon.process.terminate(grace: 2); daemon.cleanUp() }
+            func waitFor(_ seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
+                let deadline = Date().addingTimeInterval(seconds)
+                while Date() < deadline {
+                    if try await condition() { return true }
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                return false
+            }
+            // Connected and subscribed: from here on a message for the tractor is pushed at once.
+            let tractorID = try #require(await simulator.endpointIDs(named: "Tractor").first)
+            #expect(try await waitFor(30) { await simulator.subscriptions(endpoint: tractorID).contains(TechnicalMessageType.taskData) },
+                    "the daemon subscribed to TaskData")
+            var farm = try await FarmSoftware.onboard(simulator, tan: "TANF000012")
+            let chunks = try await farm.sendTaskData(TaskDataZip.make(fields: ["Ridge", "Hollow"], padding: 1_200_000, seed: 3))
+            #expect(chunks >= 2, "big enough to be chunked")
+            func names() async throws -> [String] {
+                let listing = try await AgrigpsCommand.run(["fields", "--json", "--state-dir", state])
+                let document = try JSONSerialization.jsonObject(with: Data(listing.stdout.joined(separator: "\n").utf8)) as? [String: Any]
+                return (document?["fields"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+            }
+            let stored = try await waitFor(60) { try await names() == ["Hollow", "Ridge"] }
+            let listed = try await names()
+            #expect(stored, "stored while running: \(listed)")
+            #expect(try await waitFor(30) { await simulator.feed(endpoint: tractorID).isEmpty }, "every chunk confirmed")
+            kill(daemon.process.pid, SIGTERM)
+            #expect(await daemon.process.wait(timeout: 10) == 143)
         }
     }
 }
