@@ -75,6 +75,9 @@ actor CabMonitor {
     /// The fields as the page draws them.
     func fieldsGeoJSON() -> FieldsGeoJSON { fields.geoJSON() }
 
+    /// The fields as last read: the Records tab splits a day by the same copy the map draws.
+    func storedFields() -> [StoredField] { fields.fields }
+
     /// Polls until cancelled.
     func run() async {
         while !Task.isCancelled {

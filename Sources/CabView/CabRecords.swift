@@ -1,4 +1,6 @@
+import Fields
 import Foundation
+import StateView
 import Track
 
 /// The Records tab's data, read from the daemon's own track (STATE-DIR/track.sqlite), never written:
@@ -122,10 +124,113 @@ struct CabRecords: Sendable {
         return DayTrack(day: day.description, segments: segments, fixes: fixes, drawn: segments.reduce(0) { $0 + $1.count })
     }
 
-    /// A day's track as a file to download.
-    func export(_ day: LocalDay, as format: TrackFormat) async throws(TrackStoreError) -> String {
-        TrackExport.text(try await points(of: day), as: format, name: "agrigps \(day) (\(calendar.timeZone.identifier))",
-                         rules: rules)
+    /// A day's track as a file to download; with `field` (one of `work`'s), only the stretches inside
+    /// it, broken where the machine left it.
+    func export(_ day: LocalDay, as format: TrackFormat, field: StoredField? = nil, of work: FieldWork? = nil) async throws(TrackStoreError) -> String {
+        var name = "agrigps \(day) (\(calendar.timeZone.identifier))"
+        var keep: @Sendable (TrackPoint) -> Bool = { _ in true }
+        if let field, let work {
+            name += " in \(field.field.name)"
+            keep = work.keep(only: field.id)
+        }
+        return TrackExport.text(try await points(of: day), as: format, name: name, rules: rules, keep: keep)
+    }
+
+    // MARK: - Per field
+
+    /// One field's share of a day, or (no id, no name) the share off every field and without a fix.
+    struct FieldShare: Encodable, Equatable {
+        var id: Int64?
+        var name: String?
+        var samples: Int
+        /// Hours with a fix in it.
+        var hours: Double
+        var movingHours: Double
+        var kilometres: Double
+
+        init(_ figures: WorkFigures, field: StoredField?) {
+            id = field?.id
+            name = field?.field.name
+            samples = figures.samples
+            hours = figures.secondsWithFix / 3600
+            movingHours = figures.secondsMoving / 3600
+            kilometres = figures.metresDriven / 1000
+        }
+    }
+
+    /// GET /api/records/fields: where a day's work was done.
+    struct FieldDay: Encodable, Equatable {
+        var day: String
+        var timeZone: String
+        /// Whether any field is stored: without, the page says where to import them.
+        var fieldsKnown: Bool
+        /// The fields worked that day, by name.
+        var fields: [FieldShare]
+        /// Off every field or without a fix; nil when no sample was.
+        var elsewhere: FieldShare?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(day, forKey: .day)
+            try container.encode(timeZone, forKey: .timeZone)
+            try container.encode(fieldsKnown, forKey: .fieldsKnown)
+            try container.encode(fields, forKey: .fields)
+            try container.encode(elsewhere, forKey: .elsewhere)  // null, not left out
+        }
+
+        enum CodingKeys: String, CodingKey { case day, timeZone, fieldsKnown, fields, elsewhere }
+    }
+
+    /// A day's hours, hours moving and kilometres in each of `work`'s fields, and off them. Worked out
+    /// from the day's points when asked, by the rules of the day's figures, so that they add up to the
+    /// day's figures: the points of the longest step after midnight are read too, so that the day's
+    /// last point stands for its time until the next one, as it does there.
+    func fieldDay(_ day: LocalDay, work: FieldWork) async throws(TrackStoreError) -> FieldDay {
+        guard let span = day.span(in: calendar) else {
+            return FieldDay(day: day.description, timeZone: calendar.timeZone.identifier, fieldsKnown: !work.fields.isEmpty, fields: [], elsewhere: nil)
+        }
+        let points = try await store.points(from: span.start, to: span.end.addingTimeInterval(rules.longestStep))
+        let rows = work.rows(points, calendar: calendar, rules: rules).filter { $0.day == day }
+        return FieldDay(day: day.description, timeZone: calendar.timeZone.identifier, fieldsKnown: !work.fields.isEmpty,
+                        fields: rows.compactMap { row in row.field.map { FieldShare(row.figures, field: $0) } },
+                        elsewhere: rows.first { $0.field == nil }.map { FieldShare($0.figures, field: nil) })
+    }
+
+    /// The download's name: "agrigps-2026-03-24.gpx", or "agrigps-2026-03-24-Nordacker.gpx" for a field.
+    static func fileName(_ day: LocalDay, field: String? = nil, format: TrackFormat) -> String {
+        "agrigps-\(day)" + (field.map { "-" + fileNamePart($0) } ?? "") + "." + format.fileExtension
+    }
+
+    /// A field's name as part of a file name. It comes from the farm software's export, so it may hold
+    /// anything: letters and digits of any script are kept, every other run of characters (quotes,
+    /// slashes, controls, bidi marks) becomes one "-", and at most 60 characters are kept.
+    static func fileNamePart(_ name: String) -> String {
+        var part = ""
+        for character in name.prefix(200) {
+            if character.isLetter || character.isNumber {
+                part.append(character)
+            } else if !part.isEmpty, part.last != "-" {
+                part.append("-")
+            }
+        }
+        let kept = String(part.prefix(60))
+        let trimmed = kept.hasSuffix("-") ? String(kept.dropLast()) : kept
+        return trimmed.isEmpty ? "field" : trimmed
+    }
+
+    /// Content-Disposition for `fileName`: the name itself when it is plain ASCII; otherwise an ASCII
+    /// stand-in for old browsers and the whole name as RFC 8187 UTF-8, which every current browser reads.
+    static func contentDisposition(_ fileName: String) -> String {
+        var ascii = ""
+        for character in fileName.folding(options: .diacriticInsensitive, locale: nil) {
+            let kept: Character = character.isASCII && (character.isLetter || character.isNumber || "._".contains(character)) ? character : "-"
+            if kept != "-" || ascii.last != "-" { ascii.append(kept) }
+        }
+        ascii = ascii.replacingOccurrences(of: "-.", with: ".")  // a name with no Latin letter at all
+        guard ascii != fileName else { return "attachment; filename=\"\(ascii)\"" }
+        let plain = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._")
+        let encoded = fileName.addingPercentEncoding(withAllowedCharacters: plain) ?? ascii
+        return "attachment; filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)"
     }
 
     /// "2026-11-25" as a day the calendar has; nil for anything else.

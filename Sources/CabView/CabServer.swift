@@ -174,6 +174,7 @@ public struct CabServer: Sendable {
         router.get("/api/records") { request, _ in try await self.recordsSummary(request) }
         router.get("/api/records/day") { request, _ in try await self.recordsDayTrack(request) }
         router.get("/api/records/export") { request, _ in try await self.recordsExport(request) }
+        router.get("/api/records/fields") { request, _ in try await self.recordsFields(request) }
         router.post("/api/sharing") { request, _ in try await self.sharing(request) }
         router.post("/api/onboard") { request, _ in try await self.onboard(request) }
         router.post("/api/disconnect") { request, _ in try await self.disconnect(request) }
@@ -263,16 +264,48 @@ public struct CabServer: Sendable {
         return Self.json(try await Self.fromTrack { try await records.track(of: day) })
     }
 
-    /// A day's track as a GPX or GeoJSON file, named after the day.
+    /// A day's track as a GPX or GeoJSON file, named after the day; with `&field=ID`, only the
+    /// stretches inside that field, named after it too.
     func recordsExport(_ request: Request) async throws -> Response {
         let day = try recordsDay(of: request, required: true)
         guard let format = request.uri.queryParameters["format"].flatMap({ TrackFormat(rawValue: String($0)) }), format != .csv else {
             throw HTTPError(.badRequest, message: "format must be gpx or geojson")
         }
-        let text = try await Self.fromTrack { try await records.export(day, as: format) }
+        let cut = try await exportField(of: request)
+        let text = try await Self.fromTrack { try await records.export(day, as: format, field: cut?.field, of: cut?.work) }
+        let fileName = CabRecords.fileName(day, field: cut?.field.field.name, format: format)
         return Response(status: .ok, headers: [.contentType: format.mediaType, .cacheControl: "no-store",
-                                               .contentDisposition: "attachment; filename=\"agrigps-\(day).\(format.fileExtension)\""],
+                                               .contentDisposition: CabRecords.contentDisposition(fileName)],
                         body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// A day's hours, hours moving and kilometres in each field worked, and off them.
+    func recordsFields(_ request: Request) async throws -> Response {
+        let day = try recordsDay(of: request, required: true)
+        let work = await fieldWork()
+        return Self.json(try await Self.fromTrack { try await records.fieldDay(day, work: work) })
+    }
+
+    /// The fields as the page process holds them (read again first if their store changed): the
+    /// monitor's copy, so no second reader of the store is opened.
+    func fieldWork() async -> FieldWork {
+        await monitor.refreshIfChanged()
+        return FieldWork(fields: await monitor.storedFields())
+    }
+
+    /// The field an export is cut to (`&field=ID`, as /api/records/fields gives it); nil without one.
+    /// A field that is not stored is refused: an empty file would look like a day without work.
+    func exportField(of request: Request) async throws -> (field: StoredField, work: FieldWork)? {
+        guard let text = request.uri.queryParameters["field"] else { return nil }
+        guard let id = Int64(String(text)), id > 0 else {
+            throw HTTPError(.badRequest, message: "field must be a field's number, as /api/records/fields gives it")
+        }
+        let work = await fieldWork()
+        guard let field = work.fields.first(where: { $0.id == id }) else {
+            throw HTTPError(.notFound, message: work.fields.isEmpty ? "no fields are stored; import them in Settings"
+                            : "no field \(id) is stored (removed, or imported again since); open the Records tab again for the list")
+        }
+        return (field, work)
     }
 
     /// A read of the track; a file that cannot be read is a 503 that says why.

@@ -2,6 +2,7 @@ import Fields
 import Foundation
 import Spool
 import StateDirectory
+import StateView
 import TestSupport
 import Testing
 @testable import CabView
@@ -64,6 +65,39 @@ struct CabFieldsTests {
             let after = try await fixture.get("/api/state")
             #expect(!(after.json?["field"] is String), "off every field")
         }
+    }
+
+    @Test("this machine and another each entering and then leaving a field: one notice each way, on the page and in the journal, never repeated")
+    func enteringAndLeaving() async throws {
+        let fixture = try CabFixture()
+        defer { fixture.close() }
+        let own = FieldBox(name: "Nordacker", south: 52.50, west: 13.39, north: 52.51, east: 13.41)
+        let theirs = FieldBox(name: "Südkoppel", south: 51.995, west: 8.49, north: 52.005, east: 8.51)
+        try await fixture.storeFields([own, theirs])
+        let spool = Spool(path: fixture.paths.spool)
+        let others = OtherMachinesStore(path: fixture.paths.others)
+        let start = Date().addingTimeInterval(-600)
+        try await others.applyEndpointList([(id: "peer", name: "Sprayer")], ownEndpointID: "me", at: start)
+        let journal = TileTestJournal()
+        var settings = CabMonitor.Settings(paths: fixture.paths, thresholds: StatusThresholds(), environments: ["qa"])
+        settings.notMovingAfter = 86_400  // only the fields' notices here
+        let monitor = CabMonitor(settings: settings, logger: journal.logger)
+
+        // Each step: both machines report where they are now, and the page process looks, twice.
+        let steps: [(own: Double, theirs: Double)] = [(52.49, 51.99), (52.505, 52.0), (52.506, 52.001), (52.52, 52.01), (52.53, 52.02)]
+        for (index, step) in steps.enumerated() {
+            let at = start.addingTimeInterval(Double(index) * 20)
+            _ = await spool.append(CabFixture.fix(latitude: step.own, longitude: 13.40, at: at))
+            _ = try await others.record([gpsInfo(from: "peer", [(.dGnss, step.theirs, 8.50, at)])], ownEndpointID: "me", receivedAt: at)
+            await monitor.refreshIfChanged(now: at.addingTimeInterval(1))
+            await monitor.refreshIfChanged(now: at.addingTimeInterval(10))  // nothing new: nothing more to say
+        }
+        let notices = await monitor.notices
+        let said = notices.filter { $0.kind == "field" }.map(\.text)
+        #expect(said == ["This machine entered Nordacker", "Sprayer entered Südkoppel", "This machine left Nordacker", "Sprayer left Südkoppel"],
+                "\(notices.map(\.text))")
+        let logged = journal.all.filter { $0.contains(" entered ") || $0.contains(" left ") }
+        #expect(logged == said.map { "notice " + $0 }, "\(journal.all)")
     }
 
     @Test("an export sent from Settings is imported as the CLI would; a file that is not TaskData is refused with why; no CSRF token, no import")

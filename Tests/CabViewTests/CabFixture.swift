@@ -2,6 +2,7 @@ import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
 import CabView
+import Fields
 import Foundation
 import GNSS
 import Spool
@@ -101,6 +102,44 @@ final class CabFixture: @unchecked Sendable {
         guard let setCookie = reply.header("Set-Cookie"), let token = reply.json?["csrfToken"] as? String,
               let pair = setCookie.split(separator: ";").first else { return nil }
         return Session(cookie: String(pair), csrfToken: token)
+    }
+}
+
+/// A field for the tests: the box between two latitudes and two longitudes, and a test of whether a
+/// point lies in it written here, apart from the field index under test.
+struct FieldBox: Sendable {
+    var name: String
+    var south: Double
+    var west: Double
+    var north: Double
+    var east: Double
+
+    func contains(_ coordinate: Coordinate?) -> Bool {
+        guard let coordinate else { return false }
+        return coordinate.latitude > south && coordinate.latitude < north && coordinate.longitude > west && coordinate.longitude < east
+    }
+
+    func field() throws -> Field {
+        let corners = [(south, west), (south, east), (north, east), (north, west)].map { GeoPoint(latitude: $0.0, longitude: $0.1) }
+        guard let ring = Ring(closing: corners) else { throw LoopbackHTTPError(description: "\(name) is not a box: \(self)") }
+        return Field(partfieldID: "PFD-" + name, name: name, boundaries: [ring])
+    }
+}
+
+extension CabFixture {
+    /// Stores `boxes` in STATE-DIR/fields.sqlite as one import would; returns them as stored, with
+    /// their numbers, in the boxes' order.
+    @discardableResult
+    func storeFields(_ boxes: [FieldBox]) async throws -> [StoredField] {
+        let store = FieldStore(path: directory + "/fields.sqlite")
+        try await store.replace(source: "file: test.zip", with: try boxes.map { try $0.field() }, importedAt: Date())
+        let stored = try await store.fields()
+        return try boxes.map { box in
+            guard let field = stored.first(where: { $0.field.name == box.name }) else {
+                throw LoopbackHTTPError(description: "\(box.name) was not stored")
+            }
+            return field
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 @testable import CabView
+import Fields
 import Foundation
 import GNSS
 import Spool
@@ -18,6 +19,17 @@ struct RecordedWeek {
 
     /// The positions of Tuesday's runs of fixes, as written.
     private(set) var tuesdayRuns: [[Coordinate]] = [[], []]
+    /// Every point written, oldest first.
+    private(set) var points: [TrackPoint] = []
+
+    /// Two fields on Tuesday's way: one the drive crosses (steps 1001 to 3000 of it), one around
+    /// the end of the drive and where the machine stood after (steps 6001 on, and the parked hour).
+    /// The second's name is what a hostile export could hold.
+    static let crossed = FieldBox(name: "Großer Schlag", south: northwards(1000).latitude + 1 / 111_195, west: 13.399,
+                                  north: northwards(3000).latitude + 1 / 111_195, east: 13.401)
+    static let parkedIn = FieldBox(name: "<img src=x onerror=\"window.pwned=1\"> Koppel/\u{202E}3", south: northwards(6000).latitude + 1 / 111_195,
+                                   west: 13.399, north: northwards(7199).latitude + 0.001, east: 13.401)
+    static let fields = [crossed, parkedIn]
 
     static func northwards(_ step: Int, from start: Coordinate = Coordinate(latitude: 52.5, longitude: 13.4)) -> Coordinate {
         Coordinate(latitude: start.latitude + Double(step) * 2 / 111_195, longitude: start.longitude)
@@ -48,17 +60,20 @@ struct RecordedWeek {
                                      coordinate: Coordinate(latitude: 52.4, longitude: 13.3), speed: 0))
         }
         // In time order, as the daemon records: February first.
-        for point in points.sorted(by: { $0.time < $1.time }) { try await store.record(point, now: Self.tuesday) }
+        self.points = points.sorted(by: { $0.time < $1.time })
+        for point in self.points { try await store.record(point, now: Self.tuesday) }
         try await store.flush(now: Self.tuesday)
     }
 }
 
 @Suite("Cab view records: figures, a day's track and its files", .serialized, .timeLimit(.minutes(3)))
 struct CabRecordsTests {
-    func served() async throws -> (CabFixture, RecordedWeek) {
+    /// The recorded week served; `withFields`, RecordedWeek's fields stored too (returned in its order).
+    static func served(withFields: Bool = false) async throws -> (CabFixture, RecordedWeek, [StoredField]) {
         let fixture = try CabFixture()
         var week = RecordedWeek()
         try await week.write(to: fixture.configuration.trackPath)
+        let fields = withFields ? try await fixture.storeFields(RecordedWeek.fields) : []
         fixture.configuration.trackTimeZone = RecordedWeek.zone
         // A daemon at work, so that the page has its own position and no problem to show.
         let spool = Spool(path: fixture.paths.spool)
@@ -67,7 +82,7 @@ struct CabRecordsTests {
         }
         try fixture.writeHeartbeat(onboarded: false)
         try await fixture.start()
-        return (fixture, week)
+        return (fixture, week, fields)
     }
 
     static func close(_ value: Any?, _ expected: Double, within tolerance: Double = 1e-6) -> Bool {
@@ -76,7 +91,7 @@ struct CabRecordsTests {
 
     @Test("the week and the year of a day, each day and month with its hours by quality, outages, moving time and distance")
     func summary() async throws {
-        let (fixture, week) = try await served()
+        let (fixture, week, _) = try await Self.served()
         defer { fixture.close() }
         let reply = try await fixture.get("/api/records?date=2026-03-26")
         #expect(reply.status == 200, "\(reply.text)")
@@ -113,7 +128,7 @@ struct CabRecordsTests {
 
     @Test("a day's track breaks where the fix was lost; GPX and GeoJSON downloads are named after the day and validate")
     func dayAndFiles() async throws {
-        let (fixture, week) = try await served()
+        let (fixture, week, _) = try await Self.served()
         defer { fixture.close() }
         let reply = try await fixture.get("/api/records/day?date=2026-03-24")
         #expect(reply.status == 200, "\(reply.text)")
@@ -152,7 +167,7 @@ struct CabRecordsTests {
 
     @Test("a day that is not in the calendar, or a format other than GPX and GeoJSON, is a clear 400")
     func badRequests() async throws {
-        let (fixture, _) = try await served()
+        let (fixture, _, _) = try await Self.served()
         defer { fixture.close() }
         for path in ["/api/records?date=2026-02-29", "/api/records?date=yesterday", "/api/records/day", "/api/records/day?date=2026-3-24",
                      "/api/records/export?date=2026-03-24", "/api/records/export?date=2026-03-24&format=csv",
@@ -176,9 +191,9 @@ struct CabRecordsTests {
         #expect(!FileManager.default.fileExists(atPath: fixture.configuration.trackPath), "reading never creates the file")
     }
 
-    @Test("in a browser: a week and a year as bars by fix quality, a day picked from its bar, its track drawn on the map, downloads linked; screenshots not blank")
+    @Test("in a browser: a week and a year as bars by fix quality, a day picked from its bar, its fields with their tracks, its track drawn on the map, downloads linked; screenshots not blank")
     func browser() async throws {
-        let (fixture, week) = try await served()
+        let (fixture, week, fields) = try await Self.served(withFields: true)
         defer { fixture.close() }
         let browser = try await WebDriver(width: 1280, height: 800)
         defer { browser.close() }
@@ -191,6 +206,26 @@ struct CabRecordsTests {
         #expect(try await browser.wait(timeout: 10, for: "return cab.records.day === '2026-03-26'"))
         try await browser.click(#"#records-week .column[data-key="2026-03-24"]"#)
         #expect(try await browser.wait(timeout: 10, for: "return cab.records.day === '2026-03-24' && document.getElementById('records-day').value === '2026-03-24'"))
+
+        // The fields worked that day, each with its track to download, and the time off them; the
+        // hostile name shown as text, never run (on the map neither).
+        #expect(try await browser.wait(timeout: 10, for: "return document.querySelectorAll('#records-fields tbody tr[data-field]').length === 2"))
+        let rows = try #require(try await browser.run("""
+            return Array.from(document.querySelectorAll('#records-fields tbody tr')).map(r => {
+              const link = r.querySelector('a'), box = link ? link.getBoundingClientRect() : null;
+              return [r.dataset.field || '', r.querySelector('td').textContent, link ? link.getAttribute('href') : '', box ? Math.min(box.width, box.height) : 0];
+            });
+            """) as? [[Any]])
+        #expect(rows.count == 3 && rows.last?[0] as? String == "" && rows.last?[1] as? String == "Off the fields", "\(rows)")
+        for (box, field) in zip(RecordedWeek.fields, fields) {
+            let row = rows.first { $0[0] as? String == String(field.id) }
+            #expect(row?[1] as? String == box.name)
+            #expect(row?[2] as? String == "/api/records/export?date=2026-03-24&format=gpx&field=\(field.id)")
+            #expect(((row?[3] as? NSNumber)?.doubleValue ?? 0) >= 48, "a touch target of 48 px at least: \(String(describing: row))")
+        }
+        #expect(try await browser.run("return window.pwned === undefined && !document.querySelector('img[src=\"x\"]')") as? Bool == true)
+        let cut = try await fixture.get(try #require(rows.first?[2] as? String))
+        #expect(cut.status == 200 && cut.text.contains("<trkpt"), "the link serves the field's track")
 
         // Tuesday's bar is the week's tallest and is split by quality in proportion to the hours.
         let bars = try #require(try await browser.run("""
@@ -241,8 +276,9 @@ struct CabRecordsTests {
         try await phone.click(#"#tabs button[data-tab="records"]"#)
         _ = try await phone.run("const input = document.getElementById('records-day'); input.value = '2026-03-24'; input.dispatchEvent(new Event('change'));")
         #expect(try await phone.wait(timeout: 10, for: "return !!cab.records && cab.records.day === '2026-03-24'"))
+        #expect(try await phone.wait(timeout: 10, for: "return document.querySelectorAll('#records-fields tbody tr[data-field]').length === 2"))
         let widths = try await phone.run("""
-            return ['records-week', 'records-year', 'records-controls'].map(id => document.getElementById(id).getBoundingClientRect().right)
+            return ['records-week', 'records-year', 'records-controls', 'records-fields-box'].map(id => document.getElementById(id).getBoundingClientRect().right)
               .concat([document.documentElement.scrollWidth]);
             """) as? [Double]
         #expect(widths.map { $0.allSatisfy { $0 <= 360 } } == true, "nothing wider than the phone: \(String(describing: widths))")

@@ -1,7 +1,7 @@
 "use strict";
 const cab = { session: null, state: null, map: null, own: null, others: {}, trails: {}, follow: true, showTrails: false, fitted: false,
               fieldsVersion: 0, fieldsLayer: null, fieldsFitted: false,
-              records: null, dayTrack: null };
+              records: null, dayTrack: null, fieldDay: null };
 window.cab = cab;
 
 function $(id) { return document.getElementById(id); }
@@ -212,7 +212,11 @@ async function loadFields(version) {
     pane: "fields",
     style: { color: "#2e6b1f", weight: 2, fillColor: "#8fcf6a", fillOpacity: 0.18 },
     onEachFeature: (feature, layer) => {
-      layer.bindTooltip(feature.properties.name, { permanent: true, direction: "center", className: "field-name", pane: "fields" });
+      // A field's name comes from the farm software's export: set as text, never as HTML (a string
+      // given to bindTooltip would be).
+      const label = document.createElement("span");
+      text(label, feature.properties.name);
+      layer.bindTooltip(label, { permanent: true, direction: "center", className: "field-name", pane: "fields" });
     },
   }).addTo(cab.map);
   // The first time fields come, show the farm: the fields within 20 km of this machine, and it;
@@ -329,7 +333,63 @@ async function loadRecords(day) {
       link.href = "/api/records/export?date=" + records.day + "&format=" + format;
       link.setAttribute("download", "agrigps-" + records.day + "." + format);
     }
-  } catch (error) { await dialog("Records could not be loaded: " + error.message, false); }
+  } catch (error) { await dialog("Records could not be loaded: " + error.message, false); return; }
+  loadFieldDay(cab.records.day);
+}
+
+// The day split by the farm's fields: where the work was done, and each field's track to download.
+async function loadFieldDay(day) {
+  let answer;
+  try {
+    answer = await api("/api/records/fields?date=" + encodeURIComponent(day));
+  } catch (error) {
+    answer = { day: day, fieldsKnown: true, fields: [], elsewhere: null, error: error.message };
+  }
+  if (!cab.records || cab.records.day !== day) { return; }  // another day was picked meanwhile
+  cab.fieldDay = answer;
+  drawFieldDay(answer);
+}
+
+function drawFieldDay(answer) {
+  const note = answer.error ? "The fields could not be loaded: " + answer.error
+    : !answer.fieldsKnown ? "No fields are stored yet: import the farm's fields in Settings to see the hours worked in each."
+    : !answer.fields.length ? "No field was worked on " + answer.day + "." : "";
+  text($("records-fields-note"), note);
+  $("records-fields-note").hidden = !note;
+  $("records-fields-box").hidden = !answer.fields.length;
+  const body = document.querySelector("#records-fields tbody");
+  body.replaceChildren();
+  for (const field of answer.fields) {
+    const href = "/api/records/export?date=" + encodeURIComponent(answer.day) + "&format=gpx&field=" + encodeURIComponent(field.id);
+    body.appendChild(fieldRow(field.name, field, href, String(field.id)));
+  }
+  if (answer.fields.length && answer.elsewhere) { body.appendChild(fieldRow("Off the fields", answer.elsewhere, null, null)); }
+}
+
+// One row of the fields' table; the name is set as text (it comes from the farm software's export).
+function fieldRow(name, share, href, id) {
+  const row = document.createElement("tr");
+  if (id) { row.dataset.field = id; } else { row.className = "elsewhere"; }
+  const cells = [[name, "name"], [share.hours.toFixed(1), "number"], [share.movingHours.toFixed(1), "number"], [share.kilometres.toFixed(1), "number"]];
+  for (const [value, kind] of cells) {
+    const cell = document.createElement("td");
+    cell.className = kind;
+    text(cell, value);
+    row.appendChild(cell);
+  }
+  const last = document.createElement("td");
+  if (href) {
+    // The box names the file after the day and the field (made safe for a file name).
+    const link = document.createElement("a");
+    link.className = "download";
+    link.href = href;
+    link.setAttribute("download", "");
+    link.setAttribute("aria-label", "Track in " + name + " as GPX");
+    text(link, "GPX");
+    last.appendChild(link);
+  }
+  row.appendChild(last);
+  return row;
 }
 
 async function showDay() {
