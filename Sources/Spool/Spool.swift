@@ -615,7 +615,9 @@ public actor Spool {
     /// The counts and notes of `status`, read in one transaction; shared with the read-only `SpoolReader`.
     static func readStatus(_ db: Database, now: Date, into status: inout SpoolStatus) throws {
         let delivery = DeliverySQL(readingAsItIs: db)
-        for row in try Row.fetchAll(db, sql: "SELECT \(delivery.sampleState) AS delivery_state, COUNT(*) FROM sample GROUP BY delivery_state") {
+        // Cached statements: the status is read every second or so by the daemon and the cab view,
+        // and preparing these long CASE expressions cost more than running them.
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT \(delivery.sampleState) AS delivery_state, COUNT(*) FROM sample GROUP BY delivery_state")) {
             let count = row.int(at: 1, in: 0...Int.max) ?? 0
             switch row.text(at: 0, limit: 32) ?? "" {
             case "pending": status.pending = count
@@ -629,7 +631,7 @@ public actor Spool {
         }
         for output in SpoolOutput.all {
             var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT \(delivery.delivery(output)) AS output_state, COUNT(*) FROM sample WHERE \(delivery.queued) GROUP BY output_state") {
+            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT \(delivery.delivery(output)) AS output_state, COUNT(*) FROM sample WHERE \(delivery.queued) GROUP BY output_state")) {
                 guard let state = row.text(at: 0, limit: 32), state != DeliveryState.off else { continue }
                 counts[state] = row.int(at: 1, in: 0...Int.max) ?? 0
             }
@@ -642,11 +644,11 @@ public actor Spool {
         // or its system time less the skew when it was taken. A sample stamped at "1970" is not 56
         // years old, and one taken under a clock 2 h fast is not 2 h old.
         let waiting = SpoolOutput.all.map { "\($0.delivery) IN ('pending', 'failed')" }.joined(separator: " OR ")
-        let oldest = try Row.fetchOne(db, sql: "SELECT MIN(\(Self.trueTime)) AS oldest FROM sample WHERE \(delivery.queued) AND (\(waiting))")
+        let oldest = try Row.fetchOne(db.cachedStatement(sql: "SELECT MIN(\(Self.trueTime)) AS oldest FROM sample WHERE \(delivery.queued) AND (\(waiting))"))
         status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { max(0, now.timeIntervalSince1970 - $0) }
-        let newest = try Row.fetchOne(db, sql: "SELECT sampled_at FROM sample ORDER BY id DESC LIMIT 1")
+        let newest = try Row.fetchOne(db.cachedStatement(sql: "SELECT sampled_at FROM sample ORDER BY id DESC LIMIT 1"))
         status.lastAppendAt = newest?.double("sampled_at", in: Bounds.epochSeconds).map { Date(timeIntervalSince1970: $0) }
-        for row in try Row.fetchAll(db, sql: "SELECT name, number, text FROM spool_state") {
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, number, text FROM spool_state")) {
             guard let name = row.text("name", limit: 100) else { continue }
             let count = row.double("number", in: Bounds.count).flatMap(Bounds.count)
             if name.hasPrefix("dropped_"), let count {

@@ -32,7 +32,7 @@ public actor SpoolReader {
     public func newest(limit: Int) throws(SpoolError) -> [SpooledSample] {
         let limit = max(0, min(limit, 100_000))
         return try read { db in
-            try Row.fetchAll(db, sql: SampleColumns.select + " ORDER BY id DESC LIMIT ?", arguments: [limit]).map(SampleColumns.spooled)
+            try Row.fetchAll(db.cachedStatement(sql: SampleColumns.select + " ORDER BY id DESC LIMIT ?"), arguments: [limit]).map(SampleColumns.spooled)
         }
     }
 
@@ -41,7 +41,7 @@ public actor SpoolReader {
     public func newest(after rowID: Int64, limit: Int) throws(SpoolError) -> [SpooledSample] {
         let limit = max(0, min(limit, 100_000))
         return try read { db in
-            try Row.fetchAll(db, sql: SampleColumns.select + " WHERE id > ? ORDER BY id DESC LIMIT ?", arguments: [rowID, limit])
+            try Row.fetchAll(db.cachedStatement(sql: SampleColumns.select + " WHERE id > ? ORDER BY id DESC LIMIT ?"), arguments: [rowID, limit])
                 .map(SampleColumns.spooled)
         }
     }

@@ -240,18 +240,19 @@ public actor OtherMachinesStore {
             // A description's designator names a machine before the endpoint list does. A file the
             // daemon has not yet migrated has no designators.
             let name = try db.columns(in: "machine").contains { $0.name == "designator" } ? "COALESCE(m.designator, m.name)" : "m.name"
-            let machines = try Row.fetchAll(db, sql: """
+            // Cached statements: the cab view reads this view every second or so.
+            let machines = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT m.endpoint_id, \(name) AS name, m.last_received_at, m.left_list_at, \(Self.reportColumns("r")), \(Self.reportColumns("p"))
                 FROM machine m LEFT JOIN position r ON r.id = m.last_report LEFT JOIN position p ON p.id = m.last_position
                 ORDER BY name, m.endpoint_id
-                """).map { row in
+                """)).map { row in
                 let received = row.date("last_received_at")
                 let left = row.date("left_list_at")
                 return OtherMachine(endpointID: row.text("endpoint_id", limit: 1024) ?? "?", name: row.text("name", limit: 1024), lastReport: Self.report(row, 4),
                                     lastPosition: Self.report(row, 4 + Self.reportColumnCount), lastReceivedAt: received, leftListAt: left,
                                     activity: OtherMachine.activity(lastReceivedAt: received, leftListAt: left, now: now, staleAfter: staleAfter))
             }
-            let state = try Dictionary(Row.fetchAll(db, sql: "SELECT key, value FROM view_state").compactMap { row in
+            let state = try Dictionary(Row.fetchAll(db.cachedStatement(sql: "SELECT key, value FROM view_state")).compactMap { row in
                 row.text("key", limit: 100).map { ($0, row["value"] as DatabaseValue) }
             }, uniquingKeysWith: { first, _ in first })
             let lastReceived = machines.compactMap(\.lastReceivedAt).max()
