@@ -64,7 +64,8 @@ struct SamplingService: Service {
         }
         await counter.add(samples: 1)
         if let heartbeat, await heartbeat.countsOlder(than: 10) {
-            await heartbeat.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
+            await heartbeat.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter),
+                                    feed: await reader?.counters)
         }
         await heartbeat?.sampled(sample, rowID: rowID)
         await GatewayDaemon.record(sample, in: configuration, logger: logger, failing: trackFailing)

@@ -54,6 +54,8 @@ public actor FeedReader {
         public var taskDataOlder = 0
         /// Chunked TaskData given up incomplete after the joiner's bound.
         public var taskDataExpired = 0
+        /// Why the last TaskData was refused or given up, for `agrigps status`.
+        public var lastTaskDataProblem: String?
     }
 
     enum Request: Sendable {
@@ -293,6 +295,7 @@ public actor FeedReader {
 
     private func refuseTaskData(_ messageIDs: [String], sender: String, reason: String) {
         counters.taskDataRefused += 1
+        counters.lastTaskDataProblem = "refused: " + TerminalText.safe(reason, limit: 300)
         counters.refused += messageIDs.count
         logger.warning("refused a TaskData; its messages are confirmed and nothing changed",
                        metadata: ["sender": "\(TerminalText.safe(sender))", "reason": "\(TerminalText.safe(reason, limit: 300))"])
@@ -326,6 +329,7 @@ public actor FeedReader {
     private func forgetEvicted(_ fields: FieldStore) async {
         for dropped in joiner.takeEvicted() {
             counters.taskDataExpired += 1
+            counters.lastTaskDataProblem = "given up incomplete: " + TerminalText.safe(dropped.reason, limit: 300)
             logger.warning("gave up an incomplete TaskData", metadata: ["sender": "\(TerminalText.safe(dropped.senderID))",
                                                                         "reason": "\(TerminalText.safe(dropped.reason, limit: 300))"])
             try? await fields.release(senderID: dropped.senderID, contextID: dropped.contextID)
@@ -337,6 +341,7 @@ public actor FeedReader {
         joinedContexts = joinedContexts.filter { now.timeIntervalSince($0.value) < joiner.limits.lifetime }
         for dropped in joiner.expire(now: now) {
             counters.taskDataExpired += 1
+            counters.lastTaskDataProblem = "given up incomplete: " + TerminalText.safe(dropped.reason, limit: 300)
             logger.warning("gave up an incomplete TaskData", metadata: ["sender": "\(TerminalText.safe(dropped.senderID))",
                                                                         "reason": "\(TerminalText.safe(dropped.reason, limit: 300))"])
             try? await fields?.release(senderID: dropped.senderID, contextID: dropped.contextID)

@@ -61,9 +61,13 @@ actor HeartbeatWriter {
         writeIfDue(force: changed)
     }
 
-    func counted(spool: SpoolStatus, others: OthersView?, at time: Date = Date()) {
+    func counted(spool: SpoolStatus, others: OthersView?, feed: FeedReader.Counters? = nil, at time: Date = Date()) {
         heartbeat.spool = Heartbeat.SpoolCounts(spool)
         heartbeat.others = others.map(Heartbeat.OthersCounts.init)
+        if let feed, feed.taskDataImported + feed.taskDataRefused + feed.taskDataOlder + feed.taskDataExpired > 0 {
+            heartbeat.taskData = Heartbeat.TaskDataCounts(imported: feed.taskDataImported, refused: feed.taskDataRefused, older: feed.taskDataOlder,
+                                                          expired: feed.taskDataExpired, lastProblem: feed.lastTaskDataProblem)
+        }
         heartbeat.countedAt = time
         countedUptime = uptime()
     }

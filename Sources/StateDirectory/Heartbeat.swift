@@ -108,7 +108,25 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     public var environment: String?
     public var spool: SpoolCounts?
     public var others: OthersCounts?
+    /// TaskData received from farm software since the daemon started; nil before any came.
+    public var taskData: TaskDataCounts?
     public var countedAt: Date?
+
+    public struct TaskDataCounts: Codable, Sendable, Equatable {
+        public var imported, refused, older, expired: Int
+        public var lastProblem: String?
+
+        public init(imported: Int, refused: Int, older: Int, expired: Int, lastProblem: String? = nil) {
+            (self.imported, self.refused, self.older, self.expired, self.lastProblem) = (imported, refused, older, expired, lastProblem)
+        }
+
+        /// Counts read back from the file are input: none negative, the text bounded.
+        public var checked: TaskDataCounts? {
+            guard [imported, refused, older, expired].allSatisfy({ $0 >= 0 }) else { return nil }
+            return TaskDataCounts(imported: imported, refused: refused, older: older, expired: expired,
+                                  lastProblem: lastProblem.map { TerminalText.safe($0, limit: 400) })
+        }
+    }
 
     public struct SpoolCounts: Codable, Sendable, Equatable {
         public var pending, inFlight, failed, parked, withheld, dropped, heldInMemory: Int
@@ -206,6 +224,7 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         heartbeat.connection = connection.map { TerminalText.safe($0, limit: 240) }
         heartbeat.lastSample = lastSample?.checked()
         heartbeat.lastFix = lastFix?.checked()
+        heartbeat.taskData = taskData?.checked
         if var spool = heartbeat.spool {
             spool.oldestPendingAge = spool.oldestPendingAge.flatMap { Bounds.check($0, in: Bounds.duration) }
             for keyPath in [\SpoolCounts.pending, \.inFlight, \.failed, \.parked, \.withheld, \.dropped, \.heldInMemory] {

@@ -53,6 +53,12 @@ public struct StatusDocument: Encodable, Sendable {
         @Nullable var last_refusal: String?
     }
 
+    /// TaskData from farm software since the daemon started.
+    struct TaskData: Encodable {
+        var imported, refused, older, expired: Int
+        @Nullable var last_problem: String?
+    }
+
     /// The spool's counts, or, when it could not be read, only why.
     enum Spool: Encodable {
         case counts(Counts)
@@ -95,6 +101,7 @@ public struct StatusDocument: Encodable, Sendable {
     @Nullable var disk_free_bytes: Int64?
     @Nullable var efdi_description: EFDI?
     var others: Others
+    @Nullable var task_data: TaskData?
     @Nullable var sharing: String?
     var spool: Spool
 
@@ -126,6 +133,8 @@ public struct StatusDocument: Encodable, Sendable {
         efdi_description = heartbeat?.efdi.map { EFDI(team_set_context_id: $0.teamSetContextID, accepted_at: date($0.acceptedAt), refusal: $0.refusal) }
         let counts = snapshot.othersCounts
         others = Others(active: counts.active, stale: counts.stale, gone: counts.gone, refused_messages: counts.refused ?? 0, last_refusal: counts.lastRefusal)
+        task_data = heartbeat?.taskData.map { TaskData(imported: $0.imported, refused: $0.refused, older: $0.older, expired: $0.expired,
+                                                       last_problem: $0.lastProblem) }
         sharing = snapshot.spool.map { $0.sharingPaused ? "paused" : "active" }
         spool = snapshot.spool.map {
             .counts(Spool.Counts(pending: $0.pending, in_flight: $0.inFlight, parked: $0.parked, dropped: $0.droppedTotal, withheld: $0.withheld,

@@ -150,6 +150,13 @@ enum StatusReport {
         let others = snapshot.othersCounts
         lines.append("Other machines: \(others.active) active, \(others.stale) stale, \(others.gone) gone"
                      + (snapshot.othersProblem.map { " (\($0))" } ?? ""))
+        if let taskData = snapshot.heartbeat?.taskData {
+            let given = [(taskData.refused, "refused"), (taskData.expired, "given up incomplete"), (taskData.older, "older than the fields held")]
+                .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
+            lines.append("TaskData from farm software since the daemon started: \(taskData.imported) imported"
+                         + given.map { ", " + $0 }.joined()
+                         + (taskData.lastProblem.map { "; the last problem: \(TerminalText.safe($0, limit: 300))" } ?? ""))
+        }
         if let refused = others.refused, refused > 0 {
             lines.append("Refused from other machines: \(refused) message\(refused == 1 ? "" : "s") unreadable or out of range, confirmed and skipped"
                          + (others.lastRefusal.map { "; the last: \(TerminalText.safe($0, limit: 200))" } ?? ""))

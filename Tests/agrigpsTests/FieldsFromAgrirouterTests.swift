@@ -92,6 +92,25 @@ struct FieldsFromAgrirouterTests {
             let listed = try await names()
             #expect(stored, "stored while running: \(listed)")
             #expect(try await waitFor(30) { await simulator.feed(endpoint: tractorID).isEmpty }, "every chunk confirmed")
+
+            // A TaskData that is no zip is refused and counted; the fields stay as they were.
+            let garbage = try farm.encoder.encode(technicalMessageType: TechnicalMessageType.taskData,
+                                                  content: Data(Data("not a zip".utf8).base64EncodedString().utf8), chunk: nil, fileName: "TASKDATA.zip")
+            try await farm.post([garbage])
+            func taskData() async throws -> [String: Any]? {
+                let status = try await AgrigpsCommand.run(["status", "--json", "--state-dir", state])
+                let document = try JSONSerialization.jsonObject(with: Data(status.stdout.joined(separator: "\n").utf8)) as? [String: Any]
+                return document?["task_data"] as? [String: Any]
+            }
+            // The heartbeat's counts move on every 10 s.
+            let refused = try await waitFor(40) { try await taskData()?["refused"] as? Int == 1 }
+            let counts = try await taskData()
+            #expect(refused, "\(String(describing: counts))")
+            #expect(counts?["imported"] as? Int == 1 && (counts?["last_problem"] as? String)?.hasPrefix("refused: ") == true, "\(String(describing: counts))")
+            let text = try await AgrigpsCommand.run(["status", "--state-dir", state])
+            #expect(text.stdout.contains { $0.hasPrefix("TaskData from farm software since the daemon started: 1 imported, 1 refused; the last problem: refused: ") },
+                    "\(text.stdout)")
+            #expect(try await names() == ["Hollow", "Ridge"])
             kill(daemon.process.pid, SIGTERM)
             #expect(await daemon.process.wait(timeout: 10) == 143)
         }
