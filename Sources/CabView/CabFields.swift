@@ -1,5 +1,6 @@
 import Fields
 import Foundation
+import StateView
 
 /// The farm's fields as the page draws them, and which field each machine is in.
 ///
@@ -65,18 +66,8 @@ struct FieldsGeoJSON: Encodable, Sendable {
         struct Properties: Encodable, Sendable {
             var id: Int64
             var name: String
-            var farm: String?
+            @Nullable var farm: String?
             var areaHectares: Double
-
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(id, forKey: .id)
-                try container.encode(name, forKey: .name)
-                try container.encode(farm, forKey: .farm)  // null, not left out
-                try container.encode(areaHectares, forKey: .areaHectares)
-            }
-
-            enum CodingKeys: String, CodingKey { case id, name, farm, areaHectares }
         }
 
         struct Geometry: Encodable, Sendable {

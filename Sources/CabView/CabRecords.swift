@@ -167,18 +167,7 @@ struct CabRecords: Sendable {
         /// The fields worked that day, by name.
         var fields: [FieldShare]
         /// Off every field or without a fix; nil when no sample was.
-        var elsewhere: FieldShare?
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(day, forKey: .day)
-            try container.encode(timeZone, forKey: .timeZone)
-            try container.encode(fieldsKnown, forKey: .fieldsKnown)
-            try container.encode(fields, forKey: .fields)
-            try container.encode(elsewhere, forKey: .elsewhere)  // null, not left out
-        }
-
-        enum CodingKeys: String, CodingKey { case day, timeZone, fieldsKnown, fields, elsewhere }
+        @Nullable var elsewhere: FieldShare?
     }
 
     /// A day's hours, hours moving and kilometres in each of `work`'s fields, and off them. Worked out

@@ -327,29 +327,12 @@ public struct CabServer: Sendable {
         /// "offline" (the basemap on the box), "live" (tiles from the internet) or "none".
         var map: String
         var maxZoom: Int
-        var attribution: String?
+        @Nullable var attribution: String?
         /// Why the basemap configured is not drawn.
-        var basemapProblem: String?
+        @Nullable var basemapProblem: String?
         var staleAfterSeconds: Double
         var loggedIn = false
-        var csrfToken: String?
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(passwordRequired, forKey: .passwordRequired)
-            try container.encode(tiles, forKey: .tiles)
-            try container.encode(map, forKey: .map)
-            try container.encode(maxZoom, forKey: .maxZoom)
-            try container.encode(attribution, forKey: .attribution)  // null, not left out
-            try container.encode(basemapProblem, forKey: .basemapProblem)
-            try container.encode(staleAfterSeconds, forKey: .staleAfterSeconds)
-            try container.encode(loggedIn, forKey: .loggedIn)
-            try container.encode(csrfToken, forKey: .csrfToken)
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case passwordRequired, tiles, map, maxZoom, attribution, basemapProblem, staleAfterSeconds, loggedIn, csrfToken
-        }
+        @Nullable var csrfToken: String?
     }
 
     private func sessionAnswer(passwordSet: Bool) async -> SessionAnswer {

@@ -19,6 +19,8 @@ public struct Nullable<Value: Encodable & Sendable>: Encodable, Sendable {
     }
 }
 
+extension Nullable: Equatable where Value: Equatable {}
+
 /// One line of JSON with sorted keys and plain slashes, as every document agrigps prints is written.
 public enum JSONLine {
     /// A time as the documents write it (ISO 8601, UTC, milliseconds); nil stays nil, for `null`.

@@ -263,7 +263,7 @@ struct CabRecordsTests {
         #expect(drawn[0] as? Int == 2 && drawn[1] as? [Int] == week.tuesdayRuns.map(\.count))
         #expect(drawn[2] as? [Double] == [52.5, 13.4], "\(drawn)")
         // The map zooms out to the whole day (animated), and no longer follows our own position.
-        let fitted = try await browser.wait(timeout: 5, for: "return cab.map.getBounds().contains(cab.dayTrack.getBounds()) && !cab.follow")
+        let fitted = try await browser.wait(timeout: 15, for: "return cab.map.getBounds().contains(cab.dayTrack.getBounds()) && !cab.follow")
         let view = try await browser.run("return [cab.map.getBounds().toBBoxString(), cab.map.getZoom()]")
         #expect(fitted, "\(String(describing: view))")
         try await Task.sleep(for: .milliseconds(300))
