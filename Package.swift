@@ -320,7 +320,7 @@ let package = Package(
         .executableTarget(
             name: "agrigps-bench",
             dependencies: ["ChildProcesses", "Spool", "GNSS", "GPSDReplay", "Gateway", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "TestSupport",
-                           "Track", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
+                           "Track", "Fields", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork", "TestSupport"]),

@@ -36,7 +36,7 @@ struct Options {
     var appends = 2000
     var latencySeconds = 150
     var cpuMinutes = 10
-    /// Run one benchmark only: spool, drain, cpu, latency, storage, cab or stats.
+    /// Run one benchmark only: spool, drain, cpu, latency, storage, cab, stats or fields.
     var only: String?
     var directory = FileManager.default.temporaryDirectory.path
     var drainSamples = 86_400
@@ -52,13 +52,13 @@ struct Options {
             case ("--directory", let value?): directory = value
             case ("--drain-samples", let value?) where Int(value).map({ $0 > 0 }) == true: drainSamples = Int(value)!
             case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true: drainSpacing = Double(value)!
-            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "storage", "cab", "stats"].contains(value): only = value
+            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "storage", "cab", "stats", "fields"].contains(value): only = value
             case ("--storage-minutes", let value?) where Int(value).map({ $0 >= 2 && $0 <= 1440 }) == true: storageMinutes = Int(value)!
             case ("--cab-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: cabSeconds = Int(value)!
             case ("--cpu-minutes", let value?) where Int(value).map({ $0 > 0 }) == true: cpuMinutes = Int(value)!
             case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true: latencySeconds = Int(value)!
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N] [--cab-seconds N] [--only spool|drain|cpu|latency|storage|cab|stats]\n".utf8))
+                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N] [--cab-seconds N] [--only spool|drain|cpu|latency|storage|cab|stats|fields]\n".utf8))
                 exit(64)
             }
         }
@@ -271,5 +271,8 @@ if options.only == nil || options.only == "cab" {
 }
 if options.only == nil || options.only == "stats" {
     try await statsOverAYear(agrigps: agrigps, work: workDirectory)
+}
+if options.only == nil || options.only == "fields" {
+    try await fieldBenchmarks(agrigps: agrigps, work: workDirectory)
 }
 await simulator.shutdown()

@@ -86,7 +86,7 @@ public enum LoopbackHTTP {
     }
 
     /// A TCP socket connected to 127.0.0.1:`port`; the caller closes it.
-    static func connectedSocket(port: Int) throws -> Int32 {
+    public static func connectedSocket(port: Int) throws -> Int32 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard descriptor >= 0 else { throw LoopbackHTTPError(description: "socket: errno \(errno)") }
         var address = sockaddr_in()
