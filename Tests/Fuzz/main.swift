@@ -1,6 +1,6 @@
 // A bounded mutation campaign over the decoders and validators that read what other parties send:
-// outbox items and the feed messages in them, onboarding answers, configuration files and heartbeat
-// files. A crash ends the process (the case being run is in the reproducer file), a case that runs
+// outbox items and the feed messages in them, onboarding answers, TaskData's chunks, configuration
+// files and heartbeat files. A crash ends the process (the case being run is in the reproducer file), a case that runs
 // longer than the hang limit aborts it, and a refusal that echoes a secret or a control character
 // fails the run. Deterministic for a given seed.
 //
@@ -192,6 +192,70 @@ struct Campaign {
         }
     }
 
+    /// A TaskData's chunks in any order, twice, cut short, among chunks of hostile contexts whose
+    /// numbers lie (counts, sizes, positions at the extremes). The joiner must never hold more
+    /// contexts than its cap, never complete a join larger than it allows, and give the genuine
+    /// TaskData back byte for byte unless it was given up for room, and never with a chunk missing.
+    mutating func chunks() {
+        var limits = ChunkJoiner.Limits()
+        (limits.maximumChunkBytes, limits.maximumChunks, limits.maximumTotalBytes) = (64, 16, 1024)
+        (limits.maximumContexts, limits.maximumHeldBytes) = (3, 2048)
+        var joiner = ChunkJoiner(limits: limits)
+        let original = Data((0..<(1 + random.below(1000))).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+        let size = 1 + random.below(64)
+        let count = (original.count + size - 1) / size
+        var genuine = (0..<count).map { index in
+            ChunkJoiner.Chunk(messageID: "g\(index)", senderID: "farm", position: ChunkPosition(contextID: "genuine", current: Int64(index),
+                              total: Int64(count), totalSize: Int64(original.count)),
+                              sentAt: nil, bytes: original.subdata(in: (index * size)..<min(original.count, (index + 1) * size)))
+        }
+        var deliveries = genuine + (random.chance(30) ? genuine.filter { _ in random.chance(30) } : [])
+        let complete = count <= limits.maximumChunks && size <= limits.maximumChunkBytes && original.count <= limits.maximumTotalBytes
+        let cutShort = random.chance(20) && !genuine.isEmpty
+        if cutShort { genuine.remove(at: random.below(genuine.count)); deliveries = genuine }
+        for index in 0..<random.below(12) {
+            var position = ChunkPosition(contextID: random.chance(80) ? "hostile\(random.below(5))" : random.pick(Hostile.texts),
+                                         current: random.chance(50) ? Int64(random.below(17)) : random.pick(Hostile.int64s),
+                                         total: random.chance(50) ? Int64(1 + random.below(16)) : random.pick(Hostile.int64s),
+                                         totalSize: random.chance(50) ? Int64(random.below(1100)) : random.pick(Hostile.int64s))
+            if random.chance(5) { position.contextID = "genuine" }  // a second sender reusing the context id
+            let bytes = Data((0..<random.below(80)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
+            deliveries.append(ChunkJoiner.Chunk(messageID: "h\(index)", senderID: random.chance(90) ? "other" : "farm", position: position,
+                                                sentAt: nil, bytes: bytes))
+        }
+        for index in deliveries.indices.reversed() { deliveries.swapAt(index, random.below(index + 1)) }
+        reproducer.record("chunks", Array(original))
+        hangs.begin("chunks")
+        defer { hangs.end() }
+        counts["chunk sequences", default: 0] += 1
+        var joined: [Data] = []
+        var genuineTouched = false
+        var now = Date(timeIntervalSince1970: 1_790_000_000)
+        for chunk in deliveries {
+            if chunk.senderID == "farm" && chunk.position.contextID == "genuine" && chunk.messageID.hasPrefix("h") { genuineTouched = true }
+            now += Double(random.below(120))
+            switch joiner.add(chunk, now: now) {
+            case .complete(let whole):
+                if whole.bytes.count > limits.maximumTotalBytes { failures.append("chunks: a join of \(whole.bytes.count) bytes") }
+                if whole.senderID == "farm" && whole.contextID == "genuine" { joined.append(whole.bytes) }
+            case .refused(let dropped):
+                checkPrintable(TerminalText.safe(dropped.reason, limit: 300), kind: "chunk refusal")
+                if dropped.senderID == "farm" && dropped.contextID == "genuine" { genuineTouched = true }
+            case .waiting, .duplicate: break
+            }
+            if joiner.takeEvicted().contains(where: { $0.senderID == "farm" && $0.contextID == "genuine" }) { genuineTouched = true }
+            if joiner.pendingContexts > limits.maximumContexts { failures.append("chunks: \(joiner.pendingContexts) contexts held") }
+        }
+        guard complete, !genuineTouched, now.timeIntervalSince1970 - 1_790_000_000 < limits.lifetime else { return }
+        if cutShort {
+            if !joined.isEmpty { failures.append("chunks: a TaskData with a chunk missing was joined") }
+        } else if joined.isEmpty || joined.contains(where: { $0 != original }) {
+            // A chunk sent again after its TaskData was joined starts a new join here; the feed
+            // reader knows the joined contexts and confirms such a chunk as a duplicate.
+            failures.append("chunks: the genuine TaskData of \(original.count) bytes in \(count) chunks was joined \(joined.count) times, not as sent")
+        }
+    }
+
     mutating func onboardingAnswer(_ valid: [String: Any], secret: String) {
         var answer = valid
         let paths: [[String]] = [["deviceAlternateId"], ["capabilityAlternateId"], ["sensorAlternateId"], ["connectionCriteria", "gatewayId"],
@@ -320,10 +384,11 @@ struct Fuzz {
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         let started = Date()
         for index in 0..<cases {
-            switch index % 4 {
+            switch index % 5 {
             case 0: await campaign.outboxItem(store: store)
             case 1: campaign.onboardingAnswer(answer, secret: valid.authentication.secret)
             case 2: campaign.configuration(example)
+            case 3: campaign.chunks()
             default: await campaign.heartbeat(heartbeatExample)
             }
         }
