@@ -246,7 +246,11 @@ struct CabAPITests {
         let took = clock.now - started
         let cpu = CPUTime.ofThisProcess() - before
         #expect(statuses[200] == nil, "a guess got in: \(statuses)")
-        #expect((statuses[401] ?? 0) <= 2 && (statuses[401] ?? 0) + (statuses[429] ?? 0) == 1_000, "\(statuses)")
+        // One guess is checked, then one after each wait, and the waits double (1, 2, 4 s…): in a
+        // flood that lasted t seconds at most 1 + log2(t + 1) guesses can have been checked.
+        let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+        let checkable = 1 + Int(log2(seconds + 1))
+        #expect((statuses[401] ?? 0) <= checkable && (statuses[401] ?? 0) + (statuses[429] ?? 0) == 1_000, "\(statuses) in \(took)")
         #expect(cpu < 5, "1,000 wrong logins took \(cpu) s of CPU in \(took)")
         print("1,000 parallel wrong logins: \(statuses), \(took), \(String(format: "%.2f", cpu)) s of CPU (server and client)")
         // The guesser must wait even with the right password; the driver's session goes on.
