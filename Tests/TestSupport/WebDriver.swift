@@ -15,6 +15,9 @@ public final class WebDriver: @unchecked Sendable {
 
     private let driver: ChildProcess
     private let port: Int
+    /// The driver's own path prefix (`--url-base`): tests run side by side, and a port that another
+    /// test's driver took between our pick and our driver's start must not answer for ours.
+    private let base = "/agrigps-" + UUID().uuidString.lowercased()
     private let profile: String
     public private(set) var session = ""
 
@@ -23,22 +26,32 @@ public final class WebDriver: @unchecked Sendable {
         guard Self.isInstalled else {
             throw LoopbackHTTPError(description: "chromium and chromium-driver are not installed (script/bootstrap installs them)")
         }
-        port = Int(try ReplayGPSD.freeLoopbackPort())
         profile = NSTemporaryDirectory() + "agrigps-chromium-\(UUID().uuidString)"
-        driver = try ChildProcess(executable: Self.chromedriver, arguments: ["--port=\(port)"],
-                                  environment: ProcessInfo.processInfo.environment, outputPath: "/dev/null", errorPath: "/dev/null")
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            if let ready = try? await LoopbackHTTP.request("GET", port: port, path: "/status", timeout: 2),
-               ((ready.json?["value"] as? [String: Any])?["ready"] as? Bool) == true { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        (driver, port) = try await Self.startDriver(base: base)
         do {
             session = try await newSession(width: width, height: height)
         } catch {
             close()
             throw error
         }
+    }
+
+    /// Starts chromedriver on a free port and waits until it answers under `base`; a driver that
+    /// could not have the port (taken meanwhile) ends at once, and another port is tried.
+    private static func startDriver(base: String) async throws -> (ChildProcess, Int) {
+        for _ in 0..<3 {
+            let port = Int(try ReplayGPSD.freeLoopbackPort())
+            let driver = try ChildProcess(executable: chromedriver, arguments: ["--port=\(port)", "--url-base=\(base)"],
+                                          environment: ProcessInfo.processInfo.environment, outputPath: "/dev/null", errorPath: "/dev/null")
+            let deadline = Date().addingTimeInterval(15)
+            while Date() < deadline, driver.isRunning() {
+                if let ready = try? await LoopbackHTTP.request("GET", port: port, path: base + "/status", timeout: 2),
+                   ((ready.json?["value"] as? [String: Any])?["ready"] as? Bool) == true { return (driver, port) }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            driver.terminate(grace: 1)
+        }
+        throw LoopbackHTTPError(description: "chromedriver did not start on three ports in turn")
     }
 
     private func newSession(width: Int, height: Int) async throws -> String {
@@ -129,7 +142,7 @@ public final class WebDriver: @unchecked Sendable {
 
     private func command(_ method: String, _ path: String, _ body: Any?, timeout: Double) async throws -> Any? {
         let data = try body.map { try JSONSerialization.data(withJSONObject: $0) }
-        let reply = try await LoopbackHTTP.request(method, port: port, path: path, headers: data == nil ? [:] : ["Content-Type": "application/json"],
+        let reply = try await LoopbackHTTP.request(method, port: port, path: base + path, headers: data == nil ? [:] : ["Content-Type": "application/json"],
                                                    body: data, timeout: timeout)
         let value = reply.json?["value"]
         if reply.status >= 300 {
