@@ -23,7 +23,11 @@ final class LoopbackTileServer: Sendable {
     }
 
     let port: Int
+    /// Closed by the accept loop as it ends, never by `stop()`: a second close, or an accept after
+    /// the close, would hit whatever socket took the number since (in one CI run, swift-nio's, which
+    /// then crashed the test process on EBADF).
     private let listener: Int32
+    private let closed = DispatchSemaphore(value: 0)
     private let state = Mutex<(requests: [Request], stopped: Bool)>(([], false))
     private let reply: @Sendable (Request) -> Reply
 
@@ -38,7 +42,10 @@ final class LoopbackTileServer: Sendable {
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
         }
-        guard bound, listen(listener, 64) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        guard bound, listen(listener, 64) == 0 else {
+            close(listener)
+            throw CocoaError(.fileWriteUnknown)
+        }
         port = Int(UInt16(bigEndian: address.sin_port))
         let thread = Thread { [self] in acceptLoop() }
         thread.start()
@@ -49,9 +56,14 @@ final class LoopbackTileServer: Sendable {
 
     /// Closes the port: the next connection is refused, as when the internet is gone.
     func stop() {
-        state.withLock { $0.stopped = true }
+        let first = state.withLock { state in
+            defer { state.stopped = true }
+            return !state.stopped
+        }
+        guard first else { return }
+        // Wakes the accept loop, which closes the socket; the port refuses connections from then on.
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        _ = closed.wait(timeout: .now() + 5)
     }
 
     var template: String { "http://127.0.0.1:\(port)/{z}/{x}/{y}.png" }
@@ -59,6 +71,10 @@ final class LoopbackTileServer: Sendable {
     private var stopped: Bool { state.withLock { $0.stopped } }
 
     private func acceptLoop() {
+        defer {
+            close(listener)
+            closed.signal()
+        }
         while !stopped {
             let connection = accept(listener, nil, nil)
             if connection < 0 {

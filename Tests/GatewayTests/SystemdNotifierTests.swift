@@ -15,6 +15,9 @@ final class NotifySocketListener: @unchecked Sendable {
     private let lock = NSLock()
     private var received: [(message: String, at: Date)] = []
     private var thread: Thread?
+    /// The socket is closed by the receiving thread as it ends, never under it: a recv after the
+    /// close would read from whatever socket took the number since.
+    private let finished = DispatchSemaphore(value: 0)
 
     init() throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString.prefix(8))").path
@@ -25,7 +28,10 @@ final class NotifySocketListener: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard fd >= 0, bound == 0 else { throw POSIXError(.EADDRINUSE) }
+        guard fd >= 0, bound == 0 else {
+            if fd >= 0 { Glibc.close(fd) }
+            throw POSIXError(.EADDRINUSE)
+        }
         var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let thread = Thread { [self] in self.receive() }
@@ -40,6 +46,10 @@ final class NotifySocketListener: @unchecked Sendable {
     }
 
     private func receive() {
+        defer {
+            Glibc.close(fd)
+            finished.signal()
+        }
         var buffer = [UInt8](repeating: 0, count: 4096)
         while !stopped {
             let count = recv(fd, &buffer, buffer.count, 0)
@@ -59,10 +69,11 @@ final class NotifySocketListener: @unchecked Sendable {
 
     func close() {
         lock.lock()
+        let running = thread != nil
         thread = nil
         lock.unlock()
-        Thread.sleep(forTimeInterval: 0.2)
-        Glibc.close(fd)
+        // The thread looks at `stopped` at least every 100 ms (its receive timeout).
+        if running { _ = finished.wait(timeout: .now() + 5) }
         unlink(path)
     }
 }
