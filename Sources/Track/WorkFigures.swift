@@ -224,7 +224,19 @@ public struct WorkLedger: Sendable {
         pending = nil
     }
 
-    public enum Period: String, Sendable, CaseIterable { case day, week, month, year }
+    public enum Period: String, Sendable, CaseIterable {
+        case day, week, month, year
+
+        /// The period holding `day`: "2026-11-25", "2026-W48", "2026-11" or "2026".
+        public func label(of day: LocalDay) -> String {
+            switch self {
+            case .day: day.description
+            case .week: day.isoWeek
+            case .month: day.monthLabel
+            case .year: String(format: "%04d", day.year)
+            }
+        }
+    }
 
     /// The figures summed by `period`, labelled "2026-11-25", "2026-W48", "2026-11" or "2026", oldest first.
     public func figures(by period: Period) -> [(label: String, figures: WorkFigures)] {
@@ -235,13 +247,7 @@ public struct WorkLedger: Sendable {
     public static func sum(_ days: [LocalDay: WorkFigures], by period: Period) -> [(label: String, figures: WorkFigures)] {
         var sums: [String: WorkFigures] = [:]
         for (day, figures) in days {
-            let label: String
-            switch period {
-            case .day: label = day.description
-            case .week: label = day.isoWeek
-            case .month: label = day.monthLabel
-            case .year: label = String(format: "%04d", day.year)
-            }
+            let label = period.label(of: day)
             sums[label, default: WorkFigures()] = sums[label, default: WorkFigures()] + figures
         }
         return sums.sorted { $0.key < $1.key }.map { (label: $0.key, figures: $0.value) }

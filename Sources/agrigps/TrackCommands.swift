@@ -172,7 +172,7 @@ extension StatsCommand {
         var lines: [StatsReport.Line] = []
         var at: [String: Int] = [:]
         for row in work.rows(points, calendar: calendar) {
-            let period = WorkLedger.sum([row.day: row.figures], by: by)[0].label
+            let period = by.label(of: row.day)
             let key = period + "\u{0}" + (row.field.map { String($0.id) } ?? "")
             if let index = at[key] {
                 lines[index].figures = lines[index].figures + row.figures
