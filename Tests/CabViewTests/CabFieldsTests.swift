@@ -200,6 +200,52 @@ struct CabFieldsBrowserTests {
         }
     }
 
+    /// The Weiherhaus fixture: tiles rendered from OpenStreetMap data, fields made from its farmland
+    /// polygons, and a tractor's route through two of them (Fixtures/basemap/PROVENANCE.md).
+    static let basemapFixture = Fixtures.root.appendingPathComponent("Fixtures/basemap").path
+
+    @Test("the farm's fields over the offline basemap: tiles from the box's file, every field drawn, the tractor's field named",
+          arguments: [(360, 640), (1280, 800)])
+    func fieldsOverOfflineBasemap(size: (width: Int, height: Int)) async throws {
+        let fixture = try CabFixture()
+        fixture.configuration.basemap = Self.basemapFixture + "/weiherhaus.mbtiles"
+        let report = try await FieldStore(path: fixture.directory + "/fields.sqlite").importTaskData(at: Self.basemapFixture + "/TASKDATA.XML")
+        #expect(report.imported.count == 8)
+        // The route up to its last point in the first field it enters, one fix a second: the tractor is at work in it.
+        let route = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Self.basemapFixture + "/route.json"))) as? [String: Any]
+        let points = try #require(route?["points"] as? [[Double]]).compactMap { $0.count == 2 ? GeoPoint(latitude: $0[0], longitude: $0[1]) : nil }
+        let firstField = try #require((route?["fields"] as? [String])?.first)
+        let index = FieldIndex(fields: report.imported)
+        let inside = points.indices.filter { index.field(containing: points[$0].latitude, longitude: points[$0].longitude)?.name == firstField }
+        let last = try #require(inside.last)
+        #expect(inside.count > 20, "the route works \(firstField): \(inside.count) points in it")
+        let spool = Spool(path: fixture.paths.spool)
+        let start = Date().addingTimeInterval(-Double(last + 1))
+        for (offset, point) in points.prefix(last + 1).enumerated() {
+            _ = await spool.append(CabFixture.fix(latitude: point.latitude, longitude: point.longitude, at: start.addingTimeInterval(Double(offset))))
+        }
+        try fixture.writeHeartbeat(onboarded: false, lastFix: CabFixture.fix(latitude: points[last].latitude, longitude: points[last].longitude))
+        try await fixture.start()
+        let browser = try await WebDriver(width: size.width, height: size.height)
+        try await tearingDown({ await browser.quit(); await fixture.stop() }) {
+            try await browser.open("http://127.0.0.1:\(fixture.port)/")
+            #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.fieldsLayer && cab.fieldsLayer.getLayers().length === 8)"))
+            #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('field').textContent === 'In: \(firstField)'"))
+            // The tiles come from the box's file and load (at a phone's zoom some lie beyond the file's area,
+            // which the file does not hold); none from anywhere else.
+            #expect(try await browser.wait(timeout: 20, for: """
+                const tiles = Array.from(document.querySelectorAll('img.leaflet-tile'));
+                return tiles.filter(t => t.classList.contains('leaflet-tile-loaded') && t.naturalWidth === 256).length >= 4;
+                """))
+            let sources = try #require(try await browser.run("return Array.from(document.querySelectorAll('img.leaflet-tile')).map(t => t.src)") as? [String])
+            #expect(!sources.isEmpty && sources.allSatisfy { $0.hasPrefix("http://127.0.0.1:\(fixture.port)/basemap/") }, "\(sources)")
+            let names = try #require(try await browser.run(
+                "return Array.from(document.querySelectorAll('.field-name')).map(e => e.textContent);") as? [String])
+            #expect(Set(names) == Set(report.imported.map(\.name)))
+            _ = try CabBrowserTests.save(try await browser.screenshot(), as: "fields-basemap-\(size.width)x\(size.height).png")
+        }
+    }
+
     @Test("a TaskData zip chosen in Settings is imported, and its fields appear on the map without a reload")
     func uploadInTheBrowser() async throws {
         let fixture = try CabFixture()
