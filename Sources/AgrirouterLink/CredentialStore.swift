@@ -33,14 +33,13 @@ public struct CredentialStore: Sendable {
     /// A new secret on its way to `endpoint.secret`, while a save is under way.
     var nextSecretPath: String { directory + "/endpoint.secret-next" }
 
+    /// The files whose change `fingerprint()` sees: what a watcher of the directory watches.
+    public var files: [String] { [endpointPath, secretPath] }
+
     /// Changes whenever the credentials are stored anew or removed (inode, size and modification time
     /// of both files): a running daemon compares it to pick up a new onboarding or a disconnect.
     public func fingerprint() -> String {
-        [endpointPath, secretPath].map { path in
-            var info = stat()
-            guard stat(path, &info) == 0 else { return "-" }
-            return "\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
-        }.joined(separator: "/")
+        files.map(FileStamp.of).joined(separator: "/")
     }
 
     /// The id this machine onboards with, created on first use and never changed.

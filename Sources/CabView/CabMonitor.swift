@@ -1,5 +1,6 @@
 import AgrirouterWire
 import AgrirouterLink
+import BlockingWork
 import Bounds
 import Fields
 import Clocks
@@ -8,11 +9,16 @@ import GNSS
 import Logging
 import Spool
 import StateDirectory
+import StateFiles
 import StateView
 
-/// Watches the state directory for the page process: a cheap look every `pollInterval` (the spool's
-/// change counter, the heartbeat's and stores' modification times), and a full read only when
-/// something changed, or every `refreshInterval` so that ages and staleness move on.
+/// Watches the state directory for the page process: woken when a file it reads is written (or
+/// every `pollInterval` where inotify cannot watch), a cheap look at the files' stamps, and a full
+/// read only when something changed, or every `refreshInterval` so that ages and staleness move on.
+///
+/// The monitor and its readers share one thread: the reads block on SQLite and the disk, and a
+/// rebuild goes from one reader to the next without a thread switch, where four hops between
+/// threads a second were most of the page process's CPU.
 actor CabMonitor {
     struct Settings: Sendable {
         var paths: StatusSnapshot.Paths
@@ -34,6 +40,8 @@ actor CabMonitor {
         var at: String
     }
 
+    private nonisolated let executor: DedicatedThreadExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let settings: Settings
     private let logger: Logger
     private let spool: SpoolReader
@@ -63,11 +71,13 @@ actor CabMonitor {
     init(settings: Settings, logger: Logger) {
         self.settings = settings
         self.logger = logger
-        spool = SpoolReader(path: settings.paths.spool)
-        // Kept open between looks: a look a second would otherwise open both files and start a
-        // thread for each, every time.
-        readers = StatusSnapshot.Readers(spool: spool, others: OtherMachinesStore(readingOnly: settings.paths.others))
-        fieldStore = FieldStore(path: Self.fieldsPath(settings.paths), readOnly: true)
+        let executor = DedicatedThreadExecutor(name: "agrigps-cab")
+        self.executor = executor
+        spool = SpoolReader(path: settings.paths.spool, executor: executor)
+        // Kept open between looks: a look a second would otherwise open both files every time.
+        readers = StatusSnapshot.Readers(spool: spool, others: OtherMachinesStore(readingOnly: settings.paths.others, executor: executor),
+                                         executor: executor)
+        fieldStore = FieldStore(path: Self.fieldsPath(settings.paths), readOnly: true, executor: executor)
     }
 
     static func fieldsPath(_ paths: StatusSnapshot.Paths) -> String { paths.stateDirectory + "/fields.sqlite" }
@@ -78,12 +88,31 @@ actor CabMonitor {
     /// The fields as last read: the Records tab splits a day by the same copy the map draws.
     func storedFields() -> [StoredField] { fields.fields }
 
-    /// Polls until cancelled.
+    /// Looks whenever a file changed, and every `refreshInterval`, until cancelled.
     func run() async {
-        while !Task.isCancelled {
-            await refreshIfChanged()
-            try? await Task.sleep(for: .seconds(settings.pollInterval))
+        let paths = settings.paths
+        let credentials = CredentialStore(directory: paths.stateDirectory)
+        let watched = [paths.heartbeat, paths.others, paths.spool, Self.fieldsPath(paths)] + credentials.files
+        guard let watch = DirectoryWatch(.init(paths: watched, refresh: settings.refreshInterval, fallback: settings.pollInterval)) else {
+            logger.warning("cannot watch the state directory; looking every \(settings.pollInterval) s instead")
+            while !Task.isCancelled {
+                await refreshIfChanged()
+                try? await Task.sleep(for: .seconds(settings.pollInterval))
+            }
+            return
         }
+        defer { watch.close() }
+        var wake = DirectoryWatch.Wake.refresh
+        while !Task.isCancelled {
+            if wake == .refresh { await rebuildAtOnce() } else { await refreshIfChanged() }
+            wake = await watch.next()
+        }
+    }
+
+    /// A refresh of ages and staleness: whether or not a file changed.
+    private func rebuildAtOnce() async {
+        signature = await currentSignature()
+        await rebuild(now: Date())
     }
 
     /// Builds a new model when anything in the state directory moved, or when the last is old.
@@ -108,12 +137,7 @@ actor CabMonitor {
         return Self.stamp(path) + " " + Self.stamp(path + "-wal")
     }
 
-    /// A file's modification time and size; "-" when absent.
-    static func stamp(_ path: String) -> String {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return "-" }
-        return "\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec):\(info.st_size)"
-    }
+    static func stamp(_ path: String) -> String { FileStamp.of(path) }
 
     private func rebuild(now: Date) async {
         await readOwnSamples()
@@ -124,9 +148,12 @@ actor CabMonitor {
         await readFieldsIfChanged()
         placeInFields(&built, now: now)
         announce(built.others, now: now)
-        model = built
+        // The same model again (a refresh when nothing moved) is no new version: no page redraws it.
+        if built != model {
+            model = built
+            version += 1
+        }
         builtAt = now
-        version += 1
         wakeAll()
     }
 
@@ -225,25 +252,42 @@ actor CabMonitor {
     private var nextWaiter = 0
     private var closing = false
 
-    /// Returns when the model moves past `version` or a notice past `notice` is posted, or after
-    /// `seconds`: each open page waits here rather than asking ten times a second.
-    func waitForChange(after version: Int, notice: Int, atMost seconds: Double) async {
+    /// What an open page has not had yet: the model when it moved past the page's version, and the
+    /// notices after its last.
+    struct Update: Sendable {
+        var version: Int
+        var model: CabModel?
+        var notices: [Notice]
+    }
+
+    /// The next update after `version` and `notice`, waiting for the next look (an update with
+    /// neither model nor notices when it found nothing new): an open page's stream asks once per
+    /// change, not once per part, and each ask is a switch to this thread and back.
+    func update(after version: Int, notice: Int) async -> Update {
+        // Before the first model there is nothing to send: wait for it rather than ask again at once.
+        await waitForChange(after: model == nil ? self.version : version, notice: notice)
+        return Update(version: self.version, model: self.version != version ? model : nil, notices: notices(after: notice))
+    }
+
+    /// The sequence number of the newest notice: a page that opens now is told only of later ones.
+    var lastNotice: Int { notices.last?.sequence ?? 0 }
+
+    /// Returns when the model moves past `version` or a notice past `notice` is posted, or at the
+    /// next look whatever it found (every `refreshInterval` at least, so a stream can keep itself
+    /// alive): each open page waits here rather than asking ten times a second, and with no timer
+    /// of its own, which cost a timer thread's wake-up and a cancellation at every change.
+    func waitForChange(after version: Int, notice: Int) async {
         guard self.version == version, (notices.last?.sequence ?? 0) <= notice, !Task.isCancelled, !closing else { return }
         nextWaiter += 1
         let id = nextWaiter
-        let timeout = Task { [weak self] in
-            try? await Task.sleep(for: .seconds(seconds))
-            await self?.wake(id)
-        }
         await withTaskCancellationHandler {
             await withCheckedContinuation { waiters[id] = $0 }
         } onCancel: {
             Task { await self.wake(id) }
         }
-        timeout.cancel()
     }
 
-    /// Resumes one waiter, once: whichever of the change, the timeout or a cancellation comes first.
+    /// Resumes one waiter, once: whichever of the look, the change or a cancellation comes first.
     private func wake(_ id: Int) {
         waiters.removeValue(forKey: id)?.resume()
     }

@@ -213,28 +213,29 @@ public struct CabServer: Sendable {
         let monitor = monitor
         let body = ResponseBody { writer in
             var seen = -1
-            var noticeSeen = await monitor.notices.last?.sequence ?? 0
+            var noticeSeen = await monitor.lastNotice
             var quietSince = ContinuousClock.now
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                let version = await monitor.version
-                if version != seen, let model = await monitor.model {
-                    seen = version
-                    try await writer.write(ByteBuffer(string: "event: state\ndata: " + Self.encode(model) + "\n\n"))
-                    quietSince = .now
-                }
-                for notice in await monitor.notices(after: noticeSeen) {
-                    noticeSeen = notice.sequence
-                    try await writer.write(ByteBuffer(string: "event: notice\ndata: " + Self.encode(notice) + "\n\n"))
-                }
-                if ContinuousClock.now - quietSince > .seconds(15) {
-                    try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
-                    quietSince = .now
-                }
                 // A shutdown lets every waiting stream go at once, so that it ends within the server's grace.
-                await withGracefulShutdownHandler {
-                    await monitor.waitForChange(after: seen, notice: noticeSeen, atMost: 15)
+                let update = await withGracefulShutdownHandler { [seen, noticeSeen] in
+                    await monitor.update(after: seen, notice: noticeSeen)
                 } onGracefulShutdown: {
                     Task { await monitor.close() }
+                }
+                // One write per update: the model and its notices go out together.
+                var text = ""
+                if let model = update.model {
+                    seen = update.version
+                    text += "event: state\ndata: " + Self.encode(model) + "\n\n"
+                }
+                for notice in update.notices {
+                    noticeSeen = notice.sequence
+                    text += "event: notice\ndata: " + Self.encode(notice) + "\n\n"
+                }
+                if text.isEmpty, ContinuousClock.now - quietSince > .seconds(15) { text = ": keep-alive\n\n" }
+                if !text.isEmpty {
+                    try await writer.write(ByteBuffer(string: text))
+                    quietSince = .now
                 }
             }
             try await writer.finish(nil)

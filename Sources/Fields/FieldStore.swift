@@ -36,7 +36,7 @@ public struct ImportReport: Sendable {
 public actor FieldStore {
     /// SQLite and the import's file reading block, so they run on a thread of the store's own,
     /// never on Swift's cooperative pool.
-    private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-fields")
+    private nonisolated let executor: DedicatedThreadExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     public let path: String
@@ -44,9 +44,11 @@ public actor FieldStore {
     public let readOnly: Bool
     private var database: DatabaseQueue?
 
-    public init(path: String, readOnly: Bool = false) {
+    /// `executor`: a thread shared with other readers (the cab view's look), else one of its own.
+    public init(path: String, readOnly: Bool = false, executor: DedicatedThreadExecutor = DedicatedThreadExecutor(name: "agrigps-fields")) {
         self.path = path
         self.readOnly = readOnly
+        self.executor = executor
     }
 
     /// Whether the file exists yet: listing an absent store creates nothing.

@@ -8,15 +8,18 @@ import GRDB
 public actor SpoolReader {
     /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on a thread of its own,
     /// which ends with it, never on Swift's cooperative pool.
-    private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-spool-r")
+    private nonisolated let executor: DedicatedThreadExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     public let path: String
     private var database: DatabaseQueue?
     /// The file's inode when it was opened: a spool moved aside and made anew is opened again.
     private var inode: UInt64 = 0
 
-    public init(path: String) {
+    /// `executor`: a thread shared with other readers of the same look (the cab view's), so that
+    /// going from one to the next switches no thread; by default one of its own.
+    public init(path: String, executor: DedicatedThreadExecutor = DedicatedThreadExecutor(name: "agrigps-spool-r")) {
         self.path = path
+        self.executor = executor
     }
 
     /// The same counts and notes as the daemon's `Spool.status`, minus what only the daemon holds in memory.

@@ -24,7 +24,7 @@ public struct OthersStoreError: Error, Sendable, Equatable, CustomStringConverti
 public actor OtherMachinesStore {
     /// Its calls block on the disk (fsync, SQLite's busy timeout), so they run on a thread of its own,
     /// which ends with it, never on Swift's cooperative pool.
-    private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-others")
+    private nonisolated let executor: DedicatedThreadExecutor
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     public struct Configuration: Sendable {
         /// How long positions and seen message ids are kept.
@@ -58,13 +58,15 @@ public actor OtherMachinesStore {
         self.path = path
         self.configuration = configuration
         self.readOnly = false
+        executor = DedicatedThreadExecutor(name: "agrigps-others")
     }
 
-    /// A reader of another process's store.
-    public init(readingOnly path: String) {
+    /// A reader of another process's store; `executor` as for `SpoolReader`.
+    public init(readingOnly path: String, executor: DedicatedThreadExecutor = DedicatedThreadExecutor(name: "agrigps-others")) {
         self.path = path
         self.configuration = Configuration()
         self.readOnly = true
+        self.executor = executor
     }
 
     /// Whether the file exists yet; readers use it to say "nothing seen yet" without creating one.

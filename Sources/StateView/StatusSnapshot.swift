@@ -70,21 +70,38 @@ public struct StatusSnapshot: Sendable {
     public struct Readers: Sendable {
         public var spool: SpoolReader
         public var others: OtherMachinesStore
-        var files = FileReads()
+        var files: FileReads
 
-        public init(spool: SpoolReader, others: OtherMachinesStore) {
+        /// `executor`: the thread the small files are read on; the cab view gives the one its
+        /// readers share, so that a look switches no thread.
+        public init(spool: SpoolReader, others: OtherMachinesStore, executor: DedicatedThreadExecutor = DedicatedThreadExecutor(name: "agrigps-look")) {
             self.spool = spool
             self.others = others
+            files = FileReads(executor: executor)
         }
     }
 
     /// The small files' reads on a thread kept for them, rather than one started for every look.
     actor FileReads {
-        private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-look")
+        private nonisolated let executor: DedicatedThreadExecutor
         nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
+        /// The heartbeat as last decoded, with its file's stamp: the daemon writes it every 10 s at
+        /// most, and the cab view looks every second.
+        private var heartbeat: (stamp: String, value: Heartbeat?)?
+
         func read(_ paths: Paths, now: Date, heartbeatLimit: Double) -> StatusSnapshot {
-            StatusSnapshot.readFiles(paths, now: now, heartbeatLimit: heartbeatLimit)
+            StatusSnapshot.readFiles(paths, now: now, heartbeatLimit: heartbeatLimit) { path in
+                let stamp = FileStamp.of(path)
+                if let heartbeat, heartbeat.stamp == stamp, stamp != FileStamp.absent { return heartbeat.value }
+                let value = Heartbeat.read(from: path)
+                heartbeat = (stamp, value)
+                return value
+            }
+        }
+
+        init(executor: DedicatedThreadExecutor) {
+            self.executor = executor
         }
     }
 
@@ -122,8 +139,9 @@ public struct StatusSnapshot: Sendable {
     }
 
     /// The small files and the credentials: everything but the two databases.
-    static func readFiles(_ paths: Paths, now: Date, heartbeatLimit: Double) -> StatusSnapshot {
-        let heartbeat = Heartbeat.read(from: paths.heartbeat)
+    static func readFiles(_ paths: Paths, now: Date, heartbeatLimit: Double,
+                          readHeartbeat: (String) -> Heartbeat? = Heartbeat.read(from:)) -> StatusSnapshot {
+        let heartbeat = readHeartbeat(paths.heartbeat)
         var snapshot = StatusSnapshot(takenAt: now, daemon: daemonState(heartbeat, now: now, limit: heartbeatLimit), heartbeat: heartbeat,
                                       others: OthersView())
         for path in [paths.heartbeat, paths.stateDirectory + "/endpoint.json", paths.stateDirectory + "/endpoint.secret", paths.spool + "-mark"] {
