@@ -55,7 +55,9 @@ actor CabMonitor {
     private var lastRowID: Int64 = 0
     private var newest: PositionSample?
     private var lastFix: PositionSample?
-    private var signature: [String] = []
+    private var signature = Stamps()
+    /// The last whole look, for the looks in between that read only the spool.
+    private var snapshot: StatusSnapshot?
     private var builtAt = Date.distantPast
     private var previous: [String: Observed] = [:]
     private let fieldStore: FieldStore
@@ -111,25 +113,35 @@ actor CabMonitor {
 
     /// A refresh of ages and staleness: whether or not a file changed.
     private func rebuildAtOnce() async {
-        signature = await currentSignature()
-        await rebuild(now: Date())
+        signature = currentSignature()
+        await rebuild(now: Date(), onlySpool: false)
     }
 
     /// Builds a new model when anything in the state directory moved, or when the last is old.
     func refreshIfChanged(now: Date = Date()) async {
-        let current = await currentSignature()
-        guard current != signature || now.timeIntervalSince(builtAt) >= settings.refreshInterval || model == nil else { return }
+        let current = currentSignature()
+        let old = now.timeIntervalSince(builtAt) >= settings.refreshInterval
+        guard current != signature || old || model == nil else { return }
+        // A sample committed, nothing else: the common case, once a second with a 1 Hz receiver.
+        let onlySpool = !old && current.others == signature.others && current.spool != signature.spool
         signature = current
-        await rebuild(now: now)
+        await rebuild(now: now, onlySpool: onlySpool)
     }
 
-    /// The files' stamps and the credentials' fingerprint: equal when nothing the page shows can have
-    /// changed. Every commit to a store in WAL mode writes its -wal file, so stat calls see it: a
-    /// look costs a few system calls on this task, and no query on a reader's thread.
-    private func currentSignature() async -> [String] {
+    /// The files' stamps: equal when nothing the page shows can have changed. Every commit to a
+    /// store in WAL mode writes its -wal file, so stat calls see it: a look costs a few system calls,
+    /// and no query.
+    struct Stamps: Equatable {
+        var spool: [String] = []
+        /// The heartbeat, the credentials and the stores of other machines and of fields.
+        var others: [String] = []
+    }
+
+    private func currentSignature() -> Stamps {
         let paths = settings.paths
-        return [CredentialStore(directory: paths.stateDirectory).fingerprint()]
-            + [paths.heartbeat, paths.others, paths.others + "-wal", paths.spool, paths.spool + "-wal"].map(Self.stamp) + [fieldsStamp()]
+        return Stamps(spool: [paths.spool, paths.spool + "-wal"].map(Self.stamp),
+                      others: [CredentialStore(directory: paths.stateDirectory).fingerprint(), fieldsStamp()]
+                          + [paths.heartbeat, paths.others, paths.others + "-wal"].map(Self.stamp))
     }
 
     private func fieldsStamp() -> String {
@@ -139,10 +151,17 @@ actor CabMonitor {
 
     static func stamp(_ path: String) -> String { FileStamp.of(path) }
 
-    private func rebuild(now: Date) async {
+    private func rebuild(now: Date, onlySpool: Bool) async {
         await readOwnSamples()
-        let snapshot = await StatusSnapshot.gather(settings.paths, now: now, heartbeatLimit: settings.thresholds.heartbeatLimit,
-                                                   staleAfter: settings.thresholds.staleAfter, readers: readers)
+        let thresholds = settings.thresholds
+        let snapshot: StatusSnapshot
+        if onlySpool, let next = await self.snapshot?.respooled(now: now, heartbeatLimit: thresholds.heartbeatLimit, reader: spool) {
+            snapshot = next
+        } else {
+            snapshot = await StatusSnapshot.gather(settings.paths, now: now, heartbeatLimit: thresholds.heartbeatLimit,
+                                                   staleAfter: thresholds.staleAfter, readers: readers)
+        }
+        self.snapshot = snapshot
         var built = CabModel(snapshot: snapshot, newest: newest, lastFix: lastFix, thresholds: settings.thresholds,
                              environments: settings.environments)
         await readFieldsIfChanged()

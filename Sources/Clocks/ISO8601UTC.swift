@@ -11,9 +11,29 @@ public enum ISO8601UTC {
         let milliseconds = Int(totalMilliseconds - Int64(seconds) * 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                      Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds)
+        // Digits by hand: String(format:) goes through CoreFoundation's formatter, and the cab view
+        // writes a few of these for every sample.
+        var text = [UInt8]()
+        text.reserveCapacity(24)
+        func digits(_ value: Int, _ count: Int, then separator: Unicode.Scalar) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            var rest = value
+            for _ in 0..<count {
+                text.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest / divisor % 10))
+                rest %= divisor
+                divisor /= 10
+            }
+            text.append(UInt8(ascii: separator))
+        }
+        digits(Int(parts.tm_year) + 1900, 4, then: "-")
+        digits(Int(parts.tm_mon) + 1, 2, then: "-")
+        digits(Int(parts.tm_mday), 2, then: "T")
+        digits(Int(parts.tm_hour), 2, then: ":")
+        digits(Int(parts.tm_min), 2, then: ":")
+        digits(Int(parts.tm_sec), 2, then: ".")
+        digits(milliseconds, 3, then: "Z")
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Reads "2026-03-26T03:08:58Z" or "2026-03-26T03:08:58.123Z". Done by hand rather than with

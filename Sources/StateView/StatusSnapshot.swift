@@ -107,8 +107,10 @@ public struct StatusSnapshot: Sendable {
 
     /// Reads everything; a part that cannot be read is reported as a problem, not thrown, so status
     /// always has something to say. `readers`, when given, are used instead of readers opened for this look.
+    /// Runs on the caller's actor: the cab view's shares its thread with its readers, and a look then
+    /// switches no thread at all.
     public static func gather(_ paths: Paths, now: Date = Date(), heartbeatLimit: Double = 120, staleAfter: Double = 300,
-                              readers: Readers? = nil) async -> StatusSnapshot {
+                              readers: Readers? = nil, isolation: isolated (any Actor)? = #isolation) async -> StatusSnapshot {
         // File reads, and the key's decryption to check the certificate: blocking work, off the pool.
         var snapshot = if let readers {
             await readers.files.read(paths, now: now, heartbeatLimit: heartbeatLimit)
@@ -119,12 +121,7 @@ public struct StatusSnapshot: Sendable {
         if snapshot.spoolProblem == nil {
             // Read-only: a look must never change, migrate or move aside the daemon's file.
             do {
-                snapshot.spool = try await (readers?.spool ?? SpoolReader(path: paths.spool))
-                    .status(now: trueNow(now, heartbeat: heartbeat, daemon: snapshot.daemon))
-                if case .running = snapshot.daemon, let counts = heartbeat?.spool {
-                    snapshot.storageFault = counts.storageFault
-                    snapshot.spool?.heldInMemory = counts.heldInMemory
-                }
+                try await snapshot.readSpool(readers?.spool ?? SpoolReader(path: paths.spool))
             } catch {
                 if let counts = heartbeat?.spool { snapshot.spool = SpoolStatus(counts) } else { snapshot.spoolProblem = error.description }
             }
@@ -136,6 +133,34 @@ public struct StatusSnapshot: Sendable {
             if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
         }
         return snapshot
+    }
+
+    /// The spool's counts, on the clock its samples were measured with, and what only the running
+    /// daemon knows of them from its heartbeat.
+    mutating func readSpool(_ reader: SpoolReader, isolation: isolated (any Actor)? = #isolation) async throws(SpoolError) {
+        spool = try await reader.status(now: Self.trueNow(takenAt, heartbeat: heartbeat, daemon: daemon))
+        if case .running = daemon, let counts = heartbeat?.spool {
+            storageFault = counts.storageFault
+            spool?.heldInMemory = counts.heldInMemory
+        }
+    }
+
+    /// The same look at `now` when only the spool moved (the cab view, at each sample): the
+    /// spool's counts read again and the daemon's state judged again, the small files, the
+    /// credentials and the other machines as they were. Nil when the spool could not be read
+    /// before or now: then only a whole look can say why.
+    public func respooled(now: Date, heartbeatLimit: Double, reader: SpoolReader,
+                          isolation: isolated (any Actor)? = #isolation) async -> StatusSnapshot? {
+        guard spool != nil, spoolProblem == nil, unreadable == nil else { return nil }
+        var next = self
+        next.takenAt = now
+        next.daemon = Self.daemonState(heartbeat, now: now, limit: heartbeatLimit)
+        do {
+            try await next.readSpool(reader)
+        } catch {
+            return nil
+        }
+        return next
     }
 
     /// The small files and the credentials: everything but the two databases.

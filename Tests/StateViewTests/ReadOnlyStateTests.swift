@@ -36,6 +36,33 @@ struct ReadOnlyStateTests {
         #expect(movedAside.isEmpty, "\(left)")
     }
 
+    @Test("a look again when only the spool moved: its counts and the time read anew, everything else kept; none without a spool before")
+    func respooled() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let fix = PositionSample(sampledAt: Date(), state: .fix(.threeD, .autonomous),
+                                 report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8))
+        var heartbeat = Heartbeat(pid: getpid(), startedAt: Date(), onboarded: true)
+        heartbeat.environment = "qa"
+        try heartbeat.write(to: directory + "/heartbeat.json")
+        let empty = await StatusSnapshot.gather(paths(directory))
+        let reader = SpoolReader(path: directory + "/spool.sqlite")
+        #expect(await empty.respooled(now: Date(), heartbeatLimit: 120, reader: reader) == nil, "no spool at the whole look: only a whole look says why")
+        let spool = Spool(path: directory + "/spool.sqlite")
+
+        _ = await spool.append(fix)
+        let before = await StatusSnapshot.gather(paths(directory))
+        #expect(before.spool?.pending == 1)
+        _ = await spool.append(fix)
+        _ = await spool.append(fix)
+        let later = Date().addingTimeInterval(3)
+        let after = try #require(await before.respooled(now: later, heartbeatLimit: 120, reader: reader))
+        #expect(after.spool?.pending == 3)
+        #expect(after.takenAt == later)
+        #expect(after.heartbeat?.environment == "qa" && after.stateDirectory == before.stateDirectory && after.diskFree == before.diskFree)
+        #expect(after.verdict(StatusThresholds()).reasons == before.verdict(StatusThresholds()).reasons)
+    }
+
     @Test("with the system clock 2 h fast, status reads a 30 s old unsent sample as 30 s old, not 7,230: both sides on the true clock")
     func fastClockAges() async throws {
         let directory = try temporaryDirectory()
