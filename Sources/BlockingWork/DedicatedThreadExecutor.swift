@@ -8,7 +8,10 @@ import Glibc
 /// timeout. On Swift's cooperative pool such a call holds one of its threads, and a two-core box has
 /// only two. An actor that names this executor as its `unownedExecutor` keeps its synchronous code as
 /// it is, and that code runs here instead.
-public final class DedicatedThreadExecutor: SerialExecutor, Sendable {
+///
+/// It is a task executor too: a task that prefers it (`withTaskExecutorPreference`) runs its
+/// nonisolated code on this thread, and goes to and from actors on it without a thread switch.
+public final class DedicatedThreadExecutor: SerialExecutor, TaskExecutor, Sendable {
     private let queue: JobQueue
 
     /// Starts the thread. It ends when the executor is released: an actor that keeps its executor in
@@ -31,6 +34,10 @@ public final class DedicatedThreadExecutor: SerialExecutor, Sendable {
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
     }
 
     private static func serve(_ queue: JobQueue, on executor: UnownedSerialExecutor, name: String) {

@@ -40,7 +40,9 @@ actor CabMonitor {
         var at: String
     }
 
-    private nonisolated let executor: DedicatedThreadExecutor
+    /// Also the executor an open page's event stream prefers: woken by a new model, the stream
+    /// runs on with no switch to Swift's pool and back.
+    nonisolated let executor: DedicatedThreadExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     private let settings: Settings
     private let logger: Logger

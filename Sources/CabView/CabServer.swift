@@ -212,30 +212,33 @@ public struct CabServer: Sendable {
     func events(_ request: Request) -> Response {
         let monitor = monitor
         let body = ResponseBody { writer in
-            var seen = -1
-            var noticeSeen = await monitor.lastNotice
-            var quietSince = ContinuousClock.now
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                // A shutdown lets every waiting stream go at once, so that it ends within the server's grace.
-                let update = await withGracefulShutdownHandler { [seen, noticeSeen] in
-                    await monitor.update(after: seen, notice: noticeSeen)
-                } onGracefulShutdown: {
-                    Task { await monitor.close() }
-                }
-                // One write per update: the model and its notices go out together.
-                var text = ""
-                if let model = update.model {
-                    seen = update.version
-                    text += "event: state\ndata: " + Self.encode(model) + "\n\n"
-                }
-                for notice in update.notices {
-                    noticeSeen = notice.sequence
-                    text += "event: notice\ndata: " + Self.encode(notice) + "\n\n"
-                }
-                if text.isEmpty, ContinuousClock.now - quietSince > .seconds(15) { text = ": keep-alive\n\n" }
-                if !text.isEmpty {
-                    try await writer.write(ByteBuffer(string: text))
-                    quietSince = .now
+            // On the monitor's thread: a new model wakes the stream there, with no switch to the pool and back.
+            try await withTaskExecutorPreference(monitor.executor) {
+                var seen = -1
+                var noticeSeen = await monitor.lastNotice
+                var quietSince = ContinuousClock.now
+                while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                    // A shutdown lets every waiting stream go at once, so that it ends within the server's grace.
+                    let update = await withGracefulShutdownHandler { [seen, noticeSeen] in
+                        await monitor.update(after: seen, notice: noticeSeen)
+                    } onGracefulShutdown: {
+                        Task { await monitor.close() }
+                    }
+                    // One write per update: the model and its notices go out together.
+                    var text = ""
+                    if let model = update.model {
+                        seen = update.version
+                        text += "event: state\ndata: " + Self.encode(model) + "\n\n"
+                    }
+                    for notice in update.notices {
+                        noticeSeen = notice.sequence
+                        text += "event: notice\ndata: " + Self.encode(notice) + "\n\n"
+                    }
+                    if text.isEmpty, ContinuousClock.now - quietSince > .seconds(15) { text = ": keep-alive\n\n" }
+                    if !text.isEmpty {
+                        try await writer.write(ByteBuffer(string: text))
+                        quietSince = .now
+                    }
                 }
             }
             try await writer.finish(nil)
