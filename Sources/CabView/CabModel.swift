@@ -131,17 +131,12 @@ extension CabModel.Own {
         hdop = report.hdop
     }
 
+    /// The page's class for the marker's colour, and the words it shows (those of `agrigps others`).
     static func quality(_ state: FixState) -> (String, String) {
-        guard case .fix(let dimension, let quality) = state else { return ("none", "no fix") }
-        let dimensions = dimension == .threeD ? "3D" : "2D"
+        guard case .fix(_, let quality) = state else { return ("none", "no fix") }
         switch quality {
-        case .rtkFixed: return ("rtk_fixed", "RTK fixed")
-        case .rtkFloat: return ("rtk_float", "RTK float")
-        case .dgps: return ("dgps", "DGPS \(dimensions)")
-        case .autonomous: return ("autonomous", "GNSS \(dimensions)")
-        case .deadReckoning: return ("autonomous", "dead reckoning")
-        case .simulated: return ("autonomous", "simulated")
-        case .manual: return ("autonomous", "manual")
+        case .rtkFixed, .rtkFloat, .dgps, .autonomous: return (quality.rawValue, FixWords.words(state))
+        case .deadReckoning, .simulated, .manual: return ("autonomous", FixWords.words(state))
         }
     }
 }

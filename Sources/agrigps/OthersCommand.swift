@@ -96,7 +96,7 @@ enum OthersReport {
                  entry.distance.map(DistanceText.format(metres:)) ?? "unknown",
                  entry.bearing.map { "\(Coordinate.compassPoint($0)) \((Bounds.whole($0.rounded()) ?? 0) % 360)°" } ?? "-",
                  entry.age.map(durationText) ?? "never",
-                 entry.machine.lastReport.map { TerminalText.safe($0.statusDescription, limit: 24) } ?? "-",
+                 entry.machine.lastReport.map { TerminalText.safe(FixWords.words(forCode: $0.statusDescription), limit: 24) } ?? "-",
                  entry.machine.activity.rawValue]
             }
             lines += table(header: ["NAME", "DISTANCE", "BEARING", "AGE", "FIX", "STATE"], rows: rows)

@@ -52,7 +52,7 @@ struct OthersCommandTests {
         defer { try? FileManager.default.removeItem(atPath: state) }
         let result = try await AgrigpsCommand.run(["others", "--state-dir", state])
         #expect(result.code == 0)
-        #expect(result.stdout.contains { $0.hasPrefix("Harvester") && $0.contains("unknown") && $0.contains("rtk_fixed") && $0.hasSuffix("active") })
+        #expect(result.stdout.contains { $0.hasPrefix("Harvester") && $0.contains("unknown") && $0.contains("RTK fixed") && $0.hasSuffix("active") })
         #expect(result.stdout.contains("Our position: unknown (no fix yet), so distances and bearings are unknown."))
         #expect(result.stdout.contains { $0.hasPrefix("Last update: ") })
         let near = try await AgrigpsCommand.run(["others", "--near", "5km", "--state-dir", state])
