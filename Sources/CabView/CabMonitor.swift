@@ -60,6 +60,8 @@ actor CabMonitor {
     private var signature = Stamps()
     /// The last whole look, for the looks in between that read only the spool.
     private var snapshot: StatusSnapshot?
+    /// The spool's change counter as the last look read it.
+    private var spoolVersion: Int64?
     private var builtAt = Date.distantPast
     private var previous: [String: Observed] = [:]
     private let fieldStore: FieldStore
@@ -108,8 +110,27 @@ actor CabMonitor {
         defer { watch.close() }
         var wake = DirectoryWatch.Wake.refresh
         while !Task.isCancelled {
-            if wake == .refresh { await rebuildAtOnce() } else { await refreshIfChanged() }
+            if wake == .refresh {
+                await rebuildAtOnce()
+            } else if await refreshIfChanged() {
+                await lookAgainForCommit()
+            }
             wake = await watch.next()
+        }
+    }
+
+    /// A commit's last write reaches the spool's file before SQLite makes the commit visible (after
+    /// its fsync, through an index in shared memory, which inotify does not see). A look that found
+    /// the file moved and nothing new looks again, twice at most, until the spool's version moves:
+    /// else a sample could wait for the next one, or for the refresh, to be shown.
+    private func lookAgainForCommit() async {
+        for delay in [0.1, 0.4] {
+            try? await Task.sleep(for: .seconds(delay))
+            guard !Task.isCancelled else { return }
+            if let version = try? await spool.changeCounter(), version != spoolVersion {
+                await rebuild(now: Date(), onlySpool: snapshot != nil)
+                return
+            }
         }
     }
 
@@ -120,14 +141,20 @@ actor CabMonitor {
     }
 
     /// Builds a new model when anything in the state directory moved, or when the last is old.
-    func refreshIfChanged(now: Date = Date()) async {
+    /// True when the spool's file moved but its rows had not (a commit not visible yet, or one that
+    /// only changed rows already seen).
+    @discardableResult
+    func refreshIfChanged(now: Date = Date()) async -> Bool {
         let current = currentSignature()
         let old = now.timeIntervalSince(builtAt) >= settings.refreshInterval
-        guard current != signature || old || model == nil else { return }
+        guard current != signature || old || model == nil else { return false }
         // A sample committed, nothing else: the common case, once a second with a 1 Hz receiver.
-        let onlySpool = !old && current.others == signature.others && current.spool != signature.spool
+        let spoolMoved = current.spool != signature.spool
+        let onlySpool = !old && current.others == signature.others && spoolMoved
         signature = current
+        let seen = lastRowID
         await rebuild(now: now, onlySpool: onlySpool)
+        return spoolMoved && lastRowID == seen
     }
 
     /// The files' stamps: equal when nothing the page shows can have changed. Every commit to a
@@ -181,7 +208,8 @@ actor CabMonitor {
     /// New own samples since the last look, in order: the newest for the marker, fixes for the trail.
     private func readOwnSamples() async {
         let limit = lastRowID == 0 ? settings.trackLimit : 120
-        guard let rows = try? await spool.newest(after: lastRowID, limit: limit) else { return }
+        guard let (rows, version) = try? await spool.newestWithVersion(after: lastRowID, limit: limit) else { return }
+        spoolVersion = version
         for row in rows.reversed() where row.rowID > lastRowID {
             lastRowID = row.rowID
             newest = row.sample

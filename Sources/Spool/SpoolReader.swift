@@ -49,6 +49,18 @@ public actor SpoolReader {
         }
     }
 
+    /// `newest(after:limit:)` and the spool's `changeCounter()` as one read: what a reader has seen,
+    /// and the version it saw it at.
+    public func newestWithVersion(after rowID: Int64, limit: Int) throws(SpoolError) -> (rows: [SpooledSample], version: Int64) {
+        let limit = max(0, min(limit, 100_000))
+        return try read { db in
+            let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
+            let rows = try Row.fetchAll(db.cachedStatement(sql: SampleColumns.select + " WHERE id > ? ORDER BY id DESC LIMIT ?"), arguments: [rowID, limit])
+                .map(SampleColumns.spooled)
+            return (rows, version)
+        }
+    }
+
     /// A number that changes whenever another connection commits to the file (SQLite's data_version),
     /// so a reader can tell cheaply whether anything is new.
     public func changeCounter() throws(SpoolError) -> Int64 {

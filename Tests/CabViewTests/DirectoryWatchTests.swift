@@ -43,7 +43,11 @@ struct DirectoryWatchTests {
         // An atomic write: a temporary file renamed into place.
         try Data("{}".utf8).write(to: URL(fileURLWithPath: directory + "/heartbeat.json"), options: .atomic)
         #expect(await Self.next(watch, within: 5) == .changed)
-        #expect(await Self.next(watch, within: 0.5) == nil, "one change, one wake")
+        // A write split by a busy machine's scheduler may wake it twice; what matters is that the
+        // wakes stop with the writes (the monitor's own reads must never wake it).
+        var more = 0
+        while await Self.next(watch, within: 0.5) != nil, more < 10 { more += 1 }
+        #expect(more <= 2, "\(more) more wakes after the last write")
     }
 
     @Test("without a change it wakes to refresh after its interval")
