@@ -7,6 +7,37 @@ window.cab = cab;
 function $(id) { return document.getElementById(id); }
 function text(element, value) { element.textContent = value == null ? "" : String(value); }
 
+// The night theme: the driver's choice (the switch in the header, kept in this browser), else the
+// system's, followed as it changes. The style sheet keys every colour on <html data-theme>.
+const themeKey = "agrigps.theme";
+const systemDark = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+
+function chosenTheme() {
+  try {
+    const theme = localStorage.getItem(themeKey);
+    return theme === "dark" || theme === "light" ? theme : null;
+  } catch (error) { return null; }  // storage refused: the system's theme, and no memory
+}
+
+function applyTheme(theme) {
+  const dark = theme === "dark";
+  document.documentElement.dataset.theme = dark ? "dark" : "light";
+  const button = $("theme");
+  button.setAttribute("aria-pressed", String(dark));
+  text(button, dark ? "\u2600\uFE0E" : "\u263E\uFE0E");  // a sun to go back to day, a moon to go to night
+}
+
+function toggleTheme() {
+  const next = document.documentElement.dataset.theme === "dark" ? "light" : "dark";
+  try { localStorage.setItem(themeKey, next); } catch (error) { /* kept for this page only */ }
+  applyTheme(next);
+}
+
+applyTheme(chosenTheme() || (systemDark && systemDark.matches ? "dark" : "light"));
+if (systemDark && systemDark.addEventListener) {
+  systemDark.addEventListener("change", event => { if (!chosenTheme()) applyTheme(event.matches ? "dark" : "light"); });
+}
+
 async function api(path, body) {
   const options = { method: body === undefined ? "GET" : "POST", credentials: "same-origin", headers: {} };
   if (body !== undefined) {
@@ -481,6 +512,7 @@ function wire() {
       if (button.dataset.tab === "records") { loadRecords($("records-day").value); }
     };
   }
+  $("theme").onclick = toggleTheme;
   $("pause").onclick = () => act("/api/sharing", { paused: cab.state && cab.state.sharing.state !== "paused" });
   $("follow").onclick = () => { cab.follow = !cab.follow; $("follow").setAttribute("aria-pressed", String(cab.follow)); if (cab.follow && cab.state) { drawOwn(cab.state.own); } };
   $("fit").onclick = fitAll;
