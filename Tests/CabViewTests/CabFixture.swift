@@ -149,3 +149,17 @@ private final class PortBox: @unchecked Sendable {
     var port: Int { lock.withLock { value } }
     func set(_ port: Int) { lock.withLock { value = port } }
 }
+
+extension WebDriver {
+    /// Opens a tab of the cab view and waits until it shows. On a wide screen the map is always
+    /// shown beside the other tabs and its tab button is hidden: it is clicked through the page.
+    func openCabTab(_ tab: String) async throws -> Bool {
+        let button = "#tabs button[data-tab='\(tab)']"
+        if try await run("return document.querySelector(\"\(button)\").getClientRects().length > 0") as? Bool == true {
+            try await click(button)
+        } else {
+            try await run("document.querySelector(\"\(button)\").click()")
+        }
+        return try await wait(timeout: 10, for: "return document.getElementById('tab-\(tab)').classList.contains('active')")
+    }
+}

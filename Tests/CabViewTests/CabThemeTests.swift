@@ -228,14 +228,7 @@ struct CabThemeTests {
             }
 
             for tab in ["map", "nearby", "records", "settings"] {
-                let button = "#tabs button[data-tab='\(tab)']"
-                // On a wide screen the map is always shown beside the other tabs, and has no tab button.
-                if try await browser.run("return document.querySelector(\"\(button)\").getClientRects().length > 0") as? Bool == true {
-                    try await browser.click(button)
-                } else {
-                    try await browser.run("document.querySelector(\"\(button)\").click()")
-                }
-                #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('tab-\(tab)').classList.contains('active')"))
+                #expect(try await browser.openCabTab(tab), "the \(tab) tab opens")
                 if tab == "records" {
                     #expect(try await browser.wait(timeout: 10, for: "return !!cab.records && document.querySelectorAll('#records-week .column').length === 7 && !!cab.fieldDay"))
                 }
