@@ -354,7 +354,11 @@ struct PublisherTests {
     @Test func requestsKeepTheirSpacing() async throws {
         let rig = try await Rig.make(spacing: 0.25, byteBudget: 150)  // two samples a batch
         await tearingDown({ await rig.close() }) {
-            for index in 0..<6 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+            // The connection's first request also carries its TLS handshake, which on a busy machine
+            // delays its arrival by a tenth of a second or more: a warm-up pass goes first, unmeasured.
+            await rig.spool.append(sample(0, state: .fix(.threeD, .rtkFixed)))
+            _ = await rig.cycle()
+            for index in 1...6 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
             let start = await rig.simulator.gatewayRequestArrivals().count
             for _ in 0..<4 { _ = await rig.cycle() }
             let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(start))
@@ -362,10 +366,11 @@ struct PublisherTests {
             let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }
             // Spaced where they are sent; seen where they arrive, where one request handled late on a busy
             // machine shortens the gap after it by as much as it lengthened the one before. So each gap
-            // may be a little short, but the requests as a whole never come faster than the spacing.
-            #expect(gaps.allSatisfy { $0 >= 0.2 }, "gaps \(gaps)")
+            // may be short by that much, but the requests as a whole never come faster than the spacing.
+            // Unspaced, they would come a few milliseconds apart.
+            #expect(gaps.allSatisfy { $0 >= 0.15 }, "gaps \(gaps)")
             let span = (arrivals.last ?? 0) - (arrivals.first ?? 0)
-            #expect(span >= Double(arrivals.count - 1) * 0.25 - 0.02, "\(arrivals.count) requests in \(span) s; gaps \(gaps)")
+            #expect(span >= Double(arrivals.count - 1) * 0.25 - 0.1, "\(arrivals.count) requests in \(span) s; gaps \(gaps)")
         }
     }
 }
