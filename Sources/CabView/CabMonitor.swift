@@ -168,17 +168,15 @@ actor CabMonitor {
 
     private func currentSignature() -> Stamps {
         let paths = settings.paths
-        return Stamps(spool: [paths.spool, paths.spool + "-wal"].map(Self.stamp),
+        return Stamps(spool: [paths.spool, paths.spool + "-wal"].map(FileStamp.of),
                       others: [CredentialStore(directory: paths.stateDirectory).fingerprint(), fieldsStamp()]
-                          + [paths.heartbeat, paths.others, paths.others + "-wal"].map(Self.stamp))
+                          + [paths.heartbeat, paths.others, paths.others + "-wal"].map(FileStamp.of))
     }
 
     private func fieldsStamp() -> String {
         let path = Self.fieldsPath(settings.paths)
-        return Self.stamp(path) + " " + Self.stamp(path + "-wal")
+        return FileStamp.of(path) + " " + FileStamp.of(path + "-wal")
     }
-
-    static func stamp(_ path: String) -> String { FileStamp.of(path) }
 
     private func rebuild(now: Date, onlySpool: Bool) async {
         await readOwnSamples()
@@ -326,7 +324,7 @@ actor CabMonitor {
     /// alive): each open page waits here rather than asking ten times a second, and with no timer
     /// of its own, which cost a timer thread's wake-up and a cancellation at every change.
     func waitForChange(after version: Int, notice: Int) async {
-        guard self.version == version, (notices.last?.sequence ?? 0) <= notice, !Task.isCancelled, !closing else { return }
+        guard self.version == version, lastNotice <= notice, !Task.isCancelled, !closing else { return }
         nextWaiter += 1
         let id = nextWaiter
         await withTaskCancellationHandler {

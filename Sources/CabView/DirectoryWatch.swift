@@ -1,4 +1,6 @@
 import BlockingWork
+import Clocks
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -119,12 +121,13 @@ final class DirectoryWatch: Sendable {
             if inotify >= 0 { Glibc.close(inotify) }
             Glibc.close(stop)
         }
-        let directories = Set(settings.paths.map(directory(of:)))
-        let names = Set(settings.paths.flatMap { path in [basename(of: path), basename(of: path) + "-wal"] })
+        let files = settings.paths.map { URL(fileURLWithPath: $0) }
+        let directories = Set(files.map { $0.deletingLastPathComponent().path })
+        let names = Set(files.flatMap { [$0.lastPathComponent, $0.lastPathComponent + "-wal"] })
         var watching = addWatches(inotify, directories)
-        var last = monotonicNow()
+        var last = uptime()
         while true {
-            let wait = (watching ? settings.refresh : settings.fallback) - (monotonicNow() - last)
+            let wait = (watching ? settings.refresh : settings.fallback) - (uptime() - last)
             var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, inotify >= 0 ? 2 : 1, Int32(max(0, min(wait, 3600)) * 1000))
             if ready < 0 && errno == EINTR { continue }
@@ -142,7 +145,7 @@ final class DirectoryWatch: Sendable {
                 watching = addWatches(inotify, directories)
                 wake = .changed  // polling: the monitor compares the files' stamps
             }
-            last = monotonicNow()
+            last = uptime()
             wakeups.fire(wake)
         }
     }
@@ -177,20 +180,5 @@ final class DirectoryWatch: Sendable {
                 }
             }
         }
-    }
-
-    static func directory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    static func basename(of path: String) -> String {
-        path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
-    }
-
-    private static func monotonicNow() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }

@@ -39,17 +39,8 @@ public actor SpoolReader {
         }
     }
 
-    /// The samples stored after row `rowID`, newest first, at most `limit`: what a reader that has
-    /// seen up to `rowID` has not seen yet.
-    public func newest(after rowID: Int64, limit: Int) throws(SpoolError) -> [SpooledSample] {
-        let limit = max(0, min(limit, 100_000))
-        return try read { db in
-            try Row.fetchAll(db.cachedStatement(sql: SampleColumns.select + " WHERE id > ? ORDER BY id DESC LIMIT ?"), arguments: [rowID, limit])
-                .map(SampleColumns.spooled)
-        }
-    }
-
-    /// `newest(after:limit:)` and the spool's `changeCounter()` as one read: what a reader has seen,
+    /// The samples stored after row `rowID`, newest first, at most `limit`, and the spool's
+    /// `changeCounter()`, as one read: what a reader that has seen up to `rowID` has not seen yet,
     /// and the version it saw it at.
     public func newestWithVersion(after rowID: Int64, limit: Int) throws(SpoolError) -> (rows: [SpooledSample], version: Int64) {
         let limit = max(0, min(limit, 100_000))
