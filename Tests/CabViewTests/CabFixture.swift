@@ -153,6 +153,7 @@ private final class PortBox: @unchecked Sendable {
 extension WebDriver {
     /// Opens a tab of the cab view and waits until it shows. On a wide screen the map is always
     /// shown beside the other tabs and its tab button is hidden: it is clicked through the page.
+    /// Returns once the tab has settled (Records: its week drawn), or false if it never showed.
     func openCabTab(_ tab: String) async throws -> Bool {
         let button = "#tabs button[data-tab='\(tab)']"
         if try await run("return document.querySelector(\"\(button)\").getClientRects().length > 0") as? Bool == true {
@@ -160,6 +161,13 @@ extension WebDriver {
         } else {
             try await run("document.querySelector(\"\(button)\").click()")
         }
-        return try await wait(timeout: 10, for: "return document.getElementById('tab-\(tab)').classList.contains('active')")
+        guard try await wait(timeout: 10, for: "return document.getElementById('tab-\(tab)').classList.contains('active')") else { return false }
+        // Records draws its week once the records have come; then a moment for layout and transitions.
+        if tab == "records",
+           try await !wait(timeout: 10, for: "return !!cab.records && document.querySelectorAll('#records-week .column').length === 7") {
+            return false
+        }
+        try await Task.sleep(for: .milliseconds(400))
+        return true
     }
 }

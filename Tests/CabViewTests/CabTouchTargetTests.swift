@@ -113,10 +113,6 @@ struct CabTouchTargetTests {
 
             for tab in ["map", "nearby", "records", "settings"] {
                 #expect(try await browser.openCabTab(tab), "the \(tab) tab opens")
-                if tab == "records" {
-                    #expect(try await browser.wait(timeout: 10, for: "return !!cab.records && document.querySelectorAll('#records-week .column').length === 7"))
-                }
-                try await Task.sleep(for: .milliseconds(400))
                 let place = "\(tab) at \(size.width)×\(size.height)"
                 let controls = try await Self.controls(in: browser)
                 #expect(controls.count >= 3, "\(place): controls found: \(controls)")
