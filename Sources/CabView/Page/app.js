@@ -1,5 +1,5 @@
 "use strict";
-const cab = { session: null, state: null, map: null, own: null, others: {}, trails: {}, follow: true, showTrails: false, fitted: false,
+const cab = { session: null, state: null, map: null, own: null, ownLook: "", others: {}, trails: {}, follow: true, showTrails: true, fitted: false,
               fieldsVersion: 0, fieldsLayer: null, fieldsFitted: false,
               records: null, dayTrack: null, fieldDay: null };
 window.cab = cab;
@@ -52,11 +52,14 @@ async function api(path, body) {
   return answer;
 }
 
+// A notice takes the strip's message line for 8 s, in place of the one before: the strip keeps its
+// height, so nothing on the page moves and nothing is covered.
 function toast(message) {
   const item = document.createElement("div");
   item.className = "toast";
   text(item, message);
-  $("toasts").appendChild(item);
+  item.title = message;
+  $("toasts").replaceChildren(item);
   setTimeout(() => item.remove(), 8000);
 }
 
@@ -94,22 +97,56 @@ function setUpMap() {
   if (session.basemapProblem) toast(session.basemapProblem);
   L.control.scale({ metric: true, imperial: false }).addTo(cab.map);
   cab.map.on("dragstart", () => { cab.follow = false; $("follow").setAttribute("aria-pressed", "false"); });
+  // The map is told whenever its box changes (a tab opened beside it, the phone turned), so that
+  // its centre, "Fit all" and "Follow me" are those of the map that shows, not of the window.
+  if (window.ResizeObserver) { new ResizeObserver(() => cab.map.invalidateSize()).observe($("map")); }
+  // Above the others' markers (the overlay pane) and their labels: this machine is never hidden.
+  cab.map.createPane("own").style.zIndex = 660;
+  if (cab.showTrails) { loadTrails(); }
+}
+
+// The room the controls on the map take at its edges: what is framed is framed inside it.
+function clearOfControls() {
+  const map = $("map").getBoundingClientRect();
+  const buttons = $("map-buttons").getBoundingClientRect();
+  const zoom = document.querySelector("#map .leaflet-control-zoom");
+  const left = zoom ? zoom.getBoundingClientRect().right - map.left : 0;
+  return { paddingTopLeft: [Math.max(40, left + 16), 40], paddingBottomRight: [Math.max(40, map.right - buttons.left + 16), 40] };
+}
+
+// This machine's marker: a disc with a ring in the fix's colour and the fix's letter in it (the
+// letter tells the fix apart without its colour), an arrow for the heading when moving, dashed
+// when the position is an old one. Every part comes from these tables and numbers, never from text.
+const fixLetters = { rtk_fixed: "R", rtk_float: "F", dgps: "D", autonomous: "G", none: "?" };
+
+function ownIcon(own) {
+  const fix = fixColours[own.fix] ? own.fix : "none";
+  const heading = Number(own.heading);
+  const arrow = own.heading != null && Number.isFinite(heading)
+    ? '<path class="heading" d="M24 0 L33 13 L15 13 Z" transform="rotate(' + heading.toFixed(0) + ' 24 24)"/>' : "";
+  const html = '<svg viewBox="0 0 48 48" width="48" height="48" aria-hidden="true">' + arrow
+    + '<circle class="disc" cx="24" cy="24" r="14" stroke="' + fixColours[fix] + '"' + (own.old ? ' stroke-dasharray="5 4"' : "") + '/>'
+    + '<text x="24" y="29.5" text-anchor="middle">' + fixLetters[fix] + "</text></svg>";
+  return L.divIcon({ className: "own-marker" + (own.old ? " old" : ""), html: html, iconSize: [48, 48], iconAnchor: [24, 24], tooltipAnchor: [0, -18] });
 }
 
 function drawOwn(own) {
   if (!own) { if (cab.own) { cab.own.remove(); cab.own = null; } text($("own-info"), "No position yet"); return; }
-  const colour = fixColours[own.fix] || fixColours.none;
-  const style = { radius: 10, color: "#ffffff", weight: 3, fillColor: colour, fillOpacity: own.old ? 0.35 : 1, dashArray: own.old ? "4 4" : null };
+  const look = [own.fix, own.old, own.heading].join(" ");
   if (!cab.own) {
-    cab.own = L.circleMarker([own.latitude, own.longitude], style).addTo(cab.map);
-    cab.own.bindTooltip("This machine", { permanent: true, direction: "top", className: "own-label" });
+    cab.own = L.marker([own.latitude, own.longitude], { icon: ownIcon(own), pane: "own", keyboard: false }).addTo(cab.map);
+    cab.own.bindTooltip("This machine", { permanent: true, direction: "top", className: "own-label", pane: "own" });
+    cab.own.bindPopup(ownDetails, { className: "machine-popup", autoPanPaddingTopLeft: [60, 20], autoPanPaddingBottomRight: [160, 20] });
   } else {
     cab.own.setLatLng([own.latitude, own.longitude]);
-    cab.own.setStyle(style);
+    if (look !== cab.ownLook) { cab.own.setIcon(ownIcon(own)); }
   }
+  cab.ownLook = look;
   cab.own.options.fix = own.fix;
   cab.own.options.old = own.old;
-  text($("own-info"), (own.old ? "OLD – " : "") + own.fixText + (own.satellites != null ? " · " + own.satellites + " sat" : ""));
+  const speed = Number(own.speed);
+  text($("own-info"), [own.fixText, own.satellites != null ? own.satellites + " satellites" : "",
+                       !own.old && Number.isFinite(speed) && speed >= 0.5 ? (speed * 3.6).toFixed(0) + " km/h" : ""].filter(Boolean).join(" \u00b7 "));
   if (cab.follow) { cab.map.setView([own.latitude, own.longitude], Math.max(cab.map.getZoom(), 15)); }
   if (cab.showTrails) { extendTrail("own", [own.latitude, own.longitude]); }
 }
@@ -125,6 +162,8 @@ function drawOthers(others) {
     if (!marker) {
       marker = L.circleMarker([other.latitude, other.longitude], style).addTo(cab.map);
       marker.bindTooltip("", { permanent: true, direction: "right", className: "other-label" });
+      const id = other.id;
+      marker.bindPopup(() => machineDetails(id), { className: "machine-popup", autoPanPaddingTopLeft: [60, 20], autoPanPaddingBottomRight: [160, 20] });
       cab.others[other.id] = marker;
     } else {
       marker.setLatLng([other.latitude, other.longitude]);
@@ -155,6 +194,12 @@ function extendTrail(id, point) {
 
 async function toggleTrails() {
   cab.showTrails = !cab.showTrails;
+  loadTrails();
+}
+
+// The trails: this machine's and the others' recent positions, drawn from the server's memory and
+// then extended with each new position.
+async function loadTrails() {
   $("trails").setAttribute("aria-pressed", String(cab.showTrails));
   for (const id of Object.keys(cab.trails)) { cab.trails[id].remove(); }
   cab.trails = {};
@@ -165,7 +210,7 @@ async function toggleTrails() {
     for (const id of Object.keys(trails.others)) {
       cab.trails[id] = L.polyline(trails.others[id], { color: "#1565c0", weight: 2, opacity: 0.6 }).addTo(cab.map);
     }
-  } catch (error) { dialog("Trails could not be loaded: " + error.message, false); }
+  } catch (error) { toast("Trails could not be loaded: " + error.message); }
 }
 
 function fitAll() {
@@ -173,9 +218,53 @@ function fitAll() {
   if (cab.own) { points.push(cab.own.getLatLng()); }
   for (const id of Object.keys(cab.others)) { points.push(cab.others[id].getLatLng()); }
   if (points.length === 1) { cab.map.setView(points[0], 15); }
-  if (points.length > 1) { cab.map.fitBounds(L.latLngBounds(points), { padding: [40, 40], maxZoom: 17 }); }
+  if (points.length > 1) { cab.map.fitBounds(L.latLngBounds(points), Object.assign({ maxZoom: 17 }, clearOfControls())); }
   cab.follow = false;
   $("follow").setAttribute("aria-pressed", "false");
+}
+
+// Centres the map on another machine and shows what is known of it. On a phone the map is a tab
+// of its own, so it is opened first.
+function centreOn(id) {
+  const marker = cab.others[id];
+  if (!marker) { return; }
+  if ($("tab-map").offsetWidth === 0) { document.querySelector('#tabs button[data-tab="map"]').click(); }
+  cab.follow = false;
+  $("follow").setAttribute("aria-pressed", "false");
+  cab.map.invalidateSize();
+  cab.map.setView(marker.getLatLng(), Math.max(cab.map.getZoom(), 16));
+  marker.openPopup();
+}
+
+// What is known of another machine, for its popup: every value set as text.
+function machineDetails(id) {
+  const other = cab.state && cab.state.others.find(entry => entry.id === id);
+  if (!other) { return detailsBox([]); }
+  return detailsBox([[other.name, "name"], [stateWords(other), ""], [other.fix ? "Fix: " + other.fix : "", ""],
+                 [other.distance ? other.distance + (other.direction ? " " + other.direction : "") + " from this machine" : "", ""],
+                 [other.field ? "In: " + other.field : "", ""], [other.ageSeconds != null ? "Last position " + other.age + " ago" : "", ""]]);
+}
+
+// This machine's popup: the fix in words, and where it is.
+function ownDetails() {
+  const own = cab.state && cab.state.own;
+  return detailsBox([["This machine", "name"], [own ? own.fixText : "No position yet", ""], [own && own.satellites != null ? own.satellites + " satellites" : "", ""],
+                 [cab.state && cab.state.field ? "In: " + cab.state.field : "", ""],
+                 [own ? own.latitude.toFixed(6) + ", " + own.longitude.toFixed(6) : "", ""]]);
+}
+
+// A popup's lines, each [text, class]; empty ones are left out, and every value is set as text.
+function detailsBox(lines) {
+  const box = document.createElement("div");
+  box.className = "details";
+  for (const [value, kind] of lines) {
+    if (!value) { continue; }
+    const line = document.createElement("div");
+    if (kind) { line.className = kind; }
+    text(line, value);
+    box.appendChild(line);
+  }
+  return box;
 }
 
 function drawBanner(state) {
@@ -186,19 +275,51 @@ function drawBanner(state) {
   text(banner, reasons.length ? state.health + ": " + reasons.join("; ") : "");
 }
 
+// A machine's state in words: whether its position is live, old, or none at all.
+function stateWords(other) {
+  switch (other.state) {
+  case "active": return "Live";
+  case "stale": return "Not heard from for " + other.age;
+  case "gone": return "Gone from agrirouter";
+  default: return "No position shared yet";
+  }
+}
+
+// Nearby: one card per machine, a button as large as the card; a tap centres the map on it.
 function drawNearby(state) {
-  const body = document.querySelector("#nearby tbody");
-  body.replaceChildren();
+  const list = $("nearby");
+  list.replaceChildren();
   const rows = state.others;
   for (const other of rows) {
-    const row = document.createElement("tr");
-    row.className = other.state;
-    for (const value of [other.name, other.distance || "unknown", other.fix || "–", other.age, other.state]) {
-      const cell = document.createElement("td");
-      text(cell, value);
-      row.appendChild(cell);
+    const item = document.createElement("li");
+    item.className = other.state;
+    const card = document.createElement("button");
+    card.type = "button";
+    card.className = "machine";
+    card.dataset.id = other.id;
+    const name = document.createElement("span");
+    name.className = "name";
+    text(name, other.name);  // from another machine: text, never HTML
+    const where = document.createElement("span");
+    where.className = "where";
+    if (other.bearing != null && Number.isFinite(Number(other.bearing))) {
+      const arrow = document.createElement("span");
+      arrow.className = "arrow";
+      arrow.setAttribute("aria-hidden", "true");
+      text(arrow, "\u2191");
+      arrow.style.transform = "rotate(" + Number(other.bearing).toFixed(0) + "deg)";
+      where.appendChild(arrow);
     }
-    body.appendChild(row);
+    where.appendChild(document.createTextNode(other.distance ? other.distance + (other.direction ? " " + other.direction : "") : "Distance unknown"));
+    const facts = document.createElement("span");
+    facts.className = "facts";
+    text(facts, [other.fix || "No fix known", stateWords(other)].join(" \u00b7 "));
+    card.append(name, where, facts);
+    const placed = other.latitude != null && other.longitude != null && other.state !== "gone";
+    card.disabled = !placed;
+    card.onclick = () => centreOn(other.id);
+    item.appendChild(card);
+    list.appendChild(item);
   }
   $("nearby-empty").hidden = rows.length > 0;
   text($("last-update"), "Last update: " + (state.lastUpdate ? new Date(state.lastUpdate).toLocaleString() : "never"));
@@ -271,11 +392,29 @@ function drawFieldName(state) {
   text(element, state.field ? "In: " + state.field : "On the road");
 }
 
+// The time of day in the page's language, on a 24-hour clock.
+function clockTime(iso) {
+  const time = new Date(iso);
+  return isNaN(time) ? "" : time.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+}
+
+// The sharing label's words. A pause says since when and what happens to the positions taken
+// meanwhile: kept on this box, never sent.
+function sharingText(sharing) {
+  if (sharing.state === "paused" && sharing.pausedSince) {
+    const kept = Number(sharing.kept) || 0;
+    return "Paused since " + clockTime(sharing.pausedSince) + " \u00b7 " + kept + " position" + (kept === 1 ? "" : "s") + " kept on this box, not sent";
+  }
+  return sharing.text;
+}
+
 function draw(state) {
   cab.state = state;
   const sharing = $("sharing");
   sharing.dataset.state = state.sharing.state;
-  text(sharing, state.sharing.text);
+  const words = sharingText(state.sharing);
+  text(sharing, words);
+  sharing.title = words;
   const paused = state.sharing.state === "paused";
   text($("pause"), paused ? "Resume sharing" : "Pause sharing");
   $("pause").disabled = !state.settings.onboarded;
