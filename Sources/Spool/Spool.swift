@@ -580,7 +580,7 @@ public actor Spool {
     /// the user turned sharing off for that time. The setting lives in the database, so another process
     /// (`agrigps pause`) reaches a running daemon through it.
     public func setSharing(paused: Bool) throws(SpoolError) {
-        try write { db in try SpoolState.set("sharing", number: configuration.clock().timeIntervalSince1970, text: paused ? "paused" : "active", in: db) }
+        try write { db in try SharingState.set(paused: paused, at: configuration.clock().timeIntervalSince1970, in: db) }
     }
 
     public func isSharingPaused() -> Bool {
@@ -648,6 +648,12 @@ public actor Spool {
         status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { max(0, now.timeIntervalSince1970 - $0) }
         let newest = try Row.fetchOne(db.cachedStatement(sql: "SELECT sampled_at FROM sample ORDER BY id DESC LIMIT 1"))
         status.lastAppendAt = newest?.double("sampled_at", in: Bounds.epochSeconds).map { Date(timeIntervalSince1970: $0) }
+        try readNotes(db, into: &status)
+    }
+
+    /// The counters and notes of `spool_state`, and the pause in force with what it kept.
+    private static func readNotes(_ db: Database, into status: inout SpoolStatus) throws {
+        var pauseMark: Int?
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT name, number, text FROM spool_state")) {
             guard let name = row.text("name", limit: 100) else { continue }
             let count = row.double("number", in: Bounds.count).flatMap(Bounds.count)
@@ -655,6 +661,9 @@ public actor Spool {
                 status.dropped[String(name.dropFirst("dropped_".count)), default: 0] += count
             } else if name == "sharing" {
                 status.sharingPaused = row.text("text") == "paused"
+                status.pausedSince = status.sharingPaused ? row.date("number") : nil
+            } else if name == "paused_after_id" {
+                pauseMark = count
             } else if SpoolOutput.all.contains(where: { $0.resentCounter == name }), let count {
                 status.resent += count
             } else if name == "last_storage_fault" {
@@ -664,6 +673,10 @@ public actor Spool {
                 status.quarantinedFile = row.text("text")
                 status.quarantinedAt = row.date("number")
             }
+        }
+        // Counted only while paused: the rest of the time the page's look a second pays nothing for it.
+        if status.sharingPaused {
+            status.keptWhilePaused = try SharingState.kept(after: pauseMark, withheldInAll: status.withheld, in: db)
         }
     }
 

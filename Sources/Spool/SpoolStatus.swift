@@ -15,6 +15,13 @@ public struct SpoolStatus: Sendable, Equatable {
     /// (pending, in_flight, failed, parked, withheld, acknowledged): an output that is behind shows here.
     public var byOutput: [String: [String: Int]] = [:]
     public var sharingPaused = false
+    /// When the pause in force began (system time when it was set); nil when sharing is not paused,
+    /// or the time noted cannot be read.
+    public var pausedSince: Date?
+    /// Samples withheld since the pause in force began, counted by row id so that a wrong or stepped
+    /// clock cannot change it; 0 when not paused. A pause with no readable mark (set by an older
+    /// agrigps, or known only from the heartbeat) counts every withheld sample still in the spool.
+    public var keptWhilePaused = 0
     /// Seconds since the oldest sample still waiting to be sent was taken.
     public var oldestPendingAge: Double?
     /// When the newest sample still in the spool was taken (system time); nil when it is empty.

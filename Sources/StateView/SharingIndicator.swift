@@ -1,4 +1,5 @@
 import Bounds
+import Clocks
 import Foundation
 import GNSS
 import StateDirectory
@@ -21,6 +22,10 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
     /// Samples waiting in the spool to be sent.
     public var waiting: Int
     public var text: String
+    /// When the pause in force began, ISO 8601 UTC; only while paused, and nil when unknown.
+    public var pausedSince: String?
+    /// Positions taken since the pause began, kept on this box and never sent; only while paused.
+    public var kept: Int?
 
     /// `lastState` is the newest sample's fix state, from the spool or the heartbeat.
     public init(_ snapshot: StatusSnapshot, lastState: FixState?, thresholds: StatusThresholds) {
@@ -50,19 +55,33 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
             case .fix?: state = .sharing
             }
         }
-        text = Self.text(state, waiting: waiting)
+        if state == .paused {
+            pausedSince = spool?.pausedSince.map { ISO8601UTC.string(from: $0) }
+            kept = spool?.keptWhilePaused ?? 0
+        }
+        text = Self.text(state, waiting: waiting, pausedSince: pausedSince, kept: kept ?? 0)
     }
 
-    static func text(_ state: State, waiting: Int) -> String {
+    static func text(_ state: State, waiting: Int, pausedSince: String? = nil, kept: Int = 0) -> String {
         switch state {
         case .daemonStopped: return "Gateway stopped: nothing is sampled or shared"
         case .notOnboarded: return "Not onboarded: positions stay on this machine"
-        case .paused: return "Sharing paused"
+        case .paused: return pausedText(since: pausedSince, kept: kept)
         case .offline: return "Offline: \(waiting) position\(waiting == 1 ? "" : "s") waiting"
         case .gpsdUnreachable: return "gpsd unreachable: no positions"
         case .noReceiver: return "No receiver"
         case .noFix: return "No fix"
         case .sharing: return "Sharing"
         }
+    }
+
+    /// "Paused since 14:05 UTC · 12 positions kept on this box, not sent": the person in the cab sees
+    /// that the pause holds and that nothing taken during it is lost. The time is cut from the ISO
+    /// form (no formatter, no time-zone data); without a readable start the time is left out.
+    static func pausedText(since: String?, kept: Int) -> String {
+        let positions = "\(kept) position\(kept == 1 ? "" : "s") kept on this box, not sent"
+        guard let since, since.count >= 16 else { return "Paused · " + positions }
+        let clock = since.dropFirst(11).prefix(5)
+        return "Paused since \(clock) UTC · " + positions
     }
 }

@@ -251,6 +251,9 @@ extension SpoolStatus {
         heldInMemory = counts.heldInMemory
         oldestPendingAge = counts.oldestPendingAge
         sharingPaused = counts.sharingPaused
+        // The heartbeat carries no pause mark: as with a pause written without one, every withheld
+        // sample still in the spool is counted (see `SpoolStatus.keptWhilePaused`); the start stays unknown.
+        keptWhilePaused = counts.sharingPaused ? counts.withheld : 0
         byOutput = counts.byOutput ?? [:]
         if counts.dropped > 0 { dropped = ["total": counts.dropped] }
     }

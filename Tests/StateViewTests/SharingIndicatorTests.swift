@@ -1,0 +1,69 @@
+import Foundation
+import GNSS
+import Spool
+import StateDirectory
+import Testing
+@testable import StateView
+
+@Suite("Sharing indicator")
+struct SharingIndicatorTests {
+    let now = Date(timeIntervalSince1970: 1_790_000_000)  // 2026-09-21T14:13:20Z
+
+    func indicator(_ change: (inout SpoolStatus) -> Void) -> SharingIndicator {
+        var spool = SpoolStatus()
+        change(&spool)
+        let snapshot = StatusSnapshot(takenAt: now, daemon: .running(pid: 42, heartbeatAge: 2),
+                                      heartbeat: Heartbeat(pid: 42, startedAt: now.addingTimeInterval(-3600), onboarded: true),
+                                      environment: "production", spool: spool, others: OthersView())
+        return SharingIndicator(snapshot, lastState: .fix(.threeD, .rtkFixed), thresholds: StatusThresholds())
+    }
+
+    @Test("paused: since when, in UTC, and how many positions the pause kept")
+    func pausedReceipt() throws {
+        let paused = indicator {
+            $0.sharingPaused = true
+            $0.pausedSince = now.addingTimeInterval(-1280)  // 13:52:00Z
+            $0.keptWhilePaused = 12
+        }
+        #expect(paused.state == .paused)
+        #expect(paused.pausedSince == "2026-09-21T13:52:00.000Z" && paused.kept == 12)
+        #expect(paused.text == "Paused since 13:52 UTC · 12 positions kept on this box, not sent")
+        let one = indicator {
+            $0.sharingPaused = true
+            $0.pausedSince = now
+            $0.keptWhilePaused = 1
+        }
+        #expect(one.text == "Paused since 14:13 UTC · 1 position kept on this box, not sent")
+        let unknownStart = indicator { $0.sharingPaused = true }
+        #expect(unknownStart.pausedSince == nil && unknownStart.kept == 0)
+        #expect(unknownStart.text == "Paused · 0 positions kept on this box, not sent")
+    }
+
+    @Test("not paused: no receipt fields, in the model or its JSON")
+    func notPausedHasNoReceipt() throws {
+        let sharing = indicator { $0.pausedSince = now; $0.keptWhilePaused = 5 }
+        #expect(sharing.state == .sharing && sharing.pausedSince == nil && sharing.kept == nil)
+        let json = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(sharing)) as? [String: Any])
+        #expect(json["pausedSince"] == nil && json["kept"] == nil && json["text"] as? String == "Sharing")
+    }
+
+    @Test("known only from the heartbeat, a pause counts every withheld sample and has no start")
+    func pauseFromHeartbeat() {
+        var status = SpoolStatus()
+        status.withheld = 4
+        status.sharingPaused = true
+        #expect(SpoolStatus(Heartbeat.SpoolCounts(status)).keptWhilePaused == 4)
+        status.sharingPaused = false
+        #expect(SpoolStatus(Heartbeat.SpoolCounts(status)).keptWhilePaused == 0)
+    }
+
+    @Test("bearings as agrigps others and the cab view write them")
+    func bearingText() {
+        #expect(BearingText.format(degrees: 52.4) == "NE 52°")
+        #expect(BearingText.format(degrees: 359.6) == "N 0°")
+        #expect(BearingText.format(degrees: 180) == "S 180°")
+        #expect(BearingText.format(degrees: .nan) == "unknown")
+        #expect(BearingText.wholeDegrees(-0.6) == 359 && BearingText.wholeDegrees(720.2) == 0)
+        #expect(BearingText.wholeDegrees(.infinity) == nil)
+    }
+}
