@@ -33,15 +33,21 @@ struct CabFields: Sendable {
         return index.field(containing: latitude, longitude: longitude)?.field.name
     }
 
+    /// A machine entered a field, or left it.
+    struct Change: Equatable {
+        var entered: Bool
+        var field: String
+    }
+
     /// Notes where `machine` is now; returns what to announce when it entered or left a field
     /// (once each: the next look at the same field says nothing). The first look at a machine
     /// announces nothing: it was already there.
-    mutating func moved(_ machine: String, named name: String, to field: String?) -> String? {
+    mutating func moved(_ machine: String, to field: String?) -> Change? {
         let now = field ?? ""
         defer { where_[machine] = now }
         guard let before = where_[machine], before != now else { return nil }
-        if now.isEmpty { return "\(name) left \(before)" }
-        return "\(name) entered \(now)"
+        if now.isEmpty { return Change(entered: false, field: before) }
+        return Change(entered: true, field: now)
     }
 
     /// The fields as GeoJSON, in [longitude, latitude] order: outer rings with their holes.

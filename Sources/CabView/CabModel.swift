@@ -21,6 +21,9 @@ struct CabModel: Codable, Equatable, Sendable {
         var speed: Double?
         var satellites: Int?
         var hdop: Double?
+        /// Course over ground, whole degrees clockwise from north in 0..<360; nil when the position
+        /// is old or the machine slower than `CabModel.headingSpeed`.
+        var heading: Double?
     }
 
     struct Other: Codable, Equatable, Sendable {
@@ -30,13 +33,20 @@ struct CabModel: Codable, Equatable, Sendable {
         var longitude: Double?
         /// active, stale, gone or silent.
         var state: String
+        /// The fix it reported, by our code ("rtk_fixed", "dgps"; see `FixWords`), and in English words.
         var fix: String?
+        var fixText: String?
         var ageSeconds: Double?
         var age: String
         var distance: String?
         var distanceMetres: Double?
         /// The farm's field it is in; nil off every field, or with none known.
         var field: String?
+        /// Whole degrees clockwise from north, from this machine to it, in 0..<360; nil when either
+        /// position is unknown.
+        var bearing: Double?
+        /// The same as `agrigps others` writes it: "NE 52°".
+        var direction: String?
     }
 
     struct Settings: Codable, Equatable, Sendable {
@@ -82,6 +92,7 @@ extension CabModel {
             stopped.old = true
             stopped.fix = "none"
             stopped.fixText = "gateway stopped: last known position"
+            stopped.heading = nil  // an old position has no heading: the machine may since have turned
             own = stopped
         }
         let ownCoordinate = own.map { Coordinate(latitude: $0.latitude, longitude: $0.longitude) }
@@ -90,9 +101,12 @@ extension CabModel {
             let machine = entry.machine
             return Other(id: machine.endpointID, name: machine.name ?? machine.endpointID,
                          latitude: machine.coordinate?.latitude, longitude: machine.coordinate?.longitude,
-                         state: machine.activity.rawValue, fix: machine.lastReport?.status,
+                         state: machine.activity.rawValue, fix: machine.lastReport?.statusDescription,
+                         fixText: machine.lastReport.map { FixWords.words(forCode: $0.statusDescription) },
                          ageSeconds: entry.age.map { max(0, $0.rounded()) }, age: entry.age.map(durationText) ?? "never",
-                         distance: entry.distance.map { DistanceText.format(metres: $0) }, distanceMetres: entry.distance)
+                         distance: entry.distance.map { DistanceText.format(metres: $0) }, distanceMetres: entry.distance,
+                         bearing: entry.bearing.flatMap(BearingText.wholeDegrees).map(Double.init),
+                         direction: entry.bearing.map(BearingText.format(degrees:)))
         }
         lastUpdate = snapshot.others.lastReceivedAt.map { ISO8601UTC.string(from: $0) }
         settings = Settings(onboarded: snapshot.environment != nil, environment: snapshot.environment,
@@ -101,6 +115,10 @@ extension CabModel {
                             environments: environments)
         staleAfterSeconds = thresholds.staleAfter
     }
+
+    /// Below this speed (m/s, about 1.8 km/h) a receiver's track is noise: a standing machine's
+    /// heading would swing at every fix.
+    static let headingSpeed = 0.5
 
     /// Our marker: the newest sample with a fix, or, without a fix now, the last known position marked old.
     static func own(newest: PositionSample?, lastFix: PositionSample?, heartbeat: Heartbeat?) -> Own? {
@@ -129,6 +147,14 @@ extension CabModel.Own {
         speed = report.speed
         satellites = report.satellitesUsed
         hdop = report.hdop
+        heading = Self.heading(report, old: old)
+    }
+
+    /// The track (already checked to 0...360 by `PositionReport`) as whole degrees, only while the
+    /// position is current and the machine moves.
+    static func heading(_ report: PositionReport, old: Bool) -> Double? {
+        guard !old, let speed = report.speed, speed >= CabModel.headingSpeed, let track = report.track else { return nil }
+        return BearingText.wholeDegrees(track).map(Double.init)
     }
 
     /// The page's class for the marker's colour, and the words it shows (those of `agrigps others`).

@@ -36,8 +36,24 @@ actor CabMonitor {
     struct Notice: Codable, Equatable, Sendable {
         var sequence: Int
         var kind: String
+        /// In English, for the journal and a page without the words for `key`.
         var text: String
         var at: String
+        /// The page's catalogue key for the words, and what fills them in: names as they came
+        /// (set as text by the page), a count, a time span in seconds.
+        var key: String?
+        var values: [String: String]?
+        var count: Int?
+        var seconds: Double?
+    }
+
+    /// What a notice says, for `post`.
+    struct Words {
+        var text: String
+        var key: String
+        var values: [String: String] = [:]
+        var count: Int?
+        var seconds: Double?
     }
 
     /// Also the executor an open page's event stream prefers: woken by a new model, the stream
@@ -64,6 +80,8 @@ actor CabMonitor {
     private var spoolVersion: Int64?
     private var builtAt = Date.distantPast
     private var previous: [String: Observed] = [:]
+    /// Positions kept in the pause in force as last seen; nil when sharing was not paused.
+    private var keptInPause: Int?
     private let fieldStore: FieldStore
     private var fields = CabFields()
 
@@ -194,6 +212,7 @@ actor CabMonitor {
         await readFieldsIfChanged()
         placeInFields(&built, now: now)
         announce(built.others, now: now)
+        announceResume(snapshot.spool, now: now)
         // The same model again (a refresh when nothing moved) is no new version: no page redraws it.
         if built != model {
             model = built
@@ -237,16 +256,25 @@ actor CabMonitor {
         model.fieldsVersion = fields.version
         guard model.fieldsKnown else { return }
         model.field = fields.field(latitude: model.own?.latitude, longitude: model.own?.longitude)
-        if model.own != nil, let change = fields.moved("", named: model.settings.endpointName ?? "This machine", to: model.field) {
-            post("field", change, now)
+        if model.own != nil, let change = fields.moved("", to: model.field) {
+            post("field", Self.fieldWords(change, machine: model.settings.endpointName), now)
         }
         for index in model.others.indices {
             let other = model.others[index]
             model.others[index].field = fields.field(latitude: other.latitude, longitude: other.longitude)
-            if other.latitude != nil, let change = fields.moved(other.id, named: other.name, to: model.others[index].field) {
-                post("field", change, now)
+            if other.latitude != nil, let change = fields.moved(other.id, to: model.others[index].field) {
+                post("field", Self.fieldWords(change, machine: other.name), now)
             }
         }
+    }
+
+    /// "Harvester entered Nordacker"; this machine, with no name of its own, is "This machine".
+    static func fieldWords(_ change: CabFields.Change, machine: String?) -> Words {
+        let name = machine ?? "This machine"
+        var values = ["machine": name, "field": change.field]
+        if machine == nil { values["own"] = "true" }
+        return change.entered ? Words(text: "\(name) entered \(change.field)", key: "notice.entered", values: values)
+                              : Words(text: "\(name) left \(change.field)", key: "notice.left", values: values)
     }
 
     /// Another machine went stale, came back, left the endpoint list, or stood still too long.
@@ -258,9 +286,13 @@ actor CabMonitor {
             if let before = previous[other.id] {
                 if before.state != other.state {
                     switch (before.state, other.state) {
-                    case (_, "stale"): post("stale", "\(other.name) went stale: nothing received for \(other.age)", now)
-                    case ("stale", "active"), ("gone", "active"): post("back", "\(other.name) is back", now)
-                    case (_, "gone"): post("gone", "\(other.name) left the endpoint list", now)
+                    case (_, "stale"):
+                        post("stale", Words(text: "Nothing received from \(other.name) for \(other.age)", key: "notice.stale",
+                                            values: ["machine": other.name], seconds: other.ageSeconds), now)
+                    case ("stale", "active"), ("gone", "active"):
+                        post("back", Words(text: "\(other.name) is back", key: "notice.back", values: ["machine": other.name]), now)
+                    case (_, "gone"):
+                        post("gone", Words(text: "\(other.name) is gone from agrirouter", key: "notice.gone", values: ["machine": other.name]), now)
                     default: break
                     }
                 }
@@ -271,7 +303,9 @@ actor CabMonitor {
                 }
                 if other.state == "active", !observed.announcedStill, now.timeIntervalSince(observed.stillSince) >= settings.notMovingAfter {
                     observed.announcedStill = true
-                    post("still", "\(other.name) has not moved for \(durationText(now.timeIntervalSince(observed.stillSince)))", now)
+                    let still = now.timeIntervalSince(observed.stillSince)
+                    post("still", Words(text: "\(other.name) has not moved for \(durationText(still))", key: "notice.still",
+                                        values: ["machine": other.name], seconds: still), now)
                 }
             }
             seen[other.id] = observed
@@ -279,11 +313,26 @@ actor CabMonitor {
         previous = seen
     }
 
-    private func post(_ kind: String, _ text: String, _ now: Date) {
+    /// Sharing went on again after a pause: said once, with what the pause kept back. Judged by the
+    /// spool's own switch, not the indicator's state, which a stopped daemon or a missing
+    /// onboarding hides a pause behind; an unreadable spool decides nothing.
+    private func announceResume(_ spool: SpoolStatus?, now: Date) {
+        guard let spool else { return }
+        if spool.sharingPaused {
+            keptInPause = spool.keptWhilePaused
+        } else if let kept = keptInPause {
+            keptInPause = nil
+            post("resumed", Words(text: "Sharing again · \(kept) position\(kept == 1 ? " from the pause stays" : "s from the pause stay") here",
+                                  key: "notice.resumed", count: kept), now)
+        }
+    }
+
+    private func post(_ kind: String, _ words: Words, _ now: Date) {
         noticeSequence += 1
-        notices.append(Notice(sequence: noticeSequence, kind: kind, text: text, at: ISO8601UTC.string(from: now)))
+        notices.append(Notice(sequence: noticeSequence, kind: kind, text: words.text, at: ISO8601UTC.string(from: now), key: words.key,
+                              values: words.values.isEmpty ? nil : words.values, count: words.count, seconds: words.seconds))
         if notices.count > 50 { notices.removeFirst(notices.count - 50) }
-        logger.notice("\(text)", metadata: ["event": "\(kind)"])
+        logger.notice("\(words.text)", metadata: ["event": "\(kind)"])
         wakeAll()
     }
 

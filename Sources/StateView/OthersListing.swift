@@ -61,6 +61,22 @@ public struct OthersListing: Sendable {
     }
 }
 
+/// A direction as `agrigps others` and the cab view both write it: "NE 52°".
+public enum BearingText {
+    /// Whole degrees clockwise from north in 0..<360 (359.6 is 0, -1 is 359); nil for a value that
+    /// is no direction.
+    public static func wholeDegrees(_ degrees: Double) -> Int? {
+        guard degrees.isFinite, let whole = Bounds.whole(degrees.rounded()) else { return nil }
+        return (whole % 360 + 360) % 360
+    }
+
+    /// The compass point and the whole degrees; "unknown" for a value that is no direction.
+    public static func format(degrees: Double) -> String {
+        guard let whole = wholeDegrees(degrees) else { return "unknown" }
+        return "\(Coordinate.compassPoint(degrees)) \(whole)°"
+    }
+}
+
 /// A distance as a person types it: "500m", "2 km", "1.5mi", or a bare number of metres.
 public enum DistanceText {
     public enum ParseError: Error, Equatable, CustomStringConvertible {

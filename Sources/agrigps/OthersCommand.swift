@@ -94,7 +94,7 @@ enum OthersReport {
                 // Names and ids are other people's text: shown escaped and cut, never raw.
                 [entry.machine.name.map { TerminalText.safe($0, limit: 40) } ?? "(unnamed) \(TerminalText.safe(entry.machine.endpointID.prefix(8)))",
                  entry.distance.map(DistanceText.format(metres:)) ?? "unknown",
-                 entry.bearing.map { "\(Coordinate.compassPoint($0)) \((Bounds.whole($0.rounded()) ?? 0) % 360)°" } ?? "-",
+                 entry.bearing.map(BearingText.format(degrees:)) ?? "-",
                  entry.age.map(durationText) ?? "never",
                  entry.machine.lastReport.map { TerminalText.safe(FixWords.words(forCode: $0.statusDescription), limit: 24) } ?? "-",
                  entry.machine.activity.rawValue]

@@ -1,6 +1,8 @@
 import AgrirouterWire
 import Foundation
+import GNSS
 import Logging
+import Spool
 import StateDirectory
 import StateView
 import SwiftProtobuf
@@ -10,12 +12,12 @@ import Testing
 /// The announcements the page shows and the journal keeps, from what the store of other machines says.
 @Suite("Cab view events")
 struct CabMonitorTests {
-    func message(from sender: String, latitude: Double, at time: Date) throws -> ReceivedFeedMessage {
+    func message(from sender: String, latitude: Double, longitude: Double = 8.5, at time: Date) throws -> ReceivedFeedMessage {
         var list = Agrirouter_Technicalmessagetype_GPSList()
         var entry = GPSEntry()
         entry.positionStatus = .dGnss
         entry.positionNorth = latitude
-        entry.positionEast = 8.5
+        entry.positionEast = longitude
         entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: time)
         list.gpsEntries = [entry]
         return ReceivedFeedMessage(messageID: UUID().uuidString.lowercased(), senderID: sender, technicalMessageType: TechnicalMessageType.gpsInfo,
@@ -54,9 +56,87 @@ struct CabMonitorTests {
         let notices = await monitor.notices
         let kinds = notices.map(\.kind)
         #expect(kinds == ["stale", "back", "still", "gone"], "\(notices.map(\.text))")
-        #expect(notices.first?.text == "Sprayer went stale: nothing received for 20 s")
+        #expect(notices.first?.text == "Nothing received from Sprayer for 20 s")
         #expect(notices.contains { $0.text == "Sprayer has not moved for 64 s" })
         #expect(await monitor.notices(after: 2).map(\.kind) == ["still", "gone"])
-        #expect(notices.last?.text == "Sprayer left the endpoint list")
+        #expect(notices.last?.text == "Sprayer is gone from agrirouter")
+    }
+
+    /// A state directory of its own, and a monitor on it.
+    func scratchMonitor() throws -> (paths: StatusSnapshot.Paths, monitor: CabMonitor, cleanUp: () -> Void) {
+        let directory = NSTemporaryDirectory() + "agrigps-events-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let paths = StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
+                                         heartbeat: directory + "/heartbeat.json")
+        let monitor = CabMonitor(settings: CabMonitor.Settings(paths: paths, thresholds: StatusThresholds(), environments: ["qa"]),
+                                 logger: Logger(label: "test"))
+        return (paths, monitor, { try? FileManager.default.removeItem(atPath: directory) })
+    }
+
+    func fix(latitude: Double = 52, longitude: Double = 8.5, speed: Double? = 2, track: Double? = 90.4, at time: Date = Date()) -> PositionSample {
+        PositionSample(sampledAt: time, state: .fix(.threeD, .rtkFixed),
+                       report: PositionReport(time: time, gpsdMode: 3, gpsdStatus: 3, latitude: latitude, longitude: longitude,
+                                              speed: speed, track: track, satellitesUsed: 14))
+    }
+
+    @Test("sharing again after a pause is announced once, with the positions the pause kept")
+    func resumeNotice() async throws {
+        let (paths, monitor, cleanUp) = try scratchMonitor()
+        defer { cleanUp() }
+        let spool = Spool(path: paths.spool)
+        await spool.append(fix())
+        var now = Date()
+        func look() async {
+            now.addTimeInterval(10)  // past the refresh interval: every look builds a model
+            await monitor.refreshIfChanged(now: now)
+        }
+        await look()
+        for (round, kept) in [3, 1].enumerated() {
+            try await spool.setSharing(paused: true)
+            await spool.append((0..<kept).map { _ in fix() })
+            await look()
+            await look()
+            #expect(await monitor.notices.filter { $0.kind == "resumed" }.count == round, "no notice while paused")
+            try await spool.setSharing(paused: false)
+            await look()
+            await look()
+        }
+        let resumed = await monitor.notices.filter { $0.kind == "resumed" }
+        #expect(resumed.map(\.text) == ["Sharing again · 3 positions from the pause stay here",
+                                         "Sharing again · 1 position from the pause stays here"], "\(resumed)")
+    }
+
+    @Test("our heading: whole degrees while moving on a current fix; none standing, slow, or on an old position")
+    func ownHeading() throws {
+        let moving = try #require(CabModel.Own(fix(speed: 2, track: 359.7), old: false))
+        #expect(moving.heading == 0)
+        #expect(CabModel.Own(fix(speed: 0.5, track: 90.4), old: false)?.heading == 90)
+        #expect(CabModel.Own(fix(speed: 0.49, track: 90.4), old: false)?.heading == nil, "a standing machine's track is noise")
+        #expect(CabModel.Own(fix(speed: nil, track: 90.4), old: false)?.heading == nil)
+        #expect(CabModel.Own(fix(speed: 2, track: nil), old: false)?.heading == nil)
+        #expect(CabModel.Own(fix(speed: 2, track: 90.4), old: true)?.heading == nil, "an old position has no heading")
+    }
+
+    @Test("another machine's bearing and direction from ours, as agrigps others writes them; the heading with the daemon running")
+    func othersDirection() async throws {
+        let (paths, monitor, cleanUp) = try scratchMonitor()
+        defer { cleanUp() }
+        try Heartbeat(pid: getpid(), startedAt: Date().addingTimeInterval(-60), onboarded: true).write(to: paths.heartbeat)
+        let now = Date()
+        await Spool(path: paths.spool).append(fix(at: now))
+        let store = OtherMachinesStore(path: paths.others)
+        try await store.applyEndpointList([(id: "north-east", name: "Sprayer"), (id: "nowhere", name: "Baler")], ownEndpointID: "me", at: now)
+        _ = try await store.record([try message(from: "north-east", latitude: 52.01, longitude: 8.52, at: now)], ownEndpointID: "me", receivedAt: now)
+        await monitor.refreshIfChanged(now: now)
+        let model = try #require(await monitor.model)
+        #expect(model.own?.heading == 90)
+        let sprayer = try #require(model.others.first { $0.id == "north-east" })
+        #expect(sprayer.bearing == 51 && sprayer.direction == "NE 51°", "\(sprayer)")
+        let baler = try #require(model.others.first { $0.id == "nowhere" })
+        #expect(baler.bearing == nil && baler.direction == nil, "no position, no direction")
+        let json = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(model)) as? [String: Any])
+        let others = try #require(json["others"] as? [[String: Any]])
+        #expect(others.contains { $0["direction"] as? String == "NE 51°" && $0["bearing"] as? Double == 51 })
+        #expect((json["own"] as? [String: Any])?["heading"] as? Double == 90)
     }
 }
