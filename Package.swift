@@ -228,7 +228,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             // The page's files, compiled into the binary as bytes (no bundle to install beside it).
-            resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.css"), .embedInCode("Page/app.js")]
+            resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.css"), .embedInCode("Page/app.js"),
+                        .embedInCode("Page/lang/en.json"), .embedInCode("Page/lang/de.json")]
         ),
         // The local agrirouter: onboarding with TANs, client-certificate REST, validation, outbox, routing.
         .target(

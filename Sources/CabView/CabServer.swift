@@ -153,6 +153,13 @@ public struct CabServer: Sendable {
         router.get("/") { _, _ in Self.asset(CabPage.html, type: "text/html; charset=utf-8") }
         router.get("/app.js") { _, _ in Self.asset(CabPage.script, type: "text/javascript; charset=utf-8") }
         router.get("/app.css") { _, _ in Self.asset(CabPage.style, type: "text/css; charset=utf-8") }
+        router.get("/lang/:language") { _, context in
+            let file = context.parameters.get("language") ?? ""
+            guard file.hasSuffix(".json"), let catalogue = CabPage.languages[String(file.dropLast(5))] else {
+                throw HTTPError(.notFound, message: "no such language; there are \(CabPage.languages.keys.sorted().joined(separator: ", "))")
+            }
+            return Self.asset(catalogue, type: "application/json; charset=utf-8")
+        }
         router.get("/leaflet/**") { request, _ in try self.leaflet(request.uri.path) }
         router.get("/basemap/:z/:x/:y") { _, context in try await self.basemapTile(context.parameters) }
         router.post("/api/basemap") { request, _ in try await self.uploadBasemap(request) }

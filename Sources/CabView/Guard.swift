@@ -58,7 +58,7 @@ struct Guard: RouterMiddleware {
         if !passwordSet, !LocalHost.accepts(request.head.authority, hostName: hostName) {
             throw HTTPError(.misdirectedRequest, message: "open this page as http://127.0.0.1:\(configuration.port)/ on this machine")
         }
-        let open = ["/", "/app.js", "/app.css", "/api/session", "/api/login"].contains(path) || path.hasPrefix("/leaflet/")
+        let open = ["/", "/app.js", "/app.css", "/api/session", "/api/login"].contains(path) || path.hasPrefix("/leaflet/") || path.hasPrefix("/lang/")
         let session = await sessions.session(Self.cookie(request))
         if passwordSet, !open, session == nil {
             throw HTTPError(.unauthorized, message: "log in first")

@@ -246,7 +246,14 @@ struct CabRecordsTests {
         #expect(abs(thursdayRatio - 1799.0 / 10_799) < 0.02, "bars in proportion to the hours: \(thursdayRatio)")
         let months = try #require(try await browser.run("return Array.from(document.querySelectorAll('#records-year .column')).map(c => [c.dataset.key, c.querySelector('.label').textContent])") as? [[String]])
         #expect(months.count == 12 && months[2] == ["2026-03", "Mar"])
-        #expect(try await browser.text("#records-day-figures").hasPrefix("2026-03-24: 3.0 h with a fix · 2.0 h moving · 14.4 km"))
+        let dayFigures = try await browser.text("#records-day-figures")
+        #expect(dayFigures.hasPrefix("24 March 2026: 3 h 0 min with a fix · 2 h 0 min moving · 14.4 km"), "\(dayFigures)")
+        // What became of the day's positions, in words, from the day's own counts.
+        let counts = try #require(try await browser.run("const f = cab.records.dayFigures; return [f.samples, f.sent, f.lost]") as? [Int])
+        let delivery = try await browser.text("#records-delivery")
+        let written = { (count: Int) in count.formatted(.number.locale(Locale(identifier: "en_GB"))) }
+        #expect(counts[0] > 0 && delivery.hasPrefix("Positions recorded: \(written(counts[0])) · sent to agrirouter: \(written(counts[1])) · "
+                                                   + "kept on this box: \(written(counts[0] - counts[1] - counts[2]))"), "\(counts) \(delivery)")
         let links = try #require(try await browser.run("return [document.getElementById('records-gpx').getAttribute('href'), document.getElementById('records-geojson').getAttribute('download')]") as? [String])
         #expect(links == ["/api/records/export?date=2026-03-24&format=gpx", "agrigps-2026-03-24.geojson"])
         let gpxReply = try await fixture.get(links[0])

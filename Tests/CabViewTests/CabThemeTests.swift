@@ -237,7 +237,7 @@ struct CabThemeTests {
                 let readings = try await Self.readings(browser)
                 let seen = Set(readings.map(\.element))
                 let onTab: [String] = switch tab {
-                case "map": ["div#own-info", "button#pause", "a.leaflet-control-zoom-in", "div.leaflet-tooltip.own-label", "div.leaflet-tooltip.other-label",
+                case "map": ["span#own-info", "button#pause", "a.leaflet-control-zoom-in", "div.leaflet-tooltip.own-label", "div.leaflet-tooltip.other-label",
                              "div.leaflet-tooltip.field-name", "div.leaflet-control-scale-line", "div.leaflet-control-attribution"]
                 case "nearby": ["span.name", "span.where", "span.facts", "p#last-update"]
                 case "records": ["input#records-day", "div.label", "a#records-gpx.download", "h3#records-week-title"]

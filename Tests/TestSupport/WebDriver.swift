@@ -21,15 +21,16 @@ public final class WebDriver: @unchecked Sendable {
     private let profile: String
     public private(set) var session = ""
 
-    /// Starts chromedriver and a browser whose viewport is `width`×`height` CSS pixels.
-    public init(width: Int, height: Int) async throws {
+    /// Starts chromedriver and a browser whose viewport is `width`×`height` CSS pixels; with
+    /// `language` ("de-DE"), one that asks for that language first (Accept-Language, navigator.languages).
+    public init(width: Int, height: Int, language: String? = nil) async throws {
         guard Self.isInstalled else {
             throw LoopbackHTTPError(description: "chromium and chromium-driver are not installed (script/bootstrap installs them)")
         }
         profile = NSTemporaryDirectory() + "agrigps-chromium-\(UUID().uuidString)"
         (driver, port) = try await Self.startDriver(base: base)
         do {
-            session = try await newSession(width: width, height: height)
+            session = try await newSession(width: width, height: height, language: language)
         } catch {
             close()
             throw error
@@ -54,11 +55,16 @@ public final class WebDriver: @unchecked Sendable {
         throw LoopbackHTTPError(description: "chromedriver did not start on three ports in turn")
     }
 
-    private func newSession(width: Int, height: Int) async throws -> String {
-        let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+    private func newSession(width: Int, height: Int, language: String?) async throws -> String {
+        var arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                          "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "--hide-scrollbars"]
-        let options: [String: Any] = ["binary": Self.chromium, "args": arguments,
+        var options: [String: Any] = ["binary": Self.chromium,
                                       "mobileEmulation": ["deviceMetrics": ["width": width, "height": height, "pixelRatio": 1]]]
+        if let language {
+            arguments.append("--lang=\(language)")
+            options["prefs"] = ["intl.accept_languages": language]
+        }
+        options["args"] = arguments
         let capabilities: [String: Any] = ["capabilities": ["alwaysMatch": ["browserName": "chrome", "goog:chromeOptions": options]]]
         let created = try await command("POST", "/session", capabilities, timeout: 60)
         guard let id = (created as? [String: Any])?["sessionId"] as? String else {

@@ -7,6 +7,109 @@ window.cab = cab;
 function $(id) { return document.getElementById(id); }
 function text(element, value) { element.textContent = value == null ? "" : String(value); }
 
+// The page's words: the catalogue of the language chosen in Settings (kept in this browser), else
+// of the browser's first language the box has one for, else English. Times, dates and numbers
+// follow the same language: a 24-hour clock and a decimal comma in German.
+const languageKey = "agrigps.language";
+const languages = { de: "Deutsch", en: "English" };
+const i18n = { language: "en", locale: "en-GB", strings: {}, plurals: new Intl.PluralRules("en") };
+
+function chosenLanguage() {
+  try {
+    const chosen = localStorage.getItem(languageKey);
+    if (languages[chosen]) { return chosen; }
+  } catch (error) { /* storage refused: the browser's languages */ }
+  return browserLanguage();
+}
+
+function browserLanguage() {
+  for (const tag of navigator.languages || [navigator.language || "en"]) {
+    const base = String(tag).toLowerCase().split("-")[0];
+    if (languages[base]) { return base; }
+  }
+  return "en";
+}
+
+async function loadLanguage(language) {
+  const response = await fetch("/lang/" + language + ".json", { credentials: "same-origin" });
+  if (!response.ok) { throw new Error("HTTP " + response.status); }
+  const catalogue = await response.json();
+  i18n.language = language;
+  // English as written in Europe: day before month, a 24-hour clock.
+  i18n.locale = language === "en" ? "en-GB" : language;
+  i18n.strings = catalogue.strings || {};
+  i18n.plurals = new Intl.PluralRules(language);
+  document.documentElement.lang = language;
+  translateStatic();
+}
+
+// t("key", { name: value }): the key's words with each {name} filled in, numbers as the language
+// writes them; given a count, the key's ".one" or ".other" form by the language's plural rules.
+// A key the catalogue lacks shows as itself, where a test and a person see it.
+function t(key, values) {
+  let chosen = key;
+  if (values && typeof values.count === "number" && i18n.strings[key] === undefined) {
+    const form = key + "." + i18n.plurals.select(values.count);
+    chosen = i18n.strings[form] !== undefined ? form : key + ".other";
+  }
+  const template = i18n.strings[chosen];
+  if (template === undefined) { return key; }
+  return template.replace(/\{(\w+)\}/g, (whole, name) => {
+    const value = values ? values[name] : undefined;
+    return value == null ? whole : typeof value === "number" ? number(value) : String(value);
+  });
+}
+
+function number(value, digits) {
+  return new Intl.NumberFormat(i18n.locale, { minimumFractionDigits: digits || 0, maximumFractionDigits: digits || 0 }).format(value);
+}
+
+function translateStatic() {
+  for (const element of document.querySelectorAll("[data-i18n]")) { text(element, t(element.dataset.i18n)); }
+  for (const element of document.querySelectorAll("[data-i18n-label]")) {
+    const words = t(element.dataset.i18nLabel);
+    element.setAttribute("aria-label", words);
+    element.title = words;
+  }
+  for (const element of document.querySelectorAll("[data-i18n-placeholder]")) { element.placeholder = t(element.dataset.i18nPlaceholder); }
+}
+
+// A time span in words: "45 s", "12 min", "2 h 5 min", "3 days".
+function duration(seconds) {
+  const whole = Math.max(0, Math.round(Number(seconds) || 0));
+  if (whole < 60) { return t("unit.seconds", { count: whole }); }
+  if (whole < 3600) { return t("unit.minutes", { count: Math.floor(whole / 60) }); }
+  if (whole < 86400) { return t("unit.hours", { hours: Math.floor(whole / 3600), minutes: Math.floor(whole % 3600 / 60) }); }
+  return t("unit.days", { count: Math.floor(whole / 86400) });
+}
+
+function distanceWords(metres) {
+  return metres < 1000 ? t("unit.m", { count: Math.round(metres) }) : t("unit.km", { count: number(metres / 1000, 1) });
+}
+
+// "NE 52°" (German "NO 52°"): eight points of the compass and the bearing in degrees.
+function directionWords(bearing) {
+  const points = ["N", "NE", "E", "SE", "S", "SW", "W", "NW"];
+  const degrees = ((Math.round(bearing) % 360) + 360) % 360;
+  return t("compass." + points[Math.round(degrees / 45) % 8]) + " " + degrees + "\u00b0";
+}
+
+// The time of day on a 24-hour clock, and a day as the language writes it.
+function clockTime(iso) {
+  const time = new Date(iso);
+  return isNaN(time) ? "" : time.toLocaleTimeString(i18n.locale, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+}
+
+function dayWords(day) {
+  const time = new Date(day + "T12:00:00Z");
+  return isNaN(time) ? day : time.toLocaleDateString(i18n.locale, { day: "numeric", month: "long", year: "numeric", timeZone: "UTC" });
+}
+
+// A fix in words, by its code; a code the catalogue lacks as the box wrote it.
+function fixWords(code, fallback) {
+  return i18n.strings["fix." + code] !== undefined ? t("fix." + code) : (fallback || code || t("fix.unknown"));
+}
+
 // The night theme: the driver's choice (the switch in the header, kept in this browser), else the
 // system's, followed as it changes. The style sheet keys every colour on <html data-theme>.
 const themeKey = "agrigps.theme";
@@ -63,11 +166,25 @@ function toast(message) {
   setTimeout(() => item.remove(), 8000);
 }
 
-function dialog(message, withCancel, okLabel) {
+// A message that waits for OK (and Cancel, when asked): `options.details` is a smaller second line
+// (agrirouter's code, for whoever helps); `options.link` an [address, words] to go on from there;
+// `options.danger` marks OK as the step that cannot be undone.
+function dialog(message, withCancel, okLabel, options) {
+  const extra = options || {};
   return new Promise(resolve => {
     text($("dialog-text"), message);
+    text($("dialog-details"), extra.details || "");
+    $("dialog-details").hidden = !extra.details;
+    $("dialog-link").hidden = !extra.link;
+    if (extra.link) {
+      const link = $("dialog-link").firstElementChild;
+      link.href = extra.link[0];
+      text(link, extra.link[1]);
+    }
     $("dialog-cancel").hidden = !withCancel;
-    text($("dialog-ok"), okLabel || "OK");
+    text($("dialog-ok"), okLabel || t("dialog.ok"));
+    $("dialog-ok").classList.toggle("danger", !!extra.danger);
+    $("dialog").classList.toggle("danger", !!extra.danger);  // Cancel then sits where OK always does
     $("dialog").hidden = false;
     const done = answer => { $("dialog").hidden = true; $("dialog-ok").onclick = null; $("dialog-cancel").onclick = null; resolve(answer); };
     $("dialog-ok").onclick = () => done(true);
@@ -93,7 +210,7 @@ function setUpMap() {
                                  attribution: session.attribution ? escapeHTML(session.attribution) : "" }).addTo(cab.map);
   }
   // Which map this is: the one kept on the box works with no internet; a live one needs it.
-  cab.map.attributionControl.setPrefix({ offline: "Offline map", live: "Live map", none: "No map" }[session.map] || "");
+  cab.map.attributionControl.setPrefix({ offline: t("map.offline"), live: t("map.live"), none: t("map.none") }[session.map] || "");
   if (session.basemapProblem) toast(session.basemapProblem);
   L.control.scale({ metric: true, imperial: false }).addTo(cab.map);
   cab.map.on("dragstart", () => { cab.follow = false; $("follow").setAttribute("aria-pressed", "false"); });
@@ -130,12 +247,21 @@ function ownIcon(own) {
   return L.divIcon({ className: "own-marker" + (own.old ? " old" : ""), html: html, iconSize: [48, 48], iconAnchor: [24, 24], tooltipAnchor: [0, -18] });
 }
 
+// This machine's fix in words: its quality, satellites and speed; or why the position is an old one.
+function ownWords(own) {
+  const stopped = cab.state && cab.state.sharing.state === "daemon_stopped";
+  const speed = Number(own.speed);
+  const fix = own.old ? t(stopped ? "own.stopped" : "own.old") : fixWords(own.fix, own.fixText);
+  return [fix, own.satellites != null && !own.old ? t("own.satellites", { count: own.satellites }) : "",
+          !own.old && Number.isFinite(speed) && speed >= 0.5 ? t("own.speed", { speed: Math.round(speed * 3.6) }) : ""].filter(Boolean).join(" \u00b7 ");
+}
+
 function drawOwn(own) {
-  if (!own) { if (cab.own) { cab.own.remove(); cab.own = null; } text($("own-info"), "No position yet"); return; }
+  if (!own) { if (cab.own) { cab.own.remove(); cab.own = null; } text($("own-info"), t("own.none")); return; }
   const look = [own.fix, own.old, own.heading].join(" ");
   if (!cab.own) {
     cab.own = L.marker([own.latitude, own.longitude], { icon: ownIcon(own), pane: "own", keyboard: false }).addTo(cab.map);
-    cab.own.bindTooltip("This machine", { permanent: true, direction: "top", className: "own-label", pane: "own" });
+    cab.own.bindTooltip(t("own.label"), { permanent: true, direction: "top", className: "own-label", pane: "own" });
     cab.own.bindPopup(ownDetails, { className: "machine-popup", autoPanPaddingTopLeft: [60, 20], autoPanPaddingBottomRight: [160, 20] });
   } else {
     cab.own.setLatLng([own.latitude, own.longitude]);
@@ -144,9 +270,8 @@ function drawOwn(own) {
   cab.ownLook = look;
   cab.own.options.fix = own.fix;
   cab.own.options.old = own.old;
-  const speed = Number(own.speed);
-  text($("own-info"), [own.fixText, own.satellites != null ? own.satellites + " satellites" : "",
-                       !own.old && Number.isFinite(speed) && speed >= 0.5 ? (speed * 3.6).toFixed(0) + " km/h" : ""].filter(Boolean).join(" \u00b7 "));
+  cab.own.setTooltipContent(t("own.label"));
+  text($("own-info"), ownWords(own));
   if (cab.follow) { cab.map.setView([own.latitude, own.longitude], Math.max(cab.map.getZoom(), 15)); }
   if (cab.showTrails) { extendTrail("own", [own.latitude, own.longitude]); }
 }
@@ -210,7 +335,7 @@ async function loadTrails() {
     for (const id of Object.keys(trails.others)) {
       cab.trails[id] = L.polyline(trails.others[id], { color: "#1565c0", weight: 2, opacity: 0.6 }).addTo(cab.map);
     }
-  } catch (error) { toast("Trails could not be loaded: " + error.message); }
+  } catch (error) { toast(t("notice.trailsFailed", { error: error.message })); }
 }
 
 function fitAll() {
@@ -240,17 +365,18 @@ function centreOn(id) {
 function machineDetails(id) {
   const other = cab.state && cab.state.others.find(entry => entry.id === id);
   if (!other) { return detailsBox([]); }
-  return detailsBox([[other.name, "name"], [stateWords(other), ""], [other.fix ? "Fix: " + other.fix : "", ""],
-                 [other.distance ? other.distance + (other.direction ? " " + other.direction : "") + " from this machine" : "", ""],
-                 [other.field ? "In: " + other.field : "", ""], [other.ageSeconds != null ? "Last position " + other.age + " ago" : "", ""]]);
+  return detailsBox([[other.name, "name"], [stateWords(other), ""], [t("nearby.fix", { fix: fixWords(other.fix, other.fixText) }), ""],
+                     [other.distanceMetres != null ? t("nearby.from", { distance: distanceWords(other.distanceMetres), direction: otherDirection(other) }).trim() : "", ""],
+                     [other.field ? t("field.in", { field: other.field }) : "", ""],
+                     [other.ageSeconds != null ? t("nearby.lastPosition", { age: duration(other.ageSeconds) }) : "", ""]]);
 }
 
 // This machine's popup: the fix in words, and where it is.
 function ownDetails() {
   const own = cab.state && cab.state.own;
-  return detailsBox([["This machine", "name"], [own ? own.fixText : "No position yet", ""], [own && own.satellites != null ? own.satellites + " satellites" : "", ""],
-                 [cab.state && cab.state.field ? "In: " + cab.state.field : "", ""],
-                 [own ? own.latitude.toFixed(6) + ", " + own.longitude.toFixed(6) : "", ""]]);
+  return detailsBox([[t("own.label"), "name"], [own ? ownWords(own) : t("own.none"), ""],
+                     [cab.state && cab.state.field ? t("field.in", { field: cab.state.field }) : "", ""],
+                     [own ? number(own.latitude, 6) + " / " + number(own.longitude, 6) : "", ""]]);
 }
 
 // A popup's lines, each [text, class]; empty ones are left out, and every value is set as text.
@@ -267,22 +393,32 @@ function detailsBox(lines) {
   return box;
 }
 
+// The strip's standing message: what the sharing state means and what to do, in the page's words.
+// The gateway's own reasons (for the fitter, in English, with file paths and codes) are kept under
+// Settings, technical details.
 function drawBanner(state) {
   const banner = $("banner");
-  const reasons = state.health === "OK" ? [] : state.reasons;
-  banner.hidden = reasons.length === 0;
-  banner.className = state.health === "WARNING" ? "warning" : "";
-  text(banner, reasons.length ? state.health + ": " + reasons.join("; ") : "");
+  const sharing = state.sharing.state;
+  const advice = i18n.strings["advice." + sharing] ? t("advice." + sharing) : "";
+  const alarm = ["daemon_stopped", "no_receiver", "gpsd_unreachable"].includes(sharing);
+  banner.hidden = !advice;
+  banner.className = alarm ? "" : "warning";
+  text(banner, advice ? t(alarm ? "problem.critical" : "problem.warning", { words: advice }) : "");
+  text($("reasons"), state.reasons.length ? state.health + ": " + state.reasons.join("; ") : state.health);
 }
 
 // A machine's state in words: whether its position is live, old, or none at all.
 function stateWords(other) {
   switch (other.state) {
-  case "active": return "Live";
-  case "stale": return "Not heard from for " + other.age;
-  case "gone": return "Gone from agrirouter";
-  default: return "No position shared yet";
+  case "active": return t("nearby.live");
+  case "stale": return t("nearby.stale", { age: duration(other.ageSeconds) });
+  case "gone": return t("nearby.gone");
+  default: return t("nearby.silent");
   }
+}
+
+function otherDirection(other) {
+  return other.bearing != null && Number.isFinite(Number(other.bearing)) ? directionWords(Number(other.bearing)) : "";
 }
 
 // Nearby: one card per machine, a button as large as the card; a tap centres the map on it.
@@ -310,10 +446,11 @@ function drawNearby(state) {
       arrow.style.transform = "rotate(" + Number(other.bearing).toFixed(0) + "deg)";
       where.appendChild(arrow);
     }
-    where.appendChild(document.createTextNode(other.distance ? other.distance + (other.direction ? " " + other.direction : "") : "Distance unknown"));
+    where.appendChild(document.createTextNode(other.distanceMetres != null
+      ? (distanceWords(other.distanceMetres) + " " + otherDirection(other)).trim() : t("nearby.distanceUnknown")));
     const facts = document.createElement("span");
     facts.className = "facts";
-    text(facts, [other.fix || "No fix known", stateWords(other)].join(" \u00b7 "));
+    text(facts, [other.fix ? fixWords(other.fix, other.fixText) : t("fix.unknown"), stateWords(other)].join(" \u00b7 "));
     card.append(name, where, facts);
     const placed = other.latitude != null && other.longitude != null && other.state !== "gone";
     card.disabled = !placed;
@@ -322,35 +459,75 @@ function drawNearby(state) {
     list.appendChild(item);
   }
   $("nearby-empty").hidden = rows.length > 0;
-  text($("last-update"), "Last update: " + (state.lastUpdate ? new Date(state.lastUpdate).toLocaleString() : "never"));
+  text($("last-update"), state.lastUpdate ? t("nearby.lastUpdate", { time: new Date(state.lastUpdate).toLocaleString(i18n.locale, { hourCycle: "h23" }) })
+                                          : t("nearby.never"));
 }
 
+function environmentWords(name) {
+  return i18n.strings["env." + name] !== undefined ? t("env." + name) : name;
+}
+
+// Settings: whether this machine is connected, and the form to connect it. No environment is chosen
+// for the driver: production and QA are different accounts, and a TAN works only in its own.
 function drawSettings(state) {
   const settings = state.settings;
   const select = $("environment");
-  if (select.options.length !== settings.environments.length) {
+  const names = [""].concat(settings.environments);
+  if (select.options.length !== names.length || select.dataset.language !== i18n.language) {
+    const was = select.value;
     select.replaceChildren();
-    for (const name of settings.environments) {
+    for (const name of names) {
       const option = document.createElement("option");
       option.value = name;
-      text(option, name === "qa" ? "QA" : name === "production" ? "Production" : name);
+      text(option, name ? environmentWords(name) : t("settings.chooseEnvironment"));
       select.appendChild(option);
     }
+    select.value = names.includes(was) ? was : "";
+    select.dataset.language = i18n.language;
   }
   if (settings.onboarded) {
-    text($("endpoint"), "Onboarded to agrirouter " + settings.environment + (settings.endpointName ? " as \u201c" + settings.endpointName + "\u201d" : "") + ".");
-    text($("certificate"), settings.certificateValidUntil ? "Certificate valid until " + settings.certificateValidUntil + "." : "");
+    const values = { environment: environmentWords(settings.environment), name: settings.endpointName };
+    text($("endpoint"), t(settings.endpointName ? "settings.connectedAs" : "settings.connected", values));
+    text($("certificate"), settings.certificateValidUntil ? t("settings.certificate", { date: dayWords(settings.certificateValidUntil) }) : "");
     select.value = settings.environment;
     select.disabled = true;
-    text($("onboard"), "Re-onboard");
+    text($("onboard"), t("settings.reconnect"));
     $("disconnect").hidden = false;
   } else {
-    text($("endpoint"), "Not onboarded: positions stay on this machine.");
+    text($("endpoint"), t("settings.notConnected"));
     text($("certificate"), "");
+    if (select.disabled) { select.value = ""; }
     select.disabled = false;
-    text($("onboard"), "Onboard");
+    text($("onboard"), t("settings.connect"));
     $("disconnect").hidden = true;
   }
+}
+
+// The language switch: the browser's languages first, then a choice kept in this browser.
+function drawLanguages() {
+  const select = $("language");
+  select.replaceChildren();
+  for (const [code, name] of [["", t("settings.language.auto")]].concat(Object.entries(languages))) {
+    const option = document.createElement("option");
+    option.value = code;
+    text(option, name);
+    select.appendChild(option);
+  }
+  let kept = "";
+  try { kept = localStorage.getItem(languageKey) || ""; } catch (error) { kept = ""; }
+  select.value = languages[kept] ? kept : "";
+}
+
+async function chooseLanguage() {
+  const choice = $("language").value;
+  try {
+    if (choice) { localStorage.setItem(languageKey, choice); } else { localStorage.removeItem(languageKey); }
+  } catch (error) { /* kept for this page only */ }
+  try { await loadLanguage(choice || browserLanguage()); } catch (error) { toast(error.message); return; }
+  drawLanguages();
+  if (cab.map) { cab.map.attributionControl.setPrefix({ offline: t("map.offline"), live: t("map.live"), none: t("map.none") }[cab.session.map] || ""); }
+  if (cab.state) { draw(cab.state); }
+  if (cab.records) { loadRecords(cab.records.day); }
 }
 
 // The farm's fields, under everything else: outlines with their names, in a pane of their own.
@@ -387,25 +564,21 @@ async function loadFields(version) {
 
 // The header says which field this machine is in, once the box knows any.
 function drawFieldName(state) {
-  const element = $("field");
-  element.hidden = !state.fieldsKnown || !state.own;
-  text(element, state.field ? "In: " + state.field : "On the road");
-}
-
-// The time of day in the page's language, on a 24-hour clock.
-function clockTime(iso) {
-  const time = new Date(iso);
-  return isNaN(time) ? "" : time.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+  for (const element of [$("field"), $("field-here")]) {
+    element.hidden = !state.fieldsKnown || !state.own;
+    text(element, state.field ? t("field.in", { field: state.field }) : t("field.road"));
+    element.title = element.textContent;
+  }
 }
 
 // The sharing label's words. A pause says since when and what happens to the positions taken
 // meanwhile: kept on this box, never sent.
 function sharingText(sharing) {
   if (sharing.state === "paused" && sharing.pausedSince) {
-    const kept = Number(sharing.kept) || 0;
-    return "Paused since " + clockTime(sharing.pausedSince) + " \u00b7 " + kept + " position" + (kept === 1 ? "" : "s") + " kept on this box, not sent";
+    return t("sharing.pausedSince", { time: clockTime(sharing.pausedSince), count: Math.max(0, Number(sharing.kept) || 0) });
   }
-  return sharing.text;
+  if (sharing.state === "offline") { return t("sharing.offline", { count: Math.max(0, Number(sharing.waiting) || 0) }); }
+  return i18n.strings["sharing." + sharing.state] !== undefined ? t("sharing." + sharing.state) : sharing.text;
 }
 
 function draw(state) {
@@ -416,7 +589,7 @@ function draw(state) {
   text(sharing, words);
   sharing.title = words;
   const paused = state.sharing.state === "paused";
-  text($("pause"), paused ? "Resume sharing" : "Pause sharing");
+  text($("pause"), t(paused ? "map.resume" : "map.pause"));
   $("pause").disabled = !state.settings.onboarded;
   drawBanner(state);
   drawFieldName(state);
@@ -430,13 +603,34 @@ function draw(state) {
 }
 
 // Records: the machine's own figures, a week and a year as bar charts of hours with a fix by quality.
-const qualityNames = { rtk_fixed: "RTK fixed", rtk_float: "RTK float", dgps: "DGPS", autonomous: "Autonomous", other: "Other" };
 const qualityColours = { rtk_fixed: fixColours.rtk_fixed, rtk_float: fixColours.rtk_float, dgps: fixColours.dgps, autonomous: fixColours.autonomous, other: "#999999" };
 
-function figuresText(figures) {
-  return figures.fixHours.toFixed(1) + " h with a fix · " + figures.movingHours.toFixed(1) + " h moving · " + figures.kilometres.toFixed(1) + " km · "
-    + Math.round(figures.noFixMinutes) + " min without a fix · " + Math.round(figures.noReceiverMinutes) + " min without a receiver · " + figures.samples + " samples, "
-    + figures.sent + " sent, " + figures.acknowledged + " acknowledged" + (figures.lost ? ", " + figures.lost + " LOST" : "");
+// Hours as a person says them: "45 min", "3 h 10 min", never "0.1 h".
+function hoursWords(hours) {
+  return duration(Math.round(Math.max(0, Number(hours) || 0) * 60) * 60);
+}
+
+function workText(day, figures) {
+  return t("records.work", { date: dayWords(day), fix: hoursWords(figures.fixHours), moving: hoursWords(figures.movingHours),
+                             km: t("unit.km", { count: number(figures.kilometres, 1) }), noFix: duration(figures.noFixMinutes * 60),
+                             noReceiver: duration(figures.noReceiverMinutes * 60) });
+}
+
+// What became of the day's positions: sent, kept on the box (paused, not connected, or still to
+// go), and lost, if any were.
+function deliveryText(figures) {
+  const samples = Math.max(0, figures.samples || 0), sent = Math.max(0, figures.sent || 0), lost = Math.max(0, figures.lost || 0);
+  const words = t("records.delivery", { samples: samples, sent: sent, kept: Math.max(0, samples - sent - lost) });
+  return lost ? words + " \u00b7 " + t("records.lost", { count: lost }) : words;
+}
+
+// A bar's label: the weekday and day for a day, the month's short name for a month.
+function barLabel(key) {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(key)) {
+    const day = new Date(key + "T12:00:00Z");
+    return day.toLocaleDateString(i18n.locale, { weekday: "short", timeZone: "UTC" }) + " " + day.getUTCDate();
+  }
+  return new Date(key + "-15T12:00:00Z").toLocaleDateString(i18n.locale, { month: "short", timeZone: "UTC" });
 }
 
 function drawChart(element, bars, selectedKey, onPick) {
@@ -447,10 +641,10 @@ function drawChart(element, bars, selectedKey, onPick) {
     column.className = "column" + (bar.key === selectedKey ? " selected" : "");
     column.dataset.key = bar.key;
     column.dataset.hours = String(bar.figures.fixHours);
-    column.title = bar.key + ": " + figuresText(bar.figures);
+    column.title = workText(bar.key, bar.figures);
     const value = document.createElement("div");
     value.className = "value";
-    text(value, bar.figures.fixHours > 0 ? bar.figures.fixHours.toFixed(1) + " h" : "");
+    text(value, bar.figures.fixHours > 0 ? hoursWords(bar.figures.fixHours) : "");
     const stack = document.createElement("div");
     stack.className = "stack";
     stack.style.height = (100 * bar.figures.fixHours / most * 0.85).toFixed(2) + "%";
@@ -466,7 +660,7 @@ function drawChart(element, bars, selectedKey, onPick) {
     }
     const label = document.createElement("div");
     label.className = "label";
-    text(label, bar.label);
+    text(label, barLabel(bar.key));
     column.append(value, stack, label);
     if (onPick) { column.style.cursor = "pointer"; column.onclick = () => onPick(bar.key); }
     element.appendChild(column);
@@ -475,11 +669,11 @@ function drawChart(element, bars, selectedKey, onPick) {
 
 function drawLegend() {
   const legend = $("records-legend");
-  if (legend.childElementCount) { return; }
+  legend.replaceChildren();
   for (const quality of Object.keys(qualityColours)) {
     const item = document.createElement("span");
     item.style.setProperty("--swatch", qualityColours[quality]);
-    text(item, qualityNames[quality]);
+    text(item, t("quality." + quality));
     legend.appendChild(item);
   }
 }
@@ -492,9 +686,11 @@ async function loadRecords(day) {
     $("records-day").max = records.today;
     if (records.firstDay) { $("records-day").min = records.firstDay; }
     $("records-empty").hidden = !!records.firstDay;
-    text($("records-day-figures"), records.day + ": " + figuresText(records.dayFigures));
-    text($("records-week-title"), "Week " + records.week + " · hours with a fix");
-    text($("records-year-title"), records.year + " by month · hours with a fix");
+    text($("records-day-figures"), workText(records.day, records.dayFigures));
+    text($("records-delivery"), deliveryText(records.dayFigures));
+    const monday = records.weekDays.length ? records.weekDays[0].key : records.day;
+    text($("records-week-title"), t("records.week", { date: dayWords(monday) }));
+    text($("records-year-title"), t("records.year", { year: String(records.year) }));
     drawChart($("records-week"), records.weekDays, records.day, key => loadRecords(key));
     drawChart($("records-year"), records.months, records.day.slice(0, 7), null);
     drawLegend();
@@ -503,7 +699,7 @@ async function loadRecords(day) {
       link.href = "/api/records/export?date=" + records.day + "&format=" + format;
       link.setAttribute("download", "agrigps-" + records.day + "." + format);
     }
-  } catch (error) { await dialog("Records could not be loaded: " + error.message, false); return; }
+  } catch (error) { await dialog(t("records.failed", { error: error.message }), false); return; }
   loadFieldDay(cab.records.day);
 }
 
@@ -521,9 +717,9 @@ async function loadFieldDay(day) {
 }
 
 function drawFieldDay(answer) {
-  const note = answer.error ? "The fields could not be loaded: " + answer.error
-    : !answer.fieldsKnown ? "No fields are stored yet: import the farm's fields in Settings to see the hours worked in each."
-    : !answer.fields.length ? "No field was worked on " + answer.day + "." : "";
+  const note = answer.error ? t("records.fieldsFailed", { error: answer.error })
+    : !answer.fieldsKnown ? t("records.noFields")
+    : !answer.fields.length ? t("records.noField", { date: dayWords(answer.day) }) : "";
   text($("records-fields-note"), note);
   $("records-fields-note").hidden = !note;
   $("records-fields-box").hidden = !answer.fields.length;
@@ -533,14 +729,14 @@ function drawFieldDay(answer) {
     const href = "/api/records/export?date=" + encodeURIComponent(answer.day) + "&format=gpx&field=" + encodeURIComponent(field.id);
     body.appendChild(fieldRow(field.name, field, href, String(field.id)));
   }
-  if (answer.fields.length && answer.elsewhere) { body.appendChild(fieldRow("Off the fields", answer.elsewhere, null, null)); }
+  if (answer.fields.length && answer.elsewhere) { body.appendChild(fieldRow(t("records.offFields"), answer.elsewhere, null, null)); }
 }
 
 // One row of the fields' table; the name is set as text (it comes from the farm software's export).
 function fieldRow(name, share, href, id) {
   const row = document.createElement("tr");
   if (id) { row.dataset.field = id; } else { row.className = "elsewhere"; }
-  const cells = [[name, "name"], [share.hours.toFixed(1), "number"], [share.movingHours.toFixed(1), "number"], [share.kilometres.toFixed(1), "number"]];
+  const cells = [[name, "name"], [hoursWords(share.hours), "number"], [hoursWords(share.movingHours), "number"], [number(share.kilometres, 1), "number"]];
   for (const [value, kind] of cells) {
     const cell = document.createElement("td");
     cell.className = kind;
@@ -554,7 +750,7 @@ function fieldRow(name, share, href, id) {
     link.className = "download";
     link.href = href;
     link.setAttribute("download", "");
-    link.setAttribute("aria-label", "Track in " + name + " as GPX");
+    link.setAttribute("aria-label", t("records.trackIn", { field: name }));
     text(link, "GPX");
     last.appendChild(link);
   }
@@ -570,21 +766,33 @@ async function showDay() {
     if (cab.dayTrack) { cab.dayTrack.remove(); cab.dayTrack = null; }
     // On a phone the map is a tab of its own; on a wide screen it is beside the records already.
     if ($("tab-map").offsetWidth === 0) { document.querySelector('#tabs button[data-tab="map"]').click(); }
-    if (!track.drawn) { toast("No position was recorded on " + day + "."); return; }
+    if (!track.drawn) { toast(t("records.noPosition", { date: dayWords(day) })); return; }
     cab.dayTrack = L.polyline(track.segments, { color: "#b5179e", weight: 4, opacity: 0.85 }).addTo(cab.map);
     cab.dayTrack.options.day = track.day;
     cab.follow = false;
     $("follow").setAttribute("aria-pressed", "false");
     cab.map.fitBounds(cab.dayTrack.getBounds(), { padding: [30, 30], maxZoom: 18 });
-    toast("Track of " + day + ": " + track.segments.length + " stretch" + (track.segments.length === 1 ? "" : "es") + " with a fix");
-  } catch (error) { await dialog("The day's track could not be loaded: " + error.message, false); }
+    toast(t("records.trackShown", { date: dayWords(day), count: track.segments.length }));
+  } catch (error) { await dialog(t("records.dayFailed", { error: error.message }), false); }
 }
 
 function listen() {
   const source = new EventSource("/api/events");
   source.addEventListener("state", event => draw(JSON.parse(event.data)));
-  source.addEventListener("notice", event => toast(JSON.parse(event.data).text));
-  source.onerror = () => { text($("sharing"), "Connection to the gateway lost; retrying…"); $("sharing").dataset.state = "unknown"; };
+  source.addEventListener("notice", event => toast(noticeText(JSON.parse(event.data))));
+  source.onerror = () => { text($("sharing"), t("sharing.lost")); $("sharing").dataset.state = "unknown"; };
+}
+
+// A notice in the page's words when the catalogue has its kind and the box sent its values; else
+// as the box wrote it.
+function noticeText(notice) {
+  const key = typeof notice.key === "string" ? notice.key : "";
+  if (!key.startsWith("notice.") || (i18n.strings[key] === undefined && i18n.strings[key + ".other"] === undefined)) { return notice.text; }
+  const values = Object.assign({}, notice.values || {});
+  if (values.own) { values.machine = t("own.label"); }
+  if (typeof notice.count === "number") { values.count = notice.count; }
+  if (typeof notice.seconds === "number") { values.age = duration(notice.seconds); }
+  return t(key, values);
 }
 
 // Sends a chosen file as it is, with the session's CSRF token; the answer's error is shown as it is.
@@ -602,12 +810,12 @@ async function sendFile(path, file) {
 // The TaskData file, read by the server as `agrigps fields import` would.
 async function importFields() {
   const file = $("fields-file").files[0];
-  if (!file) { await dialog("Choose the TaskData export (a .zip) first.", false); return; }
+  if (!file) { await dialog(t("fields.choose"), false); return; }
   $("fields-import").disabled = true;
   try {
     const answer = await sendFile("/api/fields/import?name=" + encodeURIComponent(file.name), file);
-    toast("Imported " + answer.imported + " field" + (answer.imported === 1 ? "" : "s")
-          + (answer.skipped.length ? " (" + answer.skipped.length + " without a usable boundary left out)" : ""));
+    toast(t("fields.imported", { count: answer.imported })
+          + (answer.skipped.length ? " (" + t("fields.skipped", { count: answer.skipped.length }) + ")" : ""));
     $("fields-file").value = "";
   } catch (error) {
     await dialog(error.message, false);
@@ -619,7 +827,7 @@ async function importFields() {
 // The offline map: once the box has checked it, the page starts again on it.
 async function uploadBasemap() {
   const file = $("basemap-file").files[0];
-  if (!file) { await dialog("Choose the map (an .mbtiles file) first.", false); return; }
+  if (!file) { await dialog(t("basemap.choose"), false); return; }
   $("basemap-upload").disabled = true;
   try {
     await sendFile("/api/basemap", file);
@@ -642,6 +850,39 @@ async function act(path, body, success) {
   }
 }
 
+// The agrirouter web page of an environment: where a TAN is made, and a machine removed.
+function agrirouterLink(environment) {
+  return environment === "qa" ? ["https://app.qa.agrirouter.farm", t("settings.tanLinkQa")]
+    : environment === "production" ? ["https://app.agrirouter.com", t("settings.tanLinkProduction")] : null;
+}
+
+// Connects with the TAN typed. A refused TAN stays in its field to be checked or corrected; one
+// that worked is cleared, for it cannot be used again.
+async function connect() {
+  const tan = $("tan").value.trim();
+  const environment = $("environment").value;
+  if (!environment) { await dialog(t("connect.chooseEnvironment"), false); $("environment").focus(); return; }
+  if (!tan) { await dialog(t("connect.typeTan"), false); $("tan").focus(); return; }
+  $("onboard").disabled = true;
+  try {
+    const answer = await api("/api/onboard", { tan: tan, environment: environment });
+    $("tan").value = "";
+    toast(t("connect.done", { environment: environmentWords(answer.environment) }));
+  } catch (error) {
+    const refused = /\b04\d\d\b|TAN/.test(error.message);
+    await dialog(t(refused ? "connect.refused" : "connect.failed"), false, null,
+                 { details: t("connect.details", { details: error.message }), link: agrirouterLink(environment) });
+  } finally {
+    $("onboard").disabled = false;
+  }
+}
+
+async function disconnect() {
+  const environment = cab.state && cab.state.settings.environment;
+  if (!(await dialog(t("disconnect.ask"), true, t("settings.disconnect"), { danger: true }))) { return; }
+  await act("/api/disconnect", { confirm: true }, () => dialog(t("disconnect.done"), false, null, { link: agrirouterLink(environment) }));
+}
+
 function wire() {
   for (const button of document.querySelectorAll("#tabs button")) {
     button.onclick = () => {
@@ -658,18 +899,9 @@ function wire() {
   $("trails").onclick = toggleTrails;
   $("records-day").onchange = () => loadRecords($("records-day").value);
   $("records-show").onclick = showDay;
-  $("onboard").onclick = async () => {
-    const tan = $("tan").value.trim();
-    if (!tan) { await dialog("Type the TAN (registration code) from the agrirouter UI first.", false); return; }
-    $("onboard").disabled = true;
-    await act("/api/onboard", { tan: tan, environment: $("environment").value }, answer => toast("Onboarded to agrirouter " + answer.environment));
-    $("tan").value = "";
-    $("onboard").disabled = false;
-  };
-  $("disconnect").onclick = async () => {
-    if (!(await dialog("Disconnect this machine from agrirouter? Its credentials are removed; onboarding again needs a new TAN.", true, "Disconnect"))) { return; }
-    await act("/api/disconnect", { confirm: true }, answer => dialog(answer.advice, false));
-  };
+  $("onboard").onclick = connect;
+  $("disconnect").onclick = disconnect;
+  $("language").onchange = chooseLanguage;
   $("fields-import").onclick = importFields;
   $("basemap-upload").onclick = uploadBasemap;
   $("login-button").onclick = async () => {
@@ -680,7 +912,7 @@ function wire() {
 async function start() {
   try {
     cab.session = await api("/api/session");
-  } catch (error) { await dialog("The gateway cannot be reached: " + error.message, false); return; }
+  } catch (error) { await dialog(t("gateway.unreachable", { error: error.message }), false); return; }
   if (!cab.session.loggedIn) {
     $("login").hidden = false;
     $("account").hidden = true;
@@ -693,5 +925,12 @@ async function start() {
   listen();
 }
 
-wire();
-start();
+// The words first, so that the page never shows one language and then another.
+async function begin() {
+  try { await loadLanguage(chosenLanguage()); } catch (error) { /* the page's own English stays */ }
+  drawLanguages();
+  wire();
+  start();
+}
+
+begin();
