@@ -26,6 +26,10 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
     public var pausedSince: String?
     /// Positions taken since the pause began, kept on this box and never sent; only while paused.
     public var kept: Int?
+    /// Since when the trouble has lasted, as best the files tell, ISO 8601 UTC: the daemon's last
+    /// heartbeat once it stopped, the last acknowledgement while offline, the last fix while there
+    /// is none. Nil while all is well, or when unknown.
+    public var since: String?
 
     /// `lastState` is the newest sample's fix state, from the spool or the heartbeat.
     public init(_ snapshot: StatusSnapshot, lastState: FixState?, thresholds: StatusThresholds) {
@@ -59,7 +63,20 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
             pausedSince = spool?.pausedSince.map { ISO8601UTC.string(from: $0) }
             kept = spool?.keptWhilePaused ?? 0
         }
+        since = Self.since(state, snapshot).map { ISO8601UTC.string(from: $0) }
         text = Self.text(state, waiting: waiting, pausedSince: pausedSince, kept: kept ?? 0)
+    }
+
+    static func since(_ state: State, _ snapshot: StatusSnapshot) -> Date? {
+        switch state {
+        case .daemonStopped:
+            if case .notRunning(let last) = snapshot.daemon { return last }
+            return nil
+        case .offline: return snapshot.heartbeat?.lastAcknowledgedAt
+        case .noFix, .noReceiver, .gpsdUnreachable: return snapshot.heartbeat?.lastFix?.time
+        case .paused: return snapshot.spool?.pausedSince
+        case .sharing, .notOnboarded: return nil
+        }
     }
 
     static func text(_ state: State, waiting: Int, pausedSince: String? = nil, kept: Int = 0) -> String {

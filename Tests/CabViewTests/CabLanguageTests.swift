@@ -142,7 +142,7 @@ struct CabLanguageBrowserTests {
         ("paused", drawState("{ state: 'paused', pausedSince: '2026-11-27T14:05:00Z', kept: 1234, waiting: 0 }")),
         ("offline", drawState("{ state: 'offline', waiting: 154 }")),
         ("no-fix", drawState("{ state: 'no_fix' }")),
-        ("stopped", drawState("{ state: 'daemon_stopped' }")),
+        ("stopped", drawState("{ state: 'daemon_stopped', since: new Date(new Date(cab.state.takenAt) - 750000).toISOString() }")),
     ]
 
     /// Visible text matching the jargon list, and keys shown for want of words.
@@ -216,7 +216,9 @@ struct CabLanguageBrowserTests {
                 break
             }
             for theme in ["light", "dark"] {
+                // The longer German words keep every text at 4.5:1 in both themes too.
                 try await browser.run("document.documentElement.dataset.theme = '\(theme)'")
+                CabThemeTests.check(try await CabThemeTests.readings(browser), "\(language), \(tab), \(theme), \(at)", theme: theme)
                 _ = try CabBrowserTests.save(try await browser.screenshot(), as: "words-\(language)-\(theme)-\(tab)-\(at).png")
             }
             try await browser.run("applyTheme(chosenTheme() || 'light')")
@@ -241,7 +243,9 @@ struct CabLanguageBrowserTests {
                 #expect(label == (language == "de" ? "Offline · 154 Positionen warten auf dieser Box" : "Offline · 154 positions waiting on this box"))
                 #expect(banner.hasPrefix(language == "de" ? "Bitte prüfen:" : "Check:"), "\(banner)")
             case "stopped":
-                #expect(label == (language == "de" ? "Gateway gestoppt" : "Gateway stopped"))
+                // How long, by the box's clock: 750 s before the state was taken.
+                #expect(label == (language == "de" ? "Gateway gestoppt · seit 12 min" : "Gateway stopped · for 12 min"), "\(label)")
+                #expect(try await browser.run("return document.getElementById('pause').disabled") as? Bool == true, "pause waits for the gateway")
                 #expect(banner.hasPrefix(language == "de" ? "Sofort handeln:" : "Act now:") && banner.contains(language == "de" ? "neu starten" : "restart"), "\(banner)")
             default:
                 #expect(label == (language == "de" ? "Kein GPS-Empfang" : "No fix"))

@@ -47,6 +47,21 @@ struct SharingIndicatorTests {
         #expect(json["pausedSince"] == nil && json["kept"] == nil && json["text"] as? String == "Sharing")
     }
 
+    @Test("trouble says since when: the last heartbeat of a stopped daemon, the last fix without one; all well says nothing")
+    func since() {
+        var heartbeat = Heartbeat(pid: 42, startedAt: now.addingTimeInterval(-3600), onboarded: true)
+        heartbeat.lastFix = Heartbeat.Sample(PositionSample(sampledAt: now.addingTimeInterval(-125), state: .fix(.threeD, .rtkFixed), report: nil))
+        let stopped = StatusSnapshot(takenAt: now, daemon: .notRunning(lastHeartbeat: now.addingTimeInterval(-750)), heartbeat: heartbeat,
+                                     environment: "production", spool: SpoolStatus(), others: OthersView())
+        let seen = SharingIndicator(stopped, lastState: .fix(.threeD, .rtkFixed), thresholds: StatusThresholds())
+        #expect(seen.state == .daemonStopped && seen.since == "2026-09-21T14:00:50.000Z", "\(seen)")
+        let lost = StatusSnapshot(takenAt: now, daemon: .running(pid: 42, heartbeatAge: 2), heartbeat: heartbeat,
+                                  environment: "production", spool: SpoolStatus(), others: OthersView())
+        let noFix = SharingIndicator(lost, lastState: .noFix, thresholds: StatusThresholds())
+        #expect(noFix.state == .noFix && noFix.since == "2026-09-21T14:11:15.000Z", "\(noFix)")
+        #expect(indicator { _ in }.since == nil, "sharing: nothing to time")
+    }
+
     @Test("known only from the heartbeat, a pause counts every withheld sample and has no start")
     func pauseFromHeartbeat() {
         var status = SpoolStatus()

@@ -573,24 +573,30 @@ function drawFieldName(state) {
 
 // The sharing label's words. A pause says since when and what happens to the positions taken
 // meanwhile: kept on this box, never sent.
-function sharingText(sharing) {
+// Any other trouble says how long it has lasted, by the box's clock ("Gateway stopped · for 12 min").
+function sharingText(state) {
+  const sharing = state.sharing;
   if (sharing.state === "paused" && sharing.pausedSince) {
     return t("sharing.pausedSince", { time: clockTime(sharing.pausedSince), count: Math.max(0, Number(sharing.kept) || 0) });
   }
-  if (sharing.state === "offline") { return t("sharing.offline", { count: Math.max(0, Number(sharing.waiting) || 0) }); }
-  return i18n.strings["sharing." + sharing.state] !== undefined ? t("sharing." + sharing.state) : sharing.text;
+  const words = sharing.state === "offline" ? t("sharing.offline", { count: Math.max(0, Number(sharing.waiting) || 0) })
+    : i18n.strings["sharing." + sharing.state] !== undefined ? t("sharing." + sharing.state) : sharing.text;
+  const lasted = (new Date(state.takenAt) - new Date(sharing.since)) / 1000;
+  return sharing.since && sharing.state !== "paused" && Number.isFinite(lasted) && lasted >= 0
+    ? t("sharing.since", { state: words, age: duration(lasted) }) : words;
 }
 
 function draw(state) {
   cab.state = state;
   const sharing = $("sharing");
   sharing.dataset.state = state.sharing.state;
-  const words = sharingText(state.sharing);
+  const words = sharingText(state);
   text(sharing, words);
   sharing.title = words;
   const paused = state.sharing.state === "paused";
   text($("pause"), t(paused ? "map.resume" : "map.pause"));
-  $("pause").disabled = !state.settings.onboarded;
+  // With the gateway stopped, a pause would change nothing anyone can see: the button waits for it.
+  $("pause").disabled = !state.settings.onboarded || state.sharing.state === "daemon_stopped";
   drawBanner(state);
   drawFieldName(state);
   if (state.fieldsVersion !== cab.fieldsVersion) loadFields(state.fieldsVersion);
