@@ -28,8 +28,9 @@ actor CabMonitor {
         var notMovingAfter: Double = 600
         var pollInterval: Double = 0.25
         var refreshInterval: Double = 5
-        /// Own positions kept for the trail.
+        /// Own positions kept for the trail, and the span they cover: the last hour by default.
         var trackLimit = 3600
+        var trailSeconds: Double = 3600
     }
 
     /// One announcement on the page and in the journal.
@@ -70,6 +71,9 @@ actor CabMonitor {
     private(set) var notices: [Notice] = []
     private var noticeSequence = 0
     private(set) var track: [[Double]] = []
+    /// When each point of `track` was sampled (system seconds): the trail keeps the last
+    /// `trailSeconds` before the newest point, so a wrong clock does not empty it.
+    private var trackTimes: [Double] = []
     private var lastRowID: Int64 = 0
     private var newest: PositionSample?
     private var lastFix: PositionSample?
@@ -233,9 +237,15 @@ actor CabMonitor {
             if row.sample.state.hasPosition, let latitude = row.sample.report?.latitude, let longitude = row.sample.report?.longitude {
                 lastFix = row.sample
                 track.append([latitude, longitude])
+                trackTimes.append(row.sample.sampledAt.timeIntervalSince1970)
             }
         }
-        if track.count > settings.trackLimit { track.removeFirst(track.count - settings.trackLimit) }
+        let newestTime = trackTimes.last ?? 0
+        let old = max(track.count - settings.trackLimit, trackTimes.prefix { $0 < newestTime - settings.trailSeconds }.count)
+        if old > 0 {
+            track.removeFirst(old)
+            trackTimes.removeFirst(old)
+        }
     }
 
     /// The fields again when their store changed; a store that cannot be read keeps what was read before.

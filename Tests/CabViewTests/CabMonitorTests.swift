@@ -79,6 +79,25 @@ struct CabMonitorTests {
                                               speed: speed, track: track, satellitesUsed: 14))
     }
 
+    @Test("this machine's trail is the last hour before its newest position, whatever the clock says now")
+    func trailOfTheLastHour() async throws {
+        let (paths, monitor, cleanUp) = try scratchMonitor()
+        defer { cleanUp() }
+        let spool = Spool(path: paths.spool)
+        // Two hours at one position every 10 s, ending a day ago (a box whose clock ran ahead since).
+        let end = Date().addingTimeInterval(-86_400)
+        await spool.append((0..<720).map { index in fix(latitude: 52 + Double(index) * 1e-5, at: end.addingTimeInterval(Double(index - 719) * 10)) })
+        await monitor.refreshIfChanged(now: Date())
+        let trail = await monitor.track
+        #expect(trail.count == 361, "an hour and its first point: \(trail.count)")
+        #expect(trail.last == [52 + 719 * 1e-5, 8.5] && trail.first == [52 + 359 * 1e-5, 8.5], "\(String(describing: trail.first)) … \(String(describing: trail.last))")
+        // Ten more minutes: the oldest ten fall away.
+        await spool.append((720..<780).map { index in fix(latitude: 52 + Double(index) * 1e-5, at: end.addingTimeInterval(Double(index - 719) * 10)) })
+        await monitor.refreshIfChanged(now: Date().addingTimeInterval(10))
+        #expect(await monitor.track.count == 361)
+        #expect(await monitor.track.first == [52 + 419 * 1e-5, 8.5])
+    }
+
     @Test("sharing again after a pause is announced once, with the positions the pause kept")
     func resumeNotice() async throws {
         let (paths, monitor, cleanUp) = try scratchMonitor()
