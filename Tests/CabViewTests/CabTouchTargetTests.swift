@@ -97,14 +97,14 @@ struct CabTouchTargetTests {
         #expect(close.isEmpty, "\(place): under \(Int(spacing)) px apart: \(close.joined(separator: "; "))")
     }
 
-    @Test("every visible control on every tab is 48×48 px at least and 8 px at least from its neighbours",
-          arguments: [(360, 640), (1280, 800)])
-    func targets(size: (width: Int, height: Int)) async throws {
+    @Test("every visible control on every tab is 48×48 px at least and 8 px at least from its neighbours, in English and in German's longer words",
+          arguments: [(360, 640), (1280, 800)], ["en-GB", "de-DE"])
+    func targets(size: (width: Int, height: Int), language: String) async throws {
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
         _ = await Spool(path: fixture.paths.spool).append(CabFixture.fix(latitude: 52.5, longitude: 13.4))
         try await fixture.start()
-        let browser = try await WebDriver(width: size.width, height: size.height)
+        let browser = try await WebDriver(width: size.width, height: size.height, language: language)
         try await tearingDown({ await browser.quit(); await fixture.stop() }) {
             try await browser.open("http://127.0.0.1:\(fixture.port)/")
             #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.map && cab.own && cab.state)"))
@@ -117,7 +117,7 @@ struct CabTouchTargetTests {
                 let controls = try await Self.controls(in: browser)
                 #expect(controls.count >= 3, "\(place): controls found: \(controls)")
                 Self.check(controls, place)
-                _ = try CabBrowserTests.save(try await browser.screenshot(), as: "targets-\(tab)-\(size.width)x\(size.height).png")
+                _ = try CabBrowserTests.save(try await browser.screenshot(), as: "targets-\(language)-\(tab)-\(size.width)x\(size.height).png")
             }
 
             // Settings while onboarded: Re-onboard and Disconnect side by side (shown here as the page
@@ -127,13 +127,19 @@ struct CabTouchTargetTests {
             #expect(onboarded.contains { $0.name.hasPrefix("button#disconnect") }, "\(onboarded)")
             Self.check(onboarded, "settings, onboarded, at \(size.width)×\(size.height)")
 
-            // The dialog's buttons, over everything else.
-            try await browser.run("dialog('Disconnect this machine?', true, 'Disconnect')")
+            // The dialog's buttons, over everything else: Disconnect's, which cannot be undone, red,
+            // with Cancel where OK sits in every other dialog.
+            let sides = "const [cancel, ok] = ['dialog-cancel', 'dialog-ok'].map(id => document.getElementById(id).getBoundingClientRect()); return cancel.left > ok.left;"
+            try await browser.run("dialog('?', true)")
+            #expect(try await browser.run(sides) as? Bool == false, "OK is on the right")
+            try await browser.click("#dialog-cancel")
+            try await browser.run("dialog(t('disconnect.ask'), true, t('settings.disconnect'), { danger: true })")
             #expect(try await browser.wait(timeout: 5, for: "return !document.getElementById('dialog').hidden"))
+            #expect(try await browser.run(sides) as? Bool == true, "Cancel is where OK usually is")
             let buttons = try await Self.controls(in: browser, within: "#dialog")
             #expect(buttons.count == 2, "\(buttons)")
             Self.check(buttons, "the dialog at \(size.width)×\(size.height)")
-            _ = try CabBrowserTests.save(try await browser.screenshot(), as: "targets-dialog-\(size.width)x\(size.height).png")
+            _ = try CabBrowserTests.save(try await browser.screenshot(), as: "targets-\(language)-dialog-\(size.width)x\(size.height).png")
             try await browser.click("#dialog-cancel")
         }
     }
