@@ -190,6 +190,24 @@ struct CabLayoutTests {
         }
     }
 
+    @Test("trails are on from the start, and a jump of more than a kilometre breaks this machine's trail rather than drawing a road")
+    func trails() async throws {
+        let (fixture, browser) = try await Self.started(width: 1280, height: 800)
+        try await tearingDown({ await browser.quit(); await fixture.stop() }) {
+            #expect(try await browser.wait(timeout: 10, for: "return !!(cab.trails && cab.trails.own)"))
+            #expect(try await browser.run("return document.getElementById('trails').getAttribute('aria-pressed')") as? String == "true")
+            let runs = try #require(try await browser.run("""
+                const count = () => cab.trails.own.getLatLngs().length;
+                const counts = [count()];
+                extendTrail('own', [52.5005, 13.4]); counts.push(count());   // 55 m on: the same run
+                extendTrail('own', [52.6, 13.4]); counts.push(count());      // 11 km away: a new run
+                extendTrail('own', [52.6001, 13.4]); counts.push(count());
+                return counts.concat([cab.trails.own.getLatLngs()[counts[2] - 1].length]);
+                """) as? [Int])
+            #expect(runs.count == 5 && runs[1] == runs[0] && runs[2] == runs[0] + 1 && runs[3] == runs[2] && runs[4] == 2, "\(runs)")
+        }
+    }
+
     @Test("Nearby: a card per machine with distance and direction; a tap centres the map on it and shows its details",
           arguments: [(360, 640), (1280, 800)])
     func nearbyCards(size: (width: Int, height: Int)) async throws {

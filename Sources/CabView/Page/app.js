@@ -309,12 +309,30 @@ function drawOthers(others) {
   }
 }
 
+// A trail is broken where two positions lie more than this far apart: a jump (a receiver moved to
+// another machine, a recorded log, a long gap) is no road driven.
+const trailBreakMetres = 1000;
+
+// Points in order → runs of points, each run drawn as one line.
+function trailRuns(points) {
+  const runs = [];
+  for (const point of points) {
+    const run = runs[runs.length - 1];
+    const last = run && run[run.length - 1];
+    if (!last || cab.map.distance(last, point) > trailBreakMetres) { runs.push([point]); } else { run.push(point); }
+  }
+  return runs;
+}
+
 function extendTrail(id, point) {
   const trail = cab.trails[id];
   if (!trail) { return; }
-  const points = trail.getLatLngs();
-  const last = points[points.length - 1];
-  if (!last || last.lat !== point[0] || last.lng !== point[1]) { trail.addLatLng(point); }
+  const runs = trail.getLatLngs();
+  const run = runs[runs.length - 1];
+  const last = run && run[run.length - 1];
+  if (last && last.lat === point[0] && last.lng === point[1]) { return; }
+  if (!last || cab.map.distance(last, point) > trailBreakMetres) { runs.push([L.latLng(point)]); } else { run.push(L.latLng(point)); }
+  trail.setLatLngs(runs);
 }
 
 async function toggleTrails() {
@@ -331,9 +349,9 @@ async function loadTrails() {
   if (!cab.showTrails) { return; }
   try {
     const trails = await api("/api/track");
-    cab.trails.own = L.polyline(trails.own, { color: "#1a7f37", weight: 3, opacity: 0.7 }).addTo(cab.map);
+    cab.trails.own = L.polyline(trailRuns(trails.own), { color: "#1a7f37", weight: 3, opacity: 0.7 }).addTo(cab.map);
     for (const id of Object.keys(trails.others)) {
-      cab.trails[id] = L.polyline(trails.others[id], { color: "#1565c0", weight: 2, opacity: 0.6 }).addTo(cab.map);
+      cab.trails[id] = L.polyline(trailRuns(trails.others[id]), { color: "#1565c0", weight: 2, opacity: 0.6 }).addTo(cab.map);
     }
   } catch (error) { toast(t("notice.trailsFailed", { error: error.message })); }
 }
