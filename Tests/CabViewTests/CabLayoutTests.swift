@@ -231,12 +231,16 @@ struct CabLayoutTests {
                 const size = cab.map.getSize();
                 const p = cab.map.latLngToContainerPoint(cab.others['layout-3'].getLatLng());
                 const popup = document.querySelector('.machine-popup');
+                const box = document.getElementById('map').getBoundingClientRect(), x = box.left + p.x, y = box.top + p.y;
+                const under = Array.from(document.querySelectorAll('#map-buttons button')).map(b => b.getBoundingClientRect())
+                  .some(b => x >= b.left && x <= b.right && y >= b.top && y <= b.bottom);
                 return [Math.abs(p.x - size.x / 2), Math.abs(p.y - size.y / 2), popup ? popup.textContent : '',
-                        document.getElementById('tab-map').offsetWidth > 0, cab.follow];
+                        document.getElementById('tab-map').offsetWidth > 0, cab.follow, under];
                 """) as? [Any])
             let off = [(centred[0] as? NSNumber)?.doubleValue ?? 999, (centred[1] as? NSNumber)?.doubleValue ?? 999]
-            // Opening the details may pan the map a little to show them whole.
+            // Centred in the room the buttons leave, and opening the details may pan the map a little to show them whole.
             #expect(off.allSatisfy { $0 < 120 }, "the Baler is \(off) px from the map's centre")
+            #expect(centred[5] as? Bool == false, "the Baler lies under a button")
             let details = centred[2] as? String ?? ""
             #expect(details.contains("Baler") && details.contains("NE 51°") && details.contains("GPS"), "details: \(details)")
             #expect(centred[3] as? Bool == true, "the map shows")

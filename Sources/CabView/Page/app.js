@@ -222,6 +222,14 @@ function setUpMap() {
   if (cab.showTrails) { loadTrails(); }
 }
 
+// Centres a place in the part of the map the controls leave free (on a phone the buttons take a
+// third of its width), not under them.
+function centreInView(latLng, zoom) {
+  const room = clearOfControls();
+  const shift = L.point((room.paddingBottomRight[0] - room.paddingTopLeft[0]) / 2, 0);
+  cab.map.setView(cab.map.unproject(cab.map.project(latLng, zoom).add(shift), zoom), zoom);
+}
+
 // The room the controls on the map take at its edges: what is framed is framed inside it.
 function clearOfControls() {
   const map = $("map").getBoundingClientRect();
@@ -272,7 +280,7 @@ function drawOwn(own) {
   cab.own.options.old = own.old;
   cab.own.setTooltipContent(t("own.label"));
   text($("own-info"), ownWords(own));
-  if (cab.follow) { cab.map.setView([own.latitude, own.longitude], Math.max(cab.map.getZoom(), 15)); }
+  if (cab.follow) { centreInView(L.latLng(own.latitude, own.longitude), Math.max(cab.map.getZoom(), 15)); }
   if (cab.showTrails) { extendTrail("own", [own.latitude, own.longitude]); }
 }
 
@@ -360,7 +368,7 @@ function fitAll() {
   const points = [];
   if (cab.own) { points.push(cab.own.getLatLng()); }
   for (const id of Object.keys(cab.others)) { points.push(cab.others[id].getLatLng()); }
-  if (points.length === 1) { cab.map.setView(points[0], 15); }
+  if (points.length === 1) { centreInView(points[0], 15); }
   if (points.length > 1) { cab.map.fitBounds(L.latLngBounds(points), Object.assign({ maxZoom: 17 }, clearOfControls())); }
   cab.follow = false;
   $("follow").setAttribute("aria-pressed", "false");
@@ -375,7 +383,7 @@ function centreOn(id) {
   cab.follow = false;
   $("follow").setAttribute("aria-pressed", "false");
   cab.map.invalidateSize();
-  cab.map.setView(marker.getLatLng(), Math.max(cab.map.getZoom(), 16));
+  centreInView(marker.getLatLng(), Math.max(cab.map.getZoom(), 16));
   marker.openPopup();
 }
 
@@ -591,7 +599,7 @@ function drawFieldName(state) {
 
 // The sharing label's words. A pause says since when and what happens to the positions taken
 // meanwhile: kept on this box, never sent.
-// Any other trouble says how long it has lasted, by the box's clock ("Gateway stopped · for 12 min").
+// Any other trouble says how long it has lasted, by the box's clock ("Gateway stopped · 12 min").
 function sharingText(state) {
   const sharing = state.sharing;
   if (sharing.state === "paused" && sharing.pausedSince) {
@@ -629,15 +637,16 @@ function draw(state) {
 // Records: the machine's own figures, a week and a year as bar charts of hours with a fix by quality.
 const qualityColours = { rtk_fixed: fixColours.rtk_fixed, rtk_float: fixColours.rtk_float, dgps: fixColours.dgps, autonomous: fixColours.autonomous, other: "#999999" };
 
-// Hours as a person says them: "45 min", "3 h 10 min", never "0.1 h".
+// Hours as a person says them: "45 min", "3 h 10 min", never "0.1 h"; to the minute, so no "0 s".
 function hoursWords(hours) {
-  return duration(Math.round(Math.max(0, Number(hours) || 0) * 60) * 60);
+  const minutes = Math.round(Math.max(0, Number(hours) || 0) * 60);
+  return minutes < 60 ? t("unit.minutes", { count: minutes }) : duration(minutes * 60);
 }
 
 function workText(day, figures) {
   return t("records.work", { date: dayWords(day), fix: hoursWords(figures.fixHours), moving: hoursWords(figures.movingHours),
-                             km: t("unit.km", { count: number(figures.kilometres, 1) }), noFix: duration(figures.noFixMinutes * 60),
-                             noReceiver: duration(figures.noReceiverMinutes * 60) });
+                             km: t("unit.km", { count: number(figures.kilometres, 1) }), noFix: hoursWords(figures.noFixMinutes / 60),
+                             noReceiver: hoursWords(figures.noReceiverMinutes / 60) });
 }
 
 // What became of the day's positions: sent, kept on the box (paused, not connected, or still to
