@@ -93,8 +93,11 @@ struct CabLayoutTests {
             // the map, and the map is opened again after it.
             #expect(try await browser.openCabTab("nearby"))
             if size.width < 900 { #expect(try await browser.openCabTab("map")) }
+            // Leaflet animates the zoom: measured once the map has come to rest, however long that takes here.
+            try await browser.run("window.settled = false; cab.map.once('moveend', () => { window.settled = true; });")
             try await browser.click("#fit")
-            try await Task.sleep(for: .milliseconds(800))  // Leaflet's zoom animation
+            #expect(try await browser.wait(timeout: 10, for: "return window.settled === true"))
+            try await Task.sleep(for: .milliseconds(100))
             let geometry = try Geometry(try await browser.run(Self.geometry))
             #expect(geometry.machines.count == 4, "\(geometry.machines)")
             if size.width >= 900 {
@@ -226,7 +229,11 @@ struct CabLayoutTests {
             _ = try CabBrowserTests.save(try await browser.screenshot(), as: "layout-nearby-\(size.width)x\(size.height).png")
 
             try await browser.click("#nearby button[data-id='layout-3']")
-            try await Task.sleep(for: .milliseconds(800))
+            // The map comes to rest after the details have opened (and panned it, if they had to).
+            #expect(try await browser.wait(timeout: 10, for: "return !!document.querySelector('.machine-popup')"))
+            try await browser.run("window.settled = !cab.map._panAnim || !cab.map._panAnim._inProgress; if (!window.settled) cab.map.once('moveend', () => { window.settled = true; });")
+            #expect(try await browser.wait(timeout: 10, for: "return window.settled === true"))
+            try await Task.sleep(for: .milliseconds(300))
             let centred = try #require(try await browser.run("""
                 const size = cab.map.getSize();
                 const p = cab.map.latLngToContainerPoint(cab.others['layout-3'].getLatLng());
