@@ -4,6 +4,7 @@ import Clocks
 import CommandSupport
 import Foundation
 import GNSS
+import Spool
 import StateDirectory
 import StateView
 
@@ -108,7 +109,7 @@ enum StatusReport {
             lines.append("agrirouter: not onboarded; 'agrigps onboard --tan TAN' connects this machine")
         }
         if let spool = snapshot.spool {
-            lines.append("Sharing: " + (spool.sharingPaused ? "PAUSED ('agrigps resume' turns it back on)" : "active"))
+            lines.append("Sharing: " + (spool.sharingPaused ? pausedLine(spool, now: now) : "active"))
         }
         if let sample = snapshot.heartbeat?.lastSample {
             var fix = "Fix: \(sample.state), \(ago(sample.time, now: now))"
@@ -177,6 +178,14 @@ enum StatusReport {
             return "\(TerminalText.safe(output, limit: 20)) " + (waiting.isEmpty ? "has sent all of them" : waiting.joined(separator: ", "))
         }
         return "By output: " + parts.joined(separator: "; ")
+    }
+
+    /// "PAUSED since 2026-11-27T14:05:00Z (12 min ago), 58 positions kept here and never sent; …":
+    /// what a pause holds back, as the cab view's label says it.
+    static func pausedLine(_ spool: SpoolStatus, now: Date) -> String {
+        let since = spool.pausedSince.map { " since \(ISO8601UTC.string(from: $0)) (\(ago($0, now: now)))" } ?? ""
+        let kept = spool.keptWhilePaused
+        return "PAUSED\(since), \(kept) position\(kept == 1 ? "" : "s") kept here and never sent ('agrigps resume' turns it back on)"
     }
 
     static func ago(_ time: Date, now: Date) -> String {

@@ -218,6 +218,11 @@ struct RunCommandTests {
             #expect(await received() == atPause, "samples were sent while paused")
             let paused = await machine.spoolStatus()
             #expect(paused.sharingPaused && paused.withheld >= 2)
+            // status says since when, and what the pause holds back, as the cab view does.
+            let status = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
+            let line = status.stdout.first { $0.hasPrefix("Sharing: PAUSED") } ?? ""
+            #expect(line.range(of: #"^Sharing: PAUSED since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z \([^)]*ago\), [1-9]\d* positions? kept here and never sent"#,
+                                options: .regularExpression) != nil, "\(status.stdout)")
 
             #expect(try await AgrigpsCommand.run(["resume", "--state-dir", machine.state]).code == 0)
             #expect(await waitFor(10) { await received() > atPause }, "sending did not resume")
