@@ -209,17 +209,22 @@ function setUpMap() {
     L.tileLayer(session.tiles, { maxNativeZoom: session.maxZoom || 19, maxZoom: 19,
                                  attribution: session.attribution ? escapeHTML(session.attribution) : "" }).addTo(cab.map);
   }
-  // Which map this is: the one kept on the box works with no internet; a live one needs it.
-  cab.map.attributionControl.setPrefix({ offline: t("map.offline"), live: t("map.live"), none: t("map.none") }[session.map] || "");
+  labelMapKind();
   if (session.basemapProblem) toast(session.basemapProblem);
   L.control.scale({ metric: true, imperial: false }).addTo(cab.map);
-  cab.map.on("dragstart", () => { cab.follow = false; $("follow").setAttribute("aria-pressed", "false"); });
+  cab.map.on("dragstart", () => setFollow(false));
   // The map is told whenever its box changes (a tab opened beside it, the phone turned), so that
   // its centre, "Fit all" and "Follow me" are those of the map that shows, not of the window.
   if (window.ResizeObserver) { new ResizeObserver(() => cab.map.invalidateSize()).observe($("map")); }
   // Above the others' markers (the overlay pane) and their labels: this machine is never hidden.
   cab.map.createPane("own").style.zIndex = 660;
   if (cab.showTrails) { loadTrails(); }
+}
+
+// Which map this is, in the attribution's corner: the one kept on the box works with no internet;
+// a live one needs it.
+function labelMapKind() {
+  cab.map.attributionControl.setPrefix({ offline: t("map.offline"), live: t("map.live"), none: t("map.none") }[cab.session.map] || "");
 }
 
 // Centres a place in the part of the map the controls leave free (on a phone the buttons take a
@@ -370,19 +375,27 @@ function fitAll() {
   for (const id of Object.keys(cab.others)) { points.push(cab.others[id].getLatLng()); }
   if (points.length === 1) { centreInView(points[0], 15); }
   if (points.length > 1) { cab.map.fitBounds(L.latLngBounds(points), Object.assign({ maxZoom: 17 }, clearOfControls())); }
-  cab.follow = false;
-  $("follow").setAttribute("aria-pressed", "false");
+  setFollow(false);
 }
 
-// Centres the map on another machine and shows what is known of it. On a phone the map is a tab
-// of its own, so it is opened first.
+// Whether the map keeps this machine in view; the button shows it.
+function setFollow(on) {
+  cab.follow = on;
+  $("follow").setAttribute("aria-pressed", String(on));
+}
+
+// On a phone the map is a tab of its own, opened here (which tells the map its size); on a wide
+// screen it is beside every tab already.
+function showMapTab() {
+  if ($("tab-map").offsetWidth === 0) { document.querySelector('#tabs button[data-tab="map"]').click(); }
+}
+
+// Centres the map on another machine and shows what is known of it.
 function centreOn(id) {
   const marker = cab.others[id];
   if (!marker) { return; }
-  if ($("tab-map").offsetWidth === 0) { document.querySelector('#tabs button[data-tab="map"]').click(); }
-  cab.follow = false;
-  $("follow").setAttribute("aria-pressed", "false");
-  cab.map.invalidateSize();
+  showMapTab();
+  setFollow(false);
   centreInView(marker.getLatLng(), Math.max(cab.map.getZoom(), 16));
   marker.openPopup();
 }
@@ -551,7 +564,7 @@ async function chooseLanguage() {
   } catch (error) { /* kept for this page only */ }
   try { await loadLanguage(choice || browserLanguage()); } catch (error) { toast(error.message); return; }
   drawLanguages();
-  if (cab.map) { cab.map.attributionControl.setPrefix({ offline: t("map.offline"), live: t("map.live"), none: t("map.none") }[cab.session.map] || ""); }
+  if (cab.map) { labelMapKind(); }
   if (cab.state) { draw(cab.state); }
   if (cab.records) { loadRecords(cab.records.day); }
 }
@@ -608,7 +621,7 @@ function sharingText(state) {
   const words = sharing.state === "offline" ? t("sharing.offline", { count: Math.max(0, Number(sharing.waiting) || 0) })
     : i18n.strings["sharing." + sharing.state] !== undefined ? t("sharing." + sharing.state) : sharing.text;
   const lasted = (new Date(state.takenAt) - new Date(sharing.since)) / 1000;
-  return sharing.since && sharing.state !== "paused" && Number.isFinite(lasted) && lasted >= 0
+  return sharing.since && Number.isFinite(lasted) && lasted >= 0
     ? t("sharing.since", { state: words, age: duration(lasted) }) : words;
 }
 
@@ -797,13 +810,11 @@ async function showDay() {
   try {
     const track = await api("/api/records/day?date=" + encodeURIComponent(day));
     if (cab.dayTrack) { cab.dayTrack.remove(); cab.dayTrack = null; }
-    // On a phone the map is a tab of its own; on a wide screen it is beside the records already.
-    if ($("tab-map").offsetWidth === 0) { document.querySelector('#tabs button[data-tab="map"]').click(); }
+    showMapTab();
     if (!track.drawn) { toast(t("records.noPosition", { date: dayWords(day) })); return; }
     cab.dayTrack = L.polyline(track.segments, { color: "#b5179e", weight: 4, opacity: 0.85 }).addTo(cab.map);
     cab.dayTrack.options.day = track.day;
-    cab.follow = false;
-    $("follow").setAttribute("aria-pressed", "false");
+    setFollow(false);
     cab.map.fitBounds(cab.dayTrack.getBounds(), { padding: [30, 30], maxZoom: 18 });
     toast(t("records.trackShown", { date: dayWords(day), count: track.segments.length }));
   } catch (error) { await dialog(t("records.dayFailed", { error: error.message }), false); }
@@ -883,10 +894,11 @@ async function act(path, body, success) {
   }
 }
 
-// The agrirouter web page of an environment: where a TAN is made, and a machine removed.
+// The agrirouter web page of an environment, where a TAN is made and a machine removed: the
+// address and words of its link under the TAN field.
 function agrirouterLink(environment) {
-  return environment === "qa" ? ["https://app.qa.agrirouter.farm", t("settings.tanLinkQa")]
-    : environment === "production" ? ["https://app.agrirouter.com", t("settings.tanLinkProduction")] : null;
+  const link = environment === "qa" ? $("tan-link-qa") : environment === "production" ? $("tan-link-production") : null;
+  return link ? [link.href, link.textContent] : null;
 }
 
 // Connects with the TAN typed. A refused TAN stays in its field to be checked or corrected; one
@@ -927,7 +939,7 @@ function wire() {
   }
   $("theme").onclick = toggleTheme;
   $("pause").onclick = () => act("/api/sharing", { paused: cab.state && cab.state.sharing.state !== "paused" });
-  $("follow").onclick = () => { cab.follow = !cab.follow; $("follow").setAttribute("aria-pressed", String(cab.follow)); if (cab.follow && cab.state) { drawOwn(cab.state.own); } };
+  $("follow").onclick = () => { setFollow(!cab.follow); if (cab.follow && cab.state) { drawOwn(cab.state.own); } };
   $("fit").onclick = fitAll;
   $("trails").onclick = toggleTrails;
   $("records-day").onchange = () => loadRecords($("records-day").value);
