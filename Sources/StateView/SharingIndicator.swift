@@ -28,7 +28,7 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
     public var kept: Int?
     /// Since when the trouble has lasted, as best the files tell, ISO 8601 UTC: the daemon's last
     /// heartbeat once it stopped, the last acknowledgement while offline, the last fix while there
-    /// is none. Nil while all is well, or when unknown.
+    /// is none. Nil while all is well, while paused (see `pausedSince`), or when unknown.
     public var since: String?
 
     /// `lastState` is the newest sample's fix state, from the spool or the heartbeat.
@@ -74,8 +74,7 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
             return nil
         case .offline: return snapshot.heartbeat?.lastAcknowledgedAt
         case .noFix, .noReceiver, .gpsdUnreachable: return snapshot.heartbeat?.lastFix?.time
-        case .paused: return snapshot.spool?.pausedSince
-        case .sharing, .notOnboarded: return nil
+        case .paused, .sharing, .notOnboarded: return nil  // a pause's start is `pausedSince`
         }
     }
 
