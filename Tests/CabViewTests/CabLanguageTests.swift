@@ -1,6 +1,5 @@
 import CabView
 import Foundation
-import Spool
 import StateView
 import Testing
 import TestSupport
@@ -156,17 +155,9 @@ struct CabLanguageBrowserTests {
     @Test("German from the browser's languages, English by the switch in Settings: words, numbers and times of each, no jargon on any tab or in any state",
           arguments: [(360, 640), (1280, 800)])
     func languages(size: (width: Int, height: Int)) async throws {
-        let fixture = try CabFixture()
-        try fixture.writeHeartbeat(onboarded: false)
-        _ = try await fixture.storeFields([CabThemeTests.field])
-        _ = await Spool(path: fixture.paths.spool).append(CabFixture.fix(latitude: 52.5, longitude: 13.4))
-        try await fixture.start()
-        let browser = try await WebDriver(width: size.width, height: size.height, language: "de-DE")
+        let (fixture, browser) = try await CabLayoutTests.started(width: size.width, height: size.height, language: "de-DE", fields: [CabThemeTests.field])
         let at = "\(size.width)x\(size.height)"
         try await tearingDown({ await browser.quit(); await fixture.stop() }) {
-            try await browser.open("http://127.0.0.1:\(fixture.port)/")
-            #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.map && cab.own && cab.state)"))
-            try await browser.run(CabLayoutTests.otherMachines)
             #expect(try await browser.run("return [document.documentElement.lang, navigator.languages[0]]") as? [String] == ["de", "de-DE"])
             #expect(try await browser.text("#tabs button[data-tab='settings']") == "Einstellungen")
             #expect(try await browser.text("#sharing") == "Nicht mit agrirouter verbunden")

@@ -65,12 +65,15 @@ struct CabLayoutTests {
         }
     }
 
-    static func started(width: Int, height: Int) async throws -> (CabFixture, WebDriver) {
+    /// A page on a box that is not connected, with a fix at (52.5, 13.4), the machines above, and
+    /// `fields`, in a browser that asks for `language` first.
+    static func started(width: Int, height: Int, language: String? = nil, fields: [FieldBox] = []) async throws -> (CabFixture, WebDriver) {
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
+        if !fields.isEmpty { _ = try await fixture.storeFields(fields) }
         _ = await Spool(path: fixture.paths.spool).append(CabFixture.fix(latitude: 52.5, longitude: 13.4))
         try await fixture.start()
-        let browser = try await WebDriver(width: width, height: height)
+        let browser = try await WebDriver(width: width, height: height, language: language)
         do {
             try await browser.open("http://127.0.0.1:\(fixture.port)/")
             #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.map && cab.own && cab.state)"))
@@ -94,7 +97,9 @@ struct CabLayoutTests {
             #expect(try await browser.openCabTab("nearby"))
             if size.width < 900 { #expect(try await browser.openCabTab("map")) }
             // Leaflet animates the zoom: measured once the map has come to rest, however long that takes here.
-            try await browser.run("window.settled = false; cab.map.once('moveend', () => { window.settled = true; });")
+            // Following this machine stops first, so that no new position moves the map meanwhile and
+            // the move awaited is the fit's.
+            try await browser.run("setFollow(false); window.settled = false; cab.map.once('moveend', () => { window.settled = true; });")
             try await browser.click("#fit")
             #expect(try await browser.wait(timeout: 10, for: "return window.settled === true"))
             try await Task.sleep(for: .milliseconds(100))
