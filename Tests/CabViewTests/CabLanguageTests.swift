@@ -128,12 +128,21 @@ struct CabLanguageTests {
 @Suite("the cab view in German and English, in a browser", .serialized, .timeLimit(.minutes(4)))
 struct CabLanguageBrowserTests {
     /// States the fixture cannot reach by itself, drawn from the live state with a different sharing part.
-    /// (The made-up machines are taken out, for the page's wrapped `draw` adds them again.)
+    /// The sharing part is held until the next call, also against the box's own models meanwhile (a
+    /// refresh every 5 s), by a wrapper around the page's `draw`. (The made-up machines are taken
+    /// out, for the page's wrapped `draw` adds them again.) `drawState("{}")` gives the live state back.
     static func drawState(_ sharing: String) -> String {
         """
         window.liveSharing = window.liveSharing || cab.state.sharing;
+        const forced = \(sharing);
+        window.forcedSharing = Object.keys(forced).length ? Object.assign({}, window.liveSharing, forced) : null;
+        if (!window.forcing) {
+          const drawn = window.draw;
+          window.draw = state => drawn(window.forcedSharing ? Object.assign({}, state, { sharing: window.forcedSharing }) : state);
+          window.forcing = true;
+        }
         draw(Object.assign({}, cab.state, { others: cab.state.others.filter(o => !String(o.id).startsWith('layout-')),
-                                            sharing: Object.assign({}, window.liveSharing, \(sharing)) }));
+                                            sharing: window.forcedSharing || window.liveSharing }));
         """
     }
 
