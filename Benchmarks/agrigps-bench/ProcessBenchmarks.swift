@@ -77,6 +77,16 @@ struct MeasuredProcess {
         return (line.split(separator: " ").dropFirst().first.flatMap { Double($0) } ?? 0) / 1024
     }
 
+    /// The CPU seconds (user + system) so far, from /proc/PID/stat in clock ticks; 0 when unreadable.
+    func cpuSoFar() -> Double {
+        let stat = (try? String(contentsOfFile: "/proc/\(process.pid)/stat", encoding: .utf8)) ?? ""
+        // The fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+        guard let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(max(sysconf(Int32(_SC_CLK_TCK)), 1))
+    }
+
     /// What the process caused to be written to storage so far (write_bytes in /proc/PID/io).
     func writtenBytes() -> Int {
         let io = (try? String(contentsOfFile: "/proc/\(process.pid)/io", encoding: .utf8)) ?? ""
@@ -475,7 +485,15 @@ func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async
         const draw = window.drawOwn;
         window.drawOwn = function (own) { draw(own); if (own && own.time) { window.moves.push([own.time, Date.now()]); } };
         """)
+    // The CPU once the page has loaded and settled, to tell the cost of a page load from that of a sample.
+    let settleSeconds = 20
+    let settled = Task { () -> (web: Double, daemon: Double)? in
+        guard (try? await Task.sleep(for: .seconds(settleSeconds))) != nil else { return nil }
+        return (web.cpuSoFar(), daemon.cpuSoFar())
+    }
     let fixTimes = await seen.value
+    let atEnd = (web: web.cpuSoFar(), daemon: daemon.cpuSoFar())
+    let afterSettling = await settled.value
     let moves = (try await browser.run("return window.moves") as? [[Any]]) ?? []
     await browser.quit()
     let webCost = web.stop()
@@ -501,4 +519,9 @@ func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async
                  latencies.count, p50, p99, latencies.last ?? 0, p99 / 1.5))
     print(String(format: "   agrigps web: CPU %.2f s over %d s, peak RSS %.1f MiB; agrigps run beside it: CPU %.2f s, peak RSS %.1f MiB",
                  webCost.cpu, seconds, webCost.peakMiB, daemonCost.cpu, daemonCost.peakMiB))
+    if let afterSettling {
+        print(String(format: "   from %d s on (the page loaded): agrigps web %.2f s, agrigps run %.2f s   goal: web no more than run (ratio %.2f)",
+                     settleSeconds, atEnd.web - afterSettling.web, atEnd.daemon - afterSettling.daemon,
+                     (atEnd.web - afterSettling.web) / max(atEnd.daemon - afterSettling.daemon, 0.001)))
+    }
 }

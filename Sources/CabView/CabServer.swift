@@ -12,6 +12,7 @@ import ServiceLifecycle
 import Spool
 import StateDirectory
 import StateView
+import Synchronization
 import Track
 
 /// What `agrigps web` serves, and where.
@@ -85,6 +86,7 @@ public struct CabServer: Sendable {
     let logins: LoginThrottle
     let basemaps: BasemapSlot
     let tileCache: TileCache?
+    let leafletFiles = LeafletFiles()
     let logger: Logger
 
     public init(configuration: CabConfiguration, logger: Logger = Logger(label: "agrigps.web")) {
@@ -136,16 +138,12 @@ public struct CabServer: Sendable {
         let table = ConnectionTable(capacity: configuration.connectionCapacity, logger: logger)
         let http = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionShedder(table: table)],
                                               idleTimeout: .milliseconds(Int64(min(max(configuration.idleTimeout, 0.1), 3600) * 1000)))
-        let application = Application(router: router, server: .http1(configuration: http),
-                                      configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
-                                      services: [monitorService],
-                                      onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
-                                      logger: quiet)
-        if handlingSignals {
-            try await application.runService()
-        } else {
-            try await application.runService(gracefulShutdownSignals: [])
-        }
+        let server = CabHTTPService(responder: router.buildResponder(), server: .http1(configuration: http),
+                                    configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
+                                    onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) }, logger: quiet)
+        let group = ServiceGroup(configuration: .init(services: [monitorService, server],
+                                                      gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: quiet))
+        try await group.run()
         await tileCache?.flush()  // the tiles' last-used times, kept in memory between writes
     }
 
@@ -664,10 +662,25 @@ public struct CabServer: Sendable {
     func leaflet(_ path: String) throws -> Response {
         let name = String(path.dropFirst("/leaflet/".count))
         guard let type = Self.leafletFiles[name] else { throw HTTPError(.notFound, message: "no such file") }
-        guard let data = FileManager.default.contents(atPath: configuration.leafletDirectory + "/" + name) else {
+        guard let bytes = leafletFiles.file(configuration.leafletDirectory + "/" + name) else {
             throw HTTPError(.notFound, message: "Leaflet is not installed at \(configuration.leafletDirectory) (Debian: apt install libjs-leaflet)")
         }
-        return Response(status: .ok, headers: [.contentType: type, .cacheControl: "max-age=86400"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response(status: .ok, headers: [.contentType: type, .cacheControl: "max-age=86400"], body: .init(byteBuffer: bytes))
+    }
+}
+
+/// Leaflet's files, read from the disk once each: every page load asks for them, and the package
+/// changes them only with an upgrade, which restarts the service.
+final class LeafletFiles: Sendable {
+    private let read = Mutex<[String: ByteBuffer]>([:])
+
+    func file(_ path: String) -> ByteBuffer? {
+        if let bytes = read.withLock({ $0[path] }) { return bytes }
+        // Not kept when missing: installing the package later serves it without a restart.
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        let bytes = ByteBuffer(bytes: data)
+        read.withLock { $0[path] = bytes }
+        return bytes
     }
 }
 

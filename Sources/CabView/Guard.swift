@@ -19,6 +19,14 @@ struct Guard: RouterMiddleware {
     let sessions: Sessions
     /// Read once: a rename of the machine takes effect at the next start.
     let hostName = LocalHost.machineName()
+    /// Made once: every answer carries it.
+    let contentSecurityPolicy: String
+
+    init(configuration: CabConfiguration, sessions: Sessions) {
+        self.configuration = configuration
+        self.sessions = sessions
+        contentSecurityPolicy = Self.contentSecurityPolicy(tiles: configuration.tiles)
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var response: Response
@@ -43,9 +51,9 @@ struct Guard: RouterMiddleware {
         CabServer.jsonResponse(Data(CabServer.encode(["error": message]).utf8), status: status)
     }
 
-    var contentSecurityPolicy: String {
+    static func contentSecurityPolicy(tiles: String?) -> String {
         var images = "'self' data:"
-        if let tiles = configuration.tiles, let url = URL(string: tiles.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")),
+        if let tiles, let url = URL(string: tiles.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")),
            let scheme = url.scheme, let host = url.host {
             images += " \(scheme)://\(host)"
         }

@@ -669,38 +669,6 @@ enum CachePolicy: Equatable {
     }
 }
 
-/// HTTP's dates and delta-seconds, read without Foundation's formatters (which bring ICU's data).
-enum HTTPDate {
-    /// Delta-seconds: digits only, cut to 2^31 as RFC 9111 asks of larger values.
-    static func seconds(_ text: some StringProtocol) -> Double? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 30, trimmed.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
-        return min(Double(trimmed) ?? 2_147_483_648, 2_147_483_648)
-    }
-
-    private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-
-    /// An IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT", the one form servers are to send; nil for any
-    /// other text, or a date outside 1970 to 9999.
-    static func parse(_ text: some StringProtocol) -> Date? {
-        let fields = text.split(separator: " ", omittingEmptySubsequences: true)
-        guard fields.count == 6, fields[5] == "GMT", let day = Int(fields[1]), (1...31).contains(day),
-              let monthIndex = months.firstIndex(of: fields[2].lowercased()), let year = Int(fields[3]), (1970...9999).contains(year) else { return nil }
-        let clock = fields[4].split(separator: ":")
-        guard clock.count == 3, let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
-              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second) else { return nil }
-        // Days from the civil date (Howard Hinnant's algorithm), all in ranges that cannot overflow.
-        let month = monthIndex + 1
-        let y = month <= 2 ? year - 1 : year
-        let era = y / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
-        return Date(timeIntervalSince1970: Double(days * 86_400 + hour * 3600 + minute * 60 + second))
-    }
-}
-
 // MARK: - libcurl
 
 /// Plain GETs over libcurl, for tiles: http or https as the template says, redirects only to the

@@ -21,7 +21,9 @@ struct DeliverySQL {
         batchesAcknowledged = (try? db.columns(in: "batch").contains { $0.name == "acknowledged_at" }) ?? false
     }
 
-    private init() {}
+    init(batchesAcknowledged: Bool = true) {
+        self.batchesAcknowledged = batchesAcknowledged
+    }
 
     /// Numbers of `output`'s acknowledged batches (a subquery SQLite runs once per statement).
     static func acknowledgedBatches(_ output: SpoolOutput) -> String {

@@ -614,10 +614,8 @@ public actor Spool {
 
     /// The counts and notes of `status`, read in one transaction; shared with the read-only `SpoolReader`.
     static func readStatus(_ db: Database, now: Date, into status: inout SpoolStatus) throws {
-        let delivery = DeliverySQL(readingAsItIs: db)
-        // Cached statements: the status is read every second or so by the daemon and the cab view,
-        // and preparing these long CASE expressions cost more than running them.
-        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT \(delivery.sampleState) AS delivery_state, COUNT(*) FROM sample GROUP BY delivery_state")) {
+        let queries = DeliverySQL(readingAsItIs: db).batchesAcknowledged ? StatusQueries.migrated : StatusQueries.unmigrated
+        for row in try Row.fetchAll(db.cachedStatement(sql: queries.states)) {
             let count = row.int(at: 1, in: 0...Int.max) ?? 0
             switch row.text(at: 0, limit: 32) ?? "" {
             case "pending": status.pending = count
@@ -629,9 +627,9 @@ public actor Spool {
             default: break
             }
         }
-        for output in SpoolOutput.all {
+        for (output, sql) in queries.byOutput {
             var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT \(delivery.delivery(output)) AS output_state, COUNT(*) FROM sample WHERE \(delivery.queued) GROUP BY output_state")) {
+            for row in try Row.fetchAll(db.cachedStatement(sql: sql)) {
                 guard let state = row.text(at: 0, limit: 32), state != DeliveryState.off else { continue }
                 counts[state] = row.int(at: 1, in: 0...Int.max) ?? 0
             }
@@ -643,12 +641,35 @@ public actor Spool {
         // system clock less the skew the daemon last saw), and each sample's time is its GNSS time
         // or its system time less the skew when it was taken. A sample stamped at "1970" is not 56
         // years old, and one taken under a clock 2 h fast is not 2 h old.
-        let waiting = SpoolOutput.all.map { "\($0.delivery) IN ('pending', 'failed')" }.joined(separator: " OR ")
-        let oldest = try Row.fetchOne(db.cachedStatement(sql: "SELECT MIN(\(Self.trueTime)) AS oldest FROM sample WHERE \(delivery.queued) AND (\(waiting))"))
+        let oldest = try Row.fetchOne(db.cachedStatement(sql: queries.oldestWaiting))
         status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { max(0, now.timeIntervalSince1970 - $0) }
         let newest = try Row.fetchOne(db.cachedStatement(sql: "SELECT sampled_at FROM sample ORDER BY id DESC LIMIT 1"))
         status.lastAppendAt = newest?.double("sampled_at", in: Bounds.epochSeconds).map { Date(timeIntervalSince1970: $0) }
         try readNotes(db, into: &status)
+    }
+
+    /// The status's queries, built once for each kind of file. Statements are cached by their text,
+    /// and building these long CASE expressions again at every look (the daemon's and the cab view's,
+    /// once a second each) cost more than running them on a small spool.
+    struct StatusQueries: Sendable {
+        static let migrated = StatusQueries(DeliverySQL.migrated)
+        static let unmigrated = StatusQueries(DeliverySQL(batchesAcknowledged: false))
+
+        /// Samples by their one state across outputs.
+        let states: String
+        /// Each output's states of the samples still owed.
+        let byOutput: [(SpoolOutput, String)]
+        /// The true time of the oldest sample waiting to be sent.
+        let oldestWaiting: String
+
+        init(_ delivery: DeliverySQL) {
+            states = "SELECT \(delivery.sampleState) AS delivery_state, COUNT(*) FROM sample GROUP BY delivery_state"
+            byOutput = SpoolOutput.all.map { output in
+                (output, "SELECT \(delivery.delivery(output)) AS output_state, COUNT(*) FROM sample WHERE \(delivery.queued) GROUP BY output_state")
+            }
+            let waiting = SpoolOutput.all.map { "\($0.delivery) IN ('pending', 'failed')" }.joined(separator: " OR ")
+            oldestWaiting = "SELECT MIN(\(Spool.trueTime)) AS oldest FROM sample WHERE \(delivery.queued) AND (\(waiting))"
+        }
     }
 
     /// The counters and notes of `spool_state`, and the pause in force with what it kept.

@@ -55,6 +55,11 @@ struct CabAPITests {
         #expect(try await fixture.get("/leaflet/../../../etc/passwd").status == 404)
         #expect(try await fixture.get("/leaflet/leaflet.css.map").status == 404)
         #expect(try await fixture.get("/api/nothing").status == 404)
+        // The Date header is made per response (no timer keeps it): RFC 9110's form, and now.
+        for answer in [page, leaflet, try await fixture.get("/api/nothing")] {
+            let date = try #require(answer.header("Date").flatMap { HTTPDate.parse($0) }, "\(answer.header("Date") ?? "no Date header")")
+            #expect(abs(date.timeIntervalSinceNow) < 5)
+        }
     }
 
     @Test("state-changing requests need a session and its CSRF token; with both, pause reaches the spool")

@@ -393,6 +393,8 @@ struct TileCacheTests {
             #expect(HTTPDate.parse(bad) == nil, "\(bad)")
         }
         #expect(HTTPDate.seconds("99999999999999999999") == 2_147_483_648)
+        #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT" && HTTPDate.format(0) == "Thu, 01 Jan 1970 00:00:00 GMT")
+        for second in [951_782_400, 1_709_251_199, 4_102_444_800] { #expect(HTTPDate.parse(HTTPDate.format(second)) == Date(timeIntervalSince1970: Double(second))) }
         #expect(HTTPDate.seconds("-5") == nil && HTTPDate.seconds("1e9") == nil)
         #expect(CachePolicy(cacheControl: "max-age=600", expires: nil, date: nil, age: "100", now: now, minimum: 0) == .keep(until: now + 500))
         #expect(CachePolicy(cacheControl: "max-age=600", expires: nil, date: nil, age: nil, now: now, minimum: 7 * 86_400) == .keep(until: now + 7 * 86_400))
