@@ -141,8 +141,12 @@ public struct CabServer: Sendable {
         let server = CabHTTPService(responder: router.buildResponder(), server: .http1(configuration: http),
                                     configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
                                     onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) }, logger: quiet)
-        let group = ServiceGroup(configuration: .init(services: [monitorService, server],
-                                                      gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [], logger: quiet))
+        // Named here: by default each service is named by printing it whole, router and all, which
+        // cost the start as much as reading the configuration.
+        let services = [ServiceGroupConfiguration.ServiceConfiguration(service: monitorService, serviceName: "monitor"),
+                        .init(service: server, serviceName: "http")]
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [],
+                                                      logger: quiet))
         try await group.run()
         await tileCache?.flush()  // the tiles' last-used times, kept in memory between writes
     }
