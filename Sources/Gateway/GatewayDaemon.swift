@@ -183,7 +183,8 @@ public struct GatewayDaemon: Sendable {
         }
         let counter = Counter()
         let trackFailing = Flag()
-        let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, environment: configuration.environment, clock: configuration.clock) }
+        let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, environment: configuration.environment, clock: configuration.clock,
+                                                                                     sendInterval: configuration.sendInterval) }
         await heartbeat?.certificate(notAfter: configuration.certificateNotAfter)
         await checkForLostRows(heartbeat)
         await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))

@@ -34,12 +34,13 @@ actor HeartbeatWriter {
     /// The daemon's best known UTC, whose difference from the system clock each write records.
     private let clock: TrueTime?
 
-    init(path: String, environment: String?, clock: TrueTime? = nil, minimumGap: Double = 10) {
+    init(path: String, environment: String?, clock: TrueTime? = nil, sendInterval: Double? = nil, minimumGap: Double = 10) {
         self.path = path
         self.clock = clock
         self.minimumGap = minimumGap
         var heartbeat = Heartbeat(onboarded: environment != nil)
         heartbeat.environment = environment
+        heartbeat.sendInterval = sendInterval
         let previous = Heartbeat.read(from: path)
         self.previous = previous
         heartbeat.spoolRowID = previous?.spoolRowID

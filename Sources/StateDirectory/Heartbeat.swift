@@ -89,6 +89,9 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     /// The system clock minus the best UTC the daemon knows (a fix, or agrirouter's clock), as of
     /// `updatedAt`: readers correct their own clock by it. Nil while unknown, and in older heartbeats.
     public var systemClockError: Double?
+    /// Seconds between the daemon's send cycles, as configured: readers judge by it how long a
+    /// position may wait before it is late. Nil in older heartbeats.
+    public var sendInterval: Double?
 
     public struct EFDIDescription: Codable, Sendable, Equatable {
         public var teamSetContextID: String
@@ -254,6 +257,7 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         heartbeat.droppedInbound = droppedInbound.map { max(0, $0) }
         heartbeat.quietSeconds = quietSeconds.flatMap { Bounds.check($0, in: Bounds.duration) }
         heartbeat.systemClockError = systemClockError.flatMap { Bounds.check($0, in: Bounds.duration) }
+        heartbeat.sendInterval = sendInterval.flatMap { Bounds.check($0, in: 0.1...3600) }
         heartbeat.lostSamples = lostSamples.flatMap { Bounds.count(Double($0)) }
         heartbeat.spoolRowID = spoolRowID.map { max(0, $0) }
         heartbeat.lossReason = lossReason.map { TerminalText.safe($0, limit: 300) }

@@ -81,4 +81,29 @@ struct SharingIndicatorTests {
         #expect(BearingText.wholeDegrees(-0.6) == 359 && BearingText.wholeDegrees(720.2) == 0)
         #expect(BearingText.wholeDegrees(.infinity) == nil)
     }
+
+    @Test("offline without a failure: a position waited three send cycles (30 s at least) and nothing was acknowledged meanwhile")
+    func lateIsOffline() {
+        func look(oldest: Double, quiet: Double, sendInterval: Double? = 10) -> SharingIndicator.State {
+            var heartbeat = Heartbeat(pid: 42, startedAt: now.addingTimeInterval(-3600), onboarded: true)
+            heartbeat.updatedAt = now
+            heartbeat.quietSeconds = quiet
+            heartbeat.sendInterval = sendInterval
+            var spool = SpoolStatus()
+            spool.pending = 7
+            spool.oldestPendingAge = oldest
+            let snapshot = StatusSnapshot(takenAt: now, daemon: .running(pid: 42, heartbeatAge: 2), heartbeat: heartbeat,
+                                          environment: "production", spool: spool, others: OthersView())
+            return SharingIndicator(snapshot, lastState: .fix(.threeD, .rtkFixed), thresholds: StatusThresholds()).state
+        }
+        #expect(look(oldest: 31, quiet: 31) == .offline)
+        #expect(look(oldest: 29, quiet: 400) == .offline)  // and after the old five minutes without an answer, whatever waits
+        #expect(look(oldest: 29, quiet: 120) == .sharing)
+        #expect(look(oldest: 3600, quiet: 5) == .sharing, "a backlog draining, oldest first, is not offline")
+        #expect(look(oldest: 100, quiet: 100, sendInterval: 60) == .sharing)
+        #expect(look(oldest: 181, quiet: 181, sendInterval: 60) == .offline)
+        #expect(look(oldest: 31, quiet: 31, sendInterval: nil) == .offline, "an older heartbeat: the default cycle of 10 s")
+        #expect(SharingIndicator.lateAfter(sendInterval: 1) == 30 && SharingIndicator.lateAfter(sendInterval: 3600) == 10_800)
+        for broken in [Double.infinity, -.infinity, .nan, -5] { #expect(SharingIndicator.lateAfter(sendInterval: broken) == 30) }
+    }
 }
