@@ -198,6 +198,53 @@ struct CabLayoutTests {
         }
     }
 
+    @Test("names of machines close together do not cover each other or this machine; zoomed in, every name shows again")
+    func namesDoNotCover() async throws {
+        let (fixture, browser) = try await Self.started(width: 1280, height: 800)
+        try await tearingDown({ await browser.quit(); await fixture.stop() }) {
+            // Two more machines 60 m apart, north and south, 3.4 km east: one spot at zoom 12, far apart at 18.
+            try await browser.run("""
+                const pair = [
+                  { id: 'close-1', name: 'Loader North', latitude: 52.50027, longitude: 13.45, state: 'active', fix: 'GPS', ageSeconds: 1, age: '1 s',
+                    distance: '3.4 km', distanceMetres: 3400, bearing: 90, direction: 'E 90°' },
+                  { id: 'close-2', name: 'Loader South', latitude: 52.49973, longitude: 13.45, state: 'stale', fix: 'GPS', ageSeconds: 400, age: '7 min',
+                    distance: '3.4 km', distanceMetres: 3400, bearing: 90, direction: 'E 90°' },
+                ];
+                const before = window.draw;
+                window.draw = state => before(Object.assign({}, state, { others: state.others.filter(o => !o.id.startsWith('close-')).concat(pair) }));
+                draw(cab.state);
+                """)
+            let labels = """
+                const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+                const shown = Array.from(document.querySelectorAll('.leaflet-tooltip.other-label, .leaflet-tooltip.own-label'))
+                  .filter(e => getComputedStyle(e).visibility !== 'hidden');
+                return { shown: shown.map(e => [e.textContent].concat(box(e))), own: box(cab.own.getElement()) };
+                """
+            func look(zoom: Int) async throws -> (names: [String], overlaps: [String]) {
+                _ = try await browser.run("setFollow(false); cab.map.setView([52.5, 13.45], \(zoom), { animate: false }); return true")
+                let answer = try #require(try await browser.run(labels) as? [String: Any])
+                let rows = (answer["shown"] as? [[Any]] ?? []).map { row in
+                    (row.first as? String ?? "", row.dropFirst().map { ($0 as? NSNumber)?.doubleValue ?? .nan })
+                }
+                let own = (answer["own"] as? [Any] ?? []).map { ($0 as? NSNumber)?.doubleValue ?? .nan }
+                let meets = { (a: [Double], b: [Double]) in a.count == 4 && b.count == 4 && a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3] }
+                var overlaps: [String] = []
+                for (index, row) in rows.enumerated() {
+                    for other in rows.dropFirst(index + 1) where meets(row.1, other.1) { overlaps.append("\(row.0) × \(other.0)") }
+                    if row.0 != "This machine", meets(row.1, own) { overlaps.append("\(row.0) × this machine's marker") }
+                }
+                return (rows.map(\.0), overlaps)
+            }
+            let far = try await look(zoom: 12)
+            #expect(far.overlaps.isEmpty, "names cover each other at zoom 12: \(far.overlaps)")
+            #expect(far.names.contains("Loader North") && !far.names.contains("Loader South"),
+                    "of two names on one spot, the machine still sending keeps its name: \(far.names)")
+            let near = try await look(zoom: 18)
+            #expect(near.overlaps.isEmpty, "names cover each other at zoom 18: \(near.overlaps)")
+            #expect(near.names.contains("Loader North") && near.names.contains("Loader South"), "zoomed in, both names show: \(near.names)")
+        }
+    }
+
     @Test("trails are on from the start, and a jump of more than a kilometre breaks this machine's trail rather than drawing a road")
     func trails() async throws {
         let (fixture, browser) = try await Self.started(width: 1280, height: 800)

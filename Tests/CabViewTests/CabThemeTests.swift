@@ -161,7 +161,7 @@ struct CabThemeTests {
     static let otherMachines = """
         const made = [
           { id: 'theme-1', name: 'Tractor 2', latitude: 52.4990, longitude: 13.4030, state: 'active', fix: 'RTK fixed', ageSeconds: 2, age: '2 s', distance: '120 m', distanceMetres: 120 },
-          { id: 'theme-2', name: 'Harvester', latitude: 52.5010, longitude: 13.3965, state: 'stale', fix: 'DGPS', ageSeconds: 70, age: '1 min', distance: '130 m', distanceMetres: 130 },
+          { id: 'theme-2', name: 'Harvester', latitude: 52.5025, longitude: 13.3965, state: 'stale', fix: 'DGPS', ageSeconds: 70, age: '1 min', distance: '130 m', distanceMetres: 130 },
           { id: 'theme-3', name: 'Sprayer', latitude: null, longitude: null, state: 'gone', fix: null, ageSeconds: 7200, age: '2 h', distance: null, distanceMetres: null },
         ];
         const drawn = window.draw;

@@ -213,6 +213,8 @@ function setUpMap() {
   if (session.basemapProblem) toast(session.basemapProblem);
   L.control.scale({ metric: true, imperial: false }).addTo(cab.map);
   cab.map.on("dragstart", () => setFollow(false));
+  // After Leaflet's own handlers (bound when the tooltips were), which place the names anew.
+  cab.map.on("zoomend moveend", declutterLabels);
   // The map is told whenever its box changes (a tab opened beside it, the phone turned), so that
   // its centre, "Fit all" and "Follow me" are those of the map that shows, not of the window.
   if (window.ResizeObserver) { new ResizeObserver(() => cab.map.invalidateSize()).observe($("map")); }
@@ -320,6 +322,27 @@ function drawOthers(others) {
   for (const id of Object.keys(cab.others)) {
     if (!present[id]) { cab.others[id].remove(); delete cab.others[id]; }
   }
+}
+
+// Machines' names must not cover one another or this machine: where they would, the name of less
+// weight is hidden (this machine's first, then those still sending, then the stale ones), and comes
+// back as soon as there is room, after a zoom or a move. A tap on a machine still shows who it is.
+function declutterLabels() {
+  if (!cab.map) { return; }
+  const element = marker => { const tip = marker && marker.getTooltip(); return tip && tip.getElement(); };
+  const others = Object.values(cab.others).sort((a, b) => Number(!!a.options.stale) - Number(!!b.options.stale)).map(element);
+  const own = element(cab.own);
+  for (const label of [own].concat(others)) { if (label) { label.classList.remove("crowded"); } }
+  const taken = [];
+  const place = label => {
+    const box = label && label.getBoundingClientRect();
+    if (!box || box.width === 0) { return; }
+    const covers = taken.some(other => box.left < other.right && other.left < box.right && box.top < other.bottom && other.top < box.bottom);
+    if (covers) { label.classList.add("crowded"); } else { taken.push(box); }
+  };
+  place(own);  // its own marker does not count against it: the name sits just above
+  if (cab.own && cab.own.getElement()) { taken.push(cab.own.getElement().getBoundingClientRect()); }
+  others.forEach(place);
 }
 
 // A trail is broken where two positions lie more than this far apart: a jump (a receiver moved to
@@ -641,6 +664,7 @@ function draw(state) {
   if (state.fieldsVersion !== cab.fieldsVersion) loadFields(state.fieldsVersion);
   drawOwn(state.own);
   drawOthers(state.others);
+  declutterLabels();
   drawNearby(state);
   drawSettings(state);
   // The first view: our own position, or everyone when we have none.
