@@ -136,7 +136,17 @@ public final class WebDriver: @unchecked Sendable {
     }
 
     public func text(_ selector: String) async throws -> String {
-        (try await command("GET", "/session/\(session)/element/\(try await element(selector))/text", nil, timeout: 10) as? String) ?? ""
+        // Found and read in one script: found by one request and read by the next, an element the
+        // page redrew in between (its 5 s refresh, a new sample) was a stale reference.
+        // As WebDriver's own text: nothing for an element not shown, the rendered words trimmed.
+        let read = try await run("""
+            const e = document.querySelector(arguments[0]);
+            if (!e) return null;
+            const shown = e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
+            return [shown ? e.innerText.trim() : ''];
+            """, [selector])
+        guard let found = read as? [Any] else { throw LoopbackHTTPError(description: "no element \(selector)") }
+        return (found.first as? String) ?? ""
     }
 
     /// A PNG of the viewport.
