@@ -43,13 +43,7 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
             ?? (heartbeat?.lastErrorAt != nil)
         let quiet = heartbeat.map { $0.secondsWithoutAcknowledgement(at: now) > thresholds.ackAgeWarning } ?? false
         let backingOff = heartbeat?.nextAttemptAt.map { $0 > now } ?? false
-        // Late: a position has waited past its send cycles and nothing was acknowledged in that time.
-        // A request that hangs fails only at its timeout (a minute), and a network that drops
-        // packets fails nothing at all: waiting for the failure left "Sharing" on the label for
-        // a minute and a half while nothing went out. Acknowledgements arriving while a backlog
-        // drains (oldest first, so its oldest stays old) are not late.
-        let lateAfter = Self.lateAfter(sendInterval: heartbeat?.sendInterval)
-        let late = (spool?.oldestPendingAge ?? 0) > lateAfter && (heartbeat?.secondsWithoutAcknowledgement(at: now) ?? 0) > lateAfter
+        let late = snapshot.positionsLate() != nil
         if case .notRunning = snapshot.daemon {
             state = .daemonStopped
         } else if snapshot.environment == nil {
@@ -74,12 +68,6 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
         text = Self.text(state, waiting: waiting, pausedSince: pausedSince, kept: kept ?? 0)
     }
 
-    /// How long a position may wait, with nothing acknowledged meanwhile, before sharing counts as
-    /// offline: three send cycles, and half a minute at least (a cycle's request and its answers).
-    public static func lateAfter(sendInterval: Double?) -> Double {
-        let interval = sendInterval.flatMap { $0.isFinite ? $0 : nil } ?? 10
-        return max(30, 3 * min(max(interval, 0.1), 3600))
-    }
 
     static func since(_ state: State, _ snapshot: StatusSnapshot) -> Date? {
         switch state {

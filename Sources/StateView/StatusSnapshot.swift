@@ -260,6 +260,28 @@ extension SpoolStatus {
 }
 
 extension StatusSnapshot {
+    /// How long a position may wait, with nothing acknowledged meanwhile, before sharing counts as
+    /// offline: three send cycles, and half a minute at least (a cycle's request and its answers).
+    public static func lateAfter(sendInterval: Double?) -> Double {
+        let interval = sendInterval.flatMap { $0.isFinite ? $0 : nil } ?? 10
+        return max(30, 3 * min(max(interval, 0.1), 3600))
+    }
+
+    /// Positions are late when the oldest has waited past its send cycles and nothing was
+    /// acknowledged in that time; then how long each. A request that hangs fails only at its
+    /// timeout (a minute), and a network that drops packets fails nothing at all, so waiting for a
+    /// failure says "sharing" while nothing goes out. Acknowledgements arriving while a backlog
+    /// drains (oldest first, so its oldest stays old) are not late. The cab's label and `status`
+    /// both go by this, so the two never disagree.
+    public func positionsLate() -> (waited: Double, quiet: Double)? {
+        guard let waited = spool?.oldestPendingAge, let heartbeat else { return nil }
+        let lateAfter = Self.lateAfter(sendInterval: heartbeat.sendInterval)
+        let quiet = heartbeat.secondsWithoutAcknowledgement(at: takenAt)
+        return waited > lateAfter && quiet > lateAfter ? (waited, quiet) : nil
+    }
+}
+
+extension StatusSnapshot {
     /// A number of seconds for a status line; checked values never reach Int's ends, and this clamps if one did.
     static func whole(_ value: Double) -> Int { Bounds.whole(value) ?? 0 }
 
@@ -330,10 +352,15 @@ extension StatusSnapshot {
             // even if the daemon itself is fine.
             if environment != nil, spool.waiting > 0, case .running = daemon, let heartbeat {
                 let quiet = heartbeat.secondsWithoutAcknowledgement(at: takenAt)
+                let failing = (heartbeat.transportFailures ?? 0) > 0  // said below, with the reason
                 if quiet > thresholds.ackAgeWarning {
                     var reason = "nothing acknowledged for \(Self.whole(quiet)) s"
                     if let next = heartbeat.nextAttemptAt, next > takenAt { reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s" }
                     findings.append((.warning, reason))
+                } else if !failing, let late = positionsLate() {
+                    // What the cab's label calls offline, before any request has failed.
+                    findings.append((.warning, "positions late: the oldest waited \(Self.whole(late.waited)) s, "
+                                     + "nothing acknowledged for \(Self.whole(late.quiet)) s; agrirouter or the network does not answer"))
                 }
             }
         }

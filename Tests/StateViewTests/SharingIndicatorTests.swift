@@ -103,7 +103,7 @@ struct SharingIndicatorTests {
         #expect(look(oldest: 100, quiet: 100, sendInterval: 60) == .sharing)
         #expect(look(oldest: 181, quiet: 181, sendInterval: 60) == .offline)
         #expect(look(oldest: 31, quiet: 31, sendInterval: nil) == .offline, "an older heartbeat: the default cycle of 10 s")
-        #expect(SharingIndicator.lateAfter(sendInterval: 1) == 30 && SharingIndicator.lateAfter(sendInterval: 3600) == 10_800)
-        for broken in [Double.infinity, -.infinity, .nan, -5] { #expect(SharingIndicator.lateAfter(sendInterval: broken) == 30) }
+        #expect(StatusSnapshot.lateAfter(sendInterval: 1) == 30 && StatusSnapshot.lateAfter(sendInterval: 3600) == 10_800)
+        for broken in [Double.infinity, -.infinity, .nan, -5] { #expect(StatusSnapshot.lateAfter(sendInterval: broken) == 30) }
     }
 }

@@ -91,6 +91,32 @@ struct StatusVerdictTests {
         #expect(verdict({ $0.spool?.pending = 1 }, patient).0 == .ok)
     }
 
+    @Test("positions late by the cab label's rule are a WARNING before any request fails, so status and the label agree")
+    func late() {
+        func late(oldest: Double, quiet: Double, failures: Int? = nil) -> (Health, [String]) {
+            verdict {
+                $0.spool?.pending = 4
+                $0.spool?.oldestPendingAge = oldest
+                $0.heartbeat?.updatedAt = now
+                $0.heartbeat?.quietSeconds = quiet
+                $0.heartbeat?.sendInterval = 10
+                $0.heartbeat?.transportFailures = failures
+            }
+        }
+        let said = late(oldest: 45, quiet: 41)
+        #expect(said == (.warning, ["positions late: the oldest waited 45 s, nothing acknowledged for 41 s; agrirouter or the network does not answer"]))
+        var snapshot = healthy()
+        snapshot.spool?.pending = 4
+        snapshot.spool?.oldestPendingAge = 45
+        snapshot.heartbeat?.updatedAt = now
+        snapshot.heartbeat?.quietSeconds = 41
+        #expect(SharingIndicator(snapshot, lastState: .fix(.threeD, .rtkFixed), thresholds: StatusThresholds()).state == .offline)
+        #expect(late(oldest: 29, quiet: 41).0 == .ok, "not yet three cycles old")
+        #expect(late(oldest: 500, quiet: 5).0 == .ok, "a backlog draining")
+        #expect(late(oldest: 400, quiet: 400).1 == ["nothing acknowledged for 400 s"], "said once, by the older rule")
+        #expect(late(oldest: 45, quiet: 41, failures: 2).1.count == 1, "a failing request says it with its reason")
+    }
+
     @Test("samples lost at a shutdown are CRITICAL, with the reason, until a new heartbeat without them")
     func loss() {
         #expect(verdict { $0.heartbeat?.lostSamples = 94; $0.heartbeat?.lossReason = "spool: database or disk is full" }
