@@ -238,6 +238,7 @@ let package = Package(
             name: "AgrirouterSim",
             dependencies: [
                 "AgrirouterWire",
+                "Clocks",
                 "ChildProcesses",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import AgrirouterWire
+import Clocks
 import Foundation
 import SwiftProtobuf
 import NIOCore
@@ -157,15 +158,6 @@ public final class AgrirouterSimulator: Sendable {
     public func takeOverClientID(_ clientID: String, for seconds: Double) async {
         await mqtt?.takeOver(clientID: clientID, for: seconds)
     }
-    /// An HTTP date (RFC 9110's IMF-fixdate): "Sun, 06 Nov 1994 08:49:37 GMT".
-    static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
-    }
-
     /// TCP connections accepted on the measures and commands port: each one a TLS handshake.
     public var gatewayConnections: Int { gatewayConnectionCount.value.load(ordering: .relaxed) }
     public func clearFaults() async { await state.clearFaults() }
@@ -276,7 +268,7 @@ final class SimHTTPHandler: ChannelInboundHandler {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: response.contentType)
         headers.add(name: "Content-Length", value: String(response.body.count))
-        headers.add(name: "Date", value: AgrirouterSimulator.httpDate(Date()))  // as every real server sends; clients read agrirouter's time from it
+        headers.add(name: "Date", value: HTTPDate.format(Int(Date().timeIntervalSince1970)))  // as every real server sends; clients read agrirouter's time from it
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: response.status), headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: response.body)))), promise: nil)

@@ -1,4 +1,5 @@
 import Glibc
+import Clocks
 import Hummingbird
 import HummingbirdCore
 import Logging

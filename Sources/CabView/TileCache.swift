@@ -2,6 +2,7 @@ import AgrirouterLink
 import BlockingWork
 import Bounds
 import CCurl
+import Clocks
 import Foundation
 import GRDB
 import Logging

@@ -453,10 +453,6 @@ struct SimulatorFeedTests {
         #expect(SimState.futureTimestamp(try request(at: now.addingTimeInterval(7200)), sentAt: nil, now: now)?.contains("envelope") == true)
         #expect(SimState.futureTimestamp(try request(at: now), sentAt: now.timeIntervalSince1970 + 60, now: now)?.contains("measure") == true)
     }
-
-    @Test func answersCarryAnHTTPDate() {
-        #expect(AgrirouterSimulator.httpDate(Date(timeIntervalSince1970: 784_111_777)) == "Sun, 06 Nov 1994 08:49:37 GMT")
-    }
 }
 
 /// What the field rig needs of the simulator: to be reached by another address than the one it listens

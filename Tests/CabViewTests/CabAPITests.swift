@@ -1,6 +1,7 @@
 import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
+import Clocks
 @testable import CabView
 import Foundation
 import NIOCore
