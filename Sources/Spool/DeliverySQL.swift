@@ -11,17 +11,17 @@ import GRDB
 struct DeliverySQL {
     /// Whether the file's batches carry acknowledgements. A reader in another process may open a spool
     /// the daemon has not migrated yet: there a state is what the row says.
-    var batchesAcknowledged = true
+    let batchesAcknowledged: Bool
 
     /// The fragments for the daemon's own spool, which is always migrated.
-    static let migrated = DeliverySQL()
+    static let migrated = DeliverySQL(batchesAcknowledged: true)
 
     /// The fragments for a file read as it is, with or without the batch table's acknowledgements.
     init(readingAsItIs db: Database) {
         batchesAcknowledged = (try? db.columns(in: "batch").contains { $0.name == "acknowledged_at" }) ?? false
     }
 
-    init(batchesAcknowledged: Bool = true) {
+    init(batchesAcknowledged: Bool) {
         self.batchesAcknowledged = batchesAcknowledged
     }
 
