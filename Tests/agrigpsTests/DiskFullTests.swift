@@ -9,8 +9,9 @@ import TestSupport
 /// namespace of the test's own (`unshare -m`), filled by a loop that keeps it full.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct DiskFullTests {
-    /// The whole run, inside the namespace: full for 6 s (status), space freed (status), full again,
-    /// then SIGTERM. The spool is copied out before the namespace, and its tmpfs, go away.
+    /// The whole run, inside the namespace: full for 6 s (status), space freed (status), full again
+    /// until samples are held in memory, then SIGTERM. The spool is copied out before the namespace,
+    /// and its tmpfs, go away.
     static let script = #"""
         set -u
         bin="$1" log="$2" state="$3" out="$4"
@@ -23,7 +24,13 @@ struct DiskFullTests {
         "$bin" status --json --state-dir "$state" > "$out/full.json"
         unfill; sleep 6
         "$bin" status --json --state-dir "$state" > "$out/freed.json"
-        fill; sleep 4
+        # Until the daemon holds samples in memory (20 s at most): what the freed disk let the spool's
+        # write-ahead log keep can take a few more commits before a write fails.
+        fill; tries=0
+        until "$bin" status --json --state-dir "$state" | grep -Eq '"held_in_memory":[1-9]' || [ "$tries" -ge 40 ]; do
+            sleep 0.5; tries=$((tries+1))
+        done
+        sleep 2
         kill -TERM "$daemon"; wait "$daemon"; echo "$?" > "$out/run.code"
         unfill
         cp "$state"/spool.sqlite* "$out/"
