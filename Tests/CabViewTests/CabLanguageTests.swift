@@ -200,6 +200,13 @@ struct CabLanguageBrowserTests {
                 let baler = try await browser.text("#nearby button[data-id='layout-3'] .where")
                 #expect(baler.hasSuffix(language == "de" ? "3,6 km NO 51°" : "3.6 km NE 51°"), "\(language): \(baler)")
             case "records":
+                // The day in the page's language whatever the browser's (a de-DE browser here), and
+                // no day after today to step to.
+                let weekdays = language == "de" ? ["Montag", "Dienstag", "Mittwoch", "Donnerstag", "Freitag", "Samstag", "Sonntag"]
+                    : ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+                let day = try await browser.text("#records-day-button")
+                #expect(weekdays.contains { day.hasPrefix($0) } && !day.contains("/"), "\(language): \(day)")
+                #expect(try await browser.run("return document.getElementById('records-next').disabled") as? Bool == true)
                 let figures = try await browser.text("#records-day-figures")
                 #expect(figures.contains(language == "de" ? "mit GPS-Empfang" : "with a fix") && figures.contains(language == "de" ? "0,0 km" : "0.0 km"),
                         "\(language): \(figures)")

@@ -206,6 +206,13 @@ struct CabRecordsTests {
         #expect(try await browser.wait(timeout: 10, for: "return cab.records.day === '2026-03-26'"))
         try await browser.click(#"#records-week .column[data-key="2026-03-24"]"#)
         #expect(try await browser.wait(timeout: 10, for: "return cab.records.day === '2026-03-24' && document.getElementById('records-day').value === '2026-03-24'"))
+        // The day in the page's words, a day on and back with the arrows beside it.
+        let named = try await browser.text("#records-day-button")
+        #expect(named.hasPrefix("Tuesday") && named.contains("24 March 2026"), "\(named)")
+        try await browser.click("#records-next")
+        #expect(try await browser.wait(timeout: 10, for: "return cab.records.day === '2026-03-25' && document.getElementById('records-day-button').textContent.includes('25 March')"))
+        try await browser.click("#records-previous")
+        #expect(try await browser.wait(timeout: 10, for: "return cab.records.day === '2026-03-24'"))
 
         // The fields worked that day, each with its track to download, and the time off them; the
         // hostile name shown as text, never run (on the map neither).

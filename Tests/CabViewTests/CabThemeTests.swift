@@ -240,7 +240,7 @@ struct CabThemeTests {
                 case "map": ["span#own-info", "button#pause", "a.leaflet-control-zoom-in", "div.leaflet-tooltip.own-label", "div.leaflet-tooltip.other-label",
                              "div.leaflet-tooltip.field-name", "div.leaflet-control-scale-line", "div.leaflet-control-attribution"]
                 case "nearby": ["span.name", "span.where", "span.facts", "p#last-update"]
-                case "records": ["input#records-day", "div.label", "a#records-gpx.download", "h3#records-week-title"]
+                case "records": ["button#records-day-button", "div.label", "a#records-gpx.download", "h3#records-week-title"]
                 default: ["input#tan", "select#environment", "input#fields-file", "button#onboard", "div#account > h2"]
                 }
                 for expected in ["span#sharing[data-state=not_onboarded]", "span#field", "button#theme"] + onTab {

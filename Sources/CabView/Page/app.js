@@ -100,9 +100,19 @@ function clockTime(iso) {
   return isNaN(time) ? "" : time.toLocaleTimeString(i18n.locale, { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
 }
 
-function dayWords(day) {
+function dayWords(day, weekday) {
   const time = new Date(day + "T12:00:00Z");
-  return isNaN(time) ? day : time.toLocaleDateString(i18n.locale, { day: "numeric", month: "long", year: "numeric", timeZone: "UTC" });
+  const form = { day: "numeric", month: "long", year: "numeric", timeZone: "UTC" };
+  if (weekday) { form.weekday = "long"; }
+  return isNaN(time) ? day : time.toLocaleDateString(i18n.locale, form);
+}
+
+// The day `step` days from `day`, both as YYYY-MM-DD.
+function dayAfter(day, step) {
+  const time = new Date(day + "T12:00:00Z");
+  if (isNaN(time)) { return day; }
+  time.setUTCDate(time.getUTCDate() + step);
+  return time.toISOString().slice(0, 10);
 }
 
 // A fix in words, by its code; a code the catalogue lacks as the box wrote it.
@@ -755,6 +765,9 @@ async function loadRecords(day) {
     $("records-day").value = records.day;
     $("records-day").max = records.today;
     if (records.firstDay) { $("records-day").min = records.firstDay; }
+    text($("records-day-button"), dayWords(records.day, true));
+    $("records-previous").disabled = !records.firstDay || records.day <= records.firstDay;
+    $("records-next").disabled = records.day >= records.today;
     $("records-empty").hidden = !!records.firstDay;
     text($("records-day-figures"), workText(records.day, records.dayFigures));
     text($("records-delivery"), deliveryText(records.dayFigures));
@@ -826,6 +839,13 @@ function fieldRow(name, share, href, id) {
   }
   row.appendChild(last);
   return row;
+}
+
+// The browser's own calendar, from the day's button; where a browser cannot open it from script,
+// the field itself takes the tap.
+function openDayPicker() {
+  const input = $("records-day");
+  try { input.showPicker(); } catch (error) { input.style.pointerEvents = "auto"; input.focus(); }
 }
 
 async function showDay() {
@@ -967,6 +987,9 @@ function wire() {
   $("fit").onclick = fitAll;
   $("trails").onclick = toggleTrails;
   $("records-day").onchange = () => loadRecords($("records-day").value);
+  $("records-previous").onclick = () => loadRecords(dayAfter($("records-day").value, -1));
+  $("records-next").onclick = () => loadRecords(dayAfter($("records-day").value, 1));
+  $("records-day-button").onclick = openDayPicker;
   $("records-show").onclick = showDay;
   $("onboard").onclick = connect;
   $("disconnect").onclick = disconnect;
