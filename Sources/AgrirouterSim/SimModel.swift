@@ -26,12 +26,32 @@ public struct SimConfiguration: Sendable {
     /// (gateway id 2).
     public var mqtt = false
     public var onAcceptedEFDI: (@Sendable (_ endpointID: String, _ messageID: String, _ technicalMessageType: String, _ payload: Data) -> Void)?
+    /// The response codes it answers with: as DKE's documentation and SDK tests give them, or as this
+    /// local agrirouter gave them before (one of them, 0 on a push, seen in a recorded reply), for
+    /// tests that a client copes with both.
+    public var responseCodes: SimResponseCodes = .documented
 
     public init(tans: [String: String], applicationID: String? = nil, certificationVersionID: String? = nil) {
         self.tans = tans
         self.applicationID = applicationID
         self.certificationVersionID = certificationVersionID
     }
+}
+
+/// Which response codes the local agrirouter answers with where they have differed.
+public enum SimResponseCodes: Sendable, Equatable {
+    /// A published message 201, a push notification 200, a successful feed delete 201.
+    case documented
+    /// A published message 200, a push notification 0 (as in the recorded push of DKE's Java SDK
+    /// tests), a successful feed delete 200.
+    case earlier
+
+    /// The code of the ACK to a message published or sent.
+    var published: Int32 { self == .documented ? 201 : 200 }
+    /// A push notification's code.
+    var push: Int32 { self == .documented ? 200 : 0 }
+    /// The code of a feed delete that deleted something.
+    var deleted: Int32 { self == .documented ? 201 : 200 }
 }
 
 /// Misbehaviour on command, for tests of the client's error handling.

@@ -75,8 +75,12 @@ actor SimState {
             return .onboardingError(400, code: "0102", message: "Invalid gateway id: the endpoint was onboarded with gateway \(endpoint.gatewayID)")
         }
         guard request.certificateType == "PEM" else { return .onboardingError(400, code: "0103", message: "Invalid certificate type") }
-        guard let timestamp = ISO8601.parse(request.utcTimestamp), timestamp <= now.addingTimeInterval(1) else {
-            return .onboardingError(400, code: "0110", message: "UTCTimestamp missing, invalid or in the future")
+        // The documented request of a communication unit has no UTCTimestamp (`integration/onboarding.adoc`);
+        // the signed one of a farm management system does, and agrirouter refuses one ahead of its clock.
+        if !request.utcTimestamp.isEmpty {
+            guard let timestamp = ISO8601.parse(request.utcTimestamp), timestamp <= now.addingTimeInterval(1) else {
+                return .onboardingError(400, code: "0110", message: "UTCTimestamp invalid or in the future")
+            }
         }
         unusedTANs[String(authorization.dropFirst("Bearer ".count))] = nil
 
@@ -202,7 +206,7 @@ actor SimState {
             return SimResponse(status: 413, body: Data("Request too large".utf8), contentType: "text/plain")
         }
         for measure in request.measures {
-            handle(measure.message, from: deviceID, sentAt: Double(measure.timestamp), now: now)
+            handle(measure.message, from: deviceID, sentAt: Self.measureTime(measure.timestamp), now: now)
         }
         return SimResponse(status: 200)
     }
@@ -329,6 +333,17 @@ actor SimState {
         }
     }
 
+    /// A measure's timestamp in seconds since 1970, in any form a client writes it: seconds (DKE's Java
+    /// and .NET SDKs), milliseconds (the documentation's example), or ISO 8601 (DKE's Python SDK). The
+    /// documentation does not fix the form; nil for none of these.
+    static func measureTime(_ text: String) -> Double? {
+        if !text.isEmpty, text.utf8.count <= 20, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let number = Double(text) {
+            // Milliseconds from 13 digits on: seconds of that size are past the year 5000.
+            return number >= 100_000_000_000 ? number / 1000 : number
+        }
+        return ISO8601.parse(text)?.timeIntervalSince1970
+    }
+
     /// agrirouter has "some tolerance for timestamps in the past" and none for the future: a measure's
     /// or an envelope's timestamp more than a second ahead of this machine's clock (a measure's is in
     /// whole seconds) is refused. Payloads are not read for it: a replayed log's positions may carry
@@ -407,9 +422,9 @@ actor SimState {
         for (receiverID, receiver) in endpoints where receiverID != deviceID && !deleted.contains(receiverID)
             && receiver.subscriptions.contains(TechnicalMessageType.gpsInfo) {
             deliver(request.payload, from: deviceID, to: receiverID, sequenceNumber: request.envelope.applicationMessageSeqNo,
-                    sentAt: Google_Protobuf_Timestamp(date: now), push: receiver.pushEnabled, now: now)
+                    sentAt: request.envelope.timestamp, push: receiver.pushEnabled, now: now)
         }
-        answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
+        answer(deviceID, type: .ack, code: configuration.responseCodes.published, applicationMessageID: id, now: now)
     }
 
     /// EFDI as agrirouter checks it: in the sender's capabilities, raw protobuf of the right message,
@@ -451,11 +466,11 @@ actor SimState {
         var recipients = 0
         for (receiverID, receiver) in endpoints where receiverID != deviceID && !deleted.contains(receiverID) && receiver.subscriptions.contains(type) {
             deliver(request.payload, type: type, from: deviceID, to: receiverID, sequenceNumber: request.envelope.applicationMessageSeqNo,
-                    sentAt: Google_Protobuf_Timestamp(date: now), teamSetContextID: teamSet, push: receiver.pushEnabled, now: now)
+                    sentAt: request.envelope.timestamp, teamSetContextID: teamSet, push: receiver.pushEnabled, now: now)
             recipients += 1
         }
         if isDescription && recipients == 0 { return refuse("No recipients have been identified for \(type).", "VAL_000004") }
-        answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
+        answer(deviceID, type: .ack, code: configuration.responseCodes.published, applicationMessageID: id, now: now)
     }
 
     /// TaskData as agrirouter carries it: in the sender's capabilities (send), base64 in the payload,
@@ -486,14 +501,16 @@ actor SimState {
         }
         for receiverID in receivers.sorted() where receiverID != deviceID && !deleted.contains(receiverID) {
             deliver(request.payload, type: type, from: deviceID, to: receiverID, sequenceNumber: request.envelope.applicationMessageSeqNo,
-                    sentAt: Google_Protobuf_Timestamp(date: now), chunk: chunk, fileName: fileName,
+                    sentAt: request.envelope.timestamp, chunk: chunk, fileName: fileName,
                     push: endpoints[receiverID]?.pushEnabled == true, now: now)
         }
-        answer(deviceID, type: .ack, code: 200, applicationMessageID: id, now: now)
+        answer(deviceID, type: .ack, code: configuration.responseCodes.published, applicationMessageID: id, now: now)
     }
 
     /// Puts a message (gps:info unless told) into the receiver's feed, with its chunk component if it is one
     /// part of a chunked message (and, with push, a copy into its outbox). Returns its message id.
+    /// `sentAt` is the sender's own timestamp, "provided by the sender", and `created_at` the time the
+    /// message was added to the feed (`commands/feed.adoc`, the message header's fields).
     @discardableResult
     func deliver(_ content: Data, type: String = TechnicalMessageType.gpsInfo, from senderID: String, to receiverID: String, sequenceNumber: Int64 = 1,
                  sentAt: Google_Protobuf_Timestamp, teamSetContextID: String = "", chunk: ChunkPosition? = nil, fileName: String = "",
@@ -507,7 +524,7 @@ actor SimState {
         message.header.sequenceNumber = sequenceNumber
         message.header.payloadSize = Int64(content.count)
         message.header.sentTimestamp = sentAt
-        message.header.createdAt = sentAt
+        message.header.createdAt = Google_Protobuf_Timestamp(date: now)
         if let chunk {
             message.header.chunkContext.contextID = chunk.contextID
             message.header.chunkContext.current = chunk.current
@@ -529,7 +546,8 @@ actor SimState {
         }
         var notification = Agrirouter_Feed_Push_Notification_PushNotification()
         notification.messages = [pushed]
-        enqueue(receiverID, type: .pushNotification, code: 0, applicationMessageID: "", messageID: message.header.messageID,
+        // 200, "also used with PUSH-Notifications" (`integration/analyse-result.adoc`).
+        enqueue(receiverID, type: .pushNotification, code: configuration.responseCodes.push, applicationMessageID: "", messageID: message.header.messageID,
                 payload: notification, now: now)
     }
 
@@ -608,9 +626,10 @@ actor SimState {
         let known = Set(endpoints[deviceID]?.feed.map(\.header.messageID) ?? [])
         endpoints[deviceID]?.feed.removeAll { confirm.messageIds.contains($0.header.messageID) }
         endpoints[deviceID]?.confirmations += confirm.messageIds.map { ($0, now) }
-        answer(deviceID, type: .ackWithMessages, code: 200, applicationMessageID: id, messages: confirm.messageIds.map { messageID in
-            known.contains(messageID) ? ("Message \(messageID) has been confirmed", "VAL_000206")
-                : ("Message \(messageID) was not found", "VAL_000205")
+        // One message per id, its text the template of `error-codes.adoc` and the id in `args`.
+        answer(deviceID, type: .ackWithMessages, code: 200, applicationMessageID: id, notes: confirm.messageIds.map { messageID in
+            known.contains(messageID) ? SimNote("Message %messageId% delivery had been confirmed.", "VAL_000206", messageId: messageID)
+                : SimNote("Message %messageId% not found. This ID will be ignored.", "VAL_000205", messageId: messageID)
         }, now: now)
     }
 
@@ -625,24 +644,34 @@ actor SimState {
         let doomed = Set(matching(deviceID, ids: delete.messageIds, senders: delete.senders,
                                   period: delete.hasValidityPeriod ? delete.validityPeriod : nil).map(\.header.messageID))
         endpoints[deviceID]?.feed.removeAll { doomed.contains($0.header.messageID) }
+        // Nothing to delete: 204 and the text DKE's SDK tests read from agrirouter (`error-codes.adoc`
+        // gives this as the code's reason and "No data is currently available for requested query"
+        // as its text). Deleted: 201 in the SDK tests, one VAL_000209 per id with the id in `args`.
         if doomed.isEmpty {
             answer(deviceID, type: .ackWithMessages, code: 204, applicationMessageID: id,
-                   messages: [("No messages found to delete", "VAL_000208")], now: now)
+                   messages: [("Feed does not contain any data to be deleted.", "VAL_000208")], now: now)
         } else {
-            answer(deviceID, type: .ackWithMessages, code: 200, applicationMessageID: id,
-                   messages: doomed.sorted().map { ("Message \($0) has been deleted", "VAL_000209") }, now: now)
+            answer(deviceID, type: .ackWithMessages, code: configuration.responseCodes.deleted, applicationMessageID: id,
+                   notes: doomed.sorted().map { SimNote("Message %messageId% deleted", "VAL_000209", messageId: $0) }, now: now)
         }
     }
 
     private func answer(_ deviceID: String, type: Agrirouter_Response_ResponseEnvelope.ResponseBodyType, code: Int32,
                         applicationMessageID: String, messages: [(String, String)] = [], now: Date) {
+        answer(deviceID, type: type, code: code, applicationMessageID: applicationMessageID,
+               notes: messages.map { SimNote($0.0, $0.1) }, now: now)
+    }
+
+    private func answer(_ deviceID: String, type: Agrirouter_Response_ResponseEnvelope.ResponseBodyType, code: Int32,
+                        applicationMessageID: String, notes: [SimNote], now: Date) {
         var payload: (any SwiftProtobuf.Message)?
-        if !messages.isEmpty {
+        if !notes.isEmpty {
             var list = Agrirouter_Commons_Messages()
-            list.messages = messages.map { text, code in
+            list.messages = notes.map { note in
                 var message = Agrirouter_Commons_Message()
-                message.message = text
-                message.messageCode = code
+                message.message = note.text
+                message.messageCode = note.code
+                message.args = note.args
                 return message
             }
             payload = list
@@ -738,6 +767,20 @@ actor SimState {
 
     func endpointIDs(named name: String) -> [String] {
         endpoints.values.filter { $0.name == name && !deleted.contains($0.deviceID) }.map(\.deviceID).sorted()
+    }
+}
+
+/// One message of an ACK_WITH_MESSAGES or ACK_WITH_FAILURE: its text (a template, where the
+/// documentation gives one, whose `%placeholders%` the client fills from `args`), code and args.
+struct SimNote {
+    var text: String
+    var code: String
+    var args: [String: String] = [:]
+
+    init(_ text: String, _ code: String, messageId: String? = nil) {
+        self.text = text
+        self.code = code
+        if let messageId { args["messageId"] = messageId }
     }
 }
 

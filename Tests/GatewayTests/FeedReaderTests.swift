@@ -25,9 +25,10 @@ struct PeerRig {
     var harvesterID: String { harvester.endpoint.deviceAlternateId }
 
     static func make(configure: (inout FeedReader.Configuration) -> Void = { _ in }, extraTANs: [String: String] = [:],
-                     readingTaskData: Bool = false) async throws -> PeerRig {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"]
-            .merging(extraTANs) { first, _ in first }))
+                     readingTaskData: Bool = false, responseCodes: SimResponseCodes = .documented) async throws -> PeerRig {
+        var simulatorConfiguration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"].merging(extraTANs) { first, _ in first })
+        simulatorConfiguration.responseCodes = responseCodes
+        let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
         let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
         let client = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
         var connections: [AgrirouterConnection] = []

@@ -22,9 +22,10 @@ struct Rig {
                      backoff: Backoff = Backoff(first: 0.05, maximum: 0.2), clock: TrueTime? = nil,
                      outputs: [SpoolOutput] = [.gpsInfo],
                      spool configure: (inout SpoolConfiguration) -> Void = { _ in },
-                     efdi: ((inout Publisher.EFDI) -> Void)? = nil) async throws -> Rig {
+                     efdi: ((inout Publisher.EFDI) -> Void)? = nil, responseCodes: SimResponseCodes = .documented) async throws -> Rig {
         var simulatorConfiguration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Watcher"])
         simulatorConfiguration.maximumPayloadBytes = simulatorPayloadCap
+        simulatorConfiguration.responseCodes = responseCodes
         let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
         let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
         let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
