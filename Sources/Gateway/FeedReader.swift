@@ -41,6 +41,8 @@ public actor FeedReader {
         public var received = 0
         public var stored = 0
         public var duplicates = 0
+        /// gps:info from a sender whose TimeLogs are read instead: confirmed, not stored.
+        public var passedOver = 0
         /// Unreadable or out of range: confirmed, counted, never stored.
         public var refused = 0
         public var confirmed = 0
@@ -193,6 +195,7 @@ public actor FeedReader {
         }
         counters.stored += recorded.stored
         counters.duplicates += recorded.duplicates
+        counters.passedOver += recorded.passedOver
         counters.refused += recorded.refused.count
         for (id, reason) in recorded.refused.sorted(by: { $0.key < $1.key }) {
             logger.warning("refused a feed message; it is confirmed and skipped",

@@ -29,6 +29,10 @@ public actor OtherMachinesStore {
     public struct Configuration: Sendable {
         /// How long positions and seen message ids are kept.
         public var historyWindow: Double = 24 * 3600
+        /// How long after a sender's last TimeLog its gps:info is passed over: a sender of both
+        /// formats is read from EFDI (gps:info is deprecated), and from gps:info again once its
+        /// TimeLogs stop for this long.
+        public var timeLogsPreferredFor: Double = 600
         public init() {}
     }
 
@@ -38,6 +42,8 @@ public actor OtherMachinesStore {
         public var confirmable: [String] = []
         public var stored = 0
         public var duplicates = 0
+        /// gps:info passed over because its sender also sends TimeLogs, which are read instead.
+        public var passedOver = 0
         /// Message id and why it was refused: its content could not be read, or a value in it is out
         /// of range. A refused message is confirmed like the others, so it cannot come back forever.
         public var refused: [String: String] = [:]
@@ -78,8 +84,12 @@ public actor OtherMachinesStore {
     /// returned for confirming, so a crash in between means a re-delivery, never a loss.
     public func record(_ messages: [ReceivedFeedMessage], ownEndpointID: String, receivedAt: Date) throws(OthersStoreError) -> Recorded {
         var recorded = Recorded()
+        // TimeLogs first, so that a sender sending both in one delivery is known to send EFDI before
+        // its gps:info is looked at.
+        let ordered = messages.filter { $0.technicalMessageType != TechnicalMessageType.gpsInfo }
+            + messages.filter { $0.technicalMessageType == TechnicalMessageType.gpsInfo }
         try write { db in
-            for message in messages {
+            for message in ordered {
                 try self.record(message, ownEndpointID: ownEndpointID, receivedAt: receivedAt, into: &recorded, db)
             }
             if self.prunedAt.map({ receivedAt.timeIntervalSince($0) > 600 }) ?? true {
@@ -136,6 +146,16 @@ public actor OtherMachinesStore {
         }
         if try String.fetchOne(db, sql: "SELECT COALESCE(designator, name) FROM machine WHERE endpoint_id = ?", arguments: [message.senderID]) == nil {
             recorded.unnamedSenders.insert(message.senderID)
+        }
+        if message.technicalMessageType == TechnicalMessageType.timeLog {
+            try db.execute(sql: "UPDATE machine SET time_log_at = MAX(COALESCE(time_log_at, 0), ?) WHERE endpoint_id = ?",
+                           arguments: [received, message.senderID])
+        } else if message.technicalMessageType == TechnicalMessageType.gpsInfo,
+                  let timeLogAt = try Double.fetchOne(db, sql: "SELECT time_log_at FROM machine WHERE endpoint_id = ?", arguments: [message.senderID]),
+                  received - timeLogAt <= configuration.timeLogsPreferredFor {
+            // The same positions came, or come, as a TimeLog: read once, from EFDI.
+            recorded.passedOver += 1
+            return
         }
         for report in reports {
             // Pushes arrive out of order: a report only replaces a newer one's place if it is newer.
@@ -399,6 +419,10 @@ public actor OtherMachinesStore {
         }
         migrator.registerMigration("v2-designators") { db in
             try db.execute(sql: "ALTER TABLE machine ADD COLUMN designator TEXT")
+        }
+        // When a sender's last TimeLog arrived: its gps:info is passed over for a while after.
+        migrator.registerMigration("v3-time-log-at") { db in
+            try db.execute(sql: "ALTER TABLE machine ADD COLUMN time_log_at REAL")
         }
         return migrator
     }

@@ -53,6 +53,26 @@ struct OthersFromEFDITests {
         #expect(machines.contains { $0.endpointID == "tractor" })
     }
 
+    @Test("a sender of both formats is read from its TimeLogs; its gps:info again once they stop for 10 minutes")
+    func timeLogsFirst() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = OtherMachinesStore(path: directory + "/others.sqlite")
+        // One delivery with the gps:info first, as a poll may bring them: the TimeLog is read, the gps:info passed over.
+        let first = try await store.record([gpsInfo(from: "both", [(.dGnss, 48.0, 11, t0)]), timeLog(from: "both", [(.dRtkFinteger, 48.1, 11, t0)]),
+                                            gpsInfo(from: "only", [(.dGnss, 50, 9, t0)])], ownEndpointID: "me", receivedAt: t0)
+        #expect(first.stored == 2 && first.passedOver == 1 && first.confirmable.count == 3)
+        let later = t0.addingTimeInterval(300)
+        let second = try await store.record([gpsInfo(from: "both", [(.dGnss, 48.2, 11, later)])], ownEndpointID: "me", receivedAt: later)
+        #expect(second.passedOver == 1 && second.stored == 0, "five minutes after a TimeLog")
+        #expect(try await store.history(of: "both").map(\.latitude) == [48.1])
+        #expect(try await store.view(now: later).machines.first { $0.endpointID == "both" }?.lastReceivedAt == later, "still a sign of life")
+        let stopped = t0.addingTimeInterval(601)
+        let third = try await store.record([gpsInfo(from: "both", [(.dGnss, 48.3, 11, stopped)])], ownEndpointID: "me", receivedAt: stopped)
+        #expect(third.stored == 1 && third.passedOver == 0, "its TimeLogs stopped")
+        #expect(try await store.history(of: "both").map(\.latitude) == [48.1, 48.3])
+        #expect(try await store.history(of: "only").map(\.latitude) == [50])
+    }
+
     @Test("a device description names its machine before the endpoint list does")
     func designators() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
