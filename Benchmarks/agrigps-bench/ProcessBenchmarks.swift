@@ -475,7 +475,9 @@ func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async
     }
     let daemon = try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state], output: work + "/cab-run.out")
     let port = Int(try ReplayGPSD.freeLoopbackPort())
-    let web = try MeasuredProcess(agrigps, ["web", "--state-dir", state, "--listen", "127.0.0.1:\(port)"], output: work + "/cab-web.out")
+    // As its systemd unit runs it: the program itself, not `agrigps web`, which execs it.
+    let program = URL(fileURLWithPath: agrigps).deletingLastPathComponent().appendingPathComponent("agrigps-web").path
+    let web = try MeasuredProcess(program, ["--state-dir", state, "--listen", "127.0.0.1:\(port)"], output: work + "/cab-web.out")
     let browser = try await WebDriver(width: 1280, height: 800)
     try await browser.open("http://127.0.0.1:\(port)/")
     _ = try await browser.wait(timeout: 30, for: "return !!(window.cab && cab.map)")

@@ -60,7 +60,7 @@ struct PackagingTests {
         let unit = try String(contentsOfFile: root + "/lib/systemd/system/agrigps.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/agrigps run"))
         let webUnit = try String(contentsOfFile: root + "/lib/systemd/system/agrigps-web.service", encoding: .utf8)
-        #expect(webUnit.contains("ExecStart=/usr/bin/agrigps web\n"))
+        #expect(webUnit.contains("ExecStart=/usr/bin/agrigps-web\n"))
         #expect(FileManager.default.contentsEqual(atPath: root + "/etc/agrigps/agrigps.conf", andPath: Self.root + "/config/agrigps.conf"))
         let version = try await run(root + "/usr/bin/agrigps", ["--version"], in: work)
         #expect(version.code == 0 && version.output == "0.1.0\n")
@@ -91,6 +91,6 @@ struct PackagingTests {
         let unit = try String(contentsOfFile: work + "/root/lib/systemd/system/agrigps.service", encoding: .utf8)
         #expect(unit.contains("ExecStart=/opt/agrigps/bin/agrigps run"))
         let webUnit = try String(contentsOfFile: work + "/root/lib/systemd/system/agrigps-web.service", encoding: .utf8)
-        #expect(webUnit.contains("ExecStart=/opt/agrigps/bin/agrigps web"))
+        #expect(webUnit.contains("ExecStart=/opt/agrigps/bin/agrigps-web\n"))
     }
 }

@@ -22,7 +22,7 @@ struct SystemdUnitTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-unit-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let text = try String(contentsOfFile: Self.path(of: name), encoding: .utf8)
-        #expect(text.contains(name == "agrigps.service" ? "ExecStart=/usr/bin/agrigps run" : "ExecStart=/usr/bin/agrigps web"))
+        #expect(text.contains(name == "agrigps.service" ? "ExecStart=/usr/bin/agrigps run" : "ExecStart=/usr/bin/agrigps-web"))
         let unit = directory + "/" + name
         try text.replacingOccurrences(of: "ExecStart=/usr/bin/agrigps", with: "ExecStart=\(AgrigpsCommand.path)")
             .write(toFile: unit, atomically: true, encoding: .utf8)
@@ -73,7 +73,7 @@ struct SystemdUnitTests {
             .filter { !$0.hasPrefix("#") && ($0.hasPrefix("Protect") || $0.hasPrefix("Private") || $0.hasPrefix("Restrict")
                                              || $0.hasPrefix("SystemCall") || $0.hasPrefix("Capability")) })
         for expected in ["User=agrigps", "Group=agrigps", "StateDirectory=agrigps", "ConfigurationDirectory=agrigps", "UMask=0077",
-                         "ExecStart=/usr/bin/agrigps web", "Restart=on-failure"] {
+                         "ExecStart=/usr/bin/agrigps-web", "Restart=on-failure"] {
             #expect(settings.contains(expected), "\(expected)")
         }
         let missing = daemon.subtracting(settings)
