@@ -221,15 +221,18 @@ public actor AgrirouterConnection {
         public var applicationMessageID: String
         /// EFDI's: the description and every TimeLog under it carry the same one.
         public var teamSetContextID: String
+        /// Who takes its answer, when not the sender of the request it rides in.
+        public var recipient: Recipient?
 
         public init(_ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
                     payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased(),
-                    teamSetContextID: String = "") {
+                    teamSetContextID: String = "", recipient: Recipient? = nil) {
             self.technicalMessageType = technicalMessageType
             self.mode = mode
             self.payload = payload
             self.applicationMessageID = applicationMessageID
             self.teamSetContextID = teamSetContextID
+            self.recipient = recipient
         }
     }
 
@@ -245,7 +248,8 @@ public actor AgrirouterConnection {
 
     /// POSTs several messages in one measures request (agrirouter allows it; their payloads together
     /// stay within the payload cap), so that a second output costs no second request. Returns them
-    /// as sent, in order. They succeed or fail together; their answers go to `recipient`.
+    /// as sent, in order. They succeed or fail together; their answers go to `recipient`, or to a
+    /// message's own.
     @discardableResult
     public func send(_ messages: [Outgoing], for recipient: Recipient = .publisher) async throws(GatewayError) -> [EncodedMessage] {
         precondition(!messages.isEmpty, "a measures request carries at least one message")
@@ -266,7 +270,7 @@ public actor AgrirouterConnection {
         }
         // Known before the request goes: a poll that overtakes it still routes the answer right.
         let sentAt = uptime()
-        for message in encoded { senders[message.applicationMessageID] = (recipient, sentAt) }
+        for (message, outgoing) in zip(encoded, messages) { senders[message.applicationMessageID] = (outgoing.recipient ?? recipient, sentAt) }
         latestSend = encoded.map(\.applicationMessageID)
         await waitForTurn()
         // A connection that is still being made (the daemon's start, a reconnect under way) is given

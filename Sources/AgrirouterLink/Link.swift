@@ -53,8 +53,9 @@ public protocol Link: Sendable {
     /// REST: one GET of the outbox (an answer that is not an outbox fails as `.codec`). MQTT: what
     /// arrived on the commands topic since the last call.
     func collect() async throws(GatewayError) -> LinkMail
-    /// Returns when something may be there to collect, or after `seconds`; at once for REST.
-    func waitForMail(atMost seconds: Double) async
+    /// Returns when something may be there to collect, or after `seconds`; at once for REST. MQTT
+    /// looks every `interval` seconds: often while an answer is due within moments, seldom while idle.
+    func waitForMail(atMost seconds: Double, checkingEvery interval: Double) async
     /// Returns once a publish could go out (MQTT: connected), or after `seconds`; at once for REST.
     func waitUntilReady(atMost seconds: Double) async
     /// Whether agrirouter can be reached now, found without a request of its API (REST: a TCP and
@@ -64,6 +65,13 @@ public protocol Link: Sendable {
     var state: LinkState { get }
     /// Ends the connection, if there is one; the link is not used again.
     func close()
+}
+
+extension Link {
+    /// Waits for an answer due within moments: looked for every 20 ms.
+    public func waitForMail(atMost seconds: Double) async {
+        await waitForMail(atMost: seconds, checkingEvery: 0.02)
+    }
 }
 
 /// REST over libcurl: measures are POSTed, answers fetched with a GET of the outbox.
@@ -101,7 +109,7 @@ public struct RESTLink: Link {
         }
     }
 
-    public func waitForMail(atMost seconds: Double) async {}
+    public func waitForMail(atMost seconds: Double, checkingEvery interval: Double) async {}
 
     public func waitUntilReady(atMost seconds: Double) async {}
 

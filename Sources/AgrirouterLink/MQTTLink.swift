@@ -236,16 +236,18 @@ public final class MQTTLink: Link, @unchecked Sendable {
         return mail
     }
 
-    public func waitForMail(atMost seconds: Double) async {
-        await wait(atMost: seconds) { shared.withLock { !$0.inbox.isEmpty } }
+    public func waitForMail(atMost seconds: Double, checkingEvery interval: Double) async {
+        await wait(atMost: seconds, every: interval) { shared.withLock { !$0.inbox.isEmpty } }
     }
 
-    /// Checks `done` every 20 ms until it holds or `seconds` pass: libmosquitto's thread changes
-    /// the state, and a check this cheap costs less than a signal from every callback.
-    private func wait(atMost seconds: Double, until done: () -> Bool) async {
+    /// Checks `done` every `interval` seconds (20 ms unless told) until it holds or `seconds` pass:
+    /// libmosquitto's thread changes the state, and a check this cheap costs less than a signal
+    /// from every callback.
+    private func wait(atMost seconds: Double, every interval: Double = 0.02, until done: () -> Bool) async {
         let deadline = uptime() + max(0, seconds)
+        let step = min(max(interval, 0.005), 1)
         while !done(), uptime() < deadline, !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(20))
+            try? await Task.sleep(for: .seconds(min(step, max(0, deadline - uptime()))))
         }
     }
 

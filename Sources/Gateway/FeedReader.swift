@@ -77,6 +77,8 @@ public actor FeedReader {
     private let clock: TrueTime?
     private var awaiting: [String: (request: Request, sentAt: Date)] = [:]
     private var toConfirm: [String] = []
+    /// The confirm handed to the publisher to go in its request, until it says whether it went.
+    private var riding: (id: String, request: Request, sentAt: Date)?
     private var listWanted = false
     private var listedAt: Date?
     private var unknownSenderRefreshAt: Date?
@@ -121,8 +123,11 @@ public actor FeedReader {
     public var hasCaughtUp: Bool { nextSafetyQuery != nil && !isBusy }
 
     /// Whether it has requests to make or answers to wait for.
-    public var isBusy: Bool {
-        !toConfirm.isEmpty || listWanted || query != nil || deleteBefore != nil || !awaiting.isEmpty
+    public var isBusy: Bool { isBusy(confirmsRideAlong: false) }
+
+    /// The same, leaving out confirms that go in the publisher's next request.
+    public func isBusy(confirmsRideAlong: Bool) -> Bool {
+        (!confirmsRideAlong && !toConfirm.isEmpty) || listWanted || query != nil || deleteBefore != nil || !awaiting.isEmpty
     }
 
     // MARK: - Answers and pushes
@@ -362,7 +367,8 @@ public actor FeedReader {
     /// Makes the most urgent request that is due, if any: confirms first (agrirouter re-delivers
     /// what is not confirmed), then names, then feed queries and clean-up. Returns whether it sent one.
     @discardableResult
-    public func step(now: Date? = nil) async throws(GatewayError) -> Bool {
+    /// Without `confirming`, confirms are left for the publisher's request (`confirmToRideAlong`).
+    public func step(now: Date? = nil, confirming: Bool = true) async throws(GatewayError) -> Bool {
         let now = now ?? TrueTime.bestGuess(clock)
         expireUnanswered(now: now)
         if fields != nil { await expireJoins(now: now) }
@@ -371,7 +377,7 @@ public actor FeedReader {
             query = (now.addingTimeInterval(-configuration.safetyQueryInterval - configuration.catchUpWindow), now, configuration.maximumPages)
             nextSafetyQuery = now.addingTimeInterval(configuration.safetyQueryInterval)
         }
-        guard let request = nextRequest() else { return false }
+        guard let request = nextRequest(confirming: confirming) else { return false }
         let sent: EncodedMessage
         do throws(GatewayError) {
             sent = try await connection.send(request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention),
@@ -390,9 +396,35 @@ public actor FeedReader {
         return true
     }
 
-    private func nextRequest() -> Request? {
+    /// The confirm due, as a message for the publisher's request. Every request counts against the
+    /// spacing, and a confirm of its own put the next publish off by a whole slot each time another
+    /// machine pushed: with two machines sharing over MQTT, a position went out every 10 s, not 5.
+    public func confirmToRideAlong(now: Date? = nil) -> AgrirouterConnection.Outgoing? {
+        guard riding == nil, !toConfirm.isEmpty else { return nil }
+        let batch = Array(toConfirm.prefix(configuration.confirmBatch))
+        toConfirm.removeFirst(batch.count)
+        let request = Request.confirm(batch)
+        let message = AgrirouterConnection.Outgoing(request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention),
+                                                    recipient: .reader)
+        riding = (message.applicationMessageID, request, now ?? TrueTime.bestGuess(clock))
+        return message
+    }
+
+    /// Whether the confirm from `confirmToRideAlong` went out (or may have): its answer is then
+    /// awaited; otherwise its ids wait for the next request, first in line.
+    public func rodeAlong(sent: Bool) {
+        guard let riding else { return }
+        self.riding = nil
+        if sent {
+            awaiting[riding.id] = (riding.request, riding.sentAt)
+        } else if case .confirm(let ids) = riding.request {
+            toConfirm.insert(contentsOf: ids, at: 0)
+        }
+    }
+
+    private func nextRequest(confirming: Bool) -> Request? {
         let inFlight = awaiting.values.map(\.request)
-        if !toConfirm.isEmpty {
+        if confirming, !toConfirm.isEmpty {
             let batch = Array(toConfirm.prefix(configuration.confirmBatch))
             toConfirm.removeFirst(batch.count)
             return .confirm(batch)

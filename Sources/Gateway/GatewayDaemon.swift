@@ -306,7 +306,12 @@ public struct GatewayDaemon: Sendable {
                 try? await Task.sleep(for: .seconds(configuration.sendInterval))
             } else if !(await hasWorkNow(publisher: publisher, reader: reader, counter: counter)) {
                 // The next cycle starts one send interval after this one started.
-                try? await Task.sleep(for: .seconds(max(0, configuration.sendInterval - (uptime() - started))))
+                let settled = await idle(until: started + configuration.sendInterval, connection: connection, publisher: publisher,
+                                         reader: reader, check: &check)
+                if settled > 0 {
+                    await counter.add(acknowledged: settled)
+                    await heartbeat?.acknowledged()
+                }
             }
         }
     }
@@ -349,17 +354,26 @@ public struct GatewayDaemon: Sendable {
     }
 
     /// One send cycle: publish the next batch unless paused, taken from the spool at its turn so it
-    /// is as fresh as can be; then either poll the outbox (answers, pushes) or, every other cycle
-    /// when it has one due, make the feed reader's request in the poll's place. Two requests a cycle
-    /// keep the interval at twice the spacing (10 s in production) even while the feed is read.
+    /// is as fresh as can be, with the feed reader's confirm in the same request; then either poll
+    /// the outbox (answers, pushes) or, every other cycle when it has one due, make the feed reader's
+    /// request in the poll's place. Over REST, two requests a cycle keep the interval at twice the
+    /// spacing (10 s in production) even while the feed is read; over MQTT, whose answers and pushes
+    /// cost no request, the publish alone, unless the reader lists, queries or deletes.
     private func pass(publisher: Publisher, connection: AgrirouterConnection, reader: FeedReader?, heartbeat: HeartbeatWriter?,
                       readerTurn: inout Bool, check: inout EndpointCheck) async -> (Publisher.CycleReport, error: GatewayError?) {
         var report = Publisher.CycleReport()
         var failure: GatewayError?
         do throws(GatewayError) {
             // Paused: nothing is sent, but the others are still read.
-            if !(await spool.isSharingPaused()) {
-                let sent = await publisher.cycle(inFlightTimeout: configuration.outboxLifetime)
+            let paused = await spool.isSharingPaused()
+            if !paused {
+                // What arrives while the publish waits for its turn is taken as it comes (MQTT).
+                report.acknowledged += await idle(until: uptime() + (await connection.untilNextTurn()), connection: connection,
+                                                  publisher: publisher, reader: reader, check: &check)
+                // The feed reader's confirm goes in the publisher's request, not in a slot of its own.
+                let along = await reader?.confirmToRideAlong()
+                let sent = await publisher.cycle(inFlightTimeout: configuration.outboxLifetime, along: along.map { [$0] } ?? [])
+                await reader?.rodeAlong(sent: sent.alongSent)
                 report.published = sent.published
                 if let error = sent.error { throw error }
             }
@@ -370,16 +384,16 @@ public struct GatewayDaemon: Sendable {
             if answersAreFree {
                 // Settled before the feed reader's turn, whose request may wait out the spacing first.
                 let settled = try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
-                report.acknowledged = settled.acknowledged
+                report.acknowledged += settled.acknowledged
                 report.refusals += settled.refusals
             }
-            if readerTurn, let reader, try await reader.step() {
+            if readerTurn, let reader, try await reader.step(confirming: paused) {
                 readerTurn = false
             } else if answersAreFree {
                 readerTurn = true
             } else {
                 let settled = try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
-                report.acknowledged = settled.acknowledged
+                report.acknowledged += settled.acknowledged
                 report.refusals += settled.refusals
                 readerTurn = true
             }
@@ -467,7 +481,8 @@ public struct GatewayDaemon: Sendable {
     private func hasWorkNow(publisher: Publisher, reader: FeedReader?, counter: Counter) async -> Bool {
         let status = await spool.status()
         if (status.oldestPendingAge ?? 0) > configuration.sendInterval + configuration.samplingInterval { return true }
-        if await reader?.isBusy ?? false { return true }
+        // Confirms go with the next publish, unless paused: they need no cycle of their own.
+        if await reader?.isBusy(confirmsRideAlong: !(await spool.isSharingPaused())) ?? false { return true }
         guard await counter.draining else { return false }
         let awaiting = await publisher.awaitingAnswers
         return status.waiting > 0 || awaiting > 0
@@ -505,6 +520,31 @@ public struct GatewayDaemon: Sendable {
                                check: inout EndpointCheck) async throws(GatewayError) -> Publisher.CycleReport {
         for error in try await connection.poll() { logger.warning("outbox item skipped: \(error.description)") }
         return await deliver(connection, publisher: publisher, reader: reader, check: &check)
+    }
+
+    /// Waits until `deadline` (monotonic) for the next cycle. Over MQTT, what arrives meanwhile is
+    /// taken as it comes, which costs no request: another machine's push reaches the others' store,
+    /// and the cab view, at once rather than at the next cycle (up to a send interval later). Looked
+    /// for every 100 ms, which a person watching a map cannot tell from at once. Returns the samples
+    /// that answers taken meanwhile acknowledged.
+    private func idle(until deadline: Double, connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
+                      check: inout EndpointCheck) async -> Int {
+        guard connection.link.deliversAnswers, reader != nil else {
+            try? await Task.sleep(for: .seconds(max(0, deadline - uptime())))
+            return 0
+        }
+        var settled = 0
+        while !Task.isCancelled, deadline - uptime() > 0 {
+            await connection.link.waitForMail(atMost: deadline - uptime(), checkingEvery: 0.1)
+            guard deadline - uptime() > 0 else { break }  // the cycle takes what came at its end
+            guard let report = try? await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check) else {
+                // The cycle's own poll reports the failure; here the rest of the wait is slept.
+                try? await Task.sleep(for: .seconds(max(0, deadline - uptime())))
+                break
+            }
+            settled += report.acknowledged
+        }
+        return settled
     }
 
     /// Hands each part the answers the last polls brought it: the feed reader its pushes and

@@ -45,6 +45,8 @@ public actor Publisher {
         public var refusals: [[String]] = []
         /// What kept this cycle from talking to agrirouter, if anything.
         public var error: GatewayError?
+        /// Whether the messages given to ride along went out (or may have, and their answers are due).
+        public var alongSent = false
     }
 
     private let spool: Spool
@@ -118,7 +120,11 @@ public actor Publisher {
     /// counted. The caller polls the outbox and hands the publisher its answers through `absorb`.
     /// `now` is the best known UTC (kept in the spool); `uptimeNow` the monotonic clock, which times
     /// the wait for answers.
-    public func cycle(now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime) async -> CycleReport {
+    ///
+    /// `along` are other parts' messages (the feed reader's confirm) that go in the same request, or
+    /// in one of their own when there is no batch: every request counts against the spacing.
+    public func cycle(now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime,
+                      along: [AgrirouterConnection.Outgoing] = []) async -> CycleReport {
         let now = now ?? TrueTime.bestGuess(clock)
         var report = CycleReport()
         if !adoptedEarlierBatches {
@@ -143,15 +149,17 @@ public actor Publisher {
         let wait = await connection.waitUntilNextTurn()
         let (messages, batches): ([AgrirouterConnection.Outgoing], [SpoolBatch])
         do {
-            (messages, batches) = try await gather(now: wait > 0 ? now.addingTimeInterval(wait) : now, uptimeNow: uptimeNow + wait)
+            (messages, batches) = try await gather(now: wait > 0 ? now.addingTimeInterval(wait) : now, uptimeNow: uptimeNow + wait,
+                                                   reserved: along.reduce(0) { $0 + Self.payloadSize($1) })
         } catch {
             report.error = .local("nothing sent: \(error.description)")
             return report
         }
-        guard !messages.isEmpty else { return report }
+        guard !messages.isEmpty || !along.isEmpty else { return report }
         let describing = messages.first { $0.technicalMessageType == TechnicalMessageType.deviceDescription }?.applicationMessageID
         do {
-            try await connection.send(messages)
+            try await connection.send(messages + along)
+            report.alongSent = true
             for batch in batches { awaiting[batch.id] = uptimeNow + wait }  // when it went out, after the wait for its turn
             report.published = published(batches)
         } catch .transport(.payloadTooLarge) {
@@ -167,6 +175,7 @@ public actor Publisher {
                 // life, the spool returns the batch to pending and it is sent again.
                 for batch in batches { awaiting[batch.id] = uptimeNow + wait }
                 report.published = published(batches)
+                report.alongSent = true
             } else {
                 for batch in batches { try? await spool.release(batch: batch.id) }
                 if describing != nil { description.awaitingID = nil }
@@ -174,6 +183,11 @@ public actor Publisher {
             report.error = error
         }
         return report
+    }
+
+    /// A message's payload in bytes, for its share of the request's payload cap.
+    static func payloadSize(_ message: AgrirouterConnection.Outgoing) -> Int {
+        ((try? message.payload?.serializedBytes()) as Data?)?.count ?? 0
     }
 
     /// Samples published, each counted once whatever the number of outputs: those of the first
@@ -184,10 +198,10 @@ public actor Publisher {
 
     /// This cycle's messages: the description when due, then a batch for each output that has one
     /// (EFDI's only once its description is taken), the payload cap shared between them.
-    private func gather(now: Date, uptimeNow: Double) async throws(SpoolError) -> ([AgrirouterConnection.Outgoing], [SpoolBatch]) {
+    private func gather(now: Date, uptimeNow: Double, reserved: Int) async throws(SpoolError) -> ([AgrirouterConnection.Outgoing], [SpoolBatch]) {
         var messages: [AgrirouterConnection.Outgoing] = []
         var batches: [SpoolBatch] = []
-        var budget = byteBudget
+        var budget = byteBudget - reserved
         if let efdi, descriptionDue(efdi, uptimeNow: uptimeNow) {
             let id = UUID().uuidString.lowercased()
             messages.append(.init(TechnicalMessageType.deviceDescription, mode: .publish, payload: efdi.description.taskData,

@@ -116,6 +116,55 @@ struct FeedReaderTests {
         }
     }
 
+    @Test("a confirm rides in the publisher's request: one request carries the samples and the confirm, and its answer reaches the reader")
+    func confirmRidesAlong() async throws {
+        let rig = try await PeerRig.make()
+        try await tearingDown({ await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            try await rig.publish([(.dGnss, 52.5, 8.25, Date())])
+            // The push is stored, so its confirm is due; the reader makes no request of its own for it.
+            try await rig.pump { try await rig.store.view().machines.first?.lastPosition != nil }
+            let (busy, busyButConfirms) = (await rig.reader.isBusy, await rig.reader.isBusy(confirmsRideAlong: true))
+            #expect(busy && !busyButConfirms)
+            #expect(try await !rig.reader.step(confirming: false), "nothing but the confirm was due")
+            var configuration = SpoolConfiguration()
+            configuration.wireSize = GPSEntry.wireSize(of:)
+            configuration.outputs = [.gpsInfo]
+            let spool = Spool(path: rig.directory + "/spool.sqlite", configuration: configuration)
+            await spool.append(sample(1, state: .fix(.threeD, .rtkFixed)))
+            let publisher = Publisher(spool: spool, connection: rig.tractor)
+            let before = await rig.simulator.requestCount(endpoint: rig.tractorID)
+            let along = try #require(await rig.reader.confirmToRideAlong())
+            #expect(await rig.reader.confirmToRideAlong() == nil, "one at a time")
+            let report = await publisher.cycle(along: [along])
+            await rig.reader.rodeAlong(sent: report.alongSent)
+            #expect(report.published == 1 && report.alongSent && report.error == nil)
+            #expect(await rig.simulator.requestCount(endpoint: rig.tractorID) == before + 1)
+            let sent = await rig.simulator.sentMessages(endpoint: rig.tractorID).suffix(2).map(\.envelope.technicalMessageType)
+            #expect(sent == [TechnicalMessageType.gpsInfo, TechnicalMessageType.feedConfirm])
+            try await rig.pumpUntilIdle { await rig.simulator.feed(endpoint: rig.tractorID).isEmpty }
+            #expect(await rig.reader.counters.confirmed == 1)
+        }
+    }
+
+    @Test("a confirm that could not ride along waits, first in line, for the next request")
+    func confirmThatDidNotGo() async throws {
+        let rig = try await PeerRig.make()
+        try await tearingDown({ await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            try await rig.publish([(.dGnss, 52.5, 8.25, Date())])
+            try await rig.pump { try await rig.store.view().machines.first?.lastPosition != nil }
+            _ = try #require(await rig.reader.confirmToRideAlong())
+            await rig.reader.rodeAlong(sent: false)
+            #expect(try await rig.reader.step(confirming: true))
+            #expect(await rig.simulator.sentMessages(endpoint: rig.tractorID).last?.envelope.technicalMessageType == TechnicalMessageType.feedConfirm)
+            try await rig.pumpUntilSettled()
+            #expect(await rig.reader.counters.confirmed == 1)
+        }
+    }
+
     @Test("a peer's EFDI arrives through agrirouter: its description names it, its TimeLog places it")
     func efdi() async throws {
         let rig = try await PeerRig.make()
