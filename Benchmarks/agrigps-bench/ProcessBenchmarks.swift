@@ -527,3 +527,93 @@ func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async
                      (atEnd.web - afterSettling.web) / max(atEnd.daemon - afterSettling.daemon, 0.001)))
     }
 }
+
+/// Live sharing, where the person sees it: machine A samples a 1 Hz receiver in real time and
+/// publishes at production spacing (5 s, send interval 5 s); machine B reads its pushes and serves
+/// its cab view to a real headless Chromium. For each of A's fixes, from gpsd reporting it (seen by
+/// a client of our own) to B's page first showing A's marker at that fix or a newer one. The first
+/// minute (set-up, B learning A's name, the feed's catch-up) is reported apart, by its slowest fix.
+func liveSharing(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, transport: Transport,
+                 tans: (String, String), seconds: Int) async throws {
+    guard WebDriver.isInstalled else {
+        print("live sharing: skipped, chromium and chromium-driver are not installed (script/bootstrap)")
+        return
+    }
+    let log = work + "/live-\(transport.rawValue).log"
+    try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: log, atomically: true, encoding: .utf8)
+    var options = ReplayGPSD.Options()
+    options.realTime = true
+    let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: log), options: options)
+    defer { gpsd.stop() }
+    let (stateA, stateB) = (work + "/live-a-\(transport.rawValue)", work + "/live-b-\(transport.rawValue)")
+    let a = try await onboardedState(stateA, simulator: simulator, tan: tans.0, transport: transport)
+    _ = try await onboardedState(stateB, simulator: simulator, tan: tans.1, transport: transport)
+    let seen = Task { () -> [Double: Date] in
+        var seen: [Double: Date] = [:]
+        for await event in GPSDSource(configuration: GPSDSource.Configuration(address: gpsd.address)).events() {
+            if case .report(let report) = event, let time = report.time, report.latitude != nil { seen[time.timeIntervalSince1970.rounded()] = Date() }
+            if case .deviceRemoved = event { break }
+        }
+        return seen
+    }
+    let started = Date()
+    // B samples too (the same receiver), as a machine in the field does; only A's marker is timed.
+    let daemons = try [stateA, stateB].map { state in
+        try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "5", "--send-interval", "5"],
+                            output: state + ".out")
+    }
+    let port = Int(try ReplayGPSD.freeLoopbackPort())
+    let program = URL(fileURLWithPath: agrigps).deletingLastPathComponent().appendingPathComponent("agrigps-web").path
+    let web = try MeasuredProcess(program, ["--state-dir", stateB, "--listen", "127.0.0.1:\(port)"], output: stateB + "-web.out")
+    let browser = try await WebDriver(width: 1280, height: 800)
+    try await browser.open("http://127.0.0.1:\(port)/")
+    _ = try await browser.wait(timeout: 30, for: "return !!(window.cab && cab.map)")
+    // Every time the page draws the others: A's position time and the browser's clock (the same machine's).
+    try await browser.run("""
+        window.moves = [];
+        const draw = window.drawOthers;
+        window.drawOthers = function (others) {
+          draw(others);
+          for (const other of others) { if (other.id === arguments[0] && other.positionTime) { window.moves.push([other.positionTime, Date.now()]); } }
+        };
+        """.replacingOccurrences(of: "arguments[0]", with: "'\(a.deviceAlternateId)'"))
+    let fixTimes = await seen.value
+    try await Task.sleep(for: .seconds(8))  // the last fixes' way through
+    let moves = (try await browser.run("return window.moves") as? [[Any]]) ?? []
+    await browser.quit()
+    _ = web.stop()
+    for daemon in daemons { _ = daemon.stop() }
+    let parser = ISO8601DateFormatter()
+    parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    let shown = moves.compactMap { move -> (position: Double, at: Double)? in
+        guard let time = (move.first as? String).flatMap(parser.date(from:)), let at = move.last as? Double else { return nil }
+        return (time.timeIntervalSince1970.rounded(), at / 1000)
+    }
+    // A fix is shown once the marker stands at it or at a newer one: a batch moves the marker to its newest.
+    var delays: [Double] = []
+    var late: [(second: Double, delay: Double)] = []
+    var startDelays: [Double] = []
+    for (fixTime, reported) in fixTimes {
+        guard let first = shown.first(where: { $0.position >= fixTime && $0.at >= reported.timeIntervalSince1970 }) else { continue }
+        let delay = first.at - reported.timeIntervalSince1970
+        guard reported > started.addingTimeInterval(60) else {
+            startDelays.append(delay)
+            continue
+        }
+        delays.append(delay)
+        if delay > 6 { late.append((reported.timeIntervalSince(started), delay)) }
+    }
+    let counted = fixTimes.values.filter { $0 > started.addingTimeInterval(60) }.count
+    guard delays.count >= counted / 2, !delays.isEmpty else {
+        print("live sharing (\(transport.description)): only \(delays.count) of \(counted) fixes reached B's page; nothing to report")
+        return
+    }
+    print(String(format: "live sharing over %@, A's fix to A's marker moving on B's cab view, after the first minute, %d of %d fixes, 1 Hz, spacing 5 s: p50 %.2f s, p99 %.2f s, max %.2f s   goal p99 6 s (ratio %.2f)",
+                 transport.description, delays.count, counted, percentile(delays, 0.5), percentile(delays, 0.99), delays.max() ?? 0,
+                 percentile(delays, 0.99) / 6))
+    print(String(format: "   in the first minute (set-up, the feed's catch-up): %d fixes shown, the slowest after %.1f s", startDelays.count, startDelays.max() ?? 0))
+    if !late.isEmpty {
+        let listed = late.sorted { $0.second < $1.second }.prefix(8).map { String(format: "%.1f s at +%.0f s", $0.delay, $0.second) }
+        print("   past 6 s: \(late.count) fixes, " + listed.joined(separator: ", ") + (late.count > listed.count ? ", …" : ""))
+    }
+}

@@ -2,7 +2,7 @@
 //
 //   make bench BENCH_ARGS="..."    or, built the same way, .build/release/agrigps-bench [--appends N] [--directory DIR]
 //       [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N]
-//       [--cab-seconds N]
+//       [--cab-seconds N] [--live-seconds N]
 //
 // 1. Spool appends: durable appends per second through the Spool (one transaction and one disk sync
 //    per sample), against the sqlite3 C API doing the same statements with the same pragmas on the
@@ -20,6 +20,8 @@
 // 7. The cab view: from a fix to the marker moving in a real Chromium, p50 and p99 against the goal
 //    of 1.5 s, and the page process's peak RSS.
 // 8. `agrigps stats` (and a day's `agrigps track`) over a year of records, against the goal of 1 s.
+// 9. Live sharing: machine A's fix to A's marker moving on machine B's cab view, in Chromium, over
+//    MQTT and over REST at production spacing, p50 and p99 against the goal of 6 s.
 import Clocks
 import Foundation
 import Gateway
@@ -36,12 +38,13 @@ struct Options {
     var appends = 2000
     var latencySeconds = 150
     var cpuMinutes = 10
-    /// Run one benchmark only: spool, drain, cpu, latency, storage, cab, stats or fields.
+    /// Run one benchmark only: spool, drain, cpu, latency, storage, cab, live, stats or fields.
     var only: String?
     var directory = FileManager.default.temporaryDirectory.path
     var drainSamples = 86_400
     var drainSpacing = 5.0
     var cabSeconds = 120
+    var liveSeconds = 150
     var storageMinutes = 5
 
     init(_ arguments: [String]) {
@@ -52,13 +55,14 @@ struct Options {
             case ("--directory", let value?): directory = value
             case ("--drain-samples", let value?) where Int(value).map({ $0 > 0 }) == true: drainSamples = Int(value)!
             case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true: drainSpacing = Double(value)!
-            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "storage", "cab", "stats", "fields"].contains(value): only = value
+            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "storage", "cab", "live", "stats", "fields"].contains(value): only = value
+            case ("--live-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true: liveSeconds = Int(value)!
             case ("--storage-minutes", let value?) where Int(value).map({ $0 >= 2 && $0 <= 1440 }) == true: storageMinutes = Int(value)!
             case ("--cab-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: cabSeconds = Int(value)!
             case ("--cpu-minutes", let value?) where Int(value).map({ $0 > 0 }) == true: cpuMinutes = Int(value)!
             case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true: latencySeconds = Int(value)!
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N] [--cab-seconds N] [--only spool|drain|cpu|latency|storage|cab|stats|fields]\n".utf8))
+                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N] [--cab-seconds N] [--live-seconds N] [--only spool|drain|cpu|latency|storage|cab|live|stats|fields]\n".utf8))
                 exit(64)
             }
         }
@@ -179,7 +183,8 @@ func spoolAppends() async {
 // raw GPSEntry size for the bytes on the wire.
 var simulatorConfiguration = SimConfiguration(tans: ["BENCH00001": "Bench", "BENCH00002": "Bench CPU",
                                                      "BENCH00003": "Bench latency REST", "BENCH00004": "Bench latency MQTT",
-                                                     "BENCH00005": "Bench storage"])
+                                                     "BENCH00005": "Bench storage", "BENCH00006": "Bench A REST", "BENCH00007": "Bench B REST",
+                                                     "BENCH00008": "Bench A MQTT", "BENCH00009": "Bench B MQTT"])
 simulatorConfiguration.mqtt = true
 let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
 let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
@@ -268,6 +273,12 @@ if options.only == nil || options.only == "storage" {
 }
 if options.only == nil || options.only == "cab" {
     try await cabView(agrigps: agrigps, fixture: fixture, work: workDirectory, seconds: options.cabSeconds)
+}
+if options.only == nil || options.only == "live" {
+    for (transport, tans) in [(Transport.mqtt, ("BENCH00008", "BENCH00009")), (.rest, ("BENCH00006", "BENCH00007"))] {
+        try await liveSharing(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator, transport: transport,
+                              tans: tans, seconds: options.liveSeconds)
+    }
 }
 if options.only == nil || options.only == "stats" {
     try await statsOverAYear(agrigps: agrigps, work: workDirectory)

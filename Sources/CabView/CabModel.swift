@@ -31,6 +31,8 @@ struct CabModel: Codable, Equatable, Sendable {
         var name: String
         var latitude: Double?
         var longitude: Double?
+        /// When it was at that position, by its own report (ISO 8601 UTC).
+        var positionTime: String?
         /// active, stale, gone or silent.
         var state: String
         /// The fix it reported, by our code ("rtk_fixed", "dgps"; see `FixWords`), and in English words.
@@ -101,6 +103,7 @@ extension CabModel {
             let machine = entry.machine
             return Other(id: machine.endpointID, name: machine.name ?? machine.endpointID,
                          latitude: machine.coordinate?.latitude, longitude: machine.coordinate?.longitude,
+                         positionTime: machine.lastPosition?.gnssTime.map { ISO8601UTC.string(from: $0) },
                          state: machine.activity.rawValue, fix: machine.lastReport?.statusDescription,
                          fixText: machine.lastReport.map { FixWords.words(forCode: $0.statusDescription) },
                          ageSeconds: entry.age.map { max(0, $0.rounded()) }, age: entry.age.map(durationText) ?? "never",
