@@ -256,24 +256,13 @@ struct TransportRun {
 /// counters, read with ss every second), its CPU and its peak resident set.
 func latency(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator,
              seconds: Int, sendInterval: Double, spacing: Double) async throws {
-    try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: work + "/1hz.log", atomically: true, encoding: .utf8)
-    var options = ReplayGPSD.Options()
-    options.realTime = true
-    let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: work + "/1hz.log"), options: options)
+    let gpsd = try realTimeGPSD(fixture: fixture, seconds: seconds, log: work + "/1hz.log")
     let transports: [(Transport, String)] = [(.rest, "BENCH00003"), (.mqtt, "BENCH00004")]
     var endpoints: [OnboardingResponse] = []
     for (transport, tan) in transports {
         endpoints.append(try await onboardedState(work + "/latency-\(transport.rawValue)", simulator: simulator, tan: tan, transport: transport))
     }
-    // Our own client: when gpsd reported each fix, by its receiver time.
-    let seen = Task { () -> [Double: Date] in
-        var seen: [Double: Date] = [:]
-        for await event in GPSDSource(configuration: GPSDSource.Configuration(address: gpsd.address)).events() {
-            if case .report(let report) = event, let time = report.time, report.latitude != nil { seen[time.timeIntervalSince1970.rounded()] = Date() }
-            if case .deviceRemoved = event { break }
-        }
-        return seen
-    }
+    let seen = fixesSeen(by: gpsd)
     try await Task.sleep(for: .milliseconds(300))
     let started = Date()
     var daemons: [MeasuredProcess] = []
@@ -459,20 +448,10 @@ func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async
         print("cab view: skipped, chromium and chromium-driver are not installed (script/bootstrap)")
         return
     }
-    try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: work + "/cab.log", atomically: true, encoding: .utf8)
-    var options = ReplayGPSD.Options()
-    options.realTime = true
-    let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: work + "/cab.log"), options: options)
+    let gpsd = try realTimeGPSD(fixture: fixture, seconds: seconds, log: work + "/cab.log")
     defer { gpsd.stop() }
     let state = work + "/cab-state"
-    let seen = Task { () -> [Double: Date] in
-        var seen: [Double: Date] = [:]
-        for await event in GPSDSource(configuration: GPSDSource.Configuration(address: gpsd.address)).events() {
-            if case .report(let report) = event, let time = report.time, report.latitude != nil { seen[time.timeIntervalSince1970.rounded()] = Date() }
-            if case .deviceRemoved = event { break }
-        }
-        return seen
-    }
+    let seen = fixesSeen(by: gpsd)
     let daemon = try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state], output: work + "/cab-run.out")
     let port = Int(try ReplayGPSD.freeLoopbackPort())
     // As its systemd unit runs it: the program itself, not `agrigps web`, which execs it.
@@ -539,23 +518,12 @@ func liveSharing(agrigps: String, fixture: String, work: String, simulator: Agri
         print("live sharing: skipped, chromium and chromium-driver are not installed (script/bootstrap)")
         return
     }
-    let log = work + "/live-\(transport.rawValue).log"
-    try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: log, atomically: true, encoding: .utf8)
-    var options = ReplayGPSD.Options()
-    options.realTime = true
-    let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: log), options: options)
+    let gpsd = try realTimeGPSD(fixture: fixture, seconds: seconds, log: work + "/live-\(transport.rawValue).log")
     defer { gpsd.stop() }
     let (stateA, stateB) = (work + "/live-a-\(transport.rawValue)", work + "/live-b-\(transport.rawValue)")
     let a = try await onboardedState(stateA, simulator: simulator, tan: tans.0, transport: transport)
     _ = try await onboardedState(stateB, simulator: simulator, tan: tans.1, transport: transport)
-    let seen = Task { () -> [Double: Date] in
-        var seen: [Double: Date] = [:]
-        for await event in GPSDSource(configuration: GPSDSource.Configuration(address: gpsd.address)).events() {
-            if case .report(let report) = event, let time = report.time, report.latitude != nil { seen[time.timeIntervalSince1970.rounded()] = Date() }
-            if case .deviceRemoved = event { break }
-        }
-        return seen
-    }
+    let seen = fixesSeen(by: gpsd)
     let started = Date()
     // B samples too (the same receiver), as a machine in the field does; only A's marker is timed.
     let daemons = try [stateA, stateB].map { state in
@@ -615,5 +583,25 @@ func liveSharing(agrigps: String, fixture: String, work: String, simulator: Agri
     if !late.isEmpty {
         let listed = late.sorted { $0.second < $1.second }.prefix(8).map { String(format: "%.1f s at +%.0f s", $0.delay, $0.second) }
         print("   past 6 s: \(late.count) fixes, " + listed.joined(separator: ", ") + (late.count > listed.count ? ", …" : ""))
+    }
+}
+
+/// A gpsd of our own replaying `seconds` of a 1 Hz receiver made from `fixture`, in real time from now.
+func realTimeGPSD(fixture: String, seconds: Int, log: String) throws -> ReplayGPSD {
+    try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: log, atomically: true, encoding: .utf8)
+    var options = ReplayGPSD.Options()
+    options.realTime = true
+    return try ReplayGPSD(log: try NMEALog(contentsOf: log), options: options)
+}
+
+/// Our own client of `gpsd`: when it reported each fix, by the fix's receiver time, until the device goes.
+func fixesSeen(by gpsd: ReplayGPSD) -> Task<[Double: Date], Never> {
+    Task {
+        var seen: [Double: Date] = [:]
+        for await event in GPSDSource(configuration: GPSDSource.Configuration(address: gpsd.address)).events() {
+            if case .report(let report) = event, let time = report.time, report.latitude != nil { seen[time.timeIntervalSince1970.rounded()] = Date() }
+            if case .deviceRemoved = event { break }
+        }
+        return seen
     }
 }

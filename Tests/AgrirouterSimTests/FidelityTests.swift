@@ -26,6 +26,15 @@ struct FidelityTests {
         return (simulator, a, b)
     }
 
+    /// `sender` publishes a gps:info; the message id of its push to `receiver`.
+    static func pushedMessageID(from sender: inout Endpoint, to receiver: Endpoint) async throws -> String {
+        _ = try await sender.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 52))
+        guard case .pushNotification(let push)? = try await receiver.outbox().first?.body else { throw PushMissing() }
+        return try #require(push.messages.first?.header.messageID)
+    }
+
+    struct PushMissing: Error {}
+
     @Test("a push notification's response code is 200 (0 in the earlier answers)", arguments: [SimResponseCodes.documented, .earlier])
     func pushCode(codes: SimResponseCodes) async throws {
         let expected: Int32 = codes == .documented ? 200 : 0
@@ -55,9 +64,7 @@ struct FidelityTests {
         let (simulator, a, b) = try await Self.pair()
         var (sender, receiver) = (a, b)
         try await tearingDown({ await simulator.shutdown() }) {
-            _ = try await sender.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 52))
-            guard case .pushNotification(let push)? = try await receiver.outbox().first?.body else { Issue.record("no push"); return }
-            let id = try #require(push.messages.first?.header.messageID)
+            let id = try await Self.pushedMessageID(from: &sender, to: receiver)
             var delete = Agrirouter_Feed_Request_MessageDelete()
             delete.messageIds = [id]
             _ = try await receiver.send(TechnicalMessageType.feedDelete, payload: delete)
@@ -80,9 +87,7 @@ struct FidelityTests {
         let (simulator, a, b) = try await Self.pair()
         var (sender, receiver) = (a, b)
         try await tearingDown({ await simulator.shutdown() }) {
-            _ = try await sender.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 52))
-            guard case .pushNotification(let push)? = try await receiver.outbox().first?.body else { Issue.record("no push"); return }
-            let id = try #require(push.messages.first?.header.messageID)
+            let id = try await Self.pushedMessageID(from: &sender, to: receiver)
             var confirm = Agrirouter_Feed_Request_MessageConfirm()
             confirm.messageIds = [id, "no-such-message"]
             _ = try await receiver.send(TechnicalMessageType.feedConfirm, payload: confirm)

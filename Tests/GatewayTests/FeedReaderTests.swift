@@ -81,6 +81,15 @@ struct PeerRig {
         }
     }
 
+    /// Connected and caught up, then one position from the harvester, pushed and stored: its
+    /// confirm is due, and sent by no one yet.
+    func pushStored() async throws {
+        await reader.connected()
+        try await pumpUntilSettled()
+        try await publish([(.dGnss, 52.5, 8.25, Date())])
+        try await pump { try await store.view().machines.first?.lastPosition != nil }
+    }
+
     /// The harvester publishes a GPSList, as a gateway does.
     func publish(_ entries: [(GPSEntry.PositionStatus, Double, Double, Date)]) async throws {
         try await harvester.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(entries))
@@ -120,11 +129,8 @@ struct FeedReaderTests {
     func confirmRidesAlong() async throws {
         let rig = try await PeerRig.make()
         try await tearingDown({ await rig.close() }) {
-            await rig.reader.connected()
-            try await rig.pumpUntilSettled()
-            try await rig.publish([(.dGnss, 52.5, 8.25, Date())])
             // The push is stored, so its confirm is due; the reader makes no request of its own for it.
-            try await rig.pump { try await rig.store.view().machines.first?.lastPosition != nil }
+            try await rig.pushStored()
             let (busy, busyButConfirms) = (await rig.reader.isBusy, await rig.reader.isBusy(confirmsRideAlong: true))
             #expect(busy && !busyButConfirms)
             #expect(try await !rig.reader.step(confirming: false), "nothing but the confirm was due")
@@ -152,10 +158,7 @@ struct FeedReaderTests {
     func confirmThatDidNotGo() async throws {
         let rig = try await PeerRig.make()
         try await tearingDown({ await rig.close() }) {
-            await rig.reader.connected()
-            try await rig.pumpUntilSettled()
-            try await rig.publish([(.dGnss, 52.5, 8.25, Date())])
-            try await rig.pump { try await rig.store.view().machines.first?.lastPosition != nil }
+            try await rig.pushStored()
             _ = try #require(await rig.reader.confirmToRideAlong())
             await rig.reader.rodeAlong(sent: false)
             #expect(try await rig.reader.step(confirming: true))
