@@ -92,6 +92,9 @@ public actor OtherMachinesStore {
             for message in ordered {
                 try self.record(message, ownEndpointID: ownEndpointID, receivedAt: receivedAt, into: &recorded, db)
             }
+            // Confirmed in the order they came, whatever order they were stored in.
+            let place = Dictionary(messages.enumerated().map { ($1.messageID, $0) }, uniquingKeysWith: { first, _ in first })
+            recorded.confirmable.sort { place[$0, default: .max] < place[$1, default: .max] }
             if self.prunedAt.map({ receivedAt.timeIntervalSince($0) > 600 }) ?? true {
                 let horizon = receivedAt.timeIntervalSince1970 - self.configuration.historyWindow
                 // A machine's last report and position outlive the window: they are what `others` shows.
