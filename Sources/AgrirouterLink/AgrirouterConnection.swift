@@ -175,6 +175,12 @@ public actor AgrirouterConnection {
         max(0, (lastSlot ?? -.infinity) + minimumSpacing - uptime(), (retryAt ?? -.infinity) - uptime())
     }
 
+    /// Seconds until the spacing lets the next request go, leaving any backoff aside (that is waited
+    /// out by `waitUntilNextTurn`, which ends it early once agrirouter is reachable again).
+    public func untilSpacingAllows() -> Double {
+        max(0, (lastSlot ?? -.infinity) + minimumSpacing - uptime())
+    }
+
     /// Waits until a request could go out, without reserving the slot: the spacing, and a backoff,
     /// which ends early once agrirouter is found reachable again. Returns the seconds waited.
     public func waitUntilNextTurn() async -> Double {

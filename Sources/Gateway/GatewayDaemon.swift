@@ -367,9 +367,12 @@ public struct GatewayDaemon: Sendable {
             // Paused: nothing is sent, but the others are still read.
             let paused = await spool.isSharingPaused()
             if !paused {
-                // What arrives while the publish waits for its turn is taken as it comes (MQTT).
-                report.acknowledged += await idle(until: uptime() + (await connection.untilNextTurn()), connection: connection,
-                                                  publisher: publisher, reader: reader, check: &check)
+                // What arrives while the publish waits out the spacing is taken as it comes (MQTT only:
+                // over REST the publisher's own wait does it, and a backoff is always its to wait out).
+                if connection.link.deliversAnswers {
+                    report.acknowledged += await idle(until: uptime() + (await connection.untilSpacingAllows()), connection: connection,
+                                                      publisher: publisher, reader: reader, check: &check)
+                }
                 // The feed reader's confirm goes in the publisher's request, not in a slot of its own.
                 let along = await reader?.confirmToRideAlong()
                 let sent = await publisher.cycle(inFlightTimeout: configuration.outboxLifetime, along: along.map { [$0] } ?? [])
