@@ -127,13 +127,13 @@ struct MQTTPacketDecoder: ByteToMessageDecoder {
     }
 }
 
-enum SimMQTTError: Error, CustomStringConvertible {
+public enum SimMQTTError: Error, CustomStringConvertible {
     case malformedPacket
     case refused(returnCode: UInt8)
     case closed
     case timedOut(String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .malformedPacket: return "the broker sent a malformed MQTT packet"
         case .refused(let code): return "the broker refused the connection (CONNACK \(code))"
@@ -144,8 +144,9 @@ enum SimMQTTError: Error, CustomStringConvertible {
 }
 
 /// A minimal MQTT 3.1.1 client over TLS: connect, subscribe, publish with QoS 1, acknowledge QoS 1
-/// publishes, ping. Enough for the simulator to act as agrirouter's side of the broker.
-final class SimMQTTClient: Sendable {
+/// publishes, ping. Enough for the simulator to act as agrirouter's side of the broker, and for a test
+/// endpoint that must not share the daemon's libmosquitto to act as another machine.
+public final class SimMQTTClient: Sendable {
     private let channel: any Channel
     private let nextPacketID = Atomic<UInt16>(1)
     private let handler: Handler
@@ -195,7 +196,7 @@ final class SimMQTTClient: Sendable {
     }
 
     /// Connects as `clientID` with the certificate in `tls` and waits for the broker's CONNACK.
-    static func connect(host: String, port: Int, tls: NIOSSLContext, clientID: String, group: any EventLoopGroup,
+    public static func connect(host: String, port: Int, tls: NIOSSLContext, clientID: String, group: any EventLoopGroup,
                         received: @escaping @Sendable (String, Data) -> Void) async throws -> SimMQTTClient {
         let handler = Handler(received: received)
         let channel = try await ClientBootstrap(group: group)
@@ -248,7 +249,7 @@ final class SimMQTTClient: Sendable {
     }
 
     /// Subscribes with QoS 1 and waits for the SUBACK; throws if the broker refused it (0x80).
-    func subscribe(_ filter: String) async throws {
+    public func subscribe(_ filter: String) async throws {
         let id = packetID()
         let answer = try await exchange("suback \(id)", MQTTEncoding.subscribe(filter, packetID: id, allocator: channel.allocator))
         guard case .subscribeAcknowledged(_, let granted) = answer, granted.first.map({ $0 < 0x80 }) == true else {
@@ -257,13 +258,13 @@ final class SimMQTTClient: Sendable {
     }
 
     /// Publishes with QoS 1; the broker's PUBACK is not waited for.
-    func publish(topic: String, payload: Data) {
+    public func publish(topic: String, payload: Data) {
         channel.writeAndFlush(MQTTEncoding.publish(topic: topic, payload: payload, packetID: packetID(), allocator: channel.allocator), promise: nil)
     }
 
-    var isActive: Bool { channel.isActive }
+    public var isActive: Bool { channel.isActive }
 
-    func close() async {
+    public func close() async {
         var disconnect = channel.allocator.buffer(capacity: 2)
         disconnect.writeBytes([0xE0, 0x00])
         try? await channel.writeAndFlush(disconnect)

@@ -6,58 +6,7 @@ import Spool
 import Testing
 import TestSupport
 
-/// A simulator, and a state directory onboarded to it through `agrigps onboard`.
-struct OnboardedMachine {
-    let simulator: AgrirouterSimulator
-    let directory: String
-    let transport: String
-    var state: String { directory + "/state" }
-
-    /// `gatewayPort` 0 takes a free one.
-    /// `outboxLifetime` shortens how long the local agrirouter keeps answers (give the daemon the same).
-    static func make(gatewayPort: Int = 0, transport: String = "rest", outboxLifetime: Double? = nil) async throws -> OnboardedMachine {
-        var configuration = SimConfiguration(tans: ["TANA123456": "Tractor"])
-        configuration.mqtt = transport == "mqtt"
-        if let outboxLifetime { configuration.outboxLifetime = outboxLifetime }
-        let simulator = try await AgrirouterSimulator.start(configuration, gatewayPort: gatewayPort)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-run-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        let machine = OnboardedMachine(simulator: simulator, directory: directory, transport: transport)
-        let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", "TANA123456", "--env", "local", "--onboarding-url", simulator.onboardingURL,
-                                                      "--ca-file", directory + "/ca.pem", "--state-dir", machine.state,
-                                                      "--application-id", "app", "--certification-version-id", "v", "--transport", transport])
-        try #require(onboarded.code == 0, "\(onboarded.stderr)")
-        return machine
-    }
-
-    func close() async {
-        await simulator.shutdown()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
-    var endpointID: String {
-        get throws {
-            let data = try Data(contentsOf: URL(fileURLWithPath: state + "/endpoint.json"))
-            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
-            return ((object?["response"] as? [String: Any])?["deviceAlternateId"] as? String) ?? ""
-        }
-    }
-
-    /// Every GPSEntry the simulator received from this machine, in order of arrival.
-    func received() async throws -> [GPSEntry] {
-        try await simulator.sentMessages(endpoint: try endpointID)
-            .filter { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
-            .flatMap { try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $0.payload).gpsEntries }
-    }
-
-    /// Every TimeLog `Time` the simulator received from this machine, in order of arrival.
-    func receivedTimes() async throws -> [Efdi_Time] {
-        try await simulator.sentMessages(endpoint: try endpointID)
-            .filter { $0.envelope.technicalMessageType == TechnicalMessageType.timeLog }
-            .flatMap { try Efdi_TimeLog(serializedBytes: $0.payload).time }
-    }
-
+extension OnboardedMachine {
     func spoolStatus() async -> SpoolStatus { await Spool(path: state + "/spool.sqlite").status() }
 
     /// Replays ublox-lea-4h with the first gps:info taken and its answers held for `seconds`, and
@@ -90,20 +39,6 @@ struct OnboardedMachine {
         #expect(try await receivedTimes().map(\.positionStart.positionNorth) == expected.map(\.latitude), "and once as TimeLog Times")
         let status = await spoolStatus()
         #expect(status.pending + status.inFlight + status.failed == 0 && status.resent == 0)
-    }
-}
-
-/// What `agrigps replay LOG --json` is expected to print, as the statuses and latitudes agrirouter should get.
-func expectedEntries(_ log: String) throws -> [(status: GPSEntry.PositionStatus, latitude: Double)] {
-    let lines = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("\(log).samples.jsonl").path)
-    let statuses: [String: GPSEntry.PositionStatus] = [
-        "no_fix": .dNoGps, "fix_3d_autonomous": .dGnss, "fix_2d_autonomous": .dGnss, "fix_3d_dgps": .dDgnss,
-        "fix_3d_rtk_fixed": .dRtkFinteger, "fix_3d_rtk_float": .dRtkFloat,
-    ]
-    return try lines.map { line in
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        let state = try #require(object["state"] as? String)
-        return (try #require(statuses[state], "state \(state)"), (object["lat"] as? Double) ?? 0)
     }
 }
 

@@ -1,0 +1,118 @@
+import AgrirouterWire
+import Foundation
+import NIOPosix
+import Testing
+import TestSupport
+
+/// A second endpoint written from DKE's documentation, not from agrigps, reads what `agrigps run`
+/// publishes through the local agrirouter: onboarding as documented, capabilities, subscription,
+/// then the feed (REST: queried page by page; MQTT: pushed), confirm and delete. Every envelope,
+/// header and payload it gets is held to the documentation's rules, and what it reads must be the
+/// replayed log's samples, in order, in both formats.
+@Suite(.serialized, .timeLimit(.minutes(4)))
+struct DocumentedPeerTests {
+    static let subscribed: Set<String> = [TechnicalTypes.gpsInfo, TechnicalTypes.timeLog, TechnicalTypes.deviceDescription]
+    static let log = "telit-he910"
+
+    @Test("an endpoint written from the documentation reads agrigps's positions, every field within the documentation's rules",
+          arguments: ["rest", "mqtt"])
+    func readsWhatAgrigpsPublishes(transport: String) async throws {
+        let machine = try await OnboardedMachine.make(transport: transport, otherTANs: ["TANP000001": "Documented peer"])
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        try await tearingDown({ await machine.close(); try? await group.shutdownGracefully() }) {
+            let push = transport == "mqtt"
+            let peer = try await DocumentedPeer.onboard(url: machine.simulator.onboardingURL, tan: "TANP000001", trusting: machine.simulator.caCertificatePEM,
+                                                        gatewayID: push ? "2" : "3", group: group, subscribed: Self.subscribed)
+            try await Self.announce(peer, push: push)
+
+            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(Self.log), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
+            #expect(run.code == 0, "\(run.stderr.suffix(5))")
+            let expected = try expectedEntries(Self.log)
+
+            let read = push ? try await Self.readPushes(peer, entries: expected.count) : try await Self.readFeed(peer)
+            peer.checkTeamSets()
+            print("documented peer over \(transport): \(read.count) messages (\(Set(read.map(\.header.technicalMessageType)).sorted())), "
+                  + "\(peer.rules.messages.count) checked, \(expected.count) samples expected, \(peer.rules.violations.count) rules broken")
+            #expect(peer.rules.violations == [], "\(peer.rules.violations)")
+
+            #expect(Set(read.map(\.header.senderID)) == [try machine.endpointID])
+            let inOrder = read.sorted { $0.header.sequenceNumber < $1.header.sequenceNumber }
+            let entries = try inOrder.filter { $0.header.technicalMessageType == TechnicalTypes.gpsInfo }
+                .flatMap { try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $0.content.value).gpsEntries }
+            #expect(entries.map(\.positionStatus.rawValue) == expected.map(\.status.rawValue))
+            #expect(entries.map(\.positionNorth) == expected.map(\.latitude))
+            let times = try inOrder.filter { $0.header.technicalMessageType == TechnicalTypes.timeLog }
+                .flatMap { try Efdi_TimeLog(serializedBytes: $0.content.value).time }
+            #expect(times.map(\.positionStart.positionStatus.rawValue) == expected.map(\.status.rawValue))
+            #expect(times.map(\.positionStart.positionNorth) == expected.map(\.latitude))
+            #expect(read.contains { $0.header.technicalMessageType == TechnicalTypes.deviceDescription })
+            // Everything was confirmed or deleted: the feed is empty.
+            #expect(try await peer.queryFeed(since: peer.rules.since).isEmpty)
+            await peer.close()
+        }
+    }
+
+    /// Capabilities first (commands/endpoint.adoc): the three types received, push on for MQTT; 201.
+    /// Then the subscription to all three in one message (it replaces the previous one).
+    static func announce(_ peer: DocumentedPeer, push: Bool) async throws {
+        var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
+        specification.capabilities = subscribed.sorted().map { type in
+            var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
+            capability.technicalMessageType = type
+            capability.direction = .receive
+            return capability
+        }
+        specification.appCertificationID = "documented-peer-app"
+        specification.appCertificationVersionID = "documented-peer-version"
+        specification.enablePushNotifications = push ? .enabled : .disabled
+        _ = try await peer.command(TechnicalTypes.capabilities, specification, expecting: [.ack, .ackWithMessages], codes: [201])
+
+        var subscription = Agrirouter_Request_Payload_Endpoint_Subscription()
+        subscription.technicalMessageTypes = subscribed.sorted().map { type in
+            var item = Agrirouter_Request_Payload_Endpoint_Subscription.MessageTypeSubscriptionItem()
+            item.technicalMessageType = type
+            item.position = type == TechnicalTypes.timeLog
+            return item
+        }
+        // The SDKs' tests accept 200, 201 or 204 for a subscription.
+        _ = try await peer.command(TechnicalTypes.subscription, subscription, expecting: [.ack, .ackWithMessages], codes: [200, 201, 204])
+    }
+
+    /// REST: page by page; each page's descriptions deleted once read, the rest confirmed.
+    static func readFeed(_ peer: DocumentedPeer) async throws -> [FeedMessage] {
+        var read: [FeedMessage] = []
+        for _ in 0..<200 {
+            let page = try await peer.queryFeed(since: peer.rules.since)
+            if page.isEmpty { break }
+            try await settle(page, peer)
+            read += page
+        }
+        return read
+    }
+
+    /// MQTT: pushes until the log's samples are all in, then the same settling.
+    static func readPushes(_ peer: DocumentedPeer, entries: Int) async throws -> [FeedMessage] {
+        let deadline = Date().addingTimeInterval(30)
+        var pushed: [FeedMessage] = []
+        while Date() < deadline {
+            pushed = try await peer.pushedSoFar()
+            let gps = pushed.filter { $0.header.technicalMessageType == TechnicalTypes.gpsInfo }
+                .reduce(0) { $0 + ((try? Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $1.content.value).gpsEntries.count) ?? 0) }
+            let times = pushed.filter { $0.header.technicalMessageType == TechnicalTypes.timeLog }
+                .reduce(0) { $0 + ((try? Efdi_TimeLog(serializedBytes: $1.content.value).time.count) ?? 0) }
+            if gps >= entries, times >= entries { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        for start in stride(from: 0, to: pushed.count, by: 25) {
+            try await settle(Array(pushed[start..<min(start + 25, pushed.count)]), peer)
+        }
+        return pushed
+    }
+
+    static func settle(_ messages: [FeedMessage], _ peer: DocumentedPeer) async throws {
+        let descriptions = messages.filter { $0.header.technicalMessageType == TechnicalTypes.deviceDescription }.map(\.header.messageID)
+        let others = messages.map(\.header.messageID).filter { !descriptions.contains($0) }
+        if !descriptions.isEmpty { try await peer.delete(descriptions) }
+        if !others.isEmpty { try await peer.confirm(others) }
+    }
+}

@@ -1,0 +1,73 @@
+import AgrirouterSim
+import AgrirouterWire
+import Foundation
+import Testing
+
+/// A simulator, and a state directory onboarded to it through `agrigps onboard`.
+public struct OnboardedMachine: Sendable {
+    public let simulator: AgrirouterSimulator
+    public let directory: String
+    public let transport: String
+    public var state: String { directory + "/state" }
+
+    /// `gatewayPort` 0 takes a free one.
+    /// `outboxLifetime` shortens how long the local agrirouter keeps answers (give the daemon the same).
+    /// `otherTANs` are registration codes for other endpoints of the same account, by TAN, with their names.
+    public static func make(gatewayPort: Int = 0, transport: String = "rest", outboxLifetime: Double? = nil,
+                            otherTANs: [String: String] = [:]) async throws -> OnboardedMachine {
+        var configuration = SimConfiguration(tans: otherTANs.merging(["TANA123456": "Tractor"]) { $1 })
+        configuration.mqtt = transport == "mqtt"
+        if let outboxLifetime { configuration.outboxLifetime = outboxLifetime }
+        let simulator = try await AgrirouterSimulator.start(configuration, gatewayPort: gatewayPort)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-run-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let machine = OnboardedMachine(simulator: simulator, directory: directory, transport: transport)
+        let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", "TANA123456", "--env", "local", "--onboarding-url", simulator.onboardingURL,
+                                                      "--ca-file", directory + "/ca.pem", "--state-dir", machine.state,
+                                                      "--application-id", "app", "--certification-version-id", "v", "--transport", transport])
+        try #require(onboarded.code == 0, "\(onboarded.stderr)")
+        return machine
+    }
+
+    public func close() async {
+        await simulator.shutdown()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    public var endpointID: String {
+        get throws {
+            let data = try Data(contentsOf: URL(fileURLWithPath: state + "/endpoint.json"))
+            let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+            return ((object?["response"] as? [String: Any])?["deviceAlternateId"] as? String) ?? ""
+        }
+    }
+
+    /// Every GPSEntry the simulator received from this machine, in order of arrival.
+    public func received() async throws -> [GPSEntry] {
+        try await simulator.sentMessages(endpoint: try endpointID)
+            .filter { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
+            .flatMap { try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $0.payload).gpsEntries }
+    }
+
+    /// Every TimeLog `Time` the simulator received from this machine, in order of arrival.
+    public func receivedTimes() async throws -> [Efdi_Time] {
+        try await simulator.sentMessages(endpoint: try endpointID)
+            .filter { $0.envelope.technicalMessageType == TechnicalMessageType.timeLog }
+            .flatMap { try Efdi_TimeLog(serializedBytes: $0.payload).time }
+    }
+}
+
+/// What `agrigps replay LOG --json` is expected to print, as the statuses and latitudes agrirouter should get.
+public func expectedEntries(_ log: String) throws -> [(status: GPSEntry.PositionStatus, latitude: Double)] {
+    let lines = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("\(log).samples.jsonl").path)
+    let statuses: [String: GPSEntry.PositionStatus] = [
+        "no_fix": .dNoGps, "fix_3d_autonomous": .dGnss, "fix_2d_autonomous": .dGnss, "fix_3d_dgps": .dDgnss,
+        "fix_3d_rtk_fixed": .dRtkFinteger, "fix_3d_rtk_float": .dRtkFloat,
+    ]
+    return try lines.map { line in
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let state = try #require(object["state"] as? String)
+        return (try #require(statuses[state], "state \(state)"), (object["lat"] as? Double) ?? 0)
+    }
+}
