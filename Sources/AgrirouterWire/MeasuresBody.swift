@@ -30,3 +30,25 @@ public struct MeasuresBody: Codable, Sendable, Equatable {
         }
     }
 }
+
+extension MeasuresBody.Measure {
+    /// Reads the object form the SDKs send, or the array form `[message, timestamp]` that the
+    /// interface documentation's "JSON setup" (integration/build-message.adoc), its Postman
+    /// collection and DKE's C++ SDK send. A timestamp may come as a string or a number.
+    public init(from decoder: any Decoder) throws {
+        if var array = try? decoder.unkeyedContainer() {
+            let message = try array.decode(String.self)
+            self.init(message: message, timestamp: try Self.timestamp { try array.decode($0) })
+            return
+        }
+        let object = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(message: try object.decode(String.self, forKey: .message),
+                  timestamp: try Self.timestamp { try object.decode($0, forKey: .timestamp) })
+    }
+
+    private static func timestamp(_ decode: (any Decodable.Type) throws -> any Decodable) throws -> String {
+        if let text = try? decode(String.self) as? String { return text }
+        if let whole = try? decode(Int64.self) as? Int64 { return String(whole) }
+        return String(try decode(Double.self) as? Double ?? 0)
+    }
+}

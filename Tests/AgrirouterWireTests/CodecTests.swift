@@ -177,6 +177,18 @@ import Testing
         #expect(!String(decoding: json, as: UTF8.self).contains("\\/"))
     }
 
+    @Test("a measures body is read in the SDKs' object form and in the documentation's array form, its timestamp a string or a number")
+    func measuresBodyReadsBothForms() throws {
+        let json = #"{"sensorAlternateId":"s","capabilityAlternateId":"c","measures":[["AAA=","1790000000123"],["BBB=",1790000000],{"message":"CCC=","timestamp":"1790000001"},{"message":"DDD=","timestamp":1790000002.5}]}"#
+        let body = try JSONDecoder().decode(MeasuresBody.self, from: Data(json.utf8))
+        #expect(body.measures.map(\.message) == ["AAA=", "BBB=", "CCC=", "DDD="])
+        #expect(body.measures.map(\.timestamp) == ["1790000000123", "1790000000", "1790000001", "1790000002.5"])
+        for broken in [#"[["AAA="]]"#, #"[[1, "1"]]"#, #"[{"message":"AAA="}]"#, #"["AAA="]"#] {
+            let text = #"{"sensorAlternateId":"s","capabilityAlternateId":"c","measures":"# + broken + "}"
+            #expect(throws: DecodingError.self, "\(broken)") { try JSONDecoder().decode(MeasuresBody.self, from: Data(text.utf8)) }
+        }
+    }
+
     @Test func outboxListParsesTheCommandsAnswer() throws {
         #expect(try OutboxItem.list(from: Data("[]".utf8)).isEmpty)
         let json = #"[{"sensorAlternateId":"s","capabilityAlternateId":"c","command":{"message":"AAA="}}]"#

@@ -46,16 +46,17 @@ final class DocumentedPeer {
 
     // MARK: Sending (integration/build-message.adoc)
 
-    /// Sends one command in mode DIRECT without recipients, as every `dke:*` command goes; its
-    /// application message id.
+    /// Sends one message, by default in mode DIRECT without recipients, as every `dke:*` command goes;
+    /// its application message id.
     @discardableResult
-    func send(_ technicalMessageType: String, _ payload: (any SwiftProtobuf.Message)?) async throws -> String {
+    func send(_ technicalMessageType: String, _ payload: (any SwiftProtobuf.Message)?,
+              mode: Agrirouter_Request_RequestEnvelope.Mode = .direct) async throws -> String {
         sequenceNumber += 1
         var envelope = Agrirouter_Request_RequestEnvelope()
         envelope.applicationMessageID = UUID().uuidString.lowercased()
         envelope.applicationMessageSeqNo = sequenceNumber
         envelope.technicalMessageType = technicalMessageType
-        envelope.mode = .direct
+        envelope.mode = mode
         envelope.timestamp = Google_Protobuf_Timestamp(date: Date())
         var wrapper = Agrirouter_Request_RequestPayloadWrapper()
         if let payload {
@@ -65,8 +66,9 @@ final class DocumentedPeer {
         let framed = Self.delimited([try envelope.serializedData(), try wrapper.serializedData()])
         let body: [String: Any] = [
             "sensorAlternateId": onboarding.sensorAlternateID, "capabilityAlternateId": onboarding.capabilityAlternateID,
-            // The object form the SDKs send, with the time of recording in epoch seconds.
-            "measures": [["message": framed.base64EncodedString(), "timestamp": String(Int(Date().timeIntervalSince1970))]],
+            // The documentation's form ("JSON setup"): an array of [message, timestamp], the time of
+            // recording in milliseconds, as the protobuf variant's example gives it.
+            "measures": [[framed.base64EncodedString(), String(Int(Date().timeIntervalSince1970 * 1000))]],
         ]
         sent.insert(envelope.applicationMessageID)
         try await transport.send(try JSONSerialization.data(withJSONObject: body))
@@ -169,9 +171,10 @@ final class DocumentedPeer {
     }
 
     /// Sends a command and returns its answer, checked for the code and type the docs give.
-    func command(_ technicalMessageType: String, _ payload: (any SwiftProtobuf.Message)?, expecting types: Set<BodyType>,
-                 codes: Set<Int32>) async throws -> OutboxItem {
-        let answer = try await answer(to: try await send(technicalMessageType, payload))
+    @discardableResult
+    func command(_ technicalMessageType: String, _ payload: (any SwiftProtobuf.Message)?, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
+                 expecting types: Set<BodyType>, codes: Set<Int32>) async throws -> OutboxItem {
+        let answer = try await answer(to: try await send(technicalMessageType, payload, mode: mode))
         if !types.contains(answer.envelope.type) || !codes.contains(answer.envelope.responseCode) {
             let text = (try? Agrirouter_Commons_Messages(serializedBytes: answer.details.value))?.messages.map(\.message) ?? []
             rules.broken("\(technicalMessageType): answered \(answer.envelope.type) \(answer.envelope.responseCode) \(text), expected \(types) \(codes)")

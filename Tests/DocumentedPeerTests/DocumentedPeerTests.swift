@@ -1,6 +1,7 @@
 import AgrirouterWire
 import Foundation
 import NIOPosix
+import SwiftProtobuf
 import Testing
 import TestSupport
 
@@ -9,7 +10,7 @@ import TestSupport
 /// then the feed (REST: queried page by page; MQTT: pushed), confirm and delete. Every envelope,
 /// header and payload it gets is held to the documentation's rules, and what it reads must be the
 /// replayed log's samples, in order, in both formats.
-@Suite(.serialized, .timeLimit(.minutes(4)))
+@Suite(.serialized, .timeLimit(.minutes(5)))
 struct DocumentedPeerTests {
     static let subscribed: Set<String> = [TechnicalTypes.gpsInfo, TechnicalTypes.timeLog, TechnicalTypes.deviceDescription]
     static let log = "telit-he910"
@@ -52,14 +53,56 @@ struct DocumentedPeerTests {
         }
     }
 
+    @Test("agrigps reads what an endpoint written from the documentation publishes, sent in the documentation's JSON form",
+          arguments: ["rest", "mqtt"])
+    func agrigpsReadsThePeer(transport: String) async throws {
+        let machine = try await OnboardedMachine.make(transport: transport, otherTANs: ["TANP000001": "Documented peer"])
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        try await tearingDown({ await machine.close(); try? await group.shutdownGracefully() }) {
+            func run() async throws {
+                let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
+                #expect(run.code == 0, "\(run.stderr.suffix(5))")
+            }
+            try await run()  // agrigps announces itself and subscribes
+            let peer = try await DocumentedPeer.onboard(url: machine.simulator.onboardingURL, tan: "TANP000001", trusting: machine.simulator.caCertificatePEM,
+                                                        gatewayID: transport == "mqtt" ? "2" : "3", group: group, subscribed: [TechnicalTypes.gpsInfo])
+            try await Self.announce(peer, types: [TechnicalTypes.gpsInfo], direction: .sendReceive, push: transport == "mqtt")
+
+            // Two positions, the later one RTK fixed: a GPSList as tmt/gps.adoc describes it, published.
+            var list = Agrirouter_Technicalmessagetype_GPSList()
+            list.gpsEntries = [(52.005, 8.008, 3.0, Agrirouter_Technicalmessagetype_GPSList.GPSEntry.PositionStatus.dGnss),
+                               (52.0061, 8.0092, 1.0, .dRtkFinteger)].map { latitude, longitude, ago, status in
+                var entry = Agrirouter_Technicalmessagetype_GPSList.GPSEntry()
+                (entry.positionNorth, entry.positionEast, entry.positionUp, entry.positionStatus) = (latitude, longitude, 61_000, status)
+                (entry.pdop, entry.hdop, entry.numberOfSatellites) = (1.4, 0.8, 14)
+                entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date().addingTimeInterval(-ago))
+                return entry
+            }
+            try await peer.command(TechnicalTypes.gpsInfo, list, mode: .publish, expecting: [.ack], codes: [201])
+
+            try await run()  // its feed catch-up reads the peer's message
+            let others = try await AgrigpsCommand.run(["others", "--json", "--state-dir", machine.state])
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(others.stdout.joined().utf8)) as? [String: Any])
+            let seen = try #require((object["machines"] as? [[String: Any]])?.first, "\(others.stdout)")
+            #expect(seen["name"] as? String == "Documented peer")
+            #expect(seen["latitude"] as? Double == 52.0061 && seen["longitude"] as? Double == 8.0092)
+            #expect(seen["altitude_m"] as? Double == 61 && seen["fix"] as? String == "rtk_fixed", "\(seen)")
+            let tractor = try machine.endpointID
+            #expect(await machine.simulator.feed(endpoint: tractor).isEmpty, "agrigps confirmed the peer's message")
+            #expect(peer.rules.violations == [], "\(peer.rules.violations)")
+            await peer.close()
+        }
+    }
+
     /// Capabilities first (commands/endpoint.adoc): the three types received, push on for MQTT; 201.
     /// Then the subscription to all three in one message (it replaces the previous one).
-    static func announce(_ peer: DocumentedPeer, push: Bool) async throws {
+    static func announce(_ peer: DocumentedPeer, types: Set<String> = subscribed,
+                         direction: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Direction = .receive, push: Bool) async throws {
         var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
-        specification.capabilities = subscribed.sorted().map { type in
+        specification.capabilities = types.sorted().map { type in
             var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
             capability.technicalMessageType = type
-            capability.direction = .receive
+            capability.direction = direction
             return capability
         }
         specification.appCertificationID = "documented-peer-app"
@@ -68,7 +111,7 @@ struct DocumentedPeerTests {
         _ = try await peer.command(TechnicalTypes.capabilities, specification, expecting: [.ack, .ackWithMessages], codes: [201])
 
         var subscription = Agrirouter_Request_Payload_Endpoint_Subscription()
-        subscription.technicalMessageTypes = subscribed.sorted().map { type in
+        subscription.technicalMessageTypes = types.sorted().map { type in
             var item = Agrirouter_Request_Payload_Endpoint_Subscription.MessageTypeSubscriptionItem()
             item.technicalMessageType = type
             item.position = type == TechnicalTypes.timeLog

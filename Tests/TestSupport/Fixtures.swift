@@ -168,3 +168,14 @@ public func eventually(within timeout: Double, _ condition: () -> Bool) async ->
     }
     return condition()
 }
+
+/// The same for a condition that must itself wait (a command run, a question to the local
+/// agrirouter), looked at every 100 ms.
+public func eventually(within timeout: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + .seconds(timeout)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+    return try await condition()
+}
