@@ -160,9 +160,18 @@ public actor OtherMachinesStore {
             recorded.passedOver += 1
             return
         }
+        var stored = false
         for report in reports {
             // Pushes arrive out of order: a report only replaces a newer one's place if it is newer.
             let time = (report.gnssTime ?? message.sentAt ?? receivedAt).timeIntervalSince1970
+            // A fix that came as gps:info before its sender was known to send TimeLogs comes again in
+            // the TimeLog: the same receiver time at the same place is kept once.
+            if report.gnssTime != nil, try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM position WHERE endpoint_id = ? AND report_time = ? AND latitude IS ? AND longitude IS ?
+                """, arguments: [message.senderID, time, report.latitude, report.longitude]) == true {
+                continue
+            }
+            stored = true
             try db.execute(sql: """
                 INSERT INTO position (endpoint_id, message_id, report_time, received_at, status, latitude, longitude, altitude, hdop, pdop, satellites)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -182,7 +191,11 @@ public actor OtherMachinesStore {
                     """, arguments: [id, message.senderID, time])
             }
         }
-        recorded.stored += 1
+        if stored || reports.isEmpty {
+            recorded.stored += 1
+        } else {
+            recorded.passedOver += 1
+        }
     }
 
     private struct Refusal: Error {

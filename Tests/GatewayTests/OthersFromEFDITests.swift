@@ -73,6 +73,20 @@ struct OthersFromEFDITests {
         #expect(try await store.history(of: "only").map(\.latitude) == [50])
     }
 
+    @Test("a fix read from gps:info in an earlier poll than its TimeLog is kept once")
+    func sameFixInBothFormats() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = OtherMachinesStore(path: directory + "/others.sqlite")
+        let t1 = t0.addingTimeInterval(1)
+        let first = try await store.record([gpsInfo(from: "both", [(.dGnss, 48.0, 11, t0)])], ownEndpointID: "me", receivedAt: t0)
+        #expect(first.stored == 1, "nothing says yet that it sends TimeLogs")
+        let second = try await store.record([timeLog(from: "both", [(.dGnss, 48.0, 11, t0), (.dGnss, 48.1, 11, t1)])], ownEndpointID: "me", receivedAt: t1)
+        #expect(second.stored == 1 && second.passedOver == 0)
+        let again = try await store.record([timeLog(from: "both", [(.dGnss, 48.1, 11, t1)])], ownEndpointID: "me", receivedAt: t1)
+        #expect(again.stored == 0 && again.passedOver == 1, "a TimeLog of fixes all known already")
+        #expect(try await store.history(of: "both").map(\.latitude) == [48.0, 48.1])
+    }
+
     @Test("a device description names its machine before the endpoint list does")
     func designators() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
