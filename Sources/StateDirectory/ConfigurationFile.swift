@@ -39,6 +39,7 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// ca_file = "/path/ca.pem"      # the CA that local agrirouter signs with
 /// [publishing]
 /// formats = ["gps_info", "efdi"]   # what positions go out as; both by default
+/// profile = "standard"          # "live": a send cycle every 5 s, not 10, so other machines see this one within seconds (best over MQTT)
 /// [spool]
 /// max_samples = 500000
 /// max_megabytes = 64
@@ -104,6 +105,7 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "agrirouter", name: "onboarding_url", kind: .text),
         Key(section: "agrirouter", name: "ca_file", kind: .text),
         Key(section: "publishing", name: "formats", kind: .choices(["gps_info", "efdi"])),
+        Key(section: "publishing", name: "profile", kind: .choice(["standard", "live"])),
         Key(section: "spool", name: "max_samples", kind: .integer(1000...100_000_000)),
         Key(section: "spool", name: "max_megabytes", kind: .number(1...100_000, unit: "megabytes")),
         Key(section: "spool", name: "max_age_days", kind: .number(1...3650, unit: "days")),
@@ -309,6 +311,13 @@ public struct ConfigurationFile: Sendable, Equatable {
     public var outputs: [SpoolOutput] {
         guard let names = list("publishing", "formats") else { return SpoolOutput.all }
         return SpoolOutput.all.filter { names.contains($0.name) }
+    }
+
+    /// Seconds between send cycles unless [sending] interval or a flag says otherwise: 10, or 5 (the
+    /// least request spacing agrirouter allows in production) with [publishing] profile = "live".
+    /// Over MQTT a cycle's positions reach the other machines' pushes at once, so the cycle is the delay.
+    public var defaultSendInterval: Double {
+        text("publishing", "profile") == "live" ? 5 : 10
     }
 
     /// The time zone of local days: [track] time_zone, else nil (TZ, else the system's).

@@ -53,7 +53,8 @@ struct Run: AsyncParsableCommand {
     var interval: String?
 
     @Option(name: .customLong("send-interval"), parsing: .unconditional,
-            help: ArgumentHelp("Seconds between send cycles without a backlog (5, 10 or 20; default 10).", valueName: "seconds"))
+            help: ArgumentHelp("Seconds between send cycles without a backlog (5, 10 or 20; default 10, 5 with [publishing] profile = \"live\").",
+                               valueName: "seconds"))
     var sendInterval: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Least seconds between two requests; defaults to 10 on QA, 5 in production, 0.2 locally.", valueName: "seconds"))
@@ -213,7 +214,7 @@ struct Run: AsyncParsableCommand {
     private func daemonConfiguration(_ file: ConfigurationFile, environment: String?) throws -> GatewayDaemon.Configuration {
         var configuration = GatewayDaemon.Configuration()
         configuration.samplingInterval = try keyed("--interval", file, fallback: 1)
-        configuration.sendInterval = try keyed("--send-interval", file, fallback: 10)
+        configuration.sendInterval = try keyed("--send-interval", file, fallback: file.defaultSendInterval)
         configuration.feed.safetyQueryInterval = try keyed("--feed-query-interval", file, fallback: 3600)
         configuration.outboxLifetime = try lifetime()
         configuration.heartbeatPath = state.heartbeatPath

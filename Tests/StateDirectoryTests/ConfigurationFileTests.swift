@@ -70,6 +70,16 @@ struct ConfigurationFileTests {
         #expect(try ConfigurationFile.parse("[publishing]\nformats = [ \"efdi\" , \"gps_info\" ]", path: "a").outputs == [.gpsInfo, .efdi])
     }
 
+    @Test("[publishing] profile = \"live\" sends every 5 s unless [sending] interval says otherwise; anything else is refused")
+    func liveProfile() throws {
+        #expect(try ConfigurationFile.parse("", path: "a").defaultSendInterval == 10)
+        #expect(try ConfigurationFile.parse("[publishing]\nprofile = \"standard\"", path: "a").defaultSendInterval == 10)
+        #expect(try ConfigurationFile.parse("[publishing]\nprofile = \"live\"", path: "a").defaultSendInterval == 5)
+        #expect(throws: ConfigurationError(path: "a", key: "[publishing] profile", problem: "must be \"standard\" or \"live\", got \"fast\"")) {
+            try ConfigurationFile.parse("[publishing]\nprofile = \"fast\"", path: "a")
+        }
+    }
+
     @Test("each kind of mistake names the key and what is allowed", arguments: [
         ("[sampling\ninterval = 1", "", "line 1: a section header is [name]"),
         ("[tractor]\nname = \"x\"", "[tractor]", "unknown section; the sections are [agrirouter], [gpsd], [others], [publishing], [sampling], [sending], [spool], [status]"),

@@ -3,6 +3,7 @@ import AgrirouterSim
 import Foundation
 import GPSDReplay
 import Spool
+import StateDirectory
 import Testing
 import TestSupport
 
@@ -194,5 +195,19 @@ struct RunCommandTests {
             let status = await machine.spoolStatus()
             #expect(status.pending > 0 && status.storageFault == nil, "the samples wait for the next start")
         }
+    }
+
+    @Test("[publishing] profile = \"live\" runs a send cycle every 5 s; --send-interval still wins", arguments: [nil, "20"])
+    func liveProfile(sendInterval: String?) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-live-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "[publishing]\nprofile = \"live\"\n".write(toFile: directory + "/agrigps.conf", atomically: true, encoding: .utf8)
+        let port = try ReplayGPSD.freeLoopbackPort()
+        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--config", directory + "/agrigps.conf", "--state-dir", directory + "/state"]
+                                        + (sendInterval.map { ["--send-interval", $0] } ?? []))
+        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+        try await waitForHeartbeat(in: directory + "/state") { $0.sendInterval != nil }
+        #expect(Heartbeat.read(from: directory + "/state/heartbeat.json")?.sendInterval == (sendInterval == nil ? 5 : 20))
     }
 }
