@@ -172,7 +172,7 @@ public actor AgrirouterConnection {
 
     /// Seconds until a request could go out; a caller may wait this long before it gathers what to send.
     public func untilNextTurn() -> Double {
-        max(0, (lastSlot ?? -.infinity) + minimumSpacing - uptime(), (retryAt ?? -.infinity) - uptime())
+        max(untilSpacingAllows(), (retryAt ?? -.infinity) - uptime())
     }
 
     /// Seconds until the spacing lets the next request go, leaving any backoff aside (that is waited

@@ -362,12 +362,25 @@ public actor FeedReader {
         toConfirm += ids.filter { !toConfirm.contains($0) }
     }
 
+    /// The next confirm's ids, taken out of the queue, or nil if none wait.
+    private func takeConfirmBatch() -> [String]? {
+        guard !toConfirm.isEmpty else { return nil }
+        let batch = Array(toConfirm.prefix(configuration.confirmBatch))
+        toConfirm.removeFirst(batch.count)
+        return batch
+    }
+
+    /// A confirm that did not go out: its ids first in line again.
+    private func giveBack(_ request: Request) {
+        if case .confirm(let ids) = request { toConfirm.insert(contentsOf: ids, at: 0) }
+    }
+
     // MARK: - Requests
 
     /// Makes the most urgent request that is due, if any: confirms first (agrirouter re-delivers
     /// what is not confirmed), then names, then feed queries and clean-up. Returns whether it sent one.
-    @discardableResult
     /// Without `confirming`, confirms are left for the publisher's request (`confirmToRideAlong`).
+    @discardableResult
     public func step(now: Date? = nil, confirming: Bool = true) async throws(GatewayError) -> Bool {
         let now = now ?? TrueTime.bestGuess(clock)
         expireUnanswered(now: now)
@@ -383,7 +396,7 @@ public actor FeedReader {
             sent = try await connection.send(request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention),
                                              for: .reader)
         } catch {
-            if case .confirm(let ids) = request { toConfirm.insert(contentsOf: ids, at: 0) }
+            giveBack(request)
             throw error
         }
         switch request {
@@ -400,9 +413,7 @@ public actor FeedReader {
     /// spacing, and a confirm of its own put the next publish off by a whole slot each time another
     /// machine pushed: with two machines sharing over MQTT, a position went out every 10 s, not 5.
     public func confirmToRideAlong(now: Date? = nil) -> AgrirouterConnection.Outgoing? {
-        guard riding == nil, !toConfirm.isEmpty else { return nil }
-        let batch = Array(toConfirm.prefix(configuration.confirmBatch))
-        toConfirm.removeFirst(batch.count)
+        guard riding == nil, let batch = takeConfirmBatch() else { return nil }
         let request = Request.confirm(batch)
         let message = AgrirouterConnection.Outgoing(request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention),
                                                     recipient: .reader)
@@ -417,18 +428,14 @@ public actor FeedReader {
         self.riding = nil
         if sent {
             awaiting[riding.id] = (riding.request, riding.sentAt)
-        } else if case .confirm(let ids) = riding.request {
-            toConfirm.insert(contentsOf: ids, at: 0)
+        } else {
+            giveBack(riding.request)
         }
     }
 
     private func nextRequest(confirming: Bool) -> Request? {
         let inFlight = awaiting.values.map(\.request)
-        if confirming, !toConfirm.isEmpty {
-            let batch = Array(toConfirm.prefix(configuration.confirmBatch))
-            toConfirm.removeFirst(batch.count)
-            return .confirm(batch)
-        }
+        if confirming, let batch = takeConfirmBatch() { return .confirm(batch) }
         if listWanted, !inFlight.contains(where: { if case .listEndpoints = $0 { true } else { false } }) {
             return .listEndpoints
         }
