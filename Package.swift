@@ -54,6 +54,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // NMEA 2000 / ISO 11783 on a CAN bus: candump recordings, fast packets, the GNSS PGNs and
+        // the search for the receiver's source address. No I/O.
+        .target(name: "NMEA2000", dependencies: ["GNSS"]),
         // The durable outbox: every sample is committed here first and leaves only when acknowledged.
         .target(
             name: "Spool",
@@ -358,6 +361,7 @@ let package = Package(
                                                      .product(name: "Logging", package: "swift-log"),
                                                      .product(name: "NIOCore", package: "swift-nio"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
+        .testTarget(name: "NMEA2000Tests", dependencies: ["NMEA2000", "GNSS", "TestSupport"]),
         .testTarget(name: "GNSSTests", dependencies: ["Clocks", "GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "FieldsTests", dependencies: ["Fields", "TestSupport"]),
         .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -17,6 +17,9 @@ public enum Fixtures {
 
     public static func log(_ name: String) -> String { nmeaDirectory.appendingPathComponent("\(name).log").path }
 
+    /// Recorded CAN buses (candump), by file name.
+    public static func can(_ name: String) -> String { root.appendingPathComponent("Fixtures/can/\(name)").path }
+
     /// Lines of a text file, split on bytes: "\r\n" is one Character in Swift and would not split.
     public static func lines(of path: String) throws -> [String] {
         let data = try Data(contentsOf: URL(fileURLWithPath: path))

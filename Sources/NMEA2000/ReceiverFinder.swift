@@ -1,0 +1,109 @@
+import GNSS
+
+/// Finds the GNSS receiver on a bus by listening: which source addresses send positions (PGN 129029
+/// or 129025), what each says of its fix, and who made it (the NAME of its address claim). gpsd 3.22
+/// takes the first sender it hears unless given one; this says which to give it.
+public struct ReceiverFinder: Sendable {
+    /// What one source address has been heard sending.
+    public struct Sender: Sendable, Equatable {
+        public var address: UInt8
+        public var frames = 0
+        public var positionData = 0
+        public var positionRapid = 0
+        public var dops = 0
+        public var name: DeviceName?
+        /// The newest 129029, and the newest position of either PGN.
+        public var lastPositionData: GNSSPositionData?
+        public var lastPosition: (latitude: Double, longitude: Double)?
+
+        public static func == (a: Sender, b: Sender) -> Bool {
+            a.address == b.address && a.frames == b.frames && a.positionData == b.positionData && a.positionRapid == b.positionRapid
+                && a.dops == b.dops && a.name == b.name && a.lastPositionData == b.lastPositionData
+        }
+
+        public var sendsPositions: Bool { positionData + positionRapid > 0 }
+
+        /// Missing PGNs a user must know of: without 129029 there is no fix quality, without 129539
+        /// gpsd reports no fix mode at all.
+        public var missing: [String] {
+            (positionData == 0 ? ["129029 (fix quality)"] : []) + (dops == 0 ? ["129539 (fix mode)"] : [])
+        }
+
+        /// "2 (Garmin)", or "0x2B" style where no NAME was heard.
+        public var label: String {
+            "\(address)" + (name.map { " (\($0.manufacturer))" } ?? "")
+        }
+    }
+
+    public private(set) var senders: [UInt8: Sender] = [:]
+    public private(set) var frames = 0
+    private var joiner = FastPacketJoiner()
+
+    public init() {}
+
+    public mutating func add(_ frame: CANFrame) {
+        frames += 1
+        var sender = senders[frame.source] ?? Sender(address: frame.source)
+        sender.frames += 1
+        let pgn = frame.pgn
+        let message: [UInt8]? = GNSSPGN.fastPacket.contains(pgn) ? joiner.add(frame) : frame.data
+        switch (pgn, message) {
+        case (GNSSPGN.positionData, let bytes?):
+            if let data = GNSSPositionData(bytes) {
+                sender.positionData += 1
+                sender.lastPositionData = data
+                if let latitude = data.latitude, let longitude = data.longitude { sender.lastPosition = (latitude, longitude) }
+            }
+        case (GNSSPGN.positionRapid, let bytes?):
+            if let rapid = GNSSPositionRapid(bytes) {
+                sender.positionRapid += 1
+                sender.lastPosition = (rapid.latitude, rapid.longitude)
+            }
+        case (GNSSPGN.dops, let bytes?):
+            if GNSSDOPs(bytes) != nil { sender.dops += 1 }
+        case (GNSSPGN.addressClaim, let bytes?):
+            sender.name = DeviceName(bytes)
+        default:
+            break
+        }
+        senders[frame.source] = sender
+    }
+
+    /// Every sender of positions, the chosen first: one that sends 129029 (its fix quality) before
+    /// one that sends only 129025; then the better fix by 129029's method (RTK fixed, RTK float,
+    /// DGNSS, a plain fix, dead reckoning, none); then the one heard most; then the lower address.
+    public var receivers: [Sender] {
+        senders.values.filter(\.sendsPositions).sorted { a, b in
+            let keyA = (a.positionData > 0 ? 0 : 1, Self.rank(a.lastPositionData?.method), -(a.positionData + a.positionRapid), Int(a.address))
+            let keyB = (b.positionData > 0 ? 0 : 1, Self.rank(b.lastPositionData?.method), -(b.positionData + b.positionRapid), Int(b.address))
+            return keyA < keyB
+        }
+    }
+
+    public var chosen: Sender? { receivers.first }
+
+    static func rank(_ method: GNSSPositionData.Method?) -> Int {
+        switch method {
+        case .rtkFixed: return 0
+        case .rtkFloat: return 1
+        case .dgnss, .preciseGNSS: return 2
+        case .gnss: return 3
+        case .deadReckoning: return 4
+        case .manual, .simulated: return 5
+        case .noGNSS, .error, .notAvailable, nil: return 6
+        }
+    }
+
+    /// One line for `status` and the journal: which receiver, why, what else is there.
+    public var summary: String {
+        guard let chosen else {
+            let heard = senders.keys.sorted().map(String.init).joined(separator: ", ")
+            return frames == 0 ? "no frames on the bus" : "no GNSS receiver: \(frames) frames from addresses \(heard), none with a position (PGN 129029 or 129025)"
+        }
+        var line = "GNSS receiver at address \(chosen.label)"
+        if !chosen.missing.isEmpty { line += "; it sends no " + chosen.missing.joined(separator: " and no ") }
+        let others = receivers.dropFirst().map(\.label)
+        if !others.isEmpty { line += "; also sending positions: \(others.joined(separator: ", ")), not read" }
+        return line
+    }
+}
