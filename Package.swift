@@ -57,6 +57,10 @@ let package = Package(
         // NMEA 2000 / ISO 11783 on a CAN bus: candump recordings, fast packets, the GNSS PGNs and
         // the search for the receiver's source address. No I/O.
         .target(name: "NMEA2000", dependencies: ["GNSS"]),
+        // Linux's SocketCAN headers, for a raw CAN socket.
+        .systemLibrary(name: "CSocketCAN", path: "Sources/CSocketCAN"),
+        // A CAN interface read through a raw SocketCAN socket, never written to.
+        .target(name: "CANBus", dependencies: ["NMEA2000", "CSocketCAN", "BlockingWork"]),
         // The durable outbox: every sample is committed here first and leaves only when acknowledged.
         .target(
             name: "Spool",
@@ -287,6 +291,8 @@ let package = Package(
             name: "agrigps",
             dependencies: [
                 "Clocks",
+                "NMEA2000",
+                "CANBus",
                 "Bounds",
                 "GNSS",
                 "GPSDReplay",

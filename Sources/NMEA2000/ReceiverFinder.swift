@@ -98,7 +98,8 @@ public struct ReceiverFinder: Sendable {
     public var summary: String {
         guard let chosen else {
             let heard = senders.keys.sorted().map(String.init).joined(separator: ", ")
-            return frames == 0 ? "no frames on the bus" : "no GNSS receiver: \(frames) frames from addresses \(heard), none with a position (PGN 129029 or 129025)"
+            let counted = frames == 1 ? "1 frame from address" : "\(frames) frames from addresses"
+            return frames == 0 ? "no frames on the bus" : "no GNSS receiver: \(counted) \(heard), none with a position (PGN 129029 or 129025)"
         }
         var line = "GNSS receiver at address \(chosen.label)"
         if !chosen.missing.isEmpty { line += "; it sends no " + chosen.missing.joined(separator: " and no ") }

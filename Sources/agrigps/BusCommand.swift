@@ -1,0 +1,161 @@
+import ArgumentParser
+import CANBus
+import CommandSupport
+import Foundation
+import NMEA2000
+
+struct Bus: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Listen to a CAN bus (NMEA 2000 / ISOBUS) and say which sender is the GNSS receiver.",
+        discussion: """
+            Reads the interface for a few seconds, or a recording made with candump -l, and lists \
+            every sender of positions (PGN 129029 or 129025) with what it sends, its maker where its \
+            address claim names it, and which one agrigps would read. Nothing is sent on the bus.
+
+            gpsd reads an NMEA 2000 receiver as nmea2000://IFACE:ADDRESS. Without the address it \
+            takes the first sender it hears, rarely the receiver on a tractor's bus. A receiver that \
+            sends no 129539 has no fix mode in gpsd 3.22, and one that sends no 129029 has no fix \
+            quality; both are said.
+
+            Exit status: 0 with a receiver found, 1 without, 69 when the interface cannot be read.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The CAN interface, such as can0.", valueName: "interface"))
+    var interface: String?
+
+    @Option(help: ArgumentHelp("Read a candump recording (candump -l, or the older <0xID> [n] form) instead.", valueName: "log"))
+    var file: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to listen (1 to 60, default 5).", valueName: "seconds"))
+    var seconds: String?
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    func validate() throws {
+        guard (interface == nil) != (file == nil) else { throw ValidationError("give a CAN interface or --file LOG, one of them") }
+        if let interface {
+            do { try SocketCANReader.checkName(interface) } catch { throw ValidationError(error.description) }
+        }
+        _ = try listenSeconds()
+    }
+
+    private func listenSeconds() throws -> Double {
+        guard let seconds else { return 5 }
+        guard let value = Double(seconds), value.isFinite, (1...60).contains(value) else {
+            throw ValidationError("--seconds must be a number from 1 to 60, got '\(seconds)'")
+        }
+        return value
+    }
+
+    func run() async throws {
+        let finder: ReceiverFinder
+        var problem: String?
+        if let file {
+            let text: String
+            do {
+                text = try String(contentsOfFile: file, encoding: .utf8)
+            } catch {
+                throw CommandFailure(description: "cannot read \(file): \(error.localizedDescription)", exitCode: 66)
+            }
+            let log = CandumpLog(text: text)
+            if log.unreadableLines > 0 {
+                problem = "\(file): \(log.unreadableLines) line\(log.unreadableLines == 1 ? "" : "s") not read (\(log.firstProblem ?? ""))"
+            }
+            var reading = ReceiverFinder()
+            log.frames.forEach { reading.add($0) }
+            finder = reading
+        } else if let interface {
+            let seconds = try listenSeconds()
+            do throws(CANBusError) {
+                finder = try await BusScan.listen(to: interface, for: seconds)
+            } catch {
+                throw CommandFailure(description: error.description, exitCode: 69)
+            }
+        } else {
+            throw ValidationError("give a CAN interface or --file LOG")
+        }
+        if let problem { Output.warning(problem) }
+        Output.line(json ? try BusReport(finder, interface: interface).json() : BusReport(finder, interface: interface).text)
+        if finder.chosen == nil { throw ExitCode(1) }
+    }
+}
+
+/// What `agrigps bus` prints: the senders of positions, the chosen one first.
+struct BusReport: Encodable {
+    struct Receiver: Encodable {
+        var address: Int
+        var manufacturer: String?
+        var manufacturer_code: Int?
+        var frames: Int
+        var position_data: Int
+        var position_rapid: Int
+        var dops: Int
+        var method: String?
+        var latitude: Double?
+        var longitude: Double?
+        var missing: [String]
+    }
+
+    var interface: String?
+    var frames: Int
+    var senders: [Int]
+    var receivers: [Receiver]
+    var chosen: Int?
+    var source: String?
+    var summary: String
+
+    init(_ finder: ReceiverFinder, interface: String?) {
+        self.interface = interface
+        frames = finder.frames
+        senders = finder.senders.keys.sorted().map(Int.init)
+        receivers = finder.receivers.map { sender in
+            Receiver(address: Int(sender.address), manufacturer: sender.name?.manufacturer, manufacturer_code: sender.name?.manufacturerCode,
+                     frames: sender.frames, position_data: sender.positionData, position_rapid: sender.positionRapid, dops: sender.dops,
+                     method: sender.lastPositionData.map { Self.words($0.method) }, latitude: sender.lastPosition?.latitude,
+                     longitude: sender.lastPosition?.longitude, missing: sender.missing)
+        }
+        chosen = finder.chosen.map { Int($0.address) }
+        if let interface, let chosen { source = "nmea2000://\(interface):\(chosen)" }
+        summary = finder.summary
+    }
+
+    static func words(_ method: GNSSPositionData.Method) -> String {
+        switch method {
+        case .noGNSS: return "no GNSS"
+        case .gnss: return "GNSS fix"
+        case .dgnss: return "DGNSS fix"
+        case .preciseGNSS: return "precise GNSS"
+        case .rtkFixed: return "RTK fixed"
+        case .rtkFloat: return "RTK float"
+        case .deadReckoning: return "dead reckoning"
+        case .manual: return "manual input"
+        case .simulated: return "simulated"
+        case .error: return "error"
+        case .notAvailable: return "not available"
+        }
+    }
+
+    var text: String {
+        var lines = ["\(interface.map { "Bus \($0)" } ?? "Recording"): \(frames) frame\(frames == 1 ? "" : "s") from \(senders.count) sender\(senders.count == 1 ? "" : "s")."]
+        lines.append(summary + ".")
+        for receiver in receivers {
+            var line = "  \(receiver.address)" + (receiver.manufacturer.map { " (\($0))" } ?? "") + ": "
+            line += "129029 ×\(receiver.position_data), 129025 ×\(receiver.position_rapid), 129539 ×\(receiver.dops)"
+            if let method = receiver.method { line += "; last fix: \(method)" }
+            if let latitude = receiver.latitude, let longitude = receiver.longitude {
+                line += String(format: " at %.5f, %.5f", latitude, longitude)
+            }
+            lines.append(line + (receiver.address == chosen ? "  <- read" : ""))
+        }
+        if let source { lines.append("For agrigps and gpsd: \(source)") }
+        return lines.joined(separator: "\n")
+    }
+
+    func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `agrigps bus`: which sender on a CAN bus is the GNSS receiver, from a recording or an interface.
+@Suite(.timeLimit(.minutes(1)))
+struct BusCommandTests {
+    @Test("a recording: the receiver, what it sends, and exit 0; in JSON too")
+    func recording() async throws {
+        let text = try await AgrigpsCommand.run(["bus", "--file", Fixtures.can("candumpSample1.txt")])
+        #expect(text.code == 0, "\(text.stderr)")
+        #expect(text.stdout == ["Recording: 6026 frames from 3 senders.", "GNSS receiver at address 0 (Garmin).",
+                                "  0 (Garmin): 129029 ×97, 129025 ×963, 129539 ×97; last fix: GNSS fix at 42.49677, -71.58366  <- read"])
+        let json = try await AgrigpsCommand.run(["bus", "--file", Fixtures.can("candumpSample3.txt"), "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
+        #expect(object["chosen"] as? Int == 43 && object["senders"] as? [Int] == [0, 43, 116, 172, 204])
+        let receiver = try #require((object["receivers"] as? [[String: Any]])?.first)
+        #expect(receiver["missing"] as? [String] == ["129029 (fix quality)", "129539 (fix mode)"] && receiver["method"] == nil)
+    }
+
+    @Test("nothing to read, or no receiver on it: a clear error and its exit code")
+    func errors() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-bus-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "(1.0) can0 19F51323#000EFFFFFFFFFFFF\nnot a frame\n".write(toFile: directory + "/ais.log", atomically: true, encoding: .utf8)
+        let none = try await AgrigpsCommand.run(["bus", "--file", directory + "/ais.log"])
+        #expect(none.code == 1 && none.stdout.contains("no GNSS receiver: 1 frame from address 35, none with a position (PGN 129029 or 129025)."))
+        #expect(none.stderr.first?.contains("1 line not read (line 2: neither candump -l's") == true, "\(none.stderr)")
+        for (arguments, code, message) in [
+            (["bus", "agrigpsnone0", "--seconds", "1"], Int32(69), "agrigpsnone0"),
+            (["bus"], 64, "give a CAN interface or --file LOG, one of them"),
+            (["bus", "can0", "--file", "x"], 64, "give a CAN interface or --file LOG, one of them"),
+            (["bus", "can 0"], 64, "'can 0' is not a network interface name"),
+            (["bus", "can0", "--seconds", "0"], 64, "--seconds must be a number from 1 to 60, got '0'"),
+            (["bus", "--file", directory + "/missing.log"], 66, "cannot read"),
+        ] {
+            let result = try await AgrigpsCommand.run(arguments)
+            #expect(result.code == code && result.stderr.joined().contains(message), "\(arguments): \(result.code) \(result.stderr)")
+        }
+    }
+}
