@@ -1,0 +1,62 @@
+import Foundation
+import GNSS
+
+/// What the bus adds to gpsd's reports of an NMEA 2000 receiver. gpsd 3.22 reports RTK fixed, RTK
+/// float and precise GNSS as a plain fix, and without PGN 129539 it reports no fix at all (mode 0),
+/// whatever the receiver knows. Listening to the same bus, agrigps keeps the receiver's newest
+/// 129029 and puts its method into each report, or, where gpsd says no fix and the receiver has
+/// one, makes the report from 129029 itself.
+public struct BusOverlay: Sendable {
+    /// The receiver's address, once chosen or given.
+    public private(set) var address: UInt8?
+    public private(set) var finder = ReceiverFinder()
+    private var joiner = FastPacketJoiner()
+    private var latest: (data: GNSSPositionData, at: Double)?
+    /// A 129029 older than this (by when it arrived) says nothing about a report.
+    public static let freshFor = 2.5
+
+    /// `address` as configured (`nmea2000://can0:SA`), else the finder's choice.
+    public init(address: UInt8? = nil) {
+        self.address = address
+    }
+
+    /// Takes one frame, `now` the monotonic time it arrived.
+    public mutating func add(_ frame: CANFrame, now: Double) {
+        finder.add(frame)
+        // Every sender's 129029 is joined: the receiver may be chosen only by the message it completes.
+        guard frame.pgn == GNSSPGN.positionData, let bytes = joiner.add(frame), frame.source == (address ?? finder.chosen?.address),
+              let data = GNSSPositionData(bytes) else { return }
+        latest = (data, now)
+    }
+
+    /// gpsd's STATUS for a 129029 method: what `FixState` reads back as the same quality.
+    static func gpsdStatus(_ method: GNSSPositionData.Method) -> Int {
+        switch method {
+        case .dgnss: return 2
+        case .rtkFixed: return 3
+        case .rtkFloat: return 4
+        case .deadReckoning: return 6
+        case .manual: return 7
+        case .simulated: return 8
+        case .gnss, .preciseGNSS, .noGNSS, .error, .notAvailable: return 1
+        }
+    }
+
+    /// `report` with the bus's word on the fix, if the bus has a fresh one from the receiver.
+    public func apply(to report: PositionReport, now: Double) -> PositionReport {
+        guard let (data, at) = latest, now - at <= Self.freshFor, now >= at, data.quality != nil else { return report }
+        if report.gpsdMode >= 2 {
+            // The same fix: its GNSS time within a second of the report's, where both have one.
+            if let time = report.time, let fixTime = data.time, abs(time.timeIntervalSince1970 - fixTime) > 1 { return report }
+            var adjusted = report
+            adjusted.gpsdStatus = Self.gpsdStatus(data.method)
+            return adjusted
+        }
+        // gpsd says no fix (no 129539 on the bus): the receiver's own position and method.
+        guard let latitude = data.latitude, let longitude = data.longitude else { return report }
+        return PositionReport(time: data.time.map { Date(timeIntervalSince1970: $0) }, gpsdMode: data.altitude == nil ? 2 : 3,
+                              gpsdStatus: Self.gpsdStatus(data.method), latitude: latitude, longitude: longitude,
+                              altitudeHAE: data.altitude, speed: report.speed, track: report.track, hdop: data.hdop, pdop: data.pdop,
+                              satellitesUsed: data.satellites, device: report.device)
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import GNSS
+import NMEA2000
+import Testing
+
+/// gpsd's report of a bus receiver, with what the bus says added: RTK kept, and a fix where gpsd
+/// has no mode for want of 129539.
+@Suite
+struct BusOverlayTests {
+    static let fixTime = Date(timeIntervalSince1970: 1_767_254_401.5)
+
+    static func overlay(method: UInt8, from source: UInt8 = 7, address: UInt8? = nil, at now: Double = 100) -> BusOverlay {
+        var overlay = BusOverlay(address: address)
+        BuiltFramesTests.positionData(method: method, from: source).forEach { overlay.add($0, now: now) }
+        return overlay
+    }
+
+    @Test("gpsd's plain fix becomes the bus's RTK fixed, RTK float or DGNSS", arguments: [(UInt8(4), FixQuality.rtkFixed), (5, .rtkFloat), (2, .dgps), (1, .autonomous)])
+    func quality(method: UInt8, quality: FixQuality) {
+        let report = PositionReport(time: Self.fixTime, gpsdMode: 3, latitude: 52.5, longitude: 13.25, device: "nmea2000://can0:7")
+        #expect(Self.overlay(method: method).apply(to: report, now: 100.5).fixState == .fix(.threeD, quality))
+    }
+
+    @Test("where gpsd says no fix for want of 129539, the receiver's own fix from 129029")
+    func withoutDOPs() {
+        let report = PositionReport(gpsdMode: 0, device: "nmea2000://can0:7")
+        let adjusted = Self.overlay(method: 5).apply(to: report, now: 101)
+        #expect(adjusted.fixState == .fix(.threeD, .rtkFloat))
+        #expect(adjusted.latitude == 52.5 && adjusted.longitude == 13.25 && adjusted.altitudeHAE == 61 && adjusted.time == Self.fixTime)
+        #expect(adjusted.hdop == 0.8 && adjusted.satellitesUsed == 14 && adjusted.device == "nmea2000://can0:7")
+    }
+
+    @Test("left as gpsd said: a stale 129029, another fix's time, a bus without a fix, another sender than the one given")
+    func untouched() {
+        let report = PositionReport(time: Self.fixTime, gpsdMode: 3, latitude: 52.5, longitude: 13.25)
+        #expect(Self.overlay(method: 4).apply(to: report, now: 103).fixState == .fix(.threeD, .autonomous), "2.5 s old")
+        let later = PositionReport(time: Self.fixTime.addingTimeInterval(5), gpsdMode: 3, latitude: 52.5, longitude: 13.25)
+        #expect(Self.overlay(method: 4).apply(to: later, now: 100).fixState == .fix(.threeD, .autonomous), "another fix")
+        #expect(Self.overlay(method: 0).apply(to: PositionReport(gpsdMode: 0), now: 100).fixState == .noFix)
+        #expect(Self.overlay(method: 4, from: 7, address: 9).apply(to: report, now: 100).fixState == .fix(.threeD, .autonomous))
+    }
+
+    @Test("without an address given, the receiver the finder chose is read")
+    func chosen() {
+        var overlay = BusOverlay()
+        BuiltFramesTests.positionData(method: 1, from: 3).forEach { overlay.add($0, now: 100) }
+        BuiltFramesTests.positionData(method: 4, from: 28).forEach { overlay.add($0, now: 100) }
+        #expect(overlay.finder.chosen?.address == 28)
+        let report = PositionReport(time: Self.fixTime, gpsdMode: 3, latitude: 52.5, longitude: 13.25)
+        #expect(overlay.apply(to: report, now: 100).fixState == .fix(.threeD, .rtkFixed))
+    }
+}
