@@ -12,23 +12,11 @@ public enum BusScan {
         let reader = try SocketCANReader(interface: interface)
         return try await onOwnThread { () throws(CANBusError) -> ReceiverFinder in
             var finder = ReceiverFinder()
-            let end = monotonicSeconds() + seconds
-            while monotonicSeconds() < end {
-                if let frame = try reader.read(now: wallSeconds) { finder.add(frame) }
+            let end = BusWatcher.monotonic() + seconds
+            while BusWatcher.monotonic() < end {
+                if let frame = try reader.read(now: BusWatcher.wallSeconds) { finder.add(frame) }
             }
             return finder
         }
-    }
-
-    static func monotonicSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
-
-    static func wallSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 }

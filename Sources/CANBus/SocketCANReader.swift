@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CSocketCAN
+import GNSS
 import NMEA2000
 
 /// Why a CAN interface cannot be read, each saying what to look at.
@@ -41,9 +42,7 @@ public final class SocketCANReader: @unchecked Sendable {
 
     /// A Linux interface name: IFNAMSIZ is 16 with its NUL.
     public static func checkName(_ name: String) throws(CANBusError) {
-        guard (1...15).contains(name.utf8.count),
-              name.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || [0x2D, 0x5F, 0x2E].contains($0) })
-        else { throw .badName(name) }
+        guard ReceiverSource.isInterfaceName(name) else { throw .badName(name) }
     }
 
     public init(interface: String) throws(CANBusError) {

@@ -20,6 +20,9 @@ public struct GPSDSource: Sendable {
         public var reconnects: Bool = true
         /// End the stream once a device is removed: a replayed log is over.
         public var finishWhenDeviceRemoved: Bool = false
+        /// What another source knows about the same receiver, put into each report before it is
+        /// sampled (a CAN receiver's fix method, which gpsd 3.22 drops). Runs on the reader thread.
+        public var adjust: (@Sendable (PositionReport) -> PositionReport)?
 
         public init(address: GPSDAddress) {
             self.address = address
@@ -161,7 +164,7 @@ private struct SourceReader<Sink: SourceSink>: Sendable {
             case .report(let report):
                 lastReport = uptime()
                 silenceReported = false
-                sink.take(.report(report))
+                sink.take(.report(configuration.adjust?(report) ?? report))
             case .devices(let paths):
                 sink.take(.devices(paths))
             case .device(let path, true):

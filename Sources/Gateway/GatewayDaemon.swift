@@ -20,6 +20,8 @@ public struct GatewayDaemon: Sendable {
         public var samplingInterval: Double = 1
         /// Seconds between send cycles when there is no backlog (5, 10 or 20 are usual).
         public var sendInterval: Double = 10
+        /// With a receiver on a CAN bus: what the bus shows, for the heartbeat (and `agrigps status`).
+        public var receiverBus: (@Sendable () -> String?)?
         /// Seconds between attempts of the endpoint set-up while agrirouter cannot be reached.
         public var setupRetry: Double = 30
         /// Re-send capabilities and subscription this often, as agrirouter recommends.
@@ -184,7 +186,8 @@ public struct GatewayDaemon: Sendable {
         let counter = Counter()
         let trackFailing = Flag()
         let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, environment: configuration.environment, clock: configuration.clock,
-                                                                                     sendInterval: configuration.sendInterval) }
+                                                                                     sendInterval: configuration.sendInterval,
+                                                                                     receiverBus: configuration.receiverBus) }
         await heartbeat?.certificate(notAfter: configuration.certificateNotAfter)
         await checkForLostRows(heartbeat)
         await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))

@@ -33,10 +33,14 @@ actor HeartbeatWriter {
     let previous: Heartbeat?
     /// The daemon's best known UTC, whose difference from the system clock each write records.
     private let clock: TrueTime?
+    /// What the CAN bus shows, asked at each write.
+    private let receiverBus: (@Sendable () -> String?)?
 
-    init(path: String, environment: String?, clock: TrueTime? = nil, sendInterval: Double? = nil, minimumGap: Double = 10) {
+    init(path: String, environment: String?, clock: TrueTime? = nil, sendInterval: Double? = nil, minimumGap: Double = 10,
+         receiverBus: (@Sendable () -> String?)? = nil) {
         self.path = path
         self.clock = clock
+        self.receiverBus = receiverBus
         self.minimumGap = minimumGap
         var heartbeat = Heartbeat(onboarded: environment != nil)
         heartbeat.environment = environment
@@ -151,6 +155,7 @@ actor HeartbeatWriter {
         heartbeat.updatedAt = now
         heartbeat.quietSeconds = max(0, uptime() - (acknowledgedUptime ?? startedUptime))
         heartbeat.systemClockError = clock?.systemClockError()
+        heartbeat.receiverBus = receiverBus?()
         do {
             try heartbeat.write(to: path)
             failure = nil

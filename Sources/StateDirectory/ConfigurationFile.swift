@@ -26,6 +26,8 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// ```toml
 /// [gpsd]
 /// address = "127.0.0.1:2947"
+/// [gnss]
+/// source = "gpsd"              # or "nmea2000://can0[:ADDRESS]": a receiver on the CAN bus, read by gpsd and listened to beside it
 /// [sampling]
 /// interval = 1                 # seconds
 /// [sending]
@@ -85,6 +87,8 @@ public struct ConfigurationFile: Sendable, Equatable {
         case address
         /// A name from the tz database ("Europe/Berlin", "UTC").
         case timeZone
+        /// Where the receiver is: "gpsd" or "nmea2000://IFACE[:ADDRESS]" (`ReceiverSource`).
+        case receiverSource
     }
 
     struct Key: Sendable {
@@ -95,6 +99,7 @@ public struct ConfigurationFile: Sendable, Equatable {
 
     static let keys: [Key] = [
         Key(section: "gpsd", name: "address", kind: .address),
+        Key(section: "gnss", name: "source", kind: .receiverSource),
         Key(section: "sampling", name: "interval", kind: .number(0.1...3600, unit: "seconds")),
         // Below the request spacing it only means "as often as the spacing allows" (tests use that).
         Key(section: "sending", name: "interval", kind: .number(0.1...3600, unit: "seconds")),
@@ -248,6 +253,14 @@ public struct ConfigurationFile: Sendable, Equatable {
                 throw refuse("a time zone name from the tz database, such as \"Europe/Berlin\" or \"UTC\"")
             }
             return .text(text)
+        case .receiverSource:
+            guard let text else { throw refuse("text in quotes") }
+            do {
+                _ = try ReceiverSource(parsing: text)
+            } catch {
+                throw error.description == ReceiverSource.expected ? refuse(ReceiverSource.expected) : Refusal(problem: "\(error.description), got \(shown)")
+            }
+            return .text(text)
         }
     }
 
@@ -318,6 +331,11 @@ public struct ConfigurationFile: Sendable, Equatable {
     /// Over MQTT a cycle's positions reach the other machines' pushes at once, so the cycle is the delay.
     public var defaultSendInterval: Double {
         text("publishing", "profile") == "live" ? 5 : 10
+    }
+
+    /// Where the receiver is: [gnss] source, gpsd's devices by default. Checked when the file was read.
+    public var receiverSource: ReceiverSource {
+        text("gnss", "source").flatMap { try? ReceiverSource(parsing: $0) } ?? .gpsd
     }
 
     /// The time zone of local days: [track] time_zone, else nil (TZ, else the system's).

@@ -92,6 +92,9 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     /// Seconds between the daemon's send cycles, as configured: readers judge by it how long a
     /// position may wait before it is late. Nil in older heartbeats.
     public var sendInterval: Double?
+    /// With a receiver on a CAN bus: what the bus shows (the receiver found, by address and maker, and
+    /// what it does not send), or why the interface cannot be read. Nil otherwise, and in older heartbeats.
+    public var receiverBus: String?
 
     public struct EFDIDescription: Codable, Sendable, Equatable {
         public var teamSetContextID: String
@@ -261,6 +264,7 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         heartbeat.lostSamples = lostSamples.flatMap { Bounds.count(Double($0)) }
         heartbeat.spoolRowID = spoolRowID.map { max(0, $0) }
         heartbeat.lossReason = lossReason.map { TerminalText.safe($0, limit: 300) }
+        heartbeat.receiverBus = receiverBus.map { TerminalText.safe($0, limit: 400) }
         return heartbeat
     }
 

@@ -91,6 +91,7 @@ public struct StatusDocument: Encodable, Sendable {
     @Nullable var endpoint_name: String?
     @Nullable var last_sample: LastSample?
     @Nullable var last_fix: LastFix?
+    @Nullable var receiver_bus: String?
     @Nullable var clock_skew_s: Double?
     @Nullable var last_acknowledged_at: String?
     @Nullable var last_error: String?
@@ -124,6 +125,7 @@ public struct StatusDocument: Encodable, Sendable {
         last_sample = heartbeat?.lastSample.map { LastSample(state: $0.state, time: date($0.time)) }
         last_fix = heartbeat?.lastFix.map { LastFix(latitude: $0.latitude, longitude: $0.longitude, time: date($0.time), sampled_at: date($0.sampledAt)) }
         clock_skew_s = heartbeat?.lastSample?.clockSkew
+        receiver_bus = heartbeat?.receiverBus
         (last_acknowledged_at, last_error, next_attempt_at) = (date(heartbeat?.lastAcknowledgedAt), heartbeat?.lastError, date(heartbeat?.nextAttemptAt))
         transport_failures = heartbeat?.transportFailures ?? 0
         dropped_inbound = heartbeat?.droppedInbound ?? 0

@@ -1,6 +1,7 @@
 import AgrirouterWire
 import AgrirouterLink
 import ArgumentParser
+import CANBus
 import Bounds
 import Clocks
 import CommandSupport
@@ -32,6 +33,10 @@ struct Run: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("gpsd address (default 127.0.0.1:2947).", valueName: "host:port"))
     var gpsd: String?
+
+    @Option(help: ArgumentHelp("Where the receiver is: gpsd (its devices), or nmea2000://IFACE[:ADDRESS] for one on a CAN bus, which gpsd reads and agrigps listens to beside it.",
+                               valueName: "source"))
+    var source: String?
 
     @Option(help: ArgumentHelp("Replay this NMEA log instead of reading gpsd.", valueName: "log"))
     var replay: String?
@@ -88,6 +93,14 @@ struct Run: AsyncParsableCommand {
         }
         if let gpsd { _ = try GPSDAddress.parseOption(gpsd) }
         if retime && replay == nil { throw ValidationError("--retime moves a replayed log's times; give --replay LOG too") }
+        if let source {
+            do {
+                _ = try ConfigurationFile.checkTextFlag("--source", source, section: "gnss", name: "source")
+            } catch {
+                throw ValidationError(error.description)
+            }
+            if replay != nil, source != "gpsd" { throw ValidationError("--replay reads an NMEA log through a gpsd of its own; a CAN bus is read live") }
+        }
         _ = try lifetime()
     }
 
@@ -124,6 +137,8 @@ struct Run: AsyncParsableCommand {
         var summary = GatewayDaemon.Summary()
         var replayGPSD: ReplayGPSD?
         let trap = await SignalTrap { number in interruption.interrupt(by: number) }
+        let bus = try busWatcher(file)
+        defer { bus?.stop() }
         repeat {
             let fingerprint = credentials.fingerprint()
             let link = try self.link(file, clock: clock)
@@ -131,6 +146,7 @@ struct Run: AsyncParsableCommand {
             configuration.certificateNotAfter = link?.certificateNotAfter
             configuration.clock = clock
             configuration.resumeSharingAtStart = !restart
+            if let bus { configuration.receiverBus = { bus.summary } }
             let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
                                        configuration: configuration)
             // A live daemon picks up an onboarding or a disconnect (by the CLI or the cab view) by
@@ -150,8 +166,9 @@ struct Run: AsyncParsableCommand {
                 // A recording's time is not now: no skew check, unless it was moved to now.
                 summary.add(await daemon.run(events: events, skewLimit: retime ? 60 : nil, alongside: watcher, started: started))
             } else {
-                let gpsd = GPSDSource(configuration: GPSDSource.Configuration(address: gpsdAddress))
-                summary.add(await daemon.run(gpsd: gpsd, alongside: watcher, started: started))
+                var gpsdConfiguration = GPSDSource.Configuration(address: gpsdAddress)
+                if let bus { gpsdConfiguration.adjust = { bus.adjust($0) } }
+                summary.add(await daemon.run(gpsd: GPSDSource(configuration: gpsdConfiguration), alongside: watcher, started: started))
             }
             // An MQTT connection ends with the daemon's run: a new one comes with the new credentials.
             link?.connection.link.close()
@@ -169,6 +186,15 @@ struct Run: AsyncParsableCommand {
         _ = consume lock  // held until the daemon has stopped
         // Stopped by a signal: the shell's convention, 128 + its number (143 for SIGTERM, 130 for SIGINT).
         if let signal = interruption.signal { throw ExitCode(128 + signal) }
+    }
+
+    /// With the receiver on a CAN bus, the listener beside gpsd, reading already.
+    private func busWatcher(_ file: ConfigurationFile) throws -> BusWatcher? {
+        let chosen = try source.map { try ReceiverSource(parsing: $0) } ?? file.receiverSource
+        guard replay == nil, case .nmea2000(let interface, let address) = chosen else { return nil }
+        let watcher = BusWatcher(interface: interface, address: address)
+        guard watcher.start() else { throw CommandFailure(description: "no thread could be started to read \(interface)", exitCode: 71) }
+        return watcher
     }
 
     /// A private gpsd that replays `path`, and its events.

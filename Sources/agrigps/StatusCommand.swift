@@ -119,6 +119,7 @@ enum StatusReport {
             if let skew = sample.clockSkew { fix += String(format: "; system clock off by %.0f s", skew) }
             lines.append(fix)
         }
+        if let bus = snapshot.heartbeat?.receiverBus { lines.append("CAN bus: \(bus)") }
         if let spool = snapshot.spool {
             var queue = "Spool: \(spool.pending) pending"
             if let age = spool.oldestPendingAge { queue += " (oldest \(durationText(age)))" }

@@ -38,6 +38,25 @@ struct GPSDSourceTests {
         }
     }
 
+    @Test("a source's adjustment reaches every report before it is sampled: a CAN receiver's RTK fixed over gpsd's plain fix")
+    func adjustedReports() async throws {
+        let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"), options: ReplayGPSD.Options())
+        defer { gpsd.stop() }
+        var configuration = GPSDSource.Configuration(address: gpsd.address)
+        configuration.reconnects = false
+        configuration.finishWhenDeviceRemoved = true
+        configuration.adjust = { report in
+            var adjusted = report
+            if adjusted.gpsdMode >= 2 { adjusted.gpsdStatus = 3 }
+            return adjusted
+        }
+        var states: [FixState] = []
+        for await sample in Sampler(interval: 1, skewLimit: nil).samples(from: GPSDSource(configuration: configuration).events()) {
+            states.append(sample.state)
+        }
+        #expect(states.contains(.fix(.threeD, .rtkFixed)) && !states.contains { if case .fix(_, .autonomous) = $0 { true } else { false } }, "\(states)")
+    }
+
     @Test func silentReceiverBecomesNoReceiver() async throws {
         var options = ReplayGPSD.Options()
         options.endWithEOF = false  // the feed stays connected but says nothing more

@@ -80,9 +80,30 @@ struct ConfigurationFileTests {
         }
     }
 
+    @Test("[gnss] source: gpsd by default, a CAN interface with or without the receiver's address; anything else refused")
+    func receiverSource() throws {
+        #expect(try ConfigurationFile.parse("", path: "a").receiverSource == .gpsd)
+        #expect(try ConfigurationFile.parse("[gnss]\nsource = \"nmea2000://can0\"", path: "a").receiverSource == .nmea2000(interface: "can0", address: nil))
+        #expect(try ConfigurationFile.parse("[gnss]\nsource = \"nmea2000://can1:28\"", path: "a").receiverSource == .nmea2000(interface: "can1", address: 28))
+        for (text, problem) in [
+            ("usb", #"must be "gpsd", or "nmea2000://IFACE" or "nmea2000://IFACE:ADDRESS" with a CAN interface such as can0 and an address from 0 to 253, got "usb""#),
+            ("nmea2000://can0:254", #"the receiver's address must be a number from 0 to 253, got "nmea2000://can0:254""#),
+            ("nmea2000://can0:-1", #"the receiver's address must be a number from 0 to 253, got "nmea2000://can0:-1""#),
+            ("nmea2000://", #"'' is not a network interface name (1 to 15 letters, digits, '-', '_' or '.'), got "nmea2000://""#),
+            ("nmea2000://can0/x", #"'can0/x' is not a network interface name (1 to 15 letters, digits, '-', '_' or '.'), got "nmea2000://can0/x""#),
+        ] {
+            #expect(throws: ConfigurationError(path: "a", key: "[gnss] source", problem: problem)) {
+                try ConfigurationFile.parse("[gnss]\nsource = \"\(text)\"", path: "a")
+            }
+        }
+        #expect(throws: FlagError(description: #"--source the receiver's address must be a number from 0 to 253, got 'nmea2000://can0:300'"#)) {
+            try ConfigurationFile.checkTextFlag("--source", "nmea2000://can0:300", section: "gnss", name: "source")
+        }
+    }
+
     @Test("each kind of mistake names the key and what is allowed", arguments: [
         ("[sampling\ninterval = 1", "", "line 1: a section header is [name]"),
-        ("[tractor]\nname = \"x\"", "[tractor]", "unknown section; the sections are [agrirouter], [gpsd], [others], [publishing], [sampling], [sending], [spool], [status]"),
+        ("[tractor]\nname = \"x\"", "[tractor]", "unknown section; the sections are [agrirouter], [gnss], [gpsd], [others], [publishing], [sampling], [sending], [spool], [status]"),
         ("sampling = 1", "", "line 1: sampling is outside any section"),
         ("[[[", "", "line 1: arrays of tables ([[...]]) are not used here"),
         ("[sampling]\ninterval = 1\u{0}\n[bogus]", "", "line 2: a NUL byte: the file is damaged or not text"),

@@ -39,4 +39,22 @@ struct BusCommandTests {
             #expect(result.code == code && result.stderr.joined().contains(message), "\(arguments): \(result.code) \(result.stderr)")
         }
     }
+
+    @Test("run with the receiver on a CAN interface that is not there: the daemon runs on, and status says why the bus is silent")
+    func runWithoutTheInterface() async throws {
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-bus-run-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:1", "--source", "nmea2000://agrigpsnone0:2", "--state-dir", state])
+        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+        let said = await eventually(within: 20) {
+            let status = try? await AgrigpsCommand.run(["status", "--state-dir", state])
+            return status?.stdout.contains { $0.hasPrefix("CAN bus: agrigpsnone0: there is no CAN interface agrigpsnone0") } == true
+        }
+        #expect(said && daemon.process.isRunning())
+        let json = try await AgrigpsCommand.run(["status", "--json", "--state-dir", state])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
+        #expect((object["receiver_bus"] as? String)?.hasPrefix("agrigpsnone0: there is no CAN interface") == true)
+        let refused = try await AgrigpsCommand.run(["run", "--source", "nmea2000://can0:254", "--state-dir", state])
+        #expect(refused.code == 64 && refused.stderr.first?.contains("--source the receiver's address must be a number from 0 to 253") == true)
+    }
 }

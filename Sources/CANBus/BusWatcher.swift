@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BlockingWork
+import GNSS
+import NMEA2000
+import Synchronization
+
+/// Listens to the receiver's CAN interface beside gpsd, for as long as the daemon runs: it keeps the
+/// bus overlay (the receiver's 129029 for each report) and a line on what the bus shows. While the
+/// interface cannot be read (no adapter, down) it says why and tries again every few seconds.
+public final class BusWatcher: Sendable {
+    public let interface: String
+    private let state: Mutex<State>
+
+    struct State {
+        var overlay: BusOverlay
+        var problem: CANBusError?
+        var lastFrameAt: Double?
+        var stopped = false
+    }
+
+    /// Seconds between attempts to open an interface that could not be read.
+    static let retry = 5.0
+    /// Frames last heard longer ago than this make the line say the bus went quiet.
+    static let quietAfter = 5.0
+
+    public init(interface: String, address: UInt8?) {
+        self.interface = interface
+        state = Mutex(State(overlay: BusOverlay(address: address)))
+    }
+
+    /// Starts the reading thread; false if no thread could be had.
+    public func start() -> Bool {
+        startThread(named: "agrigps-can") { [self] in read() }
+    }
+
+    public func stop() { state.withLock { $0.stopped = true } }
+
+    private var stopped: Bool { state.withLock { $0.stopped } }
+
+    private func read() {
+        while !stopped {
+            let reader: SocketCANReader
+            do throws(CANBusError) {
+                reader = try SocketCANReader(interface: interface)
+                state.withLock { $0.problem = nil }
+            } catch {
+                state.withLock { $0.problem = error }
+                pause(Self.retry)
+                continue
+            }
+            do throws(CANBusError) {
+                while !stopped {
+                    guard let frame = try reader.read(now: Self.wallSeconds) else { continue }
+                    let now = Self.monotonic()
+                    state.withLock {
+                        $0.overlay.add(frame, now: now)
+                        $0.lastFrameAt = now
+                    }
+                }
+            } catch {
+                state.withLock { $0.problem = error }
+                pause(1)
+            }
+        }
+    }
+
+    private func pause(_ seconds: Double) {
+        var rest = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        nanosleep(&rest, nil)
+    }
+
+    /// gpsd's report with what the bus knows of the same fix (see `BusOverlay`).
+    public func adjust(_ report: PositionReport) -> PositionReport {
+        let now = Self.monotonic()
+        return state.withLock { $0.overlay.apply(to: report, now: now) }
+    }
+
+    /// "can0: GNSS receiver at address 2 (Garmin)", or why the bus says nothing.
+    public var summary: String {
+        let now = Self.monotonic()
+        return state.withLock { state in
+            if let problem = state.problem { return "\(interface): \(problem.description)" }
+            guard let last = state.lastFrameAt else { return "\(interface): no frames yet" }
+            if now - last > Self.quietAfter { return "\(interface): no frames for \(Int(now - last)) s" }
+            return "\(interface): \(state.overlay.finder.summary)"
+        }
+    }
+
+    static func monotonic() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    static func wallSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}
