@@ -74,7 +74,8 @@ public struct GatewayDaemon: Sendable {
         public var samples = 0
         public var published = 0
         public var acknowledged = 0
-        /// Messages from other machines stored (not counting repeats).
+        /// Messages from other machines read (not counting repeats): stored, or passed over because
+        /// the same positions came, or come, as EFDI.
         public var othersStored = 0
         /// Samples held in memory that could not be written before the process ended, and why.
         public var lostAtShutdown = 0
@@ -231,7 +232,7 @@ public struct GatewayDaemon: Sendable {
         await heartbeat?.lost(shutdown.lost, reason: "held in memory at shutdown; " + (shutdown.fault?.description ?? "the spool could not store them"))
         await heartbeat?.beat()
         var summary = await counter.summary
-        summary.othersStored = await reader?.counters.stored ?? 0
+        if let counters = await reader?.counters { summary.othersStored = counters.stored + counters.passedOver }
         summary.lostAtShutdown = shutdown.lost
         summary.lossReason = shutdown.fault?.description
         return summary
