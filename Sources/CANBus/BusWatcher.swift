@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BlockingWork
+import Clocks
 import GNSS
 import NMEA2000
 import Synchronization
@@ -88,11 +89,7 @@ public final class BusWatcher: Sendable {
         }
     }
 
-    static func monotonic() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
+    static func monotonic() -> Double { uptime() }
 
     static func wallSeconds() -> Double {
         var now = timespec()
