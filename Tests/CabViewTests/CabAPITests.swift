@@ -245,7 +245,15 @@ struct CabAPITests {
         let started = clock.now
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for guess in 0..<1_000 {
-                group.addTask { try await fixture.post("/api/login", ["password": "guess \(guess)"]).status }
+                group.addTask {
+                    // Beyond the server's connection cap, a connection not yet asking is shed: the
+                    // guess is reset before it is read (0 here), which gets it nowhere either.
+                    do {
+                        return try await fixture.post("/api/login", ["password": "guess \(guess)"]).status
+                    } catch let error as LoopbackHTTPError where ["recv: 104", "send: 104", "send: 32"].contains(error.description) {
+                        return 0
+                    }
+                }
             }
             return try await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
         }
@@ -256,7 +264,8 @@ struct CabAPITests {
         // flood that lasted t seconds at most 1 + log2(t + 1) guesses can have been checked.
         let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
         let checkable = 1 + Int(log2(seconds + 1))
-        #expect((statuses[401] ?? 0) <= checkable && (statuses[401] ?? 0) + (statuses[429] ?? 0) == 1_000, "\(statuses) in \(took)")
+        #expect((statuses[401] ?? 0) <= checkable && (statuses[401] ?? 0) + (statuses[429] ?? 0) + (statuses[0] ?? 0) == 1_000, "\(statuses) in \(took)")
+        #expect((statuses[429] ?? 0) > (statuses[0] ?? 0), "most guesses are answered, not shed: \(statuses)")
         #expect(cpu < 5, "1,000 wrong logins took \(cpu) s of CPU in \(took)")
         print("1,000 parallel wrong logins: \(statuses), \(took), \(String(format: "%.2f", cpu)) s of CPU (server and client)")
         // The guesser must wait even with the right password; the driver's session goes on. The flood's
