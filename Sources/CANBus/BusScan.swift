@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import BlockingWork
+import Clocks
 import NMEA2000
 
 /// Listens to a CAN interface for a while and says what is on it: the frames, and which sender is the
@@ -12,8 +13,8 @@ public enum BusScan {
         let reader = try SocketCANReader(interface: interface)
         return try await onOwnThread { () throws(CANBusError) -> ReceiverFinder in
             var finder = ReceiverFinder()
-            let end = BusWatcher.monotonic() + seconds
-            while BusWatcher.monotonic() < end {
+            let end = uptime() + seconds
+            while uptime() < end {
                 if let frame = try reader.read(now: BusWatcher.wallSeconds) { finder.add(frame) }
             }
             return finder

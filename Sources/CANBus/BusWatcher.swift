@@ -54,7 +54,7 @@ public final class BusWatcher: Sendable {
             do throws(CANBusError) {
                 while !stopped {
                     guard let frame = try reader.read(now: Self.wallSeconds) else { continue }
-                    let now = Self.monotonic()
+                    let now = uptime()
                     state.withLock {
                         $0.overlay.add(frame, now: now)
                         $0.lastFrameAt = now
@@ -74,13 +74,13 @@ public final class BusWatcher: Sendable {
 
     /// gpsd's report with what the bus knows of the same fix (see `BusOverlay`).
     public func adjust(_ report: PositionReport) -> PositionReport {
-        let now = Self.monotonic()
+        let now = uptime()
         return state.withLock { $0.overlay.apply(to: report, now: now) }
     }
 
     /// "can0: GNSS receiver at address 2 (Garmin)", or why the bus says nothing.
     public var summary: String {
-        let now = Self.monotonic()
+        let now = uptime()
         return state.withLock { state in
             if let problem = state.problem { return "\(interface): \(problem.description)" }
             guard let last = state.lastFrameAt else { return "\(interface): no frames yet" }
@@ -89,11 +89,6 @@ public final class BusWatcher: Sendable {
         }
     }
 
-    static func monotonic() -> Double { uptime() }
-
-    static func wallSeconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-    }
+    /// A frame's time: the system clock's, as candump stamps it.
+    static func wallSeconds() -> Double { WallClock.system.now().timeIntervalSince1970 }
 }

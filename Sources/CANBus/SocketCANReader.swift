@@ -17,7 +17,7 @@ public enum CANBusError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .badName(let name):
-            return "'\(name)' is not a network interface name (1 to 15 letters, digits, '-', '_' or '.')"
+            return ReceiverSource.notAnInterfaceName(name)
         case .noInterface(let name):
             return "there is no CAN interface \(name): is the adapter plugged in and its driver loaded? (ip -details link show \(name))"
         case .notCAN(let name):

@@ -20,9 +20,7 @@ public enum ReceiverSource: Sendable, Equatable, CustomStringConvertible {
         guard text.hasPrefix("nmea2000://") else { throw Invalid(description: Self.expected) }
         let parts = text.dropFirst("nmea2000://".count).split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
         let interface = String(parts[0])
-        guard Self.isInterfaceName(interface) else {
-            throw Invalid(description: "'\(interface)' is not a network interface name (1 to 15 letters, digits, '-', '_' or '.')")
-        }
+        guard Self.isInterfaceName(interface) else { throw Invalid(description: Self.notAnInterfaceName(interface)) }
         var address: UInt8?
         if parts.count == 2 {
             // 254 is the null address and 255 everyone's: neither is a receiver's.
@@ -38,6 +36,10 @@ public enum ReceiverSource: Sendable, Equatable, CustomStringConvertible {
     public static func isInterfaceName(_ name: String) -> Bool {
         (1...15).contains(name.utf8.count)
             && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || [0x2D, 0x5F, 0x2E].contains($0) }
+    }
+
+    public static func notAnInterfaceName(_ name: String) -> String {
+        "'\(name)' is not a network interface name (1 to 15 letters, digits, '-', '_' or '.')"
     }
 
     public var description: String {

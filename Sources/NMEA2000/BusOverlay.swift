@@ -10,7 +10,6 @@ public struct BusOverlay: Sendable {
     /// The receiver's address, once chosen or given.
     public private(set) var address: UInt8?
     public private(set) var finder = ReceiverFinder()
-    private var joiner = FastPacketJoiner()
     private var latest: (data: GNSSPositionData, at: Double)?
     /// A 129029 older than this (by when it arrived) says nothing about a report.
     public static let freshFor = 2.5
@@ -22,10 +21,8 @@ public struct BusOverlay: Sendable {
 
     /// Takes one frame, `now` the monotonic time it arrived.
     public mutating func add(_ frame: CANFrame, now: Double) {
-        finder.add(frame)
-        // Every sender's 129029 is joined: the receiver may be chosen only by the message it completes.
-        guard frame.pgn == GNSSPGN.positionData, let bytes = joiner.add(frame), frame.source == (address ?? finder.chosen?.address),
-              let data = GNSSPositionData(bytes) else { return }
+        // The finder joins every sender's 129029: the receiver may be chosen only by the message it completes.
+        guard let data = finder.add(frame), frame.source == (address ?? finder.chosen?.address) else { return }
         latest = (data, now)
     }
 

@@ -5,17 +5,10 @@ import GNSS
 /// an all-ones value means "not available".
 public enum GNSSPGN {
     public static let positionRapid: UInt32 = 129_025
-    public static let cogSOGRapid: UInt32 = 129_026
+    /// The one read here that comes as a fast packet.
     public static let positionData: UInt32 = 129_029
     public static let dops: UInt32 = 129_539
-    public static let satellites: UInt32 = 129_540
     public static let addressClaim: UInt32 = 60_928
-    public static let productInformation: UInt32 = 126_996
-
-    /// The PGNs carried as fast packets among those read here.
-    public static let fastPacket: Set<UInt32> = [positionData, satellites, productInformation]
-    /// Those that say a receiver is there.
-    public static let position: Set<UInt32> = [positionRapid, positionData]
 }
 
 /// PGN 129029, GNSS Position Data: the one message with the fix's method (RTK and the rest).
@@ -124,11 +117,8 @@ public struct DeviceName: Sendable, Hashable {
         raw = (0..<8).reduce(0) { $0 | UInt64(bytes[$1]) << (8 * UInt64($1)) }
     }
 
-    public var uniqueNumber: UInt32 { UInt32(raw & 0x1F_FFFF) }
+    /// Bits 21 to 31, after the 21-bit identity number.
     public var manufacturerCode: Int { Int((raw >> 21) & 0x7FF) }
-    public var deviceFunction: Int { Int((raw >> 40) & 0xFF) }
-    public var deviceClass: Int { Int((raw >> 49) & 0x7F) }
-    public var industryGroup: Int { Int((raw >> 60) & 0x7) }
 
     /// Makers of receivers found on tractors and boats (canboat's MANUFACTURER_CODE); others by number.
     public static let makers: [Int: String] = [

@@ -5,7 +5,7 @@ import GNSS
 /// takes the first sender it hears unless given one; this says which to give it.
 public struct ReceiverFinder: Sendable {
     /// What one source address has been heard sending.
-    public struct Sender: Sendable, Equatable {
+    public struct Sender: Sendable {
         public var address: UInt8
         public var frames = 0
         public var positionData = 0
@@ -16,11 +16,6 @@ public struct ReceiverFinder: Sendable {
         public var lastPositionData: GNSSPositionData?
         public var lastPosition: (latitude: Double, longitude: Double)?
 
-        public static func == (a: Sender, b: Sender) -> Bool {
-            a.address == b.address && a.frames == b.frames && a.positionData == b.positionData && a.positionRapid == b.positionRapid
-                && a.dops == b.dops && a.name == b.name && a.lastPositionData == b.lastPositionData
-        }
-
         public var sendsPositions: Bool { positionData + positionRapid > 0 }
 
         /// Missing PGNs a user must know of: without 129029 there is no fix quality, without 129539
@@ -29,7 +24,7 @@ public struct ReceiverFinder: Sendable {
             (positionData == 0 ? ["129029 (fix quality)"] : []) + (dops == 0 ? ["129539 (fix mode)"] : [])
         }
 
-        /// "2 (Garmin)", or "0x2B" style where no NAME was heard.
+        /// "2 (Garmin)", or the address alone where no NAME was heard.
         public var label: String {
             "\(address)" + (name.map { " (\($0.manufacturer))" } ?? "")
         }
@@ -41,18 +36,23 @@ public struct ReceiverFinder: Sendable {
 
     public init() {}
 
-    public mutating func add(_ frame: CANFrame) {
+    /// Takes one frame; the 129029 it completes, if it completes one.
+    @discardableResult
+    public mutating func add(_ frame: CANFrame) -> GNSSPositionData? {
         frames += 1
         var sender = senders[frame.source] ?? Sender(address: frame.source)
         sender.frames += 1
+        defer { senders[frame.source] = sender }
         let pgn = frame.pgn
-        let message: [UInt8]? = GNSSPGN.fastPacket.contains(pgn) ? joiner.add(frame) : frame.data
+        // Only 129029 is joined: the other fast packets on a bus (129540's satellites, say) are not read.
+        let message: [UInt8]? = pgn == GNSSPGN.positionData ? joiner.add(frame) : frame.data
         switch (pgn, message) {
         case (GNSSPGN.positionData, let bytes?):
             if let data = GNSSPositionData(bytes) {
                 sender.positionData += 1
                 sender.lastPositionData = data
                 if let latitude = data.latitude, let longitude = data.longitude { sender.lastPosition = (latitude, longitude) }
+                return data
             }
         case (GNSSPGN.positionRapid, let bytes?):
             if let rapid = GNSSPositionRapid(bytes) {
@@ -66,7 +66,7 @@ public struct ReceiverFinder: Sendable {
         default:
             break
         }
-        senders[frame.source] = sender
+        return nil
     }
 
     /// Every sender of positions, the chosen first: one that sends 129029 (its fix quality) before
