@@ -67,9 +67,9 @@ public final class BusWatcher: Sendable {
         }
     }
 
+    /// Waits `seconds` (whole tenths) on this thread, ending early once stopped.
     private func pause(_ seconds: Double) {
-        var rest = timespec(tv_sec: Int(seconds), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
-        nanosleep(&rest, nil)
+        for _ in 0..<Int(seconds * 10) where !stopped { usleep(100_000) }
     }
 
     /// gpsd's report with what the bus knows of the same fix (see `BusOverlay`).
