@@ -1,5 +1,6 @@
 import AgrirouterWire
 import Foundation
+import NIOCore
 import NIOPosix
 import SwiftProtobuf
 import Testing
@@ -14,16 +15,28 @@ import TestSupport
 struct DocumentedPeerTests {
     static let subscribed: Set<String> = [TechnicalTypes.gpsInfo, TechnicalTypes.timeLog, TechnicalTypes.deviceDescription]
     static let log = "telit-he910"
+    static let peerTAN = "TANP000001"
+
+    /// A machine onboarded through `agrigps onboard`, with a TAN for the peer beside it; both, and the
+    /// peer's event loop, torn down after `body`.
+    static func withMachine(_ transport: String, _ body: (OnboardedMachine, any EventLoopGroup) async throws -> Void) async throws {
+        let machine = try await OnboardedMachine.make(transport: transport, otherTANs: [peerTAN: "Documented peer"])
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        try await tearingDown({ await machine.close(); try? await group.shutdownGracefully() }) { try await body(machine, group) }
+    }
+
+    /// The peer onboarded at the machine's local agrirouter over the same transport.
+    static func peer(of machine: OnboardedMachine, group: any EventLoopGroup, subscribed: Set<String>) async throws -> DocumentedPeer {
+        try await DocumentedPeer.onboard(url: machine.simulator.onboardingURL, tan: peerTAN, trusting: machine.simulator.caCertificatePEM,
+                                         gatewayID: machine.transport == "mqtt" ? "2" : "3", group: group, subscribed: subscribed)
+    }
 
     @Test("an endpoint written from the documentation reads agrigps's positions, every field within the documentation's rules",
           arguments: ["rest", "mqtt"])
     func readsWhatAgrigpsPublishes(transport: String) async throws {
-        let machine = try await OnboardedMachine.make(transport: transport, otherTANs: ["TANP000001": "Documented peer"])
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        try await tearingDown({ await machine.close(); try? await group.shutdownGracefully() }) {
+        try await Self.withMachine(transport) { machine, group in
             let push = transport == "mqtt"
-            let peer = try await DocumentedPeer.onboard(url: machine.simulator.onboardingURL, tan: "TANP000001", trusting: machine.simulator.caCertificatePEM,
-                                                        gatewayID: push ? "2" : "3", group: group, subscribed: Self.subscribed)
+            let peer = try await Self.peer(of: machine, group: group, subscribed: Self.subscribed)
             try await Self.announce(peer, push: push)
 
             let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(Self.log), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
@@ -56,16 +69,13 @@ struct DocumentedPeerTests {
     @Test("agrigps reads what an endpoint written from the documentation publishes, sent in the documentation's JSON form",
           arguments: ["rest", "mqtt"])
     func agrigpsReadsThePeer(transport: String) async throws {
-        let machine = try await OnboardedMachine.make(transport: transport, otherTANs: ["TANP000001": "Documented peer"])
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        try await tearingDown({ await machine.close(); try? await group.shutdownGracefully() }) {
+        try await Self.withMachine(transport) { machine, group in
             func run() async throws {
                 let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
                 #expect(run.code == 0, "\(run.stderr.suffix(5))")
             }
             try await run()  // agrigps announces itself and subscribes
-            let peer = try await DocumentedPeer.onboard(url: machine.simulator.onboardingURL, tan: "TANP000001", trusting: machine.simulator.caCertificatePEM,
-                                                        gatewayID: transport == "mqtt" ? "2" : "3", group: group, subscribed: [TechnicalTypes.gpsInfo])
+            let peer = try await Self.peer(of: machine, group: group, subscribed: [TechnicalTypes.gpsInfo])
             try await Self.announce(peer, types: [TechnicalTypes.gpsInfo], direction: .sendReceive, push: transport == "mqtt")
 
             // Two positions, the later one RTK fixed: a GPSList as tmt/gps.adoc describes it, published.
