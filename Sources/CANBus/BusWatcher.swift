@@ -18,6 +18,9 @@ public final class BusWatcher: Sendable {
         var overlay: BusOverlay
         var problem: CANBusError?
         var lastFrameAt: Double?
+        /// gpsd's reports set aside as another sender's, and the device of the last one.
+        var setAside = 0
+        var setAsideDevice: String?
         var stopped = false
     }
 
@@ -72,10 +75,18 @@ public final class BusWatcher: Sendable {
         for _ in 0..<Int(seconds * 10) where !stopped { usleep(100_000) }
     }
 
-    /// gpsd's report with what the bus knows of the same fix (see `BusOverlay`).
-    public func adjust(_ report: PositionReport) -> PositionReport {
+    /// gpsd's report with what the bus knows of the same fix, or nil for another sender's report
+    /// (see `BusOverlay`).
+    public func adjust(_ report: PositionReport) -> PositionReport? {
         let now = uptime()
-        return state.withLock { $0.overlay.apply(to: report, now: now) }
+        return state.withLock { state in
+            guard state.overlay.admits(report, interface: interface, now: now) else {
+                state.setAside += 1
+                state.setAsideDevice = report.device
+                return nil
+            }
+            return state.overlay.apply(to: report, now: now)
+        }
     }
 
     /// "can0: GNSS receiver at address 2 (Garmin)", or why the bus says nothing.
@@ -85,7 +96,11 @@ public final class BusWatcher: Sendable {
             if let problem = state.problem { return "\(interface): \(problem.description)" }
             guard let last = state.lastFrameAt else { return "\(interface): no frames yet" }
             if now - last > Self.quietAfter { return "\(interface): no frames for \(Int(now - last)) s" }
-            return "\(interface): \(state.overlay.finder.summary)"
+            var line = "\(interface): \(state.overlay.finder.summary)"
+            if state.setAside > 0, let device = state.setAsideDevice {
+                line += "; \(state.setAside) of gpsd's reports set aside as another sender's (last from \(device))"
+            }
+            return line
         }
     }
 

@@ -21,8 +21,9 @@ public struct GPSDSource: Sendable {
         /// End the stream once a device is removed: a replayed log is over.
         public var finishWhenDeviceRemoved: Bool = false
         /// What another source knows about the same receiver, put into each report before it is
-        /// sampled (a CAN receiver's fix method, which gpsd 3.22 drops). Runs on the reader thread.
-        public var adjust: (@Sendable (PositionReport) -> PositionReport)?
+        /// sampled (a CAN receiver's fix method, which gpsd 3.22 drops); nil sets a report aside as
+        /// another receiver's, as if gpsd had not sent it. Runs on the reader thread.
+        public var adjust: (@Sendable (PositionReport) -> PositionReport?)?
 
         public init(address: GPSDAddress) {
             self.address = address
@@ -162,9 +163,12 @@ private struct SourceReader<Sink: SourceSink>: Sendable {
             }
             switch message {
             case .report(let report):
-                lastReport = uptime()
-                silenceReported = false
-                sink.take(.report(configuration.adjust?(report) ?? report))
+                let taken = configuration.adjust.map { $0(report) } ?? report
+                if let taken {
+                    lastReport = uptime()
+                    silenceReported = false
+                    sink.take(.report(taken))
+                }
             case .devices(let paths):
                 sink.take(.devices(paths))
             case .device(let path, true):

@@ -26,6 +26,36 @@ public struct BusOverlay: Sendable {
         latest = (data, now)
     }
 
+    /// Whether a report of gpsd's is the receiver's. gpsd 3.22 reads the bus as the bare
+    /// `nmea2000://IFACE`, which takes the address of the first sender it hears, and makes every
+    /// further sender a device of its own, `nmea2000://IFACE:SA`. So a report from another address's
+    /// device is set aside, and so is one from the bare device whose position another sender gave
+    /// lately and the receiver did not. A report of another device than the bus's is not the
+    /// receiver configured either.
+    public func admits(_ report: PositionReport, interface: String, now: Double) -> Bool {
+        guard let device = report.device else { return true }
+        let bare = "nmea2000://" + interface
+        guard device.hasPrefix(bare) else { return false }
+        let rest = device.dropFirst(bare.count)
+        let receiver = address ?? finder.chosen?.address
+        if rest.first == ":" {
+            guard let receiver else { return true }
+            return rest.dropFirst() == "\(receiver)"
+        }
+        guard rest.isEmpty else { return false }  // can01 is not can0
+        guard let receiver else { return true }
+        let others = finder.senders.values.filter { $0.address != receiver && $0.sendsPositions }
+        guard !others.isEmpty else { return true }
+        let own = finder.senders[receiver]
+        guard let latitude = report.latitude, let longitude = report.longitude else {
+            // No position: the receiver's, unless the receiver has a fix of its own just now.
+            guard let (data, at) = latest, now - at <= Self.freshFor, now >= at else { return true }
+            return data.latitude == nil
+        }
+        if own?.sent(latitude: latitude, longitude: longitude) == true { return true }
+        return !others.contains { $0.sent(latitude: latitude, longitude: longitude) }
+    }
+
     /// gpsd's STATUS for a 129029 method: what `FixState` reads back as the same quality.
     static func gpsdStatus(_ method: GNSSPositionData.Method) -> Int {
         switch method {

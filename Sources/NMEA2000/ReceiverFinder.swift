@@ -12,9 +12,24 @@ public struct ReceiverFinder: Sendable {
         public var positionRapid = 0
         public var dops = 0
         public var name: DeviceName?
-        /// The newest 129029, and the newest position of either PGN.
+        /// The newest 129029.
         public var lastPositionData: GNSSPositionData?
-        public var lastPosition: (latitude: Double, longitude: Double)?
+        /// The newest positions of either PGN, oldest first: about a second's worth, to tell whose a
+        /// report of gpsd's is by its position.
+        public private(set) var recentPositions: [(latitude: Double, longitude: Double)] = []
+        static let positionsKept = 12
+
+        public var lastPosition: (latitude: Double, longitude: Double)? { recentPositions.last }
+
+        mutating func note(latitude: Double, longitude: Double) {
+            if recentPositions.count >= Self.positionsKept { recentPositions.removeFirst() }
+            recentPositions.append((latitude, longitude))
+        }
+
+        /// Whether this sender gave the position lately (to within 129025's resolution, 1e-7°).
+        public func sent(latitude: Double, longitude: Double) -> Bool {
+            recentPositions.contains { abs($0.latitude - latitude) <= 2e-7 && abs($0.longitude - longitude) <= 2e-7 }
+        }
 
         public var sendsPositions: Bool { positionData + positionRapid > 0 }
 
@@ -51,13 +66,13 @@ public struct ReceiverFinder: Sendable {
             if let data = GNSSPositionData(bytes) {
                 sender.positionData += 1
                 sender.lastPositionData = data
-                if let latitude = data.latitude, let longitude = data.longitude { sender.lastPosition = (latitude, longitude) }
+                if let latitude = data.latitude, let longitude = data.longitude { sender.note(latitude: latitude, longitude: longitude) }
                 return data
             }
         case (GNSSPGN.positionRapid, let bytes?):
             if let rapid = GNSSPositionRapid(bytes) {
                 sender.positionRapid += 1
-                sender.lastPosition = (rapid.latitude, rapid.longitude)
+                sender.note(latitude: rapid.latitude, longitude: rapid.longitude)
             }
         case (GNSSPGN.dops, let bytes?):
             if GNSSDOPs(bytes) != nil { sender.dops += 1 }

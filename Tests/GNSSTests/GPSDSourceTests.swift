@@ -1,5 +1,6 @@
 import Foundation
 import GPSDReplay
+import Synchronization
 import Testing
 import TestSupport
 @testable import GNSS
@@ -55,6 +56,28 @@ struct GPSDSourceTests {
             states.append(sample.state)
         }
         #expect(states.contains(.fix(.threeD, .rtkFixed)) && !states.contains { if case .fix(_, .autonomous) = $0 { true } else { false } }, "\(states)")
+    }
+
+    @Test("reports the adjustment sets aside (another receiver's) are as if gpsd had sent none: no receiver, never their fix")
+    func setAsideReports() async throws {
+        var options = ReplayGPSD.Options()
+        options.endWithEOF = false
+        let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"), options: options)
+        defer { gpsd.stop() }
+        var configuration = source(port: gpsd.address.port, silence: 0.5).configuration
+        let seen = Mutex(0)
+        configuration.adjust = { _ in
+            seen.withLock { $0 += 1 }
+            return nil
+        }
+        let samples = Recorder<PositionSample>()
+        await samples.start(Sampler(interval: 0.2, skewLimit: nil).samples(from: GPSDSource(configuration: configuration).events()))
+        await tearingDown({ await samples.stop() }) {
+            let silent = await samples.waitFor(timeout: 10) { $0.state == .noReceiver(.silent) }
+            #expect(silent != nil, "reports set aside did not leave the receiver silent")
+            #expect(seen.withLock { $0 } > 0, "no report reached the adjustment")
+            #expect(await !samples.items.contains { $0.state.hasPosition })
+        }
     }
 
     @Test func silentReceiverBecomesNoReceiver() async throws {

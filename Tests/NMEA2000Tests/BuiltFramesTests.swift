@@ -6,14 +6,14 @@ import Testing
 @Suite
 struct BuiltFramesTests {
     /// A 129029 of 43 bytes with `method`, at 52.5°N 13.25°E, 1 Jan 2026 08:00:01.5 UTC, as fast-packet frames.
-    static func positionData(method: UInt8, from source: UInt8, sequence: UInt8 = 1) -> [CANFrame] {
+    static func positionData(method: UInt8, from source: UInt8, sequence: UInt8 = 1, latitude: Double = 52.5) -> [CANFrame] {
         var bytes = [UInt8](repeating: 0, count: 43)
         func put<T: FixedWidthInteger>(_ value: T, at offset: Int) {
             withUnsafeBytes(of: value.littleEndian) { for (index, byte) in $0.enumerated() { bytes[offset + index] = byte } }
         }
         put(UInt16(20_454), at: 1)                      // days since 1970: 2026-01-01
         put(UInt32(288_015_000), at: 3)                 // 08:00:01.5 in 0.0001 s
-        put(Int64(525_000_000_000_000_000), at: 7)      // 52.5° in 1e-16
+        put(Int64((latitude * 1e16).rounded()), at: 7)   // 52.5° in 1e-16
         put(Int64(132_500_000_000_000_000), at: 15)     // 13.25°
         put(Int64(61_000_000), at: 23)                  // 61 m in 1e-6
         bytes[31] = method << 4 | 0x01                  // method, GNSS type GLONASS

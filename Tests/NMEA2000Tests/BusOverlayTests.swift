@@ -49,4 +49,42 @@ struct BusOverlayTests {
         let report = PositionReport(time: Self.fixTime, gpsdMode: 3, latitude: 52.5, longitude: 13.25)
         #expect(overlay.apply(to: report, now: 100).fixState == .fix(.threeD, .rtkFixed))
     }
+
+    @Test("a report of another address's device, or of another device than the bus's, is set aside")
+    func otherDevices() {
+        let overlay = Self.overlay(method: 1, from: 7)
+        func admits(_ device: String?) -> Bool {
+            overlay.admits(PositionReport(time: Self.fixTime, gpsdMode: 3, latitude: 52.5, longitude: 13.25, device: device), interface: "can0", now: 100)
+        }
+        #expect(admits("nmea2000://can0:7"))
+        #expect(admits(nil), "a report that names no device")
+        #expect(!admits("nmea2000://can0:3"))
+        #expect(!admits("nmea2000://can0:70"))
+        #expect(!admits("nmea2000://can01"))
+        #expect(!admits("/dev/ttyUSB0"), "a USB receiver beside the bus's")
+        #expect(Self.overlay(method: 1, from: 7, address: 3).admits(PositionReport(gpsdMode: 1, device: "nmea2000://can0:3"), interface: "can0", now: 100),
+                "the address configured, though another sends positions")
+    }
+
+    @Test("gpsd's bare device, whose address it does not say, is the receiver's unless its position is another sender's")
+    func bareDevice() {
+        var overlay = BusOverlay()
+        BuiltFramesTests.positionData(method: 1, from: 3, latitude: 52.4).forEach { overlay.add($0, now: 100) }
+        BuiltFramesTests.positionData(method: 4, from: 28, latitude: 52.5).forEach { overlay.add($0, now: 100) }
+        #expect(overlay.finder.chosen?.address == 28)
+        func admits(latitude: Double?, now: Double = 100.5) -> Bool {
+            let report = PositionReport(time: Self.fixTime, gpsdMode: latitude == nil ? 1 : 3, latitude: latitude, longitude: latitude == nil ? nil : 13.25,
+                                        device: "nmea2000://can0")
+            return overlay.admits(report, interface: "can0", now: now)
+        }
+        #expect(admits(latitude: 52.5), "the receiver's position")
+        #expect(!admits(latitude: 52.4), "the other sender's position")
+        #expect(admits(latitude: 52.400_001), "a position neither gave lately: the receiver's newest, not yet read here")
+        #expect(!admits(latitude: nil), "no fix, while the receiver has one")
+        #expect(admits(latitude: nil, now: 110), "no fix, and the receiver's 129029 is old")
+
+        var alone = BusOverlay()
+        BuiltFramesTests.positionData(method: 1, from: 3, latitude: 52.4).forEach { alone.add($0, now: 100) }
+        #expect(alone.admits(PositionReport(gpsdMode: 1, device: "nmea2000://can0"), interface: "can0", now: 100), "one sender of positions only")
+    }
 }
