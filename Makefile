@@ -1,7 +1,7 @@
 # agrigps: build, install and package.
 #
 #   make            release build of agrigps, with the Swift runtime linked in
-#   make install    installs binary, units (daemon and cab view), udev rule and example configuration (PREFIX=/usr/local, DESTDIR=)
+#   make install    installs binaries, units (daemon, cab view, CAN interface), udev rule and example configuration (PREFIX=/usr/local, DESTDIR=)
 #   make deb        builds dist/agrigps_VERSION_ARCH.deb with dpkg-deb
 #   make bench      builds agrigps and its benchmarks as shipped, then runs them (BENCH_ARGS=)
 #   make field-test the package in a Debian 12 virtual machine under systemd, with an emulated USB
@@ -67,6 +67,9 @@ install: build
 		sed 's|^ExecStart=/usr/bin/agrigps|ExecStart=$(PREFIX)/bin/agrigps|' systemd/$$unit > $(DESTDIR)/lib/systemd/system/$$unit && \
 		chmod 0644 $(DESTDIR)/lib/systemd/system/$$unit || exit 1; \
 	done
+	sed 's|^ExecStart=/usr/lib/agrigps/|ExecStart=$(PREFIX)/lib/agrigps/|' systemd/agrigps-can@.service > $(DESTDIR)/lib/systemd/system/agrigps-can@.service
+	chmod 0644 $(DESTDIR)/lib/systemd/system/agrigps-can@.service
+	install -D -m 0755 systemd/agrigps-can-up $(DESTDIR)$(PREFIX)/lib/agrigps/agrigps-can-up
 	install -m 0644 udev/61-agrigps.rules $(DESTDIR)/lib/udev/rules.d/61-agrigps.rules
 	install -D -m 0644 config/agrigps.conf $(DESTDIR)/etc/agrigps/agrigps.conf
 

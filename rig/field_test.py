@@ -26,6 +26,13 @@ TAN = "FIELDRIG1"
 STATE_DIR = "/var/lib/agrigps"
 HOST_FROM_GUEST = "10.0.2.2"  # QEMU's user-mode network: the host's loopback, as the guest sees it
 CA_IN_GUEST = "/etc/agrigps/local-agrirouter-ca.pem"
+# Recordings of NMEA 2000 buses (Fixtures/can): gpsd's regression log (a Garmin GPS 17x at address 2,
+# with gpsd's positions beside it), canboat's power-up (a GPS at address 0 whose first frames come
+# from 1 and 35) and canboat's bus with 129025 only.
+CAN_LOG = "logfile_20140914_365495765_can.log"
+CAN_POSITIONS = "logfile_20140914_365495765_can.tpv.jsonl"
+CAN_FIRST_SENDER_LOG = "candumpSample1.txt"
+CAN_NO_FIX_DATA_LOG = "candumpSample3.txt"
 NO_POSITION = {"no_fix": "dNoGps", "no_receiver": "dNotAvailable", "gpsd_unreachable": "dError"}
 # A fix's quality (the last part of its state, fix_3d_dgps) as gps:info's position status.
 QUALITY = {"autonomous": "dGnss", "dgps": "dDgnss", "rtk_fixed": "dRtkFinteger", "rtk_float": "dRtkFloat",
@@ -310,6 +317,10 @@ class Machine:
             "-chardev", f"socket,id=agent,path={self.agent_path},server=on,wait=off",
             "-device", "virtserialport,chardev=agent,name=rig.agent",
             "-device", "qemu-xhci,id=xhci",
+            # A CAN bus with two kvaser_pci adapters on it: the box's (can0 in the guest) and the
+            # tractor's, where a receiver's recording is played (can1).
+            "-object", "can-bus,id=canbus0",
+            "-device", "kvaser_pci,canbus=canbus0", "-device", "kvaser_pci,canbus=canbus0",
         ]
         self.chardev_serial = 0
         if receiver_port is not None:
@@ -447,6 +458,9 @@ class Rig:
         os.makedirs(folder)
         shutil.copy(self.options.deb, folder)
         shutil.copy(ca, os.path.join(folder, "local-agrirouter-ca.pem"))
+        shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "can_player.py"), folder)
+        for name in (CAN_LOG, CAN_FIRST_SENDER_LOG, CAN_NO_FIX_DATA_LOG):
+            shutil.copy(os.path.join(self.options.can_fixtures, name), folder)
         # Room for the package (a debug build's, with the Swift runtime, is about 50 MB) and the file system's own.
         size_mib = max(64, os.path.getsize(self.options.deb) // 2**20 + 32)
         subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", folder, self.transfer, f"{size_mib}M"], check=True, stdout=subprocess.DEVNULL)
@@ -726,6 +740,130 @@ class Rig:
         log("power cut right after onboarding: the next boot has the whole credential")
         return agent
 
+    # MARK: The receiver on the CAN bus
+
+    def bus_status(self, agent):
+        _, status = self.status(agent)
+        return status, str(status.get("receiver_bus") or "")
+
+    def start_can_player(self, agent, log=CAN_LOG, loop=True):
+        """The tractor's bus (can1) up at 250 kbit/s and a recording playing on it, in a unit of its own."""
+        agent.check("mountpoint -q /mnt/rig || (mkdir -p /mnt/rig && mount -o ro /dev/vdb /mnt/rig)")
+        wait_for("can0 and can1 (the emulated kvaser_pci adapters)", 60,
+                 lambda: agent.run("ip link show can0 && ip link show can1", 10)[0] == 0)
+        agent.check("ip link set can1 down; ip link set can1 type can bitrate 250000 && ip link set can1 up")
+        agent.check("systemctl stop rig-can-player 2>/dev/null; systemctl reset-failed rig-can-player 2>/dev/null; "
+                    f"systemd-run --unit=rig-can-player python3 /mnt/rig/can_player.py can1 /mnt/rig/{log}{' --loop' if loop else ''}")
+
+    def expected_can_positions(self):
+        with open(os.path.join(self.options.can_fixtures, CAN_POSITIONS)) as handle:
+            return [(record["lat"], record["lon"]) for record in map(json.loads, handle) if "lat" in record]
+
+    def can_fixes_received(self, before, output="gps_info"):
+        return [e for e in self.received(output)[before:] if e["status"] not in NO_POSITION.values()]
+
+    def can_switch(self, agent):
+        """The USB receiver goes and the daemon reads the receiver on the CAN bus: the package's
+        agrigps-can@can0 brings can0 up at 250 kbit/s and hands it to gpsd; the receiver is found by its
+        address; its fixes are those gpsd's expected output gives, acknowledged in both formats."""
+        # The USB receiver goes first, and its last fixes reach the local agrirouter before any of the bus's.
+        self.unplug(agent)
+        before = {output: len(self.received(output)) for output in ("gps_info", "time_log")}
+        # The rig's hardware: the adapters' driver loaded at every boot, as a box's own would be.
+        agent.check("printf 'kvaser_pci\\ncan_raw\\n' > /etc/modules-load.d/rig-can.conf && modprobe -a kvaser_pci can_raw")
+        agent.check("sed -i 's|^source = .*|source = \"nmea2000://can0\"|' /etc/agrigps/agrigps.conf && grep -q nmea2000://can0 /etc/agrigps/agrigps.conf")
+        self.start_can_player(agent)
+        started = time.monotonic()
+        agent.check("systemctl enable --now agrigps-can@can0.service && sync")
+        details = agent.check("ip -details link show can0")
+        if "bitrate 250000" not in details or "UP" not in details:
+            raise RigFailure(f"agrigps-can@can0 did not bring can0 up at 250 kbit/s:\n{details}")
+        devices = agent.run("bash <<'ASK'\nexec 3<>/dev/tcp/127.0.0.1/2947\nprintf '?DEVICES;\\n' >&3\ntimeout 2 cat <&3\nexit 0\nASK", 10)[1]
+        agent.check("systemctl restart agrigps.service")
+        up = time.monotonic()
+        _, line = wait_for("status naming the receiver at address 2", 90,
+                           lambda: (lambda found: found if "receiver at address 2" in found[1] else None)(self.bus_status(agent)))[0]
+        fixes, _ = wait_for("bus fixes received by the local agrirouter", 180, lambda: self.can_fixes_received(before["gps_info"]))
+        acknowledged_s = time.monotonic() - up
+        wait_for("bus fixes received as EFDI TimeLogs", 120, lambda: self.can_fixes_received(before["time_log"], "time_log"))
+        status, _ = wait_for("agrigps status OK on the bus", 120, lambda: self.status_ok(agent))
+        expected = self.expected_can_positions()
+        strays = [e for e in fixes if not any(abs(e["lat"] - lat) <= 1e-6 and abs(e["lon"] - lon) <= 1e-6 for lat, lon in expected)]
+        if strays:
+            raise RigFailure(f"{len(strays)} of {len(fixes)} bus fixes are at positions gpsd's expected output does not give: {strays[:3]}")
+        gpsd_devices = sorted(set(re.findall(r'nmea2000://[^"]+', devices)))
+        log(f"CAN bus: {line}; gpsd's devices: {gpsd_devices}; {len(fixes)} fixes at gpsd's positions, "
+            f"first acknowledged {acknowledged_s:.1f} s after the daemon's restart ({time.monotonic() - started:.1f} s after can0 came up)")
+        return {"bus_line": line, "first_acknowledged_s": round(acknowledged_s, 1), "fixes": len(fixes),
+                "state": (status.get("last_sample") or {}).get("state")}
+
+    def can_interface_down_and_up(self, agent):
+        """can0 down: status says no receiver and D_NOT_AVAILABLE is sent; up again: a fix."""
+        before = len(self.received())
+        agent.check("ip link set can0 down")
+        started = time.monotonic()
+
+        def no_receiver():
+            status, line = self.bus_status(agent)
+            sample = status.get("last_sample") or {}
+            return line if str(sample.get("state", "")).startswith("no_receiver") else None
+        line, status_s = wait_for("status says no receiver with can0 down", 60, no_receiver)
+        _, sent_s = wait_for("D_NOT_AVAILABLE received with can0 down", 120,
+                             lambda: self.entries_since(before, lambda e: e["status"] == "dNotAvailable"))
+        after_down = len(self.received())
+        agent.check("ip link set can0 up")
+        up = time.monotonic()
+
+        def fix():
+            status, _ = self.bus_status(agent)
+            return str((status.get("last_sample") or {}).get("state", "")).startswith("fix_")
+        wait_for("a fix in status with can0 up again", 90, fix)
+        fix_s = time.monotonic() - up
+        wait_for("bus fixes received after can0 came back", 120, lambda: self.can_fixes_received(after_down))
+        log(f"can0 down: status no receiver in {status_s:.1f} s ({line}), D_NOT_AVAILABLE received in {sent_s:.1f} s; "
+            f"up again: a fix in {fix_s:.1f} s, acknowledged in {time.monotonic() - up:.1f} s")
+        return {"status_no_receiver_s": round(status_s, 1), "d_not_available_s": round(sent_s, 1), "fix_after_up_s": round(fix_s, 1)}
+
+    def can_power_cut(self, agent):
+        """One power cut while the bus receiver is read: nothing lost, and after the boot the package's
+        unit brings can0 back to gpsd by itself."""
+        committed = len(self.committed())
+        wait_for("samples flowing from the bus", 60, lambda: len(self.committed()) > committed)
+        delay = random.uniform(self.options.cut_after_min, self.options.cut_after_max)
+        time.sleep(delay)
+        self.machine.power_cut()
+        agent = self.boot(None)
+        self.fsck_recovered(agent)
+        figures = self.expect_nothing_lost(agent, "power cut on the CAN bus")
+        self.service_ready(agent)
+        before = len(self.received())
+        self.start_can_player(agent)
+        wait_for("agrigps-can@can0 active after the boot", 60, lambda: agent.run("systemctl is-active agrigps-can@can0.service", 10)[0] == 0)
+        wait_for("bus fixes received after the power cut", 180, lambda: self.can_fixes_received(before))
+        return agent, {"after_s": round(delay, 1), "lost": figures["lost"], "committed": figures["committed"]}
+
+    def can_finder(self, agent):
+        """agrigps bus on the live bus: canboat's power-up gives the GPS at address 0 though its first
+        frames come from 1 and 35; canboat's 129025-only bus says what is missing."""
+        found = {}
+        for name, log_name in (("first_sender", CAN_FIRST_SENDER_LOG), ("no_fix_data", CAN_NO_FIX_DATA_LOG)):
+            self.start_can_player(agent, log_name, loop=True)
+            code, output = agent.run("runuser -u field -- agrigps bus can0 --seconds 8 --json", 30)
+            try:
+                report = json.loads(output.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                raise RigFailure(f"agrigps bus can0 (exit {code}): {output[-1500:]}")
+            found[name] = report
+        if found["first_sender"].get("chosen") != 0:
+            raise RigFailure(f"on canboat's power-up, agrigps bus chose {found['first_sender'].get('chosen')}, not the GPS at 0: "
+                             f"{found['first_sender'].get('summary')}")
+        summary = found["no_fix_data"].get("summary", "")
+        if "129029" not in summary or "129539" not in summary:
+            raise RigFailure(f"on canboat's 129025-only bus, agrigps bus does not say what is missing: {summary}")
+        log(f"agrigps bus can0: power-up {found['first_sender'].get('summary')}; 129025 only: {summary}")
+        self.start_can_player(agent)
+        return {name: report.get("summary") for name, report in found.items()}
+
     def purge(self, agent):
         agent.check("DEBIAN_FRONTEND=noninteractive apt-get purge -y agrigps", timeout=120)
         output = agent.check(f"ls -A {STATE_DIR}")
@@ -778,6 +916,12 @@ class Rig:
         if options.power_cuts:
             self.wait_acknowledged(agent, 180)
 
+        self.figures["can"] = self.can_switch(agent)
+        self.figures["can"]["finder"] = self.can_finder(agent)
+        self.figures["can"]["down_up"] = self.can_interface_down_and_up(agent)
+        agent, self.figures["can"]["power_cut"] = self.can_power_cut(agent)
+        self.expect_nothing_lost(agent, "on the CAN bus")
+
         kept = self.purge(agent)
         log(f"apt purge: {STATE_DIR} kept ({', '.join(kept)})")
         self.machine.shut_down()
@@ -807,6 +951,8 @@ def main():
     parser.add_argument("--deb", required=True, help="the agrigps package to install in the guest")
     parser.add_argument("--sim", required=True, help="the agrirouter-sim program")
     parser.add_argument("--nmea", required=True, help="the recorded NMEA log the receiver plays, round and round")
+    parser.add_argument("--can-fixtures", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "can"),
+                        help="the CAN recordings (default: the repository's Fixtures/can)")
     parser.add_argument("--power-cuts", type=int, default=1, help="how many times the power goes (default 1)")
     parser.add_argument("--cut-after-min", type=float, default=3.0, help="earliest cut, seconds after the checks of a boot")
     parser.add_argument("--cut-after-max", type=float, default=25.0, help="latest cut, seconds after the checks of a boot")

@@ -11,6 +11,8 @@ public struct BusOverlay: Sendable {
     public private(set) var address: UInt8?
     public private(set) var finder = ReceiverFinder()
     private var latest: (data: GNSSPositionData, at: Double)?
+    /// When the receiver last gave a position (129029 or 129025).
+    private var positionAt: Double?
     /// A 129029 older than this (by when it arrived) says nothing about a report.
     public static let freshFor = 2.5
 
@@ -22,38 +24,38 @@ public struct BusOverlay: Sendable {
     /// Takes one frame, `now` the monotonic time it arrived.
     public mutating func add(_ frame: CANFrame, now: Double) {
         // The finder joins every sender's 129029: the receiver may be chosen only by the message it completes.
-        guard let data = finder.add(frame), frame.source == (address ?? finder.chosen?.address) else { return }
-        latest = (data, now)
+        let data = finder.add(frame)
+        let pgn = frame.pgn
+        guard pgn == GNSSPGN.positionData || pgn == GNSSPGN.positionRapid, frame.source == (address ?? finder.chosen?.address) else { return }
+        if let data {
+            latest = (data, now)
+            if data.latitude != nil { positionAt = now }
+        } else if pgn == GNSSPGN.positionRapid {
+            positionAt = now
+        }
     }
 
-    /// Whether a report of gpsd's is the receiver's. gpsd 3.22 reads the bus as the bare
-    /// `nmea2000://IFACE`, which takes the address of the first sender it hears, and makes every
-    /// further sender a device of its own, `nmea2000://IFACE:SA`. So a report from another address's
-    /// device is set aside, and so is one from the bare device whose position another sender gave
-    /// lately and the receiver did not. A report of another device than the bus's is not the
-    /// receiver configured either.
+    /// Whether a report of gpsd's is the receiver's, judged by its position. gpsd 3.22 makes a device
+    /// of every sender on the bus, and its devices' names do not say whose fix they report: in the
+    /// field rig, a Garmin at address 2 was reported as `nmea2000://can0:17` and `nmea2000://can0:176`,
+    /// the addresses of two other senders. So a report is the receiver's when the receiver sent its
+    /// position lately, and another's when another sender did and the receiver did not. A report
+    /// without a position, while the receiver gives positions, is another device's, unless the
+    /// receiver's own 129029 stands in for it (`apply`). A report of another device than the bus's
+    /// is not the receiver configured either.
     public func admits(_ report: PositionReport, interface: String, now: Double) -> Bool {
-        guard let device = report.device else { return true }
-        let bare = "nmea2000://" + interface
-        guard device.hasPrefix(bare) else { return false }
-        let rest = device.dropFirst(bare.count)
-        let receiver = address ?? finder.chosen?.address
-        if rest.first == ":" {
-            guard let receiver else { return true }
-            return rest.dropFirst() == "\(receiver)"
+        if let device = report.device {
+            let bare = "nmea2000://" + interface
+            guard device == bare || device.hasPrefix(bare + ":") else { return false }
         }
-        guard rest.isEmpty else { return false }  // can01 is not can0
-        guard let receiver else { return true }
-        let others = finder.senders.values.filter { $0.address != receiver && $0.sendsPositions }
-        guard !others.isEmpty else { return true }
-        let own = finder.senders[receiver]
+        guard let receiver = address ?? finder.chosen?.address else { return true }
         guard let latitude = report.latitude, let longitude = report.longitude else {
-            // No position: the receiver's, unless the receiver has a fix of its own just now.
-            guard let (data, at) = latest, now - at <= Self.freshFor, now >= at else { return true }
-            return data.latitude == nil
+            guard let at = positionAt, now - at <= Self.freshFor, now >= at else { return true }
+            guard let (data, dataAt) = latest, now - dataAt <= Self.freshFor, now >= dataAt else { return false }
+            return data.latitude != nil && data.quality != nil
         }
-        if own?.sent(latitude: latitude, longitude: longitude) == true { return true }
-        return !others.contains { $0.sent(latitude: latitude, longitude: longitude) }
+        if finder.senders[receiver]?.sent(latitude: latitude, longitude: longitude) == true { return true }
+        return !finder.senders.values.contains { $0.address != receiver && $0.sent(latitude: latitude, longitude: longitude) }
     }
 
     /// gpsd's STATUS for a 129029 method: what `FixState` reads back as the same quality.

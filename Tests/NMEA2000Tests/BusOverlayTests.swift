@@ -50,41 +50,50 @@ struct BusOverlayTests {
         #expect(overlay.apply(to: report, now: 100).fixState == .fix(.threeD, .rtkFixed))
     }
 
-    @Test("a report of another address's device, or of another device than the bus's, is set aside")
-    func otherDevices() {
+    @Test("a report of another device than the bus's is set aside; on the bus, the device's name does not decide")
+    func devices() {
         let overlay = Self.overlay(method: 1, from: 7)
         func admits(_ device: String?) -> Bool {
             overlay.admits(PositionReport(time: Self.fixTime, gpsdMode: 3, latitude: 52.5, longitude: 13.25, device: device), interface: "can0", now: 100)
         }
         #expect(admits("nmea2000://can0:7"))
+        #expect(admits("nmea2000://can0"))
+        #expect(admits("nmea2000://can0:176"), "gpsd 3.22 names the receiver's fix after another sender's address")
         #expect(admits(nil), "a report that names no device")
-        #expect(!admits("nmea2000://can0:3"))
-        #expect(!admits("nmea2000://can0:70"))
         #expect(!admits("nmea2000://can01"))
         #expect(!admits("/dev/ttyUSB0"), "a USB receiver beside the bus's")
-        #expect(Self.overlay(method: 1, from: 7, address: 3).admits(PositionReport(gpsdMode: 1, device: "nmea2000://can0:3"), interface: "can0", now: 100),
-                "the address configured, though another sends positions")
     }
 
-    @Test("gpsd's bare device, whose address it does not say, is the receiver's unless its position is another sender's")
-    func bareDevice() {
+    @Test("with two senders of positions, a report is the receiver's by its position; one without a position only where the receiver has none")
+    func byPosition() {
         var overlay = BusOverlay()
         BuiltFramesTests.positionData(method: 1, from: 3, latitude: 52.4).forEach { overlay.add($0, now: 100) }
         BuiltFramesTests.positionData(method: 4, from: 28, latitude: 52.5).forEach { overlay.add($0, now: 100) }
         #expect(overlay.finder.chosen?.address == 28)
-        func admits(latitude: Double?, now: Double = 100.5) -> Bool {
+        func admits(latitude: Double?, device: String = "nmea2000://can0:3", now: Double = 100.5, in overlay: BusOverlay) -> Bool {
             let report = PositionReport(time: Self.fixTime, gpsdMode: latitude == nil ? 1 : 3, latitude: latitude, longitude: latitude == nil ? nil : 13.25,
-                                        device: "nmea2000://can0")
+                                        device: device)
             return overlay.admits(report, interface: "can0", now: now)
         }
-        #expect(admits(latitude: 52.5), "the receiver's position")
-        #expect(!admits(latitude: 52.4), "the other sender's position")
-        #expect(admits(latitude: 52.400_001), "a position neither gave lately: the receiver's newest, not yet read here")
-        #expect(!admits(latitude: nil), "no fix, while the receiver has one")
-        #expect(admits(latitude: nil, now: 110), "no fix, and the receiver's 129029 is old")
+        #expect(admits(latitude: 52.5, in: overlay), "the receiver's position, whatever the device's name")
+        #expect(!admits(latitude: 52.4, device: "nmea2000://can0:28", in: overlay), "the other sender's position")
+        #expect(admits(latitude: 52.400_001, in: overlay), "a position neither gave lately: the receiver's newest, not yet read here")
+        #expect(admits(latitude: nil, in: overlay), "no fix from gpsd, and the receiver's 129029 stands in for it")
+        #expect(admits(latitude: nil, now: 110, in: overlay), "no fix, and the receiver has given no position for 10 s")
 
-        var alone = BusOverlay()
-        BuiltFramesTests.positionData(method: 1, from: 3, latitude: 52.4).forEach { alone.add($0, now: 100) }
-        #expect(alone.admits(PositionReport(gpsdMode: 1, device: "nmea2000://can0"), interface: "can0", now: 100), "one sender of positions only")
+        // A receiver of 129025 only: nothing stands in for gpsd's report without a position.
+        var rapid = BusOverlay(address: 9)
+        BuiltFramesTests.positionData(method: 1, from: 3, latitude: 52.4).forEach { rapid.add($0, now: 100) }
+        rapid.add(Self.positionRapid(from: 9, latitude: 52.5), now: 100)
+        #expect(!admits(latitude: nil, in: rapid), "another device's report without a position, while the receiver gives positions")
+        #expect(admits(latitude: 52.5, in: rapid))
+        #expect(admits(latitude: nil, now: 110, in: rapid))
+    }
+
+    static func positionRapid(from source: UInt8, latitude: Double) -> CANFrame {
+        var bytes = [UInt8](repeating: 0, count: 8)
+        withUnsafeBytes(of: Int32((latitude * 1e7).rounded()).littleEndian) { for (index, byte) in $0.enumerated() { bytes[index] = byte } }
+        withUnsafeBytes(of: Int32(132_500_000).littleEndian) { for (index, byte) in $0.enumerated() { bytes[4 + index] = byte } }
+        return CANFrame(identifier: 0x09F8_0100 | UInt32(source), data: bytes)!
     }
 }

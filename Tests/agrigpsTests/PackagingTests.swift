@@ -34,7 +34,7 @@ struct PackagingTests {
         let deb = work + "/dist/" + (debs.first ?? "")
 
         let info = try await run("/usr/bin/dpkg-deb", ["--info", deb], in: work).output
-        for line in ["Package: agrigps", "Version: 0.1.0", "Depends: libc6 (>= 2.36), gpsd, libgps28, libcurl4, libmosquitto1, libssl3, libsqlite3-0, zlib1g, libjs-leaflet, adduser, init-system-helpers"] {
+        for line in ["Package: agrigps", "Version: 0.1.0", "Depends: libc6 (>= 2.36), gpsd, libgps28, libcurl4, libmosquitto1, libssl3, libsqlite3-0, zlib1g, libjs-leaflet, adduser, init-system-helpers, iproute2"] {
             #expect(info.contains(" \(line)\n"), "\(line)")
         }
         #expect(info.contains("postinst") && info.contains("prerm") && info.contains("postrm") && info.contains("conffiles"))
@@ -50,6 +50,8 @@ struct PackagingTests {
             "./usr/bin/agrigps-web": "-rwxr-xr-x root/root",
             "./lib/systemd/system/agrigps.service": "-rw-r--r-- root/root",
             "./lib/systemd/system/agrigps-web.service": "-rw-r--r-- root/root",
+            "./lib/systemd/system/agrigps-can@.service": "-rw-r--r-- root/root",
+            "./usr/lib/agrigps/agrigps-can-up": "-rwxr-xr-x root/root",
             "./lib/udev/rules.d/61-agrigps.rules": "-rw-r--r-- root/root",
             "./etc/agrigps/agrigps.conf": "-rw-r--r-- root/root",
         ])
@@ -92,5 +94,10 @@ struct PackagingTests {
         #expect(unit.contains("ExecStart=/opt/agrigps/bin/agrigps run"))
         let webUnit = try String(contentsOfFile: work + "/root/lib/systemd/system/agrigps-web.service", encoding: .utf8)
         #expect(webUnit.contains("ExecStart=/opt/agrigps/bin/agrigps-web\n"))
+        let canUnit = try String(contentsOfFile: work + "/root/lib/systemd/system/agrigps-can@.service", encoding: .utf8)
+        #expect(canUnit.contains("ExecStart=/opt/agrigps/lib/agrigps/agrigps-can-up %I\n"))
+        #expect(FileManager.default.isExecutableFile(atPath: work + "/root/opt/agrigps/lib/agrigps/agrigps-can-up"))
+        let service = try String(contentsOfFile: work + "/root/lib/systemd/system/agrigps.service", encoding: .utf8)
+        #expect(service.contains("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_CAN\n"), "the daemon may open its CAN socket")
     }
 }
