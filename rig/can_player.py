@@ -11,6 +11,7 @@ import re
 import socket
 import struct
 import sys
+import threading
 import time
 
 CAN_EFF_FLAG = 0x80000000
@@ -127,6 +128,22 @@ def send(bus, identifier, data):
             return False
 
 
+def flood(bus, rate):
+    """Other traffic beside the recording, `rate` frames a second: engine parameters (PGN 127488)
+    from address 40, which no GNSS reader wants, in bursts every 10 ms."""
+    identifier = 0x09F20028
+    data = bytes([0, 0x10, 0x27, 0xFF, 0xFF, 0x7F, 0xFF, 0xFF])
+    per_burst = max(1, round(rate / 100))
+    due = time.time()
+    while True:
+        for _ in range(per_burst):
+            send(bus, identifier, data)
+        due += per_burst / rate
+        pause = due - time.time()
+        if pause > 0:
+            time.sleep(pause)
+
+
 def play(bus, frames, loop, interval):
     stamps = [frame[0] for frame in frames if frame[0] is not None]
     timed = first_time(frames) if stamps else None
@@ -157,13 +174,19 @@ def main():
     parser.add_argument("log")
     parser.add_argument("--loop", action="store_true", help="play the log again and again")
     parser.add_argument("--interval", type=float, default=0.02, help="seconds between frames of a log without stamps")
+    parser.add_argument("--flood", type=int, default=0, help="frames a second of other traffic beside the log (0 to 5000)")
     options = parser.parse_args()
     if not 0.0001 <= options.interval <= 10:
         parser.error("--interval: 0.0001 to 10 seconds")
+    if not 0 <= options.flood <= 5000:
+        parser.error("--flood: 0 to 5000 frames a second")
     frames = read_log(options.log)
     if not frames:
         parser.error(f"{options.log}: no frames in candump's forms")
-    sent = play(open_bus(options.interface), frames, options.loop, options.interval)
+    bus = open_bus(options.interface)
+    if options.flood:
+        threading.Thread(target=flood, args=(bus, options.flood), daemon=True).start()
+    sent = play(bus, frames, options.loop, options.interval)
     print(f"{sent} frames sent")
     return 0
 

@@ -746,14 +746,15 @@ class Rig:
         _, status = self.status(agent)
         return status, str(status.get("receiver_bus") or "")
 
-    def start_can_player(self, agent, log=CAN_LOG, loop=True):
+    def start_can_player(self, agent, log=CAN_LOG, loop=True, flood=0):
         """The tractor's bus (can1) up at 250 kbit/s and a recording playing on it, in a unit of its own."""
         agent.check("mountpoint -q /mnt/rig || (mkdir -p /mnt/rig && mount -o ro /dev/vdb /mnt/rig)")
         wait_for("can0 and can1 (the emulated kvaser_pci adapters)", 60,
                  lambda: agent.run("ip link show can0 && ip link show can1", 10)[0] == 0)
         agent.check("ip link set can1 down; ip link set can1 type can bitrate 250000 && ip link set can1 up")
         agent.check("systemctl stop rig-can-player 2>/dev/null; systemctl reset-failed rig-can-player 2>/dev/null; "
-                    f"systemd-run --unit=rig-can-player python3 /mnt/rig/can_player.py can1 /mnt/rig/{log}{' --loop' if loop else ''}")
+                    f"systemd-run --unit=rig-can-player python3 /mnt/rig/can_player.py can1 /mnt/rig/{log}{' --loop' if loop else ''}"
+                    f"{f' --flood {flood}' if flood else ''}")
 
     def expected_can_positions(self):
         with open(os.path.join(self.options.can_fixtures, CAN_POSITIONS)) as handle:
@@ -761,6 +762,19 @@ class Rig:
 
     def can_fixes_received(self, before, output="gps_info"):
         return [e for e in self.received(output)[before:] if e["status"] not in NO_POSITION.values()]
+
+    def check_can_positions(self):
+        """Every fix received since the switch to the bus, in both formats, is at a position gpsd's
+        expected output for the recording gives."""
+        expected = self.expected_can_positions()
+        counts = {}
+        for output in ("gps_info", "time_log"):
+            fixes = self.can_fixes_received(self.can_before[output], output)
+            strays = [e for e in fixes if not any(abs(e["lat"] - lat) <= 1e-6 and abs(e["lon"] - lon) <= 1e-6 for lat, lon in expected)]
+            if strays:
+                raise RigFailure(f"{len(strays)} of {len(fixes)} bus fixes ({output}) are at positions gpsd's expected output does not give: {strays[:3]}")
+            counts[output] = len(fixes)
+        return counts
 
     def can_switch(self, agent):
         """The USB receiver goes and the daemon reads the receiver on the CAN bus: the package's
@@ -772,30 +786,51 @@ class Rig:
         # The rig's hardware: the adapters' driver loaded at every boot, as a box's own would be.
         agent.check("printf 'kvaser_pci\\ncan_raw\\n' > /etc/modules-load.d/rig-can.conf && modprobe -a kvaser_pci can_raw")
         agent.check("sed -i 's|^source = .*|source = \"nmea2000://can0\"|' /etc/agrigps/agrigps.conf && grep -q nmea2000://can0 /etc/agrigps/agrigps.conf")
+        # The daemon reads the bus before the interface is up, as at a boot where the adapter comes late.
+        agent.check("systemctl restart agrigps.service")
         self.start_can_player(agent)
-        started = time.monotonic()
         agent.check("systemctl enable --now agrigps-can@can0.service && sync")
+        up = time.monotonic()
         details = agent.check("ip -details link show can0")
         if "bitrate 250000" not in details or "UP" not in details:
             raise RigFailure(f"agrigps-can@can0 did not bring can0 up at 250 kbit/s:\n{details}")
         devices = agent.run("bash <<'ASK'\nexec 3<>/dev/tcp/127.0.0.1/2947\nprintf '?DEVICES;\\n' >&3\ntimeout 2 cat <&3\nexit 0\nASK", 10)[1]
-        agent.check("systemctl restart agrigps.service")
-        up = time.monotonic()
         _, line = wait_for("status naming the receiver at address 2", 90,
                            lambda: (lambda found: found if "receiver at address 2" in found[1] else None)(self.bus_status(agent)))[0]
         fixes, _ = wait_for("bus fixes received by the local agrirouter", 180, lambda: self.can_fixes_received(before["gps_info"]))
         acknowledged_s = time.monotonic() - up
         wait_for("bus fixes received as EFDI TimeLogs", 120, lambda: self.can_fixes_received(before["time_log"], "time_log"))
         status, _ = wait_for("agrigps status OK on the bus", 120, lambda: self.status_ok(agent))
-        expected = self.expected_can_positions()
-        strays = [e for e in fixes if not any(abs(e["lat"] - lat) <= 1e-6 and abs(e["lon"] - lon) <= 1e-6 for lat, lon in expected)]
-        if strays:
-            raise RigFailure(f"{len(strays)} of {len(fixes)} bus fixes are at positions gpsd's expected output does not give: {strays[:3]}")
+        self.can_before = before
+        self.check_can_positions()
         gpsd_devices = sorted(set(re.findall(r'nmea2000://[^"]+', devices)))
         log(f"CAN bus: {line}; gpsd's devices: {gpsd_devices}; {len(fixes)} fixes at gpsd's positions, "
-            f"first acknowledged {acknowledged_s:.1f} s after the daemon's restart ({time.monotonic() - started:.1f} s after can0 came up)")
+            f"the first acknowledged {acknowledged_s:.1f} s after can0 came up")
         return {"bus_line": line, "first_acknowledged_s": round(acknowledged_s, 1), "fixes": len(fixes),
                 "state": (status.get("last_sample") or {}).get("state")}
+
+    def daemon_cpu(self, agent, seconds):
+        """CPU seconds of agrigps run over `seconds`, and the frames can0 received meanwhile."""
+        pid, _ = self.service_ready(agent)
+        probe = f"awk '{{print $14 + $15}}' /proc/{pid}/stat; cat /sys/class/net/can0/statistics/rx_packets 2>/dev/null || echo 0"
+        hertz = int(agent.check("getconf CLK_TCK").strip())
+        ticks, frames = map(int, agent.check(probe).split())
+        time.sleep(seconds)
+        ticks_after, frames_after = map(int, agent.check(probe).split())
+        return round((ticks_after - ticks) / hertz, 2), round((frames_after - frames) / seconds)
+
+    def can_cpu(self, agent, seconds, usb_cpu):
+        """The daemon's CPU reading the bus receiver, alone and beside 2,000 frames a second of other
+        traffic, against the same on USB."""
+        alone, rate = self.daemon_cpu(agent, seconds)
+        self.start_can_player(agent, flood=2000)
+        wait_for("bus fixes with the flood on", 60, lambda: str((self.bus_status(agent)[0].get("last_sample") or {}).get("state", "")).startswith("fix_"))
+        flooded, flooded_rate = self.daemon_cpu(agent, seconds)
+        self.start_can_player(agent)
+        log(f"agrigps run's CPU over {seconds} s: USB {usb_cpu[0]} s; CAN bus {alone} s at {rate} frames/s; "
+            f"CAN bus {flooded} s at {flooded_rate} frames/s")
+        return {"seconds": seconds, "usb_cpu_s": usb_cpu[0], "can_cpu_s": alone, "can_frames_per_s": rate,
+                "flooded_cpu_s": flooded, "flooded_frames_per_s": flooded_rate}
 
     def can_interface_down_and_up(self, agent):
         """can0 down: status says no receiver and D_NOT_AVAILABLE is sent; up again: a fix."""
@@ -916,11 +951,16 @@ class Rig:
         if options.power_cuts:
             self.wait_acknowledged(agent, 180)
 
+        usb_cpu = self.daemon_cpu(agent, options.can_cpu_seconds) if options.can_cpu_seconds else None
         self.figures["can"] = self.can_switch(agent)
+        if usb_cpu:
+            self.figures["can"]["cpu"] = self.can_cpu(agent, options.can_cpu_seconds, usb_cpu)
         self.figures["can"]["finder"] = self.can_finder(agent)
         self.figures["can"]["down_up"] = self.can_interface_down_and_up(agent)
         agent, self.figures["can"]["power_cut"] = self.can_power_cut(agent)
         self.expect_nothing_lost(agent, "on the CAN bus")
+        self.figures["can"]["fixes_received"] = self.check_can_positions()
+        log(f"CAN bus: every fix received since the switch at a position of gpsd's: {self.figures['can']['fixes_received']}")
 
         kept = self.purge(agent)
         log(f"apt purge: {STATE_DIR} kept ({', '.join(kept)})")
@@ -953,6 +993,8 @@ def main():
     parser.add_argument("--nmea", required=True, help="the recorded NMEA log the receiver plays, round and round")
     parser.add_argument("--can-fixtures", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "can"),
                         help="the CAN recordings (default: the repository's Fixtures/can)")
+    parser.add_argument("--can-cpu-seconds", type=int, default=0,
+                        help="measure the daemon's CPU this long on USB, on the bus, and on a bus with 2,000 frames/s of other traffic (default 0: not measured)")
     parser.add_argument("--power-cuts", type=int, default=1, help="how many times the power goes (default 1)")
     parser.add_argument("--cut-after-min", type=float, default=3.0, help="earliest cut, seconds after the checks of a boot")
     parser.add_argument("--cut-after-max", type=float, default=25.0, help="latest cut, seconds after the checks of a boot")
@@ -961,6 +1003,8 @@ def main():
     parser.add_argument("--figures", help="write the measured figures to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the working directory (logs, disk image)")
     options = parser.parse_args()
+    if not 0 <= options.can_cpu_seconds <= 3600:
+        parser.error("--can-cpu-seconds: 0 to 3600")
     if not 0 <= options.power_cuts <= 1000:
         parser.error("--power-cuts: 0 to 1000")
     if not 0 <= options.cut_after_min <= options.cut_after_max <= 3600:

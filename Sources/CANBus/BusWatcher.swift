@@ -3,6 +3,7 @@ import Glibc
 #endif
 import BlockingWork
 import Clocks
+import FoundationEssentials
 import GNSS
 import NMEA2000
 import Synchronization
@@ -21,6 +22,11 @@ public final class BusWatcher: Sendable {
         /// gpsd's reports set aside as another sender's, and the device of the last one.
         var setAside = 0
         var setAsideDevice: String?
+        /// When gpsd last gave a report of the receiver (or the watcher started), and the time of the
+        /// last 129029 sampled in its stead.
+        var lastAdmittedAt: Double
+        var lastStandIn: Date?
+        var lastStandInAt: Double?
         var stopped = false
     }
 
@@ -31,7 +37,7 @@ public final class BusWatcher: Sendable {
 
     public init(interface: String, address: UInt8?) {
         self.interface = interface
-        state = Mutex(State(overlay: BusOverlay(address: address)))
+        state = Mutex(State(overlay: BusOverlay(address: address), lastAdmittedAt: uptime()))
     }
 
     /// Starts the reading thread; false if no thread could be had.
@@ -85,7 +91,26 @@ public final class BusWatcher: Sendable {
                 state.setAsideDevice = report.device
                 return nil
             }
+            state.lastAdmittedAt = now
             return state.overlay.apply(to: report, now: now)
+        }
+    }
+
+    /// gpsd says nothing of a receiver for this long, while it is on the bus: its own 129029 is sampled.
+    static let gpsdQuietAfter = 2.0
+
+    /// The receiver's own newest fix, once gpsd has reported nothing of it for 2 s though it sends
+    /// positions; each 129029 once. gpsd 3.22 can stop reporting a bus for good: it reopens the
+    /// interface while it is down and reads nothing from it once it is up again (seen in the field
+    /// rig). Called by the gpsd reader's thread a few times a second.
+    public func standIn() -> PositionReport? {
+        let now = uptime()
+        return state.withLock { state in
+            guard now - state.lastAdmittedAt >= Self.gpsdQuietAfter, let report = state.overlay.receiverReport(now: now),
+                  report.time != state.lastStandIn else { return nil }
+            state.lastStandIn = report.time
+            state.lastStandInAt = now
+            return report
         }
     }
 
@@ -97,6 +122,9 @@ public final class BusWatcher: Sendable {
             guard let last = state.lastFrameAt else { return "\(interface): no frames yet" }
             if now - last > Self.quietAfter { return "\(interface): no frames for \(Int(now - last)) s" }
             var line = "\(interface): \(state.overlay.finder.summary)"
+            if let at = state.lastStandInAt, now - at <= Self.quietAfter {
+                line += "; gpsd reports nothing of it, so its own 129029 is sampled"
+            }
             if state.setAside > 0, let device = state.setAsideDevice {
                 line += "; \(state.setAside) of gpsd's reports set aside as another sender's (last from \(device))"
             }

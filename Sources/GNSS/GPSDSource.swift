@@ -24,6 +24,9 @@ public struct GPSDSource: Sendable {
         /// sampled (a CAN receiver's fix method, which gpsd 3.22 drops); nil sets a report aside as
         /// another receiver's, as if gpsd had not sent it. Runs on the reader thread.
         public var adjust: (@Sendable (PositionReport) -> PositionReport?)?
+        /// A report of the receiver from another source, asked for a few times a second while
+        /// connected; for a receiver gpsd has stopped reporting (see `BusWatcher.standIn`).
+        public var standIn: (@Sendable () -> PositionReport?)?
 
         public init(address: GPSDAddress) {
             self.address = address
@@ -140,13 +143,27 @@ private struct SourceReader<Sink: SourceSink>: Sendable {
         case stopped, finished, lost(GPSDError)
     }
 
+    /// How often the stand-in source is asked while connected.
+    private static var standInEvery: Double { 0.25 }
+
     /// Reads one connection until it fails, the consumer leaves, or a replay ends.
     private mutating func follow(_ connection: GPSDConnection) -> Outcome {
         var lastReport = uptime()
         var silenceReported = false
+        var standInAskedAt = uptime()
         while !stop.isSet {
-            let silentFrom = silenceReported ? nil : lastReport + configuration.silenceThreshold
-            if !connection.waitForData(timeout: waitUntil(silentFrom) - uptime()) {
+            if let standIn = configuration.standIn, uptime() - standInAskedAt >= Self.standInEvery {
+                standInAskedAt = uptime()
+                if let report = standIn() {
+                    lastReport = uptime()
+                    silenceReported = false
+                    sink.take(.report(report))
+                }
+            }
+            // Awake for the silence threshold, and for the next ask of the stand-in source.
+            var wakeAt = silenceReported ? nil : lastReport + configuration.silenceThreshold
+            if configuration.standIn != nil { wakeAt = min(wakeAt ?? .infinity, standInAskedAt + Self.standInEvery) }
+            if !connection.waitForData(timeout: waitUntil(wakeAt) - uptime()) {
                 let quiet = uptime() - lastReport
                 if !silenceReported && quiet >= configuration.silenceThreshold {
                     silenceReported = true
@@ -172,6 +189,10 @@ private struct SourceReader<Sink: SourceSink>: Sendable {
             case .devices(let paths):
                 sink.take(.devices(paths))
             case .device(let path, true):
+                // A device that comes and says nothing is silent in its turn: gpsd on a CAN bus
+                // opens one for every sender, most of which never report a position.
+                lastReport = uptime()
+                silenceReported = false
                 sink.take(.deviceActivated(path))
             case .device(let path, false):
                 sink.take(.deviceRemoved(path))

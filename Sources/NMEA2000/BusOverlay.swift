@@ -82,10 +82,21 @@ public struct BusOverlay: Sendable {
             return adjusted
         }
         // gpsd says no fix (no 129539 on the bus): the receiver's own position and method.
-        guard let latitude = data.latitude, let longitude = data.longitude else { return report }
+        return Self.report(from: data, speed: report.speed, track: report.track, device: report.device) ?? report
+    }
+
+    /// The receiver's own newest fix, from its 129029 of the last 2.5 s: what is sampled while gpsd
+    /// reports nothing of a receiver that is on the bus.
+    public func receiverReport(now: Double) -> PositionReport? {
+        guard let (data, at) = latest, now - at <= Self.freshFor, now >= at else { return nil }
+        return Self.report(from: data)
+    }
+
+    static func report(from data: GNSSPositionData, speed: Double? = nil, track: Double? = nil, device: String? = nil) -> PositionReport? {
+        guard data.quality != nil, let latitude = data.latitude, let longitude = data.longitude else { return nil }
         return PositionReport(time: data.time.map { Date(timeIntervalSince1970: $0) }, gpsdMode: data.altitude == nil ? 2 : 3,
                               gpsdStatus: Self.gpsdStatus(data.method), latitude: latitude, longitude: longitude,
-                              altitudeHAE: data.altitude, speed: report.speed, track: report.track, hdop: data.hdop, pdop: data.pdop,
-                              satellitesUsed: data.satellites, device: report.device)
+                              altitudeHAE: data.altitude, speed: speed, track: track, hdop: data.hdop, pdop: data.pdop,
+                              satellitesUsed: data.satellites, device: device)
     }
 }

@@ -167,7 +167,10 @@ struct Run: AsyncParsableCommand {
                 summary.add(await daemon.run(events: events, skewLimit: retime ? 60 : nil, alongside: watcher, started: started))
             } else {
                 var gpsdConfiguration = GPSDSource.Configuration(address: gpsdAddress)
-                if let bus { gpsdConfiguration.adjust = { bus.adjust($0) } }
+                if let bus {
+                    gpsdConfiguration.adjust = { bus.adjust($0) }
+                    gpsdConfiguration.standIn = { bus.standIn() }
+                }
                 summary.add(await daemon.run(gpsd: GPSDSource(configuration: gpsdConfiguration), alongside: watcher, started: started))
             }
             // An MQTT connection ends with the daemon's run: a new one comes with the new credentials.

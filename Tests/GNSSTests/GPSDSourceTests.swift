@@ -80,6 +80,34 @@ struct GPSDSourceTests {
         }
     }
 
+    @Test("while gpsd reports nothing, the stand-in source's reports are sampled, and the receiver is not silent")
+    func standInReports() async throws {
+        var options = ReplayGPSD.Options()
+        options.endWithEOF = false
+        let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"), options: options)
+        defer { gpsd.stop() }
+        var configuration = source(port: gpsd.address.port, silence: 0.5).configuration
+        configuration.adjust = { _ in nil }
+        let asked = Mutex(0)
+        configuration.standIn = {
+            let second = asked.withLock { count -> Int? in
+                count += 1
+                return count.isMultiple(of: 2) ? count / 2 : nil
+            }
+            return second.map { PositionReport(time: Date(timeIntervalSince1970: 1_767_254_400 + Double($0)), gpsdMode: 3, gpsdStatus: 3,
+                                               latitude: 52.5, longitude: 13.25, altitudeHAE: 61) }
+        }
+        let samples = Recorder<PositionSample>()
+        await samples.start(Sampler(interval: 0.2, skewLimit: nil).samples(from: GPSDSource(configuration: configuration).events()))
+        await tearingDown({ await samples.stop() }) {
+            let fixes = await samples.waitFor(timeout: 10) { $0.state == .fix(.threeD, .rtkFixed) && $0.report?.latitude == 52.5 }
+            #expect(fixes != nil, "no sample of the stand-in's fix")
+            try? await Task.sleep(for: .seconds(1.5))
+            #expect(await !samples.items.contains { $0.state == .noReceiver(.silent) }, "silent though the stand-in reports")
+            #expect(asked.withLock { $0 } >= 6, "asked about four times a second")
+        }
+    }
+
     @Test func silentReceiverBecomesNoReceiver() async throws {
         var options = ReplayGPSD.Options()
         options.endWithEOF = false  // the feed stays connected but says nothing more

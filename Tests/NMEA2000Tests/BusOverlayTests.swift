@@ -40,6 +40,16 @@ struct BusOverlayTests {
         #expect(Self.overlay(method: 4, from: 7, address: 9).apply(to: report, now: 100).fixState == .fix(.threeD, .autonomous))
     }
 
+    @Test("the receiver's own fix, for when gpsd reports nothing: from a 129029 of the last 2.5 s with a position")
+    func receiverReport() {
+        let report = Self.overlay(method: 4).receiverReport(now: 101)
+        #expect(report?.fixState == .fix(.threeD, .rtkFixed))
+        #expect(report?.latitude == 52.5 && report?.time == Self.fixTime && report?.satellitesUsed == 14)
+        #expect(Self.overlay(method: 4).receiverReport(now: 103) == nil, "3 s old")
+        #expect(Self.overlay(method: 0).receiverReport(now: 100) == nil, "no GNSS fix")
+        #expect(Self.overlay(method: 4, from: 7, address: 9).receiverReport(now: 100) == nil, "another sender's")
+    }
+
     @Test("without an address given, the receiver the finder chose is read")
     func chosen() {
         var overlay = BusOverlay()
