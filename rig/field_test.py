@@ -832,6 +832,27 @@ class Rig:
         return {"seconds": seconds, "usb_cpu_s": usb_cpu[0], "can_cpu_s": alone, "can_frames_per_s": rate,
                 "flooded_cpu_s": flooded, "flooded_frames_per_s": flooded_rate}
 
+    def can_replay(self, agent):
+        """agrigps replay of gpsd's recording onto a virtual interface (vcan0): a sample a second of the
+        recording's 215, each at a position gpsd's expected output gives, and exit 0 at its end."""
+        agent.check("modprobe vcan && (ip link show vcan0 >/dev/null 2>&1 || ip link add vcan0 type vcan) && ip link set vcan0 up")
+        started = time.monotonic()
+        code, output = agent.run(f"agrigps replay --json /mnt/rig/{CAN_LOG}", 120)
+        seconds = time.monotonic() - started
+        samples = []
+        for line in output.splitlines():
+            if line.startswith("{"):
+                samples.append(json.loads(line))
+        fixes = [s for s in samples if s.get("lat") is not None]
+        expected = self.expected_can_positions()
+        strays = [s for s in fixes if not any(abs(s["lat"] - lat) <= 1e-6 and abs(s["lon"] - lon) <= 1e-6 for lat, lon in expected)]
+        if code != 0 or len(fixes) < 150 or strays:
+            raise RigFailure(f"agrigps replay of {CAN_LOG} (exit {code}): {len(samples)} samples, {len(fixes)} fixes, "
+                             f"{len(strays)} at positions gpsd does not give {strays[:2]}:\n{output[-1500:]}")
+        states = sorted({s["state"] for s in samples})
+        log(f"agrigps replay onto vcan0: {len(samples)} samples ({len(fixes)} fixes, states {states}) in {seconds:.1f} s, exit 0")
+        return {"samples": len(samples), "fixes": len(fixes), "seconds": round(seconds, 1), "states": states}
+
     def can_interface_down_and_up(self, agent):
         """can0 down: status says no receiver and D_NOT_AVAILABLE is sent; up again: a fix."""
         before = len(self.received())
@@ -956,6 +977,7 @@ class Rig:
         if usb_cpu:
             self.figures["can"]["cpu"] = self.can_cpu(agent, options.can_cpu_seconds, usb_cpu)
         self.figures["can"]["finder"] = self.can_finder(agent)
+        self.figures["can"]["replay"] = self.can_replay(agent)
         self.figures["can"]["down_up"] = self.can_interface_down_and_up(agent)
         agent, self.figures["can"]["power_cut"] = self.can_power_cut(agent)
         self.expect_nothing_lost(agent, "on the CAN bus")

@@ -49,11 +49,18 @@ public final class BusWatcher: Sendable {
 
     private var stopped: Bool { state.withLock { $0.stopped } }
 
+    /// What the listener reads once a receiver is found: its positions, DOPs and address claims.
+    /// The kernel drops the rest, so other traffic on a busy bus costs the daemon nothing.
+    static let wanted = [GNSSPGN.positionData, GNSSPGN.positionRapid, GNSSPGN.dops, GNSSPGN.addressClaim]
+
     private func read() {
         while !stopped {
+            // The whole bus while looking for the receiver (and to say what is on a bus without
+            // one), then only what it needs from it.
+            let narrow = state.withLock { $0.overlay.finder.hasReceiver }
             let reader: SocketCANReader
             do throws(CANBusError) {
-                reader = try SocketCANReader(interface: interface)
+                reader = try SocketCANReader(interface: interface, only: narrow ? Self.wanted : nil)
                 state.withLock { $0.problem = nil }
             } catch {
                 state.withLock { $0.problem = error }
@@ -61,18 +68,31 @@ public final class BusWatcher: Sendable {
                 continue
             }
             do throws(CANBusError) {
-                while !stopped {
-                    guard let frame = try reader.read(now: Self.wallSeconds) else { continue }
-                    let now = uptime()
-                    state.withLock {
-                        $0.overlay.add(frame, now: now)
-                        $0.lastFrameAt = now
-                    }
-                }
+                try follow(reader, narrow: narrow)
             } catch {
                 state.withLock { $0.problem = error }
                 pause(1)
             }
+        }
+    }
+
+    /// Reads until stopped, or until the filter should change: a receiver found on the whole bus,
+    /// or, narrowed to it, nothing of it for a while.
+    private func follow(_ reader: SocketCANReader, narrow: Bool) throws(CANBusError) {
+        var lastFrame = uptime()
+        while !stopped {
+            guard let frame = try reader.read(now: Self.wallSeconds) else {
+                if narrow && uptime() - lastFrame > Self.quietAfter { return }
+                continue
+            }
+            let now = uptime()
+            lastFrame = now
+            let found = state.withLock {
+                $0.overlay.add(frame, now: now)
+                $0.lastFrameAt = now
+                return !narrow && (frame.pgn == GNSSPGN.positionData || frame.pgn == GNSSPGN.positionRapid) && $0.overlay.finder.hasReceiver
+            }
+            if found { return }
         }
     }
 

@@ -12,6 +12,8 @@ public enum CANBusError: Error, Equatable, CustomStringConvertible {
     case interfaceDown(String)
     case notCAN(String)
     case noSocketCAN
+    /// An interface with an adapter behind it, where only a virtual one may be written to.
+    case notVirtual(String)
     case failed(interface: String, call: String, errno: Int32)
 
     public var description: String {
@@ -26,6 +28,8 @@ public enum CANBusError: Error, Equatable, CustomStringConvertible {
             return "this kernel offers no SocketCAN: load its modules (modprobe can-raw) or use a kernel built with them"
         case .interfaceDown(let name):
             return "the CAN interface \(name) is down: bring it up at ISOBUS's 250 kbit/s (ip link set \(name) up type can bitrate 250000)"
+        case .notVirtual(let name):
+            return "\(name) is an adapter on a machine's bus, and agrigps transmits on none: a recording is replayed onto a virtual interface (ip link add vcan0 type vcan && ip link set vcan0 up)"
         case .failed(let name, let call, let number):
             return "\(name): \(call) failed: \(String(cString: strerror(number))) (errno \(number))"
         }
@@ -45,7 +49,8 @@ public final class SocketCANReader: @unchecked Sendable {
         guard ReceiverSource.isInterfaceName(name) else { throw .badName(name) }
     }
 
-    public init(interface: String) throws(CANBusError) {
+    /// `only`: the PGNs to read, the rest dropped by the kernel (a filter on the socket); nil for all.
+    public init(interface: String, only pgns: [UInt32]? = nil) throws(CANBusError) {
         try Self.checkName(interface)
         let index = if_nametoindex(interface)
         guard index != 0 else { throw errno == ENODEV ? .noInterface(interface) : .failed(interface: interface, call: "if_nametoindex", errno: errno) }
@@ -60,7 +65,14 @@ public final class SocketCANReader: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_can>.size)) }
         }
-        let timed = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var timed = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if timed == 0, let pgns {
+            let filters = pgns.map(Self.filter(for:))
+            timed = filters.withUnsafeBufferPointer {
+                setsockopt(descriptor, agrigps_sol_can_raw, Int32(CAN_RAW_FILTER), $0.baseAddress,
+                           socklen_t(MemoryLayout<can_filter>.stride * $0.count))
+            }
+        }
         guard bound == 0, timed == 0 else {
             let number = errno
             Glibc.close(descriptor)
@@ -75,6 +87,14 @@ public final class SocketCANReader: @unchecked Sendable {
     }
 
     deinit { Glibc.close(descriptor) }
+
+    /// The kernel's filter for one PGN's extended frames from any sender: the PGN's bits of the
+    /// identifier, and for a PDU1 PGN (PF below 240) not its destination byte.
+    public static func filter(for pgn: UInt32) -> can_filter {
+        let pdu1 = (pgn >> 8) & 0xFF < 0xF0
+        let mask: UInt32 = pdu1 ? 0x03FF_0000 : 0x03FF_FF00
+        return can_filter(can_id: ((pgn << 8) & mask) | CAN_EFF_FLAG, can_mask: mask | CAN_EFF_FLAG)
+    }
 
     /// The next extended data frame, or nil when a second passed without one.
     public func read(now: () -> Double) throws(CANBusError) -> CANFrame? {

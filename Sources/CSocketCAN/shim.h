@@ -8,4 +8,7 @@
 #include <linux/can.h>
 #include <linux/can/raw.h>
 
+// SOL_CAN_RAW is SOL_CAN_BASE + CAN_RAW, a macro of macros Swift does not import.
+static const int agrigps_sol_can_raw = SOL_CAN_RAW;
+
 #endif

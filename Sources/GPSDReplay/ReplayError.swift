@@ -9,6 +9,8 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     case logHasNoTimes(String)
     case gpsdMissing(String)
     case gpsdFailedToStart(String)
+    /// The virtual CAN interface a recording is replayed onto cannot be written.
+    case bus(String)
     case system(String)
 
     public var description: String {
@@ -25,6 +27,7 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(path) has no sentence with a valid time (GGA, RMC, GLL, ZDA, GNS) to move to now; replay it without --retime"
         case .gpsdMissing(let path): return "gpsd not found at \(path); install the gpsd package"
         case .gpsdFailedToStart(let reason): return "the private gpsd did not start: \(reason)"
+        case .bus(let reason): return reason
         case .system(let reason): return reason
         }
     }
@@ -34,7 +37,7 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .logNotFound, .logIsDirectory, .logUnreadable: return 66  // EX_NOINPUT
         case .logEmpty, .logBinary, .logHasNoSentences, .logHasNoTimes: return 65      // EX_DATAERR
-        case .gpsdMissing, .gpsdFailedToStart: return 69                // EX_UNAVAILABLE
+        case .gpsdMissing, .gpsdFailedToStart, .bus: return 69          // EX_UNAVAILABLE
         case .system: return 71                                         // EX_OSERR
         }
     }

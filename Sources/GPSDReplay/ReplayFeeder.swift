@@ -5,7 +5,21 @@ import Synchronization
 
 /// Serves a log to gpsd over loopback TCP. gpsd connects only when its first client sends WATCH,
 /// so that client sees the log from its first sentence; TCP backpressure makes top speed lossless.
-final class ReplayFeeder: Sendable {
+/// What a private gpsd reads in a replay: the device it is given, and what writes to it.
+public protocol ReplayFeed: Sendable {
+    /// gpsd's device argument: `tcp://127.0.0.1:PORT`, or `nmea2000://vcan0`.
+    var device: String { get }
+    /// The replay ends when the feed has written everything (gpsd never closes a bus), rather than
+    /// when gpsd closes the device.
+    var endsWithFeed: Bool { get }
+    /// When everything was written (`uptime()`); nil until then.
+    var finishedAt: Double? { get }
+    /// Starts writing, once the replay's client is connected.
+    func begin()
+    func stop()
+}
+
+final class ReplayFeeder: ReplayFeed {
     let port: UInt16
     private let listener: Int32
     private let log: NMEALog
@@ -25,6 +39,11 @@ final class ReplayFeeder: Sendable {
             throw .gpsdFailedToStart("no thread could be started to feed it the log")
         }
     }
+
+    var device: String { "tcp://127.0.0.1:\(port)" }
+    var endsWithFeed: Bool { false }
+    /// gpsd connects when a client watches: the log is written then.
+    func begin() {}
 
     func stop() { stopped.store(true, ordering: .releasing) }
 

@@ -26,24 +26,31 @@ public final class ReplayGPSD: Sendable {
     /// Every process this replay started (gpsd).
     public let processIDs: [pid_t]
     private let gpsd: GPSDProcess
-    private let feeder: ReplayFeeder
+    private let feeder: any ReplayFeed
     private let workDirectory: String
     /// Held for the whole of `stop()`, so that a second caller returns only once everything is reaped.
     private let stopped = Mutex<Bool>(false)
 
-    public init(log: NMEALog, options: Options = Options()) throws(ReplayError) {
+    public convenience init(log: NMEALog, options: Options = Options()) throws(ReplayError) {
+        try self.init(feed: { () throws(ReplayError) in
+            try ReplayFeeder(log: log, realTime: options.realTime, endWithEOF: options.endWithEOF)
+        }, options: options)
+    }
+
+    /// gpsd reading a device that `makeFeed`'s feed writes to (a virtual CAN bus); gpsd opens it at
+    /// once, and the feed begins when the stream's client is connected (`stream()`).
+    public init(feed makeFeed: () throws(ReplayError) -> any ReplayFeed, options: Options = Options()) throws(ReplayError) {
         guard access(options.gpsdExecutable, X_OK) == 0 else { throw .gpsdMissing(options.gpsdExecutable) }
         var template = Array("/tmp/agrigps-replay.XXXXXX".utf8CString)
         guard let directory = mkdtemp(&template) else {
             throw .system("cannot create a temporary directory: \(String(cString: strerror(errno)))")
         }
         workDirectory = String(cString: directory)
-        let feeder: ReplayFeeder
+        let feeder: any ReplayFeed
         do throws(ReplayError) {
-            feeder = try ReplayFeeder(log: log, realTime: options.realTime, endWithEOF: options.endWithEOF)
+            feeder = try makeFeed()
             do throws(ReplayError) {
-                (gpsd, address) = try Self.startGPSD(options: options, feedPort: feeder.port,
-                                                     directory: workDirectory)
+                (gpsd, address) = try Self.startGPSD(options: options, device: feeder.device, directory: workDirectory)
             } catch {
                 feeder.stop()
                 throw error
@@ -63,6 +70,19 @@ public final class ReplayGPSD: Sendable {
     public static func start(log: NMEALog, options: Options = Options()) async throws(ReplayError) -> ReplayGPSD {
         try await onOwnThread { () throws(ReplayError) in try ReplayGPSD(log: log, options: options) }
     }
+
+    /// A replay of a device its feed writes to (see `init(feed:options:)`), started off the pool.
+    public static func start(feed makeFeed: @escaping @Sendable () throws(ReplayError) -> any ReplayFeed,
+                             options: Options = Options()) async throws(ReplayError) -> ReplayGPSD {
+        try await onOwnThread { () throws(ReplayError) in try ReplayGPSD(feed: makeFeed, options: options) }
+    }
+
+    /// Whether the replay ends when its feed has written everything (a device gpsd never closes),
+    /// rather than when gpsd closes the device at the log's end.
+    var endsWithFeed: Bool { feeder.endsWithFeed }
+
+    /// Lets the feed begin: once the client reading the replay is connected.
+    func beginFeed() { feeder.begin() }
 
     /// `stop()` from async code, off the cooperative pool: gpsd is given two seconds to end.
     public func finish() async {
@@ -90,7 +110,7 @@ public final class ReplayGPSD: Sendable {
 
     /// Starts gpsd and waits until it accepts clients. A lost race for a free port shows as gpsd
     /// exiting early; then it tries another port.
-    private static func startGPSD(options: Options, feedPort: UInt16,
+    private static func startGPSD(options: Options, device: String,
                                   directory: String) throws(ReplayError) -> (GPSDProcess, GPSDAddress) {
         var lastError = ReplayError.gpsdFailedToStart("no attempt made")
         for _ in 0..<(options.port == nil ? 3 : 1) {
@@ -101,7 +121,8 @@ public final class ReplayGPSD: Sendable {
             environment["GPSD_SHM_KEY"] = String(format: "0x%08x", sharedMemoryKey(port: port))
             let child = try GPSDProcess(
                 gpsd: options.gpsdExecutable,
-                arguments: ["-N", "-b", "-S", String(port), "tcp://127.0.0.1:\(feedPort)"],
+                // A bus is opened at once (-n): its frames are read as they come, client or not.
+                arguments: ["-N", "-b"] + (device.hasPrefix("tcp://") ? [] : ["-n"]) + ["-S", String(port), device],
                 environment: environment, outputPath: outputPath)
             let deadline = Date().addingTimeInterval(options.startTimeout)
             while Date() < deadline && !child.hasExited {

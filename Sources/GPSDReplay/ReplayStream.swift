@@ -40,11 +40,19 @@ extension ReplayGPSD {
     /// gpsd may never close it: bytes it takes for the start of a binary frame can swallow our
     /// `# EOF`. So once the whole log has been fed and gpsd has said nothing for `endGrace`
     /// seconds, gpsd is stopped and the replay fails, rather than waiting for ever.
-    public func stream(silenceThreshold: Double = 5, endGrace: Double = 3) -> ReplayStream {
+    ///
+    /// A feed that writes to a bus (`endsWithFeed`) begins once the source is connected, and the
+    /// replay ends, as a whole log, `endGrace` seconds after its last frame. `adjust` and `standIn`
+    /// are the source's (`GPSDSource.Configuration`): the bus listener's, for a CAN recording.
+    public func stream(silenceThreshold: Double = 5, endGrace: Double = 3,
+                       adjust: (@Sendable (PositionReport) -> PositionReport?)? = nil,
+                       standIn: (@Sendable () -> PositionReport?)? = nil) -> ReplayStream {
         var configuration = GPSDSource.Configuration(address: address)
         configuration.reconnects = false
         configuration.finishWhenDeviceRemoved = true
         configuration.silenceThreshold = silenceThreshold
+        configuration.adjust = adjust
+        configuration.standIn = standIn
         let source = GPSDSource(configuration: configuration).events()
         let (events, relay) = AsyncStream.makeStream(of: SourceEvent.self)
         let watch = ReplayWatch()
@@ -52,7 +60,12 @@ extension ReplayGPSD {
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: 100_000_000)
                 guard let fedAt = feedFinishedAt else { continue }
-                guard uptime() - max(fedAt, watch.heard) >= endGrace else { continue }
+                guard uptime() - max(fedAt, endsWithFeed ? 0 : watch.heard) >= endGrace else { continue }
+                if endsWithFeed {
+                    watch.reachEnd()
+                    await onOwnThread { self.stop() }
+                    return
+                }
                 watch.give(up: "gpsd had not closed the device \(String(format: "%g", endGrace)) s after reading "
                     + "the whole log (part of the log may have been taken for binary data)")
                 // stop() waits for gpsd to exit: not on the cooperative pool.
@@ -65,6 +78,7 @@ extension ReplayGPSD {
             for await event in source {
                 watch.hear()
                 switch event {
+                case .connected: beginFeed()
                 case .deviceRemoved: ending = .endOfLog
                 case .unreachable(let error), .disconnected(let error): ending = .failed(error.description)
                 default: break
@@ -74,6 +88,7 @@ extension ReplayGPSD {
             watchdog.cancel()
             relay.finish()
             // Stopping gpsd ends the source with a lost connection; the watchdog's reason is the real one.
+            if watch.reachedEnd { return .endOfLog }
             if ending != .endOfLog, let reason = watch.verdict { return .failed(reason) }
             return ending
         }
@@ -86,10 +101,14 @@ extension ReplayGPSD {
 private final class ReplayWatch: Sendable {
     private let lastHeard = Mutex<Double>(uptime())
     private let reason = Mutex<String?>(nil)
+    private let ended = Mutex(false)
 
     var heard: Double { lastHeard.withLock { $0 } }
     var verdict: String? { reason.withLock { $0 } }
 
     func hear() { lastHeard.withLock { $0 = uptime() } }
     func give(up why: String) { reason.withLock { $0 = why } }
+    /// The feed wrote everything and the grace passed: the replay is over, whole.
+    func reachEnd() { ended.withLock { $0 = true } }
+    var reachedEnd: Bool { ended.withLock { $0 } }
 }

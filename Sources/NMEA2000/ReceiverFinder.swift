@@ -97,6 +97,9 @@ public struct ReceiverFinder: Sendable {
 
     public var chosen: Sender? { receivers.first }
 
+    /// Whether any sender has sent positions: `chosen` without the sorting.
+    public var hasReceiver: Bool { senders.values.contains { $0.sendsPositions } }
+
     static func rank(_ method: GNSSPositionData.Method?) -> Int {
         switch method {
         case .rtkFixed: return 0

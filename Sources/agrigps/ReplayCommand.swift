@@ -1,22 +1,32 @@
 import CommandSupport
 import ArgumentParser
 import Foundation
+import GNSS
 import GPSDReplay
 
 struct Replay: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Replay a recorded NMEA log through a private gpsd and print the samples.",
+        abstract: "Replay a recorded NMEA log, or a candump recording of a CAN bus, through a private gpsd and print the samples.",
         discussion: """
             Starts gpsd on a free loopback port (never the system gpsd's 2947), feeds it the log \
             over TCP, prints what agrigps makes of it, and exits 0 at the end of the log.
+
+            A candump recording (candump -l) is written onto a virtual CAN interface (--can, \
+            vcan0 by default: sudo ip link add vcan0 type vcan && sudo ip link set vcan0 up), which \
+            gpsd reads as nmea2000://vcan0 and agrigps listens to beside it, as for a receiver on \
+            the bus: 1,000 frames a second, or the recorded pace with --real-time.
 
             While the receiver has a fix, intervals are measured in receiver time, so a fast \
             replay gives the samples of a real-time drive.
             """
     )
 
-    @Argument(help: ArgumentHelp("The recorded NMEA log.", valueName: "log"))
+    @Argument(help: ArgumentHelp("The recorded NMEA log, or candump recording.", valueName: "log"))
     var log: String
+
+    @Option(name: .customLong("can"), parsing: .unconditional,
+            help: ArgumentHelp("The virtual CAN interface a candump recording is replayed onto (default vcan0).", valueName: "interface"))
+    var canInterface: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample (default 1).", valueName: "seconds"))
     var interval: String?
@@ -31,6 +41,9 @@ struct Replay: AsyncParsableCommand {
     var realTime = false
 
     func validate() throws {
+        if let canInterface, !ReceiverSource.isInterfaceName(canInterface) {
+            throw ValidationError("--can: " + ReceiverSource.notAnInterfaceName(canInterface))
+        }
         if let interval {
             guard !everyReport else { throw ValidationError("--interval and --every-report exclude each other") }
             _ = try IntervalOption.parse(interval)
@@ -41,23 +54,32 @@ struct Replay: AsyncParsableCommand {
         let interruption = Interruption()
         let trap = await SignalTrap { number in interruption.interrupt(by: number) }
         let gpsd: ReplayGPSD
-        do {
-            let nmea = try NMEALog(contentsOf: log)
-            if let replaced = nmea.replacedBytes { Output.warning(Self.warning(log: log, replaced: replaced)) }
-            var options = ReplayGPSD.Options()
-            options.realTime = realTime
-            gpsd = try await ReplayGPSD.start(log: nmea, options: options)
-        } catch {
-            throw CommandFailure(error)
+        var bus: CANReplay?
+        if CANReplay.isCandump(log) {
+            let replay = try await CANReplay.start(log, interface: canInterface ?? "vcan0", realTime: realTime)
+            (gpsd, bus) = (replay.gpsd, replay)
+        } else {
+            do {
+                let nmea = try NMEALog(contentsOf: log)
+                if let replaced = nmea.replacedBytes { Output.warning(Self.warning(log: log, replaced: replaced)) }
+                var options = ReplayGPSD.Options()
+                options.realTime = realTime
+                gpsd = try await ReplayGPSD.start(log: nmea, options: options)
+            } catch {
+                throw CommandFailure(error)
+            }
         }
         // Stopping gpsd ends the stream below; the signal then decides the exit code.
         interruption.onInterrupt { gpsd.stop() }
-        let ending = try await show(gpsd.stream())
-        await gpsd.finish()
+        let ending = try await show(bus?.stream() ?? gpsd.stream())
+        if let bus { await bus.finish() } else { await gpsd.finish() }
         _ = consume trap
         if let signal = interruption.signal { throw ExitCode(128 + signal) }
         if case .failed(let reason) = ending {
             throw CommandFailure(description: "replay of \(log) ended early: \(reason)", exitCode: 70)
+        }
+        if let failure = bus?.feed.failure {
+            throw CommandFailure(description: "replay of \(log) ended early: \(failure)", exitCode: 70)
         }
     }
 

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 import TestSupport
 
@@ -56,5 +59,25 @@ struct BusCommandTests {
         #expect((object["receiver_bus"] as? String)?.hasPrefix("agrigpsnone0: there is no CAN interface") == true)
         let refused = try await AgrigpsCommand.run(["run", "--source", "nmea2000://can0:254", "--state-dir", state])
         #expect(refused.code == 64 && refused.stderr.first?.contains("--source the receiver's address must be a number from 0 to 253") == true)
+    }
+
+    @Test("replay of a candump recording: onto a virtual CAN interface; where the kernel has no SocketCAN or no such interface, what is missing and how to make it")
+    func replayRecording() async throws {
+        let recording = Fixtures.can("logfile_20140914_365495765_can.log")
+        let result = try await AgrigpsCommand.run(["replay", "--json", "--can", "agrigpsvcan9", recording])
+        let probe = socket(29, Int32(SOCK_RAW.rawValue), 1)  // PF_CAN, CAN_RAW
+        if probe >= 0 {
+            close(probe)
+            #expect(result.code == 69 && result.stderr.joined().contains(
+                "there is no interface agrigpsvcan9 to replay a candump recording onto; make a virtual one: sudo modprobe vcan && sudo ip link add agrigpsvcan9 type vcan"),
+                "\(result.code) \(result.stderr)")
+        } else {
+            // This kernel has no SocketCAN: the replay itself runs in the field rig's guest.
+            #expect(result.code == 69 && result.stderr.joined().contains("this kernel offers no SocketCAN, so a candump recording cannot be replayed here"),
+                    "\(result.code) \(result.stderr)")
+        }
+        #expect(result.stdout.isEmpty)
+        let refused = try await AgrigpsCommand.run(["replay", "--can", "vcan 0", recording])
+        #expect(refused.code == 64 && refused.stderr.joined().contains("--can: 'vcan 0' is not a network interface name"), "\(refused.stderr)")
     }
 }

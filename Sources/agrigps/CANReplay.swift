@@ -1,0 +1,76 @@
+import CANBus
+import CommandSupport
+import Foundation
+import GPSDReplay
+import NMEA2000
+
+/// A candump recording replayed as a receiver on a CAN bus: written onto a virtual interface that a
+/// private gpsd reads, with the bus listener beside it, as the daemon has for `nmea2000://` sources.
+struct CANReplay {
+    let gpsd: ReplayGPSD
+    let bus: BusWatcher
+    let feed: CANReplayFeed
+
+    /// Whether the file starts as a candump recording (`-l`'s form or the older `<0x…>` one).
+    static func isCandump(_ path: String) -> Bool {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        guard let head = try? handle.read(upToCount: 4096), !head.isEmpty else { return false }
+        // The last line of the slice may be cut: only whole lines count.
+        let text = String(decoding: head, as: UTF8.self)
+        let whole = head.count < 4096 ? text[...] : text[..<(text.lastIndex(of: "\n") ?? text.startIndex)]
+        let log = CandumpLog(text: whole)
+        return !log.frames.isEmpty && log.frames.count >= log.unreadableLines
+    }
+
+    static func start(_ path: String, interface: String, realTime: Bool) async throws -> CANReplay {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw CommandFailure(description: "cannot read \(path): \(error.localizedDescription)", exitCode: 66)
+        }
+        let log = CandumpLog(text: text)
+        if let problem = log.firstProblem, log.unreadableLines > 0 {
+            Output.warning("\(path): \(log.unreadableLines) line\(log.unreadableLines == 1 ? "" : "s") not read as frames (first: \(problem))")
+        }
+        let feed: CANReplayFeed
+        let gpsd: ReplayGPSD
+        do {
+            feed = try CANReplayFeed(log: log, interface: interface, realTime: realTime)
+            gpsd = try await ReplayGPSD.start(feed: { feed })
+        } catch {
+            throw CommandFailure(description: Self.explain(error, interface: interface), exitCode: error.exitCode)
+        }
+        let bus = BusWatcher(interface: interface, address: nil)
+        guard bus.start() else {
+            await gpsd.finish()
+            throw CommandFailure(description: "no thread could be started to listen to \(interface)", exitCode: 71)
+        }
+        return CANReplay(gpsd: gpsd, bus: bus, feed: feed)
+    }
+
+    /// The stream of the replay, with the bus's word on each report.
+    func stream() -> ReplayStream {
+        gpsd.stream(adjust: { [bus] in bus.adjust($0) }, standIn: { [bus] in bus.standIn() })
+    }
+
+    func finish() async {
+        bus.stop()
+        await gpsd.finish()
+    }
+
+    /// A missing virtual interface gets the commands that make one.
+    static func explain(_ error: ReplayError, interface: String) -> String {
+        guard case .bus(let reason) = error else { return error.description }
+        if reason == CANBusError.noInterface(interface).description {
+            return "there is no interface \(interface) to replay a candump recording onto; make a virtual one: "
+                + "sudo modprobe vcan && sudo ip link add \(interface) type vcan && sudo ip link set \(interface) up"
+        }
+        if reason == CANBusError.noSocketCAN.description {
+            return "this kernel offers no SocketCAN, so a candump recording cannot be replayed here (an NMEA log can); "
+                + "replay it on a Linux with the can and vcan modules"
+        }
+        return reason
+    }
+}
