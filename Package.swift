@@ -368,6 +368,7 @@ let package = Package(
                                                      .product(name: "NIOCore", package: "swift-nio"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "NMEA2000Tests", dependencies: ["NMEA2000", "GNSS", "TestSupport"]),
+        .testTarget(name: "CANBusTests", dependencies: ["CANBus", "CSocketCAN", "NMEA2000", "TestSupport"]),
         .testTarget(name: "GNSSTests", dependencies: ["Clocks", "GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "FieldsTests", dependencies: ["Fields", "TestSupport"]),
         .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -28,6 +28,9 @@ struct Run: AsyncParsableCommand {
             the log has been sent: a field engineer's way to push a customer's log through the whole chain. \
             Add --retime to feed the log in real time with its times moved to now, so that it stands in \
             for a live receiver: its GNSS time then corrects the clock of every timestamp sent.
+
+            A candump recording of a CAN bus is replayed as 'agrigps replay' does, onto a virtual \
+            interface: vcan0, or the one of --source nmea2000://IFACE. Its times stay as recorded.
             """
     )
 
@@ -93,13 +96,18 @@ struct Run: AsyncParsableCommand {
         }
         if let gpsd { _ = try GPSDAddress.parseOption(gpsd) }
         if retime && replay == nil { throw ValidationError("--retime moves a replayed log's times; give --replay LOG too") }
+        if retime, let replay, CANReplay.isCandump(replay) {
+            throw ValidationError("--retime moves an NMEA log's times; a candump recording is replayed with the times it was recorded with")
+        }
         if let source {
             do {
                 _ = try ConfigurationFile.checkTextFlag("--source", source, section: "gnss", name: "source")
             } catch {
                 throw ValidationError(error.description)
             }
-            if replay != nil, source != "gpsd" { throw ValidationError("--replay reads an NMEA log through a gpsd of its own; a CAN bus is read live") }
+            if let replay, source != "gpsd", !CANReplay.isCandump(replay) {
+                throw ValidationError("--replay of an NMEA log reads it through a gpsd of its own; --source nmea2000://IFACE names the virtual interface a candump recording is replayed onto")
+            }
         }
         _ = try lifetime()
     }
@@ -136,6 +144,7 @@ struct Run: AsyncParsableCommand {
         var restart = false
         var summary = GatewayDaemon.Summary()
         var replayGPSD: ReplayGPSD?
+        var replayBus: CANReplay?
         let trap = await SignalTrap { number in interruption.interrupt(by: number) }
         let bus = try busWatcher(file)
         defer { bus?.stop() }
@@ -161,8 +170,9 @@ struct Run: AsyncParsableCommand {
                 interruption.onInterrupt { Task { await group.triggerGracefulShutdown() } }
             }
             if let replay {
-                let (events, gpsd) = try await startReplay(replay)
+                let (events, gpsd, bus) = try await startReplay(replay)
                 replayGPSD = gpsd
+                replayBus = bus
                 // A recording's time is not now: no skew check, unless it was moved to now.
                 summary.add(await daemon.run(events: events, skewLimit: retime ? 60 : nil, alongside: watcher, started: started))
             } else {
@@ -179,6 +189,7 @@ struct Run: AsyncParsableCommand {
             if restart { Logger(label: "agrigps.daemon").notice("the credentials changed: starting again with them") }
         } while restart
         _ = consume trap
+        replayBus?.bus.stop()
         await replayGPSD?.finish()
         let status = await spool.status()
         Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
@@ -201,13 +212,19 @@ struct Run: AsyncParsableCommand {
     }
 
     /// A private gpsd that replays `path`, and its events.
-    private func startReplay(_ path: String) async throws -> (AsyncStream<SourceEvent>, ReplayGPSD) {
+    private func startReplay(_ path: String) async throws -> (AsyncStream<SourceEvent>, ReplayGPSD, CANReplay?) {
+        if CANReplay.isCandump(path) {
+            var interface = "vcan0"
+            if let source, case .nmea2000(let named, _)? = try? ReceiverSource(parsing: source) { interface = named }
+            let replay = try await CANReplay.start(path, interface: interface, realTime: false)
+            return (replay.stream().events, replay.gpsd, replay)
+        }
         do {
             let log = try NMEALog(contentsOf: path)
             var options = ReplayGPSD.Options()
             options.realTime = retime
             let gpsd = try await ReplayGPSD.start(log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
-            return (gpsd.stream().events, gpsd)
+            return (gpsd.stream().events, gpsd, nil)
         } catch {
             throw CommandFailure(error)
         }

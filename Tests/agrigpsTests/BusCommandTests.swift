@@ -65,9 +65,7 @@ struct BusCommandTests {
     func replayRecording() async throws {
         let recording = Fixtures.can("logfile_20140914_365495765_can.log")
         let result = try await AgrigpsCommand.run(["replay", "--json", "--can", "agrigpsvcan9", recording])
-        let probe = socket(29, Int32(SOCK_RAW.rawValue), 1)  // PF_CAN, CAN_RAW
-        if probe >= 0 {
-            close(probe)
+        if hasSocketCANHere() {
             #expect(result.code == 69 && result.stderr.joined().contains(
                 "there is no interface agrigpsvcan9 to replay a candump recording onto; make a virtual one: sudo modprobe vcan && sudo ip link add agrigpsvcan9 type vcan"),
                 "\(result.code) \(result.stderr)")
@@ -77,7 +75,23 @@ struct BusCommandTests {
                     "\(result.code) \(result.stderr)")
         }
         #expect(result.stdout.isEmpty)
+        // The daemon's replay takes the same path, onto the interface of --source.
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-can-replay-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let run = try await AgrigpsCommand.run(["run", "--replay", recording, "--source", "nmea2000://agrigpsvcan9", "--state-dir", state])
+        #expect(run.code == 69 && run.stderr.joined().contains(hasSocketCANHere() ? "there is no interface agrigpsvcan9" : "this kernel offers no SocketCAN"),
+                "\(run.code) \(run.stderr)")
+        let retimed = try await AgrigpsCommand.run(["run", "--replay", recording, "--retime", "--state-dir", state])
+        #expect(retimed.code == 64 && retimed.stderr.joined().contains("a candump recording is replayed with the times it was recorded with"))
         let refused = try await AgrigpsCommand.run(["replay", "--can", "vcan 0", recording])
         #expect(refused.code == 64 && refused.stderr.joined().contains("--can: 'vcan 0' is not a network interface name"), "\(refused.stderr)")
+    }
+
+    /// Whether this kernel opens a raw CAN socket (PF_CAN 29, CAN_RAW 1).
+    private func hasSocketCANHere() -> Bool {
+        let probe = socket(29, Int32(SOCK_RAW.rawValue), 1)
+        guard probe >= 0 else { return false }
+        close(probe)
+        return true
     }
 }
