@@ -654,15 +654,20 @@ class Rig:
         before = len(self.received())
         started = time.monotonic()
         self.machine.unplug()
+        status, status_s = self.wait_no_receiver(agent, before, "", 30, 90)
+        return status_s, time.monotonic() - started, status
 
+    def wait_no_receiver(self, agent, before, when, status_bound, sent_bound):
+        """Status says no receiver, then D_NOT_AVAILABLE entries (after the first `before`) reach the
+        local agrirouter: the status, and seconds to it."""
         def no_receiver():
             _, status = self.status(agent)
             sample = status.get("last_sample") or {}
             return status if str(sample.get("state", "")).startswith("no_receiver") else None
-        status, status_s = wait_for("status says no receiver", 30, no_receiver)
-        _, entries_s = wait_for("D_NOT_AVAILABLE received by the local agrirouter", 90,
-                                lambda: self.entries_since(before, lambda e: e["status"] == "dNotAvailable"))
-        return status_s, time.monotonic() - started, status
+        status, status_s = wait_for(f"status says no receiver{when}", status_bound, no_receiver)
+        wait_for(f"D_NOT_AVAILABLE received by the local agrirouter{when}", sent_bound,
+                 lambda: self.entries_since(before, lambda e: e["status"] == "dNotAvailable"))
+        return status, status_s
 
     def watchdog(self, agent):
         pid, _ = self.service_ready(agent)
@@ -865,14 +870,9 @@ class Rig:
         before = len(self.received())
         agent.check("ip link set can0 down")
         started = time.monotonic()
-
-        def no_receiver():
-            status, line = self.bus_status(agent)
-            sample = status.get("last_sample") or {}
-            return line if str(sample.get("state", "")).startswith("no_receiver") else None
-        line, status_s = wait_for("status says no receiver with can0 down", 60, no_receiver)
-        _, sent_s = wait_for("D_NOT_AVAILABLE received with can0 down", 120,
-                             lambda: self.entries_since(before, lambda e: e["status"] == "dNotAvailable"))
+        status, status_s = self.wait_no_receiver(agent, before, " with can0 down", 60, 120)
+        line = str(status.get("receiver_bus") or "")
+        sent_s = time.monotonic() - started
         after_down = len(self.received())
         agent.check("ip link set can0 up")
         up = time.monotonic()

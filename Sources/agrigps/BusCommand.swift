@@ -53,16 +53,8 @@ struct Bus: AsyncParsableCommand {
         let finder: ReceiverFinder
         var problem: String?
         if let file {
-            let text: String
-            do {
-                text = try String(contentsOfFile: file, encoding: .utf8)
-            } catch {
-                throw CommandFailure(description: "cannot read \(file): \(error.localizedDescription)", exitCode: 66)
-            }
-            let log = CandumpLog(text: text)
-            if log.unreadableLines > 0 {
-                problem = "\(file): \(log.unreadableLines) line\(log.unreadableLines == 1 ? "" : "s") not read (\(log.firstProblem ?? ""))"
-            }
+            let log: CandumpLog
+            (log, problem) = try CANReplay.readRecording(file)
             var reading = ReceiverFinder()
             log.frames.forEach { reading.add($0) }
             finder = reading

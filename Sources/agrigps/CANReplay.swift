@@ -24,16 +24,8 @@ struct CANReplay {
     }
 
     static func start(_ path: String, interface: String, realTime: Bool) async throws -> CANReplay {
-        let text: String
-        do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch {
-            throw CommandFailure(description: "cannot read \(path): \(error.localizedDescription)", exitCode: 66)
-        }
-        let log = CandumpLog(text: text)
-        if let problem = log.firstProblem, log.unreadableLines > 0 {
-            Output.warning("\(path): \(log.unreadableLines) line\(log.unreadableLines == 1 ? "" : "s") not read as frames (first: \(problem))")
-        }
+        let (log, problem) = try readRecording(path)
+        if let problem { Output.warning(problem) }
         let feed: CANReplayFeed
         let gpsd: ReplayGPSD
         do {
@@ -58,6 +50,19 @@ struct CANReplay {
     func finish() async {
         bus.stop()
         await gpsd.finish()
+    }
+
+    /// A candump recording, and a line on the lines in it that are no frames, if any.
+    static func readRecording(_ path: String) throws -> (CandumpLog, problem: String?) {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw CommandFailure(description: "cannot read \(path): \(error.localizedDescription)", exitCode: 66)
+        }
+        let log = CandumpLog(text: text)
+        guard log.unreadableLines > 0 else { return (log, nil) }
+        return (log, "\(path): \(log.unreadableLines) line\(log.unreadableLines == 1 ? "" : "s") not read (\(log.firstProblem ?? ""))")
     }
 
     /// A missing virtual interface gets the commands that make one.
