@@ -34,7 +34,7 @@ struct PackagingTests {
         let deb = work + "/dist/" + (debs.first ?? "")
 
         let info = try await run("/usr/bin/dpkg-deb", ["--info", deb], in: work).output
-        for line in ["Package: agrigps", "Version: 0.1.0", "Depends: libc6 (>= 2.36), gpsd, libgps28, libcurl4, libmosquitto1, libssl3, libsqlite3-0, zlib1g, libjs-leaflet, adduser, init-system-helpers, iproute2"] {
+        for line in ["Package: agrigps", "Version: 0.1.0", "Depends: libc6 (>= 2.36), gpsd (>= 3.22-4.1+deb12u1), libgps28, libcurl4, libmosquitto1, libssl3, libsqlite3-0, zlib1g, libjs-leaflet, adduser, init-system-helpers, iproute2"] {
             #expect(info.contains(" \(line)\n"), "\(line)")
         }
         #expect(info.contains("postinst") && info.contains("prerm") && info.contains("postrm") && info.contains("conffiles"))
