@@ -855,12 +855,14 @@ class Rig:
             raise RigFailure(f"agrigps replay of {CAN_LOG} (exit {code}): {len(samples)} samples, {len(fixes)} fixes, "
                              f"{len(strays)} at positions gpsd does not give {strays[:2]}:\n{output[-1500:]}")
         states = sorted({s["state"] for s in samples})
+        seconds_covered = len({s["time"][:19] for s in samples if s.get("time")})
         # The daemon on the same recording, into a spool of its own (not onboarded: it only samples).
         code, run_output = agent.run(f"agrigps run --replay /mnt/rig/{CAN_LOG} --state-dir /tmp/rig-run-replay", 120)
         taken = re.search(r"agrigps: (\d+) samples taken", run_output)
         if code != 0 or not taken or int(taken.group(1)) < 150:
             raise RigFailure(f"agrigps run --replay of {CAN_LOG} (exit {code}):\n{run_output[-1500:]}")
-        log(f"agrigps replay onto vcan0: {len(samples)} samples ({len(fixes)} fixes, states {states}) in {seconds:.1f} s, exit 0; "
+        log(f"agrigps replay onto vcan0: {len(samples)} samples ({len(fixes)} fixes, states {states}, {seconds_covered} distinct seconds) "
+            f"in {seconds:.1f} s, exit 0; "
             f"agrigps run --replay: {taken.group(1)} samples taken")
         return {"samples": len(samples), "fixes": len(fixes), "seconds": round(seconds, 1), "states": states,
                 "run_replay_samples": int(taken.group(1))}

@@ -83,14 +83,17 @@ struct FieldsFromAgrirouterTests {
             var farm = try await FarmSoftware.onboard(simulator, tan: "TANF000012")
             let chunks = try await farm.sendTaskData(TaskDataZip.make(fields: ["Ridge", "Hollow"], padding: 1_200_000, seed: 3))
             #expect(chunks >= 2, "big enough to be chunked")
+            // Asked while the daemon writes: an answer that is not JSON (it says why on stderr) is asked again.
+            var lastError: [String] = []
             func names() async throws -> [String] {
                 let listing = try await AgrigpsCommand.run(["fields", "--json", "--state-dir", state])
-                let document = try JSONSerialization.jsonObject(with: Data(listing.stdout.joined(separator: "\n").utf8)) as? [String: Any]
+                if listing.code != 0 { lastError = listing.stderr }
+                let document = (try? JSONSerialization.jsonObject(with: Data(listing.stdout.joined(separator: "\n").utf8))) as? [String: Any]
                 return (document?["fields"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
             }
             let stored = try await waitFor(60) { try await names() == ["Hollow", "Ridge"] }
             let listed = try await names()
-            #expect(stored, "stored while running: \(listed)")
+            #expect(stored, "stored while running: \(listed) \(lastError)")
             #expect(try await waitFor(30) { await simulator.feed(endpoint: tractorID).isEmpty }, "every chunk confirmed")
 
             // A TaskData that is no zip is refused and counted; the fields stay as they were.
@@ -99,13 +102,14 @@ struct FieldsFromAgrirouterTests {
             try await farm.post([garbage])
             func taskData() async throws -> [String: Any]? {
                 let status = try await AgrigpsCommand.run(["status", "--json", "--state-dir", state])
-                let document = try JSONSerialization.jsonObject(with: Data(status.stdout.joined(separator: "\n").utf8)) as? [String: Any]
+                if status.stdout.isEmpty { lastError = status.stderr }
+                let document = (try? JSONSerialization.jsonObject(with: Data(status.stdout.joined(separator: "\n").utf8))) as? [String: Any]
                 return document?["task_data"] as? [String: Any]
             }
             // The heartbeat's counts move on every 10 s.
             let refused = try await waitFor(40) { try await taskData()?["refused"] as? Int == 1 }
             let counts = try await taskData()
-            #expect(refused, "\(String(describing: counts))")
+            #expect(refused, "\(String(describing: counts)) \(lastError)")
             #expect(counts?["imported"] as? Int == 1 && (counts?["last_problem"] as? String)?.hasPrefix("refused: ") == true, "\(String(describing: counts))")
             let text = try await AgrigpsCommand.run(["status", "--state-dir", state])
             #expect(text.stdout.contains { $0.hasPrefix("TaskData from farm software since the daemon started: 1 imported, 1 refused; the last problem: refused: ") },
