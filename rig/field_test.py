@@ -851,11 +851,13 @@ class Rig:
         fixes = [s for s in samples if s.get("lat") is not None]
         expected = self.expected_can_positions()
         strays = [s for s in fixes if not any(abs(s["lat"] - lat) <= 1e-6 and abs(s["lon"] - lon) <= 1e-6 for lat, lon in expected)]
-        if code != 0 or len(fixes) < 150 or strays:
+        times = [s["time"] for s in samples if s.get("time")]
+        backwards = sum(1 for earlier, later in zip(times, times[1:]) if later < earlier)
+        seconds_covered = len({t[:19] for t in times})
+        if code != 0 or len(fixes) < 150 or seconds_covered < 180 or strays or backwards:
             raise RigFailure(f"agrigps replay of {CAN_LOG} (exit {code}): {len(samples)} samples, {len(fixes)} fixes, "
-                             f"{len(strays)} at positions gpsd does not give {strays[:2]}:\n{output[-1500:]}")
+                             f"{len(strays)} at positions gpsd does not give {strays[:2]}, {backwards} going back in time, {seconds_covered} seconds of the recording's 208:\n{output[-1500:]}")
         states = sorted({s["state"] for s in samples})
-        seconds_covered = len({s["time"][:19] for s in samples if s.get("time")})
         # The daemon on the same recording, into a spool of its own (not onboarded: it only samples).
         code, run_output = agent.run(f"agrigps run --replay /mnt/rig/{CAN_LOG} --state-dir /tmp/rig-run-replay", 120)
         taken = re.search(r"agrigps: (\d+) samples taken", run_output)

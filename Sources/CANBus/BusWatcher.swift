@@ -106,13 +106,13 @@ public final class BusWatcher: Sendable {
     public func adjust(_ report: PositionReport) -> PositionReport? {
         let now = uptime()
         return state.withLock { state in
-            guard state.overlay.admits(report, interface: interface, now: now) else {
+            guard let taken = state.overlay.take(report, interface: interface, now: now) else {
                 state.setAside += 1
                 state.setAsideDevice = report.device
                 return nil
             }
             state.lastAdmittedAt = now
-            return state.overlay.apply(to: report, now: now)
+            return taken
         }
     }
 
@@ -127,7 +127,7 @@ public final class BusWatcher: Sendable {
         let now = uptime()
         return state.withLock { state in
             guard now - state.lastAdmittedAt >= Self.gpsdQuietAfter, let report = state.overlay.receiverReport(now: now),
-                  report.time != state.lastStandIn else { return nil }
+                  report.time != state.lastStandIn, state.overlay.inOrder(report) else { return nil }
             state.lastStandIn = report.time
             state.lastStandInAt = now
             return report

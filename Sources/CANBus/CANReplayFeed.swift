@@ -8,13 +8,14 @@ import Glibc
 #endif
 
 /// A candump recording written onto a virtual CAN interface for a replay through a private gpsd:
-/// at its recorded pace, or at a steady 1,000 frames a second, which gpsd and the bus listener keep
-/// up with (a burst would overrun their sockets' queues and lose frames).
+/// at its recorded pace, or at a steady 250 frames a second (five times a busy receiver's), which gpsd
+/// and the bus listener keep up with on a small box; faster, gpsd's per-sender devices fall behind one
+/// another and its sockets' queues overrun.
 public final class CANReplayFeed: ReplayFeed {
     public let device: String
     public var endsWithFeed: Bool { true }
     /// Frames a second when not at the recorded pace.
-    public static let rate = 1_000.0
+    public static let rate = 250.0
     private let writer: VirtualBusWriter
     private let frames: [CANFrame]
     private let realTime: Bool

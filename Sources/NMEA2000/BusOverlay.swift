@@ -13,6 +13,10 @@ public struct BusOverlay: Sendable {
     private var latest: (data: GNSSPositionData, at: Double)?
     /// When the receiver last gave a position (129029 or 129025).
     private var positionAt: Double?
+    /// The time of the newest fix admitted.
+    private var newestAdmitted: Double?
+    /// A fix time this much before the newest admitted is the receiver's clock set back, not a late report.
+    static let setBackAfter = 30.0
     /// A 129029 older than this (by when it arrived) says nothing about a report.
     public static let freshFor = 2.5
 
@@ -42,13 +46,16 @@ public struct BusOverlay: Sendable {
     /// position lately, and another's when another sender did and the receiver did not. A report
     /// without a position, while the receiver gives positions, is another device's, unless the
     /// receiver's own 129029 stands in for it (`apply`). A report of another device than the bus's
-    /// is not the receiver configured either.
+    /// is not the receiver configured either, nor is one of a fix older than the receiver's newest.
     public func admits(_ report: PositionReport, interface: String, now: Double) -> Bool {
         if let device = report.device {
             let bare = "nmea2000://" + interface
             guard device == bare || device.hasPrefix(bare + ":") else { return false }
         }
         guard let receiver = address ?? finder.chosen?.address else { return true }
+        // gpsd's devices read the bus each at its own pace and lag one another: a report of a fix
+        // more than a second older than the receiver's newest 129029 is stale, whoever's it was.
+        if let time = report.time, let newest = latest?.data.time, time.timeIntervalSince1970 < newest - 1 { return false }
         guard let latitude = report.latitude, let longitude = report.longitude else {
             guard let at = positionAt, now - at <= Self.freshFor, now >= at else { return true }
             guard let (data, dataAt) = latest, now - dataAt <= Self.freshFor, now >= dataAt else { return false }
@@ -56,6 +63,24 @@ public struct BusOverlay: Sendable {
         }
         if finder.senders[receiver]?.sent(latitude: latitude, longitude: longitude) == true { return true }
         return !finder.senders.values.contains { $0.address != receiver && $0.sent(latitude: latitude, longitude: longitude) }
+    }
+
+    /// The report as sampled (`admits`, then `apply`), or nil to set it aside; and one more rule that
+    /// needs memory (`inOrder`).
+    public mutating func take(_ report: PositionReport, interface: String, now: Double) -> PositionReport? {
+        guard admits(report, interface: interface, now: now) else { return nil }
+        let taken = apply(to: report, now: now)
+        return inOrder(taken) ? taken : nil
+    }
+
+    /// Reports go out in the order of their fixes. gpsd's devices lag one another, so a report of a
+    /// fix older than one gone out before is a late copy, unless it is older by more than
+    /// `setBackAfter` (the receiver's time set back). Notes the report's time when it goes out.
+    public mutating func inOrder(_ report: PositionReport) -> Bool {
+        guard let time = report.time?.timeIntervalSince1970 else { return true }
+        if let newest = newestAdmitted, time < newest, newest - time <= Self.setBackAfter { return false }
+        newestAdmitted = time
+        return true
     }
 
     /// gpsd's STATUS for a 129029 method: what `FixState` reads back as the same quality.

@@ -14,7 +14,7 @@ struct Replay: AsyncParsableCommand {
             A candump recording (candump -l) is written onto a virtual CAN interface (--can, \
             vcan0 by default: sudo ip link add vcan0 type vcan && sudo ip link set vcan0 up), which \
             gpsd reads as nmea2000://vcan0 and agrigps listens to beside it, as for a receiver on \
-            the bus: 1,000 frames a second, or the recorded pace with --real-time.
+            the bus: 250 frames a second, or the recorded pace with --real-time.
 
             While the receiver has a fix, intervals are measured in receiver time, so a fast \
             replay gives the samples of a real-time drive.
