@@ -854,7 +854,7 @@ class Rig:
         times = [s["time"] for s in samples if s.get("time")]
         backwards = sum(1 for earlier, later in zip(times, times[1:]) if later < earlier)
         seconds_covered = len({t[:19] for t in times})
-        if code != 0 or len(fixes) < 150 or seconds_covered < 180 or strays or backwards:
+        if code != 0 or len(fixes) < 150 or seconds_covered < 150 or strays or backwards:
             raise RigFailure(f"agrigps replay of {CAN_LOG} (exit {code}): {len(samples)} samples, {len(fixes)} fixes, "
                              f"{len(strays)} at positions gpsd does not give {strays[:2]}, {backwards} going back in time, {seconds_covered} seconds of the recording's 208:\n{output[-1500:]}")
         states = sorted({s["state"] for s in samples})

@@ -46,16 +46,13 @@ public struct BusOverlay: Sendable {
     /// position lately, and another's when another sender did and the receiver did not. A report
     /// without a position, while the receiver gives positions, is another device's, unless the
     /// receiver's own 129029 stands in for it (`apply`). A report of another device than the bus's
-    /// is not the receiver configured either, nor is one of a fix older than the receiver's newest.
+    /// is not the receiver configured either.
     public func admits(_ report: PositionReport, interface: String, now: Double) -> Bool {
         if let device = report.device {
             let bare = "nmea2000://" + interface
             guard device == bare || device.hasPrefix(bare + ":") else { return false }
         }
         guard let receiver = address ?? finder.chosen?.address else { return true }
-        // gpsd's devices read the bus each at its own pace and lag one another: a report of a fix
-        // more than a second older than the receiver's newest 129029 is stale, whoever's it was.
-        if let time = report.time, let newest = latest?.data.time, time.timeIntervalSince1970 < newest - 1 { return false }
         guard let latitude = report.latitude, let longitude = report.longitude else {
             guard let at = positionAt, now - at <= Self.freshFor, now >= at else { return true }
             guard let (data, dataAt) = latest, now - dataAt <= Self.freshFor, now >= dataAt else { return false }
