@@ -765,8 +765,16 @@ class Rig:
         with open(os.path.join(self.options.can_fixtures, CAN_POSITIONS)) as handle:
             return [(record["lat"], record["lon"]) for record in map(json.loads, handle) if "lat" in record]
 
-    def can_fixes_received(self, before, output="gps_info"):
-        return [e for e in self.received(output)[before:] if e["status"] not in NO_POSITION.values()]
+    @staticmethod
+    def guest_ms(agent):
+        """The guest's clock, in the milliseconds of the entries' times."""
+        return int(agent.check("date +%s%3N").strip())
+
+    def can_fixes_received(self, since_ms, output="gps_info"):
+        """Fixes sampled at or after `since_ms` (the guest's clock), judged by the time of the sample
+        and not the order of arrival: a power cut can lose an acknowledgement, and that batch's
+        samples (the USB receiver's, say) are sent again minutes later, after the switch."""
+        return [e for e in self.received(output) if e["status"] not in NO_POSITION.values() and e["time_ms"] >= since_ms]
 
     def check_can_positions(self):
         """Every fix received since the switch to the bus, in both formats, is at a position gpsd's
@@ -774,7 +782,7 @@ class Rig:
         expected = self.expected_can_positions()
         counts = {}
         for output in ("gps_info", "time_log"):
-            fixes = self.can_fixes_received(self.can_before[output], output)
+            fixes = self.can_fixes_received(self.can_since_ms, output)
             strays = [e for e in fixes if not any(abs(e["lat"] - lat) <= 1e-6 and abs(e["lon"] - lon) <= 1e-6 for lat, lon in expected)]
             if strays:
                 raise RigFailure(f"{len(strays)} of {len(fixes)} bus fixes ({output}) are at positions gpsd's expected output does not give: {strays[:3]}")
@@ -785,9 +793,9 @@ class Rig:
         """The USB receiver goes and the daemon reads the receiver on the CAN bus: the package's
         agrigps-can@can0 brings can0 up at 250 kbit/s and hands it to gpsd; the receiver is found by its
         address; its fixes are those gpsd's expected output gives, acknowledged in both formats."""
-        # The USB receiver goes first, and its last fixes reach the local agrirouter before any of the bus's.
+        # The USB receiver goes first: every fix sampled from here on is the bus's.
         self.unplug(agent)
-        before = {output: len(self.received(output)) for output in ("gps_info", "time_log")}
+        since_ms = self.guest_ms(agent)
         # The rig's hardware: the adapters' driver loaded at every boot, as a box's own would be.
         agent.check("printf 'kvaser_pci\\ncan_raw\\n' > /etc/modules-load.d/rig-can.conf && modprobe -a kvaser_pci can_raw")
         agent.check("sed -i 's|^source = .*|source = \"nmea2000://can0\"|' /etc/agrigps/agrigps.conf && grep -q nmea2000://can0 /etc/agrigps/agrigps.conf")
@@ -802,11 +810,11 @@ class Rig:
         devices = agent.run("bash <<'ASK'\nexec 3<>/dev/tcp/127.0.0.1/2947\nprintf '?DEVICES;\\n' >&3\ntimeout 2 cat <&3\nexit 0\nASK", 10)[1]
         _, line = wait_for("status naming the receiver at address 2", 90,
                            lambda: (lambda found: found if "receiver at address 2" in found[1] else None)(self.bus_status(agent)))[0]
-        fixes, _ = wait_for("bus fixes received by the local agrirouter", 180, lambda: self.can_fixes_received(before["gps_info"]))
+        fixes, _ = wait_for("bus fixes received by the local agrirouter", 180, lambda: self.can_fixes_received(since_ms))
         acknowledged_s = time.monotonic() - up
-        wait_for("bus fixes received as EFDI TimeLogs", 120, lambda: self.can_fixes_received(before["time_log"], "time_log"))
+        wait_for("bus fixes received as EFDI TimeLogs", 120, lambda: self.can_fixes_received(since_ms, "time_log"))
         status, _ = wait_for("agrigps status OK on the bus", 120, lambda: self.status_ok(agent))
-        self.can_before = before
+        self.can_since_ms = since_ms
         self.check_can_positions()
         gpsd_devices = sorted(set(re.findall(r'nmea2000://[^"]+', devices)))
         log(f"CAN bus: {line}; gpsd's devices: {gpsd_devices}; {len(fixes)} fixes at gpsd's positions, "
@@ -877,7 +885,7 @@ class Rig:
         status, status_s = self.wait_no_receiver(agent, before, " with can0 down", 60, 120)
         line = str(status.get("receiver_bus") or "")
         sent_s = time.monotonic() - started
-        after_down = len(self.received())
+        after_down = self.guest_ms(agent)
         agent.check("ip link set can0 up")
         up = time.monotonic()
 
@@ -903,10 +911,10 @@ class Rig:
         self.fsck_recovered(agent)
         figures = self.expect_nothing_lost(agent, "power cut on the CAN bus")
         self.service_ready(agent)
-        before = len(self.received())
+        booted_ms = self.guest_ms(agent)
         self.start_can_player(agent)
         wait_for("agrigps-can@can0 active after the boot", 60, lambda: agent.run("systemctl is-active agrigps-can@can0.service", 10)[0] == 0)
-        wait_for("bus fixes received after the power cut", 180, lambda: self.can_fixes_received(before))
+        wait_for("bus fixes received after the power cut", 180, lambda: self.can_fixes_received(booted_ms))
         return agent, {"after_s": round(delay, 1), "lost": figures["lost"], "committed": figures["committed"]}
 
     def can_finder(self, agent):
