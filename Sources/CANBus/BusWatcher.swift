@@ -87,10 +87,11 @@ public final class BusWatcher: Sendable {
             }
             let now = uptime()
             lastFrame = now
+            let pgn = frame.pgn
             let found = state.withLock {
                 $0.overlay.add(frame, now: now)
                 $0.lastFrameAt = now
-                return !narrow && (frame.pgn == GNSSPGN.positionData || frame.pgn == GNSSPGN.positionRapid) && $0.overlay.finder.hasReceiver
+                return !narrow && (pgn == GNSSPGN.positionData || pgn == GNSSPGN.positionRapid) && $0.overlay.finder.hasReceiver
             }
             if found { return }
         }

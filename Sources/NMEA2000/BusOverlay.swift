@@ -13,8 +13,8 @@ public struct BusOverlay: Sendable {
     private var latest: (data: GNSSPositionData, at: Double)?
     /// When the receiver last gave a position (129029 or 129025).
     private var positionAt: Double?
-    /// The time of the newest fix admitted.
-    private var newestAdmitted: Double?
+    /// The time of the newest fix gone out.
+    private var newestSent: Double?
     /// A fix time this much before the newest admitted is the receiver's clock set back, not a late report.
     static let setBackAfter = 30.0
     /// A 129029 older than this (by when it arrived) says nothing about a report.
@@ -75,8 +75,8 @@ public struct BusOverlay: Sendable {
     /// `setBackAfter` (the receiver's time set back). Notes the report's time when it goes out.
     public mutating func inOrder(_ report: PositionReport) -> Bool {
         guard let time = report.time?.timeIntervalSince1970 else { return true }
-        if let newest = newestAdmitted, time < newest, newest - time <= Self.setBackAfter { return false }
-        newestAdmitted = time
+        if let newest = newestSent, time < newest, newest - time <= Self.setBackAfter { return false }
+        newestSent = time
         return true
     }
 

@@ -58,13 +58,19 @@ struct GPSDSourceTests {
         #expect(states.contains(.fix(.threeD, .rtkFixed)) && !states.contains { if case .fix(_, .autonomous) = $0 { true } else { false } }, "\(states)")
     }
 
-    @Test("reports the adjustment sets aside (another receiver's) are as if gpsd had sent none: no receiver, never their fix")
-    func setAsideReports() async throws {
+    /// A gpsd replaying a log that never ends, and a source on it that calls 0.5 s without reports silence.
+    func endlessReplay() async throws -> (ReplayGPSD, GPSDSource.Configuration) {
         var options = ReplayGPSD.Options()
         options.endWithEOF = false
         let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"), options: options)
+        return (gpsd, source(port: gpsd.address.port, silence: 0.5).configuration)
+    }
+
+    @Test("reports the adjustment sets aside (another receiver's) are as if gpsd had sent none: no receiver, never their fix")
+    func setAsideReports() async throws {
+        let (gpsd, endless) = try await endlessReplay()
         defer { gpsd.stop() }
-        var configuration = source(port: gpsd.address.port, silence: 0.5).configuration
+        var configuration = endless
         let seen = Mutex(0)
         configuration.adjust = { _ in
             seen.withLock { $0 += 1 }
@@ -82,11 +88,9 @@ struct GPSDSourceTests {
 
     @Test("while gpsd reports nothing, the stand-in source's reports are sampled, and the receiver is not silent")
     func standInReports() async throws {
-        var options = ReplayGPSD.Options()
-        options.endWithEOF = false
-        let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"), options: options)
+        let (gpsd, endless) = try await endlessReplay()
         defer { gpsd.stop() }
-        var configuration = source(port: gpsd.address.port, silence: 0.5).configuration
+        var configuration = endless
         configuration.adjust = { _ in nil }
         let asked = Mutex(0)
         configuration.standIn = {
