@@ -165,21 +165,25 @@ public actor TileCache {
             noteUse(key, at: time)
             return (cached.data, cached.type, true)
         }
-        if let offlineUntil, time < offlineUntil, offlineUntil.timeIntervalSince(time) <= TimeInterval(Self.holdOff) {
-            if let cached {
-                statistics.staleServed += 1
-                noteUse(key, at: time)
-                return (cached.data, cached.type, true)
-            }
-            statistics.heldOff += 1
-            throw .upstreamHeldOff(seconds: Self.holdOff)
-        }
+        if let heldOff = heldOff(key, cached: cached, at: time) { return try heldOff.get() }
         if let running = inFlight[key] { return try await running.value.get() }
         let fetch = Task { await self.refresh(key, cached: cached) }
         inFlight[key] = fetch
         let outcome = await fetch.value
         inFlight[key] = nil
         return try outcome.get()
+    }
+
+    /// While the server is left alone: the stale tile, or the error; nil when it may be asked.
+    private func heldOff(_ key: TileKey, cached: CachedTile?, at time: Date) -> Result<Served, TileCacheError>? {
+        guard let offlineUntil, time < offlineUntil, offlineUntil.timeIntervalSince(time) <= TimeInterval(Self.holdOff) else { return nil }
+        if let cached {
+            statistics.staleServed += 1
+            noteUse(key, at: time)
+            return .success((cached.data, cached.type, true))
+        }
+        statistics.heldOff += 1
+        return .failure(.upstreamHeldOff(seconds: Self.holdOff))
     }
 
     /// Writes the pending use times; for a clean stop (they are otherwise written in batches).
@@ -204,6 +208,12 @@ public actor TileCache {
         case .failure(let error): return cached.map { .success(staleServed(key, $0)) } ?? .failure(error)
         }
         await takeFetchSlot()
+        // A page asks for a screen of tiles at once, and most wait here for a slot: when the first
+        // found the server unreachable, the rest are held off too instead of each trying again.
+        if let heldOff = heldOff(key, cached: cached, at: now()) {
+            releaseFetchSlot()
+            return heldOff
+        }
         statistics.upstreamRequests += 1
         let validators = cached.map { (etag: $0.etag, lastModified: $0.lastModified) }
         let fetcher = fetcher
@@ -312,7 +322,8 @@ public actor TileCache {
         guard let database = opened() else { return nil }
         do {
             return try database.read { db in
-                try Row.fetchOne(db, sql: "SELECT type, expires_at, etag, last_modified, data FROM tile WHERE z = ? AND x = ? AND y = ?",
+                // Prepared once: every tile a page asks for starts here.
+                try Row.fetchOne(db.cachedStatement(sql: "SELECT type, expires_at, etag, last_modified, data FROM tile WHERE z = ? AND x = ? AND y = ?"),
                                  arguments: [key.z, key.x, key.y]).flatMap { row -> CachedTile? in
                     guard let type = row[0] as String?, let expiresAt = row[1] as Double?, let data = row[4] as Data? else { return nil }
                     return CachedTile(data: data, type: type, expiresAt: expiresAt, etag: row[2], lastModified: row[3])

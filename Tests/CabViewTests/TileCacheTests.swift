@@ -193,6 +193,31 @@ struct TileCacheTests {
                          timeout: timeout, now: { clock.now })
     }
 
+    @Test("a screen of tiles asked at once of a server that cannot be reached tries it once per slot, and holds the rest off")
+    func screenOffline() async throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try Self.tileServer()
+        server.stop()
+        let tiles = cache(server)
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for x in 0..<12 {
+                group.addTask {
+                    do {
+                        _ = try await tiles.tile(z: 5, x: x, y: 10)
+                        return false
+                    } catch {
+                        return true
+                    }
+                }
+            }
+            return await group.reduce(into: 0) { $0 += $1 ? 1 : 0 }
+        }
+        #expect(outcomes == 12, "every tile fails: none is kept and the server is gone")
+        let figures = await tiles.statistics
+        #expect(figures.upstreamRequests >= 1 && figures.upstreamRequests <= TileCache.concurrentFetches, "\(figures)")
+        #expect(figures.unreachable == figures.upstreamRequests && figures.heldOff == 12 - figures.upstreamRequests, "\(figures)")
+    }
+
     /// Each tile's path as its marker, so a test can tell which tile it got.
     static func tileServer(size: Int = 64, headers: [String] = ["Content-Type: image/png", "Cache-Control: max-age=3600"]) throws -> LoopbackTileServer {
         try LoopbackTileServer { .answer(status: 200, headers: headers, body: tilePNG(size: size, $0.path)) }
