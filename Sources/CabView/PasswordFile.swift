@@ -85,8 +85,17 @@ public struct PasswordFile: Sendable {
         return left.withUnsafeBytes { a in right.withUnsafeBytes { b in cssl_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 } }
     }
 
+    /// Lower-case hex. Not `String(format:)`: its C varargs go through dynamic casts, and the first
+    /// of each kind scans the whole binary's conformances, a millisecond or more at every page's first session.
     static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     static func bytes(hex: String) -> [UInt8]? {

@@ -363,6 +363,15 @@ struct CabAPITests {
         #expect(throws: PasswordError.self) { try PasswordFile(directory: directory).set("short") }
     }
 
+    @Test("the password file's hex is lower case, two digits a byte, and reads back")
+    func passwordHex() {
+        let bytes: [UInt8] = [0x00, 0x0F, 0xA5, 0xFF, 0x10]
+        #expect(PasswordFile.hex(bytes) == "000fa5ff10")
+        #expect(PasswordFile.bytes(hex: PasswordFile.hex(bytes)) == bytes)
+        #expect(PasswordFile.hex([]) == "")
+        #expect(Sessions.token()?.count == 64)
+    }
+
     @Test("onboarding through the page stores the credentials as the CLI does; a bad TAN gets agrirouter's code and advice; no secret in any answer")
     func onboarding() async throws {
         let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "CAB0000001")
