@@ -50,14 +50,6 @@ struct DeliverySQL {
         "(\(queued) AND " + SpoolOutput.all.map { "\(delivery($0)) != 'in_flight'" }.joined(separator: " AND ") + ")"
     }
 
-    /// One state per sample across its outputs, the least advanced: done (acknowledged by all),
-    /// withheld, in flight for any, parked for any, failed for any, else pending.
-    var sampleState: String {
-        func any(_ state: String) -> String { "'\(state)' IN (\(SpoolOutput.all.map(delivery).joined(separator: ", ")))" }
-        return "CASE WHEN NOT \(queued) THEN 'acknowledged' WHEN \(any("withheld")) THEN 'withheld' "
-            + "WHEN \(any("in_flight")) THEN 'in_flight' WHEN \(any("parked")) THEN 'parked' WHEN \(any("failed")) THEN 'failed' ELSE 'pending' END"
-    }
-
     /// Deletes the acknowledged rows waiting to be cleared when no history is kept.
     var clearAcknowledged: String { "DELETE FROM sample WHERE NOT \(queued)" }
 }

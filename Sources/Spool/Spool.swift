@@ -615,60 +615,62 @@ public actor Spool {
     /// The counts and notes of `status`, read in one transaction; shared with the read-only `SpoolReader`.
     static func readStatus(_ db: Database, now: Date, into status: inout SpoolStatus) throws {
         let queries = DeliverySQL(readingAsItIs: db).batchesAcknowledged ? StatusQueries.migrated : StatusQueries.unmigrated
-        for row in try Row.fetchAll(db.cachedStatement(sql: queries.states)) {
-            let count = row.int(at: 1, in: 0...Int.max) ?? 0
-            switch row.text(at: 0, limit: 32) ?? "" {
-            case "pending": status.pending = count
-            case "in_flight": status.inFlight = count
-            case "failed": status.failed = count
-            case "parked": status.parked = count
-            case "acknowledged": status.acknowledgedKept = count
-            case "withheld": status.withheld = count
-            default: break
-            }
-        }
-        for (output, sql) in queries.byOutput {
-            var counts: [String: Int] = [:]
-            for row in try Row.fetchAll(db.cachedStatement(sql: sql)) {
-                guard let state = row.text(at: 0, limit: 32), state != DeliveryState.off else { continue }
-                counts[state] = row.int(at: 1, in: 0...Int.max) ?? 0
-            }
-            if !counts.isEmpty { status.byOutput[output.name] = counts }
-        }
         // A file of ours is still input: every number is checked before use, so a damaged or
         // edited row gives an unknown, never a trap.
+        var oldest: Double?
+        for row in try Row.fetchAll(db.cachedStatement(sql: queries.summary)) {
+            let states = SpoolOutput.all.indices.map { row.text(at: 1 + $0, limit: 32) }
+            let count = row.int(at: 1 + states.count, in: 0...Int.max) ?? 0
+            // Queued: not stamped as history, and some output still owes it.
+            guard row.int(at: 0, in: 0...1) == 1, !states.allSatisfy({ $0.map(DeliveryState.finished.contains) == true }) else {
+                status.acknowledgedKept += count
+                continue
+            }
+            switch DeliveryState.sampleState(states) {
+            case "in_flight": status.inFlight += count
+            case "failed": status.failed += count
+            case "parked": status.parked += count
+            case "withheld": status.withheld += count
+            default: status.pending += count
+            }
+            for (output, state) in zip(SpoolOutput.all, states) {
+                guard let state, state != DeliveryState.off else { continue }
+                status.byOutput[output.name, default: [:]][state, default: 0] += count
+            }
+            if let waiting = row.double(at: 2 + states.count, in: Bounds.epochSeconds) { oldest = min(oldest ?? waiting, waiting) }
+        }
         // On the true clock on both sides: `now` is the best known UTC (the daemon's, or status's
         // system clock less the skew the daemon last saw), and each sample's time is its GNSS time
         // or its system time less the skew when it was taken. A sample stamped at "1970" is not 56
         // years old, and one taken under a clock 2 h fast is not 2 h old.
-        let oldest = try Row.fetchOne(db.cachedStatement(sql: queries.oldestWaiting))
-        status.oldestPendingAge = oldest?.double("oldest", in: Bounds.epochSeconds).map { max(0, now.timeIntervalSince1970 - $0) }
+        status.oldestPendingAge = oldest.map { max(0, now.timeIntervalSince1970 - $0) }
         let newest = try Row.fetchOne(db.cachedStatement(sql: "SELECT sampled_at FROM sample ORDER BY id DESC LIMIT 1"))
         status.lastAppendAt = newest?.double("sampled_at", in: Bounds.epochSeconds).map { Date(timeIntervalSince1970: $0) }
         try readNotes(db, into: &status)
     }
 
-    /// The status's queries, built once for each kind of file. Statements are cached by their text,
+    /// The status's query, built once for each kind of file. Statements are cached by their text,
     /// and building these long CASE expressions again at every look (the daemon's and the cab view's,
     /// once a second each) cost more than running them on a small spool.
     struct StatusQueries: Sendable {
         static let migrated = StatusQueries(DeliverySQL.migrated)
         static let unmigrated = StatusQueries(DeliverySQL(batchesAcknowledged: false))
 
-        /// Samples by their one state across outputs.
-        let states: String
-        /// Each output's states of the samples still owed.
-        let byOutput: [(SpoolOutput, String)]
-        /// The true time of the oldest sample waiting to be sent.
-        let oldestWaiting: String
+        /// One pass over the rows, grouped by whether a row is still open (not stamped as history)
+        /// and by each output's state of it: how many, and the true time of the oldest that an output
+        /// waits to send. Each row's states are worked out once; the few groups are folded in Swift.
+        /// Four passes (one per count) cost the cab view a millisecond a second on a spool of a few
+        /// hundred rows, and grew with a day's backlog.
+        let summary: String
 
         init(_ delivery: DeliverySQL) {
-            states = "SELECT \(delivery.sampleState) AS delivery_state, COUNT(*) FROM sample GROUP BY delivery_state"
-            byOutput = SpoolOutput.all.map { output in
-                (output, "SELECT \(delivery.delivery(output)) AS output_state, COUNT(*) FROM sample WHERE \(delivery.queued) GROUP BY output_state")
-            }
-            let waiting = SpoolOutput.all.map { "\($0.delivery) IN ('pending', 'failed')" }.joined(separator: " OR ")
-            oldestWaiting = "SELECT MIN(\(Spool.trueTime)) AS oldest FROM sample WHERE \(delivery.queued) AND (\(waiting))"
+            let states = SpoolOutput.all.indices.map { "state\($0)" }
+            let perRow = ["acknowledged_at IS NULL AS open"] + zip(SpoolOutput.all, states).map { "\(delivery.delivery($0)) AS \($1)" }
+                + ["\(Spool.trueTime) AS true_time"]
+            // An output's pending and failed rows are so in the row itself: only in-flight ones read their batch.
+            let waiting = states.map { "\($0) IN ('pending', 'failed')" }.joined(separator: " OR ")
+            summary = "SELECT open, \(states.joined(separator: ", ")), COUNT(*), MIN(CASE WHEN \(waiting) THEN true_time END) "
+                + "FROM (SELECT \(perRow.joined(separator: ", ")) FROM sample) GROUP BY open, \(states.joined(separator: ", "))"
         }
     }
 

@@ -50,7 +50,14 @@ public struct SpoolOutput: Sendable, Hashable, CustomStringConvertible {
 enum DeliveryState {
     /// Not wanted by this output: it was turned off when the sample was taken, or since.
     static let off = "off"
+    /// The states an output is finished with a sample in: acknowledged, or not wanted.
+    static let finished: Set<String> = ["acknowledged", off]
     static let done = "('acknowledged', 'off')"
+    /// A sample's one state across its outputs, the least advanced: withheld, in flight for any,
+    /// parked for any, failed for any, else pending (for a sample some output still owes).
+    static func sampleState(_ states: [String?]) -> String {
+        ["withheld", "in_flight", "parked", "failed"].first { states.contains($0) } ?? "pending"
+    }
     /// The states the delivery indexes hold. A query uses such a partial index only when it has one
     /// of these terms exactly as written in the index (`<delivery> = '<state>'`). In-flight rows are
     /// found through their batch's range of ids instead, so a take adds no index entries.
