@@ -201,10 +201,13 @@ actor CabMonitor {
     }
 
     private func rebuild(now: Date, onlySpool: Bool) async {
-        await readOwnSamples()
         let thresholds = settings.thresholds
+        // Only the spool moved: its new rows and its counts in one read.
+        let respooled = onlySpool ? self.snapshot?.respooling(now: now, heartbeatLimit: thresholds.heartbeatLimit) : nil
+        let counts = await readOwnSamples(statusAt: respooled?.spoolTime)
         let snapshot: StatusSnapshot
-        if onlySpool, let next = await self.snapshot?.respooled(now: now, heartbeatLimit: thresholds.heartbeatLimit, reader: spool) {
+        if let counts, var next = respooled {
+            next.takeSpool(counts)
             snapshot = next
         } else {
             snapshot = await StatusSnapshot.gather(settings.paths, now: now, heartbeatLimit: thresholds.heartbeatLimit,
@@ -227,9 +230,10 @@ actor CabMonitor {
     }
 
     /// New own samples since the last look, in order: the newest for the marker, fixes for the trail.
-    private func readOwnSamples() async {
+    /// With `statusAt`, the spool's counts at that time, read with them; nil when not asked or unread.
+    private func readOwnSamples(statusAt: Date? = nil) async -> SpoolStatus? {
         let limit = lastRowID == 0 ? settings.trackLimit : 120
-        guard let (rows, version) = try? await spool.newestWithVersion(after: lastRowID, limit: limit) else { return }
+        guard let (rows, version, counts) = try? await spool.newestWithVersion(after: lastRowID, limit: limit, statusAt: statusAt) else { return nil }
         spoolVersion = version
         for row in rows.reversed() where row.rowID > lastRowID {
             lastRowID = row.rowID
@@ -246,6 +250,7 @@ actor CabMonitor {
             track.removeFirst(old)
             trackTimes.removeFirst(old)
         }
+        return counts
     }
 
     /// The fields again when their store changed; a store that cannot be read keeps what was read before.

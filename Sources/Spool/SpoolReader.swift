@@ -41,21 +41,28 @@ public actor SpoolReader {
 
     /// The samples stored after row `rowID`, newest first, at most `limit`, and the spool's
     /// `changeCounter()`, as one read: what a reader that has seen up to `rowID` has not seen yet,
-    /// and the version it saw it at.
-    public func newestWithVersion(after rowID: Int64, limit: Int) throws(SpoolError) -> (rows: [SpooledSample], version: Int64) {
+    /// and the version it saw it at. With `statusAt`, the same read also gives `status(now:)` at
+    /// that time: the cab view's look at each sample is then one transaction, not two.
+    public func newestWithVersion(after rowID: Int64, limit: Int, statusAt: Date? = nil)
+        throws(SpoolError) -> (rows: [SpooledSample], version: Int64, status: SpoolStatus?) {
         let limit = max(0, min(limit, 100_000))
         return try read { db in
-            let version = try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0
+            let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
             let rows = try Row.fetchAll(db.cachedStatement(sql: SampleColumns.select + " WHERE id > ? ORDER BY id DESC LIMIT ?"), arguments: [rowID, limit])
                 .map(SampleColumns.spooled)
-            return (rows, version)
+            var status: SpoolStatus?
+            if let statusAt {
+                status = SpoolStatus()
+                try Spool.readStatus(db, now: statusAt, into: &status!)
+            }
+            return (rows, version, status)
         }
     }
 
     /// A number that changes whenever another connection commits to the file (SQLite's data_version),
     /// so a reader can tell cheaply whether anything is new.
     public func changeCounter() throws(SpoolError) -> Int64 {
-        try read { db in try Int64.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
+        try read { db in try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0 }
     }
 
     private func opened() throws(SpoolError) -> DatabaseQueue {

@@ -138,7 +138,15 @@ public struct StatusSnapshot: Sendable {
     /// The spool's counts, on the clock its samples were measured with, and what only the running
     /// daemon knows of them from its heartbeat.
     mutating func readSpool(_ reader: SpoolReader, isolation: isolated (any Actor)? = #isolation) async throws(SpoolError) {
-        spool = try await reader.status(now: Self.trueNow(takenAt, heartbeat: heartbeat, daemon: daemon))
+        takeSpool(try await reader.status(now: spoolTime))
+    }
+
+    /// The time a spool's counts are read at for this look: ages on the clock its samples were measured with.
+    public var spoolTime: Date { Self.trueNow(takenAt, heartbeat: heartbeat, daemon: daemon) }
+
+    /// The spool's counts read at `spoolTime`, with what only the running daemon knows of them.
+    public mutating func takeSpool(_ status: SpoolStatus) {
+        spool = status
         if case .running = daemon, let counts = heartbeat?.spool {
             storageFault = counts.storageFault
             spool?.heldInMemory = counts.heldInMemory
@@ -151,15 +159,22 @@ public struct StatusSnapshot: Sendable {
     /// before or now: then only a whole look can say why.
     public func respooled(now: Date, heartbeatLimit: Double, reader: SpoolReader,
                           isolation: isolated (any Actor)? = #isolation) async -> StatusSnapshot? {
-        guard spool != nil, spoolProblem == nil, unreadable == nil else { return nil }
-        var next = self
-        next.takenAt = now
-        next.daemon = Self.daemonState(heartbeat, now: now, limit: heartbeatLimit)
+        guard var next = respooling(now: now, heartbeatLimit: heartbeatLimit) else { return nil }
         do {
             try await next.readSpool(reader)
         } catch {
             return nil
         }
+        return next
+    }
+
+    /// `respooled` before its spool is read, for a reader that reads the counts with other rows in
+    /// one transaction (then `takeSpool`): nil when the spool could not be read before.
+    public func respooling(now: Date, heartbeatLimit: Double) -> StatusSnapshot? {
+        guard spool != nil, spoolProblem == nil, unreadable == nil else { return nil }
+        var next = self
+        next.takenAt = now
+        next.daemon = Self.daemonState(heartbeat, now: now, limit: heartbeatLimit)
         return next
     }
 
