@@ -765,6 +765,11 @@ class Rig:
         with open(os.path.join(self.options.can_fixtures, CAN_POSITIONS)) as handle:
             return [(record["lat"], record["lon"]) for record in map(json.loads, handle) if "lat" in record]
 
+    def can_strays(self, fixes):
+        """The fixes at no position gpsd's expected output for the recording gives (to 1e-6 degrees)."""
+        expected = self.expected_can_positions()
+        return [e for e in fixes if not any(abs(e["lat"] - lat) <= 1e-6 and abs(e["lon"] - lon) <= 1e-6 for lat, lon in expected)]
+
     @staticmethod
     def guest_ms(agent):
         """The guest's clock, in the milliseconds of the entries' times."""
@@ -779,11 +784,10 @@ class Rig:
     def check_can_positions(self):
         """Every fix received since the switch to the bus, in both formats, is at a position gpsd's
         expected output for the recording gives."""
-        expected = self.expected_can_positions()
         counts = {}
         for output in ("gps_info", "time_log"):
             fixes = self.can_fixes_received(self.can_since_ms, output)
-            strays = [e for e in fixes if not any(abs(e["lat"] - lat) <= 1e-6 and abs(e["lon"] - lon) <= 1e-6 for lat, lon in expected)]
+            strays = self.can_strays(fixes)
             if strays:
                 raise RigFailure(f"{len(strays)} of {len(fixes)} bus fixes ({output}) are at positions gpsd's expected output does not give: {strays[:3]}")
             counts[output] = len(fixes)
@@ -857,8 +861,7 @@ class Rig:
             if line.startswith("{"):
                 samples.append(json.loads(line))
         fixes = [s for s in samples if s.get("lat") is not None]
-        expected = self.expected_can_positions()
-        strays = [s for s in fixes if not any(abs(s["lat"] - lat) <= 1e-6 and abs(s["lon"] - lon) <= 1e-6 for lat, lon in expected)]
+        strays = self.can_strays(fixes)
         times = [s["time"] for s in samples if s.get("time")]
         backwards = sum(1 for earlier, later in zip(times, times[1:]) if later < earlier)
         seconds_covered = len({t[:19] for t in times})

@@ -231,7 +231,7 @@ actor CabMonitor {
 
     /// New own samples since the last look, in order: the newest for the marker, fixes for the trail.
     /// With `statusAt`, the spool's counts at that time, read with them; nil when not asked or unread.
-    private func readOwnSamples(statusAt: Date? = nil) async -> SpoolStatus? {
+    private func readOwnSamples(statusAt: Date?) async -> SpoolStatus? {
         let limit = lastRowID == 0 ? settings.trackLimit : 120
         guard let (rows, version, counts) = try? await spool.newestWithVersion(after: lastRowID, limit: limit, statusAt: statusAt) else { return nil }
         spoolVersion = version

@@ -15,7 +15,7 @@ public struct BusOverlay: Sendable {
     private var positionAt: Double?
     /// The time of the newest fix gone out.
     private var newestSent: Double?
-    /// A fix time this much before the newest admitted is the receiver's clock set back, not a late report.
+    /// A fix time this much before the newest sent is the receiver's clock set back, not a late report.
     static let setBackAfter = 30.0
     /// A 129029 older than this (by when it arrived) says nothing about a report.
     public static let freshFor = 2.5

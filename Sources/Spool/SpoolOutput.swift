@@ -52,7 +52,8 @@ enum DeliveryState {
     static let off = "off"
     /// The states an output is finished with a sample in: acknowledged, or not wanted.
     static let finished: Set<String> = ["acknowledged", off]
-    static let done = "('acknowledged', 'off')"
+    /// `finished` as SQL, for `IN`; in a fixed order, since statements are cached by their text.
+    static let done = "(" + finished.sorted().map { "'\($0)'" }.joined(separator: ", ") + ")"
     /// A sample's one state across its outputs, the least advanced: withheld, in flight for any,
     /// parked for any, failed for any, else pending (for a sample some output still owes).
     static func sampleState(_ states: [String?]) -> String {

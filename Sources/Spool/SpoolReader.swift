@@ -50,11 +50,9 @@ public actor SpoolReader {
             let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
             let rows = try Row.fetchAll(db.cachedStatement(sql: SampleColumns.select + " WHERE id > ? ORDER BY id DESC LIMIT ?"), arguments: [rowID, limit])
                 .map(SampleColumns.spooled)
-            var status: SpoolStatus?
-            if let statusAt {
-                status = SpoolStatus()
-                try Spool.readStatus(db, now: statusAt, into: &status!)
-            }
+            guard let statusAt else { return (rows, version, nil) }
+            var status = SpoolStatus()
+            try Spool.readStatus(db, now: statusAt, into: &status)
             return (rows, version, status)
         }
     }

@@ -153,23 +153,11 @@ public struct StatusSnapshot: Sendable {
         }
     }
 
-    /// The same look at `now` when only the spool moved (the cab view, at each sample): the
-    /// spool's counts read again and the daemon's state judged again, the small files, the
-    /// credentials and the other machines as they were. Nil when the spool could not be read
-    /// before or now: then only a whole look can say why.
-    public func respooled(now: Date, heartbeatLimit: Double, reader: SpoolReader,
-                          isolation: isolated (any Actor)? = #isolation) async -> StatusSnapshot? {
-        guard var next = respooling(now: now, heartbeatLimit: heartbeatLimit) else { return nil }
-        do {
-            try await next.readSpool(reader)
-        } catch {
-            return nil
-        }
-        return next
-    }
-
-    /// `respooled` before its spool is read, for a reader that reads the counts with other rows in
-    /// one transaction (then `takeSpool`): nil when the spool could not be read before.
+    /// The same look at `now` when only the spool moved (the cab view, at each sample): the daemon's
+    /// state judged again, the small files, the credentials and the other machines as they were,
+    /// and the spool's counts still to be read at `spoolTime` (then `takeSpool`), with the new rows
+    /// in one transaction. Nil when the spool could not be read before: then only a whole look can
+    /// say why (as it can when the read now fails).
     public func respooling(now: Date, heartbeatLimit: Double) -> StatusSnapshot? {
         guard spool != nil, spoolProblem == nil, unreadable == nil else { return nil }
         var next = self

@@ -37,7 +37,7 @@ struct ReadOnlyStateTests {
     }
 
     @Test("a look again when only the spool moved: its counts and the time read anew, everything else kept; none without a spool before")
-    func respooled() async throws {
+    func respooling() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let fix = PositionSample(sampledAt: Date(), state: .fix(.threeD, .autonomous),
@@ -47,7 +47,7 @@ struct ReadOnlyStateTests {
         try heartbeat.write(to: directory + "/heartbeat.json")
         let empty = await StatusSnapshot.gather(paths(directory))
         let reader = SpoolReader(path: directory + "/spool.sqlite")
-        #expect(await empty.respooled(now: Date(), heartbeatLimit: 120, reader: reader) == nil, "no spool at the whole look: only a whole look says why")
+        #expect(empty.respooling(now: Date(), heartbeatLimit: 120) == nil, "no spool at the whole look: only a whole look says why")
         let spool = Spool(path: directory + "/spool.sqlite")
 
         _ = await spool.append(fix)
@@ -56,7 +56,10 @@ struct ReadOnlyStateTests {
         _ = await spool.append(fix)
         _ = await spool.append(fix)
         let later = Date().addingTimeInterval(3)
-        let after = try #require(await before.respooled(now: later, heartbeatLimit: 120, reader: reader))
+        var after = try #require(before.respooling(now: later, heartbeatLimit: 120))
+        let (rows, _, counts) = try await reader.newestWithVersion(after: 0, limit: 10, statusAt: after.spoolTime)
+        after.takeSpool(try #require(counts))
+        #expect(rows.count == 3)
         #expect(after.spool?.pending == 3)
         #expect(after.takenAt == later)
         #expect(after.heartbeat?.environment == "qa" && after.stateDirectory == before.stateDirectory && after.diskFree == before.diskFree)
