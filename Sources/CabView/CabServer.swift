@@ -694,7 +694,11 @@ struct MonitorService: Service {
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
-            await monitor.run()
+            // The monitor's own thread for whatever its loop awaits that is nobody's: a wake-up from the
+            // watch then comes straight back to it, where Swift's pool would take it first.
+            await withTaskExecutorPreference(monitor.executor) {
+                await monitor.run()
+            }
         }
     }
 }

@@ -52,12 +52,15 @@ final class DirectoryWatch: Sendable {
 
     /// The next change or refresh since the last return; at once if one came in between, or when
     /// the task is cancelled or the watch closed.
-    func next() async -> Wake {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in wakeups.wait(continuation) }
-        } onCancel: {
+    ///
+    /// On the caller's executor: a plain nonisolated function would go to Swift's pool to wait and
+    /// come back from it at every wake-up, two thread switches a sample for the monitor.
+    func next(isolation: isolated (any Actor)? = #isolation) async -> Wake {
+        await withTaskCancellationHandler(operation: {
+            await withCheckedContinuation(isolation: isolation) { continuation in wakeups.wait(continuation) }
+        }, onCancel: {
             wakeups.fire(.changed)
-        }
+        }, isolation: isolation)
     }
 
     /// Ends the thread; later `next()` calls return at once. Safe to call more than once: only the
@@ -123,7 +126,9 @@ final class DirectoryWatch: Sendable {
         }
         let files = settings.paths.map { URL(fileURLWithPath: $0) }
         let directories = Set(files.map { $0.deletingLastPathComponent().path })
-        let names = Set(files.flatMap { [$0.lastPathComponent, $0.lastPathComponent + "-wal"] })
+        // As bytes, to compare with each event's name where it lies: a commit is a dozen events.
+        let names = Set(files.flatMap { [$0.lastPathComponent, $0.lastPathComponent + "-wal"] }).map { Array($0.utf8) }
+        var buffer = [UInt8](repeating: 0, count: 16_384)
         var watching = addWatches(inotify, directories)
         var last = uptime()
         while true {
@@ -134,10 +139,10 @@ final class DirectoryWatch: Sendable {
             if ready < 0 || fds[0].revents != 0 { return }
             var wake = Wake.refresh
             if ready > 0 {
-                var seen = drain(inotify, names: names)
+                var seen = drain(inotify, names: names, into: &buffer)
                 guard seen.relevant else { continue }  // the track store, temporary files: not what the page shows
                 usleep(UInt32(settings.settle * 1_000_000))
-                let rest = drain(inotify, names: names)
+                let rest = drain(inotify, names: names, into: &buffer)
                 seen.lost = seen.lost || rest.lost
                 if seen.lost { watching = false }
                 wake = .changed
@@ -158,9 +163,8 @@ final class DirectoryWatch: Sendable {
 
     /// Reads every queued event: whether one concerns a watched file (or may: an overflow, the
     /// directory itself), and whether a watch was lost (the directory removed or moved).
-    private static func drain(_ inotify: Int32, names: Set<String>) -> (relevant: Bool, lost: Bool) {
+    private static func drain(_ inotify: Int32, names: [[UInt8]], into buffer: inout [UInt8]) -> (relevant: Bool, lost: Bool) {
         var (relevant, lost) = (false, false)
-        var buffer = [UInt8](repeating: 0, count: 16_384)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
             guard count > 0 else { return (relevant, lost) }
@@ -173,7 +177,7 @@ final class DirectoryWatch: Sendable {
                     guard length <= count - offset - header else { break }
                     let nameBytes = bytes[(offset + header)..<(offset + header + length)].prefix { $0 != 0 }
                     if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 { lost = true }
-                    if nameBytes.isEmpty || mask & UInt32(IN_Q_OVERFLOW) != 0 || names.contains(String(decoding: nameBytes, as: UTF8.self)) {
+                    if nameBytes.isEmpty || mask & UInt32(IN_Q_OVERFLOW) != 0 || names.contains(where: { $0.elementsEqual(nameBytes) }) {
                         relevant = true
                     }
                     offset += header + length
