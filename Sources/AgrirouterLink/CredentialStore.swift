@@ -38,8 +38,8 @@ public struct CredentialStore: Sendable {
 
     /// Changes whenever the credentials are stored anew or removed (inode, size and modification time
     /// of both files): a running daemon compares it to pick up a new onboarding or a disconnect.
-    public func fingerprint() -> String {
-        files.map(FileStamp.of).joined(separator: "/")
+    public func fingerprint() -> [FileStamp] {
+        files.map(FileStamp.of)
     }
 
     /// The id this machine onboards with, created on first use and never changed.

@@ -1,5 +1,6 @@
 import Fields
 import Foundation
+import StateFiles
 import StateView
 
 /// The farm's fields as the page draws them, and which field each machine is in.
@@ -11,15 +12,15 @@ struct CabFields: Sendable {
     private(set) var fields: [StoredField] = []
     /// Moves on with every change of the store, so that the page fetches the fields again.
     private(set) var version = 0
-    private var stamp = ""
+    private var stamp: [FileStamp] = []
     /// The field each machine was in at the last look ("" for none), by machine id.
     private var where_: [String: String] = [:]
 
     /// Whether the store's files changed since they were last read.
-    func changed(_ now: String) -> Bool { now != stamp }
+    func changed(_ now: [FileStamp]) -> Bool { now != stamp }
 
     /// Takes what the store read at `stamp`; nil (it could not be read) keeps what was read before.
-    mutating func take(_ read: [StoredField]?, stamp now: String) {
+    mutating func take(_ read: [StoredField]?, stamp now: [FileStamp]) {
         stamp = now
         guard let read, read != fields else { return }
         fields = read

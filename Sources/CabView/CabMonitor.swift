@@ -172,7 +172,7 @@ actor CabMonitor {
         guard current != signature || old || model == nil else { return false }
         // A sample committed, nothing else: the common case, once a second with a 1 Hz receiver.
         let spoolMoved = current.spool != signature.spool
-        let onlySpool = !old && current.others == signature.others && spoolMoved
+        let onlySpool = !old && current.others == signature.others && current.fields == signature.fields && spoolMoved
         signature = current
         let seen = lastRowID
         await rebuild(now: now, onlySpool: onlySpool)
@@ -183,21 +183,20 @@ actor CabMonitor {
     /// store in WAL mode writes its -wal file, so stat calls see it: a look costs a few system calls,
     /// and no query.
     struct Stamps: Equatable {
-        var spool: [String] = []
-        /// The heartbeat, the credentials and the stores of other machines and of fields.
-        var others: [String] = []
+        var spool: [FileStamp] = []
+        /// The store of fields and its -wal.
+        var fields: [FileStamp] = []
+        /// The heartbeat, the credentials and the store of other machines.
+        var others: [FileStamp] = []
     }
 
     private func currentSignature() -> Stamps {
         let paths = settings.paths
+        let fields = Self.fieldsPath(paths)
         return Stamps(spool: [paths.spool, paths.spool + "-wal"].map(FileStamp.of),
-                      others: [CredentialStore(directory: paths.stateDirectory).fingerprint(), fieldsStamp()]
+                      fields: [fields, fields + "-wal"].map(FileStamp.of),
+                      others: CredentialStore(directory: paths.stateDirectory).fingerprint()
                           + [paths.heartbeat, paths.others, paths.others + "-wal"].map(FileStamp.of))
-    }
-
-    private func fieldsStamp() -> String {
-        let path = Self.fieldsPath(settings.paths)
-        return FileStamp.of(path) + " " + FileStamp.of(path + "-wal")
     }
 
     private func rebuild(now: Date, onlySpool: Bool) async {
@@ -253,9 +252,10 @@ actor CabMonitor {
         return counts
     }
 
-    /// The fields again when their store changed; a store that cannot be read keeps what was read before.
+    /// The fields again when their store changed since they were read (by the stamps of the last
+    /// look); a store that cannot be read keeps what was read before.
     private func readFieldsIfChanged() async {
-        let stamp = fieldsStamp()
+        let stamp = signature.fields
         guard fields.changed(stamp) else { return }
         do {
             fields.take(try await fieldStore.fields(), stamp: stamp)

@@ -88,7 +88,7 @@ public struct StatusSnapshot: Sendable {
 
         /// The heartbeat as last decoded, with its file's stamp: the daemon writes it every 10 s at
         /// most, and the cab view looks every second.
-        private var heartbeat: (stamp: String, value: Heartbeat?)?
+        private var heartbeat: (stamp: FileStamp, value: Heartbeat?)?
 
         func read(_ paths: Paths, now: Date, heartbeatLimit: Double) -> StatusSnapshot {
             StatusSnapshot.readFiles(paths, now: now, heartbeatLimit: heartbeatLimit) { path in
@@ -213,7 +213,7 @@ public struct StatusSnapshot: Sendable {
 
     /// What the credentials said at the last look, by state directory, with the files' fingerprint
     /// (inode, size and time of both): a look a second must not decrypt the key every time.
-    private static let credentialsSeen = Mutex<[String: (fingerprint: String, environment: String?, notAfter: Date?)]>([:])
+    private static let credentialsSeen = Mutex<[String: (fingerprint: [FileStamp], environment: String?, notAfter: Date?)]>([:])
 
     /// The system clock corrected by the error the running daemon knows it to have (from a fix or
     /// agrirouter's clock), or else by the skew its last sample saw, so that the spool's ages read on

@@ -1,3 +1,4 @@
+import StateFiles
 import AgrirouterWire
 import AgrirouterLink
 import ArgumentParser
@@ -232,7 +233,7 @@ struct Run: AsyncParsableCommand {
 
     /// True once the stored credentials differ from `fingerprint` and have stayed the same for a
     /// second (both files written); looked at every 2 s until cancelled.
-    static func waitForChange(of store: CredentialStore, from fingerprint: String) async -> Bool {
+    static func waitForChange(of store: CredentialStore, from fingerprint: [FileStamp]) async -> Bool {
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(2))
             var seen = store.fingerprint()
@@ -318,7 +319,7 @@ struct Run: AsyncParsableCommand {
 /// cab view), or at a graceful shutdown.
 struct CredentialWatcher: Service {
     var store: CredentialStore
-    var fingerprint: String
+    var fingerprint: [FileStamp]
 
     func run() async {
         _ = await cancelWhenGracefulShutdown { [store, fingerprint] in await Run.waitForChange(of: store, from: fingerprint) }
