@@ -193,7 +193,7 @@ public actor TileCache {
 
     /// The number of tiles and their bytes in the file, for the tests and the journal.
     public func stored() -> (tiles: Int, bytes: Int) {
-        guard let database = opened() else { return (0, 0) }
+        guard let database = openedIfPresent() else { return (0, 0) }
         let count = (try? database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM tile") }) ?? nil
         return (count ?? 0, storedBytes)
     }
@@ -319,7 +319,7 @@ public actor TileCache {
     // MARK: - The file
 
     private func lookup(_ key: TileKey) -> CachedTile? {
-        guard let database = opened() else { return nil }
+        guard let database = openedIfPresent() else { return nil }
         do {
             return try database.read { db in
                 // Prepared once: every tile a page asks for starts here.
@@ -372,7 +372,7 @@ public actor TileCache {
 
     /// The server said no-store: an older copy goes too.
     private func remove(_ key: TileKey) {
-        guard let database = opened() else { return }
+        guard let database = openedIfPresent() else { return }
         do {
             let freed = try database.write { db -> Int in
                 let bytes = try Int.fetchOne(db, sql: "SELECT bytes FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y]) ?? 0
@@ -431,6 +431,15 @@ public actor TileCache {
         } catch {
             failed(error, doing: "make room")
         }
+    }
+
+    /// The open file when there is one: with no file yet, nothing is kept, and a box that never
+    /// reaches the tile server never makes one (nor writes and syncs it at the page's first tile).
+    private func openedIfPresent() -> DatabaseQueue? {
+        guard database == nil, unusable == nil else { return database }
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return opened()
     }
 
     /// The open file, opened (and made) at first use; nil when it cannot be used, and tiles are then

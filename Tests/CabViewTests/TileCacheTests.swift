@@ -216,6 +216,7 @@ struct TileCacheTests {
         let figures = await tiles.statistics
         #expect(figures.upstreamRequests >= 1 && figures.upstreamRequests <= TileCache.concurrentFetches, "\(figures)")
         #expect(figures.unreachable == figures.upstreamRequests && figures.heldOff == 12 - figures.upstreamRequests, "\(figures)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/tile-cache.sqlite"), "nothing to keep: no cache file is made")
     }
 
     /// Each tile's path as its marker, so a test can tell which tile it got.
