@@ -364,6 +364,7 @@ let package = Package(
                                                       "Track", "Fields", .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "StateDirectory", "Spool", "GNSS", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
                                                      "TestSupport", "Fields", .product(name: "GRDB", package: "GRDB.swift"),
+                                                     .product(name: "PropertyBased", package: "swift-property-based"),
                                                      .product(name: "Logging", package: "swift-log"),
                                                      .product(name: "NIOCore", package: "swift-nio"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),

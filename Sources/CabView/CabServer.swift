@@ -194,7 +194,7 @@ public struct CabServer: Sendable {
     func state() async throws -> Response {
         await monitor.refreshIfChanged()
         guard let model = await monitor.model else { throw HTTPError(.serviceUnavailable, message: "the state directory is not read yet") }
-        return Self.json(model)
+        return Self.jsonResponse(Data(model.json.utf8))
     }
 
     /// Our own trail (what the spool held and this process saw since it started) and each other machine's history.
@@ -237,7 +237,7 @@ public struct CabServer: Sendable {
                     var text = ""
                     if let model = update.model {
                         seen = update.version
-                        text += "event: state\ndata: " + Self.encode(model) + "\n\n"
+                        text += "event: state\ndata: " + model.json + "\n\n"
                     }
                     for notice in update.notices {
                         noticeSeen = notice.sequence
