@@ -48,7 +48,13 @@ struct Guard: RouterMiddleware {
 
     /// A 4xx or 5xx as JSON that the page shows as it is: `{"error": "…"}`.
     static func problem(_ status: HTTPResponse.Status, _ message: String) -> Response {
-        CabServer.jsonResponse(Data(CabServer.encode(["error": message]).utf8), status: status)
+        CabServer.jsonResponse(Data(problemText(message).utf8), status: status)
+    }
+
+    static func problemText(_ message: String) -> String {
+        var body = JSONWriter()
+        body.object { $0.field("error", message) }
+        return body.text
     }
 
     static func contentSecurityPolicy(tiles: String?) -> String {
@@ -81,9 +87,19 @@ struct Guard: RouterMiddleware {
 
     /// The session cookie's value, if the request carries one.
     static func cookie(_ request: Request) -> String? {
-        for header in request.headers[values: .cookie] {
+        cookie(inHeaders: request.headers[values: .cookie])
+    }
+
+    /// The session cookie's value among Cookie headers' values.
+    static func cookie(inHeaders values: [String]) -> String? {
+        for header in values {
             for part in header.split(separator: ";") {
-                let pair = part.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+                // Spaces and tabs around a pair, trimmed here: Foundation's trimming bridged every
+                // part to NSString, the dearest step of a tile's request.
+                var piece = part[...]
+                while piece.first == " " || piece.first == "\t" { piece = piece.dropFirst() }
+                while piece.last == " " || piece.last == "\t" { piece = piece.dropLast() }
+                let pair = piece.split(separator: "=", maxSplits: 1)
                 if pair.count == 2, pair[0] == cookieName { return String(pair[1]) }
             }
         }

@@ -88,3 +88,22 @@ struct CabModelJSONTests {
                         fieldsVersion: integer(&random))
     }
 }
+
+@Suite("the guard's small parts")
+struct GuardPartsTests {
+    @Test("the session cookie among others, with spaces and tabs around pairs, and none when absent")
+    func sessionCookie() {
+        #expect(Guard.cookie(inHeaders: ["theme=dark; agrigps_session=abc=def;\tother=1"]) == "abc=def")
+        #expect(Guard.cookie(inHeaders: ["a=1", " \tagrigps_session=xyz \t"]) == "xyz")
+        #expect(Guard.cookie(inHeaders: ["agrigps_sessionx=1; xagrigps_session=2"]) == nil)
+        #expect(Guard.cookie(inHeaders: ["agrigps_session"]) == nil)
+        #expect(Guard.cookie(inHeaders: []) == nil)
+    }
+
+    @Test("a refusal's body is JSONEncoder's {\"error\": …}, escapes and all")
+    func problemBody() {
+        for message in ["log in first", "log in \"first\"\n/now", "", "é\u{1}\\"] {
+            #expect(Guard.problemText(message) == CabServer.encode(["error": message]))
+        }
+    }
+}
