@@ -75,7 +75,7 @@ struct RunCommandTests {
                     #expect(abs(time.start.date.timeIntervalSince(entry.gpsUtcTimestamp.date)) < 5, "\(time.start) \(entry.gpsUtcTimestamp)")
                 }
             }
-            let types = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
+            let types = try await machine.simulator.sentMessages(endpoint: machine.endpointID).map(\.envelope.technicalMessageType)
             #expect(types.firstIndex(of: TechnicalMessageType.deviceDescription).map { $0 < types.firstIndex(of: TechnicalMessageType.timeLog) ?? 0 } == true,
                     "the device description goes before the first TimeLog: \(types)")
             if log == "ublox-lea-4h" {
@@ -108,7 +108,7 @@ struct RunCommandTests {
             await machine.simulator.clearFaults()
             try await machine.secondRunDeliversBothRunsOnce()
             // The restart remembered the first run's set-up: capabilities and subscription went once.
-            let sent = try await machine.simulator.sentMessages(endpoint: try machine.endpointID).map(\.envelope.technicalMessageType)
+            let sent = try await machine.simulator.sentMessages(endpoint: machine.endpointID).map(\.envelope.technicalMessageType)
             #expect(sent.count { $0 == TechnicalMessageType.capabilities } == 1 && sent.count { $0 == TechnicalMessageType.subscription } == 1,
                     "\(sent.filter { $0 != TechnicalMessageType.gpsInfo })")
         }
