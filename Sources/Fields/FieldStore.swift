@@ -69,22 +69,31 @@ public actor FieldStore {
         } catch {
             throw FieldsError(.store, "the upload could not be written beside the fields' store (\(error)); check that the state directory is writable and has room")
         }
-        return try importTaskData(at: file, now: now, limits: limits)
+        // Named after the upload, not the scratch folder, so that the same file uploaded again
+        // replaces its fields, and no message names a path of the box.
+        do {
+            return try importTaskData(at: file, source: "file: " + name, now: now, limits: limits)
+        } catch {
+            throw FieldsError(error.kind, error.description.replacingOccurrences(of: folder + "/", with: ""))
+        }
     }
 
     /// Reads the export at `file` (a zip, a folder or TASKDATA.XML) and replaces the fields of the
     /// same source with its fields. An export with no usable field changes nothing and is an error:
     /// it is more likely the wrong file than a farm without fields.
-    public func importTaskData(at file: String, now: Date = Date(), limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> ImportReport {
+    /// `source` names the import in the store in place of the file's own name.
+    public func importTaskData(at file: String, source: String? = nil, now: Date = Date(),
+                               limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> ImportReport {
         var package = try TaskDataPackage(path: file, limits: limits)
+        let source = source ?? package.sourceName
         let content = try TaskDataReader.read(&package, limits: limits)
         guard !content.fields.isEmpty else {
             let why = content.skipped.isEmpty ? "it holds no partfield (PFD)"
                 : "none of its \(content.skipped.count) partfield\(content.skipped.count == 1 ? "" : "s") could be used (\(content.skipped[0].reason))"
             throw FieldsError(.empty, "\(package.mainName): \(why); nothing was changed. Export the fields with their boundaries from the farm software")
         }
-        let replaced = try replace(source: package.sourceName, with: content.fields, importedAt: now)
-        return ImportReport(source: package.sourceName, kind: package.kind, version: content.version, software: content.software,
+        let replaced = try replace(source: source, with: content.fields, importedAt: now)
+        return ImportReport(source: source, kind: package.kind, version: content.version, software: content.software,
                             imported: content.fields, skipped: content.skipped, replaced: replaced)
     }
 

@@ -78,13 +78,21 @@ extension FieldStore {
 
     /// Imports a TaskData zip received from another party as `source`, in place of that source's
     /// fields, unless the source's fields came from a TaskData sent later (messages from agrirouter
-    /// arrive out of order). The held chunks of `releasing` are forgotten in the same commit, so a
-    /// crash leaves either the old fields and the chunks, or the new fields and none.
+    /// arrive out of order): `readReceivedTaskData`, then `storeReceived`, on the store's thread.
     public func importReceivedTaskData(_ zip: Data, source: String, sentAt: Date, releasing: (senderID: String, contextID: String)?,
                                        now: Date = Date(), limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> ReceivedImport {
         if let newest = try newestSent(source: source), newest > sentAt { return .older(than: newest) }
-        // The zip reader reads a file; the zip is written beside the store for it, owner-only, and removed after.
-        let file = (path as NSString).deletingLastPathComponent + "/received-taskdata.zip"
+        let content = try Self.readReceivedTaskData(zip, source: source, scratchFolder: (path as NSString).deletingLastPathComponent, limits: limits)
+        return try storeReceived(content, source: source, sentAt: sentAt, releasing: releasing, now: now)
+    }
+
+    /// The fields of a received TaskData zip, read on the caller's thread: the reading is the long
+    /// part of an import, and whoever receives decides where it runs (never on the store's thread,
+    /// where a chunk's hold would queue behind it). The zip is written to `scratchFolder` for the zip
+    /// reader, owner-only, and removed after. Refused with words when no field can be used.
+    public static func readReceivedTaskData(_ zip: Data, source: String, scratchFolder: String,
+                                            limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> TaskData {
+        let file = scratchFolder + "/received-taskdata.zip"
         try? FileManager.default.removeItem(atPath: file)
         guard FileManager.default.createFile(atPath: file, contents: zip, attributes: [.posixPermissions: 0o600]) else {
             throw FieldsError(.store, "cannot write \(file) to read the received TaskData; check that the state directory is writable and has room")
@@ -104,6 +112,15 @@ extension FieldStore {
                 : "none of its \(content.skipped.count) partfield\(content.skipped.count == 1 ? "" : "s") could be used (\(content.skipped[0].reason))"
             throw FieldsError(.empty, "the TaskData from \(source): \(why); nothing was changed")
         }
+        return content
+    }
+
+    /// Puts fields read from a received TaskData in place of `source`'s, unless that source's fields
+    /// came from a TaskData sent later. The held chunks of `releasing` are forgotten in the same
+    /// commit, so a crash leaves either the old fields and the chunks, or the new fields and none.
+    public func storeReceived(_ content: TaskData, source: String, sentAt: Date, releasing: (senderID: String, contextID: String)?,
+                              now: Date = Date()) throws(FieldsError) -> ReceivedImport {
+        if let newest = try newestSent(source: source), newest > sentAt { return .older(than: newest) }
         let replaced = try write { db in
             let replaced = try Self.replaceRows(db, source: source, with: content.fields, importedAt: now)
             try db.execute(sql: "INSERT OR REPLACE INTO received_source (source, sent_at) VALUES (?, ?)",

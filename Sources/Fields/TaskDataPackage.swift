@@ -88,7 +88,7 @@ public struct TaskDataPackage {
     public mutating func sibling(_ name: String) throws(FieldsError) -> [UInt8]? {
         guard let actual = siblings[name.uppercased()] else { return nil }
         if let archive {
-            guard let entry = archive.entries.first(where: { $0.name == actual }) else { return nil }
+            guard let entry = archive.entry(named: actual) else { return nil }
             let remaining = limits.maximumTotalXMLBytes - bytesRead
             let bytes = try archive.contents(of: entry, limit: min(limits.maximumXMLBytes, max(0, remaining)))
             bytesRead += bytes.count

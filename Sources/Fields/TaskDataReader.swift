@@ -41,6 +41,7 @@ struct TaskDataReader {
     private var customers: [String: String] = [:]
     private var pending: [PendingField] = []
     private var pointsKept = 0
+    private var partfields = 0
 
     init(limits: TaskDataLimits) {
         self.limits = limits
@@ -107,7 +108,13 @@ struct TaskDataReader {
         var points: [GeoPoint] = []
         var patternName: String?
         var first = true
+        var events = 0
         while let event = try scanner.next() {
+            // A shutdown need not wait for a large export to be read to its end.
+            events &+= 1
+            if events & 0xFFF == 0, Task.isCancelled {
+                throw FieldsError(.interrupted, "reading \(fileName) was stopped for a shutdown; nothing was changed")
+            }
             switch event {
             case let .start(name, attributes, position):
                 let path = scanner.path
@@ -129,9 +136,14 @@ struct TaskDataReader {
                 if path.count == 2 {
                     switch name {
                     case "PFD":
+                        partfields += 1
+                        guard partfields <= limits.maximumFields else {
+                            throw FieldsError(.tooLarge, "\(fileName) has more than \(limits.maximumFields) partfields, more than any farm's; "
+                                              + "export the farm's fields only, or fewer at a time")
+                        }
                         let id = value("A") ?? "PFD#\(result.fields.count + pending.count + result.skipped.count + 1)"
                         let designator = value("C").flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
-                        field = PendingField(id: id, name: designator ?? id, declaredArea: value("D").flatMap(Double.init).flatMap(Self.plausibleArea),
+                        field = PendingField(id: id, name: designator ?? id, declaredArea: value("D").flatMap(Self.decimal).flatMap(Self.plausibleArea),
                                              customerRef: value("E"), farmRef: value("F"))
                         polygonNumber = 0
                     case "FRM":
@@ -244,17 +256,67 @@ struct TaskDataReader {
             }
             throw FieldsError(.invalidData, "\(place): a point without \(value("C") == nil ? "latitude (C)" : "longitude (D)"); correct the field in the farm software and export again")
         }
-        guard let latitude = Double(north), latitude.isFinite, (-90...90).contains(latitude) else {
-            throw FieldsError(.invalidData, "\(place): latitude \(north.prefix(40)) is not a number from -90 to 90; correct the field in the farm software and export again")
+        guard let latitude = Self.decimal(north), latitude.isFinite, (-90...90).contains(latitude) else {
+            throw FieldsError(.invalidData, "\(place): latitude \(Self.quoted(north)) is not a number from -90 to 90; correct the field in the farm software and export again")
         }
-        guard let longitude = Double(east), longitude.isFinite, (-180...180).contains(longitude) else {
-            throw FieldsError(.invalidData, "\(place): longitude \(east.prefix(40)) is not a number from -180 to 180; correct the field in the farm software and export again")
+        guard let longitude = Self.decimal(east), longitude.isFinite, (-180...180).contains(longitude) else {
+            throw FieldsError(.invalidData, "\(place): longitude \(Self.quoted(east)) is not a number from -180 to 180; correct the field in the farm software and export again")
         }
         pointsKept += 1
         guard pointsKept <= limits.maximumPoints else {
             throw FieldsError(.tooLarge, "the export has more than \(limits.maximumPoints) points in its fields; import fewer fields at a time")
         }
         points.append(GeoPoint(latitude: latitude, longitude: longitude))
+    }
+
+    /// Points of a hole tried against the outline.
+    static let holeSample = 32
+
+    /// Up to `count` points spread evenly along `points`, the first among them.
+    static func spread(_ points: [GeoPoint], count: Int) -> [GeoPoint] {
+        guard points.count > count else { return points }
+        return (0..<count).map { points[$0 * points.count / count] }
+    }
+
+    /// The first ring of the field that cannot be used, said as the reason it is skipped.
+    private static func ringProblem(_ field: PendingField) -> String? {
+        for (index, ring) in field.boundaries.enumerated() {
+            if let problem = RingCheck.problem(ring) { return "its boundary\(field.boundaries.count > 1 ? " \(index + 1)" : ""): \(problem)" }
+        }
+        for (index, ring) in field.holes.enumerated() {
+            if let problem = RingCheck.problem(ring) { return "its hole \(index + 1): \(problem)" }
+        }
+        return nil
+    }
+
+    /// A coordinate as ISO 11783-10 writes it (xs:decimal, an exponent tolerated): digits, one
+    /// point, a sign. Swift's own parser would also take hexadecimal ("0x1p5" is 32), "inf" and "nan".
+    static func decimal(_ text: String) -> Double? {
+        let utf8 = text.utf8
+        guard !utf8.isEmpty, utf8.count <= 64 else { return nil }
+        var digits = 0
+        var sawPoint = false
+        var sawExponent = false
+        var previous: UInt8 = 0
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digits += 1
+            case UInt8(ascii: "."): guard !sawPoint, !sawExponent else { return nil }; sawPoint = true
+            case UInt8(ascii: "e"), UInt8(ascii: "E"): guard digits > 0, !sawExponent else { return nil }; sawExponent = true
+            case UInt8(ascii: "+"), UInt8(ascii: "-"):
+                guard previous == 0 || previous == UInt8(ascii: "e") || previous == UInt8(ascii: "E") else { return nil }
+            default: return nil
+            }
+            previous = byte
+        }
+        guard digits > 0 else { return nil }
+        return Double(text)
+    }
+
+    /// File text quoted in a message: printable, and short.
+    static func quoted(_ text: String) -> String {
+        let kept = text.prefix(40).unicodeScalars.map { $0.properties.generalCategory == .control || $0.value == 0x7F ? "?" : String($0) }.joined()
+        return kept + (text.count > 40 ? "…" : "")
     }
 
     /// PFD D is a whole number of m² (0 to 4,294,967,294 by the standard); 0 means "not given".
@@ -273,11 +335,17 @@ struct TaskDataReader {
                 result.skipped.append(SkippedField(partfieldID: pending.id, name: pending.name, reason: "it has no boundary (no polygon of type 1 with an outer ring)"))
                 continue
             }
+            if let problem = Self.ringProblem(pending) {
+                result.skipped.append(SkippedField(partfieldID: pending.id, name: pending.name, reason: problem))
+                continue
+            }
             // A hole counts only inside the field's outline: one outside would take area it never had.
-            let outlines = pending.boundaries.map { ring in ring.points.map { (x: $0.longitude, y: $0.latitude) } }
+            // Judged by a few of its points spread along it, so the check costs the outline's points
+            // times a constant, not times the hole's points.
             let holes = pending.holes.filter { hole in
-                let inside = hole.points.filter { point in outlines.contains { ringContains(point.longitude, point.latitude, $0) } }.count
-                return inside * 2 > hole.points.count
+                let sample = Self.spread(hole.points, count: Self.holeSample)
+                let inside = sample.filter { point in pending.boundaries.contains { $0.contains(point) } }.count
+                return inside * 2 > sample.count
             }
             result.fields.append(Field(partfieldID: pending.id, name: pending.name, farm: pending.farmRef.flatMap { farms[$0] },
                                        customer: pending.customerRef.flatMap { customers[$0] }, declaredArea: pending.declaredArea,

@@ -21,6 +21,8 @@ struct ZipArchive {
 
     let path: String
     let entries: [Entry]
+    /// Each name's first entry, so that ten thousand external files are found without ten thousand scans.
+    private let firstByName: [String: Int]
     private let handle: FileHandle
     private let fileSize: UInt64
 
@@ -81,6 +83,14 @@ struct ZipArchive {
             cursor += 46 + nameLength + extraLength + commentLength
         }
         self.entries = entries
+        var firstByName: [String: Int] = [:]
+        for (index, entry) in entries.enumerated() where firstByName[entry.name] == nil { firstByName[entry.name] = index }
+        self.firstByName = firstByName
+    }
+
+    /// The first entry of that exact name, if any.
+    func entry(named name: String) -> Entry? {
+        firstByName[name].map { entries[$0] }
     }
 
     /// The entry's bytes, inflated and checked against its CRC-32; refused past `limit` bytes.
