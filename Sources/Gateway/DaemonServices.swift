@@ -117,3 +117,13 @@ struct StoppableJob: Service {
         }
     }
 }
+
+/// Imports the TaskData the feed reader receives, beside the publisher's loop; ends at the start
+/// of a graceful shutdown (a read in progress stops, and its message comes again after the start).
+struct TaskDataImportService: Service {
+    var reader: FeedReader
+
+    func run() async {
+        await cancelWhenGracefulShutdown { [reader] in await reader.runImports() }
+    }
+}

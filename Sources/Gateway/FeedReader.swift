@@ -97,11 +97,18 @@ public actor FeedReader {
     /// Contexts joined lately, so that a chunk delivered again (a push after the query took it) does
     /// not start a join that can never finish.
     private var joinedContexts: [String: Date] = [:]
+    /// Where whole TaskData is read and stored, beside the loop that calls this reader.
+    public nonisolated let imports: TaskDataImports?
+    /// TaskData handed to `imports` and not yet settled: their message ids, unconfirmed until then,
+    /// and their keys (sender and context, or the message), so that one delivered again waits for it.
+    private var importingMessages: Set<String> = []
+    private var importingKeys: Set<String> = []
 
     public init(store: OtherMachinesStore, connection: AgrirouterConnection, ownEndpointID: String,
                 configuration: Configuration = Configuration(), clock: TrueTime? = nil, fields: FieldStore? = nil,
-                logger: Logger = Logger(label: "agrigps.feed")) {
+                logger: Logger = Logger(label: "agrigps.feed"), importGate: (@Sendable () async -> Void)? = nil) {
         self.fields = fields
+        imports = fields.map { TaskDataImports(fields: $0, gate: importGate) }
         self.store = store
         self.clock = clock
         self.connection = connection
@@ -120,7 +127,16 @@ public actor FeedReader {
     }
 
     /// Whether it has connected once and has nothing left to ask or wait for: a finite run can stop.
-    public var hasCaughtUp: Bool { nextSafetyQuery != nil && !isBusy }
+    public var hasCaughtUp: Bool { nextSafetyQuery != nil && !isBusy && importingKeys.isEmpty }
+
+    /// TaskData being read or waiting to be, beside the loop.
+    public var importsInProgress: Int { importingKeys.count }
+
+    /// Reads and stores the TaskData this reader hands over, until cancelled: the daemon runs it as
+    /// a service of its own, so that no TaskData holds back the loop that calls `absorb` and `step`.
+    public func runImports() async {
+        await imports?.run { [self] job, outcome in await settle(job, outcome) }
+    }
 
     /// Whether it has requests to make or answers to wait for.
     public var isBusy: Bool { isBusy(confirmsRideAlong: false) }
@@ -219,7 +235,8 @@ public actor FeedReader {
     /// replaces its sender's fields. What cannot be read is logged, counted and confirmed, and changes nothing.
     private func receiveTaskData(_ messages: [ReceivedFeedMessage], into fields: FieldStore, now: Date) async {
         await restoreHeld(fields)
-        for message in messages {
+        // One whose TaskData is being imported is confirmed when the import is settled.
+        for message in messages where !importingMessages.contains(message.messageID) {
             guard !message.senderID.isEmpty, let raw = ChunkJoiner.rawContent(message.content), !raw.isEmpty else {
                 refuseTaskData([message.messageID], sender: message.senderID, reason: "its content is not a base64 zip")
                 continue
@@ -271,34 +288,55 @@ public actor FeedReader {
         }
     }
 
+    /// Hands a whole TaskData to `imports`; its messages are confirmed once it is settled. With
+    /// too many waiting, it is left in the feed (its chunks stay held) and comes again.
     private func importTaskData(_ zip: Data, sender: String, sentAt: Date, contextID: String?, messageIDs: [String],
                                 into fields: FieldStore, now: Date) async {
-        // By endpoint id, which a rename in agrirouter's UI does not change: the sender's next TaskData replaces these fields.
-        let source = "agrirouter: \(sender)"
-        do {
-            switch try await fields.importReceivedTaskData(zip, source: source, sentAt: sentAt,
-                                                          releasing: contextID.map { (sender, $0) }, now: now) {
-            case .imported(let report):
-                counters.taskDataImported += 1
-                logger.notice("imported \(report.imported.count) fields from TaskData of \(zip.count) bytes",
-                              metadata: ["source": "\(TerminalText.safe(source))", "replaced": "\(report.replaced)",
-                                         "skipped": "\(report.skipped.count)"])
-            case .older(let newer):
-                counters.taskDataOlder += 1
-                if let contextID { try? await fields.release(senderID: sender, contextID: contextID) }
-                logger.info("skipped a TaskData older than the one its sender's fields came from",
-                            metadata: ["source": "\(TerminalText.safe(source))", "newer": "\(newer.timeIntervalSince1970)"])
-            }
-            confirm(messageIDs)
-        } catch where error.kind == .store {
+        let key = contextID.map { joinKey(sender, $0) } ?? "message\u{0}" + (messageIDs.first ?? "")
+        guard !importingKeys.contains(key) else { return }
+        guard let imports, imports.submit(.init(zip: zip, sender: sender, sentAt: sentAt, contextID: contextID, messageIDs: messageIDs,
+                                                receivedAt: now)) else {
+            logger.warning("\(TaskDataImports.maximumWaiting) TaskData are waiting to be imported; this one is imported when its message comes again")
+            comeAgain(sender: sender, contextID: contextID)
+            return
+        }
+        importingKeys.insert(key)
+        importingMessages.formUnion(messageIDs)
+    }
+
+    /// What `imports` made of a TaskData: confirmed when stored, older or refused; left in the feed
+    /// when the store failed or a shutdown stopped it.
+    func settle(_ job: TaskDataImports.Job, _ outcome: TaskDataImports.Outcome) async {
+        importingKeys.remove(job.contextID.map { joinKey(job.sender, $0) } ?? "message\u{0}" + (job.messageIDs.first ?? ""))
+        importingMessages.subtract(job.messageIDs)
+        let source = TaskDataImports.source(of: job.sender)
+        switch outcome {
+        case .success(.imported(let report)):
+            counters.taskDataImported += 1
+            logger.notice("imported \(report.imported.count) fields from TaskData of \(job.zip.count) bytes",
+                          metadata: ["source": "\(TerminalText.safe(source))", "replaced": "\(report.replaced)",
+                                     "skipped": "\(report.skipped.count)"])
+            confirm(job.messageIDs)
+        case .success(.older(let newer)):
+            counters.taskDataOlder += 1
+            if let contextID = job.contextID { try? await fields?.release(senderID: job.sender, contextID: contextID) }
+            logger.info("skipped a TaskData older than the one its sender's fields came from",
+                        metadata: ["source": "\(TerminalText.safe(source))", "newer": "\(newer.timeIntervalSince1970)"])
+            confirm(job.messageIDs)
+        case .failure(let error) where error.kind == .store || error.kind == .interrupted:
             // The chunks stay held and the last message unconfirmed: it comes again, and the join with it.
             logger.error("\(error.description); the TaskData is imported when its message comes again")
-            heldRestored = false
-            if let contextID { joinedContexts[joinKey(sender, contextID)] = nil }
-        } catch {
-            if let contextID { try? await fields.release(senderID: sender, contextID: contextID) }
-            refuseTaskData(messageIDs, sender: sender, reason: error.description)
+            comeAgain(sender: job.sender, contextID: job.contextID)
+        case .failure(let error):
+            if let contextID = job.contextID { try? await fields?.release(senderID: job.sender, contextID: contextID) }
+            refuseTaskData(job.messageIDs, sender: job.sender, reason: error.description)
         }
+    }
+
+    /// Lets a TaskData's last message, when it comes again, join and import it anew.
+    private func comeAgain(sender: String, contextID: String?) {
+        heldRestored = false
+        if let contextID { joinedContexts[joinKey(sender, contextID)] = nil }
     }
 
     private func refuseTaskData(_ messageIDs: [String], sender: String, reason: String) {

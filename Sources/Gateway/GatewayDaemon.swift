@@ -204,9 +204,14 @@ public struct GatewayDaemon: Sendable {
         let publishing = StoppableJob(grace: configuration.shutdownGrace, logger: logger) { [self] in
             await publish(counter: counter, heartbeat: heartbeat, reader: reader)
         }
+        // TaskData is read beside the publisher, which only hands it over: none holds back positions.
+        let importing = reader.flatMap { $0.imports == nil ? nil : TaskDataImportService(reader: $0) }.map {
+            ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore)
+        }
         let services = [
             // Not onboarded, the publisher has nothing to do and ends at once: the sampler goes on.
             ServiceGroupConfiguration.ServiceConfiguration(service: publishing, successTerminationBehavior: .ignore),
+        ] + (importing.map { [$0] } ?? []) + [
             ServiceGroupConfiguration.ServiceConfiguration(service: sampling, successTerminationBehavior: .gracefullyShutdownGroup),
         ] + extra
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))

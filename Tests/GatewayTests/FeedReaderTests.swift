@@ -20,12 +20,15 @@ struct PeerRig {
     let store: OtherMachinesStore
     let reader: FeedReader
     let directory: String
+    /// The reader's imports, run as the daemon runs them beside its loop; ended by `close`.
+    let importing: Task<Void, Never>?
 
     var tractorID: String { tractor.endpoint.deviceAlternateId }
     var harvesterID: String { harvester.endpoint.deviceAlternateId }
 
     static func make(configure: (inout FeedReader.Configuration) -> Void = { _ in }, extraTANs: [String: String] = [:],
-                     readingTaskData: Bool = false, responseCodes: SimResponseCodes = .documented) async throws -> PeerRig {
+                     readingTaskData: Bool = false, responseCodes: SimResponseCodes = .documented,
+                     importGate: (@Sendable () async -> Void)? = nil) async throws -> PeerRig {
         var simulatorConfiguration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"].merging(extraTANs) { first, _ in first })
         simulatorConfiguration.responseCodes = responseCodes
         let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
@@ -43,11 +46,15 @@ struct PeerRig {
         var configuration = FeedReader.Configuration()
         configure(&configuration)
         let reader = FeedReader(store: store, connection: connections[0], ownEndpointID: connections[0].endpoint.deviceAlternateId,
-                                configuration: configuration, fields: readingTaskData ? FieldStore(path: directory + "/fields.sqlite") : nil)
-        return PeerRig(simulator: simulator, tractor: connections[0], harvester: connections[1], store: store, reader: reader, directory: directory)
+                                configuration: configuration, fields: readingTaskData ? FieldStore(path: directory + "/fields.sqlite") : nil,
+                                importGate: importGate)
+        return PeerRig(simulator: simulator, tractor: connections[0], harvester: connections[1], store: store, reader: reader, directory: directory,
+                       importing: readingTaskData ? Task { await reader.runImports() } : nil)
     }
 
     func close() async {
+        importing?.cancel()
+        await importing?.value
         await simulator.shutdown()
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -63,21 +70,21 @@ struct PeerRig {
         }
     }
 
-    /// Pumps until `done` holds and the reader has nothing left to send or wait for.
+    /// Pumps until `done` holds and the reader has nothing left to send, wait for or import.
     func pumpUntilIdle(_ done: @escaping () async throws -> Bool) async throws {
         try await pump {
-            let busy = await reader.isBusy
+            let busy = await reader.isBusy, importing = await reader.importsInProgress > 0
             let finished = try await done()
-            return !busy && finished
+            return !busy && !importing && finished
         }
     }
 
     /// Pumps until nothing is left to send or wait for, and the tractor's feed is empty.
     func pumpUntilSettled() async throws {
         try await pump {
-            let busy = await reader.isBusy
+            let busy = await reader.isBusy, importing = await reader.importsInProgress > 0
             let feed = await simulator.feed(endpoint: tractorID)
-            return !busy && feed.isEmpty
+            return !busy && !importing && feed.isEmpty
         }
     }
 

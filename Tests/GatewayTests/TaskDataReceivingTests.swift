@@ -62,6 +62,8 @@ struct TaskDataReceivingTests {
 
             // A new reader, as after a restart, with the same stores.
             let restarted = FeedReader(store: rig.store, connection: rig.tractor, ownEndpointID: rig.tractorID, fields: FieldStore(path: fieldsPath))
+            let importing = Task { await restarted.runImports() }
+            defer { importing.cancel() }
             await restarted.connected()
             try await farm.post([try farm.encoder.encode(technicalMessageType: TechnicalMessageType.taskData, content: parts[1].payload, chunk: parts[1].position)])
             for _ in 0..<60 {
@@ -84,6 +86,45 @@ struct TaskDataReceivingTests {
             #expect(await restarted.counters.taskDataRefused == 1)
             #expect(try await FieldStore(path: fieldsPath).fields().map(\.field.name) == ["Hill"])
             #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty)
+        }
+    }
+
+    @Test("a TaskData whose boundary repeats one cycle is read beside the loop, which goes on storing positions; it is refused, and the next is imported")
+    func costlyTaskDataHoldsNothingBack() async throws {
+        let latch = Latch()
+        let rig = try await PeerRig.make(extraTANs: ["TAN0000003": "Farm software"], readingTaskData: true, importGate: { await latch.wait() })
+        try await tearingDown({ latch.open(); await rig.close() }) {
+            await rig.reader.connected()
+            try await rig.pumpUntilSettled()
+            var farm = try await FarmSoftware.onboard(rig.simulator, tan: "TAN0000003")
+            let fields = FieldStore(path: rig.directory + "/fields.sqlite")
+
+            // 20,000 points round one square and a 19,999-point hole: 25 s of a quadratic hole check.
+            let costly = TaskDataZip.repeatingBoundary(count: 20_000)
+            _ = try await farm.sendTaskData(costly)
+            try await rig.pump { await rig.reader.importsInProgress == 1 }
+            // The import is held half way; the loop is not: a position pushed meanwhile is stored.
+            try await rig.publish([(.dRtkFinteger, 52.5, 8.25, Date())])
+            try await rig.pump { try await rig.store.view().machines.first?.lastPosition != nil }
+            #expect(await rig.reader.importsInProgress == 1)
+            #expect(await rig.reader.counters.taskDataRefused == 0)
+            #expect(!(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty), "the TaskData's last chunk waits for its import to be confirmed")
+
+            latch.open()
+            // Passes of the loop go on while it is read (about a second for 1.2 MB of XML here).
+            try await rig.pump(passes: 3_000) { await rig.reader.counters.taskDataRefused == 1 }
+            try await rig.pumpUntilSettled()
+            #expect(await rig.reader.counters.taskDataRefused == 1)
+            let problem = try #require(await rig.reader.counters.lastTaskDataProblem)
+            #expect(problem.contains("passes through the same point twice"), "\(problem)")
+            #expect(try await fields.fields().isEmpty)
+            #expect(try await fields.heldChunks().isEmpty, "a refused TaskData's chunks are forgotten")
+
+            _ = try await farm.sendTaskData(TaskDataZip.make(fields: ["North"]))
+            try await rig.pump(passes: 3_000) { try await fields.fields().map(\.field.name) == ["North"] }
+            #expect(await rig.reader.counters.taskDataImported == 1)
+            try await rig.pumpUntilSettled()
+            #expect(await rig.reader.importsInProgress == 0)
         }
     }
 }

@@ -21,6 +21,23 @@ public enum TaskDataZip {
         return Data(archive([("TASKDATA/TASKDATA.XML", Array(xml.utf8))] + (padding > 0 ? [("TASKDATA/LOG/PADDING.BIN", noise)] : [])))
     }
 
+    /// A zip of one TASKDATA.XML as given, for exports made by hand.
+    public static func make(xml: String) -> Data {
+        Data(archive([("TASKDATA/TASKDATA.XML", Array(xml.utf8))]))
+    }
+
+    /// One partfield whose boundary goes round the same four points `count` times over, with a hole
+    /// that does the same: small to send, and costly to a check that compares every point with every other.
+    public static func repeatingBoundary(count: Int) -> Data {
+        func ring(_ count: Int, size: Double) -> String {
+            let corners = [(52.0 - size, 8.0 - size), (52.0 - size, 8.0 + size), (52.0 + size, 8.0 + size), (52.0 + size, 8.0 - size)]
+            return (0..<count).map { #"<PNT A="2" C="\#(corners[$0 % 4].0)" D="\#(corners[$0 % 4].1)"/>"# }.joined()
+        }
+        return make(xml: #"<?xml version="1.0" encoding="UTF-8"?><ISO11783_TaskData VersionMajor="4" VersionMinor="0" DataTransferOrigin="1">"#
+            + #"<PFD A="PFD1" C="Loop" D="0"><PLN A="1"><LSG A="1">\#(ring(count, size: 0.001))</LSG><LSG A="2">\#(ring(count - 1, size: 0.0005))</LSG>"#
+            + "</PLN></PFD></ISO11783_TaskData>")
+    }
+
     static func archive(_ entries: [(name: String, bytes: [UInt8])]) -> [UInt8] {
         var out: [UInt8] = [], directory: [UInt8] = []
         for entry in entries {
