@@ -31,10 +31,17 @@ public struct CabConfiguration: Sendable {
     public var softwareVersion = "0.0.0"
     public var leafletDirectory = "/usr/share/javascript/leaflet"
     public var sessionLifetime: Double = 12 * 3600
-    /// A connection that sends no request, or no whole header, for this long is closed.
+    /// A connection that sends nothing for this long is closed (Hummingbird's own timer, behind
+    /// `readTimeout`, which is the stricter).
     public var idleTimeout: Double = 20
     /// Connections kept at once; nil for half the process's file limit, at most 512.
     public var maxConnections: Int?
+    /// A request's head must arrive whole within this many seconds of the connection opening or of
+    /// the last answer, and its body within as long again plus a second for every 16 KiB of it; else
+    /// the connection is closed (a client sending a byte every few seconds holds it no longer).
+    public var readTimeout: Double = 10
+    /// Event streams kept open at once; nil for a quarter of the connection cap, at most 32.
+    public var maxEventStreams: Int?
     public var notMovingAfter: Double = 600
     public var paths: StatusSnapshot.Paths
     public var thresholds = StatusThresholds()
@@ -54,6 +61,13 @@ public struct CabConfiguration: Sendable {
     /// Loopback only: 127.0.0.0/8, ::1 or localhost.
     public var isLoopback: Bool {
         host.lowercased() == "localhost" || LocalHost.isIPv4Loopback(host) || LocalHost.isIPv6Loopback(host)
+    }
+
+    /// The event streams' cap: as set (at most the connection cap), else a quarter of the connection
+    /// cap, at most 32; a page holds one, so the rest of the connections stay for the page's requests.
+    func eventStreamCapacity(connections: Int) -> Int {
+        if let maxEventStreams { return min(max(maxEventStreams, 1), connections) }
+        return min(max(connections / 4, 1), 32)
     }
 
     /// The connection cap: as set, else half of the file limit (the rest is for the state files), 16 to 512.
@@ -135,7 +149,9 @@ public struct CabServer: Sendable {
         var quiet = logger
         // Stopped by cancellation (tests), the server reports the cut connections as errors: not news.
         quiet.logLevel = handlingSignals ? .warning : .critical
-        let table = ConnectionTable(capacity: configuration.connectionCapacity, logger: logger)
+        let capacity = configuration.connectionCapacity
+        let table = ConnectionTable(capacity: capacity, streamCapacity: configuration.eventStreamCapacity(connections: capacity),
+                                    limits: .init(readTimeout: configuration.readTimeout), logger: logger)
         let http = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionShedder(table: table)],
                                               idleTimeout: .milliseconds(Int64(min(max(configuration.idleTimeout, 0.1), 3600) * 1000)))
         let server = CabHTTPService(responder: router.buildResponder(), server: .http1(configuration: http),

@@ -10,6 +10,11 @@ import StateFiles
 /// - Over all addresses, at most `globalFailuresPerMinute` failures a minute; beyond that, only
 ///   addresses that never failed are checked, so an attacker with many addresses gets one guess from
 ///   each while the driver's own tablet still logs in.
+/// - Over all clients together, at most `checksPerSecond` passwords are checked a second, after a
+///   burst of `checkBurst`; a try beyond is refused at once and told when the next check is free. A
+///   client that takes a fresh address for every guess (IPv6 on the cab's own link has them by the
+///   billion) is held by nothing above; this keeps it to a few guesses a second, where the hash alone
+///   allowed some 30.
 /// - The record is kept in the state directory (`web-logins.json`, 0600), so restarting the server
 ///   forgets nothing; a client's failures are forgotten a day after its last one or when it logs in.
 /// - The PBKDF2 hash runs here, on a thread of its own: never on Swift's cooperative pool, and one at
@@ -22,7 +27,8 @@ actor LoginThrottle {
         case accepted
         /// Wrong; the client's next try is checked after this many seconds.
         case wrong(retryAfter: Double)
-        /// Not checked: too soon after this client's last failure, or too many failures of late.
+        /// Not checked: too soon after this client's last failure, too many failures of late, or too
+        /// many checks of late over all clients.
         case tooSoon(retryAfter: Double)
     }
 
@@ -43,11 +49,15 @@ actor LoginThrottle {
     let path: String
     private var record: Record
     private var loaded = false
+    /// Kept in memory only: a restart refills it, which gives a guesser one burst more.
+    private var checks: CheckBudget
     private let now: @Sendable () -> Double
 
-    init(path: String, globalFailuresPerMinute: Int = 20, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    init(path: String, globalFailuresPerMinute: Int = 20, checksPerSecond: Double = 2, checkBurst: Int = 4,
+         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         self.path = path
         self.globalFailuresPerMinute = max(1, globalFailuresPerMinute)
+        checks = CheckBudget(perSecond: checksPerSecond, burst: checkBurst)
         self.now = now
         record = Record()
     }
@@ -71,6 +81,7 @@ actor LoginThrottle {
             let oldest = record.recentFailures.first ?? time
             return .tooSoon(retryAfter: max(1, oldest + 60 - time))
         }
+        if let wait = checks.take(at: time) { return .tooSoon(retryAfter: wait) }
         if verify() {
             if record.clients.removeValue(forKey: client) != nil { save() }
             return .accepted
@@ -115,5 +126,31 @@ actor LoginThrottle {
     private func save() {
         guard let data = try? JSONEncoder().encode(record) else { return }
         try? StateFile.replace(path, with: Array(data))
+    }
+}
+
+/// Password checks over all clients together: a token bucket of `burst` checks, refilled at
+/// `perSecond`. Its times are the throttle's (the system clock, which a box without a battery may
+/// set back or forward): a step back refills nothing and the bucket goes on from the new time; a
+/// step forward fills it, to one burst at most.
+struct CheckBudget: Sendable, Equatable {
+    let perSecond: Double
+    let burst: Double
+    private(set) var tokens: Double
+    private(set) var last: Double?
+
+    init(perSecond: Double, burst: Int) {
+        self.perSecond = perSecond.isFinite ? min(max(perSecond, 0.01), 1000) : 2
+        self.burst = Double(max(1, burst))
+        tokens = self.burst
+    }
+
+    /// Takes a check if one is free and gives nil; else the seconds until one is.
+    mutating func take(at time: Double) -> Double? {
+        if let last, time > last { tokens = min(burst, tokens + (time - last) * perSecond) }
+        last = time
+        guard tokens >= 1 else { return (1 - tokens) / perSecond }
+        tokens -= 1
+        return nil
     }
 }
