@@ -28,9 +28,13 @@ actor UploadFile {
         self.path = path
     }
 
-    /// Creates the file afresh, readable by its owner only.
+    /// The upload and what SQLite makes beside it while the upload is checked: a file in WAL mode
+    /// gets a -wal and a -shm even when it is only read. None of them may outlive a refusal.
+    private var files: [String] { [path, path + "-wal", path + "-shm", path + "-journal"] }
+
+    /// Creates the file afresh, readable by its owner only, with nothing left beside it from before.
     func open() throws {
-        try? FileManager.default.removeItem(atPath: path)
+        for file in files { try? FileManager.default.removeItem(atPath: file) }
         guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
               let handle = FileHandle(forWritingAtPath: path) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
@@ -50,9 +54,11 @@ actor UploadFile {
         handle = nil
     }
 
+    /// Removes the upload, and whatever SQLite made beside it, so that nothing refused stays in the
+    /// state directory.
     func discard() {
         try? handle?.close()
         handle = nil
-        try? FileManager.default.removeItem(atPath: path)
+        for file in files { try? FileManager.default.removeItem(atPath: file) }
     }
 }
