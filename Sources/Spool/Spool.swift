@@ -30,9 +30,6 @@ public actor Spool {
     private var lastReopen = uptime()
     private var lastAgeSweep = -Double.infinity
     private var lastCheckpoint = -Double.infinity
-    /// The connection may still be at `synchronous = NORMAL` after a failed return from an unsynced
-    /// commit: an append sets FULL again before it writes.
-    private var unsynced = false
     /// Rows finished since the last clearing, when no history is kept; see `acknowledge`.
     private var finishedSinceClearing = 0
     /// How many acknowledged rows wait to be deleted together: about four minutes at 1 Hz.
@@ -115,8 +112,6 @@ public actor Spool {
             let now = configuration.clock().timeIntervalSince1970
             let recovered = fault
             uncommitted = DeliveryTally()
-            if unsynced { try database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") } }
-            unsynced = false
             let (ids, added) = try database.write { db in
                 if let recovered {
                     try SpoolState.set("last_storage_fault", number: now, text: recovered.description, in: db)
@@ -347,7 +342,7 @@ public actor Spool {
                           maximumEntries: Int = 20_000, now: Date? = nil) throws(SpoolError) -> SpoolBatch? {
         guard outputs.contains(output) else { return nil }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
-        return try write(synced: false) { db in try take(for: output, id: id, byteBudget: byteBudget, maximumEntries: maximumEntries, now: now, in: db) }
+        return try write { db in try take(for: output, id: id, byteBudget: byteBudget, maximumEntries: maximumEntries, now: now, in: db) }
     }
 
     /// One output's share of a send cycle: see `takeBatches`.
@@ -373,7 +368,7 @@ public actor Spool {
         let requests = requests.filter { outputs.contains($0.output) }
         guard !requests.isEmpty else { return [] }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
-        return try write(synced: false) { db in
+        return try write { db in
             var (remaining, batches) = (max(0, byteBudget), [SpoolBatch]())
             for (index, request) in requests.enumerated() {
                 let share = remaining / (requests.count - index)
@@ -452,7 +447,7 @@ public actor Spool {
     /// every time (with 1 KiB pages, 6 pages of the log per cycle of 10 samples instead of 2). Until
     /// cleared they count as acknowledged history, which every query leaves aside (`DeliverySQL`).
     private func acknowledge(_ ids: [String], now: Double, clearingNow: Bool) throws(SpoolError) -> Int {
-        let (count, bytes, cleared) = try write(synced: false) { db in
+        let (count, bytes, cleared) = try write { db in
             let history = configuration.acknowledgedHistory
             let clearing = clearingNow && history == 0
             if clearing { try db.execute(sql: Self.clearAcknowledged) }
@@ -761,33 +756,15 @@ public actor Spool {
 
     private var notOpen: SpoolError { SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
 
-    /// One transaction. `synced: false` is for takes and acknowledgements: their commit is not synced
-    /// to disk on its own but by the next append's, which syncs the whole write-ahead log up to it,
-    /// and which usually shares its last page of the kernel's cache, so the flash is written once.
-    /// A power cut in between loses the take or the acknowledgement, never a sample: its samples are
-    /// sent again. Appends and everything else stay synced at every commit.
-    private func write<T>(synced: Bool = true, _ body: (Database) throws -> T) throws(SpoolError) -> T {
+    /// One transaction, synced to disk before it returns. Takes and acknowledgements too: a take
+    /// lost to a power cut after its batch went out, or an acknowledgement lost after agrirouter
+    /// took it from the outbox, would have the same samples sent again. They were once left to
+    /// the next append's sync, which cost less flash but sent a batch twice after such a cut.
+    private func write<T>(_ body: (Database) throws -> T) throws(SpoolError) -> T {
         guard let database else { throw fault ?? notOpen }
         do {
             uncommitted = DeliveryTally()
-            let result = synced ? try database.write(body) : try database.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA synchronous = NORMAL")
-                let outcome = Result { () throws -> T in
-                    var result: T?
-                    try db.inTransaction(.immediate) {
-                        result = try body(db)
-                        return .commit
-                    }
-                    guard let result else { throw SpoolError(kind: .database, sqliteCode: 0, message: "transaction returned nothing", path: path) }
-                    return result
-                }
-                // Back to FULL before anything else runs on this connection; if even that fails, the
-                // error fails this call, and the next append sets it again before writing.
-                unsynced = true
-                try db.execute(sql: "PRAGMA synchronous = FULL")
-                unsynced = false
-                return try outcome.get()
-            }
+            let result = try database.write(body)
             tally.merge(uncommitted)
             return result
         } catch {

@@ -10,6 +10,8 @@
 //       cleared a few hundred at a time. Before it acknowledges a cycle's batches it writes
 //       "s OUTPUT SEQ,SEQ,..." for each, so the checker knows which rows may be gone; after, it writes
 //       "k OUTPUT SEQ,SEQ,...".
+//   spool-exerciser sync-steps SPOOL
+//       Appends 3 samples, takes them as a batch and acknowledges it, printing each step's name first.
 //   spool-exerciser hold-then-flush SPOOL GATE
 //       Appends samples 1-3, waits for the file GATE, appends 4-5, then prints every spooled
 //       sample's sequence number in order.
@@ -121,8 +123,23 @@ func holdThenFlush(spoolPath: String, gate: String) async throws {
     say("order \(order.map(String.init).joined(separator: " "))")
 }
 
+/// Appends, takes a batch and acknowledges it, saying each step's name before it starts, so that a
+/// tracer of the process's system calls can tell which step synced the disk.
+func syncSteps(spoolPath: String) async throws {
+    let spool = Spool(path: spoolPath, configuration: SpoolConfiguration())
+    say("append")
+    for seq in 1...3 { _ = await spool.append(sample(seq)) }
+    say("take")
+    guard let batch = try await spool.takeBatch(id: "traced") else { throw CocoaError(.coderValueNotFound) }
+    say("acknowledge")
+    _ = try await spool.acknowledge(batch: batch.id)
+    say("done")
+}
+
 let arguments = CommandLine.arguments
 switch arguments.dropFirst().first {
+case "sync-steps" where arguments.count == 3:
+    try await syncSteps(spoolPath: arguments[2])
 case "crash-loop" where arguments.count == 4:
     try await crashLoop(spoolPath: arguments[2], journalPath: arguments[3])
 case "crash-loop-cleared" where arguments.count == 4:
@@ -130,6 +147,6 @@ case "crash-loop-cleared" where arguments.count == 4:
 case "hold-then-flush" where arguments.count == 4:
     try await holdThenFlush(spoolPath: arguments[2], gate: arguments[3])
 default:
-    FileHandle.standardError.write(Data("usage: spool-exerciser crash-loop[-cleared] SPOOL JOURNAL | hold-then-flush SPOOL GATE\n".utf8))
+    FileHandle.standardError.write(Data("usage: spool-exerciser crash-loop[-cleared] SPOOL JOURNAL | hold-then-flush SPOOL GATE | sync-steps SPOOL\n".utf8))
     exit(64)
 }
