@@ -4,33 +4,80 @@
 /// Comments (`#`), blank lines and an `interface = …` header are skipped. Standard (11-bit) frames
 /// carry no PGN and are counted, not kept. A line that is neither is counted as unreadable, with the
 /// first one kept for the error message: a recording from the field may be cut or mixed.
+/// `CandumpFile` reads a file into one line by line; `init(text:)` reads text already in memory.
 public struct CandumpLog: Sendable {
+    /// The frames kept: all of them from `init(text:)`, those `CandumpFile` is asked to keep.
     public var frames: [CANFrame] = []
+    /// Extended frames read, kept or not.
+    public private(set) var framesRead = 0
     public var standardFrames = 0
     public var unreadableLines = 0
     /// The first unreadable line's number and why.
     public var firstProblem: String?
+    /// Lines taken so far, blank ones and comments included: the number of the next is one more.
+    public private(set) var lines = 0
 
-    /// Lines longer than this are not a candump line (a CAN FD frame's 64 bytes included).
+    /// Lines longer than this are not a candump line (a CAN FD frame's 64 bytes included). It is a
+    /// line's length with its blanks: checked before anything is trimmed or copied, so that a line
+    /// of many megabytes costs no more than its reading.
     public static let longestLine = 300
 
+    public init() {}
+
     public init(text: Substring) {
-        var number = 0
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            number += 1
-            let trimmed = String(line.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
-            if trimmed.isEmpty || trimmed.hasPrefix("#") || trimmed.hasPrefix("interface =") { continue }
-            switch Self.read(trimmed) {
-            case .frame(let frame): frames.append(frame)
-            case .standard: standardFrames += 1
-            case .unreadable(let why):
-                unreadableLines += 1
-                if firstProblem == nil { firstProblem = "line \(number): \(why)" }
+        for line in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            let frame = line.withContiguousStorageIfAvailable { bytes in
+                take(line: UnsafeBufferPointer(rebasing: bytes.prefix(Self.longestLine)), length: bytes.count)
+            } ?? Array(line).withUnsafeBufferPointer { bytes in
+                take(line: UnsafeBufferPointer(rebasing: bytes.prefix(Self.longestLine)), length: bytes.count)
             }
+            if let frame { frames.append(frame) }
         }
     }
 
     public init(text: String) { self.init(text: text[...]) }
+
+    /// Lines that were frames, extended or standard.
+    public var readLines: Int { framesRead + standardFrames }
+
+    /// Takes the next line, without its line break: `prefix` is its first bytes, all of them unless
+    /// `length` says the line was longer than `longestLine`. The extended frame it holds, if any, is
+    /// returned and counted, not kept.
+    mutating func take(line prefix: UnsafeBufferPointer<UInt8>, length: Int) -> CANFrame? {
+        lines += 1
+        let trimmed = Self.trimmed(prefix)
+        if length > Self.longestLine {
+            // Its first bytes still tell a comment, which may be as long as it likes.
+            if trimmed.first == UInt8(ascii: "#") { return nil }
+            unreadable("longer than \(Self.longestLine) characters (\(length) bytes), skipped")
+            return nil
+        }
+        if trimmed.isEmpty || trimmed.first == UInt8(ascii: "#") || trimmed.starts(with: "interface =".utf8) { return nil }
+        switch Self.read(String(decoding: trimmed, as: UTF8.self)) {
+        case .frame(let frame):
+            framesRead += 1
+            return frame
+        case .standard:
+            standardFrames += 1
+        case .unreadable(let why):
+            unreadable(why)
+        }
+        return nil
+    }
+
+    private mutating func unreadable(_ why: String) {
+        unreadableLines += 1
+        if firstProblem == nil { firstProblem = "line \(lines): \(why)" }
+    }
+
+    /// The line without the blanks around it (and a CR before its LF), as a slice: nothing copied.
+    static func trimmed(_ line: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>> {
+        var start = line.startIndex
+        var end = line.endIndex
+        while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
+        while end > start, line[end - 1] == 0x20 || line[end - 1] == 0x09 || line[end - 1] == 0x0D { end -= 1 }
+        return line[start..<end]
+    }
 
     enum Line {
         case frame(CANFrame)

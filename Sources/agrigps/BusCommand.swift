@@ -17,7 +17,12 @@ struct Bus: AsyncParsableCommand {
             sends no 129539 has no fix mode in gpsd 3.22, and one that sends no 129029 has no fix \
             quality; both are said.
 
-            Exit status: 0 with a receiver found, 1 without, 69 when the interface cannot be read.
+            A recording is read line by line, of any length; a line longer than 300 characters is \
+            skipped and counted. A FIFO or a device is refused, and so is a file with no CAN frame in \
+            its first 1000 lines or 1 MiB.
+
+            Exit status: 0 with a receiver found, 1 without, 69 when the interface cannot be read, \
+            66 when the recording cannot be read, 65 when it is not one.
             """
     )
 
@@ -53,10 +58,14 @@ struct Bus: AsyncParsableCommand {
         let finder: ReceiverFinder
         var problem: String?
         if let file {
-            let log: CandumpLog
-            (log, problem) = try CANReplay.readRecording(file)
+            // Each frame straight to the finder, none kept: a day's recording is a gigabyte.
             var reading = ReceiverFinder()
-            log.frames.forEach { reading.add($0) }
+            do {
+                let log = try CandumpFile.read(file, keeping: .none) { reading.add($0) }
+                problem = CANReplay.problem(in: log, path: file)
+            } catch {
+                throw CommandFailure(error)
+            }
             finder = reading
         } else if let interface {
             let seconds = try listenSeconds()

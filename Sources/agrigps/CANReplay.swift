@@ -11,17 +11,15 @@ struct CANReplay {
     let bus: BusWatcher
     let feed: CANReplayFeed
 
-    /// Whether the file starts as a candump recording (`-l`'s form or the older `<0x…>` one).
+    /// Whether the file starts as a candump recording (`-l`'s form or the older `<0x…>` one). Only
+    /// a regular file is looked into: a FIFO's open would wait for a writer for ever.
     static func isCandump(_ path: String) -> Bool {
-        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? handle.close() }
-        guard let head = try? handle.read(upToCount: 4096), !head.isEmpty else { return false }
-        // The last line of the slice may be cut: only whole lines count.
-        let text = String(decoding: head, as: UTF8.self)
-        let whole = head.count < 4096 ? text[...] : text[..<(text.lastIndex(of: "\n") ?? text.startIndex)]
-        let log = CandumpLog(text: whole)
-        return !log.frames.isEmpty && log.frames.count >= log.unreadableLines
+        CandumpFile.startsAsCandump(path)
     }
+
+    /// The most frames a replay takes: over an hour at 250 a second, about 80 MB kept. Beyond it
+    /// a recording is refused with how to cut it, instead of being held whole.
+    static let mostFrames = 1_000_000
 
     static func start(_ path: String, interface: String, realTime: Bool) async throws -> CANReplay {
         let (log, problem) = try readRecording(path)
@@ -52,17 +50,21 @@ struct CANReplay {
         await gpsd.finish()
     }
 
-    /// A candump recording, and a line on the lines in it that are no frames, if any.
-    static func readRecording(_ path: String) throws -> (CandumpLog, problem: String?) {
-        let text: String
+    /// A candump recording read for a replay, its frames kept, and a line on the lines in it that
+    /// are no frames, if any.
+    static func readRecording(_ path: String) throws(CommandFailure) -> (CandumpLog, problem: String?) {
         do {
-            text = try String(contentsOfFile: path, encoding: .utf8)
+            let log = try CandumpFile.read(path, keeping: .atMost(mostFrames))
+            return (log, problem(in: log, path: path))
         } catch {
-            throw CommandFailure(description: "cannot read \(path): \(error.localizedDescription)", exitCode: 66)
+            throw CommandFailure(error)
         }
-        let log = CandumpLog(text: text)
-        guard log.unreadableLines > 0 else { return (log, nil) }
-        return (log, "\(path): \(log.unreadableLines) line\(log.unreadableLines == 1 ? "" : "s") not read (\(log.firstProblem ?? ""))")
+    }
+
+    /// "N lines not read (line 3: why)", or nil when every line was read.
+    static func problem(in log: CandumpLog, path: String) -> String? {
+        guard log.unreadableLines > 0 else { return nil }
+        return "\(path): \(log.unreadableLines) line\(log.unreadableLines == 1 ? "" : "s") not read (\(log.firstProblem ?? ""))"
     }
 
     /// A missing virtual interface gets the commands that make one.
@@ -79,3 +81,5 @@ struct CANReplay {
         return reason
     }
 }
+
+extension CandumpFileError: HasExitCode {}

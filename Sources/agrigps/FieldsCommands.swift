@@ -126,6 +126,7 @@ struct FieldsImport: AsyncParsableCommand {
     @OptionGroup var state: StateDirectoryOption
 
     func run() async throws {
+        try ExportPath.check(file)
         let started = ContinuousClock.now
         let report: ImportReport
         do {
@@ -144,6 +145,58 @@ struct FieldsImport: AsyncParsableCommand {
         if !report.skipped.isEmpty {
             Output.line("Skipped \(report.skipped.count) partfield\(report.skipped.count == 1 ? "" : "s"):")
             for skipped in report.skipped { Output.line("  \(TerminalText.safe(skipped.description, limit: 200))") }
+        }
+    }
+}
+
+/// What `fields import` is given, looked at before the importer opens anything: a FIFO's open waits
+/// for a writer for ever (the command stuck in it did not even end on Ctrl-C), and a device such as
+/// /dev/zero never ends. A zip, TASKDATA.XML or a folder passes; for TASKDATA.XML and a folder, so
+/// must every ISOXML file (.XML, .BIN) where the importer looks for the files TASKDATA.XML refers
+/// to. A missing or unreadable path is left to the importer, which says so in its words.
+enum ExportPath {
+    static func check(_ path: String) throws(CommandFailure) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG:
+            guard path.uppercased().hasSuffix(".XML") else { return }
+            try checkFiles(in: (path as NSString).deletingLastPathComponent)
+        case S_IFDIR:
+            // The folder itself, or its TASKDATA folder, as an export unpacked from a zip has it.
+            try checkFiles(in: path)
+            try checkFiles(in: (path as NSString).appendingPathComponent("TASKDATA"))
+        default:
+            throw CommandFailure(description: "\(path) is \(kind(status.st_mode)), not a TaskData export; "
+                                 + "give a zip, a folder with TASKDATA.XML, or TASKDATA.XML itself", exitCode: 66)
+        }
+    }
+
+    /// Throws for the first ISOXML file in `folder` that is not a regular file; nothing else there
+    /// (a socket beside an export in /tmp, say) is the importer's to read.
+    private static func checkFiles(in folder: String) throws(CommandFailure) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.isEmpty ? "." : folder)) ?? []
+        for name in names.sorted() {
+            let upper = name.uppercased()
+            guard upper.hasSuffix(".XML") || upper.hasSuffix(".BIN") else { continue }
+            let file = folder.isEmpty ? name : (folder as NSString).appendingPathComponent(name)
+            var status = stat()
+            guard stat(file, &status) == 0 else { continue }
+            let type = status.st_mode & S_IFMT
+            guard type != S_IFREG && type != S_IFDIR else { continue }
+            throw CommandFailure(description: "\(file) is \(kind(status.st_mode)), not a file of a TaskData export; "
+                                 + "copy the export from the farm software again, as files", exitCode: 66)
+        }
+    }
+
+    /// "a FIFO", as a person would name what the path is.
+    private static func kind(_ mode: mode_t) -> String {
+        switch mode & S_IFMT {
+        case S_IFIFO: return "a FIFO"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "something other than a file"
         }
     }
 }
