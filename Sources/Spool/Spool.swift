@@ -91,6 +91,10 @@ public actor Spool {
         }
     }
 
+    /// Why the spool will not be opened by this version at all (a newer agrigps wrote it), so that
+    /// the daemon refuses to start rather than hold samples in memory it can never store.
+    public var refusal: SpoolError? { fault?.kind == .newerVersion ? fault : nil }
+
     /// The outputs each sample waits for, as the spool was opened.
     public var enabledOutputs: [SpoolOutput] { outputs }
 

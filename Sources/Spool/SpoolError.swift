@@ -18,6 +18,9 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
         /// The file, or one SQLite keeps beside it, is not a regular file (a FIFO, a device, a link):
         /// refused before SQLite opens it. The message names it and what to do.
         case notRegular = "not_regular"
+        /// The file holds schema steps this version does not know: a newer agrigps wrote it, and
+        /// this one would misread it. Refused, never moved aside: the newer version reads it.
+        case newerVersion = "newer_version"
     }
 
     /// The check of the spool's files before SQLite opens them failed: a file of the wrong kind
@@ -60,7 +63,7 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
         case .readOnly: advice = "make the file and its directory writable by the agrigps user"
         case .corrupt: advice = "the file was moved aside and a new spool started"
         case .database: advice = "see the SQLite message"
-        case .notRegular: return message
+        case .notRegular, .newerVersion: return message
         }
         return "spool \(path): \(message) (SQLite code \(sqliteCode)); \(advice)"
     }

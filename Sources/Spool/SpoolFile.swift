@@ -82,6 +82,12 @@ enum SpoolFile {
             guard verdict == ["ok"] else {
                 throw SpoolError(kind: .corrupt, sqliteCode: 11, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))", path: path)
             }
+            // A spool from a newer agrigps (a package downgraded over it) is left as it is.
+            if let unknown = try database.read({ db in try SpoolSchema.unknownSteps(db) }), !unknown.isEmpty {
+                throw SpoolError(kind: .newerVersion, sqliteCode: 0, message: "spool \(path) was written by a newer agrigps (schema steps "
+                                 + "\(unknown.prefix(3).joined(separator: ", ")) are unknown to this version); install that version again, "
+                                 + "or move the file aside to start a new spool (what it holds is then not sent)", path: path)
+            }
             rebuildWithSmallerPages(database, path: path)
             try SpoolSchema.migrator.migrate(database)
             try database.write(SpoolBatches.releaseOrphans)

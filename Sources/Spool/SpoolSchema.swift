@@ -12,6 +12,15 @@ enum SpoolSchema {
     static let batchTableVersion = "v7-batch-table"
     static let acknowledgedBatchesVersion = "v8-acknowledged-batches"
 
+    /// Schema steps the file has applied that this version does not know, as they are named there;
+    /// nil for a file that has never been migrated.
+    static func unknownSteps(_ db: Database) throws -> [String]? {
+        guard try db.tableExists("grdb_migrations") else { return nil }
+        let known = Set(migrator.migrations)
+        return try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations WHERE typeof(identifier) = 'text'")
+            .filter { !known.contains($0) }.map { String($0.prefix(40)) }
+    }
+
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration(queueVersion) { db in

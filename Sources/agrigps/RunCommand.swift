@@ -136,6 +136,8 @@ struct Run: AsyncParsableCommand {
         spoolConfiguration.clock = { clock.bestGuess() }  // ages and retries survive a wrong or stepped system clock
         spoolConfiguration.keepsCommitMark = true
         let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration)
+        // EX_CONFIG: what is installed does not fit what the box holds; a restart changes nothing.
+        if let refusal = await spool.refusal { throw CommandFailure(description: refusal.description, exitCode: 78) }
         var othersConfiguration = OtherMachinesStore.Configuration()
         othersConfiguration.historyWindow = try keyed("--history-hours", file, fallback: 24) * 3600
         let others = OtherMachinesStore(path: state.othersPath, configuration: othersConfiguration)
