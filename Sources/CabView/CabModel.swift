@@ -81,16 +81,17 @@ extension CabModel {
     /// Builds the model from what the state directory says now.
     init(snapshot: StatusSnapshot, newest: PositionSample?, lastFix: PositionSample?, thresholds: StatusThresholds,
          environments: [String]) {
-        let verdict = snapshot.verdict(thresholds)
+        let lastState = newest?.state ?? snapshot.heartbeat?.lastSample.flatMap { FixState(name: $0.state) }
+        // The technical details judged by the same newest sample as the label: never calmer than it.
+        let verdict = snapshot.verdict(thresholds, lastState: lastState)
         let now = snapshot.takenAt
         takenAt = ISO8601UTC.string(from: now)
         health = verdict.health.description
         reasons = verdict.reasons
-        let lastState = newest?.state ?? snapshot.heartbeat?.lastSample.flatMap { FixState(name: $0.state) }
         sharing = SharingIndicator(snapshot, lastState: lastState, thresholds: thresholds)
         own = Self.own(newest: newest, lastFix: lastFix, heartbeat: snapshot.heartbeat)
-        // With the daemon stopped, the newest position is the last one known, however good its fix was.
-        if case .notRunning = snapshot.daemon, var stopped = own, !stopped.old {
+        // With the daemon stopped (or stuck), the newest position is the last one known, however good its fix was.
+        if sharing.state == .daemonStopped, var stopped = own, !stopped.old {
             stopped.old = true
             stopped.fix = "none"
             stopped.fixText = "gateway stopped: last known position"

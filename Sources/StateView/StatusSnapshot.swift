@@ -4,6 +4,7 @@ import BlockingWork
 import Bounds
 import Clocks
 import Foundation
+import GNSS
 import Synchronization
 import Spool
 import StateDirectory
@@ -43,6 +44,10 @@ public struct StatusSnapshot: Sendable {
     /// Bytes free for the daemon's user on the disk that holds the state directory; nil if unknown.
     public var diskFree: Int64?
     public var stateDirectory = ""
+    /// Seconds the system had been running at `takenAt`, by the monotonic clock (which counts from
+    /// boot and which setting the system clock does not move); nil when unknown, and then no age is
+    /// bounded. No age a look computes is longer: see `age(since:)`.
+    public var sinceBoot: Double?
 
     /// Less than this free and the spool cannot grow: the daemon holds new samples in memory only.
     public static let diskFullBelow: Int64 = 1 << 20
@@ -90,8 +95,8 @@ public struct StatusSnapshot: Sendable {
         /// most, and the cab view looks every second.
         private var heartbeat: (stamp: FileStamp, value: Heartbeat?)?
 
-        func read(_ paths: Paths, now: Date, heartbeatLimit: Double) -> StatusSnapshot {
-            StatusSnapshot.readFiles(paths, now: now, heartbeatLimit: heartbeatLimit) { path in
+        func read(_ paths: Paths, now: Date, sinceBoot: Double?, heartbeatLimit: Double) -> StatusSnapshot {
+            StatusSnapshot.readFiles(paths, now: now, sinceBoot: sinceBoot, heartbeatLimit: heartbeatLimit) { path in
                 let stamp = FileStamp.of(path)
                 if let heartbeat, heartbeat.stamp == stamp, stamp != FileStamp.absent { return heartbeat.value }
                 let value = Heartbeat.read(from: path)
@@ -109,13 +114,14 @@ public struct StatusSnapshot: Sendable {
     /// always has something to say. `readers`, when given, are used instead of readers opened for this look.
     /// Runs on the caller's actor: the cab view's shares its thread with its readers, and a look then
     /// switches no thread at all.
-    public static func gather(_ paths: Paths, now: Date = Date(), heartbeatLimit: Double = 120, staleAfter: Double = 300,
+    /// `sinceBoot` is the monotonic clock's reading at `now`: a test gives its own, to look in virtual time.
+    public static func gather(_ paths: Paths, now: Date = Date(), sinceBoot: Double? = uptime(), heartbeatLimit: Double = 120, staleAfter: Double = 300,
                               readers: Readers? = nil, isolation: isolated (any Actor)? = #isolation) async -> StatusSnapshot {
         // File reads, and the key's decryption to check the certificate: blocking work, off the pool.
         var snapshot = if let readers {
-            await readers.files.read(paths, now: now, heartbeatLimit: heartbeatLimit)
+            await readers.files.read(paths, now: now, sinceBoot: sinceBoot, heartbeatLimit: heartbeatLimit)
         } else {
-            await onOwnThread { readFiles(paths, now: now, heartbeatLimit: heartbeatLimit) }
+            await onOwnThread { readFiles(paths, now: now, sinceBoot: sinceBoot, heartbeatLimit: heartbeatLimit) }
         }
         let heartbeat = snapshot.heartbeat
         if snapshot.spoolProblem == nil {
@@ -147,6 +153,9 @@ public struct StatusSnapshot: Sendable {
     /// The spool's counts read at `spoolTime`, with what only the running daemon knows of them.
     public mutating func takeSpool(_ status: SpoolStatus) {
         spool = status
+        // Read at the clock the heartbeat's error makes of now: just after a step from 1970, 56 years ahead.
+        let oldest = status.oldestPendingAge.map(bounded)
+        spool?.oldestPendingAge = oldest
         if case .running = daemon, let counts = heartbeat?.spool {
             storageFault = counts.storageFault
             spool?.heldInMemory = counts.heldInMemory
@@ -158,20 +167,22 @@ public struct StatusSnapshot: Sendable {
     /// and the spool's counts still to be read at `spoolTime` (then `takeSpool`), with the new rows
     /// in one transaction. Nil when the spool could not be read before: then only a whole look can
     /// say why (as it can when the read now fails).
-    public func respooling(now: Date, heartbeatLimit: Double) -> StatusSnapshot? {
+    public func respooling(now: Date, sinceBoot: Double? = uptime(), heartbeatLimit: Double) -> StatusSnapshot? {
         guard spool != nil, spoolProblem == nil, unreadable == nil else { return nil }
         var next = self
         next.takenAt = now
-        next.daemon = Self.daemonState(heartbeat, now: now, limit: heartbeatLimit)
+        next.sinceBoot = sinceBoot
+        next.daemon = Self.daemonState(heartbeat, now: now, sinceBoot: sinceBoot, limit: heartbeatLimit)
         return next
     }
 
     /// The small files and the credentials: everything but the two databases.
-    static func readFiles(_ paths: Paths, now: Date, heartbeatLimit: Double,
+    static func readFiles(_ paths: Paths, now: Date, sinceBoot: Double?, heartbeatLimit: Double,
                           readHeartbeat: (String) -> Heartbeat? = Heartbeat.read(from:)) -> StatusSnapshot {
         let heartbeat = readHeartbeat(paths.heartbeat)
-        var snapshot = StatusSnapshot(takenAt: now, daemon: daemonState(heartbeat, now: now, limit: heartbeatLimit), heartbeat: heartbeat,
-                                      others: OthersView())
+        var snapshot = StatusSnapshot(takenAt: now, daemon: daemonState(heartbeat, now: now, sinceBoot: sinceBoot, limit: heartbeatLimit),
+                                      heartbeat: heartbeat, others: OthersView())
+        snapshot.sinceBoot = sinceBoot
         for path in [paths.heartbeat, paths.stateDirectory + "/endpoint.json", paths.stateDirectory + "/endpoint.secret", paths.spool + "-mark"] {
             do { try StateFile.checkKind(path) } catch { snapshot.fileProblems.append(error.description) }
         }
@@ -233,11 +244,13 @@ public struct StatusSnapshot: Sendable {
         return Bounds.whole(min(bytes, 1e18)).map(Int64.init)
     }
 
-    static func daemonState(_ heartbeat: Heartbeat?, now: Date, limit: Double) -> Daemon {
+    static func daemonState(_ heartbeat: Heartbeat?, now: Date, sinceBoot: Double? = nil, limit: Double) -> Daemon {
         guard let heartbeat else { return .notRunning(lastHeartbeat: nil) }
         // Signal 0 asks only whether the process exists; EPERM means it does, under another user.
         guard kill(heartbeat.pid, 0) == 0 || errno == EPERM else { return .notRunning(lastHeartbeat: heartbeat.updatedAt) }
-        let age = now.timeIntervalSince(heartbeat.updatedAt)
+        // A process that runs started in this boot, and wrote its heartbeat since: a stamp older
+        // than the boot was made on a clock set forward since (from 1970, by NTP or a fix).
+        let age = min(now.timeIntervalSince(heartbeat.updatedAt), sinceBoot ?? .infinity)
         return age > limit ? .stalled(pid: heartbeat.pid, heartbeatAge: age) : .running(pid: heartbeat.pid, heartbeatAge: age)
     }
 }
@@ -277,10 +290,41 @@ extension StatusSnapshot {
     /// drains (oldest first, so its oldest stays old) are not late. The cab's label and `status`
     /// both go by this, so the two never disagree.
     public func positionsLate() -> (waited: Double, quiet: Double)? {
-        guard let waited = spool?.oldestPendingAge, let heartbeat else { return nil }
+        guard let waited = spool?.oldestPendingAge, let heartbeat, let quiet = secondsWithoutAcknowledgement() else { return nil }
         let lateAfter = Self.lateAfter(sendInterval: heartbeat.sendInterval)
-        let quiet = heartbeat.secondsWithoutAcknowledgement(at: takenAt)
         return waited > lateAfter && quiet > lateAfter ? (waited, quiet) : nil
+    }
+
+    /// Seconds agrirouter has taken nothing, as the heartbeat tells it (see `Heartbeat.secondsWithoutAcknowledgement`),
+    /// never longer than the system has run; nil without a heartbeat.
+    public func secondsWithoutAcknowledgement() -> Double? {
+        heartbeat.map { bounded($0.secondsWithoutAcknowledgement(at: takenAt)) }
+    }
+}
+
+extension StatusSnapshot {
+    /// Seconds from `time` to this look, never more than the system has run (`sinceBoot`). A box
+    /// without a battery-backed clock boots at 1970 and is set right later, by NTP or a fix; for a
+    /// while after, the files hold stamps of the old clock, and the heartbeat its old error, and an
+    /// age measured across the step came out as 56 years ("no fix for 1795840913 s"). Whatever the
+    /// box says it saw, it saw while it ran: a stamp older than the boot is either on a clock since
+    /// set forward or from an earlier run, and the time since boot is all the box can vouch for.
+    /// (Other machines' ages are not bounded: they are of reports kept across restarts, and a
+    /// machine last heard two days ago was.)
+    public func age(since time: Date) -> Double {
+        bounded(takenAt.timeIntervalSince(time))
+    }
+
+    /// `seconds` of age, at most `sinceBoot`.
+    func bounded(_ seconds: Double) -> Double {
+        guard let sinceBoot, seconds > sinceBoot else { return seconds }
+        return sinceBoot
+    }
+
+    /// `time`, or the moment the system started when `time` is earlier: for a "since" the page counts from.
+    public func sinceBootAtMost(_ time: Date) -> Date {
+        guard let sinceBoot else { return time }
+        return max(time, takenAt.addingTimeInterval(-sinceBoot))
     }
 }
 
@@ -289,7 +333,11 @@ extension StatusSnapshot {
     static func whole(_ value: Double) -> Int { Bounds.whole(value) ?? 0 }
 
     /// The overall health and every reason for it, worst first.
-    public func verdict(_ thresholds: StatusThresholds) -> (health: Health, reasons: [String]) {
+    ///
+    /// The sharing label's state, judged here as the cab view judges it (from `lastState`, the spool's
+    /// newest sample when the caller has it, else the heartbeat's last), sets the least it says: what
+    /// the label calls act now is CRITICAL, whatever else is found, with what to do.
+    public func verdict(_ thresholds: StatusThresholds, lastState: FixState? = nil) -> (health: Health, reasons: [String]) {
         // Without the state directory nothing else was read: a missing heartbeat then proves nothing.
         if let unreadable { return (.unknown, [unreadable]) }
         var findings: [(Health, String)] = []
@@ -316,9 +364,15 @@ extension StatusSnapshot {
            heartbeat?.lostAt.map({ takenAt.timeIntervalSince($0) < Heartbeat.lossReported }) ?? true {
             findings.append((.critical, "\(lost) samples lost: " + (heartbeat?.lossReason ?? "the spool could not store them")))
         }
+        let label = SharingIndicator(self, lastState: lastState ?? lastSampleState, thresholds: thresholds)
+        switch label.state {
+        case .noReceiver: findings.append((.critical, "no receiver: gpsd sees none, so no position is taken; check the receiver's cable and power"))
+        case .gpsdUnreachable: findings.append((.critical, "gpsd unreachable, so no position is taken; check that gpsd runs: systemctl status gpsd"))
+        default: break  // said below in status's own words, or OK (see `SharingIndicator.State.health`)
+        }
         if environment == nil, credentialsProblem == nil { findings.append((.warning, "not onboarded")) }
         if case .running = daemon {
-            let fixAge = heartbeat?.lastFix.map { takenAt.timeIntervalSince($0.sampledAt ?? $0.time) }
+            let fixAge = heartbeat?.lastFix.map { age(since: $0.sampledAt ?? $0.time) }
             switch fixAge {
             case nil: findings.append((.warning, "no fix yet"))
             case let age? where age > thresholds.fixAgeCritical: findings.append((.critical, "no fix for \(Self.whole(age)) s"))
@@ -327,6 +381,7 @@ extension StatusSnapshot {
             }
             if let skew = heartbeat?.lastSample?.clockSkew { findings.append((.warning, "system clock off by \(Self.whole(skew)) s")) }
         }
+        var linkSaid = false  // whether a finding below says why positions wait
         if let spool {
             if let age = spool.oldestPendingAge, age > thresholds.queueAgeCritical {
                 findings.append((.critical, "oldest unsent sample waited \(Self.whole(age)) s"))
@@ -353,17 +408,18 @@ extension StatusSnapshot {
             }
             // Onboarded with samples waiting, and agrirouter has taken none for a while: an outage,
             // even if the daemon itself is fine.
-            if environment != nil, spool.waiting > 0, case .running = daemon, let heartbeat {
-                let quiet = heartbeat.secondsWithoutAcknowledgement(at: takenAt)
+            if environment != nil, spool.waiting > 0, case .running = daemon, let heartbeat, let quiet = secondsWithoutAcknowledgement() {
                 let failing = (heartbeat.transportFailures ?? 0) > 0  // said below, with the reason
                 if quiet > thresholds.ackAgeWarning {
                     var reason = "nothing acknowledged for \(Self.whole(quiet)) s"
                     if let next = heartbeat.nextAttemptAt, next > takenAt { reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s" }
                     findings.append((.warning, reason))
+                    linkSaid = true
                 } else if !failing, let late = positionsLate() {
                     // What the cab's label calls offline, before any request has failed.
                     findings.append((.warning, "positions late: the oldest waited \(Self.whole(late.waited)) s, "
                                      + "nothing acknowledged for \(Self.whole(late.quiet)) s; agrirouter or the network does not answer"))
+                    linkSaid = true
                 }
             }
         }
@@ -373,6 +429,7 @@ extension StatusSnapshot {
             reason += " (\(failures) failed request\(failures == 1 ? "" : "s") in a row)"
             if let next = heartbeat.nextAttemptAt, next > takenAt { reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s" }
             findings.append((.warning, reason))
+            linkSaid = true
         }
         if environment != nil, heartbeat?.transport == "mqtt", let connection = heartbeat?.connection, connection.hasPrefix("taken over") {
             findings.append((.warning, "agrirouter MQTT connection \(connection)"))
@@ -389,7 +446,20 @@ extension StatusSnapshot {
                 findings.append((.warning, "the endpoint certificate expires in \(Self.whole(left / 86_400)) d; onboard again before then"))
             }
         }
+        // Offline by the label's own rule (a request failed after the last acknowledgement, with no
+        // failure counted, as after a refusal) and nothing above said why: said here, so that the
+        // label's amber is never an OK.
+        if label.state == .offline, !linkSaid {
+            let waiting = label.waiting
+            findings.append((.warning, "offline: \(waiting) sample\(waiting == 1 ? "" : "s") wait\(waiting == 1 ? "s" : "") to be sent"
+                             + (heartbeat?.lastError.map { "; the last request failed: " + TerminalText.safe($0, limit: 200) } ?? "")))
+        }
         let sorted = findings.sorted { $0.0 > $1.0 }
         return (sorted.first?.0 ?? .ok, sorted.map(\.1))
+    }
+
+    /// The state of the heartbeat's last sample, for a caller without the spool's newest.
+    var lastSampleState: FixState? {
+        heartbeat?.lastSample.flatMap { FixState(name: $0.state) }
     }
 }

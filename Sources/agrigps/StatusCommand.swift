@@ -18,7 +18,9 @@ struct Status: AsyncParsableCommand {
             Icinga read: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
 
             CRITICAL  the daemon is not running or its heartbeat is older than
-                      heartbeat_limit; a state file is not a regular file; no fix
+                      heartbeat_limit; no receiver, or gpsd unreachable, at the
+                      last sample (what the cab view shows red); a state file
+                      is not a regular file; no fix
                       for fix_age_critical; the oldest unsent sample waited
                       queue_age_critical; samples were lost; the certificate has
                       expired; agrirouter no longer knows the endpoint; the disk
@@ -28,11 +30,13 @@ struct Status: AsyncParsableCommand {
                       cannot store and holds samples in memory; a damaged spool was
                       moved aside; the system clock is off from GNSS time;
                       agrirouter unreachable, or nothing acknowledged for
-                      ack_age_warning; the certificate expires within 30 days;
+                      ack_age_warning, or offline as the cab view says it;
+                      the certificate expires within 30 days;
                       little disk space left
             UNKNOWN   the state directory cannot be read
 
-            The thresholds come from the [status] section of the configuration file.
+            The thresholds come from the [status] section of the configuration file. No
+            age is longer than the system has been running.
             """
     )
 
@@ -87,14 +91,15 @@ enum StatusReport {
 
     static func text(_ snapshot: StatusSnapshot) -> [String] {
         let now = snapshot.takenAt
+        let ago = { (time: Date) in Self.ago(time, now: now, sinceBoot: snapshot.sinceBoot) }
         var lines: [String] = []
         switch snapshot.daemon {
         case .running(let pid, let age): lines.append("Daemon: running (pid \(pid), heartbeat \(durationText(age)) ago)")
         case .stalled(let pid, let age):
-            let since = snapshot.heartbeat.map { ago($0.updatedAt, now: now) } ?? "\(durationText(age)) ago"
+            let since = snapshot.heartbeat.map { ago($0.updatedAt) } ?? "\(durationText(age)) ago"
             lines.append("Daemon: STALLED (pid \(pid), last heartbeat \(since))")
         case .notRunning(let last):
-            lines.append("Daemon: NOT RUNNING" + (last.map { " (last heartbeat \(ago($0, now: now)))" } ?? " (no heartbeat found)"))
+            lines.append("Daemon: NOT RUNNING" + (last.map { " (last heartbeat \(ago($0)))" } ?? " (no heartbeat found)"))
         }
         if let problem = snapshot.credentialsProblem {
             lines.append("agrirouter: credentials unreadable: \(problem)")
@@ -109,10 +114,10 @@ enum StatusReport {
             lines.append("agrirouter: not onboarded; 'agrigps onboard --tan TAN' connects this machine")
         }
         if let spool = snapshot.spool {
-            lines.append("Sharing: " + (spool.sharingPaused ? pausedLine(spool, now: now) : "active"))
+            lines.append("Sharing: " + (spool.sharingPaused ? pausedLine(spool, now: now, sinceBoot: snapshot.sinceBoot) : "active"))
         }
         if let sample = snapshot.heartbeat?.lastSample {
-            var fix = "Fix: \(sample.state), \(ago(sample.time, now: now))"
+            var fix = "Fix: \(sample.state), \(ago(sample.time))"
             if let last = snapshot.heartbeat?.lastFix?.coordinate {
                 fix += String(format: "; last position %.6f, %.6f", last.latitude, last.longitude)
             }
@@ -132,13 +137,13 @@ enum StatusReport {
         }
         if let efdi = snapshot.heartbeat?.efdi {
             let state = efdi.refusal.map { "refused (\($0.joined(separator: ", ")))" }
-                ?? efdi.acceptedAt.map { "taken \(ago($0, now: now))" } ?? "not yet taken"
+                ?? efdi.acceptedAt.map { "taken \(ago($0))" } ?? "not yet taken"
             lines.append("EFDI device description: \(state); team set \(TerminalText.safe(efdi.teamSetContextID, limit: 64))")
         }
         if let heartbeat = snapshot.heartbeat {
-            lines.append("Last acknowledged: " + (heartbeat.lastAcknowledgedAt.map { ago($0, now: now) } ?? "never"))
+            lines.append("Last acknowledged: " + (heartbeat.lastAcknowledgedAt.map { ago($0) } ?? "never"))
             if let error = heartbeat.lastError, let at = heartbeat.lastErrorAt {
-                lines.append("Last error: \(TerminalText.safe(error, limit: 300)) (\(ago(at, now: now)))")
+                lines.append("Last error: \(TerminalText.safe(error, limit: 300)) (\(ago(at)))")
             }
             if let next = heartbeat.nextAttemptAt, next > now {
                 lines.append("Backing off: next attempt in \(durationText(next.timeIntervalSince(now)))"
@@ -183,16 +188,22 @@ enum StatusReport {
 
     /// "PAUSED since 2026-11-27T14:05:00Z (12 min ago), 58 positions kept here and never sent; …":
     /// what a pause holds back, as the cab view's label says it.
-    static func pausedLine(_ spool: SpoolStatus, now: Date) -> String {
-        let since = spool.pausedSince.map { " since \(ISO8601UTC.string(from: $0)) (\(ago($0, now: now)))" } ?? ""
+    static func pausedLine(_ spool: SpoolStatus, now: Date, sinceBoot: Double? = nil) -> String {
+        let since = spool.pausedSince.map { " since \(ISO8601UTC.string(from: $0)) (\(ago($0, now: now, sinceBoot: sinceBoot)))" } ?? ""
         let kept = spool.keptWhilePaused
         return "PAUSED\(since), \(kept) position\(kept == 1 ? "" : "s") kept here and never sent ('agrigps resume' turns it back on)"
     }
 
-    static func ago(_ time: Date, now: Date) -> String {
+    /// No age longer than the system has run (`sinceBoot`, see `StatusSnapshot.age(since:)`): a time
+    /// before the boot by this clock is said to be that, with no number larger than the boot's age.
+    /// (A stamp from 1970 is caught first; a plausible one that old is most often from before a
+    /// restart, when "14 h ago" cut to the boot would be a wrong time, where "before the system
+    /// started" is a true one.)
+    static func ago(_ time: Date, now: Date, sinceBoot: Double? = nil) -> String {
         if time < TrueTime.plausibleFrom || now < TrueTime.plausibleFrom { return "at a time the clock did not know yet" }
         let age = now.timeIntervalSince(time)
         if age < -60 { return "later than this clock says it is now: the clock was set back" }
+        if let sinceBoot, age > sinceBoot { return "before the system started \(durationText(sinceBoot)) ago" }
         return "\(durationText(age)) ago"
     }
 

@@ -21,9 +21,12 @@ struct StatusCommandTests {
         }
         try await waitForHeartbeat(in: state) { $0.lastSample != nil }
 
+        // gpsd unreachable is what the cab view shows red: CRITICAL at once, with what to do, ahead of
+        // the warnings (it was a WARNING, "not onboarded; no fix yet", while the page said act now).
         let status = try await AgrigpsCommand.run(["status", "--state-dir", state])
-        #expect(status.code == 1, "\(status.stdout)")
-        #expect(status.stdout.first == "WARNING: not onboarded; no fix yet")
+        #expect(status.code == 2, "\(status.stdout)")
+        #expect(status.stdout.first == "CRITICAL: gpsd unreachable, so no position is taken; check that gpsd runs: systemctl status gpsd; "
+                + "not onboarded; no fix yet")
         #expect(status.stdout.contains { $0.hasPrefix("Daemon: running (pid \(daemon.process.pid)") })
         #expect(status.stdout.contains { $0.hasPrefix("Fix: gpsd_unreachable, ") })
         #expect(status.stdout.contains("Sharing: active"))
@@ -34,8 +37,8 @@ struct StatusCommandTests {
         }
         let json = try await AgrigpsCommand.run(["status", "--json", "--state-dir", state])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
-        #expect(object["health"] as? String == "WARNING" && object["exit_code"] as? Int == 1)
-        #expect(json.code == 1)
+        #expect(object["health"] as? String == "CRITICAL" && object["exit_code"] as? Int == 2)
+        #expect(json.code == 2)
 
         let stopping = Date()
         kill(daemon.process.pid, SIGTERM)
@@ -100,8 +103,9 @@ struct StatusWithoutRootTests {
         let code = await status.wait(timeout: 20)
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map(String.init)
         let errors = try String(contentsOfFile: output + ".err", encoding: .utf8)
-        #expect(code == 1, "\(lines) \(errors)")
-        #expect(lines.first == "WARNING: not onboarded; no fix yet")
+        // gpsd unreachable: CRITICAL, as the cab view's red (see `runningThenStopped`).
+        #expect(code == 2, "\(lines) \(errors)")
+        #expect(lines.first?.hasPrefix("CRITICAL: gpsd unreachable, so no position is taken") == true, "\(lines)")
         #expect(lines.contains { $0.hasPrefix("Daemon: running (pid \(daemon.process.pid)") })
         #expect(lines.contains { $0.hasPrefix("Spool: ") && $0.contains("pending") })
         #expect(errors.isEmpty, "\(errors)")
