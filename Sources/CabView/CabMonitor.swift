@@ -219,7 +219,9 @@ actor CabMonitor {
         placeInFields(&built, now: now)
         announce(built.others, now: now)
         announceResume(snapshot.spool, now: now)
-        // The same model again (a refresh when nothing moved) is no new version: no page redraws it.
+        // The same model again is no new version: no page redraws it. A look's model always has its
+        // own `takenAt`, so every look, at every `refreshInterval` at least, reaches each open page:
+        // the page takes the stream's silence for a box it no longer hears.
         if built != model {
             model = built
             version += 1

@@ -115,13 +115,14 @@ struct CabThemeTests {
         };
         """
 
-    static let states = ["unknown", "sharing", "paused", "offline", "daemon_stopped", "not_onboarded", "no_fix", "no_receiver", "gpsd_unreachable"]
+    static let states = ["unknown", "sharing", "paused", "offline", "daemon_stopped", "not_onboarded", "no_fix", "no_receiver", "gpsd_unreachable",
+                         "lost"]
 
     /// What each state's colour means, by the hue of its background: green all well, amber attention,
     /// red act now (grey and slate blue for the rest).
     static let meaning: [String: ClosedRange<Double>] = [
         "sharing": 90...170, "paused": 30...55, "no_fix": 30...55, "offline": 30...55,
-        "no_receiver": 0...15, "gpsd_unreachable": 0...15, "daemon_stopped": 0...15,
+        "no_receiver": 0...15, "gpsd_unreachable": 0...15, "daemon_stopped": 0...15, "lost": 0...15,
     ]
 
     struct Reading: CustomStringConvertible {

@@ -472,7 +472,8 @@ function drawBanner(state) {
   const banner = $("banner");
   const sharing = state.sharing.state;
   const advice = i18n.strings["advice." + sharing] ? t("advice." + sharing) : "";
-  const alarm = ["daemon_stopped", "no_receiver", "gpsd_unreachable"].includes(sharing);
+  // The states `agrigps status` calls CRITICAL (SharingIndicator.State.health), and the box not heard.
+  const alarm = ["daemon_stopped", "no_receiver", "gpsd_unreachable", "lost"].includes(sharing);
   banner.hidden = !advice;
   banner.className = alarm ? "" : "warning";
   text(banner, advice ? t(alarm ? "problem.critical" : "problem.warning", { words: advice }) : "");
@@ -679,6 +680,8 @@ function draw(state) {
   drawSettings(state);
   // The first view: our own position, or everyone when we have none.
   if (!cab.fitted && (state.own || state.others.length)) { cab.fitted = true; if (!state.own) { fitAll(); } }
+  // Drawn again while the box is not heard (the language changed): what it last said stays marked old.
+  if (link.lost) { drawLost(); }
 }
 
 // Records: the machine's own figures, a week and a year as bar charts of hours with a fix by quality.
@@ -866,9 +869,61 @@ async function showDay() {
 
 function listen() {
   const source = new EventSource("/api/events");
-  source.addEventListener("state", event => draw(JSON.parse(event.data)));
-  source.addEventListener("notice", event => toast(noticeText(JSON.parse(event.data))));
-  source.onerror = () => { text($("sharing"), t("sharing.lost")); $("sharing").dataset.state = "unknown"; };
+  link.heard = performance.now();
+  source.addEventListener("state", event => { heard(); draw(JSON.parse(event.data)); });
+  source.addEventListener("notice", event => { heard(); toast(noticeText(JSON.parse(event.data))); });
+  // A stream closed is tried again by the browser at once; the watch below turns it red if nothing comes.
+  source.onerror = () => { if (!link.lost) { text($("sharing"), t("sharing.lost")); $("sharing").dataset.state = "unknown"; } };
+  if (!link.watch) { link.watch = setInterval(watchLink, 1000); }
+}
+
+// The box sends the state at each of its looks, every 5 s at least (each look has a time of its
+// own, so none is left out as unchanged). Silence longer than this means the page no longer hears
+// the box: its Wi-Fi dropped without a word, or its page process froze, and the connection stays
+// open with nothing on it. What the page shows is then the box's last word, and it says so, red,
+// within 10 s of the loss: the last state came at most 5 s before it, and the watch looks every second.
+const quietLimit = 8000;
+const link = { heard: 0, heardAt: null, lost: false, tick: 0, watch: null };
+
+function heard() {
+  link.heard = performance.now();
+  link.heardAt = new Date();
+  link.lost = false;  // the state drawn next puts the label, the fix words and the banner right
+}
+
+function watchLink() {
+  const now = performance.now();
+  // A page that did not run meanwhile (a tablet asleep, a tab in the background) heard nothing for
+  // it listened to nothing: the box has its full time again from here.
+  if (link.tick && now - link.tick > 3000) { link.heard = Math.max(link.heard, now); }
+  link.tick = now;
+  if (!link.lost && now - link.heard > quietLimit) {
+    link.lost = true;
+    drawLost();
+  }
+}
+
+// The label red with since when the page last heard the box, by this device's clock; the fix words
+// taken away and the marker drawn as an old position (they were the box's last word, not the
+// machine now); the banner says what to check; Pause waits, for the box would not hear it.
+function drawLost() {
+  const sharing = $("sharing");
+  const words = link.heardAt ? t("sharing.lostSince", { time: clockTime(link.heardAt) }) : t("sharing.lost");
+  sharing.dataset.state = "lost";
+  text(sharing, words);
+  sharing.title = words;
+  text($("own-info"), "");
+  if (cab.own && cab.state && cab.state.own) {
+    cab.own.setIcon(ownIcon(Object.assign({}, cab.state.own, { fix: "none", old: true, heading: null })));
+    cab.own.options.fix = "none";
+    cab.own.options.old = true;
+    cab.ownLook = "";  // the next state draws it as the box says
+  }
+  $("pause").disabled = true;
+  const banner = $("banner");
+  banner.hidden = false;
+  banner.className = "";
+  text(banner, t("problem.critical", { words: t("advice.lost") }));
 }
 
 // A notice in the page's words when the catalogue has its kind and the box sent its values; else
