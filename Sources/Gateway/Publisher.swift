@@ -268,7 +268,7 @@ public actor Publisher {
         }
         for id in ids {
             do {
-                try await spool.release(batch: id)
+                try await spool.release(batch: id, mayHaveArrived: true)
                 awaiting[id] = nil
                 overdueSince[id] = nil
                 logger.notice("no answer for batch \(id) within the outbox's life; its samples are sent again")

@@ -405,10 +405,6 @@ public actor Spool {
             lastID = row["id"]
         }
         guard let lastID else { return nil }
-        // Rows that carry a batch id were sent before: agrirouter may get them twice. Count them.
-        let resent = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(sendable) AND id <= :last AND \(batchID) IS NOT NULL",
-                                      arguments: ["now": now, "longest": longest, "last": lastID]) ?? 0
-        if resent > 0 { try SpoolState.add(resent, to: output.resentCounter, in: db) }
         // Sent for the first time by any output: what the records count as sent.
         let neverSent = SpoolOutput.all.map { "\($0.batchID) IS NULL" }.joined(separator: " AND ")
         try count(.sent, in: db, where: "\(sendable) AND id <= :last AND \(neverSent)",
@@ -526,10 +522,15 @@ public actor Spool {
     }
 
     /// Batch `id` was never handed over (no network, say), or its answer did not come within the
-    /// outbox's life: back to pending with no failure counted.
-    public func release(batch id: String) throws(SpoolError) {
+    /// outbox's life (`mayHaveArrived`): back to pending with no failure counted. Only the second
+    /// kind may reach agrirouter twice, so only its samples count as resent: an outage that fails
+    /// every request for an hour resends nothing.
+    public func release(batch id: String, mayHaveArrived: Bool = false) throws(SpoolError) {
         try write { db in
-            for batch in try SpoolBatches.ranges(of: id, in: db) { _ = try batch.release(in: db) }
+            for batch in try SpoolBatches.ranges(of: id, in: db) {
+                let released = try batch.release(in: db)
+                if mayHaveArrived, released > 0 { try SpoolState.add(released, to: batch.output.resentCounter, in: db) }
+            }
         }
     }
 
@@ -544,7 +545,10 @@ public actor Spool {
     private func reclaimExpired(now: Double, in db: Database) throws -> Int {
         var reclaimed = 0
         for batch in try SpoolBatches.sent(before: now - configuration.inFlightTimeout, in: db) {
-            reclaimed += try batch.release(in: db)
+            // Sent, and unanswered: it may have arrived, so its samples go again as resent.
+            let released = try batch.release(in: db)
+            if released > 0 { try SpoolState.add(released, to: batch.output.resentCounter, in: db) }
+            reclaimed += released
         }
         return reclaimed
     }

@@ -28,7 +28,9 @@ public struct SpoolStatus: Sendable, Equatable {
     public var lastAppendAt: Date?
     /// Samples dropped by a cap, by reason ("rows", "bytes", "age", "memory"), since the spool was created.
     public var dropped: [String: Int] = [:]
-    /// Samples sent again after their batch went unanswered: the most agrirouter can hold twice.
+    /// Samples sent again after their batch went unanswered within the outbox's life, having maybe
+    /// arrived: the most agrirouter can hold twice. A request that failed before it was taken
+    /// (refused, 503, no network) sends nothing twice and counts nothing here.
     public var resent = 0
     /// Samples waiting in memory because the disk refuses writes.
     public var heldInMemory = 0

@@ -183,6 +183,25 @@ struct PublisherTests {
         }
     }
 
+    @Test("requests that fail before agrirouter takes them resend nothing: the resent count stays 0 through an outage")
+    func anOutageResendsNothing() async throws {
+        let rig = try await Rig.make()
+        try await tearingDown({ await rig.close() }) { () async throws in
+            for index in 0..<5 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
+            await rig.simulator.inject(.serviceUnavailable(count: 3))
+            var failures = 0
+            for _ in 0..<20 where failures < 3 {
+                if await rig.cycle().error != nil { failures += 1 }
+            }
+            #expect(failures == 3)
+            _ = await rig.drain()
+            #expect(try await rig.publishedEntries().count == 5, "sent once")
+            let status = await rig.spool.status()
+            #expect(status.pending == 0 && status.inFlight == 0)
+            #expect(status.resent == 0, "three refused requests are no resend")
+        }
+    }
+
     @Test("a batch past the outbox's life waits for one more poll: an answer that comes with it settles the batch, and nothing goes twice")
     func anOverdueBatchWaitsForOneMorePoll() async throws {
         let rig = try await Rig.make()
