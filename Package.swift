@@ -371,7 +371,7 @@ let package = Package(
         .testTarget(name: "NMEA2000Tests", dependencies: ["NMEA2000", "GNSS", "TestSupport"]),
         .testTarget(name: "CANBusTests", dependencies: ["CANBus", "CSocketCAN", "NMEA2000", "TestSupport"]),
         .testTarget(name: "GNSSTests", dependencies: ["Clocks", "GNSS", "GPSDReplay", "TestSupport"]),
-        .testTarget(name: "FieldsTests", dependencies: ["Fields", "TestSupport"]),
+        .testTarget(name: "FieldsTests", dependencies: ["Fields", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
         .testTarget(name: "agrigpsTests", dependencies: ["Clocks", "ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "StateDirectory", "GNSS",

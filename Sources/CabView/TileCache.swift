@@ -325,8 +325,10 @@ public actor TileCache {
                 // Prepared once: every tile a page asks for starts here.
                 try Row.fetchOne(db.cachedStatement(sql: "SELECT type, expires_at, etag, last_modified, data FROM tile WHERE z = ? AND x = ? AND y = ?"),
                                  arguments: [key.z, key.x, key.y]).flatMap { row -> CachedTile? in
-                    guard let type = row[0] as String?, let expiresAt = row[1] as Double?, let data = row[4] as Data? else { return nil }
-                    return CachedTile(data: data, type: type, expiresAt: expiresAt, etag: row[2], lastModified: row[3])
+                    // A value of another type is a miss: the tile is fetched again and stored in its place.
+                    guard let type = row.checked(0, as: String.self), let expiresAt = row.checked(1, as: Double.self),
+                          let data = row.checked(4, as: Data.self) else { return nil }
+                    return CachedTile(data: data, type: type, expiresAt: expiresAt, etag: row.checked(2), lastModified: row.checked(3))
                 }
             }
         } catch {
@@ -339,7 +341,7 @@ public actor TileCache {
         guard let database = opened() else { return }
         do {
             let (replaced, id) = try database.write { db -> (Int, Int64) in
-                let old = try Int.fetchOne(db, sql: "SELECT bytes FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y]) ?? 0
+                let old = try Int.fetchOne(db, sql: "SELECT \(Self.bytesSQL) FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y]) ?? 0
                 try db.execute(sql: """
                     INSERT INTO tile (z, x, y, type, bytes, expires_at, used_at, etag, last_modified, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (z, x, y) DO UPDATE SET type = excluded.type, bytes = excluded.bytes, expires_at = excluded.expires_at,
@@ -375,7 +377,7 @@ public actor TileCache {
         guard let database = openedIfPresent() else { return }
         do {
             let freed = try database.write { db -> Int in
-                let bytes = try Int.fetchOne(db, sql: "SELECT bytes FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y]) ?? 0
+                let bytes = try Int.fetchOne(db, sql: "SELECT \(Self.bytesSQL) FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y]) ?? 0
                 try db.execute(sql: "DELETE FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y])
                 return bytes
             }
@@ -416,11 +418,14 @@ public actor TileCache {
             let (count, freed) = try database.write { db -> (Int, Int) in
                 var (count, freed) = (0, 0)
                 while stored - freed > capacity {
-                    let rows = try Row.fetchAll(db, sql: "SELECT id, bytes FROM tile WHERE id != ? ORDER BY used_at, id LIMIT 64", arguments: [newest])
+                    let rows = try Row.fetchAll(db, sql: "SELECT id, \(Self.bytesSQL) FROM tile WHERE id != ? ORDER BY used_at, id LIMIT 64",
+                                                arguments: [newest])
                     if rows.isEmpty { break }
                     for row in rows where stored - freed > capacity {
-                        try db.execute(sql: "DELETE FROM tile WHERE id = ?", arguments: [row[0] as Int64])
-                        freed += row[1] as Int? ?? 0
+                        // The id is the rowid, always an integer; the size is one of `bytesSQL`'s.
+                        guard let id = row.checked(0, as: Int64.self) else { continue }
+                        try db.execute(sql: "DELETE FROM tile WHERE id = ?", arguments: [id])
+                        freed += row.checked(1, as: Int.self) ?? 0
                         count += 1
                     }
                 }
@@ -490,7 +495,7 @@ public actor TileCache {
                 try db.execute(sql: "DELETE FROM tile")
             }
             try db.execute(sql: "INSERT OR REPLACE INTO meta VALUES ('upstream', ?)", arguments: [upstream])
-            return (try Int.fetchOne(db, sql: "SELECT coalesce(sum(bytes), 0) FROM tile") ?? 0, cleared)
+            return (try Int.fetchOne(db, sql: "SELECT coalesce(sum(\(Self.bytesSQL)), 0) FROM tile") ?? 0, cleared)
         }
         try database.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")
@@ -502,6 +507,12 @@ public actor TileCache {
         if storedBytes > capacityBytes { evict(keeping: 0) }
         return database
     }
+
+    /// A tile's size as the sums and the eviction count it: what the store wrote, a whole number
+    /// from 0 to the largest tile; anything else in the file (text, a real, a negative number, one
+    /// near the largest integer) counts as 0, so no sum of them can overflow or go below 0 and hold
+    /// the cap off for ever.
+    static let bytesSQL = "(CASE WHEN typeof(bytes) = 'integer' AND bytes BETWEEN 0 AND \(maximumTileBytes) THEN bytes ELSE 0 END)"
 
     private static func isDamage(_ error: DatabaseError) -> Bool {
         error.resultCode == .SQLITE_NOTADB || error.resultCode == .SQLITE_CORRUPT
@@ -809,4 +820,15 @@ private final class TileCurlHandle: @unchecked Sendable {
     }
 
     deinit { ccurl_easy_cleanup(raw) }
+}
+
+/// The cache file read back as untrusted input: SQLite keeps a value of any type in any column (a
+/// file edited, restored from elsewhere, damaged), and GRDB's converting subscripts (`row[0] as
+/// String?`) stop the process on a value they cannot convert.
+private extension Row {
+    /// The value at `index` as `T` where GRDB converts it; nil when NULL or of a type that does not.
+    func checked<T: DatabaseValueConvertible>(_ index: Int, as type: T.Type = T.self) -> T? {
+        guard let value = try? decode(DatabaseValue.self, atIndex: index) else { return nil }
+        return T.fromDatabaseValue(value)
+    }
 }

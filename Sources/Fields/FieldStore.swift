@@ -162,15 +162,17 @@ public actor FieldStore {
         FieldIndex(try fields().map { (value: $0, field: $0.field) })
     }
 
-    /// A row read as untrusted input: every value checked for its type and range.
+    /// A row read as untrusted input: every value checked for its type and range. A value of another
+    /// type leaves the row out where one is needed, and reads as none where none is needed.
     private static func storedField(_ row: Row) -> StoredField? {
-        guard let id = row["id"] as Int64?, let source = row["source"] as String?, let partfieldID = row["partfield_id"] as String?,
-              let name = row["name"] as String?, let importedAt = row["imported_at"] as Double?,
-              importedAt.isFinite, abs(importedAt) < 1e11, let geometry = row["geometry"] as String?,
+        guard let id = row.checked("id", as: Int64.self), let source = row.checked("source", as: String.self),
+              let partfieldID = row.checked("partfield_id", as: String.self), let name = row.checked("name", as: String.self),
+              let importedAt = row.checked("imported_at", as: Double.self), importedAt.isFinite, abs(importedAt) < 1e11,
+              let geometry = row.checked("geometry", as: String.self),
               let record = try? JSONDecoder().decode(GeometryRecord.self, from: Data(geometry.utf8)),
               let shape = record.shape() else { return nil }
-        let declared = (row["declared_area"] as Double?).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
-        let field = Field(partfieldID: partfieldID, name: name, farm: row["farm"], customer: row["customer"], declaredArea: declared,
+        let declared = row.checked("declared_area", as: Double.self).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
+        let field = Field(partfieldID: partfieldID, name: name, farm: row.checked("farm"), customer: row.checked("customer"), declaredArea: declared,
                           boundaries: shape.boundaries, holes: shape.holes, guidanceLines: shape.guidance)
         return StoredField(id: id, field: field, source: source, importedAt: Date(timeIntervalSince1970: importedAt))
     }

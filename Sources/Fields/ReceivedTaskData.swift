@@ -58,11 +58,12 @@ extension FieldStore {
                 SELECT sender_id, context_id, current, total, total_size, message_id, sent_at, received_at, bytes
                 FROM held_chunk ORDER BY received_at, rowid
                 """).compactMap { row -> HeldChunk? in
-                guard let sender = row["sender_id"] as String?, let context = row["context_id"] as String?,
-                      let current = row["current"] as Int64?, let total = row["total"] as Int64?, let totalSize = row["total_size"] as Int64?,
-                      let messageID = row["message_id"] as String?, let received = row["received_at"] as Double?, received.isFinite,
-                      abs(received) < 1e11, let bytes = row["bytes"] as Data? else { return nil }
-                let sent = (row["sent_at"] as Double?).flatMap { $0.isFinite && abs($0) < 1e11 ? Date(timeIntervalSince1970: $0) : nil }
+                guard let sender = row.checked("sender_id", as: String.self), let context = row.checked("context_id", as: String.self),
+                      let current = row.checked("current", as: Int64.self), let total = row.checked("total", as: Int64.self),
+                      let totalSize = row.checked("total_size", as: Int64.self), let messageID = row.checked("message_id", as: String.self),
+                      let received = row.checked("received_at", as: Double.self), received.isFinite, abs(received) < 1e11,
+                      let bytes = row.checked("bytes", as: Data.self) else { return nil }
+                let sent = row.checked("sent_at", as: Double.self).flatMap { $0.isFinite && abs($0) < 1e11 ? Date(timeIntervalSince1970: $0) : nil }
                 return HeldChunk(senderID: sender, contextID: context, current: current, total: total, totalSize: totalSize,
                                  messageID: messageID, sentAt: sent, receivedAt: Date(timeIntervalSince1970: received), bytes: bytes)
             }
@@ -135,11 +136,13 @@ extension FieldStore {
                                       imported: content.fields, skipped: content.skipped, replaced: replaced))
     }
 
-    /// When the TaskData behind `source`'s fields was sent; nil if none was received for it.
+    /// When the TaskData behind `source`'s fields was sent; nil if none was received for it, or if
+    /// what the file holds for it is no time (SQLite would read text as 0, a TaskData sent in 1970).
     public func newestSent(source: String) throws(FieldsError) -> Date? {
         guard exists else { return nil }
         return try read { db in
-            try Double.fetchOne(db, sql: "SELECT sent_at FROM received_source WHERE source = ?", arguments: [source])
+            try Row.fetchOne(db, sql: "SELECT sent_at FROM received_source WHERE source = ?", arguments: [source])?
+                .checked("sent_at", as: Double.self)
                 .flatMap { $0.isFinite && abs($0) < 1e11 ? Date(timeIntervalSince1970: $0) : nil }
         }
     }
