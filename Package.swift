@@ -225,6 +225,8 @@ let package = Package(
                 "CCurl",
                 "Fields",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the basemap's MBTiles reads (Basemap.swift).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,7 +1,13 @@
 import AgrirouterSim
 import AgrirouterWire
 import Foundation
-import Testing
+
+/// What went wrong setting up a machine or reading its expectations. TestSupport is shared with the
+/// benchmarks, which are built as shipped (static Swift runtime, no Swift Testing): no `#require` here.
+public struct OnboardedMachineError: Error, CustomStringConvertible {
+    public let description: String
+    public init(description: String) { self.description = description }
+}
 
 /// A simulator, and a state directory onboarded to it through `agrigps onboard`.
 public struct OnboardedMachine: Sendable {
@@ -26,7 +32,9 @@ public struct OnboardedMachine: Sendable {
         let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", "TANA123456", "--env", "local", "--onboarding-url", simulator.onboardingURL,
                                                       "--ca-file", directory + "/ca.pem", "--state-dir", machine.state,
                                                       "--application-id", "app", "--certification-version-id", "v", "--transport", transport])
-        try #require(onboarded.code == 0, "\(onboarded.stderr)")
+        guard onboarded.code == 0 else {
+            throw OnboardedMachineError(description: "agrigps onboard exited \(onboarded.code): \(onboarded.stderr)")
+        }
         return machine
     }
 
@@ -66,8 +74,13 @@ public func expectedEntries(_ log: String) throws -> [(status: GPSEntry.Position
         "fix_3d_rtk_fixed": .dRtkFinteger, "fix_3d_rtk_float": .dRtkFloat,
     ]
     return try lines.map { line in
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        let state = try #require(object["state"] as? String)
-        return (try #require(statuses[state], "state \(state)"), (object["lat"] as? Double) ?? 0)
+        guard let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+            throw OnboardedMachineError(description: "\(log).samples.jsonl: a line that is not a JSON object: \(line)")
+        }
+        guard let state = object["state"] as? String else {
+            throw OnboardedMachineError(description: "\(log).samples.jsonl: a line without a state: \(line)")
+        }
+        guard let status = statuses[state] else { throw OnboardedMachineError(description: "state \(state)") }
+        return (status, (object["lat"] as? Double) ?? 0)
     }
 }
