@@ -20,22 +20,20 @@ struct Status: AsyncParsableCommand {
             CRITICAL  the daemon is not running or its heartbeat is older than
                       heartbeat_limit; no receiver, or gpsd unreachable, at the
                       last sample (what the cab view shows red); a state file
-                      is not a regular file; no fix
-                      for fix_age_critical; the oldest unsent sample waited
-                      queue_age_critical; samples were lost; the certificate has
-                      expired; agrirouter no longer knows the endpoint; the disk
-                      is full
+                      is not a regular file; no fix for fix_age_critical; the
+                      oldest unsent sample waited queue_age_critical; samples
+                      were lost; the certificate has expired; agrirouter no
+                      longer knows the endpoint; the disk is full
             WARNING   not onboarded; no fix yet or for fix_age_warning;
                       queue_age_warning; samples parked or dropped; the spool
                       cannot store and holds samples in memory; a damaged spool was
                       moved aside; the system clock is off from GNSS time;
                       agrirouter unreachable, or nothing acknowledged for
-                      ack_age_warning, or offline as the cab view says it;
-                      the certificate expires within 30 days;
-                      little disk space left
+                      ack_age_warning, or offline as the cab view says it; the
+                      certificate expires within 30 days; little disk space left
             UNKNOWN   the state directory cannot be read
 
-            The thresholds come from the [status] section of the configuration file. No
+            The thresholds come from the [status] section of the configuration file. No \
             age is longer than the system has been running.
             """
     )
