@@ -106,6 +106,9 @@ public actor AgrirouterConnection {
     /// Looks at the outbox that could have brought any answer due: REST's GETs that got one, MQTT's
     /// collections while connected (while it is not, nothing arrives, and silence says nothing).
     public private(set) var looks = 0
+    /// A GET of the outbox is under way: what it brings is taken from agrirouter for good, so a
+    /// stop waits for it rather than lose answers that would make their batches go twice.
+    public private(set) var outboxRequestInFlight = false
     /// Messages from agrirouter dropped unread since the start: the link's own limit, or a box full.
     public private(set) var droppedInbound = 0
 
@@ -374,6 +377,8 @@ public actor AgrirouterConnection {
         // daemon stops, since what it brought might not be recorded before the process ends.
         if requests, Task.isCancelled { throw .transport(.stopping) }
         let mail: LinkMail
+        if requests { outboxRequestInFlight = true }
+        defer { outboxRequestInFlight = false }
         do {
             mail = try await link.collect()
         } catch {

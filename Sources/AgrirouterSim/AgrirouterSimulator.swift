@@ -161,6 +161,8 @@ public final class AgrirouterSimulator: Sendable {
     /// TCP connections accepted on the measures and commands port: each one a TLS handshake.
     public var gatewayConnections: Int { gatewayConnectionCount.value.load(ordering: .relaxed) }
     public func clearFaults() async { await state.clearFaults() }
+    /// Faults injected and not yet met by a request.
+    public func pendingFaults() async -> Int { await state.pendingFaults() }
     /// Everything an endpoint has sent, decoded, in order.
     public func sentMessages(endpoint: String) async -> [DecodedRequest] { await state.sentMessages(endpoint: endpoint) }
     /// When each of `sentMessages` arrived (and was answered: the simulator acknowledges on arrival).

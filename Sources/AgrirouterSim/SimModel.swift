@@ -62,6 +62,9 @@ public enum SimFault: Sendable, Equatable {
     case stall(seconds: Double)
     /// Handle the next POST that carries gps:info, then wait this long before answering it.
     case stallPublish(seconds: Double)
+    /// Empty the outbox for the next outbox GET, then wait this long before answering it: the
+    /// answers are gone from agrirouter whether or not the client stays to read them.
+    case stallOutbox(seconds: Double)
     /// Read the next gateway request, then close the connection without an answer.
     case dropAfterBody
     /// Handle the next measures request in full (its answers go to the outbox), then close the

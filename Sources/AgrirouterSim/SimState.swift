@@ -225,6 +225,11 @@ actor SimState {
             faults.remove(at: index)
             return SimResponse(status: 200, body: Data("[".utf8) + Data(repeating: UInt8(ascii: " "), count: max(0, bytes - 2)) + Data("]".utf8))
         }
+        if let index = faults.firstIndex(where: { if case .stallOutbox = $0 { true } else { false } }),
+           case .stallOutbox(let seconds) = faults[index] {
+            faults.remove(at: index)
+            stall = max(stall, seconds)
+        }
         let endpoint = endpoints[deviceID]
         let live = (endpoint?.outbox ?? []).filter { $0.expires > now }
         endpoints[deviceID]?.outbox = []
@@ -740,6 +745,7 @@ actor SimState {
     func inject(_ fault: SimFault) { faults.append(fault) }
     func stall(for seconds: Double) { stalledUntil = ProcessInfo.processInfo.systemUptime + seconds }
     func clearFaults() { faults.removeAll() }
+    func pendingFaults() -> Int { faults.count }
 
     func sentMessages(endpoint deviceID: String) -> [DecodedRequest] { endpoints[deviceID]?.sent ?? [] }
     func arrivals(endpoint deviceID: String) -> [Date] { endpoints[deviceID]?.arrivals ?? [] }

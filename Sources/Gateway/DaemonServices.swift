@@ -89,9 +89,13 @@ struct SamplingService: Service {
 /// cancels it and waits at most `grace` seconds. A request to agrirouter cannot be interrupted
 /// mid-way (curl runs it on a thread of its own); one still running then is left to the process's
 /// end. Nothing is lost by that: its batch stays in flight in the spool, and the next start looks
-/// for its answer before sending it again.
+/// for its answer before sending it again. A GET of the outbox is the exception: its answers are
+/// taken from agrirouter for good, and lost with the process they were sent to, so while
+/// `holding` says one is under way the stop waits up to `holdingGrace` seconds more.
 struct StoppableJob: Service {
     var grace: Double
+    var holdingGrace: Double = 0
+    var holding: @Sendable () async -> Bool = { false }
     var logger: Logger
     var job: @Sendable () async -> Void
 
@@ -108,9 +112,14 @@ struct StoppableJob: Service {
                 if endedByItself { return }
                 break
             }
-            if !(await GatewayDaemon.wait(for: task, atMost: grace)) {
-                logger.notice("stopping without waiting for the request in progress; its samples stay in the spool")
+            if await GatewayDaemon.wait(for: task, atMost: grace) { return }
+            if holdingGrace > 0, await holding() {
+                logger.notice("waiting up to \(Int(holdingGrace)) s for the outbox's answers in progress, which agrirouter gives only once")
+                if await GatewayDaemon.wait(for: task, atMost: holdingGrace) { return }
+                logger.warning("stopping before the outbox's answers arrived: their batches go again after the outbox's life")
+                return
             }
+            logger.notice("stopping without waiting for the request in progress; its samples stay in the spool")
         } onCancelOrGracefulShutdown: {
             task.cancel()
             end.yield(false)

@@ -37,6 +37,10 @@ public struct GatewayDaemon: Sendable {
         public var notifier: SystemdNotifier?
         /// Seconds a stop waits for the request in progress, so that SIGTERM ends the daemon within 5 s.
         public var shutdownGrace: Double = 3
+        /// Seconds more a stop waits while a GET of the outbox is under way: the answers it brings
+        /// are agrirouter's only copy, and lost with them their batches would go twice. Within the
+        /// unit's TimeoutStopSec (20 s).
+        public var outboxAnswersGrace: Double = 10
         /// The agrirouter environment onboarded to, for the heartbeat; nil when not onboarded.
         public var environment: String?
         /// Seconds without data before another machine counts as stale, for the heartbeat's counts.
@@ -201,7 +205,8 @@ public struct GatewayDaemon: Sendable {
         let sampling = SamplingService(source: source, spool: spool, others: others, configuration: configuration, counter: counter,
                                        heartbeat: heartbeat, trackFailing: trackFailing, reader: reader, connected: connection != nil,
                                        logger: logger)
-        let publishing = StoppableJob(grace: configuration.shutdownGrace, logger: logger) { [self] in
+        let publishing = StoppableJob(grace: configuration.shutdownGrace, holdingGrace: configuration.outboxAnswersGrace,
+                                      holding: { [connection] in await connection?.outboxRequestInFlight ?? false }, logger: logger) { [self] in
             await publish(counter: counter, heartbeat: heartbeat, reader: reader)
         }
         // TaskData is read beside the publisher, which only hands it over: none holds back positions.

@@ -31,6 +31,42 @@ struct DeliveryStopTests {
         }
     }
 
+    @Test("SIGTERM while agrirouter answers a GET of the outbox slowly: the stop waits for the answers it took, so no batch goes twice")
+    func sigtermDuringAnOutboxGet() async throws {
+        let onboarded = try await OnboardedMachine.make()
+        try await tearingDown({ await onboarded.close() }) {
+            let machine = try DeliveryRunTests.longReplay(onboarded)
+            var stops: [Double] = []
+            for _ in 0..<Self.slowPolls {
+                let run = try machine.start()
+                try await Task.sleep(for: .seconds(8))  // past the start's own poll, publishing every 5 s
+                // The next GET empties the outbox at once and answers 5 s later, as a slow link would.
+                await onboarded.simulator.inject(.stallOutbox(seconds: 5))
+                let deadline = ContinuousClock.now + .seconds(20)
+                while await onboarded.simulator.pendingFaults() > 0, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                try #require(await onboarded.simulator.pendingFaults() == 0, "no GET of the outbox within 20 s")
+                try await Task.sleep(for: .milliseconds(300))
+                let stopping = ContinuousClock.now
+                kill(run.process.pid, SIGTERM)
+                #expect(await run.process.wait(timeout: 20) == 143, "\(run.stderr.suffix(5))")
+                stops.append(Double((ContinuousClock.now - stopping).components.seconds))
+                run.cleanUp()
+                try await Task.sleep(for: .seconds(1))
+            }
+            try await DeliveryRunTests.drain(onboarded)
+            let entries = try await DeliveryRunTests.Tally.of(onboarded, entries: try await onboarded.received())
+            let times = try await DeliveryRunTests.Tally.of(onboarded, times: try await onboarded.receivedTimes())
+            print("\(Self.slowPolls) SIGTERMs during a 5 s GET of the outbox: stops took \(stops) s; gps:info \(entries.received) received "
+                  + "of \(entries.committed), \(entries.lost) lost, \(entries.duplicates) duplicates; TimeLog \(times.lost) lost, "
+                  + "\(times.duplicates) duplicates")
+            #expect(entries.lost == 0 && times.lost == 0)
+            #expect(entries.duplicates == 0 && times.duplicates == 0, "\(entries.twice) | \(times.twice)")
+            #expect(stops.allSatisfy { $0 < 15 }, "each stop within the unit's 20 s")
+        }
+    }
+
     @Test("a refused port for a minute: status says WARNING and why within seconds, and the backlog drains within 30 s of its return")
     func outageNoticedAndLeftQuickly() async throws {
         let onboarded = try await DeliveryRunTests.machineOnFixedPort()
@@ -74,5 +110,6 @@ struct DeliveryStopTests {
         }
     }
 
+    static let slowPolls = 3
     static let terms = ProcessInfo.processInfo.environment["AGRIGPS_DELIVERY_TERMS"].flatMap(Int.init).map { min(max($0, 1), 1000) } ?? 5
 }

@@ -172,7 +172,7 @@ struct RunCommandTests {
         }
     }
 
-    @Test("SIGTERM while a request to agrirouter hangs: the daemon still ends within 5 s, its samples kept")
+    @Test("SIGTERM while a GET of the outbox hangs: the daemon waits for its answers 13 s at most, within the unit's stop timeout, its samples kept")
     func sigtermDuringStalledRequest() async throws {
         let machine = try await OnboardedMachine.make()
         try await tearingDown({ await machine.close() }) {
@@ -190,8 +190,10 @@ struct RunCommandTests {
             try await Task.sleep(for: .milliseconds(500))  // the request is in the simulator's hands, unanswered
             let stopping = Date()
             kill(daemon.process.pid, SIGTERM)
-            #expect(await daemon.process.wait(timeout: 10) == 143)
-            #expect(Date().timeIntervalSince(stopping) < 5, "stopped after \(Date().timeIntervalSince(stopping)) s")
+            #expect(await daemon.process.wait(timeout: 20) == 143)
+            // The first request is the outbox GET that learns agrirouter's time: 3 s of grace, 10 more for its answers.
+            let took = Date().timeIntervalSince(stopping)
+            #expect(took > 3 && took < 15, "stopped after \(took) s")
             let status = await machine.spoolStatus()
             #expect(status.pending > 0 && status.storageFault == nil, "the samples wait for the next start")
         }
