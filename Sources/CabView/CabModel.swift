@@ -58,6 +58,9 @@ struct CabModel: Codable, Equatable, Sendable {
         var certificateValidUntil: String?
         /// The environments this page may onboard to; the choice is locked while onboarded.
         var environments: [String]
+        /// The running gateway has not taken this onboarding or disconnect yet (one replaying a
+        /// recording never does): the page says so rather than "Connected".
+        var waitingForGateway = false
     }
 
     var takenAt: String
@@ -116,7 +119,7 @@ extension CabModel {
         settings = Settings(onboarded: snapshot.environment != nil, environment: snapshot.environment,
                             endpointName: snapshot.othersCounts.ownName,
                             certificateValidUntil: snapshot.certificateNotAfter.map { String(ISO8601UTC.string(from: $0).prefix(10)) },
-                            environments: environments)
+                            environments: environments, waitingForGateway: snapshot.credentialsNotTaken)
         staleAfterSeconds = thresholds.staleAfter
     }
 

@@ -67,6 +67,7 @@ extension CabModel.Settings {
         o.field("environment", environment)
         o.array("environments", environments) { $0.string($1) }
         o.field("onboarded", onboarded)
+        o.field("waitingForGateway", waitingForGateway)
     }
 }
 

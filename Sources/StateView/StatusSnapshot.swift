@@ -297,6 +297,14 @@ extension StatusSnapshot {
 
     /// Seconds agrirouter has taken nothing, as the heartbeat tells it (see `Heartbeat.secondsWithoutAcknowledgement`),
     /// never longer than the system has run; nil without a heartbeat.
+    /// The credentials on disk say otherwise than the running daemon: an onboarding or a disconnect
+    /// it has not taken. A live daemon takes one within seconds; one replaying a recording never
+    /// does, and until it starts again its positions go, or do not go, as before.
+    public var credentialsNotTaken: Bool {
+        guard case .running = daemon, let heartbeat else { return false }
+        return heartbeat.onboarded != (environment != nil)
+    }
+
     public func secondsWithoutAcknowledgement() -> Double? {
         heartbeat.map { bounded($0.secondsWithoutAcknowledgement(at: takenAt)) }
     }
@@ -371,6 +379,11 @@ extension StatusSnapshot {
         default: break  // said below in status's own words, or OK (see `SharingIndicator.State.health`)
         }
         if environment == nil, credentialsProblem == nil { findings.append((.warning, "not onboarded")) }
+        if credentialsNotTaken {
+            findings.append((.warning, environment == nil
+                ? "disconnected, but the running daemon still uses its credentials; restart it: systemctl restart agrigps"
+                : "onboarded, but the running daemon has not taken the credentials; restart it: systemctl restart agrigps"))
+        }
         if case .running = daemon {
             let fixAge = heartbeat?.lastFix.map { age(since: $0.sampledAt ?? $0.time) }
             switch fixAge {

@@ -183,6 +183,10 @@ struct CabBrowserTests {
 
             try await browser.type("SETTINGS01", into: "#tan")
             try await browser.click("#onboard")
+            // The running gateway (this fixture's heartbeat) has not taken the credentials, as one
+            // replaying a recording never does: the page does not say "Connected".
+            #expect(try await browser.wait(timeout: 20, for: "return document.getElementById('endpoint').textContent.includes('the gateway has not started with it yet')"))
+            try fixture.writeHeartbeat(onboarded: true, environment: "local")  // as the daemon restarted with them writes it
             #expect(try await browser.wait(timeout: 20, for: "return document.getElementById('endpoint').textContent.includes('Connected to agrirouter (local)')"))
             #expect(try await browser.run("return document.getElementById('environment').disabled") as? Bool == true, "locked while onboarded")
             #expect(try await browser.run("return document.getElementById('tan').value") as? String == "", "the TAN is not kept in the page")
@@ -197,8 +201,10 @@ struct CabBrowserTests {
             try await browser.click("#disconnect")
             #expect(try await browser.wait(timeout: 5, for: "return !document.getElementById('dialog').hidden"))
             try await browser.click("#dialog-ok")
-            #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('endpoint').textContent.startsWith('Not connected to agrirouter')"))
+            #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('endpoint').textContent.startsWith('Disconnected, but the gateway still sends')"))
             #expect(try CredentialStore(directory: fixture.directory).load() == nil)
+            try fixture.writeHeartbeat(onboarded: false)
+            #expect(try await browser.wait(timeout: 20, for: "return document.getElementById('endpoint').textContent.startsWith('Not connected to agrirouter')"))
             _ = try Self.save(try await browser.screenshot(), as: "settings-1280x800.png")
             await browser.quit()
         }

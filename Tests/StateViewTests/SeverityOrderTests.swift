@@ -141,4 +141,25 @@ struct SeverityOrderTests {
         #expect(label.state == .offline)
         #expect(refused.verdict(StatusThresholds()) == (.warning, ["offline: 3 samples wait to be sent; the last request failed: agrirouter answered 500"]))
     }
+
+    @Test("onboarded after the daemon started, and not taken by it (a replay never takes it): the label says not connected, status says restart it")
+    func credentialsNotTakenAreSaid() {
+        var snapshot = snapshot(.sharing)
+        snapshot.heartbeat?.onboarded = false  // the daemon started before the onboarding
+        #expect(snapshot.credentialsNotTaken)
+        let label = SharingIndicator(snapshot, lastState: .fix(.threeD, .rtkFixed), thresholds: StatusThresholds())
+        #expect(label.state == .notOnboarded, "\(label.state)")
+        let verdict = snapshot.verdict(StatusThresholds())
+        #expect(verdict.health == .warning && verdict.reasons.contains { $0.contains("has not taken the credentials; restart it") }, "\(verdict)")
+
+        var disconnected = self.snapshot(.notOnboarded)
+        disconnected.heartbeat?.onboarded = true  // still sending with what it had
+        #expect(disconnected.credentialsNotTaken)
+        #expect(disconnected.verdict(StatusThresholds()).reasons.contains { $0.contains("still uses its credentials") })
+
+        var stopped = snapshot
+        stopped.daemon = .notRunning(lastHeartbeat: now)
+        #expect(!stopped.credentialsNotTaken, "a stopped daemon takes them at its next start")
+        #expect(!self.snapshot(.sharing).credentialsNotTaken)
+    }
 }

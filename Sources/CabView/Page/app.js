@@ -560,14 +560,15 @@ function drawSettings(state) {
   }
   if (settings.onboarded) {
     const values = { environment: environmentWords(settings.environment), name: settings.endpointName };
-    text($("endpoint"), t(settings.endpointName ? "settings.connectedAs" : "settings.connected", values));
+    const said = settings.waitingForGateway ? "settings.notTaken" : settings.endpointName ? "settings.connectedAs" : "settings.connected";
+    text($("endpoint"), t(said, values));
     text($("certificate"), settings.certificateValidUntil ? t("settings.certificate", { date: dayWords(settings.certificateValidUntil) }) : "");
     select.value = settings.environment;
     select.disabled = true;
     text($("onboard"), t("settings.reconnect"));
     $("disconnect").hidden = false;
   } else {
-    text($("endpoint"), t("settings.notConnected"));
+    text($("endpoint"), t(settings.waitingForGateway ? "settings.disconnectNotTaken" : "settings.notConnected"));
     text($("certificate"), "");
     if (select.disabled) { select.value = ""; }
     select.disabled = false;
