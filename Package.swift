@@ -276,7 +276,7 @@ let package = Package(
         // A private gpsd fed from a recorded NMEA log: used by `agrigps replay` and by the tests.
         .target(
             name: "GPSDReplay",
-            dependencies: ["Clocks", "BlockingWork", "Bounds", "ChildProcesses", "GNSS"]
+            dependencies: ["Clocks", "BlockingWork", "Bounds", "ChildProcesses", "GNSS", "StateFiles"]
         ),
         // What every command-line program shares: option groups, one-line errors, exit codes, the safe log.
         .target(

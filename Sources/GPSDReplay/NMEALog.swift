@@ -1,4 +1,5 @@
 import Foundation
+import StateFiles
 
 /// A recorded NMEA log, checked and prepared for feeding to gpsd the way gpsfake feeds it:
 /// comment lines are dropped except `# Date:` (gpsd's date context), and `# EOF` is appended so
@@ -79,18 +80,25 @@ public struct NMEALog: Sendable {
         }
     }
 
+    /// The largest log a replay reads: a day of a 10 Hz receiver's sentences is about half of it.
+    /// The whole log is held while it plays.
+    public static let largestLog = 512 << 20
+
+    /// Only a regular file, opened without blocking: a FIFO's open would wait for a writer for ever,
+    /// and /dev/zero would be read until memory ran out.
     private static func read(_ path: String) throws(ReplayError) -> [UInt8] {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw .logNotFound(path)
-        }
-        if isDirectory.boolValue { throw .logIsDirectory(path) }
-        do {
-            return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { throw .logIsDirectory(path) }
+        let read: [UInt8]?
+        do throws(StateFileError) {
+            read = try StateFile.read(path, limit: largestLog, followingLinks: true)
         } catch {
-            let reason = access(path, R_OK) != 0 ? String(cString: strerror(errno)) : "\(error.localizedDescription)"
-            throw .logUnreadable(path, reason: reason)
+            if error.notRegular { throw .logNotRegular(path) }
+            if error.code == EFBIG { throw .logTooLarge(path, limit: largestLog) }
+            throw .logUnreadable(path, reason: String(cString: strerror(error.code)))
         }
+        guard let read else { throw .logNotFound(path) }
+        return read
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool {

@@ -3,6 +3,8 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     case logNotFound(String)
     case logIsDirectory(String)
     case logUnreadable(String, reason: String)
+    case logNotRegular(String)
+    case logTooLarge(String, limit: Int)
     case logEmpty(String)
     case logBinary(String, offset: Int)
     case logHasNoSentences(String)
@@ -18,6 +20,11 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .logNotFound(let path): return "log file not found: \(path)"
         case .logIsDirectory(let path): return "\(path) is a directory; give the path of an NMEA log file"
         case .logUnreadable(let path, let reason): return "cannot read \(path): \(reason)"
+        case .logNotRegular(let path):
+            return "\(path) is not a file (a FIFO, a device or a socket is not read); give the path of a recorded NMEA log"
+        case .logTooLarge(let path, let limit):
+            return "\(path) is larger than \(limit >> 20) MiB, more than a replay holds; replay a part of it, such as: "
+                + "head -c \(limit >> 21)M \(path) > part.log"
         case .logEmpty(let path): return "log file is empty: \(path)"
         case .logBinary(let path, let offset):
             return "\(path) is not an NMEA text log (binary data at byte \(offset))"
@@ -35,7 +42,7 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// sysexits-style exit code for the command line.
     public var exitCode: Int32 {
         switch self {
-        case .logNotFound, .logIsDirectory, .logUnreadable: return 66  // EX_NOINPUT
+        case .logNotFound, .logIsDirectory, .logUnreadable, .logNotRegular, .logTooLarge: return 66  // EX_NOINPUT
         case .logEmpty, .logBinary, .logHasNoSentences, .logHasNoTimes: return 65      // EX_DATAERR
         case .gpsdMissing, .gpsdFailedToStart, .bus: return 69          // EX_UNAVAILABLE
         case .system: return 71                                         // EX_OSERR

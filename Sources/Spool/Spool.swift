@@ -749,7 +749,7 @@ public actor Spool {
         let delivery = DeliverySQL.migrated.delivery(.gpsInfo)
         return try read { db in
             try Row.fetchAll(db, sql: SampleColumns.select.replacingOccurrences(of: " FROM sample", with: ", \(delivery) AS delivery FROM sample") + kept + " ORDER BY id")
-                .map { (SampleColumns.spooled($0), $0["delivery"]) }
+                .map { (SampleColumns.spooled($0), $0.text("delivery", limit: 64) ?? "unreadable") }
         }
     }
 

@@ -121,9 +121,10 @@ public enum StateFile {
 
     /// The file's bytes if it is a regular file of at most `limit` bytes; nil if it does not exist.
     /// A FIFO, a device, a symbolic link or a larger file is an error: opened without blocking and
-    /// without following links, it is refused before anything is read from it.
-    public static func read(_ path: String, limit: Int) throws(StateFileError) -> [UInt8]? {
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+    /// without following links, it is refused before anything is read from it. A file a person
+    /// names (a recording) may be reached through links: `followingLinks`.
+    public static func read(_ path: String, limit: Int, followingLinks: Bool = false) throws(StateFileError) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | (followingLinks ? 0 : O_NOFOLLOW) | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
             throw StateFileError(path: path, call: "open", code: errno)

@@ -31,6 +31,22 @@ struct RecordingInputTests {
         }
     }
 
+    @Test("a FIFO or a device given to replay or run --replay as an NMEA log: refused with words at once, nothing waited on or read to its end")
+    func nmeaLogThatIsNoFile() async throws {
+        let directory = try Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let fifo = directory + "/gps.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0, "errno \(errno)")
+        for path in [fifo, "/dev/zero"] {
+            for arguments in [["replay", path], ["run", "--replay", path, "--state-dir", directory + "/state"]] {
+                let result = try await AgrigpsCommand.run(arguments, timeout: 20)
+                let said = result.stderr.joined(separator: "\n")
+                #expect(result.code == 66, "\(arguments): exit \(String(describing: result.code)): \(said)")
+                #expect(said.contains("\(path) is not a file (a FIFO, a device or a socket is not read)"), "\(arguments): \(said)")
+            }
+        }
+    }
+
     @Test("random bytes, or a file without a line break: 'not a candump log' after a bounded read, in bounded memory")
     func notCandump() async throws {
         let directory = try Self.scratch()
