@@ -20,9 +20,7 @@ struct DeliveryStopTests {
                 run.cleanUp()
                 try await Task.sleep(for: .seconds(2))
             }
-            try await DeliveryRunTests.drain(onboarded)
-            let entries = try await DeliveryRunTests.Tally.of(onboarded, entries: try await onboarded.received())
-            let times = try await DeliveryRunTests.Tally.of(onboarded, times: try await onboarded.receivedTimes())
+            let (entries, times) = try await Self.drainedTallies(onboarded)
             print("delivery through \(Self.terms) SIGTERMs: \(entries.committed) samples committed; gps:info \(entries.received) received, "
                   + "\(entries.lost) lost, \(entries.duplicates) duplicates; TimeLog \(times.received) received, \(times.lost) lost, "
                   + "\(times.duplicates) duplicates; \(entries.leftInSpool) left in the spool")
@@ -55,9 +53,7 @@ struct DeliveryStopTests {
                 run.cleanUp()
                 try await Task.sleep(for: .seconds(1))
             }
-            try await DeliveryRunTests.drain(onboarded)
-            let entries = try await DeliveryRunTests.Tally.of(onboarded, entries: try await onboarded.received())
-            let times = try await DeliveryRunTests.Tally.of(onboarded, times: try await onboarded.receivedTimes())
+            let (entries, times) = try await Self.drainedTallies(onboarded)
             print("\(Self.slowPolls) SIGTERMs during a 5 s GET of the outbox: stops took \(stops) s; gps:info \(entries.received) received "
                   + "of \(entries.committed), \(entries.lost) lost, \(entries.duplicates) duplicates; TimeLog \(times.lost) lost, "
                   + "\(times.duplicates) duplicates")
@@ -108,6 +104,13 @@ struct DeliveryStopTests {
             #expect(warned.map { $0 <= .seconds(60) } == true, "status did not warn within 60 s")
             #expect(drained.map { $0 <= .seconds(30) } == true, "the backlog did not start draining within 30 s")
         }
+    }
+
+    /// What is left sent off, then what arrived of every committed sample, as gps:info and as TimeLog.
+    static func drainedTallies(_ onboarded: OnboardedMachine) async throws -> (entries: DeliveryRunTests.Tally, times: DeliveryRunTests.Tally) {
+        try await DeliveryRunTests.drain(onboarded)
+        return (try await DeliveryRunTests.Tally.of(onboarded, entries: try await onboarded.received()),
+                try await DeliveryRunTests.Tally.of(onboarded, times: try await onboarded.receivedTimes()))
     }
 
     static let slowPolls = 3
