@@ -457,12 +457,15 @@ class Rig:
         folder = os.path.join(self.work, "transfer")
         os.makedirs(folder)
         shutil.copy(self.options.deb, folder)
+        if self.options.upgrade_from:
+            shutil.copy(self.options.upgrade_from, folder)
         shutil.copy(ca, os.path.join(folder, "local-agrirouter-ca.pem"))
         shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "can_player.py"), folder)
         for name in (CAN_LOG, CAN_FIRST_SENDER_LOG, CAN_NO_FIX_DATA_LOG):
             shutil.copy(os.path.join(self.options.can_fixtures, name), folder)
         # Room for the package (a debug build's, with the Swift runtime, is about 50 MB) and the file system's own.
-        size_mib = max(64, os.path.getsize(self.options.deb) // 2**20 + 32)
+        packages = [self.options.deb] + ([self.options.upgrade_from] if self.options.upgrade_from else [])
+        size_mib = max(64, sum(os.path.getsize(deb) for deb in packages) // 2**20 + 32)
         subprocess.run(["mke2fs", "-q", "-t", "ext4", "-d", folder, self.transfer, f"{size_mib}M"], check=True, stdout=subprocess.DEVNULL)
 
     def boot(self, receiver_port):
@@ -477,8 +480,8 @@ class Rig:
 
     # MARK: Steps
 
-    def install(self, agent):
-        deb = os.path.basename(self.options.deb)
+    def install(self, agent, package=None):
+        deb = os.path.basename(package or self.options.deb)
         agent.check("mkdir -p /mnt/rig && mount -o ro /dev/vdb /mnt/rig")
         started = time.monotonic()
         agent.check(f"DEBIAN_FRONTEND=noninteractive apt-get install -y /mnt/rig/{deb}", timeout=300)
@@ -591,17 +594,28 @@ class Rig:
         spool = self.spooled(agent)
         received = {output: self.received(output) for output in self.outputs}
         lost = set()
-        for entries in received.values():
-            lost |= set(self.unmatched(committed, spool, entries))
+        duplicates = {}
+        for output, entries in received.items():
+            missing, twice = self.matched(committed, spool, entries)
+            lost |= set(missing)
+            duplicates[output] = twice
         in_spool = sum(1 for row_id in committed if row_id in spool)
         pending = sum(1 for delivery in spool.values() if delivery != "acknowledged")
         return {"committed": len(committed), "received": len(received[self.outputs[0]]),
                 "received_by_output": {output: len(entries) for output, entries in received.items()}, "spooled": pending,
-                "committed_in_spool": in_spool, "lost": len(lost), "lost_ids": sorted(lost)[:20]}
+                "committed_in_spool": in_spool, "lost": len(lost), "lost_ids": sorted(lost)[:20], "duplicates": duplicates}
 
     @staticmethod
     def unmatched(committed, spool, received):
         """The committed samples neither in the spool nor among `received` (one output's entries)."""
+        return Rig.matched(committed, spool, received)[0]
+
+    @staticmethod
+    def matched(committed, spool, received):
+        """The committed samples neither in the spool nor among `received` (one output's entries), and
+        how many entries arrived twice: those left over once every sample took its match, at the exact
+        time and status of a sample dated by the receiver (a system time matches within a minute, so
+        one left over there proves nothing)."""
         # The received times by status, each to be matched once.
         unmatched = {}
         for entry in received:
@@ -616,23 +630,33 @@ class Rig:
         # within a minute.
         samples = sorted(committed.items(), key=lambda item: (item[1][2] != "receiver", item[1][1]))
         for row_id, (state, time_ms, clock) in samples:
-            if row_id in spool:
+            # A row still in the spool may have arrived already (acknowledged and not yet cleared, or
+            # in flight): it takes its match too, or its entry would be left over as if twice. One
+            # not acknowledged and dated by the system clock is left out, as its minute of tolerance
+            # could take another sample's match.
+            in_spool = row_id in spool
+            if in_spool and clock != "receiver" and spool[row_id] != "acknowledged":
                 continue
             times = unmatched.get(position_status(state), [])
             tolerance = 1 if clock == "receiver" else 60_000
             match = next((t for t in times if abs(t - time_ms) <= tolerance), None)
-            if match is None:
-                lost.append(row_id)
-            else:
+            if match is not None:
                 times.remove(match)
-        return lost
+            elif not in_spool:
+                lost.append(row_id)
+        exact = {(position_status(state), time_ms) for state, time_ms, clock in committed.values() if clock == "receiver"}
+        twice = sum(1 for status, times in unmatched.items() for t in times
+                    if any((status, t + delta) in exact for delta in (-1, 0, 1)))
+        return lost, twice
 
     def expect_nothing_lost(self, agent, when):
         figures = self.account(agent)
         log(f"{when}: committed {figures['committed']}, received {figures['received_by_output']}, "
-            f"still spooled {figures['spooled']}, lost {figures['lost']}")
+            f"still spooled {figures['spooled']}, lost {figures['lost']}, received twice {figures['duplicates']}")
         if figures["lost"]:
             raise RigFailure(f"{when}: {figures['lost']} committed samples neither in the spool nor received: ids {figures['lost_ids']}")
+        if any(figures["duplicates"].values()):
+            raise RigFailure(f"{when}: samples received twice, by output: {figures['duplicates']}")
         return figures
 
     def plug_and_fix(self, agent):
@@ -955,18 +979,144 @@ class Rig:
                 raise RigFailure(f"apt purge removed {STATE_DIR}/{name}: left {output.split()}")
         return output.split()
 
+    # MARK: An upgrade with data on the box
+
+    def unit_pid(self, agent, unit):
+        return int(agent.check(f"systemctl show -p MainPID --value {unit}").strip() or 0)
+
+    def kept_files(self, agent):
+        """What an upgrade must keep, by checksum: the configuration and the credential."""
+        names = ["/etc/agrigps/agrigps.conf"] + [f"{STATE_DIR}/{name}" for name in ("endpoint-id", "endpoint.json", "endpoint.secret")]
+        output = agent.check("sha256sum " + " ".join(names))
+        return dict(reversed(line.split(None, 1)) for line in output.splitlines() if line.strip())
+
+    def spool_rows(self, agent, where="1"):
+        """Rows in the spool, whatever its schema (the older package's has no batch table)."""
+        return int(agent.check(f"sqlite3 -readonly {STATE_DIR}/spool.sqlite \"SELECT COUNT(*) FROM sample WHERE {where};\"").strip())
+
+    def spool_steps(self, agent):
+        return agent.check(f"sqlite3 -readonly {STATE_DIR}/spool.sqlite 'SELECT identifier FROM grdb_migrations;'").split()
+
+    def upgrade(self, agent, backlog=40):
+        """The older package, onboarded and sharing, its spool filled while agrirouter cannot be
+        reached; this package installed over it. The spool's schema migrates, the configuration
+        and credential stay as they were, both units restart with the new binary, and every sample
+        arrives once. Then a spool marked by a newer agrigps: the unit refuses it with words and
+        is not restarted in a loop."""
+        figures = {"from": agent.check("agrigps --version").strip()}
+        steps_before = self.spool_steps(agent)
+        agent.check(f"ip route add unreachable {HOST_FROM_GUEST}/32")
+        code, route = agent.run(f"ip route get {HOST_FROM_GUEST} 2>&1")
+        if code == 0 and "unreachable" not in route:
+            raise RigFailure(f"agrirouter still routed after ip route add unreachable: {route}")
+        log(f"{figures['from']} running, schema steps {steps_before}; agrirouter unreachable: {route.strip()}")
+        started = time.monotonic()
+        # Pending, not sent: only a spool that cannot reach agrirouter keeps them.
+        wait_for(f"{backlog} samples pending in the spool while agrirouter is unreachable", 300,
+                 lambda: self.spool_rows(agent, "delivery = 'pending'") >= backlog, 2)
+        figures["backlog"] = self.spool_rows(agent)
+        figures["offline_s"] = round(time.monotonic() - started, 1)
+        log(f"{figures['backlog']} samples in the spool after {figures['offline_s']} s offline; installing {os.path.basename(self.options.deb)}")
+        # An integrator's own setting: dpkg keeps a changed conffile (told to, as unattended upgrades are).
+        agent.check("printf '\\n# set by the integrator before the upgrade\\n' >> /etc/agrigps/agrigps.conf")
+        kept = self.kept_files(agent)
+        pids = {unit: self.unit_pid(agent, unit) for unit in ("agrigps.service", "agrigps-web.service")}
+        deb = os.path.basename(self.options.deb)
+        started = time.monotonic()
+        agent.check(f"DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-confdef "
+                    f"-o Dpkg::Options::=--force-confold /mnt/rig/{deb}", timeout=300)
+        figures["install_s"] = round(time.monotonic() - started, 1)
+        figures["to"] = agent.check("agrigps --version").strip()
+        if figures["to"] == figures["from"]:
+            raise RigFailure(f"the package over {figures['from']} is the same version: apt would not replace it")
+        self.service_ready(agent)
+        for unit, pid in pids.items():
+            new = wait_for(f"{unit} restarted", 60, lambda: (lambda now: now if now not in (0, pid) else None)(self.unit_pid(agent, unit)))[0]
+            binary = agent.check(f"readlink /proc/{new}/exe").strip()
+            if "(deleted)" in binary:
+                raise RigFailure(f"{unit} runs the replaced binary: {binary}")
+        if self.kept_files(agent) != kept:
+            raise RigFailure(f"the upgrade changed what it must keep: before {kept}, after {self.kept_files(agent)}")
+        steps = self.spool_steps(agent)
+        added = [step for step in steps if step not in steps_before]
+        if not set(steps_before) <= set(steps):
+            raise RigFailure(f"schema steps gone after the upgrade: before {steps_before}, after {steps}")
+        figures["schema_steps_added"] = added
+        if self.spool_rows(agent) < figures["backlog"]:
+            raise RigFailure(f"the backlog shrank while agrirouter was unreachable: {figures['backlog']} before, {self.spool_rows(agent)} after")
+        log(f"{figures['to']} running both units after {figures['install_s']} s, configuration and credential kept, "
+            f"schema steps added {added}; agrirouter reachable again")
+        # Samples keep coming, each pending until its cycle: the backlog is what was there by now.
+        mark = max(self.spooled(agent), default=0)
+        agent.check(f"ip route del unreachable {HOST_FROM_GUEST}/32")
+        started = time.monotonic()
+        wait_for("the backlog acknowledged in every output", 400,
+                 lambda: all(state == "acknowledged" for row, state in self.spooled(agent).items() if row <= mark) or None, 3)
+        self.wait_acknowledged(agent, 120)
+        figures["drained_s"] = round(time.monotonic() - started, 1)
+        figures.update(self.expect_nothing_lost(agent, "after the upgrade"))
+        figures["refused_newer_spool"] = self.newer_spool_refused(agent)
+        return figures
+
+    def newer_spool_refused(self, agent):
+        """A spool a newer agrigps has migrated: the daemon says so and exits 78, which the unit does
+        not restart; with the mark gone it starts again."""
+        agent.check("systemctl stop agrigps.service")
+        mark = "INSERT INTO grdb_migrations VALUES ('v99-from-a-newer-agrigps');"
+        agent.check(f"runuser -u agrigps -- sqlite3 {STATE_DIR}/spool.sqlite \"{mark}\"")
+        agent.check("systemctl reset-failed agrigps.service; systemctl start agrigps.service || true")
+
+        def failed():
+            output = agent.run("systemctl show -p ActiveState -p ExecMainStatus -p NRestarts agrigps.service", 10)[1]
+            values = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
+            return values if values.get("ActiveState") == "failed" else None
+        values, _ = wait_for("agrigps.service failed on the newer spool", 60, failed)
+        time.sleep(8)  # longer than RestartSec: a restart would show
+        again = failed()
+        journal = agent.check("journalctl -u agrigps.service --no-pager -o cat -n 20")
+        if values.get("ExecMainStatus") != "78" or again is None or again.get("NRestarts") != values.get("NRestarts"):
+            raise RigFailure(f"a newer spool: the unit should fail with 78 and stay stopped: {values}, then {again}")
+        words = next((line for line in journal.splitlines() if "newer" in line), None)
+        if words is None:
+            raise RigFailure(f"a newer spool: the journal does not say why:\n{journal[-1500:]}")
+        agent.check(f"runuser -u agrigps -- sqlite3 {STATE_DIR}/spool.sqlite \"DELETE FROM grdb_migrations WHERE identifier = 'v99-from-a-newer-agrigps';\"")
+        agent.check("systemctl reset-failed agrigps.service && systemctl start agrigps.service")
+        self.service_ready(agent)
+        return words.strip()[:300]
+
+    def start_guest(self):
+        """The local agrirouter, the transfer disk, a fresh copy of the image and the receiver; then
+        the first boot, whose agent is returned."""
+        ca = self.start_sim()
+        self.make_transfer_disk(ca)
+        subprocess.run(["cp", "--sparse=always", os.path.join(self.image, "root.raw"), self.disk], check=True)
+        self.receiver.start()
+        return self.boot(None)
+
+    def run_upgrade(self):
+        started = time.monotonic()
+        agent = self.start_guest()
+        self.install(agent, self.options.upgrade_from)
+        self.service_ready(agent)
+        tty, plug = self.plug_and_fix(agent)
+        log(f"{os.path.basename(self.options.upgrade_from)}: receiver at {tty}, fixes acknowledged in {plug['acknowledged_ok_s']} s")
+        figures = self.upgrade(agent)
+        self.figures["upgrade"] = figures
+        log(f"upgrade {figures['from']} -> {figures['to']} over {figures['backlog']} samples spooled offline: installed in "
+            f"{figures['install_s']} s, schema steps added {figures['schema_steps_added']}, drained in {figures['drained_s']} s; "
+            f"received twice {figures['duplicates']}; a newer spool: {figures['refused_newer_spool']}")
+        self.machine.shut_down()
+        self.figures["total_s"] = round(time.monotonic() - started, 1)
+        self.figures["totals"] = self.final_totals()
+        return self.figures
+
     # MARK: The run
 
     def run(self):
         options = self.options
         log(f"working in {self.work}")
-        ca = self.start_sim()
-        self.make_transfer_disk(ca)
         started = time.monotonic()
-        subprocess.run(["cp", "--sparse=always", os.path.join(self.image, "root.raw"), self.disk], check=True)
-        self.receiver.start()
-
-        agent = self.boot(None)
+        agent = self.start_guest()
         self.install(agent)
         agent = self.cut_after_onboarding()
         self.service_ready(agent)
@@ -1044,6 +1194,8 @@ def main():
                         help="the CAN recordings (default: the repository's Fixtures/can)")
     parser.add_argument("--can-cpu-seconds", type=int, default=0,
                         help="measure the daemon's CPU this long on USB, on the bus, and on a bus with 2,000 frames/s of other traffic (default 0: not measured)")
+    parser.add_argument("--upgrade-from", help="instead of the usual run: install this older package, fill its spool offline, "
+                        "then install --deb over it (see Rig.upgrade)")
     parser.add_argument("--power-cuts", type=int, default=1, help="how many times the power goes (default 1)")
     parser.add_argument("--cut-after-min", type=float, default=3.0, help="earliest cut, seconds after the checks of a boot")
     parser.add_argument("--cut-after-max", type=float, default=25.0, help="latest cut, seconds after the checks of a boot")
@@ -1065,7 +1217,7 @@ def main():
     rig = Rig(options)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        figures = rig.run()
+        figures = rig.run_upgrade() if options.upgrade_from else rig.run()
         figures["seed"] = seed
         text = json.dumps(figures, indent=2)
         print(text)

@@ -85,6 +85,28 @@ class AccountTests(unittest.TestCase):
         self.assertEqual(figures["received_by_output"], {"gps_info": 3, "time_log": 2})
         self.assertEqual(self.account(journal, both, {}, efdi=both)["lost"], 0)
 
+    def test_a_sample_received_twice_is_counted_once_lost_never(self):
+        journal = [(1, "fix_3d_dgps", "receiver", 1000), (2, "fix_3d_dgps", "receiver", 2000), (3, "no_fix", "system", 3000)]
+        received = [(1000, "dDgnss"), (2000, "dDgnss"), (1000, "dDgnss"), (3000, "dNoGps"), (3000, "dNoGps")]
+        figures = self.account(journal, received, {})
+        self.assertEqual(figures["lost"], 0)
+        self.assertEqual(figures["duplicates"], {"gps_info": 1}, "the system-clock sample's second copy proves nothing")
+        self.assertEqual(self.account(journal, received[:2] + received[3:4], {})["duplicates"], {"gps_info": 0})
+
+    def test_a_row_acknowledged_and_not_yet_cleared_is_no_duplicate(self):
+        journal = [(1, "fix_3d_dgps", "receiver", 1000), (2, "fix_3d_dgps", "receiver", 2000), (3, "no_fix", "system", 3000)]
+        received = [(1000, "dDgnss"), (2000, "dDgnss"), (3000, "dNoGps")]
+        figures = self.account(journal, received, {1: "acknowledged", 2: "owed", 3: "acknowledged"})
+        self.assertEqual((figures["lost"], figures["duplicates"]), (0, {"gps_info": 0}))
+        figures = self.account(journal, received + [(2000, "dDgnss")], {1: "acknowledged"})
+        self.assertEqual(figures["duplicates"], {"gps_info": 1})
+
+    def test_a_recording_that_repeats_its_times_is_not_a_duplicate(self):
+        # The CAN player loops its recording: two samples at the same time, each received once.
+        journal = [(1, "fix_3d_autonomous", "receiver", 1000), (2, "fix_3d_autonomous", "receiver", 1000)]
+        figures = self.account(journal, [(1000, "dGnss"), (1000, "dGnss")], {})
+        self.assertEqual((figures["lost"], figures["duplicates"]), (0, {"gps_info": 0}))
+
 
 if __name__ == "__main__":
     unittest.main()

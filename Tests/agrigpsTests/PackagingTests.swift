@@ -30,11 +30,11 @@ struct PackagingTests {
         let made = try await run("/usr/bin/make", ["-C", Self.root, "deb", "BIN=\(AgrigpsCommand.path)", "DIST=\(work)/dist"], in: work, timeout: 300)
         try #require(made.code == 0, "\(made.output)")
         let debs = try FileManager.default.contentsOfDirectory(atPath: work + "/dist").filter { $0.hasSuffix(".deb") }
-        #expect(debs.count == 1 && debs.first?.hasPrefix("agrigps_0.1.0_") == true, "\(debs)")
+        #expect(debs.count == 1 && debs.first?.hasPrefix("agrigps_0.2.0_") == true, "\(debs)")
         let deb = work + "/dist/" + (debs.first ?? "")
 
         let info = try await run("/usr/bin/dpkg-deb", ["--info", deb], in: work).output
-        for line in ["Package: agrigps", "Version: 0.1.0", "Depends: libc6 (>= 2.36), gpsd (>= 3.22-4.1+deb12u1), libgps28, libcurl4, libmosquitto1, libssl3, libsqlite3-0, zlib1g, libjs-leaflet, adduser, init-system-helpers, iproute2"] {
+        for line in ["Package: agrigps", "Version: 0.2.0", "Depends: libc6 (>= 2.36), gpsd (>= 3.22-4.1+deb12u1), libgps28, libcurl4, libmosquitto1, libssl3, libsqlite3-0, zlib1g, libjs-leaflet, adduser, init-system-helpers, iproute2"] {
             #expect(info.contains(" \(line)\n"), "\(line)")
         }
         #expect(info.contains("postinst") && info.contains("prerm") && info.contains("postrm") && info.contains("conffiles"))
@@ -65,7 +65,7 @@ struct PackagingTests {
         #expect(webUnit.contains("ExecStart=/usr/bin/agrigps-web\n"))
         #expect(FileManager.default.contentsEqual(atPath: root + "/etc/agrigps/agrigps.conf", andPath: Self.root + "/config/agrigps.conf"))
         let version = try await run(root + "/usr/bin/agrigps", ["--version"], in: work)
-        #expect(version.code == 0 && version.output == "0.1.0\n")
+        #expect(version.code == 0 && version.output == "0.2.0\n")
         // `agrigps web` finds the cab view's program beside it.
         let web = try await run(root + "/usr/bin/agrigps", ["web", "--help"], in: work)
         #expect(web.code == 0 && web.output.contains("USAGE: agrigps web"), "\(web.output)")
