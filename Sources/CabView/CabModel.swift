@@ -58,8 +58,8 @@ struct CabModel: Codable, Equatable, Sendable {
         var certificateValidUntil: String?
         /// The environments this page may onboard to; the choice is locked while onboarded.
         var environments: [String]
-        /// The running gateway has not taken this onboarding or disconnect yet (one replaying a
-        /// recording never does): the page says so rather than "Connected".
+        /// The running gateway has not taken this onboarding yet (one replaying a recording never
+        /// does): the page says so rather than "Connected".
         var waitingForGateway = false
     }
 

@@ -79,7 +79,7 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
         case (_, .noFix?), (_, nil):
             state = .noFix
         case (_, .fix?):
-            if snapshot.environment == nil || snapshot.credentialsNotTaken && snapshot.heartbeat?.onboarded == false {
+            if snapshot.environment == nil || snapshot.credentialsNotTaken {
                 // Onboarded after the daemon started, and not taken by it: nothing goes yet.
                 state = .notOnboarded
             } else if spool?.sharingPaused == true {

@@ -297,12 +297,12 @@ extension StatusSnapshot {
 
     /// Seconds agrirouter has taken nothing, as the heartbeat tells it (see `Heartbeat.secondsWithoutAcknowledgement`),
     /// never longer than the system has run; nil without a heartbeat.
-    /// The credentials on disk say otherwise than the running daemon: an onboarding or a disconnect
-    /// it has not taken. A live daemon takes one within seconds; one replaying a recording never
-    /// does, and until it starts again its positions go, or do not go, as before.
+    /// Onboarded on disk, and the running daemon is not: an onboarding it has not taken. A live
+    /// daemon takes one within seconds; one replaying a recording never does, and until it starts
+    /// again nothing is sent.
     public var credentialsNotTaken: Bool {
-        guard case .running = daemon, let heartbeat else { return false }
-        return heartbeat.onboarded != (environment != nil)
+        guard case .running = daemon, let heartbeat, environment != nil else { return false }
+        return !heartbeat.onboarded
     }
 
     public func secondsWithoutAcknowledgement() -> Double? {
@@ -380,9 +380,7 @@ extension StatusSnapshot {
         }
         if environment == nil, credentialsProblem == nil { findings.append((.warning, "not onboarded")) }
         if credentialsNotTaken {
-            findings.append((.warning, environment == nil
-                ? "disconnected, but the running daemon still uses its credentials; restart it: systemctl restart agrigps"
-                : "onboarded, but the running daemon has not taken the credentials; restart it: systemctl restart agrigps"))
+            findings.append((.warning, "onboarded, but the running daemon has not taken the credentials; restart it: systemctl restart agrigps"))
         }
         if case .running = daemon {
             let fixAge = heartbeat?.lastFix.map { age(since: $0.sampledAt ?? $0.time) }

@@ -44,7 +44,7 @@ struct UptimeClampTests {
                                  report: PositionReport(time: now.addingTimeInterval(-4), gpsdMode: 3, gpsdStatus: 3, latitude: 52, longitude: 8))
         let waiting = PositionSample(sampledAt: now.addingTimeInterval(-3), state: .noFix, report: nil)
         _ = await Spool(path: directory + "/spool.sqlite").append(waiting)
-        var heartbeat = Heartbeat(pid: getpid(), startedAt: early(0), onboarded: false)
+        var heartbeat = Heartbeat(pid: getpid(), startedAt: early(0), onboarded: true)  // onboarded, as the credentials beside it say
         heartbeat.updatedAt = written
         heartbeat.lastFix = Heartbeat.Sample(fix)
         heartbeat.lastSample = Heartbeat.Sample(PositionSample(sampledAt: early(91), state: .noFix, report: nil))

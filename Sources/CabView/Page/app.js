@@ -568,7 +568,7 @@ function drawSettings(state) {
     text($("onboard"), t("settings.reconnect"));
     $("disconnect").hidden = false;
   } else {
-    text($("endpoint"), t(settings.waitingForGateway ? "settings.disconnectNotTaken" : "settings.notConnected"));
+    text($("endpoint"), t("settings.notConnected"));
     text($("certificate"), "");
     if (select.disabled) { select.value = ""; }
     select.disabled = false;
