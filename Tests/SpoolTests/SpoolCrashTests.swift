@@ -26,11 +26,23 @@ struct SpoolCrashTests {
     }
 
     /// Runs the exerciser in `mode` until a SIGKILL at a random moment, and returns the journal's lines.
+    /// Odd rounds kill 20 to 150 ms after the start, which on a busy machine may be before the spool
+    /// is open; even rounds wait (up to 10 s) for the round's first journaled step, then kill within
+    /// 100 ms, so that every other kill lands while samples are appended and batches move.
     private func killRound(_ round: Int, mode: String, scratch: Scratch, journalPath: String) async throws -> [String] {
+        let before = journal(journalPath).count
         let child = try ChildProcess(executable: Self.exerciser, arguments: [mode, scratch.spoolPath, journalPath],
                                      environment: ProcessInfo.processInfo.environment,
                                      outputPath: scratch.directory + "/exerciser.log")
-        try await Task.sleep(for: .milliseconds(Int.random(in: 20...150)))
+        if round.isMultiple(of: 2) {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while journal(journalPath).count == before, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...100)))
+        } else {
+            try await Task.sleep(for: .milliseconds(Int.random(in: 20...150)))
+        }
         kill(child.pid, SIGKILL)
         let code = await child.wait(timeout: 10)
         try #require(code == 128 + SIGKILL, "round \(round): the exerciser ended with \(String(describing: code)) before the kill")
@@ -78,7 +90,7 @@ struct SpoolCrashTests {
         let lines = journal(journalPath)
         let appended = lines.filter { $0.hasPrefix("a ") }.count
         print("spool crash test: \(Self.kills) SIGKILLs, \(appended) journaled appends, \(acknowledgedEarlier.count) acknowledged samples; every check held after every kill")
-        #expect(appended > Self.kills)  // the exerciser really ran between kills
+        #expect(appended >= Self.kills / 2)  // the exerciser really ran: at least once in each even round
         #expect(!acknowledgedEarlier.isEmpty)
     }
 
@@ -132,7 +144,7 @@ struct SpoolCrashTests {
         }
         let appended = journal(journalPath).filter { $0.hasPrefix("a ") }.count
         print("spool crash test, rows cleared: \(Self.kills) SIGKILLs, \(appended) journaled appends, \(cleared) cleared; every check held after every kill")
-        #expect(appended > Self.kills)
+        #expect(appended >= Self.kills / 2)
         #expect(cleared > 0, "no acknowledged rows were cleared: the run did not reach a clearing")
     }
 
