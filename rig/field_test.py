@@ -480,12 +480,19 @@ class Rig:
 
     # MARK: Steps
 
+    @staticmethod
+    def apt_install(agent, package):
+        """Installs `package` from the transfer disk as an unattended upgrade would: a configuration
+        file the integrator changed is kept. Returns the seconds it took."""
+        started = time.monotonic()
+        agent.check("DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-confdef "
+                    f"-o Dpkg::Options::=--force-confold /mnt/rig/{os.path.basename(package)}", timeout=300)
+        return round(time.monotonic() - started, 1)
+
     def install(self, agent, package=None):
         deb = os.path.basename(package or self.options.deb)
         agent.check("mkdir -p /mnt/rig && mount -o ro /dev/vdb /mnt/rig")
-        started = time.monotonic()
-        agent.check(f"DEBIAN_FRONTEND=noninteractive apt-get install -y /mnt/rig/{deb}", timeout=300)
-        log(f"apt-get install ./{deb}: {time.monotonic() - started:.1f} s")
+        log(f"apt-get install ./{deb}: {self.apt_install(agent, deb)} s")
         agent.check(f"install -m 0644 /mnt/rig/local-agrirouter-ca.pem {CA_IN_GUEST} && adduser --quiet field agrigps")
         # Every committed sample in the journal, whose copy on the second serial port survives a power cut.
         agent.check("mkdir -p /etc/systemd/system/agrigps.service.d && "
@@ -604,11 +611,6 @@ class Rig:
         return {"committed": len(committed), "received": len(received[self.outputs[0]]),
                 "received_by_output": {output: len(entries) for output, entries in received.items()}, "spooled": pending,
                 "committed_in_spool": in_spool, "lost": len(lost), "lost_ids": sorted(lost)[:20], "duplicates": duplicates}
-
-    @staticmethod
-    def unmatched(committed, spool, received):
-        """The committed samples neither in the spool nor among `received` (one output's entries)."""
-        return Rig.matched(committed, spool, received)[0]
 
     @staticmethod
     def matched(committed, spool, received):
@@ -1021,17 +1023,16 @@ class Rig:
         agent.check("printf '\\n# set by the integrator before the upgrade\\n' >> /etc/agrigps/agrigps.conf")
         kept = self.kept_files(agent)
         pids = {unit: self.unit_pid(agent, unit) for unit in ("agrigps.service", "agrigps-web.service")}
-        deb = os.path.basename(self.options.deb)
-        started = time.monotonic()
-        agent.check(f"DEBIAN_FRONTEND=noninteractive apt-get install -y -o Dpkg::Options::=--force-confdef "
-                    f"-o Dpkg::Options::=--force-confold /mnt/rig/{deb}", timeout=300)
-        figures["install_s"] = round(time.monotonic() - started, 1)
+        figures["install_s"] = self.apt_install(agent, self.options.deb)
         figures["to"] = agent.check("agrigps --version").strip()
         if figures["to"] == figures["from"]:
             raise RigFailure(f"the package over {figures['from']} is the same version: apt would not replace it")
         self.service_ready(agent)
         for unit, pid in pids.items():
-            new = wait_for(f"{unit} restarted", 60, lambda: (lambda now: now if now not in (0, pid) else None)(self.unit_pid(agent, unit)))[0]
+            def replaced():
+                now = self.unit_pid(agent, unit)
+                return now if now not in (0, pid) else None
+            new, _ = wait_for(f"{unit} restarted", 60, replaced)
             binary = agent.check(f"readlink /proc/{new}/exe").strip()
             if "(deleted)" in binary:
                 raise RigFailure(f"{unit} runs the replaced binary: {binary}")

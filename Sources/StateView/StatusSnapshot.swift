@@ -295,8 +295,6 @@ extension StatusSnapshot {
         return waited > lateAfter && quiet > lateAfter ? (waited, quiet) : nil
     }
 
-    /// Seconds agrirouter has taken nothing, as the heartbeat tells it (see `Heartbeat.secondsWithoutAcknowledgement`),
-    /// never longer than the system has run; nil without a heartbeat.
     /// Onboarded on disk, and the running daemon is not: an onboarding it has not taken. A live
     /// daemon takes one within seconds; one replaying a recording never does, and until it starts
     /// again nothing is sent.
@@ -305,6 +303,8 @@ extension StatusSnapshot {
         return !heartbeat.onboarded
     }
 
+    /// Seconds agrirouter has taken nothing, as the heartbeat tells it (see `Heartbeat.secondsWithoutAcknowledgement`),
+    /// never longer than the system has run; nil without a heartbeat.
     public func secondsWithoutAcknowledgement() -> Double? {
         heartbeat.map { bounded($0.secondsWithoutAcknowledgement(at: takenAt)) }
     }

@@ -24,7 +24,8 @@ struct Status: AsyncParsableCommand {
                       oldest unsent sample waited queue_age_critical; samples
                       were lost; the certificate has expired; agrirouter no
                       longer knows the endpoint; the disk is full
-            WARNING   not onboarded; no fix yet or for fix_age_warning;
+            WARNING   not onboarded, or onboarded but not taken by the running
+                      daemon; no fix yet or for fix_age_warning;
                       queue_age_warning; samples parked or dropped; the spool
                       cannot store and holds samples in memory; a damaged spool was
                       moved aside; the system clock is off from GNSS time;
