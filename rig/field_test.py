@@ -899,11 +899,11 @@ class Rig:
         states = sorted({s["state"] for s in samples})
         # The daemon on the same recording, into a spool of its own (not onboarded: it only samples).
         # At the fast pace, which loses seconds on a loaded machine (137 of 208 beside CI's test
-        # suites once, 207 when idle): the recorded pace is held to 150 above, this only to a
-        # daemon that samples the bus at all.
+        # suites once, 92 another time, 207 when idle): the recorded pace is held to 150 above,
+        # this only to a daemon that samples the bus at all, a sixth of the recording.
         code, run_output = agent.run(f"agrigps run --replay /mnt/rig/{CAN_LOG} --state-dir /tmp/rig-run-replay", 120)
         taken = re.search(r"agrigps: (\d+) samples taken", run_output)
-        if code != 0 or not taken or int(taken.group(1)) < 100:
+        if code != 0 or not taken or int(taken.group(1)) < 35:
             raise RigFailure(f"agrigps run --replay of {CAN_LOG} (exit {code}):\n{run_output[-1500:]}")
         log(f"agrigps replay onto vcan0: {len(samples)} samples ({len(fixes)} fixes, states {states}, {seconds_covered} distinct seconds) "
             f"in {seconds:.1f} s, exit 0; "
