@@ -259,6 +259,7 @@ public struct GatewayDaemon: Sendable {
                                             name: describedAs)
         let publisher = Publisher(spool: spool, connection: connection, outputs: configuration.outputs,
                                   efdi: configuration.outputs.contains(.efdi) ? Publisher.EFDI(description: description) : nil,
+                                  rideAppendsWithin: Self.rideAppendsWithin(samplingInterval: configuration.samplingInterval),
                                   clock: configuration.clock, logger: logger)
         // When the set-up was last acknowledged, on the monotonic clock: a clock step neither
         // repeats it at once nor puts it off for hours.
@@ -447,6 +448,13 @@ public struct GatewayDaemon: Sendable {
         logger.critical("\(reason)")
         await heartbeat.lost(Bounds.whole(Double(seen - highest)) ?? 0, reason: reason)
         await heartbeat.stored(rowID: highest)
+    }
+
+    /// How long a send cycle's take waits for the next append, to share its disk sync: a sampling
+    /// interval at most (the append comes within one), never more than 1.25 s, which the batch's
+    /// newest sample makes up for.
+    static func rideAppendsWithin(samplingInterval: Double) -> Double {
+        min(max(samplingInterval, 0), 1) + 0.25
     }
 
     /// Says what the spool counted against its commit mark, in the journal and in status, at once.

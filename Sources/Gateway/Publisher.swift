@@ -53,6 +53,9 @@ public actor Publisher {
     private let connection: AgrirouterConnection
     private let logger: Logger
     private let byteBudget: Int
+    /// Seconds a take waits for the next sample's append to be written in its commit (see
+    /// `Spool.takeBatches(_:byteBudget:now:ridingNextAppendWithin:)`); nil takes at once.
+    private let rideAppendsWithin: Double?
     /// Corrects the time of samples that have no receiver time; nil leaves their system time.
     private let clock: TrueTime?
     /// Batches sent and not yet answered, by application_message_id, with when they went out on the
@@ -74,9 +77,10 @@ public actor Publisher {
 
     /// `outputs` are those enabled; EFDI needs `efdi` and is left out without it.
     public init(spool: Spool, connection: AgrirouterConnection, byteBudget: Int = AgrirouterLimits.payloadBytes,
-                outputs: [SpoolOutput] = [.gpsInfo], efdi: EFDI? = nil,
+                outputs: [SpoolOutput] = [.gpsInfo], efdi: EFDI? = nil, rideAppendsWithin: Double? = nil,
                 clock: TrueTime? = nil, logger: Logger = Logger(label: "agrigps.publisher")) {
         self.spool = spool
+        self.rideAppendsWithin = rideAppendsWithin
         self.clock = clock
         self.connection = connection
         self.byteBudget = byteBudget
@@ -232,7 +236,12 @@ public actor Publisher {
             guard efdi != nil, description.acceptedAt != nil else { return nil }
             return Spool.BatchRequest(output: .efdi, entryCost: Efdi_Time.upperBound)
         }
-        for batch in try await spool.takeBatches(requests, byteBudget: budget, now: now) {
+        let taken = if let rideAppendsWithin {
+            try await spool.takeBatches(requests, byteBudget: budget, now: now, ridingNextAppendWithin: rideAppendsWithin)
+        } else {
+            try await spool.takeBatches(requests, byteBudget: budget, now: now)
+        }
+        for batch in taken {
             if batch.output == .efdi, let efdi {
                 let (timeLog, untimed) = Efdi_TimeLog.of(batch.samples.map(\.sample), correctedBy: clock)
                 if untimed > 0 { logger.notice("\(untimed) samples with no true time at all cannot be TimeLog entries; EFDI leaves them out") }

@@ -19,9 +19,9 @@ public actor Spool {
     private nonisolated let executor = DedicatedThreadExecutor(name: "agrigps-spool")
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     public nonisolated let path: String
-    private let configuration: SpoolConfiguration
+    let configuration: SpoolConfiguration
     private let logger: Logger
-    private var database: DatabaseQueue?
+    var database: DatabaseQueue?
     private var fault: SpoolError?
     private var ring: [(sample: PositionSample, wireSize: Int)] = []
     private var ringDropped = 0
@@ -42,7 +42,7 @@ public actor Spool {
     /// What became of samples, for the machine's own records: counted inside a transaction into
     /// `uncommitted`, and into `tally` once it commits, so a rolled-back write counts nothing.
     private var tally = DeliveryTally()
-    private var uncommitted = DeliveryTally()
+    var uncommitted = DeliveryTally()
     /// The note of the highest id committed, rewritten after each append; see `CommitMark`.
     private var mark: CommitMark?
     private var markedID: Int64 = 0
@@ -50,6 +50,9 @@ public actor Spool {
     /// Whether an open since the last `takeLostRows` (this process's, or another's before it) may
     /// have counted rows lost.
     private var lostRowsMayWait = true
+    /// A take waiting to be written in the next append's commit; see `takeBatches(_:byteBudget:now:ridingNextAppendWithin:)`.
+    var ridingTake: RidingTake?
+    var ridingTakes: UInt64 = 0
 
     /// Rows still owed to some output and in flight in none: eviction takes the oldest of these.
     /// Withheld rows (taken while sharing was paused) are never sent but count here, so they are the
@@ -116,13 +119,20 @@ public actor Spool {
             let now = configuration.clock().timeIntervalSince1970
             let recovered = fault
             uncommitted = DeliveryTally()
+            var rode: Result<[SpoolBatch], SpoolError>?
             let (ids, added) = try database.write { db in
                 if let recovered {
                     try SpoolState.set("last_storage_fault", number: now, text: recovered.description, in: db)
                 }
-                return try insert(writes, at: now, into: db)
+                let inserted = try insert(writes, at: now, into: db)
+                if let ridingTake { rode = ride(ridingTake, in: db) }
+                return inserted
             }
-            // Only a committed transaction changes the counts.
+            // Only a committed transaction changes the counts, and hands over the take it carried.
+            if let rode, let riding = ridingTake {
+                ridingTake = nil
+                riding.finish(rode)
+            }
             tally.merge(uncommitted)
             queued.rows += added.rows
             queued.bytes += added.bytes
@@ -252,7 +262,7 @@ public actor Spool {
         return opened.database
     }
 
-    private func storageError(_ error: any Error) -> SpoolError {
+    func storageError(_ error: any Error) -> SpoolError {
         if let error = error as? DatabaseError { return SpoolError(error, path: path) }
         if let error = error as? SpoolError { return error }
         return SpoolError(kind: .database, sqliteCode: 0, message: "\(error)", path: path)
@@ -372,22 +382,25 @@ public actor Spool {
         let requests = requests.filter { outputs.contains($0.output) }
         guard !requests.isEmpty else { return [] }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
-        return try write { db in
-            var (remaining, batches) = (max(0, byteBudget), [SpoolBatch]())
-            for (index, request) in requests.enumerated() {
-                let share = remaining / (requests.count - index)
-                let batch: SpoolBatch?
-                if let cost = request.entryCost, cost > 0 {
-                    batch = try take(for: request.output, id: request.id, byteBudget: .max, maximumEntries: max(1, share / cost), now: now, in: db)
-                    remaining -= (batch?.samples.count ?? 0) * cost
-                } else {
-                    batch = try take(for: request.output, id: request.id, byteBudget: share, maximumEntries: 20_000, now: now, in: db)
-                    remaining -= batch?.wireBytes ?? 0
-                }
-                if let batch { batches.append(batch) }
+        return try write { db in try take(requests, byteBudget: byteBudget, now: now, in: db) }
+    }
+
+    /// The batches of `takeBatches`, inside a transaction someone else opened.
+    func take(_ requests: [BatchRequest], byteBudget: Int, now: Double, in db: Database) throws -> [SpoolBatch] {
+        var (remaining, batches) = (max(0, byteBudget), [SpoolBatch]())
+        for (index, request) in requests.enumerated() {
+            let share = remaining / (requests.count - index)
+            let batch: SpoolBatch?
+            if let cost = request.entryCost, cost > 0 {
+                batch = try take(for: request.output, id: request.id, byteBudget: .max, maximumEntries: max(1, share / cost), now: now, in: db)
+                remaining -= (batch?.samples.count ?? 0) * cost
+            } else {
+                batch = try take(for: request.output, id: request.id, byteBudget: share, maximumEntries: 20_000, now: now, in: db)
+                remaining -= batch?.wireBytes ?? 0
             }
-            return batches
+            if let batch { batches.append(batch) }
         }
+        return batches
     }
 
     private func take(for output: SpoolOutput, id: String, byteBudget: Int, maximumEntries: Int, now: Double,

@@ -11,7 +11,8 @@
 //       "s OUTPUT SEQ,SEQ,..." for each, so the checker knows which rows may be gone; after, it writes
 //       "k OUTPUT SEQ,SEQ,...".
 //   spool-exerciser sync-steps SPOOL
-//       Appends 3 samples, takes them as a batch and acknowledges it, printing each step's name first.
+//       Appends 3 samples, takes them as a batch and acknowledges it, then appends a fourth with a
+//       take riding it, printing each step's name first.
 //   spool-exerciser hold-then-flush SPOOL GATE
 //       Appends samples 1-3, waits for the file GATE, appends 4-5, then prints every spooled
 //       sample's sequence number in order.
@@ -85,8 +86,15 @@ func crashLoopCleared(spoolPath: String, journalPath: String) async throws -> Ne
         journal.write("a \(seq)")
         guard step % 7 == 0 else { continue }
         // Up to 10 rows for gps:info and 5 for EFDI, so the outputs' batches cover different rows
-        // and EFDI falls behind: rows acknowledged by one output wait for the other.
-        let batches = try await spool.takeBatches([.init(output: .gpsInfo, entryCost: 1), .init(output: .efdi, entryCost: 2)], byteBudget: 20)
+        // and EFDI falls behind: rows acknowledged by one output wait for the other. Taken as the
+        // daemon takes them, in the next append's commit.
+        seq += 1
+        async let riding = spool.takeBatches([.init(output: .gpsInfo, entryCost: 1), .init(output: .efdi, entryCost: 2)], byteBudget: 20,
+                                             ridingNextAppendWithin: 5)
+        while !(await spool.takeWaitsForAppend) { await Task.yield() }
+        guard case .stored = await spool.append(sample(seq)) else { fatalError("append was not stored") }
+        journal.write("a \(seq)")
+        let batches = try await riding
         if step % 35 == 0, let failed = batches.first {
             try await spool.fail(batch: failed.id, reason: "exercise")
             for batch in batches.dropFirst() { try await spool.release(batch: batch.id) }
@@ -133,7 +141,14 @@ func syncSteps(spoolPath: String) async throws {
     guard let batch = try await spool.takeBatch(id: "traced") else { throw CocoaError(.coderValueNotFound) }
     say("acknowledge")
     _ = try await spool.acknowledge(batch: batch.id)
+    // A take that rides the next append: both in one commit, one sync.
+    async let riding = spool.takeBatches([.init(output: .gpsInfo)], byteBudget: .max, ridingNextAppendWithin: 60)
+    while !(await spool.takeWaitsForAppend) { await Task.yield() }
+    say("ride")
+    _ = await spool.append(sample(4))
+    let rode = try await riding
     say("done")
+    say("rode \(rode.flatMap(\.samples).compactMap { sequenceNumber($0.sample) })")
 }
 
 let arguments = CommandLine.arguments
