@@ -11,6 +11,8 @@ enum SpoolFile {
     /// default 4 KiB pages do, and 512 bytes another tenth or so (8.6 → 8.1 KiB per sample
     /// publishing, 7.0 → 6.6 sampling only, `make bench`). A page then holds two or three rows.
     static let pageSize = 512
+    /// Frames of the write-ahead log after which a commit copies them into the file.
+    static let checkpointFrames = 4_000
     /// A spool made with other pages is rebuilt with `pageSize` when it opens, if it is no larger than
     /// this: the rebuild writes the whole file again, once.
     static let rebuildLimit = 16 * 1024 * 1024
@@ -74,6 +76,12 @@ enum SpoolFile {
             // against 30 with FAST, which zeroes only what is written anyway. Nothing is hidden by the
             // zeros: the track keeps the same positions for 90 days.
             try db.execute(sql: "PRAGMA secure_delete = FAST")
+            // A checkpoint copies every page the log holds into the file, once however often it
+            // changed since the last. Publishing at 1 Hz the log gains about 3 frames a second: with
+            // SQLite's default of 1,000 frames the same few pages (filled, acknowledged, cleared and
+            // filled again) went to the file eleven times an hour, now about three (148 KiB against
+            // 84 KiB in 10 minutes, `make bench`). The log grows to about 2 MiB before it starts over.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointFrames)")
             if let pageLimit { try db.execute(sql: "PRAGMA max_page_count = \(pageLimit)") }
         }
         do {
