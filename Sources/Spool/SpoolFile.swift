@@ -80,7 +80,8 @@ enum SpoolFile {
             // changed since the last. Publishing at 1 Hz the log gains about 3 frames a second: with
             // SQLite's default of 1,000 frames the same few pages (filled, acknowledged, cleared and
             // filled again) went to the file eleven times an hour, now about three (148 KiB against
-            // 84 KiB in 10 minutes, `make bench`). The log grows to about 2 MiB before it starts over.
+            // 84 KiB in traced 10-minute runs of the storage benchmark). The log grows to about
+            // 2 MiB before it starts over.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(Self.checkpointFrames)")
             if let pageLimit { try db.execute(sql: "PRAGMA max_page_count = \(pageLimit)") }
         }
