@@ -120,8 +120,17 @@ public final class WebDriver: @unchecked Sendable {
         return id
     }
 
+    /// Found by one request and clicked by the next: an element the page redrew in between (a list
+    /// refreshed with a new sample) is a stale reference, and is found again, up to three times.
     public func click(_ selector: String) async throws {
-        _ = try await command("POST", "/session/\(session)/element/\(try await element(selector))/click", [:], timeout: 10)
+        for attempt in 1...3 {
+            do {
+                _ = try await command("POST", "/session/\(session)/element/\(try await element(selector))/click", [:], timeout: 10)
+                return
+            } catch where attempt < 3 && String(describing: error).contains("stale element") {
+                continue
+            }
+        }
     }
 
     public func type(_ text: String, into selector: String) async throws {
