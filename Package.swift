@@ -57,6 +57,9 @@ let package = Package(
         // NMEA 2000 / ISO 11783 on a CAN bus: candump recordings, fast packets, the GNSS PGNs and
         // the search for the receiver's source address. No I/O.
         .target(name: "NMEA2000", dependencies: ["GNSS"]),
+        // The tractor's own broadcasts on the same bus (ISO 11783-7, SAE J1939-71): speeds, hitches,
+        // PTOs, engine and fuel, who sent them, and the work state they make. No I/O.
+        .target(name: "Machine", dependencies: ["NMEA2000"]),
         // Linux's SocketCAN headers, for a raw CAN socket.
         .systemLibrary(name: "CSocketCAN", path: "Sources/CSocketCAN"),
         // A CAN interface read through a raw SocketCAN socket, never written to.
@@ -371,6 +374,8 @@ let package = Package(
                                                      .product(name: "NIOCore", package: "swift-nio"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "NMEA2000Tests", dependencies: ["NMEA2000", "GNSS", "TestSupport"]),
+        .testTarget(name: "MachineTests", dependencies: ["Machine", "NMEA2000", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+                    exclude: ["Peer"]),
         .testTarget(name: "CANBusTests", dependencies: ["CANBus", "CSocketCAN", "NMEA2000", "TestSupport"]),
         .testTarget(name: "GNSSTests", dependencies: ["Clocks", "GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "FieldsTests", dependencies: ["Fields", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

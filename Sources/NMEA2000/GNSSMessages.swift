@@ -127,6 +127,19 @@ public struct DeviceName: Sendable, Hashable {
     ]
 
     public var manufacturer: String { Self.makers[manufacturerCode] ?? "manufacturer \(manufacturerCode)" }
+
+    /// What the controller does (bits 40 to 47). Codes below 128 mean the same in every industry;
+    /// from 128 on they mean something only with the industry group and the device class.
+    public var function: Int { Int((raw >> 40) & 0xFF) }
+    /// Bits 49 to 55: the vehicle system, 0 for a controller of no particular system.
+    public var deviceClass: Int { Int((raw >> 49) & 0x7F) }
+    /// Bits 60 to 62: 2 is agriculture and forestry.
+    public var industryGroup: Int { Int((raw >> 60) & 0x7) }
+
+    /// ISO 11783's tractor ECU: function 134 of device class 0 in agriculture.
+    public var isTractorECU: Bool { function == 134 && deviceClass == 0 && industryGroup == 2 }
+    /// An engine controller: function 0 in every industry.
+    public var isEngine: Bool { function == 0 }
 }
 
 /// Little-endian fields, each nil when all ones ("not available").
