@@ -63,7 +63,7 @@ let package = Package(
         // Linux's SocketCAN headers, for a raw CAN socket.
         .systemLibrary(name: "CSocketCAN", path: "Sources/CSocketCAN"),
         // A CAN interface read through a raw SocketCAN socket, never written to.
-        .target(name: "CANBus", dependencies: ["NMEA2000", "GNSS", "GPSDReplay", "Clocks", "CSocketCAN", "BlockingWork"]),
+        .target(name: "CANBus", dependencies: ["NMEA2000", "Machine", "GNSS", "GPSDReplay", "Clocks", "CSocketCAN", "BlockingWork"]),
         // The durable outbox: every sample is committed here first and leaves only when acknowledged.
         .target(
             name: "Spool",
@@ -297,6 +297,7 @@ let package = Package(
             dependencies: [
                 "Clocks",
                 "NMEA2000",
+                "Machine",
                 "CANBus",
                 "Bounds",
                 "GNSS",

@@ -16,6 +16,23 @@ public enum MachineSignal: String, Sendable, CaseIterable, Comparable {
         }
     }
 
+    /// In words, for a field engineer.
+    public var label: String {
+        switch self {
+        case .wheelBasedSpeed: return "wheel-based speed"
+        case .groundBasedSpeed: return "ground-based speed"
+        case .machineSelectedSpeed: return "machine selected speed"
+        case .rearHitch: return "rear hitch"
+        case .frontHitch: return "front hitch"
+        case .rearPTO: return "rear PTO"
+        case .frontPTO: return "front PTO"
+        case .engineSpeed: return "engine speed"
+        case .engineHours: return "engine hours"
+        case .fuelRate: return "fuel rate"
+        case .fuelUsed: return "fuel used"
+        }
+    }
+
     /// Engine messages come from the engine controller first; everything else from the tractor ECU.
     var fromEngine: Bool { [.engineSpeed, .engineHours, .fuelRate, .fuelUsed].contains(self) }
 
@@ -154,13 +171,14 @@ public struct MachineListener: Sendable {
     /// The readings current at `now`: for each signal, the one sender whose reading counts. The tractor
     /// ECU's wins (the engine controller's for engine messages), then the lowest address: a task
     /// controller may send speeds too, and the tractor knows its own best.
-    public func snapshot(at now: Double) -> MachineSnapshot {
+    /// With `ignoringAge`, each signal's newest reading however old, for a summary of a whole recording.
+    public func snapshot(at now: Double, ignoringAge: Bool = false) -> MachineSnapshot {
         var snapshot = MachineSnapshot()
         snapshot.tractorECU = names.filter { $0.value.isTractorECU }.keys.min()
         snapshot.engine = names.filter { $0.value.isEngine }.keys.min()
         for (signal, bySender) in readings {
             // A time ahead of `now` (a replay's clock, a stepped clock) counts as just now.
-            let current = bySender.filter { now - $0.value.time <= signal.lifetime }
+            let current = ignoringAge ? bySender : bySender.filter { now - $0.value.time <= signal.lifetime }
             let senders = current.keys.sorted { rank($0, for: signal) < rank($1, for: signal) }
             guard let chosen = senders.first, let reading = current[chosen] else { continue }
             snapshot.signals[signal] = Observed(message: reading.message, source: chosen, age: max(0, now - reading.time),

@@ -2,15 +2,23 @@ import ArgumentParser
 import CANBus
 import CommandSupport
 import Foundation
+import Machine
 import NMEA2000
 
 struct Bus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Listen to a CAN bus (NMEA 2000 / ISOBUS) and say which sender is the GNSS receiver.",
+        abstract: "Listen to a CAN bus (NMEA 2000 / ISOBUS): which sender is the GNSS receiver, and what the machine broadcasts.",
         discussion: """
             Reads the interface for a few seconds, or a recording made with candump -l, and lists \
             every sender of positions (PGN 129029 or 129025) with what it sends, its maker where its \
             address claim names it, and which one agrigps would read. Nothing is sent on the bus.
+
+            Then the machine's own broadcasts (ISO 11783-7, SAE J1939-71): speeds, rear and front \
+            hitch, rear and front PTO, engine speed and hours, fuel rate and fuel used, each with \
+            its newest value, its sender, how long before the end it came, and who else sent it; \
+            the tractor ECU's and the engine controller's addresses where their address claims \
+            say so; and the signals not heard. "not available" and "error" are what the sender \
+            said, never 0.
 
             gpsd reads an NMEA 2000 receiver as nmea2000://IFACE:ADDRESS. Without the address it \
             takes the first sender it hears, rarely the receiver on a tractor's bus. A receiver that \
@@ -55,22 +63,25 @@ struct Bus: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let finder: ReceiverFinder
+        var heard = BusScan.Heard()
         var problem: String?
         if let file {
-            // Each frame straight to the finder, none kept: a day's recording is a gigabyte.
-            var reading = ReceiverFinder()
+            // Each frame straight to the finder and the machine's listener, none kept: a day's
+            // recording is a gigabyte. Times are the recording's own.
+            var count = 0.0
             do {
-                let log = try CandumpFile.read(file, keeping: .none) { reading.add($0) }
+                let log = try CandumpFile.read(file, keeping: .none) { frame in
+                    count += 1
+                    heard.add(frame, at: frame.time ?? count)
+                }
                 problem = CANReplay.problem(in: log, path: file)
             } catch {
                 throw CommandFailure(error)
             }
-            finder = reading
         } else if let interface {
             let seconds = try listenSeconds()
             do throws(CANBusError) {
-                finder = try await BusScan.listen(to: interface, for: seconds)
+                heard = try await BusScan.listen(to: interface, for: seconds)
             } catch {
                 throw CommandFailure(description: error.description, exitCode: 69)
             }
@@ -78,8 +89,9 @@ struct Bus: AsyncParsableCommand {
             throw ValidationError("give a CAN interface or --file LOG")
         }
         if let problem { Output.warning(problem) }
-        Output.line(json ? try BusReport(finder, interface: interface).json() : BusReport(finder, interface: interface).text)
-        if finder.chosen == nil { throw ExitCode(1) }
+        let report = BusReport(heard, interface: interface)
+        Output.line(json ? try report.json() : report.text)
+        if heard.finder.chosen == nil { throw ExitCode(1) }
     }
 }
 
@@ -99,6 +111,23 @@ struct BusReport: Encodable {
         var missing: [String]
     }
 
+    /// The machine's own broadcasts, each signal's newest reading.
+    struct Machine: Encodable {
+        struct Signal: Encodable {
+            var signal: String
+            var value: String
+            var source: Int
+            /// Seconds before the last frame heard.
+            var age_seconds: Double
+            var also_sent_by: [Int]
+        }
+
+        var tractor_ecu: Int?
+        var engine: Int?
+        var signals: [Signal]
+        var not_heard: [String]
+    }
+
     var interface: String?
     var frames: Int
     var senders: [Int]
@@ -106,8 +135,19 @@ struct BusReport: Encodable {
     var chosen: Int?
     var source: String?
     var summary: String
+    var machine: Machine
 
-    init(_ finder: ReceiverFinder, interface: String?) {
+    init(_ heard: BusScan.Heard, interface: String?) {
+        let finder = heard.finder
+        let snapshot = heard.machine.snapshot(at: heard.lastTime ?? 0, ignoringAge: true)
+        machine = Machine(tractor_ecu: snapshot.tractorECU.map(Int.init), engine: snapshot.engine.map(Int.init),
+                          signals: MachineSignal.allCases.compactMap { signal in
+                              snapshot[signal].map { seen in
+                                  Machine.Signal(signal: signal.rawValue, value: seen.message.text, source: Int(seen.source),
+                                                 age_seconds: (seen.age * 10).rounded() / 10, also_sent_by: seen.alsoSentBy.map(Int.init))
+                              }
+                          },
+                          not_heard: MachineSignal.allCases.filter { snapshot[$0] == nil }.map(\.rawValue))
         self.interface = interface
         frames = finder.frames
         senders = finder.senders.keys.sorted().map(Int.init)
@@ -151,7 +191,26 @@ struct BusReport: Encodable {
             lines.append(line + (receiver.address == chosen ? "  <- read" : ""))
         }
         if let source { lines.append("For agrigps and gpsd: \(source)") }
-        return lines.joined(separator: "\n")
+        return (lines + machineLines).joined(separator: "\n")
+    }
+
+    private var machineLines: [String] {
+        guard !machine.signals.isEmpty else {
+            return ["Machine: none of its broadcasts heard (speeds, hitches, PTOs, engine, fuel)."]
+        }
+        let controllers = [machine.tractor_ecu.map { "tractor ECU at address \($0)" } ?? "no tractor ECU claimed an address",
+                           machine.engine.map { "engine controller at \($0)" }].compactMap { $0 }
+        var lines = ["Machine: " + controllers.joined(separator: ", ") + "."]
+        for seen in machine.signals {
+            let label = MachineSignal(rawValue: seen.signal)?.label ?? seen.signal
+            var line = "  \(label): \(seen.value) (from \(seen.source)"
+            if seen.age_seconds > 0 { line += String(format: ", %.1f s before the end", seen.age_seconds) }
+            if !seen.also_sent_by.isEmpty { line += "; also sent by " + seen.also_sent_by.map(String.init).joined(separator: ", ") }
+            lines.append(line + ")")
+        }
+        let missing = machine.not_heard.compactMap { MachineSignal(rawValue: $0)?.label }
+        if !missing.isEmpty { lines.append("  not heard: " + missing.joined(separator: ", ")) }
+        return lines
     }
 
     func json() throws -> String {

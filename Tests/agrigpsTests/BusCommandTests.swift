@@ -13,12 +13,38 @@ struct BusCommandTests {
         let text = try await AgrigpsCommand.run(["bus", "--file", Fixtures.can("candumpSample1.txt")])
         #expect(text.code == 0, "\(text.stderr)")
         #expect(text.stdout == ["Recording: 6026 frames from 3 senders.", "GNSS receiver at address 0 (Garmin).",
-                                "  0 (Garmin): 129029 ×97, 129025 ×963, 129539 ×97; last fix: GNSS fix at 42.49677, -71.58366  <- read"])
+                                "  0 (Garmin): 129029 ×97, 129025 ×963, 129539 ×97; last fix: GNSS fix at 42.49677, -71.58366  <- read",
+                                "Machine: none of its broadcasts heard (speeds, hitches, PTOs, engine, fuel)."])
         let json = try await AgrigpsCommand.run(["bus", "--file", Fixtures.can("candumpSample3.txt"), "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
         #expect(object["chosen"] as? Int == 43 && object["senders"] as? [Int] == [0, 43, 116, 172, 204])
         let receiver = try #require((object["receivers"] as? [[String: Any]])?.first)
         #expect(receiver["missing"] as? [String] == ["129029 (fix quality)", "129539 (fix mode)"] && receiver["method"] == nil)
+    }
+
+    @Test("a tractor's recording: the machine's broadcasts, each with its sender and age, and what was not heard; in JSON too")
+    func tractorRecording() async throws {
+        let text = try await AgrigpsCommand.run(["bus", "--file", Fixtures.can("jd5055e-engine.log")])
+        // No receiver on this bus: exit 1, as for any bus without one.
+        #expect(text.code == 1, "\(text.stderr)")
+        #expect(Array(text.stdout.dropFirst(2)) == [
+            "Machine: no tractor ECU claimed an address, engine controller at 0.",
+            "  ground-based speed: not available (from 71, 18.7 s before the end)",
+            "  rear PTO: disengaged, 0 rpm (from 71, 18.7 s before the end)",
+            "  front PTO: disengaged, 0 rpm (from 71, 18.7 s before the end)",
+            "  engine speed: 0 rpm (from 0)",
+            "  engine hours: 147.55 h (from 0, 20.3 s before the end)",
+            "  fuel rate: 0.00 L/h (from 0, 0.1 s before the end)",
+            "  not heard: wheel-based speed, machine selected speed, rear hitch, front hitch, fuel used",
+        ], "\(text.stdout)")
+        let json = try await AgrigpsCommand.run(["bus", "--file", Fixtures.can("jd5055e-engine.log"), "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
+        let machine = try #require(object["machine"] as? [String: Any])
+        #expect(machine["engine"] as? Int == 0 && machine["tractor_ecu"] == nil)
+        let signals = try #require(machine["signals"] as? [[String: Any]])
+        #expect(signals.map { $0["signal"] as? String } == ["ground-speed", "rear-pto", "front-pto", "engine-speed", "engine-hours", "fuel-rate"])
+        #expect(signals.first { $0["signal"] as? String == "engine-hours" }?["value"] as? String == "147.55 h")
+        #expect(machine["not_heard"] as? [String] == ["wheel-speed", "selected-speed", "rear-hitch", "front-hitch", "fuel-used"])
     }
 
     @Test("nothing to read, or no receiver on it: a clear error and its exit code")
