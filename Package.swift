@@ -377,7 +377,7 @@ let package = Package(
         .testTarget(name: "NMEA2000Tests", dependencies: ["NMEA2000", "GNSS", "TestSupport"]),
         .testTarget(name: "MachineTests", dependencies: ["Machine", "NMEA2000", "TestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
                     exclude: ["Peer"]),
-        .testTarget(name: "CANBusTests", dependencies: ["CANBus", "CSocketCAN", "NMEA2000", "TestSupport"]),
+        .testTarget(name: "CANBusTests", dependencies: ["CANBus", "CSocketCAN", "NMEA2000", "GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "GNSSTests", dependencies: ["Clocks", "GNSS", "GPSDReplay", "TestSupport"]),
         .testTarget(name: "FieldsTests", dependencies: ["Fields", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),

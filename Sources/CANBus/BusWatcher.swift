@@ -28,6 +28,8 @@ public final class BusWatcher: Sendable {
         var lastStandIn: Date?
         var lastStandInAt: Double?
         var stopped = false
+        /// A recording replayed without gpsd: every fix is the receiver's own 129029.
+        var withoutGPSD = false
     }
 
     /// Seconds between attempts to open an interface that could not be read.
@@ -35,9 +37,12 @@ public final class BusWatcher: Sendable {
     /// Frames last heard longer ago than this make the line say the bus went quiet.
     static let quietAfter = 5.0
 
-    public init(interface: String, address: UInt8?) {
+    /// `withoutGPSD`: frames come from a recording replayed with no interface and no gpsd (`BusReplay`).
+    public init(interface: String, address: UInt8?, withoutGPSD: Bool = false) {
         self.interface = interface
-        state = Mutex(State(overlay: BusOverlay(address: address), lastAdmittedAt: uptime()))
+        var state = State(overlay: BusOverlay(address: address), lastAdmittedAt: uptime())
+        state.withoutGPSD = withoutGPSD
+        self.state = Mutex(state)
     }
 
     /// Starts the reading thread; false if no thread could be had.
@@ -85,15 +90,21 @@ public final class BusWatcher: Sendable {
                 if narrow && uptime() - lastFrame > Self.quietAfter { return }
                 continue
             }
-            let now = uptime()
-            lastFrame = now
+            lastFrame = uptime()
             let pgn = frame.pgn
-            let found = state.withLock {
-                $0.overlay.add(frame, now: now)
-                $0.lastFrameAt = now
-                return !narrow && (pgn == GNSSPGN.positionData || pgn == GNSSPGN.positionRapid) && $0.overlay.finder.hasReceiver
-            }
-            if found { return }
+            let found = take(frame, now: lastFrame)
+            if !narrow && (pgn == GNSSPGN.positionData || pgn == GNSSPGN.positionRapid) && found { return }
+        }
+    }
+
+    /// Takes one frame that came at `now` (monotonic), from the interface or from a recording
+    /// replayed without one (`BusReplay`); returns whether the receiver is known.
+    @discardableResult
+    public func take(_ frame: CANFrame, now: Double = uptime()) -> Bool {
+        state.withLock {
+            $0.overlay.add(frame, now: now)
+            $0.lastFrameAt = now
+            return $0.overlay.finder.hasReceiver
         }
     }
 
@@ -127,12 +138,21 @@ public final class BusWatcher: Sendable {
     public func standIn() -> PositionReport? {
         let now = uptime()
         return state.withLock { state in
-            guard now - state.lastAdmittedAt >= Self.gpsdQuietAfter, let report = state.overlay.receiverReport(now: now),
-                  report.time != state.lastStandIn, state.overlay.inOrder(report) else { return nil }
-            state.lastStandIn = report.time
-            state.lastStandInAt = now
-            return report
+            guard now - state.lastAdmittedAt >= Self.gpsdQuietAfter else { return nil }
+            return Self.nextOwnFix(&state, now: now)
         }
+    }
+
+    /// The receiver's newest fix from its own 129029, each once: a replay without gpsd samples these.
+    public func ownFix(now: Double = uptime()) -> PositionReport? {
+        state.withLock { Self.nextOwnFix(&$0, now: now) }
+    }
+
+    private static func nextOwnFix(_ state: inout State, now: Double) -> PositionReport? {
+        guard let report = state.overlay.receiverReport(now: now), report.time != state.lastStandIn, state.overlay.inOrder(report) else { return nil }
+        state.lastStandIn = report.time
+        state.lastStandInAt = now
+        return report
     }
 
     /// "can0: GNSS receiver at address 2 (Garmin)", or why the bus says nothing.
@@ -143,7 +163,9 @@ public final class BusWatcher: Sendable {
             guard let last = state.lastFrameAt else { return "\(interface): no frames yet" }
             if now - last > Self.quietAfter { return "\(interface): no frames for \(Int(now - last)) s" }
             var line = "\(interface): \(state.overlay.finder.summary)"
-            if let at = state.lastStandInAt, now - at <= Self.quietAfter {
+            if state.withoutGPSD {
+                line += "; its fixes read by agrigps from the recording, without gpsd"
+            } else if let at = state.lastStandInAt, now - at <= Self.quietAfter {
                 line += "; gpsd reports nothing of it, so its own 129029 is sampled"
             }
             if state.setAside > 0, let device = state.setAsideDevice {

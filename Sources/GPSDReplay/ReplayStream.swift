@@ -16,6 +16,10 @@ public struct ReplayStream: Sendable {
     public let events: AsyncStream<SourceEvent>
     public let ending: Task<ReplayEnding, Never>
 
+    public init(events: AsyncStream<SourceEvent>, ending: Task<ReplayEnding, Never>) {
+        (self.events, self.ending) = (events, ending)
+    }
+
     /// Every TPV report, in order.
     public func reports() -> AsyncStream<PositionReport> {
         AsyncStream { output in

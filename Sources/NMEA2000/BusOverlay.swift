@@ -11,6 +11,8 @@ public struct BusOverlay: Sendable {
     public private(set) var address: UInt8?
     public private(set) var finder = ReceiverFinder()
     private var latest: (data: GNSSPositionData, at: Double)?
+    /// The receiver's newest 129026, for the speed and course of its own fixes.
+    private var course: (data: GNSSCourseAndSpeed, at: Double)?
     /// When the receiver last gave a position (129029 or 129025).
     private var positionAt: Double?
     /// The time of the newest fix gone out.
@@ -30,6 +32,10 @@ public struct BusOverlay: Sendable {
         // The finder joins every sender's 129029: the receiver may be chosen only by the message it completes.
         let data = finder.add(frame)
         let pgn = frame.pgn
+        if pgn == GNSSPGN.courseAndSpeed, frame.source == (address ?? finder.chosen?.address), let data = GNSSCourseAndSpeed(frame.data) {
+            course = (data, now)
+            return
+        }
         guard pgn == GNSSPGN.positionData || pgn == GNSSPGN.positionRapid, frame.source == (address ?? finder.chosen?.address) else { return }
         if let data {
             latest = (data, now)
@@ -111,7 +117,8 @@ public struct BusOverlay: Sendable {
     /// reports nothing of a receiver that is on the bus.
     public func receiverReport(now: Double) -> PositionReport? {
         guard let (data, at) = latest, now - at <= Self.freshFor, now >= at else { return nil }
-        return Self.report(from: data)
+        let fresh = course.flatMap { now - $0.at <= Self.freshFor && now >= $0.at ? $0.data : nil }
+        return Self.report(from: data, speed: fresh?.speed, track: fresh?.course)
     }
 
     static func report(from data: GNSSPositionData, speed: Double? = nil, track: Double? = nil, device: String? = nil) -> PositionReport? {

@@ -5,6 +5,7 @@ import GNSS
 /// an all-ones value means "not available".
 public enum GNSSPGN {
     public static let positionRapid: UInt32 = 129_025
+    public static let courseAndSpeed: UInt32 = 129_026
     /// The one read here that comes as a fast packet.
     public static let positionData: UInt32 = 129_029
     public static let dops: UInt32 = 129_539
@@ -80,6 +81,24 @@ public struct GNSSPositionRapid: Sendable, Equatable {
         let longitude = Double(east) * 1e-7
         guard abs(latitude) <= 90, abs(longitude) <= 180 else { return nil }
         (self.latitude, self.longitude) = (latitude, longitude)
+    }
+}
+
+/// PGN 129026, COG & SOG Rapid Update: course and speed over ground, as gpsd takes them for its
+/// reports of an NMEA 2000 receiver. 0xFFFF is not available and 0xFFFE and 0xFFFD out of range.
+public struct GNSSCourseAndSpeed: Sendable, Equatable {
+    /// Degrees from true north; nil unless the receiver gave it against true north.
+    public var course: Double?
+    /// Metres a second.
+    public var speed: Double?
+
+    public init?(_ bytes: [UInt8]) {
+        guard bytes.count >= 8 else { return nil }
+        let trueNorth = bytes[1] & 0x03 == 0
+        let (course, speed) = (Little.u16(bytes, 2), Little.u16(bytes, 4))
+        // 0.0001 rad: a whole turn is 62,832.
+        self.course = trueNorth && course < 62_832 ? Double(course) * 0.0001 * 180 / .pi : nil
+        self.speed = speed < 0xFFFD ? Double(speed) * 0.01 : nil
     }
 }
 

@@ -2,6 +2,7 @@ import CommandSupport
 import ArgumentParser
 import Foundation
 import GNSS
+import CANBus
 import GPSDReplay
 
 struct Replay: AsyncParsableCommand {
@@ -14,7 +15,10 @@ struct Replay: AsyncParsableCommand {
             A candump recording (candump -l) is written onto a virtual CAN interface (--can, \
             vcan0 by default: sudo ip link add vcan0 type vcan && sudo ip link set vcan0 up), which \
             gpsd reads as nmea2000://vcan0 and agrigps listens to beside it, as for a receiver on \
-            the bus: 250 frames a second, or the recorded pace with --real-time.
+            the bus: 250 frames a second, or the recorded pace with --real-time. Without --can and \
+            without vcan0, agrigps reads the recording itself, without gpsd: the \
+            receiver's fixes from its PGN 129029, with 129026's speed and course (1,000 frames a \
+            second, or the recorded pace).
 
             While the receiver has a fix, intervals are measured in receiver time, so a fast \
             replay gives the samples of a real-time drive.
@@ -55,8 +59,21 @@ struct Replay: AsyncParsableCommand {
         let trap = await SignalTrap { number in interruption.interrupt(by: number) }
         let gpsd: ReplayGPSD
         var bus: CANReplay?
+        let interface = canInterface ?? "vcan0"
+        // vcan0, the default, missing: the recording is read here. An interface named with --can
+        // and missing is an error that says how to make it.
+        if CANReplay.isCandump(log), canInterface == nil, !BusReplay.interfaceExists(interface) {
+            let (recording, problem) = try CANReplay.readRecording(log)
+            if let problem { Output.warning(problem) }
+            let stream = BusReplay.stream(recording, into: BusWatcher(interface: "recording", address: nil, withoutGPSD: true), realTime: realTime)
+            interruption.onInterrupt { stream.ending.cancel() }
+            _ = try await show(stream)
+            _ = consume trap
+            if let signal = interruption.signal { throw ExitCode(128 + signal) }
+            return
+        }
         if CANReplay.isCandump(log) {
-            let replay = try await CANReplay.start(log, interface: canInterface ?? "vcan0", realTime: realTime)
+            let replay = try await CANReplay.start(log, interface: interface, realTime: realTime)
             (gpsd, bus) = (replay.gpsd, replay)
         } else {
             do {

@@ -31,7 +31,10 @@ struct Run: AsyncParsableCommand {
             for a live receiver: its GNSS time then corrects the clock of every timestamp sent.
 
             A candump recording of a CAN bus is replayed as 'agrigps replay' does, onto a virtual \
-            interface: vcan0, or the one of --source nmea2000://IFACE. Its times stay as recorded.
+            interface: vcan0, or the one of --source nmea2000://IFACE. Without --source and without \
+            vcan0, agrigps reads the recording itself, without gpsd or any interface: the frames go \
+            to the bus listener, and the receiver's fixes come from its own PGN 129029 and 129026. \
+            Its times stay as recorded.
             """
     )
 
@@ -146,8 +149,7 @@ struct Run: AsyncParsableCommand {
         let credentials = CredentialStore(directory: state.resolved)
         var restart = false
         var summary = GatewayDaemon.Summary()
-        var replayGPSD: ReplayGPSD?
-        var replayBus: CANReplay?
+        var replayFinish: (@Sendable () async -> Void)?
         let trap = await SignalTrap { number in interruption.interrupt(by: number) }
         let bus = try busWatcher(file)
         defer { bus?.stop() }
@@ -159,6 +161,9 @@ struct Run: AsyncParsableCommand {
             configuration.clock = clock
             configuration.resumeSharingAtStart = !restart
             if let bus { configuration.receiverBus = { bus.summary } }
+            var started: StartedReplay?
+            if let replay { started = try await startReplay(replay) }
+            if let watcher = started?.bus { configuration.receiverBus = { watcher.summary } }
             let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
                                        configuration: configuration)
             // A live daemon picks up an onboarding or a disconnect (by the CLI or the cab view) by
@@ -169,22 +174,20 @@ struct Run: AsyncParsableCommand {
                                                                   successTerminationBehavior: .gracefullyShutdownGroup)]
                 : []
             // SIGTERM and SIGINT shut the services down gracefully, in the group's order.
-            let started: @Sendable (ServiceGroup) async -> Void = { group in
+            let onStart: @Sendable (ServiceGroup) async -> Void = { group in
                 interruption.onInterrupt { Task { await group.triggerGracefulShutdown() } }
             }
-            if let replay {
-                let (events, gpsd, bus) = try await startReplay(replay)
-                replayGPSD = gpsd
-                replayBus = bus
+            if let started {
+                replayFinish = started.finish
                 // A recording's time is not now: no skew check, unless it was moved to now.
-                summary.add(await daemon.run(events: events, skewLimit: retime ? 60 : nil, alongside: watcher, started: started))
+                summary.add(await daemon.run(events: started.events, skewLimit: retime ? 60 : nil, alongside: watcher, started: onStart))
             } else {
                 var gpsdConfiguration = GPSDSource.Configuration(address: gpsdAddress)
                 if let bus {
                     gpsdConfiguration.adjust = { bus.adjust($0) }
                     gpsdConfiguration.standIn = { bus.standIn() }
                 }
-                summary.add(await daemon.run(gpsd: GPSDSource(configuration: gpsdConfiguration), alongside: watcher, started: started))
+                summary.add(await daemon.run(gpsd: GPSDSource(configuration: gpsdConfiguration), alongside: watcher, started: onStart))
             }
             // An MQTT connection ends with the daemon's run: a new one comes with the new credentials.
             link?.connection.link.close()
@@ -192,8 +195,7 @@ struct Run: AsyncParsableCommand {
             if restart { Logger(label: "agrigps.daemon").notice("the credentials changed: starting again with them") }
         } while restart
         _ = consume trap
-        replayBus?.bus.stop()
-        await replayGPSD?.finish()
+        await replayFinish?()
         let status = await spool.status()
         Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
                     + "\(status.waiting) waiting in the spool; "
@@ -214,20 +216,37 @@ struct Run: AsyncParsableCommand {
         return watcher
     }
 
-    /// A private gpsd that replays `path`, and its events.
-    private func startReplay(_ path: String) async throws -> (AsyncStream<SourceEvent>, ReplayGPSD, CANReplay?) {
+    /// A replay's events, how to end it, and the bus listener it feeds, if it is a CAN recording.
+    struct StartedReplay {
+        var events: AsyncStream<SourceEvent>
+        var finish: @Sendable () async -> Void
+        var bus: BusWatcher?
+    }
+
+    /// A private gpsd that replays `path`; or, for a candump recording where the interface to
+    /// replay it onto does not exist, agrigps's own reading of it, without gpsd.
+    private func startReplay(_ path: String) async throws -> StartedReplay {
         if CANReplay.isCandump(path) {
-            var interface = "vcan0"
-            if let source, case .nmea2000(let named, _)? = try? ReceiverSource(parsing: source) { interface = named }
+            var (interface, address, named): (String, UInt8?, Bool) = ("vcan0", nil, false)
+            if let source, case .nmea2000(let given, let at)? = try? ReceiverSource(parsing: source) { (interface, address, named) = (given, at, true) }
+            // An interface named but missing is an error that says how to make it; vcan0, the
+            // default, missing means the recording is read here.
+            guard named || BusReplay.interfaceExists(interface) else {
+                let (log, problem) = try CANReplay.readRecording(path)
+                if let problem { Output.warning(problem) }
+                let watcher = BusWatcher(interface: "recording", address: address, withoutGPSD: true)
+                let stream = BusReplay.stream(log, into: watcher, realTime: false)
+                return StartedReplay(events: stream.events, finish: { stream.ending.cancel() }, bus: watcher)
+            }
             let replay = try await CANReplay.start(path, interface: interface, realTime: false)
-            return (replay.stream().events, replay.gpsd, replay)
+            return StartedReplay(events: replay.stream().events, finish: { await replay.finish() }, bus: replay.bus)
         }
         do {
             let log = try NMEALog(contentsOf: path)
             var options = ReplayGPSD.Options()
             options.realTime = retime
             let gpsd = try await ReplayGPSD.start(log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
-            return (gpsd.stream().events, gpsd, nil)
+            return StartedReplay(events: gpsd.stream().events, finish: { await gpsd.finish() }, bus: nil)
         } catch {
             throw CommandFailure(error)
         }

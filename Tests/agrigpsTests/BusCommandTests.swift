@@ -113,6 +113,29 @@ struct BusCommandTests {
         #expect(refused.code == 64 && refused.stderr.joined().contains("--can: 'vcan 0' is not a network interface name"), "\(refused.stderr)")
     }
 
+    @Test("replay and run --replay of a candump recording with no vcan0 and no interface named: read by agrigps itself, without gpsd")
+    func replayWithoutInterface() async throws {
+        // With a vcan0 on this machine the recording goes through gpsd as before; both give the samples.
+        let withoutGPSD = !FileManager.default.fileExists(atPath: "/sys/class/net/vcan0")
+        let recording = Fixtures.can("logfile_20140914_365495765_can.log")
+        let replay = try await AgrigpsCommand.run(["replay", "--json", recording], timeout: 60)
+        #expect(replay.code == 0, "\(replay.code as Any) \(replay.stderr)")
+        let samples = try replay.stdout.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(withoutGPSD ? samples.count == 200 : samples.count > 150, "\(samples.count) samples")
+        #expect(samples.first?["time"] as? String == "2014-09-14T16:53:04.000Z" && samples.allSatisfy { $0["state"] as? String == "fix_3d_autonomous" })
+
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-bus-replay-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let run = try await AgrigpsCommand.run(["run", "--replay", recording, "--state-dir", state], timeout: 90)
+        #expect(run.code == 0 && run.stdout.last?.hasPrefix(withoutGPSD ? "agrigps: 200 samples taken" : "agrigps: ") == true, "\(run.stdout) \(run.stderr)")
+        let status = try await AgrigpsCommand.run(["status", "--state-dir", state])
+        if withoutGPSD {
+            #expect(status.stdout.contains("CAN bus: recording: GNSS receiver at address 2; its fixes read by agrigps from the recording, without gpsd"),
+                    "\(status.stdout)")
+        }
+        #expect(status.stdout.contains { $0.hasPrefix(withoutGPSD ? "Spool: 200 pending " : "Spool: ") }, "\(status.stdout)")
+    }
+
     /// Whether this kernel opens a raw CAN socket (PF_CAN 29, CAN_RAW 1).
     private func hasSocketCANHere() -> Bool {
         let probe = socket(29, Int32(SOCK_RAW.rawValue), 1)
