@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "NMEA2000", dependencies: ["GNSS"]),
         // The tractor's own broadcasts on the same bus (ISO 11783-7, SAE J1939-71): speeds, hitches,
         // PTOs, engine and fuel, who sent them, and the work state they make. No I/O.
-        .target(name: "Machine", dependencies: ["NMEA2000"]),
+        .target(name: "Machine", dependencies: ["NMEA2000", "GNSS"]),
         // Linux's SocketCAN headers, for a raw CAN socket.
         .systemLibrary(name: "CSocketCAN", path: "Sources/CSocketCAN"),
         // A CAN interface read through a raw SocketCAN socket, never written to.
@@ -332,7 +332,7 @@ let package = Package(
             ]
         ),
         // Fixture paths, gpsd's .chk reader and process checks shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["ChildProcesses", "GNSS", "GPSDReplay", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
+        .target(name: "TestSupport", dependencies: ["ChildProcesses", "GNSS", "NMEA2000", "Machine", "GPSDReplay", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
                                                    .product(name: "SwiftProtobuf", package: "swift-protobuf")],
                 path: "Tests/TestSupport"),
         // Benchmarks that print each figure beside its baseline: swift run -c release agrigps-bench

@@ -5,6 +5,7 @@ import BlockingWork
 import Clocks
 import FoundationEssentials
 import GNSS
+import Machine
 import NMEA2000
 import Synchronization
 
@@ -17,6 +18,8 @@ public final class BusWatcher: Sendable {
 
     struct State {
         var overlay: BusOverlay
+        /// The machine's own broadcasts on the same bus.
+        var machine = MachineListener()
         var problem: CANBusError?
         var lastFrameAt: Double?
         /// gpsd's reports set aside as another sender's, and the device of the last one.
@@ -54,9 +57,11 @@ public final class BusWatcher: Sendable {
 
     private var stopped: Bool { state.withLock { $0.stopped } }
 
-    /// What the listener reads once a receiver is found: its positions, DOPs and address claims.
-    /// The kernel drops the rest, so other traffic on a busy bus costs the daemon nothing.
-    static let wanted = [GNSSPGN.positionData, GNSSPGN.positionRapid, GNSSPGN.dops, GNSSPGN.addressClaim]
+    /// What the listener reads once a receiver is found: its positions, course and speed, DOPs and
+    /// address claims, and the machine's own broadcasts. The kernel drops the rest, so other traffic
+    /// on a busy bus costs the daemon nothing.
+    static let wanted = [GNSSPGN.positionData, GNSSPGN.positionRapid, GNSSPGN.courseAndSpeed, GNSSPGN.dops, GNSSPGN.addressClaim]
+        + MachinePGN.all
 
     private func read() {
         while !stopped {
@@ -103,9 +108,15 @@ public final class BusWatcher: Sendable {
     public func take(_ frame: CANFrame, now: Double = uptime()) -> Bool {
         state.withLock {
             $0.overlay.add(frame, now: now)
+            $0.machine.take(frame, at: now)
             $0.lastFrameAt = now
             return $0.overlay.finder.hasReceiver
         }
+    }
+
+    /// What the machine's controllers said lately (see `MachineListener`).
+    public func machineSnapshot(now: Double = uptime()) -> MachineSnapshot {
+        state.withLock { $0.machine.snapshot(at: now) }
     }
 
     /// Waits `seconds` (whole tenths) on this thread, ending early once stopped.

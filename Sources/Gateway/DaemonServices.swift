@@ -56,6 +56,8 @@ struct SamplingService: Service {
 
     /// The spool first, always; then the counts, the heartbeat and the track.
     private func take(_ sample: PositionSample) async {
+        var sample = sample
+        if let machine = configuration.machine { sample.machine = machine(sample) }
         configuration.clock?.observe(sample)
         var rowID: Int64?
         switch await spool.append(sample) {

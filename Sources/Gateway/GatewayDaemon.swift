@@ -22,6 +22,10 @@ public struct GatewayDaemon: Sendable {
         public var sendInterval: Double = 10
         /// With a receiver on a CAN bus: what the bus shows, for the heartbeat (and `agrigps status`).
         public var receiverBus: (@Sendable () -> String?)?
+        /// With a machine's bus listened to: what its controllers say at a sample, put in the
+        /// sample; and for status, the bus's signals.
+        public var machine: (@Sendable (PositionSample) -> MachineReading?)?
+        public var machineStatus: (@Sendable () -> Heartbeat.MachineStatus?)?
         /// Seconds between attempts of the endpoint set-up while agrirouter cannot be reached.
         public var setupRetry: Double = 30
         /// Re-send capabilities and subscription this often, as agrirouter recommends.
@@ -192,7 +196,8 @@ public struct GatewayDaemon: Sendable {
         let trackFailing = Flag()
         let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, environment: configuration.environment, clock: configuration.clock,
                                                                                      sendInterval: configuration.sendInterval,
-                                                                                     receiverBus: configuration.receiverBus) }
+                                                                                     receiverBus: configuration.receiverBus,
+                                                                                     machine: configuration.machineStatus) }
         await heartbeat?.certificate(notAfter: configuration.certificateNotAfter)
         await checkForLostRows(heartbeat)
         await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))

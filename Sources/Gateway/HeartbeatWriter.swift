@@ -35,12 +35,15 @@ actor HeartbeatWriter {
     private let clock: TrueTime?
     /// What the CAN bus shows, asked at each write.
     private let receiverBus: (@Sendable () -> String?)?
+    /// What the machine's bus shows, asked at each write.
+    private let machine: (@Sendable () -> Heartbeat.MachineStatus?)?
 
     init(path: String, environment: String?, clock: TrueTime? = nil, sendInterval: Double? = nil, minimumGap: Double = 10,
-         receiverBus: (@Sendable () -> String?)? = nil) {
+         receiverBus: (@Sendable () -> String?)? = nil, machine: (@Sendable () -> Heartbeat.MachineStatus?)? = nil) {
         self.path = path
         self.clock = clock
         self.receiverBus = receiverBus
+        self.machine = machine
         self.minimumGap = minimumGap
         var heartbeat = Heartbeat(onboarded: environment != nil)
         heartbeat.environment = environment
@@ -156,6 +159,7 @@ actor HeartbeatWriter {
         heartbeat.quietSeconds = max(0, uptime() - (acknowledgedUptime ?? startedUptime))
         heartbeat.systemClockError = clock?.systemClockError()
         heartbeat.receiverBus = receiverBus?()
+        heartbeat.machine = machine?()
         do {
             try heartbeat.write(to: path)
             failure = nil

@@ -74,6 +74,8 @@ public struct MachineSnapshot: Sendable, Equatable {
     /// The engine controller's address, when its address claim was heard.
     public var engine: UInt8?
     public var signals: [MachineSignal: Observed] = [:]
+    /// Whether the listener ever heard one of the machine's messages, current or not.
+    public var everHeard = false
 
     public subscript(signal: MachineSignal) -> Observed? { signals[signal] }
 
@@ -139,6 +141,10 @@ public struct MachineListener: Sendable {
     /// The newest reading of each signal, by sender.
     private var readings: [MachineSignal: [UInt8: Reading]] = [:]
 
+    /// Whether any of the machine's messages was ever heard: a bus that never carried one (a boat's,
+    /// a receiver's alone) has no machine to speak of.
+    public private(set) var everHeard = false
+
     public init() {}
 
     /// Takes a frame seen at `time` (seconds on any steady clock); returns whether it was one of the
@@ -152,6 +158,7 @@ public struct MachineListener: Sendable {
         }
         guard frame.source < 0xFE, let message = MachineMessage(frame) else { return false }
         readings[MachineSignal(message), default: [:]][frame.source] = Reading(message: message, time: time)
+        everHeard = true
         return true
     }
 
@@ -174,6 +181,7 @@ public struct MachineListener: Sendable {
     /// With `ignoringAge`, each signal's newest reading however old, for a summary of a whole recording.
     public func snapshot(at now: Double, ignoringAge: Bool = false) -> MachineSnapshot {
         var snapshot = MachineSnapshot()
+        snapshot.everHeard = everHeard
         snapshot.tractorECU = names.filter { $0.value.isTractorECU }.keys.min()
         snapshot.engine = names.filter { $0.value.isEngine }.keys.min()
         for (signal, bySender) in readings {

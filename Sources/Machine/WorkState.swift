@@ -1,3 +1,5 @@
+import GNSS
+
 /// What the machine is doing, as Records count it and TimeLogs carry it (DDI 141).
 public enum WorkState: String, Sendable, Equatable, CaseIterable {
     /// An implement is in work (by a counted signal) and the machine moves.
@@ -59,5 +61,24 @@ public struct WorkRules: Sendable, Equatable {
             return nil
         case .workSwitch: return workSwitch
         }
+    }
+}
+
+extension WorkRules {
+    /// What a sample carries of the machine: the work state without fields (road is told from the
+    /// track and the farm's fields when Records are made), and the bus's speed, engine and fuel.
+    /// `receiverSpeed` (metres a second) stands in where the bus gives no speed.
+    public func reading(_ snapshot: MachineSnapshot, workSwitch: Bool, receiverSpeed: Double?) -> MachineReading {
+        let busSpeed = snapshot.speed
+        let state = state(snapshot, workSwitch: workSwitch, speed: busSpeed?.metresPerSecond ?? receiverSpeed, insideField: nil)
+        let work: MachineReading.Work = state == .working ? .working : state == .unknown ? .unknown : .notWorking
+        let source: String? = switch busSpeed?.signal {
+        case .machineSelectedSpeed?: "selected"
+        case .groundBasedSpeed?: "ground"
+        case .wheelBasedSpeed?: "wheel"
+        default: nil
+        }
+        return MachineReading(work: work, speed: busSpeed?.metresPerSecond, speedSource: source, engineSpeed: snapshot.engineSpeed,
+                              engineHours: snapshot.engineHours, fuelRate: snapshot.fuelRate, fuelUsed: snapshot.fuelUsed)
     }
 }

@@ -35,7 +35,7 @@ public actor SpoolReader {
     public func newest(limit: Int) throws(SpoolError) -> [SpooledSample] {
         let limit = max(0, min(limit, 100_000))
         return try read { db in
-            try Row.fetchAll(db.cachedStatement(sql: SampleColumns.select + " ORDER BY id DESC LIMIT ?"), arguments: [limit]).map(SampleColumns.spooled)
+            try Row.fetchAll(db.cachedStatement(sql: Self.select(db) + " ORDER BY id DESC LIMIT ?"), arguments: [limit]).map(SampleColumns.spooled)
         }
     }
 
@@ -48,13 +48,18 @@ public actor SpoolReader {
         let limit = max(0, min(limit, 100_000))
         return try read { db in
             let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
-            let rows = try Row.fetchAll(db.cachedStatement(sql: SampleColumns.select + " WHERE id > ? ORDER BY id DESC LIMIT ?"), arguments: [rowID, limit])
+            let rows = try Row.fetchAll(db.cachedStatement(sql: Self.select(db) + " WHERE id > ? ORDER BY id DESC LIMIT ?"), arguments: [rowID, limit])
                 .map(SampleColumns.spooled)
             guard let statusAt else { return (rows, version, nil) }
             var status = SpoolStatus()
             try Spool.readStatus(db, now: statusAt, into: &status)
             return (rows, version, status)
         }
+    }
+
+    /// The samples' select for the file as it is: one the daemon has not migrated yet has no machine columns.
+    private static func select(_ db: Database) throws -> String {
+        SampleColumns.select(withMachine: try db.columns(in: "sample").contains { $0.name == "machine_work" })
     }
 
     /// A number that changes whenever another connection commits to the file (SQLite's data_version),

@@ -33,7 +33,10 @@ enum SampleColumns {
         "sampled_at", "receiver_time", "state", "state_reason", "gpsd_mode", "gpsd_status",
         "latitude", "longitude", "altitude_hae", "altitude_msl", "speed", "track", "hdop", "pdop", "satellites_used",
         "device", "clock_skew", "detail", "wire_size", "sampled_uptime",
-    ]
+    ] + machineColumns
+
+    /// What the machine's controllers said at the sample (`MachineReading`); all NULL without one.
+    static let machineColumns = ["machine_work", "machine_speed", "machine_speed_source", "engine_speed", "engine_hours", "fuel_rate", "fuel_used"]
 
     /// A sample taken while sharing is paused is withheld for good. The state is read by the insert
     /// itself, inside the transaction, because `agrigps pause` in another process may just have set it.
@@ -47,11 +50,18 @@ enum SampleColumns {
             """
     }
 
-    static let select = """
-        SELECT id, sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,
-            latitude, longitude, altitude_hae, altitude_msl, speed, track, hdop, pdop, satellites_used,
-            device, clock_skew, detail, wire_size, sampled_uptime FROM sample
-        """
+    static let select = select(withMachine: true)
+
+    /// The select for a file with or without the machine's columns: a reader in another process may
+    /// open a spool the daemon has not migrated yet.
+    static func select(withMachine: Bool) -> String {
+        let machine = machineColumns.map { withMachine ? $0 : "NULL AS \($0)" }.joined(separator: ", ")
+        return """
+            SELECT id, sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,
+                latitude, longitude, altitude_hae, altitude_msl, speed, track, hdop, pdop, satellites_used,
+                device, clock_skew, detail, wire_size, sampled_uptime, \(machine) FROM sample
+            """
+    }
 
     static func arguments(_ sample: PositionSample, wireSize: Int) -> StatementArguments {
         let report = sample.report
@@ -63,7 +73,12 @@ enum SampleColumns {
             report?.speed, report?.track, report?.hdop, report?.pdop, report?.satellitesUsed,
             report?.device, sample.clockSkew, sample.detail, wireSize, sample.sampledUptime,
         ]
-        return StatementArguments(values)
+        let machine = sample.machine
+        let machineValues: [(any DatabaseValueConvertible)?] = [
+            machine?.work.rawValue, machine?.speed, machine?.speedSource, machine?.engineSpeed, machine?.engineHours,
+            machine?.fuelRate, machine?.fuelUsed,
+        ]
+        return StatementArguments(values + machineValues)
     }
 
     /// A row read back. Every value passes the same checks as a report from gpsd (`PositionReport`
@@ -88,8 +103,19 @@ enum SampleColumns {
         let sample = PositionSample(
             sampledAt: sampledAt, state: state, report: report,
             clockSkew: row.double("clock_skew", in: Bounds.duration), detail: row.text("detail", limit: 512),
-            sampledUptime: row.double("sampled_uptime", in: 0...1e10))
+            sampledUptime: row.double("sampled_uptime", in: 0...1e10), machine: machine(row))
         return SpooledSample(rowID: row["id"], sample: sample, wireSize: wireSize(row))
+    }
+
+    /// The machine's reading, each value in the range its message can carry; a damaged work state
+    /// reads as unknown. Nil where the row has none.
+    static func machine(_ row: Row) -> MachineReading? {
+        guard machineColumns.contains(where: { !row.hasNull($0) }) else { return nil }
+        let work = row.text("machine_work", limit: 32).flatMap(MachineReading.Work.init(rawValue:)) ?? .unknown
+        return MachineReading(work: work, speed: row.double("machine_speed", in: -64.255...64.255),
+                              speedSource: row.text("machine_speed_source", limit: 16).flatMap { ["wheel", "ground", "selected"].contains($0) ? $0 : nil },
+                              engineSpeed: row.double("engine_speed", in: 0...8_031.875), engineHours: row.double("engine_hours", in: 0...210_554_060.75),
+                              fuelRate: row.double("fuel_rate", in: 0...3_212.75), fuelUsed: row.double("fuel_used", in: 0...2_105_540_607.5))
     }
 
     /// The stored encoded size; a damaged one counts as a large entry, so that a batch stays under the

@@ -11,6 +11,7 @@ enum SpoolSchema {
     static let ownRowIDsVersion = "v6-own-row-ids"
     static let batchTableVersion = "v7-batch-table"
     static let acknowledgedBatchesVersion = "v8-acknowledged-batches"
+    static let machineVersion = "v9-machine"
 
     /// Schema steps the file has applied that this version does not know, as they are named there;
     /// nil for a file that has never been migrated.
@@ -122,6 +123,19 @@ enum SpoolSchema {
         // An acknowledgement writes its batch's row, not the samples': see `DeliverySQL`.
         migrator.registerMigration(acknowledgedBatchesVersion) { db in
             try db.execute(sql: "ALTER TABLE batch ADD COLUMN acknowledged_at REAL")
+        }
+        // What the machine's controllers said at each sample (`MachineReading`): NULL where none
+        // listened, a byte of the row's header each.
+        migrator.registerMigration(machineVersion) { db in
+            try db.execute(sql: """
+                ALTER TABLE sample ADD COLUMN machine_work TEXT;
+                ALTER TABLE sample ADD COLUMN machine_speed REAL;
+                ALTER TABLE sample ADD COLUMN machine_speed_source TEXT;
+                ALTER TABLE sample ADD COLUMN engine_speed REAL;
+                ALTER TABLE sample ADD COLUMN engine_hours REAL;
+                ALTER TABLE sample ADD COLUMN fuel_rate REAL;
+                ALTER TABLE sample ADD COLUMN fuel_used REAL;
+                """)
         }
         return migrator
     }

@@ -95,6 +95,48 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     /// With a receiver on a CAN bus: what the bus shows (the receiver found, by address and maker, and
     /// what it does not send), or why the interface cannot be read. Nil otherwise, and in older heartbeats.
     public var receiverBus: String?
+    /// With a machine's bus listened to: its work state and what its controllers broadcast. Nil
+    /// otherwise, and in older heartbeats.
+    public var machine: MachineStatus?
+
+    /// What `agrigps status` says of the machine's own broadcasts.
+    public struct MachineStatus: Codable, Sendable, Equatable {
+        public struct Signal: Codable, Sendable, Equatable {
+            /// `MachineSignal`'s name: "rear-hitch", "engine-speed", …
+            public var signal: String
+            /// Its newest value in words and units, or "not available" / "error" as the sender said.
+            public var value: String
+            public var source: Int
+            public var ageSeconds: Double
+
+            public init(signal: String, value: String, source: Int, ageSeconds: Double) {
+                (self.signal, self.value, self.source, self.ageSeconds) = (signal, value, source, ageSeconds)
+            }
+        }
+
+        /// "working", "not-working" or "unknown", as the newest sample carries it.
+        public var work: String
+        public var tractorECU: Int?
+        public var engine: Int?
+        public var signals: [Signal]
+        public var notHeard: [String]
+
+        public init(work: String, tractorECU: Int?, engine: Int?, signals: [Signal], notHeard: [String]) {
+            (self.work, self.tractorECU, self.engine, self.signals, self.notHeard) = (work, tractorECU, engine, signals, notHeard)
+        }
+
+        /// Every text safe for a terminal and short, every number in range: the file may be damaged.
+        func checked() -> MachineStatus {
+            let word = { (text: String) in TerminalText.safe(text, limit: 40) }
+            return MachineStatus(work: word(work), tractorECU: tractorECU.flatMap { (0...253).contains($0) ? $0 : nil },
+                                 engine: engine.flatMap { (0...253).contains($0) ? $0 : nil },
+                                 signals: signals.prefix(16).compactMap { signal in
+                                     guard (0...253).contains(signal.source), let age = Bounds.check(signal.ageSeconds, in: Bounds.duration) else { return nil }
+                                     return Signal(signal: word(signal.signal), value: TerminalText.safe(signal.value, limit: 80), source: signal.source, ageSeconds: age)
+                                 },
+                                 notHeard: notHeard.prefix(16).map(word))
+        }
+    }
 
     public struct EFDIDescription: Codable, Sendable, Equatable {
         public var teamSetContextID: String
@@ -265,6 +307,7 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         heartbeat.spoolRowID = spoolRowID.map { max(0, $0) }
         heartbeat.lossReason = lossReason.map { TerminalText.safe($0, limit: 300) }
         heartbeat.receiverBus = receiverBus.map { TerminalText.safe($0, limit: 400) }
+        heartbeat.machine = machine?.checked()
         return heartbeat
     }
 

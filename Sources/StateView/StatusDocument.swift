@@ -48,6 +48,21 @@ public struct StatusDocument: Encodable, Sendable {
         @Nullable var refusal: [String]?
     }
 
+    /// The machine's own broadcasts (`Heartbeat.MachineStatus`).
+    struct Machine: Encodable {
+        struct Signal: Encodable {
+            var signal, value: String
+            var source: Int
+            var age_s: Double
+        }
+
+        var work: String
+        @Nullable var tractor_ecu: Int?
+        @Nullable var engine: Int?
+        var signals: [Signal]
+        var not_heard: [String]
+    }
+
     struct Others: Encodable {
         var active, stale, gone, refused_messages: Int
         @Nullable var last_refusal: String?
@@ -92,6 +107,7 @@ public struct StatusDocument: Encodable, Sendable {
     @Nullable var last_sample: LastSample?
     @Nullable var last_fix: LastFix?
     @Nullable var receiver_bus: String?
+    @Nullable var machine: Machine?
     @Nullable var clock_skew_s: Double?
     @Nullable var last_acknowledged_at: String?
     @Nullable var last_error: String?
@@ -126,6 +142,11 @@ public struct StatusDocument: Encodable, Sendable {
         last_fix = heartbeat?.lastFix.map { LastFix(latitude: $0.latitude, longitude: $0.longitude, time: date($0.time), sampled_at: date($0.sampledAt)) }
         clock_skew_s = heartbeat?.lastSample?.clockSkew
         receiver_bus = heartbeat?.receiverBus
+        machine = heartbeat?.machine.map { machine in
+            Machine(work: machine.work, tractor_ecu: machine.tractorECU, engine: machine.engine,
+                    signals: machine.signals.map { Machine.Signal(signal: $0.signal, value: $0.value, source: $0.source, age_s: $0.ageSeconds) },
+                    not_heard: machine.notHeard)
+        }
         (last_acknowledged_at, last_error, next_attempt_at) = (date(heartbeat?.lastAcknowledgedAt), heartbeat?.lastError, date(heartbeat?.nextAttemptAt))
         transport_failures = heartbeat?.transportFailures ?? 0
         dropped_inbound = heartbeat?.droppedInbound ?? 0

@@ -160,10 +160,12 @@ struct Run: AsyncParsableCommand {
             configuration.certificateNotAfter = link?.certificateNotAfter
             configuration.clock = clock
             configuration.resumeSharingAtStart = !restart
-            if let bus { configuration.receiverBus = { bus.summary } }
             var started: StartedReplay?
             if let replay { started = try await startReplay(replay) }
-            if let watcher = started?.bus { configuration.receiverBus = { watcher.summary } }
+            if let watcher = bus ?? started?.bus {
+                configuration.receiverBus = { watcher.summary }
+                MachineWiring.attach(watcher, to: &configuration)
+            }
             let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
                                        configuration: configuration)
             // A live daemon picks up an onboarding or a disconnect (by the CLI or the cab view) by

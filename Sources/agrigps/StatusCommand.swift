@@ -3,6 +3,7 @@ import Bounds
 import Clocks
 import CommandSupport
 import Foundation
+import Machine
 import GNSS
 import Spool
 import StateDirectory
@@ -124,6 +125,7 @@ enum StatusReport {
             lines.append(fix)
         }
         if let bus = snapshot.heartbeat?.receiverBus { lines.append("CAN bus: \(bus)") }
+        if let machine = snapshot.heartbeat?.machine { lines.append(Self.machineLine(machine)) }
         if let spool = snapshot.spool {
             var queue = "Spool: \(spool.pending) pending"
             if let age = spool.oldestPendingAge { queue += " (oldest \(durationText(age)))" }
@@ -174,6 +176,21 @@ enum StatusReport {
     /// without a real-time clock stamps at 1970 until NTP or a fix sets it, and a clock set back
     /// leaves stamps in its future.
     /// Where each output stands with the samples still in the spool: one that is behind shows here.
+    /// "Machine: working (tractor ECU at 240); rear hitch in work, 20 % up (240, 0.1 s); …; not heard: …"
+    static func machineLine(_ machine: Heartbeat.MachineStatus) -> String {
+        let controllers = [machine.tractorECU.map { "tractor ECU at \($0)" }, machine.engine.map { "engine controller at \($0)" }].compactMap { $0 }
+        var line = "Machine: \(machine.work.replacingOccurrences(of: "-", with: " "))"
+        if !controllers.isEmpty { line += " (" + controllers.joined(separator: ", ") + ")" }
+        for signal in machine.signals {
+            let label = MachineSignal(rawValue: signal.signal)?.label ?? signal.signal
+            line += "; \(label) \(signal.value) (from \(signal.source), " + String(format: "%.1f s ago)", signal.ageSeconds)
+        }
+        if !machine.notHeard.isEmpty {
+            line += "; not heard: " + machine.notHeard.map { MachineSignal(rawValue: $0)?.label ?? $0 }.joined(separator: ", ")
+        }
+        return line
+    }
+
     static func outputsLine(_ byOutput: [String: [String: Int]]) -> String? {
         guard !byOutput.isEmpty else { return nil }
         let order = ["pending", "in_flight", "failed", "parked", "withheld"]

@@ -1,6 +1,7 @@
 import Machine
 import NMEA2000
 import PropertyBased
+import TestSupport
 import Testing
 
 @Suite struct MachineMessageTests {
