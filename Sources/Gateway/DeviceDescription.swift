@@ -12,6 +12,8 @@ public struct DeviceDescription: Sendable, Equatable {
     public static let deviceID = uid(-1, "DVC-1")
     public static let rootElementID = uid(-1, "DET-1")
     public static let navigationElementID = uid(-2, "DET-2")
+    /// The machine whose controllers the box listens to on its CAN bus (a tractor), when it does.
+    public static let machineElementID = uid(-3, "DET-3")
 
     /// Object ids, one space per device (1 to 65534).
     enum ObjectID {
@@ -20,6 +22,14 @@ public struct DeviceDescription: Sendable, Equatable {
         static let speed: UInt32 = 10
         static let speedSource: UInt32 = 11
         static let kilometresPerHour: UInt32 = 20
+        static let machine: UInt32 = 3
+        static let workState: UInt32 = 30
+        static let machineSpeed: UInt32 = 31
+        static let machineSpeedSource: UInt32 = 32
+        static let engineSpeed: UInt32 = 33
+        static let fuelRate: UInt32 = 34
+        static let engineHours: UInt32 = 35
+        static let fuelUsed: UInt32 = 36
     }
 
     /// The process data the TimeLogs carry.
@@ -27,9 +37,22 @@ public struct DeviceDescription: Sendable, Equatable {
         /// Actual Speed, mm/s. From GNSS it is the ground speed's magnitude: a receiver cannot tell
         /// forward from reverse, so it is never negative.
         public static let actualSpeed: UInt32 = 397
-        /// Speed Source: 3 = navigation-based.
+        /// Speed Source: 1 wheel-based, 2 ground-based, 3 navigation-based, 6 machine selected.
         public static let speedSource: UInt32 = 400
+        /// Actual Work State: 0 off, 1 on, 2 error, 3 not available.
+        public static let workState: UInt32 = 141
+        /// Actual Engine Speed, 0.0001 r/min.
+        public static let engineSpeed: UInt32 = 484
+        /// Instantaneous Fuel Consumption per Time, mm³/s.
+        public static let fuelRate: UInt32 = 149
+        /// Lifetime Engine Hours, 0.1 h: the engine's own total (J1939 SPN 247).
+        public static let lifetimeEngineHours: UInt32 = 493
+        /// Lifetime Fuel Consumption, 0.5 L: the engine's own total (J1939 SPN 250, the same steps).
+        public static let lifetimeFuel: UInt32 = 276
     }
+
+    /// Whether it describes the machine on the box's bus too (`machine` of the initialiser).
+    public let describesMachine: Bool
 
     /// The description as sent: an ISO11783_TaskData with the device only.
     public let taskData: Efdi_ISO11783_TaskData
@@ -44,7 +67,12 @@ public struct DeviceDescription: Sendable, Equatable {
     /// `softwareVersion` the agrigps version; `name` the endpoint's name in agrirouter, once known: farm
     /// software and other machines name a machine by its description's designator, and the name the
     /// farmer gave it says more than "agrigps GNSS".
-    public init(endpointID: String, softwareVersion: String, name: String? = nil) {
+    ///
+    /// `machine`: the box listens to a machine's controllers on its CAN bus, so the description has
+    /// a third element for what they say (work state, the bus's speed and its source, engine speed,
+    /// fuel rate, engine hours and fuel used), which the TimeLogs then carry where the bus gave them.
+    public init(endpointID: String, softwareVersion: String, name: String? = nil, machine: Bool = false) {
+        describesMachine = machine
         var device = Efdi_Device()
         device.deviceID = Self.deviceID
         let named = (name ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -54,8 +82,9 @@ public struct DeviceDescription: Sendable, Equatable {
         device.deviceSerialNumber = Self.serialNumber(endpointID)
         device.deviceStructureLabel = Self.structureLabel
         device.deviceLocalizationLabel = Self.localizationLabel
-        device.deviceElement = Self.elements
+        device.deviceElement = Self.elements + (machine ? [Self.machineElement] : [])
         device.deviceProcessData = [Self.processData(ObjectID.speed, ddi: DDI.actualSpeed, designator: "Speed")]
+            + (machine ? Self.machineProcessData : [])
         var source = Efdi_DeviceProperty()
         source.devicePropertyObjectID = ObjectID.speedSource
         source.devicePropertyDdi = DDI.speedSource
@@ -109,14 +138,44 @@ public struct DeviceDescription: Sendable, Equatable {
         return [root, navigation]
     }
 
-    private static func processData(_ objectID: UInt32, ddi: UInt32, designator: String) -> Efdi_DeviceProcessData {
+    /// The machine on the box's bus: a function of the device, with what its controllers broadcast.
+    private static var machineElement: Efdi_DeviceElement {
+        var element = Efdi_DeviceElement()
+        element.deviceElementID = machineElementID
+        element.deviceElementObjectID = ObjectID.machine
+        element.deviceElementType = .cFunction
+        element.deviceElementDesignator = "Tractor"
+        element.deviceElementNumber = 2
+        element.parentObjectID = ObjectID.root
+        element.deviceObjectReference = machineProcessData.map { data in
+            var reference = Efdi_DeviceObjectReference()
+            reference.deviceObjectID = data.deviceProcessDataObjectID
+            return reference
+        }
+        return element
+    }
+
+    private static var machineProcessData: [Efdi_DeviceProcessData] {
+        [
+            processData(ObjectID.workState, ddi: DDI.workState, designator: "Work state", presentation: nil),
+            processData(ObjectID.machineSpeed, ddi: DDI.actualSpeed, designator: "Machine speed"),
+            processData(ObjectID.machineSpeedSource, ddi: DDI.speedSource, designator: "Machine speed source", presentation: nil),
+            processData(ObjectID.engineSpeed, ddi: DDI.engineSpeed, designator: "Engine speed", presentation: nil),
+            processData(ObjectID.fuelRate, ddi: DDI.fuelRate, designator: "Fuel rate", presentation: nil),
+            processData(ObjectID.engineHours, ddi: DDI.lifetimeEngineHours, designator: "Engine hours", presentation: nil),
+            processData(ObjectID.fuelUsed, ddi: DDI.lifetimeFuel, designator: "Fuel used", presentation: nil),
+        ]
+    }
+
+    private static func processData(_ objectID: UInt32, ddi: UInt32, designator: String,
+                                    presentation: UInt32? = ObjectID.kilometresPerHour) -> Efdi_DeviceProcessData {
         var data = Efdi_DeviceProcessData()
         data.deviceProcessDataObjectID = objectID
         data.deviceProcessDataDdi = ddi
         data.deviceProcessDataProperty = 1  // belongs to the default set
         data.deviceProcessDataTriggerMethods = 1 | 8  // logged by time and on change
         data.deviceProcessDataDesignator = designator
-        data.deviceValuePresentationObjectID = ObjectID.kilometresPerHour
+        if let presentation { data.deviceValuePresentationObjectID = presentation }
         return data
     }
 

@@ -261,7 +261,7 @@ public struct GatewayDaemon: Sendable {
         // Named as the endpoint list last named it, so that a restart describes the box as before.
         var describedAs = (try? await others?.ownName()) ?? nil
         let description = DeviceDescription(endpointID: connection.endpoint.deviceAlternateId, softwareVersion: configuration.softwareVersion,
-                                            name: describedAs)
+                                            name: describedAs, machine: configuration.machine != nil)
         let publisher = Publisher(spool: spool, connection: connection, outputs: configuration.outputs,
                                   efdi: configuration.outputs.contains(.efdi) ? Publisher.EFDI(description: description) : nil,
                                   rideAppendsWithin: Self.rideAppendsWithin(samplingInterval: configuration.samplingInterval),
@@ -342,7 +342,7 @@ public struct GatewayDaemon: Sendable {
         guard configuration.outputs.contains(.efdi), let name = try? await others?.ownName(), name != describedAs else { return }
         describedAs = name
         await publisher.describe(DeviceDescription(endpointID: connection.endpoint.deviceAlternateId,
-                                                   softwareVersion: configuration.softwareVersion, name: name))
+                                                   softwareVersion: configuration.softwareVersion, name: name, machine: configuration.machine != nil))
     }
 
     /// When (on the monotonic clock) the same set-up was acknowledged within `setupRenewal`, by the

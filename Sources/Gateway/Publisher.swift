@@ -234,7 +234,8 @@ public actor Publisher {
         let requests = outputs.compactMap { output -> Spool.BatchRequest? in
             guard output == .efdi else { return Spool.BatchRequest(output: output) }
             guard efdi != nil, description.acceptedAt != nil else { return nil }
-            return Spool.BatchRequest(output: .efdi, entryCost: Efdi_Time.upperBound)
+            let cost = Efdi_Time.upperBound + (efdi?.description.describesMachine == true ? Efdi_Time.machineUpperBound : 0)
+            return Spool.BatchRequest(output: .efdi, entryCost: cost)
         }
         let taken = if let rideAppendsWithin {
             try await spool.takeBatches(requests, byteBudget: budget, now: now, ridingNextAppendWithin: rideAppendsWithin)

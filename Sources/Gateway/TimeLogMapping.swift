@@ -44,6 +44,42 @@ extension Efdi_Time {
             value.deviceElementIDRef = DeviceDescription.rootElementID
             dataLogValue = [value]
         }
+        if let machine = sample.machine { dataLogValue += Self.values(machine) }
+    }
+
+    /// The machine's values, each in its DDI's unit, in the machine's element. Only those the bus gave;
+    /// the work state always, "not available" (3) when it is not known.
+    static func values(_ machine: MachineReading) -> [Efdi_DataLogValue] {
+        let work: Int64 = switch machine.work {
+        case .working: 1
+        case .notWorking: 0
+        case .unknown: 3
+        }
+        let source: Int64? = switch machine.speedSource {
+        case "wheel"?: 1
+        case "ground"?: 2
+        case "selected"?: 6
+        default: nil
+        }
+        // Every reading is within its message's range (`MachineReading`), so each product fits.
+        let values: [(UInt32, Int64?)] = [
+            (DeviceDescription.DDI.workState, work),
+            (DeviceDescription.DDI.actualSpeed, machine.speed.map { Int64(($0 * 1000).rounded()) }),
+            (DeviceDescription.DDI.speedSource, source),
+            (DeviceDescription.DDI.engineSpeed, machine.engineSpeed.map { Int64(($0 * 10_000).rounded()) }),
+            (DeviceDescription.DDI.fuelRate, machine.fuelRate.map { Int64(($0 * 1_000_000 / 3_600).rounded()) }),
+            (DeviceDescription.DDI.lifetimeEngineHours, machine.engineHours.map { Int64(($0 * 10).rounded()) }),
+            (DeviceDescription.DDI.lifetimeFuel, machine.fuelUsed.map { Int64(($0 * 2).rounded()) }),
+        ]
+        // Process data values are 32-bit: a total past that (a damaged frame's) is left out, not wrapped.
+        return values.compactMap { ddi, number in
+            guard let number, (Int64(Int32.min)...Int64(Int32.max)).contains(number) else { return nil }
+            var value = Efdi_DataLogValue()
+            value.processDataDdi = ddi
+            value.processDataValue = number
+            value.deviceElementIDRef = DeviceDescription.machineElementID
+            return value
+        }
     }
 
     /// The most bytes one `Time` built from a sample takes inside a TimeLog, framing included:
@@ -52,6 +88,9 @@ extension Efdi_Time {
     /// 4 + element reference 2 + 2 + 7). A batch of samples is sized by it, so a TimeLog cannot
     /// outgrow the payload cap.
     public static let upperBound = 3 + 14 + 2 + (3 + 84) + (2 + 3 + 4 + 2 + 2 + 7)
+    /// What the machine's seven values add at most: each tag and length (2), DDI (3), value (11: a
+    /// negative speed takes a varint's ten bytes) and the element reference (2 + 2 + 7).
+    public static let machineUpperBound = 7 * (2 + 3 + 11 + 2 + 2 + 7)
 }
 
 extension Efdi_TimeLog {

@@ -161,4 +161,33 @@ import AgrirouterWire
             #expect(size <= Efdi_Time.upperBound, "\(time)")
         }
     }
+
+    @Test("the machine's values in their DDIs' units, in the machine's element; with the largest of each, a Time stays within its bound")
+    func machineValues() throws {
+        let report = PositionReport(time: Date(timeIntervalSince1970: 7_258_118_399.999), gpsdMode: 3, gpsdStatus: 2, latitude: -89.99999999,
+                                    longitude: -179.99999999, altitudeHAE: -999.999, speed: 600, hdop: 99.9, pdop: 99.9, satellitesUsed: 255)
+        let cases: [(MachineReading, [UInt32: Int64])] = [
+            (MachineReading(work: .working, speed: -2.5, speedSource: "wheel", engineSpeed: 1_230, engineHours: 147.55, fuelRate: 12, fuelUsed: 1_000.5),
+             [141: 1, 397: -2_500, 400: 1, 484: 12_300_000, 149: 3_333, 493: 1_476, 276: 2_001]),
+            (MachineReading(work: .unknown), [141: 3]),
+            (MachineReading(work: .notWorking, speed: 0, speedSource: "selected"), [141: 0, 397: 0, 400: 6]),
+            // The largest each message carries.
+            (MachineReading(work: .working, speed: -64.255, speedSource: "ground", engineSpeed: 8_031.875, engineHours: 210_554_060.75,
+                            fuelRate: 3_212.75, fuelUsed: 2_105_540_607.5),
+             [141: 1, 397: -64_255, 400: 2, 484: 80_318_750, 149: 892_431, 493: 2_105_540_608]),  // 276 past 32 bits: left out
+        ]
+        for (machine, expected) in cases {
+            let sample = PositionSample(sampledAt: Date(timeIntervalSince1970: 7_258_118_399.999), state: .fix(.threeD, .rtkFixed), report: report,
+                                        machine: machine)
+            let time = try #require(Efdi_Time(sample))
+            let values = time.dataLogValue.filter { $0.deviceElementIDRef == DeviceDescription.machineElementID }
+            #expect(Dictionary(uniqueKeysWithValues: values.map { ($0.processDataDdi, $0.processDataValue) }) == expected)
+            var log = Efdi_TimeLog()
+            log.time = [time]
+            #expect(try (log.serializedBytes() as [UInt8]).count <= Efdi_Time.upperBound + Efdi_Time.machineUpperBound)
+        }
+        // A sample without a machine reading carries none of it.
+        let plain = try #require(Efdi_Time(PositionSample(sampledAt: Date(), state: .fix(.threeD, .rtkFixed), report: report)))
+        #expect(plain.dataLogValue.map(\.processDataDdi) == [DeviceDescription.DDI.actualSpeed])
+    }
 }

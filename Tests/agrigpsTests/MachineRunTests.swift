@@ -1,0 +1,80 @@
+import AgrirouterWire
+import Foundation
+import Testing
+import TestSupport
+
+/// A tractor on the receiver's bus: its broadcasts replayed beside the receiver's, into the daemon.
+@Suite(.timeLimit(.minutes(2)))
+struct MachineRunTests {
+    @Test("run --replay of a drive with the hitch lowered and raised: each sample carries the work state, speed, engine and fuel; status shows the machine")
+    func drive() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-drive-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let drive = try TractorDrive.write(to: directory + "/drive.log", hitchDown: 60, hitchUp: 150)
+        // Without vcan0 the recording is read here; with one, through gpsd. Both sample the same drive.
+        let run = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", directory + "/state"], timeout: 90)
+        #expect(run.code == 0, "\(run.stdout) \(run.stderr)")
+        let rows = try await SystemTool.run("/usr/bin/sqlite3", ["-readonly", directory + "/state/spool.sqlite",
+            "SELECT receiver_time, machine_work, machine_speed, machine_speed_source, engine_speed, engine_hours, fuel_rate FROM sample ORDER BY id"])
+        let samples = rows.output.split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+        try #require(samples.count > 150, "\(rows.output.prefix(500))")
+        let start = try #require(samples.first.flatMap { Double($0[0]) })
+        // Work follows the hitch within a sample of where the drive changed it.
+        for sample in samples {
+            guard let time = Double(sample[0]) else { continue }
+            let offset = time - start
+            if offset < 59 || (offset > 62 && offset < 149) || offset > 152 {
+                #expect(sample[1] == (offset > 61 && offset < 150 ? "working" : "not-working"), "at \(offset) s: \(sample)")
+            }
+            #expect(sample[2] == "2.5" && sample[3] == "wheel" && sample[4] == "1800.0" && sample[5] == "1500.0" && sample[6] == "12.0", "\(sample)")
+        }
+        let working = samples.filter { $0[1] == "working" }.compactMap { Double($0[0]).map { $0 - start } }
+        print("working from \(working.min() ?? -1) s to \(working.max() ?? -1) s: \(working.count) of \(samples.count) samples")
+        #expect(working.count >= 85)
+        let status = try await AgrigpsCommand.run(["status", "--json", "--state-dir", directory + "/state"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.joined().utf8)) as? [String: Any])
+        let machine = try #require(object["machine"] as? [String: Any], "\(status.stdout)")
+        #expect(machine["tractor_ecu"] as? Int == 0xF0 && machine["engine"] as? Int == 0)
+        #expect(machine["not_heard"] as? [String] == ["ground-speed", "selected-speed", "front-hitch", "rear-pto", "front-pto", "fuel-used"])
+        let text = try await AgrigpsCommand.run(["status", "--state-dir", directory + "/state"])
+        #expect(text.stdout.contains { $0.hasPrefix("Machine: not working (tractor ECU at 240, engine controller at 0); wheel-based speed 2.50 m/s (9.0 km/h) forward") },
+                "\(text.stdout)")
+    }
+}
+
+/// The machine's data sent as EFDI: the description's machine element and the TimeLogs' values.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct MachineEFDITests {
+    @Test("a drive replayed into agrigps run reaches the local agrirouter: a description with the machine's DDIs, and Times whose work state follows the hitch")
+    func driveAsEFDI() async throws {
+        let machine = try await OnboardedMachine.make()
+        try await tearingDown({ await machine.close() }) {
+            let drive = try TractorDrive.write(to: machine.directory + "/drive.log", hitchDown: 60, hitchUp: 150)
+            let run = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", machine.state, "--spacing", "0.05"], timeout: 150)
+            #expect(run.code == 0, "\(run.stderr.suffix(5))")
+            // The description, as farm software decodes it with efdi.proto.
+            let descriptions = try await machine.simulator.sentMessages(endpoint: try machine.endpointID)
+                .filter { $0.envelope.technicalMessageType == TechnicalMessageType.deviceDescription }
+                .map { try Efdi_ISO11783_TaskData(serializedBytes: $0.payload) }
+            let device = try #require(descriptions.last?.device.first)
+            #expect(device.deviceElement.map(\.deviceElementDesignator) == ["agrigps", "GNSS receiver", "Tractor"])
+            #expect(device.deviceProcessData.map(\.deviceProcessDataDdi) == [397, 141, 397, 400, 484, 149, 493, 276])
+            let times = try await machine.receivedTimes()
+            #expect(times.count >= 190, "\(times.count) Times")
+            let start = try #require(times.first?.start.seconds)
+            var working: [Int64] = []
+            for time in times {
+                let values = Dictionary(time.dataLogValue.filter { $0.deviceElementIDRef.number == -3 }.map { ($0.processDataDdi, $0.processDataValue) },
+                                        uniquingKeysWith: { first, _ in first })
+                #expect(values[484] == 18_000_000 && values[149] == 3_333 && values[493] == 15_000 && values[400] == 1 && values[397] == 2_500,
+                        "\(values)")
+                if values[141] == 1 { working.append(time.start.seconds - start) }
+                #expect(values[141] == 0 || values[141] == 1, "\(values)")
+            }
+            // Worked hours as farm software sums them from DDI 141: the hitch was down from 60 to 150 s.
+            print("DDI 141 on from \(working.min() ?? -1) s to \(working.max() ?? -1) s in \(working.count) Times")
+            #expect(working.count >= 85 && (58...61).contains(working.min() ?? 0) && (147...150).contains(working.max() ?? 0))
+        }
+    }
+}
