@@ -37,7 +37,8 @@ public enum BusReplay {
                 // Sleeps of under 10 ms are left to add up: a frame each would cost more than the pace.
                 if ahead > 0.01 { try? await Task.sleep(for: .seconds(ahead)) }
                 if Task.isCancelled { break }
-                watcher.take(frame)
+                // On the recording's clock (`BusWatcher`); a recording without times paces its own.
+                watcher.take(frame, now: frame.time ?? Double(index) / rate)
                 if var report = watcher.ownFix() {
                     report.device = device
                     output.yield(.report(report))

@@ -31,8 +31,12 @@ public final class BusWatcher: Sendable {
         var lastStandIn: Date?
         var lastStandInAt: Double?
         var stopped = false
-        /// A recording replayed without gpsd: every fix is the receiver's own 129029.
+        /// A recording replayed without gpsd: every fix is the receiver's own 129029, and time is the
+        /// recording's (the newest frame's), however fast it is replayed.
         var withoutGPSD = false
+
+        /// Now, on the clock frames are taken by.
+        var now: Double { withoutGPSD ? lastFrameAt ?? 0 : uptime() }
     }
 
     /// Seconds between attempts to open an interface that could not be read.
@@ -114,9 +118,11 @@ public final class BusWatcher: Sendable {
         }
     }
 
-    /// What the machine's controllers said lately (see `MachineListener`).
-    public func machineSnapshot(now: Double = uptime()) -> MachineSnapshot {
-        state.withLock { $0.machine.snapshot(at: now) }
+    /// What the machine's controllers said lately (see `MachineListener`): at the newest frame's time
+    /// in a recording replayed without gpsd, so that a tractor falling silent goes unknown after 3 s
+    /// of the recording, not of the replay.
+    public func machineSnapshot(now: Double? = nil) -> MachineSnapshot {
+        state.withLock { $0.machine.snapshot(at: now ?? $0.now) }
     }
 
     /// Waits `seconds` (whole tenths) on this thread, ending early once stopped.
@@ -155,8 +161,8 @@ public final class BusWatcher: Sendable {
     }
 
     /// The receiver's newest fix from its own 129029, each once: a replay without gpsd samples these.
-    public func ownFix(now: Double = uptime()) -> PositionReport? {
-        state.withLock { Self.nextOwnFix(&$0, now: now) }
+    public func ownFix(now: Double? = nil) -> PositionReport? {
+        state.withLock { Self.nextOwnFix(&$0, now: now ?? $0.now) }
     }
 
     private static func nextOwnFix(_ state: inout State, now: Double) -> PositionReport? {
@@ -168,8 +174,8 @@ public final class BusWatcher: Sendable {
 
     /// "can0: GNSS receiver at address 2 (Garmin)", or why the bus says nothing.
     public var summary: String {
-        let now = uptime()
-        return state.withLock { state in
+        state.withLock { state in
+            let now = state.now
             if let problem = state.problem { return "\(interface): \(problem.description)" }
             guard let last = state.lastFrameAt else { return "\(interface): no frames yet" }
             if now - last > Self.quietAfter { return "\(interface): no frames for \(Int(now - last)) s" }

@@ -17,7 +17,8 @@ public enum WorkSignal: String, Sendable, CaseIterable {
     case rearHitch = "rear-hitch", frontHitch = "front-hitch", rearPTO = "rear-pto", frontPTO = "front-pto"
     /// The tractor's implement start/stop operations (wheel-based speed's SPN 5203).
     case implementOperations = "implement-operations"
-    /// The driver's own switch in the cab view.
+    /// The driver's own switch in the cab view. On, it says in work; off, it says not in work only on a
+    /// machine whose bus never spoke.
     case workSwitch = "switch"
 }
 
@@ -59,7 +60,9 @@ public struct WorkRules: Sendable, Equatable {
         case .implementOperations:
             if case .wheelBasedSpeed(let speed)? = snapshot[.wheelBasedSpeed]?.message { return speed.implementOperations?.value }
             return nil
-        case .workSwitch: return workSwitch
+        // Off is the driver's word only on a machine that broadcasts nothing: where the bus spoke and
+        // fell silent, a switch left off must not turn "no word" into "not working".
+        case .workSwitch: return workSwitch ? true : snapshot.everHeard ? nil : false
         }
     }
 }

@@ -101,9 +101,16 @@ import Testing
         // An error in the hitch's sensor is not "out of work": with nothing else known, unknown.
         let failed = snapshot([F.hitch(position: 0xFE, inWork: 2)])
         #expect(WorkRules(signals: [.rearHitch]).state(failed, workSwitch: false, speed: 2, insideField: true) == .unknown)
-        // A signal that does not count changes nothing.
+        // A signal that does not count changes nothing: the hitch in work is not looked at, and the switch
+        // off on a machine whose bus spoke is no word. On, it works the machine.
         let lowered = snapshot([F.hitch(position: 10, inWork: 1)])
-        #expect(WorkRules(signals: [.rearPTO, .workSwitch]).state(lowered, workSwitch: false, speed: 2, insideField: true) == .notWorking)
+        #expect(WorkRules(signals: [.rearPTO, .workSwitch]).state(lowered, workSwitch: false, speed: 2, insideField: true) == .unknown)
+        #expect(WorkRules(signals: [.rearPTO, .workSwitch]).state(lowered, workSwitch: true, speed: 2, insideField: true) == .working)
+        // A bus that spoke and fell silent, the switch off: unknown, not "not working".
+        var listener = MachineListener()
+        listener.take(F.hitch(position: 10, inWork: 1), at: 0)
+        #expect(WorkRules().state(listener.snapshot(at: 1), workSwitch: false, speed: 2, insideField: true) == .working)
+        #expect(WorkRules().state(listener.snapshot(at: 3.5), workSwitch: false, speed: 2, insideField: true) == .unknown)
     }
 }
 

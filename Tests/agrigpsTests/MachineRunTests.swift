@@ -43,6 +43,35 @@ struct MachineRunTests {
     }
 }
 
+/// A tractor that falls silent mid-drive, with its hitch in work.
+@Suite(.timeLimit(.minutes(2)))
+struct SilentTractorTests {
+    @Test("the tractor stops sending 100 s in, hitch down: within 3 s of the recording the work state is unknown, never working again")
+    func silentMidDrive() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-silent-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let drive = try TractorDrive.write(to: directory + "/drive.log", hitchDown: 60, hitchUp: 150, tractorStopsAt: 100)
+        let run = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", directory + "/state"], timeout: 90)
+        #expect(run.code == 0, "\(run.stdout) \(run.stderr)")
+        let rows = try await SystemTool.run("/usr/bin/sqlite3", ["-readonly", directory + "/state/spool.sqlite",
+            "SELECT receiver_time, machine_work, IFNULL(machine_speed, 'none'), IFNULL(engine_hours, 'none') FROM sample ORDER BY id"])
+        let samples = rows.output.split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
+        let start = try #require(samples.first.flatMap { Double($0[0]) })
+        let offsets = samples.compactMap { sample in Double(sample[0]).map { ($0 - start, sample) } }
+        // With vcan0 on this machine the replay goes through gpsd at its own pace, where the 3 s are
+        // the replay's: only the recording's own reading is held to the recording's 3 s.
+        let withoutGPSD = !FileManager.default.fileExists(atPath: "/sys/class/net/vcan0")
+        let after = offsets.filter { $0.0 > (withoutGPSD ? 103 : 130) }.map(\.1)
+        #expect(!after.isEmpty && after.allSatisfy { $0[1] == "unknown" && $0[2] == "none" }, "\(after.filter { $0[1] != "unknown" || $0[2] != "none" }.prefix(3))")
+        // Engine hours, a total sent rarely, stay known for an hour.
+        #expect(after.allSatisfy { $0[3] == "1500.0" })
+        let before = offsets.filter { $0.0 > 62 && $0.0 < 98 }.map(\.1)
+        #expect(!before.isEmpty && before.allSatisfy { $0[1] == "working" })
+        print("silent tractor: \(before.count) working samples before, \(after.count) unknown after")
+    }
+}
+
 /// The machine's data sent as EFDI: the description's machine element and the TimeLogs' values.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct MachineEFDITests {
