@@ -65,6 +65,9 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// leaflet_directory = "/usr/share/javascript/leaflet"
 /// session_hours = 12            # a login lasts this long
 /// not_moving_minutes = 10       # another machine that has not moved for this long is announced
+/// [machine]
+/// work_signals = ["rear-hitch", "front-hitch", "rear-pto", "front-pto", "implement-operations", "switch"]   # what says an implement is in work (all by default)
+/// minimum_speed = 1             # km/h: slower, the machine stands and does not work
 /// [track]
 /// time_zone = "Europe/Berlin"   # local days for stats and the cab view (default: TZ, else the system's)
 /// retention_days = 90           # how long the machine's own track keeps its points
@@ -130,10 +133,15 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "web", name: "leaflet_directory", kind: .text),
         Key(section: "web", name: "session_hours", kind: .number(0.1...720, unit: "hours")),
         Key(section: "web", name: "not_moving_minutes", kind: .number(1...1440, unit: "minutes")),
+        Key(section: "machine", name: "work_signals", kind: .choices(workSignals)),
+        Key(section: "machine", name: "minimum_speed", kind: .number(0.1...20, unit: "km/h")),
         Key(section: "track", name: "time_zone", kind: .timeZone),
         Key(section: "track", name: "retention_days", kind: .number(1...3650, unit: "days")),
         Key(section: "track", name: "max_points", kind: .integer(1000...100_000_000)),
     ]
+
+    /// The signals `[machine] work_signals` may name, as the `Machine` module's `WorkSignal` names them.
+    public static let workSignals = ["rear-hitch", "front-hitch", "rear-pto", "front-pto", "implement-operations", "switch"]
 
     public let path: String
     /// Values by "section.name".
@@ -279,6 +287,23 @@ public struct ConfigurationFile: Sendable, Equatable {
             preconditionFailure("[\(section)] \(name) is not text")
         }
         return checked
+    }
+
+    /// The same for a key whose value is a list: the flag gives it comma-separated ("rear-hitch,switch").
+    public static func checkListFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> [String] {
+        guard let key = keys.first(where: { $0.section == section && $0.name == name }) else {
+            preconditionFailure("no configuration key [\(section)] \(name)")
+        }
+        let items = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        do {
+            guard case .list(let checked) = try value(of: key, number: nil, text: nil, shown: "'\(TerminalText.safe(text, limit: 80))'",
+                                                      isInteger: false, items: items) else {
+                preconditionFailure("[\(section)] \(name) is not a list")
+            }
+            return checked
+        } catch {
+            throw FlagError(description: "\(flag) \(error.problem)")
+        }
     }
 
     private static func checkedFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> Value {

@@ -23,6 +23,15 @@ enum KeyedFlag {
         }
     }
 
+    /// A flag whose key takes a list, comma-separated on the command line, by the same rule.
+    static func list(_ flag: String, _ text: String, section: String, name: String) throws -> [String] {
+        do {
+            return try ConfigurationFile.checkListFlag(flag, text, section: section, name: name)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
     /// The flag's value if it was given, else the file's, else `fallback`.
     static func value(_ flag: String, _ text: String?, section: String, name: String, file: ConfigurationFile, fallback: Double) throws -> Double {
         if let text { return try value(flag, text, section: section, name: name) }

@@ -10,6 +10,7 @@ import Foundation
 import Gateway
 import GNSS
 import GPSDReplay
+import Machine
 import Logging
 import ServiceLifecycle
 import Spool
@@ -80,6 +81,15 @@ struct Run: AsyncParsableCommand {
             help: ArgumentHelp("Hours of other machines' positions to keep (default 24).", valueName: "hours"))
     var historyHours: String?
 
+    @Option(name: .customLong("work-signals"), parsing: .unconditional,
+            help: ArgumentHelp("What says an implement is in work, comma-separated: rear-hitch, front-hitch, rear-pto, front-pto, implement-operations, switch (default all).",
+                               valueName: "signals"))
+    var workSignals: String?
+
+    @Option(name: .customLong("minimum-work-speed"), parsing: .unconditional,
+            help: ArgumentHelp("km/h below which the machine stands and does not work (0.1 to 20, default 1).", valueName: "km/h"))
+    var minimumWorkSpeed: String?
+
     @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
@@ -91,6 +101,7 @@ struct Run: AsyncParsableCommand {
         ("--spacing", \.spacing, "sending", "spacing"),
         ("--feed-query-interval", \.feedQueryInterval, "others", "feed_query_interval"),
         ("--history-hours", \.historyHours, "others", "history_hours"),
+        ("--minimum-work-speed", \.minimumWorkSpeed, "machine", "minimum_speed"),
         ]
     }
 
@@ -99,6 +110,7 @@ struct Run: AsyncParsableCommand {
             if let text = self[keyPath: keyed.value] { _ = try KeyedFlag.value(keyed.flag, text, section: keyed.section, name: keyed.name) }
         }
         if let gpsd { _ = try GPSDAddress.parseOption(gpsd) }
+        if let workSignals { _ = try KeyedFlag.list("--work-signals", workSignals, section: "machine", name: "work_signals") }
         if retime && replay == nil { throw ValidationError("--retime moves a replayed log's times; give --replay LOG too") }
         if retime, let replay, CANReplay.isCandump(replay) {
             throw ValidationError("--retime moves an NMEA log's times; a candump recording is replayed with the times it was recorded with")
@@ -164,7 +176,7 @@ struct Run: AsyncParsableCommand {
             if let replay { started = try await startReplay(replay) }
             if let watcher = bus ?? started?.bus {
                 configuration.receiverBus = { watcher.summary }
-                MachineWiring.attach(watcher, to: &configuration)
+                MachineWiring.attach(watcher, rules: try workRules(file), to: &configuration)
             }
             let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
                                        configuration: configuration)
@@ -207,6 +219,14 @@ struct Run: AsyncParsableCommand {
         _ = consume lock  // held until the daemon has stopped
         // Stopped by a signal: the shell's convention, 128 + its number (143 for SIGTERM, 130 for SIGINT).
         if let signal = interruption.signal { throw ExitCode(128 + signal) }
+    }
+
+    /// The work state's rules: [machine] in the file, the flags over it.
+    private func workRules(_ file: ConfigurationFile) throws -> WorkRules {
+        let names = try workSignals.map { try KeyedFlag.list("--work-signals", $0, section: "machine", name: "work_signals") }
+            ?? file.list("machine", "work_signals") ?? ConfigurationFile.workSignals
+        let speed = try keyed("--minimum-work-speed", file, fallback: WorkRules.defaultMinimumSpeed * 3.6)
+        return WorkRules(signals: Set(names.compactMap(WorkSignal.init(rawValue:))), minimumSpeed: speed / 3.6)
     }
 
     /// With the receiver on a CAN bus, the listener beside gpsd, reading already.

@@ -101,9 +101,32 @@ struct ConfigurationFileTests {
         }
     }
 
+    @Test("[machine]: the work signals and the minimum speed, each by its rule, and their flags by the same")
+    func machine() throws {
+        let file = try ConfigurationFile.parse("[machine]\nwork_signals = [\"rear-hitch\", \"switch\"]\nminimum_speed = 2.5", path: "a")
+        #expect(file.list("machine", "work_signals") == ["rear-hitch", "switch"] && file.number("machine", "minimum_speed") == 2.5)
+        let allowed = #"must be a list of one or more of "rear-hitch", "front-hitch", "rear-pto", "front-pto", "implement-operations", "switch", each once"#
+        for (text, problem) in [
+            ("work_signals = [\"plough\"]", allowed + #", got ["plough"]"#),
+            ("work_signals = [\"switch\", \"switch\"]", allowed + #", got ["switch", "switch"]"#),
+            ("minimum_speed = 0", "must be a number of km/h from 0.1 to 20, got 0"),
+            ("minimum_speed = 50", "must be a number of km/h from 0.1 to 20, got 50"),
+        ] {
+            let key = text.hasPrefix("work") ? "[machine] work_signals" : "[machine] minimum_speed"
+            #expect(throws: ConfigurationError(path: "a", key: key, problem: problem)) { try ConfigurationFile.parse("[machine]\n" + text, path: "a") }
+        }
+        #expect(try ConfigurationFile.checkListFlag("--work-signals", " rear-pto , switch", section: "machine", name: "work_signals") == ["rear-pto", "switch"])
+        #expect(throws: FlagError(description: "--work-signals " + allowed + ", got 'rear-pto,,switch'")) {
+            try ConfigurationFile.checkListFlag("--work-signals", "rear-pto,,switch", section: "machine", name: "work_signals")
+        }
+        #expect(throws: FlagError(description: "--minimum-work-speed must be a number of km/h from 0.1 to 20, got '30'")) {
+            try ConfigurationFile.checkFlag("--minimum-work-speed", "30", section: "machine", name: "minimum_speed")
+        }
+    }
+
     @Test("each kind of mistake names the key and what is allowed", arguments: [
         ("[sampling\ninterval = 1", "", "line 1: a section header is [name]"),
-        ("[tractor]\nname = \"x\"", "[tractor]", "unknown section; the sections are [agrirouter], [gnss], [gpsd], [others], [publishing], [sampling], [sending], [spool], [status]"),
+        ("[tractor]\nname = \"x\"", "[tractor]", "unknown section; the sections are [agrirouter], [gnss], [gpsd], [machine], [others], [publishing], [sampling], [sending], [spool], [status]"),
         ("sampling = 1", "", "line 1: sampling is outside any section"),
         ("[[[", "", "line 1: arrays of tables ([[...]]) are not used here"),
         ("[sampling]\ninterval = 1\u{0}\n[bogus]", "", "line 2: a NUL byte: the file is damaged or not text"),

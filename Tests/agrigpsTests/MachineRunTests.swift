@@ -1,5 +1,7 @@
 import AgrirouterWire
 import Foundation
+import Machine
+import StateDirectory
 import Testing
 import TestSupport
 
@@ -69,6 +71,48 @@ struct SilentTractorTests {
         let before = offsets.filter { $0.0 > 62 && $0.0 < 98 }.map(\.1)
         #expect(!before.isEmpty && before.allSatisfy { $0[1] == "working" })
         print("silent tractor: \(before.count) working samples before, \(after.count) unknown after")
+    }
+}
+
+/// `[machine]` and its flags choose what counts as work.
+@Suite(.timeLimit(.minutes(5)))
+struct WorkRulesRunTests {
+    /// The work states of a run of the built drive with `arguments`, by count.
+    static func states(_ arguments: [String], configuration: String? = nil) async throws -> [String: Int] {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-rules-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let drive = try TractorDrive.write(to: directory + "/drive.log", hitchDown: 60, hitchUp: 150)
+        var config: [String] = []
+        if let configuration {
+            try configuration.write(toFile: directory + "/agrigps.conf", atomically: true, encoding: .utf8)
+            config = ["--config", directory + "/agrigps.conf"]
+        }
+        let run = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", directory + "/state"] + config + arguments, timeout: 90)
+        #expect(run.code == 0, "\(run.stdout) \(run.stderr)")
+        let rows = try await SystemTool.run("/usr/bin/sqlite3", ["-readonly", directory + "/state/spool.sqlite",
+            "SELECT machine_work, COUNT(*) FROM sample GROUP BY machine_work"])
+        return Dictionary(uniqueKeysWithValues: rows.output.split(separator: "\n").compactMap { line -> (String, Int)? in
+            let parts = line.split(separator: "|").map(String.init)
+            return parts.count == 2 ? (parts[0], Int(parts[1]) ?? -1) : nil
+        })
+    }
+
+    @Test("the configuration's work signals are the work state's, by name")
+    func signalNames() {
+        #expect(ConfigurationFile.workSignals == WorkSignal.allCases.map(\.rawValue))
+    }
+
+    @Test("only the front hitch counts (the drive has none): every sample unknown; the drive's 9 km/h under a 10 km/h minimum: none working")
+    func rules() async throws {
+        #expect(try await Self.states(["--work-signals", "front-hitch"]) == ["unknown": 200])
+        let slow = try await Self.states([], configuration: "[machine]\nminimum_speed = 10\n")
+        #expect(slow["working"] == nil && slow["not-working"] == 200, "\(slow)")
+        // The flag over the file.
+        let flagged = try await Self.states(["--minimum-work-speed", "5"], configuration: "[machine]\nminimum_speed = 10\n")
+        #expect((85...90).contains(flagged["working"] ?? 0), "\(flagged)")
+        let refused = try await AgrigpsCommand.run(["run", "--work-signals", "plough", "--state-dir", "/nonexistent"])
+        #expect(refused.code == 64 && refused.stderr.joined().contains("--work-signals must be a list of one or more of"), "\(refused.stderr)")
     }
 }
 
