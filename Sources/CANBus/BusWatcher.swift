@@ -31,6 +31,9 @@ public final class BusWatcher: Sendable {
         var lastStandIn: Date?
         var lastStandInAt: Double?
         var stopped = false
+        /// What the machine's controllers said when each of the newest fixes came, by the fix's time:
+        /// a sample carries the machine as it was at its fix, however late the sample is taken.
+        var machineAtFix: [(time: Date, snapshot: MachineSnapshot)] = []
         /// A recording replayed without gpsd: every fix is the receiver's own 129029, and time is the
         /// recording's (the newest frame's), however fast it is replayed.
         var withoutGPSD = false
@@ -141,8 +144,24 @@ public final class BusWatcher: Sendable {
                 return nil
             }
             state.lastAdmittedAt = now
+            Self.noteMachine(&state, at: taken.time)
             return taken
         }
+    }
+
+    /// Fixes whose machine snapshot is kept (a few KiB each): ten minutes at 1 Hz, half a minute at
+    /// 20 Hz, twelve seconds of a recording replayed at 1,000 frames a second ahead of the samples.
+    static let machineFixesKept = 600
+
+    private static func noteMachine(_ state: inout State, at time: Date?) {
+        guard let time, state.machine.everHeard else { return }
+        if state.machineAtFix.count >= machineFixesKept { state.machineAtFix.removeFirst(state.machineAtFix.count - machineFixesKept + 1) }
+        state.machineAtFix.append((time, state.machine.snapshot(at: state.now)))
+    }
+
+    /// What the machine's controllers said when the fix of `time` came, if that fix is among the newest.
+    public func machineSnapshot(atFix time: Date) -> MachineSnapshot? {
+        state.withLock { state in state.machineAtFix.last { $0.time == time }?.snapshot }
     }
 
     /// gpsd says nothing of a receiver for this long, while it is on the bus: its own 129029 is sampled.
@@ -169,6 +188,7 @@ public final class BusWatcher: Sendable {
         guard let report = state.overlay.receiverReport(now: now), report.time != state.lastStandIn, state.overlay.inOrder(report) else { return nil }
         state.lastStandIn = report.time
         state.lastStandInAt = now
+        noteMachine(&state, at: report.time)
         return report
     }
 

@@ -10,7 +10,8 @@ import StateDirectory
 enum MachineWiring {
     static func attach(_ watcher: BusWatcher, rules: WorkRules = WorkRules(), to configuration: inout GatewayDaemon.Configuration) {
         configuration.machine = { sample in
-            let snapshot = watcher.machineSnapshot()
+            // As the machine was at the sample's fix: the sample may be taken a while after it came.
+            let snapshot = sample.report?.time.flatMap(watcher.machineSnapshot(atFix:)) ?? watcher.machineSnapshot()
             guard snapshot.everHeard else { return nil }
             return rules.reading(snapshot, workSwitch: false, receiverSpeed: sample.report?.speed)
         }
