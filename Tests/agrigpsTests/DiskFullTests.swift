@@ -49,7 +49,9 @@ struct DiskFullTests {
                                      environment: ProcessInfo.processInfo.environment,
                                      outputPath: directory + "/script.out", errorPath: directory + "/script.err")
         defer { child.terminate(grace: 1) }
-        let code = await child.wait(timeout: 60)
+        // The script sleeps about 20 s and waits up to 20 s more; on a loaded machine its status
+        // calls and the daemon's stop take longer, so it gets twice that and more.
+        let code = await child.wait(timeout: 120)
         let scriptErrors = (try? String(contentsOfFile: directory + "/script.err", encoding: .utf8)) ?? ""
         try #require(code == 0, "this test needs a private mount namespace (root, or unprivileged user namespaces): \(scriptErrors)")
 
