@@ -114,42 +114,32 @@ public struct DeviceDescription: Sendable, Equatable {
     }
 
     private static var elements: [Efdi_DeviceElement] {
-        var root = Efdi_DeviceElement()
-        root.deviceElementID = rootElementID
-        root.deviceElementObjectID = ObjectID.root
-        root.deviceElementType = .cDevice
-        root.deviceElementDesignator = "agrigps"
-        root.deviceElementNumber = 0
-        root.parentObjectID = 0
-        root.deviceObjectReference = [ObjectID.speed, ObjectID.speedSource].map { id in
-            var reference = Efdi_DeviceObjectReference()
-            reference.deviceObjectID = id
-            return reference
-        }
+        let root = element(rootElementID, ObjectID.root, .cDevice, "agrigps", number: 0, parent: 0,
+                           references: [ObjectID.speed, ObjectID.speedSource])
         // Where the positions are measured. Its offsets from the root are not known to the box, so
         // none are claimed.
-        var navigation = Efdi_DeviceElement()
-        navigation.deviceElementID = navigationElementID
-        navigation.deviceElementObjectID = ObjectID.navigation
-        navigation.deviceElementType = .cNavigation
-        navigation.deviceElementDesignator = "GNSS receiver"
-        navigation.deviceElementNumber = 1
-        navigation.parentObjectID = ObjectID.root
+        let navigation = element(navigationElementID, ObjectID.navigation, .cNavigation, "GNSS receiver", number: 1, parent: ObjectID.root)
         return [root, navigation]
     }
 
     /// The machine on the box's bus: a function of the device, with what its controllers broadcast.
     private static var machineElement: Efdi_DeviceElement {
+        element(machineElementID, ObjectID.machine, .cFunction, "Tractor", number: 2, parent: ObjectID.root,
+                references: machineProcessData.map(\.deviceProcessDataObjectID))
+    }
+
+    private static func element(_ id: Efdi_UID, _ objectID: UInt32, _ type: Efdi_DeviceElement.DeviceElementType, _ designator: String,
+                                number: UInt32, parent: UInt32, references: [UInt32] = []) -> Efdi_DeviceElement {
         var element = Efdi_DeviceElement()
-        element.deviceElementID = machineElementID
-        element.deviceElementObjectID = ObjectID.machine
-        element.deviceElementType = .cFunction
-        element.deviceElementDesignator = "Tractor"
-        element.deviceElementNumber = 2
-        element.parentObjectID = ObjectID.root
-        element.deviceObjectReference = machineProcessData.map { data in
+        element.deviceElementID = id
+        element.deviceElementObjectID = objectID
+        element.deviceElementType = type
+        element.deviceElementDesignator = designator
+        element.deviceElementNumber = number
+        element.parentObjectID = parent
+        element.deviceObjectReference = references.map { id in
             var reference = Efdi_DeviceObjectReference()
-            reference.deviceObjectID = data.deviceProcessDataObjectID
+            reference.deviceObjectID = id
             return reference
         }
         return element

@@ -19,6 +19,14 @@ public enum Measured<Value: Sendable & Equatable>: Sendable, Equatable {
         case .notAvailable: return .notAvailable
         }
     }
+
+    public func flatMap<Other>(_ transform: (Value) -> Measured<Other>) -> Measured<Other> {
+        switch self {
+        case .value(let value): return transform(value)
+        case .error: return .error
+        case .notAvailable: return .notAvailable
+        }
+    }
 }
 
 /// Reads fields out of a frame's 8 data bytes by SAE J1939-71's conventions for parameter ranges:

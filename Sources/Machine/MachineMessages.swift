@@ -152,13 +152,3 @@ public enum MachineMessage: Sendable, Equatable {
         PTOStatus(shaftSpeed: field.u16(0, scale: 0.125), engaged: field.flag(4, shift: 6))
     }
 }
-
-extension Measured {
-    public func flatMap<Other>(_ transform: (Value) -> Measured<Other>) -> Measured<Other> {
-        switch self {
-        case .value(let value): return transform(value)
-        case .error: return .error
-        case .notAvailable: return .notAvailable
-        }
-    }
-}

@@ -50,6 +50,15 @@ struct CANReplay {
         await gpsd.finish()
     }
 
+    /// A candump recording read by agrigps itself, with no interface and no gpsd (`BusReplay`): its
+    /// events, and the bus listener they go through.
+    static func withoutInterface(_ path: String, address: UInt8? = nil, realTime: Bool) throws(CommandFailure) -> (stream: ReplayStream, bus: BusWatcher) {
+        let (log, problem) = try readRecording(path)
+        if let problem { Output.warning(problem) }
+        let bus = BusWatcher(interface: "recording", address: address, withoutGPSD: true)
+        return (BusReplay.stream(log, into: bus, realTime: realTime), bus)
+    }
+
     /// A candump recording read for a replay, its frames kept, and a line on the lines in it that
     /// are no frames, if any.
     static func readRecording(_ path: String) throws(CommandFailure) -> (CandumpLog, problem: String?) {

@@ -63,9 +63,7 @@ struct Replay: AsyncParsableCommand {
         // vcan0, the default, missing: the recording is read here. An interface named with --can
         // and missing is an error that says how to make it.
         if CANReplay.isCandump(log), canInterface == nil, !BusReplay.interfaceExists(interface) {
-            let (recording, problem) = try CANReplay.readRecording(log)
-            if let problem { Output.warning(problem) }
-            let stream = BusReplay.stream(recording, into: BusWatcher(interface: "recording", address: nil, withoutGPSD: true), realTime: realTime)
+            let stream = try CANReplay.withoutInterface(log, realTime: realTime).stream
             interruption.onInterrupt { stream.ending.cancel() }
             _ = try await show(stream)
             _ = consume trap

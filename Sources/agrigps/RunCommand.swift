@@ -254,11 +254,8 @@ struct Run: AsyncParsableCommand {
             // An interface named but missing is an error that says how to make it; vcan0, the
             // default, missing means the recording is read here.
             guard named || BusReplay.interfaceExists(interface) else {
-                let (log, problem) = try CANReplay.readRecording(path)
-                if let problem { Output.warning(problem) }
-                let watcher = BusWatcher(interface: "recording", address: address, withoutGPSD: true)
-                let stream = BusReplay.stream(log, into: watcher, realTime: false)
-                return StartedReplay(events: stream.events, finish: { stream.ending.cancel() }, bus: watcher)
+                let (stream, bus) = try CANReplay.withoutInterface(path, address: address, realTime: false)
+                return StartedReplay(events: stream.events, finish: { stream.ending.cancel() }, bus: bus)
             }
             let replay = try await CANReplay.start(path, interface: interface, realTime: false)
             return StartedReplay(events: replay.stream().events, finish: { await replay.finish() }, bus: replay.bus)
