@@ -121,7 +121,12 @@ struct TaskDataReceivingTests {
             #expect(try await fields.heldChunks().isEmpty, "a refused TaskData's chunks are forgotten")
 
             _ = try await farm.sendTaskData(TaskDataZip.make(fields: ["North"]))
-            try await rig.pump(passes: 3_000) { try await fields.fields().map(\.field.name) == ["North"] }
+            // The store is written before the reader counts the import: wait for both.
+            try await rig.pump(passes: 3_000) {
+                let counted = await rig.reader.counters.taskDataImported == 1
+                return try await fields.fields().map(\.field.name) == ["North"] && counted
+            }
+            #expect(try await fields.fields().map(\.field.name) == ["North"])
             #expect(await rig.reader.counters.taskDataImported == 1)
             try await rig.pumpUntilSettled()
             #expect(await rig.reader.importsInProgress == 0)
