@@ -68,6 +68,7 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// [machine]
 /// work_signals = ["rear-hitch", "front-hitch", "rear-pto", "front-pto", "implement-operations", "switch"]   # what says an implement is in work (all by default)
 /// minimum_speed = 1             # km/h: slower, the machine stands and does not work
+/// working_width = 6             # metres the implement works: worked area in Records (none without it)
 /// [track]
 /// time_zone = "Europe/Berlin"   # local days for stats and the cab view (default: TZ, else the system's)
 /// retention_days = 90           # how long the machine's own track keeps its points
@@ -135,6 +136,7 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "web", name: "not_moving_minutes", kind: .number(1...1440, unit: "minutes")),
         Key(section: "machine", name: "work_signals", kind: .choices(workSignals)),
         Key(section: "machine", name: "minimum_speed", kind: .number(0.1...20, unit: "km/h")),
+        Key(section: "machine", name: "working_width", kind: .number(0.1...60, unit: "metres")),
         Key(section: "track", name: "time_zone", kind: .timeZone),
         Key(section: "track", name: "retention_days", kind: .number(1...3650, unit: "days")),
         Key(section: "track", name: "max_points", kind: .integer(1000...100_000_000)),

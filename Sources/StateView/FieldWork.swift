@@ -34,7 +34,9 @@ public struct FieldWork: Sendable {
     /// The figures by day and field, days oldest first, fields by name, no field last.
     public func rows(_ points: [TrackPoint], calendar: Calendar, rules: TrackRules = TrackRules()) -> [Row] {
         let tally = PlaceTally.figures(points, calendar: calendar, rules: rules) { fieldID(of: $0) }
-        let rows = tally.map { key, figures in Row(day: key.day, field: key.place.flatMap { byID[$0] }, figures: figures) }
+        let rows = tally.map { key, figures in
+            Row(day: key.day, field: key.place.flatMap { byID[$0] }, figures: key.place == nil ? figures : Self.unlessBrushed(figures))
+        }
         return rows.sorted { left, right in
             if left.day != right.day { return left.day < right.day }
             switch (left.field, right.field) {
@@ -45,6 +47,18 @@ public struct FieldWork: Sendable {
                 return order == .orderedSame ? left.id < right.id : order == .orderedAscending
             }
         }
+    }
+
+    /// Less work than this in a field on a day (seconds) is a field brushed at its edge or crossed
+    /// with the implement still down, not a field worked: its time counts as not working.
+    public static let leastWork = 60.0
+
+    static func unlessBrushed(_ figures: WorkFigures) -> WorkFigures {
+        guard figures.secondsWorking < leastWork else { return figures }
+        var figures = figures
+        figures.secondsWorking = 0
+        figures.metresWorking = 0
+        return figures
     }
 
     /// Whether `point` lies in the field `id`: the test that cuts a track to it. Only that field's

@@ -15,15 +15,36 @@ public enum StatsReport {
         }
     }
 
-    public static func text(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period) -> [String] {
-        text(periods.map { Line(period: $0.label, figures: $0.figures) }, by: period, byField: false)
+    /// What the machine's figures are read with: the working width (metres; nil, no area), and
+    /// whether the farm's fields are known, without which no time is road.
+    public struct MachineTerms: Sendable, Equatable {
+        public var width: Double?
+        public var fieldsKnown: Bool
+
+        public init(width: Double? = nil, fieldsKnown: Bool = false) {
+            (self.width, self.fieldsKnown) = (width, fieldsKnown)
+        }
     }
 
-    public static func text(_ lines: [Line], by period: WorkLedger.Period, byField: Bool) -> [String] {
+    /// Seconds on the road: moving, not working, off every field, when the fields are known.
+    static func road(_ line: Line, byField: Bool, terms: MachineTerms) -> Double? {
+        byField && line.field == nil && terms.fieldsKnown ? line.figures.secondsMovingIdle : nil
+    }
+
+    public static func text(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period,
+                            terms: MachineTerms = MachineTerms()) -> [String] {
+        text(periods.map { Line(period: $0.label, figures: $0.figures) }, by: period, byField: false, terms: terms)
+    }
+
+    public static func text(_ lines: [Line], by period: WorkLedger.Period, byField: Bool, terms: MachineTerms = MachineTerms()) -> [String] {
         guard !lines.isEmpty else { return ["No track recorded in this time."] }
+        // A machine whose bus and work switch never said anything keeps the receiver's table alone.
+        let machine = lines.contains { $0.figures.hasMachine }
         let header = [period.rawValue] + (byField ? ["field"] : [])
             + ["fix h", "RTK fixed h", "RTK float h", "DGPS h", "autonomous h", "no fix min", "no receiver min",
                "moving h", "km", "samples"] + (byField ? [] : ["sent", "acked", "lost"])
+            + (machine ? ["working h", "not working h"] + (byField ? ["road h"] : []) + (terms.width == nil ? [] : ["worked ha"])
+                + ["engine h", "fuel l"] : [])
         var rows = [header]
         for line in lines {
             let figures = line.figures
@@ -36,6 +57,12 @@ public enum StatsReport {
                       minutes(figures.secondsWithoutReceiver), hours(figures.secondsMoving),
                       String(format: "%.1f", figures.metresDriven / 1000), String(figures.samples)]
             if !byField { cells += [String(figures.sent), String(figures.acknowledged), String(figures.lost)] }
+            if machine {
+                cells += [hours(figures.secondsWorking), hours(figures.secondsWorkKnown - figures.secondsWorking)]
+                if byField { cells.append(road(line, byField: true, terms: terms).map(hours) ?? "") }
+                if let width = terms.width { cells.append(String(format: "%.2f", figures.hectaresWorked(width: width))) }
+                cells += [hours(figures.secondsEngineRunning), String(format: "%.1f", figures.litresFuel)]
+            }
             rows.append(cells)
         }
         let labels = byField ? 2 : 1
@@ -49,12 +76,13 @@ public enum StatsReport {
     }
 
     /// One object per period, seconds and metres unrounded.
-    public static func json(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period) -> String {
-        json(periods.map { Line(period: $0.label, figures: $0.figures) }, by: period, byField: false)
+    public static func json(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period,
+                            terms: MachineTerms = MachineTerms()) -> String {
+        json(periods.map { Line(period: $0.label, figures: $0.figures) }, by: period, byField: false, terms: terms)
     }
 
     /// With `byField`, each object has "field": {"id", "name"}, or null off every field.
-    public static func json(_ lines: [Line], by period: WorkLedger.Period, byField: Bool) -> String {
+    public static func json(_ lines: [Line], by period: WorkLedger.Period, byField: Bool, terms: MachineTerms = MachineTerms()) -> String {
         let objects = lines.map { entry in
             let figures = entry.figures
             var line = JSONLine()
@@ -83,6 +111,13 @@ public enum StatsReport {
                 line.add("samples_acknowledged", figures.acknowledged)
                 line.add("samples_lost", figures.lost)
             }
+            line.add("seconds_working", figures.secondsWorking)
+            line.add("seconds_not_working", figures.secondsWorkKnown - figures.secondsWorking)
+            line.add("metres_working", figures.metresWorking)
+            if byField { line.add("seconds_road", road(entry, byField: true, terms: terms)) }
+            line.add("hectares_worked", terms.width.map { figures.hectaresWorked(width: $0) })
+            line.add("seconds_engine_running", figures.secondsEngineRunning)
+            line.add("litres_fuel", figures.litresFuel)
             return line.text
         }
         return "{\"by\":\(JSONLine.quote(period.rawValue)),\(byField ? "\"by_field\":true," : "")\"periods\":[" + objects.joined(separator: ",") + "]}"

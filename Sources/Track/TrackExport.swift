@@ -30,13 +30,17 @@ public enum TrackExport {
         }
     }
 
-    /// GPX 1.1: one track, one segment per run of fixes.
+    /// The namespace of GPX's extension for what the machine did at a point.
+    public static let gpxNamespace = "urn:agrigps:track:1"
+
+    /// GPX 1.1: one track, one segment per run of fixes. A point whose work state is known has it as
+    /// an extension, `<agrigps:work>working</agrigps:work>`, which readers that do not know it skip.
     public static func gpx(_ points: [TrackPoint], name: String, rules: TrackRules = TrackRules(),
                            keep: (TrackPoint) -> Bool = { _ in true }) -> String {
         var out = """
         <?xml version="1.0" encoding="UTF-8"?>
         <gpx version="1.1" creator="agrigps" xmlns="http://www.topografix.com/GPX/1/1" \
-        xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
+        xmlns:agrigps="\(gpxNamespace)" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
         xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
         <trk>
         <name>\(xmlEscaped(name))</name>
@@ -50,6 +54,7 @@ public enum TrackExport {
                 if let altitude = point.altitude { out += "<ele>\(String(format: "%.2f", altitude))</ele>" }
                 out += "<time>\(ISO8601UTC.string(from: point.time))</time>"
                 if let fix = gpxFix(point.state) { out += "<fix>\(fix)</fix>" }
+                if let work = point.work { out += "<extensions><agrigps:work>\(work.rawValue)</agrigps:work></extensions>" }
                 out += "</trkpt>\n"
             }
             out += "</trkseg>\n"
@@ -87,6 +92,11 @@ public enum TrackExport {
         properties.add("end", kept.last.map { ISO8601UTC.string(from: $0.time) })
         properties.add("segments", lines.count)
         properties.add("times", json: "[" + lines.map(times).joined(separator: ",") + "]")
+        // What the machine did at each point, beside "times", when anything said.
+        if lines.contains(where: { $0.contains { $0.work != nil } }) {
+            func works(_ run: [TrackPoint]) -> String { "[" + run.map { $0.work.map { JSONLine.quote($0.rawValue) } ?? "null" }.joined(separator: ",") + "]" }
+            properties.add("work", json: "[" + lines.map(works).joined(separator: ",") + "]")
+        }
         let track = """
         {"type":"Feature","properties":\(properties.text),\
         "geometry":{"type":"MultiLineString","coordinates":[\(lines.map { "[" + $0.map(position).joined(separator: ",") + "]" }.joined(separator: ","))]}}
@@ -101,14 +111,16 @@ public enum TrackExport {
         return "{\"type\":\"FeatureCollection\",\"features\":[" + features.joined(separator: ",") + "]}\n"
     }
 
-    /// Every point, one line each, with or without a fix.
+    /// Every point, one line each, with or without a fix, and what the machine did where known.
     public static func csv(_ points: [TrackPoint]) -> String {
-        var out = "time,state,latitude,longitude,altitude_m,speed_m_s\n"
+        var out = "time,state,latitude,longitude,altitude_m,speed_m_s,work,engine_rpm,fuel_l_h\n"
         for point in points {
             let fields = [
                 ISO8601UTC.string(from: point.time), point.state.name,
                 point.coordinate.map { degrees($0.latitude) } ?? "", point.coordinate.map { degrees($0.longitude) } ?? "",
                 point.altitude.map { String(format: "%.2f", $0) } ?? "", point.speed.map { String(format: "%.3f", $0) } ?? "",
+                point.work?.rawValue ?? "", point.engineSpeed.map { String(format: "%.3f", $0) } ?? "",
+                point.fuelRate.map { String(format: "%.2f", $0) } ?? "",
             ]
             out += fields.joined(separator: ",") + "\n"
         }

@@ -13,13 +13,24 @@ public struct TrackPoint: Sendable, Equatable {
     public var altitude: Double?
     /// Metres per second over ground, when the receiver said.
     public var speed: Double?
+    /// What the machine was doing, when a machine's bus or the work switch said; nil with neither.
+    public var work: MachineReading.Work?
+    /// Revolutions a minute, from the bus.
+    public var engineSpeed: Double?
+    /// Litres an hour, from the bus.
+    public var fuelRate: Double?
 
-    public init(time: Date, state: FixState, coordinate: Coordinate? = nil, altitude: Double? = nil, speed: Double? = nil) {
+    public init(time: Date, state: FixState, coordinate: Coordinate? = nil, altitude: Double? = nil, speed: Double? = nil,
+                work: MachineReading.Work? = nil, engineSpeed: Double? = nil, fuelRate: Double? = nil) {
         self.time = time
         self.state = state
         self.coordinate = state.hasPosition ? coordinate : nil
         self.altitude = altitude.flatMap { $0.isFinite ? $0 : nil }
         self.speed = speed.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
+        self.work = work
+        // The ranges of the messages they come from (EEC1, LFE1).
+        self.engineSpeed = engineSpeed.flatMap { (0...8_031.875).contains($0) ? $0 : nil }
+        self.fuelRate = fuelRate.flatMap { (0...3_212.75).contains($0) ? $0 : nil }
     }
 
     /// The point of a sample, dated `time` (its receiver time, or its corrected system time).
@@ -28,8 +39,12 @@ public struct TrackPoint: Sendable, Equatable {
         let coordinate = report.flatMap { report in
             report.latitude.flatMap { latitude in report.longitude.map { Coordinate(latitude: latitude, longitude: $0) } }
         }
-        self.init(time: time, state: sample.state, coordinate: coordinate, altitude: report?.altitudeMSL, speed: report?.speed)
+        self.init(time: time, state: sample.state, coordinate: coordinate, altitude: report?.altitudeMSL, speed: report?.speed,
+                  work: sample.machine?.work, engineSpeed: sample.machine?.engineSpeed, fuelRate: sample.machine?.fuelRate)
     }
+
+    /// Whether the machine was working: only when its bus or the work switch said so.
+    public var isWorking: Bool { work == .working }
 
     /// True for a fix with a position: what a drawn track is made of.
     public var isFix: Bool { coordinate != nil }

@@ -143,12 +143,14 @@ public actor TrackStore {
 
     private static func insert(_ points: [TrackPoint], into db: Database) throws {
         let statement = try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO point (time_ms, state, reason, latitude, longitude, altitude, speed) VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT OR REPLACE INTO point (time_ms, state, reason, latitude, longitude, altitude, speed, work, engine_speed, fuel_rate)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         for point in points {
             guard let key = TrackRow.key(point.time) else { continue }
             try statement.execute(arguments: [key, point.state.name, point.state.noReceiverReason?.rawValue,
-                                              point.coordinate?.latitude, point.coordinate?.longitude, point.altitude, point.speed])
+                                              point.coordinate?.latitude, point.coordinate?.longitude, point.altitude, point.speed,
+                                              point.work.map(TrackRow.workCode), point.engineSpeed, point.fuelRate])
         }
     }
 
@@ -158,12 +160,15 @@ public actor TrackStore {
             stored = stored + figures
             try db.execute(sql: """
                 INSERT OR REPLACE INTO day (day, samples, rtk_fixed, rtk_float, dgps, autonomous, other_fix, without_fix,
-                                            without_receiver, moving, metres, sent, acknowledged, lost)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                            without_receiver, moving, metres, sent, acknowledged, lost,
+                                            working, working_metres, work_known, moving_idle, engine_running, fuel)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, arguments: [day.description, stored.samples, stored.secondsByQuality[.rtkFixed] ?? 0, stored.secondsByQuality[.rtkFloat] ?? 0,
                                  stored.secondsByQuality[.dgps] ?? 0, stored.secondsByQuality[.autonomous] ?? 0,
                                  stored.secondsByQuality[.other] ?? 0, stored.secondsWithoutFix, stored.secondsWithoutReceiver,
-                                 stored.secondsMoving, stored.metresDriven, stored.sent, stored.acknowledged, stored.lost])
+                                 stored.secondsMoving, stored.metresDriven, stored.sent, stored.acknowledged, stored.lost,
+                                 stored.secondsWorking, stored.metresWorking, stored.secondsWorkKnown, stored.secondsMovingIdle,
+                                 stored.secondsEngineRunning, stored.litresFuel])
         }
     }
 
@@ -283,6 +288,21 @@ public actor TrackStore {
                 ALTER TABLE day ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        // What the machine was doing at each point, and each day's working, engine and fuel figures.
+        // Points and days counted before have none: NULL and 0.
+        migrator.registerMigration("v3-machine") { db in
+            try db.execute(sql: """
+                ALTER TABLE point ADD COLUMN work INTEGER;
+                ALTER TABLE point ADD COLUMN engine_speed REAL;
+                ALTER TABLE point ADD COLUMN fuel_rate REAL;
+                ALTER TABLE day ADD COLUMN working REAL NOT NULL DEFAULT 0;
+                ALTER TABLE day ADD COLUMN working_metres REAL NOT NULL DEFAULT 0;
+                ALTER TABLE day ADD COLUMN work_known REAL NOT NULL DEFAULT 0;
+                ALTER TABLE day ADD COLUMN moving_idle REAL NOT NULL DEFAULT 0;
+                ALTER TABLE day ADD COLUMN engine_running REAL NOT NULL DEFAULT 0;
+                ALTER TABLE day ADD COLUMN fuel REAL NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }
@@ -331,8 +351,28 @@ enum TrackRow {
         }
         let altitude = number(row, "altitude").flatMap { (-1_000...100_000).contains($0) ? $0 : nil }
         let speed = number(row, "speed").flatMap { (0...1_000).contains($0) ? $0 : nil }
+        // TrackPoint's initialiser drops engine speeds and fuel rates outside their messages' ranges.
         return TrackPoint(time: Date(timeIntervalSince1970: Double(key) / 1000), state: state, coordinate: coordinate,
-                          altitude: altitude, speed: speed)
+                          altitude: altitude, speed: speed, work: integer(row, "work").flatMap(work(code:)),
+                          engineSpeed: number(row, "engine_speed"), fuelRate: number(row, "fuel_rate"))
+    }
+
+    /// The work state as DDI 141 numbers it: 1 working, 0 not, 3 not known. One byte a point.
+    static func workCode(_ work: MachineReading.Work) -> Int64 {
+        switch work {
+        case .working: 1
+        case .notWorking: 0
+        case .unknown: 3
+        }
+    }
+
+    static func work(code: Int64) -> MachineReading.Work? {
+        switch code {
+        case 1: .working
+        case 0: .notWorking
+        case 3: .unknown
+        default: nil
+        }
     }
 
     /// A day's figures; a value out of range (negative, more than a day, not a number) reads as 0.
@@ -355,6 +395,13 @@ enum TrackRow {
         figures.secondsWithoutReceiver = seconds("without_receiver")
         figures.secondsMoving = seconds("moving")
         if let metres = number(row, "metres"), (0...10_000_000).contains(metres) { figures.metresDriven = metres }
+        figures.secondsWorking = seconds("working")
+        if let metres = number(row, "working_metres"), (0...10_000_000).contains(metres) { figures.metresWorking = metres }
+        figures.secondsWorkKnown = seconds("work_known")
+        figures.secondsMovingIdle = seconds("moving_idle")
+        figures.secondsEngineRunning = seconds("engine_running")
+        // A day's fuel at the highest rate LFE1 can say is 77,000 litres.
+        if let litres = number(row, "fuel"), (0...80_000).contains(litres) { figures.litresFuel = litres }
         return figures
     }
 }

@@ -28,6 +28,17 @@ public struct WorkFigures: Sendable, Equatable {
     public var secondsWithoutReceiver = 0.0
     public var secondsMoving = 0.0
     public var metresDriven = 0.0
+    /// Seconds the machine was working, by its bus or the work switch (`TrackPoint.work`), and the
+    /// metres it drove meanwhile: times the working width, the area worked.
+    public var secondsWorking = 0.0
+    public var metresWorking = 0.0
+    /// Seconds the work state was known (working or not): without a bus or a work switch, none.
+    public var secondsWorkKnown = 0.0
+    /// Seconds moving while not working: off every field, the road.
+    public var secondsMovingIdle = 0.0
+    /// Seconds the bus said the engine turned, and the litres its fuel rate adds up to.
+    public var secondsEngineRunning = 0.0
+    public var litresFuel = 0.0
     /// Of the samples taken in the period: how many were sent (the first time), acknowledged by
     /// agrirouter, and dropped from the spool unsent. Counted as it happens, on the day they were taken.
     public var sent = 0
@@ -46,13 +57,27 @@ public struct WorkFigures: Sendable, Equatable {
         case .noFix: secondsWithoutFix += seconds
         case .noReceiver, .gpsdUnreachable: secondsWithoutReceiver += seconds
         }
+        if point.isWorking { secondsWorking += seconds }
+        if let work = point.work, work != .unknown { secondsWorkKnown += seconds }
+        if let engine = point.engineSpeed, engine > 0 { secondsEngineRunning += seconds }
+        if let rate = point.fuelRate { litresFuel += rate * seconds / 3_600 }
         guard seconds > 0, let from = point.coordinate, let next, let to = next.coordinate else { return }
         let metres = from.distance(to: to)
         guard metres.isFinite else { return }
         metresDriven += metres
+        if point.isWorking { metresWorking += metres }
         // The receiver's speed when it gave one; otherwise the speed between the two fixes.
-        if (point.speed ?? metres / seconds) > rules.movingSpeed { secondsMoving += seconds }
+        if (point.speed ?? metres / seconds) > rules.movingSpeed {
+            secondsMoving += seconds
+            if !point.isWorking { secondsMovingIdle += seconds }
+        }
     }
+
+    /// Whether the machine said anything for this time: Records show its figures then.
+    public var hasMachine: Bool { secondsWorkKnown > 0 || secondsEngineRunning > 0 || litresFuel > 0 }
+
+    /// Hectares worked at `width` metres.
+    public func hectaresWorked(width: Double) -> Double { metresWorking * width / 10_000 }
 
     /// The figures of two periods together.
     public static func + (lhs: WorkFigures, rhs: WorkFigures) -> WorkFigures {
@@ -63,6 +88,12 @@ public struct WorkFigures: Sendable, Equatable {
         sum.secondsWithoutReceiver += rhs.secondsWithoutReceiver
         sum.secondsMoving += rhs.secondsMoving
         sum.metresDriven += rhs.metresDriven
+        sum.secondsWorking += rhs.secondsWorking
+        sum.metresWorking += rhs.metresWorking
+        sum.secondsMovingIdle += rhs.secondsMovingIdle
+        sum.secondsEngineRunning += rhs.secondsEngineRunning
+        sum.litresFuel += rhs.litresFuel
+        sum.secondsWorkKnown += rhs.secondsWorkKnown
         sum.sent += rhs.sent
         sum.acknowledged += rhs.acknowledged
         sum.lost += rhs.lost

@@ -121,8 +121,17 @@ struct StatsCommand: AsyncParsableCommand {
             the day the sample was taken. Days are local days in the box's time zone ([track] time_zone, else TZ, else the system's), \
             as the daemon counted them: a day is counted in the zone the daemon had then. Each sample counts \
             the time until the next one, at most 45 s: time with the daemon stopped counts nowhere.
+
+            Where the tractor's bus or the work switch said what the machine was doing: hours working and not \
+            working, worked area with --working-width ([machine] working_width), hours the engine ran and litres of \
+            fuel by its fuel rate. With --by-field, (no field) has the road hours: moving off every field, not \
+            working; a field with less than a minute of work on a day (brushed at its edge) counts none.
             """
     )
+
+    @Option(help: ArgumentHelp("Metres the implement works across, for the worked area (0.1 to 60; default: [machine] working_width, else no area).",
+                               valueName: "metres"))
+    var workingWidth: String?
 
     @Option(help: ArgumentHelp("One line per local day, ISO week, month or year.", valueName: "period"))
     var by: WorkLedger.Period = .day
@@ -137,10 +146,17 @@ struct StatsCommand: AsyncParsableCommand {
     @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
+    func validate() throws {
+        if let workingWidth { _ = try KeyedFlag.value("--working-width", workingWidth, section: "machine", name: "working_width") }
+    }
+
     func run() async throws {
-        let calendar = try time.calendar(try config.load())
+        let file = try config.load()
+        let calendar = try time.calendar(file)
         let range = try time.range(now: Date(), calendar: calendar, defaultSince: "3650d")
-        if byField { return try await runByField(calendar: calendar, range: range) }
+        let width = try workingWidth.map { try KeyedFlag.value("--working-width", $0, section: "machine", name: "working_width") }
+            ?? file.number("machine", "working_width")
+        if byField { return try await runByField(calendar: calendar, range: range, width: width) }
         let days: [LocalDay: WorkFigures]
         do {
             days = try await TrackStore(readingOnly: state.trackPath, calendar: calendar).days()
@@ -150,10 +166,11 @@ struct StatsCommand: AsyncParsableCommand {
         // A day is in when it overlaps the range.
         let first = LocalDay(range.lowerBound, in: calendar), last = LocalDay(range.upperBound.addingTimeInterval(-0.001), in: calendar)
         let periods = WorkLedger.sum(days.filter { $0.key >= first && $0.key <= last }, by: by)
+        let terms = StatsReport.MachineTerms(width: width)
         if json {
-            Output.line(StatsReport.json(periods, by: by))
+            Output.line(StatsReport.json(periods, by: by, terms: terms))
         } else {
-            for line in StatsReport.text(periods, by: by) { Output.line(line) }
+            for line in StatsReport.text(periods, by: by, terms: terms) { Output.line(line) }
         }
     }
 }
@@ -161,7 +178,7 @@ struct StatsCommand: AsyncParsableCommand {
 extension StatsCommand {
     /// Per field: worked out from the track's points (the daemon keeps figures per day, not per
     /// field), so the range is read point by point: about a second for a month at 1 Hz.
-    func runByField(calendar: Calendar, range: ClosedRange<Date>) async throws {
+    func runByField(calendar: Calendar, range: ClosedRange<Date>, width: Double?) async throws {
         let work = try await FieldWorkLoader.load(state)
         let points: [TrackPoint]
         do {
@@ -182,14 +199,15 @@ extension StatsCommand {
                 lines.append(StatsReport.Line(period: period, field: row.field.map { ($0.id, name ?? "") }, figures: row.figures))
             }
         }
+        let terms = StatsReport.MachineTerms(width: width, fieldsKnown: !work.fields.isEmpty)
         if json {
-            Output.line(StatsReport.json(lines, by: by, byField: true))
-        } else if work.fields.isEmpty {
-            Output.line("No fields yet. Import the farm's with 'agrigps fields import FILE'; until then all time is (no field).")
-            for line in StatsReport.text(lines, by: by, byField: true) { Output.line(line) }
-        } else {
-            for line in StatsReport.text(lines, by: by, byField: true) { Output.line(line) }
+            Output.line(StatsReport.json(lines, by: by, byField: true, terms: terms))
+            return
         }
+        if work.fields.isEmpty {
+            Output.line("No fields yet. Import the farm's with 'agrigps fields import FILE'; until then all time is (no field).")
+        }
+        for line in StatsReport.text(lines, by: by, byField: true, terms: terms) { Output.line(line) }
     }
 }
 

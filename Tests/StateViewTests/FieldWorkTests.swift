@@ -148,5 +148,53 @@ private func fix(_ seconds: Double, _ latitude: Double, _ longitude: Double, spe
             }
         }
     }
-}
 
+    @Test("working in one field, brushing the next, the road between: each field's work is its own, a brushed field has none, and no field's moving is road")
+    func workAndRoad() throws {
+        // East at 52.0005° N from 9.9995°, 0.00001° (0.69 m) a second: 50 s to Nordacker, 100 s
+        // across it working, 100 s of road, 100 s across Südwiese with the implement down for its
+        // last 30 s only, 50 s out.
+        var points: [TrackPoint] = []
+        for step in 0...400 {
+            let longitude = 9.9995 + Double(step) * 0.00001
+            let working = (longitude > 10.0 && longitude < 10.001) || (longitude > 10.0027 && longitude < 10.003)
+            points.append(TrackPoint(time: start.addingTimeInterval(Double(step)), state: .fix(.threeD, .rtkFixed),
+                                     coordinate: Coordinate(latitude: 52.0005, longitude: longitude), speed: 0.69,
+                                     work: working ? .working : .notWorking, engineSpeed: 1_500, fuelRate: 18))
+        }
+        let rows = FieldWork(fields: [nord, sued]).rows(points, calendar: utc)
+        let nordRow = try #require(rows.first { $0.field?.id == nord.id }), suedRow = try #require(rows.first { $0.field?.id == sued.id })
+        let off = try #require(rows.first { $0.field == nil })
+        // By hand: a step counts where it starts.
+        func inside(_ point: TrackPoint, _ field: StoredField) -> Bool {
+            field.field.boundaries[0].contains(GeoPoint(latitude: 52.0005, longitude: point.coordinate?.longitude ?? 0))
+        }
+        let steps = Array(zip(points, points.dropFirst()))
+        let nordWork = Double(steps.filter { inside($0.0, nord) && $0.0.isWorking }.count)
+        let suedWork = Double(steps.filter { inside($0.0, sued) && $0.0.isWorking }.count)
+        let road = Double(steps.filter { !inside($0.0, nord) && !inside($0.0, sued) && !$0.0.isWorking }.count)
+        #expect(nordWork > 95 && suedWork > 25 && suedWork < FieldWork.leastWork && road > 190)
+        #expect(nordRow.figures.secondsWorking == nordWork)
+        #expect(abs(nordRow.figures.metresWorking - nordWork * 0.6846) < 1, "\(nordRow.figures.metresWorking)")
+        #expect(suedRow.figures.secondsWorking == 0 && suedRow.figures.metresWorking == 0, "brushed, not worked")
+        #expect(suedRow.figures.secondsWorkKnown == Double(steps.filter { inside($0.0, sued) }.count))
+        #expect(off.figures.secondsMovingIdle == road && off.figures.secondsWorking == 0)
+        let total = rows.map(\.figures).reduce(WorkFigures(), +)
+        #expect(abs(total.litresFuel - 2) < 1e-9, "400 s at 18 l/h")
+        #expect(total.secondsEngineRunning == 400)
+
+        let lines = rows.map { StatsReport.Line(period: $0.day.description, field: $0.field.map { ($0.id, $0.field.name) }, figures: $0.figures) }
+        let terms = StatsReport.MachineTerms(width: 6, fieldsKnown: true)
+        let text = StatsReport.text(lines, by: .day, byField: true, terms: terms)
+        #expect(text[0].hasSuffix("working h  not working h  road h  worked ha  engine h  fuel l"), "\(text[0])")
+        #expect(text[3].contains("(no field)") && text[3].contains(String(format: "%.2f", road / 3_600)), "\(text[3])")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(StatsReport.json(lines, by: .day, byField: true, terms: terms).utf8))
+            as? [String: Any])
+        let periods = try #require(json["periods"] as? [[String: Any]])
+        #expect(periods.map { $0["seconds_road"] as? Double } == [nil, nil, road])
+        #expect(abs((periods[0]["hectares_worked"] as? Double ?? -1) - nordRow.figures.metresWorking * 6 / 10_000) < 1e-12)
+        // Without fields known no time is road.
+        let unknown = StatsReport.json(lines, by: .day, byField: true, terms: StatsReport.MachineTerms())
+        #expect(!unknown.contains("\"seconds_road\":\(road)"))
+    }
+}

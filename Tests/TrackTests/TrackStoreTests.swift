@@ -35,6 +35,14 @@ private func tamper(_ path: String) throws {
     }
 }
 
+/// The machine's values out of range, as damage or an editor would leave them.
+private func damageMachine(_ path: String) throws {
+    try DatabaseQueue(path: path).write { db in
+        try db.execute(sql: "UPDATE point SET work = 7, engine_speed = 1e9, fuel_rate = -1")
+        try db.execute(sql: "UPDATE day SET working = -3, fuel = 1e12, engine_running = 'long'")
+    }
+}
+
 /// A track file as the first version wrote it: one day of figures, no delivery counts.
 private func writeFirstSchema(_ path: String) throws {
     try DatabaseQueue(path: path).write { db in
@@ -157,5 +165,30 @@ private func writeFirstSchema(_ path: String) throws {
         try await track.flush(now: t0)
         let day = try #require(try await TrackStore(readingOnly: path, calendar: utc()).days()[LocalDay(year: 2026, month: 9, day: 20)])
         #expect(day.samples == 100 && day.metresDriven == 120.5 && day.acknowledged == 7 && day.sent == 0)
+    }
+
+    @Test("what the machine did is kept with each point and each day, and read back only within its ranges")
+    func machineKept() async throws {
+        let path = temporaryPath()
+        let track = store(path)
+        let works: [MachineReading.Work?] = [.working, .working, .notWorking, .unknown, nil]
+        for (second, work) in works.enumerated() {
+            var kept = point(Double(second), latitude: 52 + Double(second) * 0.00001)
+            (kept.work, kept.engineSpeed, kept.fuelRate) = (work, work == nil ? nil : 1_500, work == nil ? nil : 18)
+            try await track.record(kept, now: t0)
+        }
+        try await track.flush(now: t0)
+        let reader = TrackStore(readingOnly: path, calendar: utc())
+        let points = try await reader.points(from: t0, to: t0.addingTimeInterval(10))
+        #expect(points.map(\.work) == works && points.map(\.engineSpeed) == [1_500, 1_500, 1_500, 1_500, nil])
+        let day = try #require(try await reader.days().values.first)
+        #expect(day.secondsWorking == 2 && day.secondsWorkKnown == 3 && day.secondsEngineRunning == 4)
+        #expect(abs(day.litresFuel - 4 * 18 / 3_600.0) < 1e-12 && abs(day.metresWorking - 2 * 1.1119) < 0.01, "\(day)")
+
+        try damageMachine(path)
+        let damaged = try await reader.points(from: t0, to: t0.addingTimeInterval(10))
+        #expect(damaged.count == 5 && damaged.allSatisfy { $0.work == nil && $0.engineSpeed == nil && $0.fuelRate == nil })
+        let read = try #require(try await TrackStore(readingOnly: path, calendar: utc()).days().values.first)
+        #expect(read.secondsWorking == 0 && read.litresFuel == 0 && read.secondsEngineRunning == 0 && read.secondsWorkKnown == 3)
     }
 }

@@ -71,10 +71,10 @@ private func lost(_ seconds: Double, _ state: FixState = .noFix) -> TrackPoint {
     func csv() {
         let lines = TrackExport.csv(points).split(separator: "\n")
         #expect(lines.count == points.count + 1)
-        #expect(lines[0] == "time,state,latitude,longitude,altitude_m,speed_m_s")
-        #expect(lines[1] == "2026-09-21T14:13:20.000Z,fix_3d_rtk_fixed,52.0000000,10.0000000,100.00,")
-        #expect(lines[3] == "2026-09-21T14:13:22.000Z,no_fix,,,,")
-        #expect(lines[6] == "2026-09-21T14:13:25.000Z,no_receiver,,,,")
+        #expect(lines[0] == "time,state,latitude,longitude,altitude_m,speed_m_s,work,engine_rpm,fuel_l_h")
+        #expect(lines[1] == "2026-09-21T14:13:20.000Z,fix_3d_rtk_fixed,52.0000000,10.0000000,100.00,,,,")
+        #expect(lines[3] == "2026-09-21T14:13:22.000Z,no_fix,,,,,,,")
+        #expect(lines[6] == "2026-09-21T14:13:25.000Z,no_receiver,,,,,,,")
     }
 }
 
@@ -89,7 +89,28 @@ struct ExportValidationTests {
         ("2D fixes without height, south and west, a name with markup and control characters",
          [TrackPoint(time: start, state: .fix(.twoD, .autonomous), coordinate: Coordinate(latitude: -33.9, longitude: -70.6)),
           TrackPoint(time: start.addingTimeInterval(1), state: .fix(.twoD, .autonomous), coordinate: Coordinate(latitude: -33.90001, longitude: -179.99999))]),
+        ("a machine working, then not, then unknown, then silent",
+         [.working, .notWorking, .unknown, nil].enumerated().map { index, work in
+             TrackPoint(time: start.addingTimeInterval(Double(index)), state: .fix(.threeD, .rtkFixed),
+                        coordinate: Coordinate(latitude: 52 + Double(index) * 0.0001, longitude: 10), work: work, engineSpeed: 1_500, fuelRate: 12)
+         }),
     ]
+
+    @Test("the work state travels in each export: a GPX extension, a GeoJSON property beside the times, CSV columns")
+    func workInExports() throws {
+        let points = Self.cases[Self.cases.count - 1].points
+        let gpx = TrackExport.gpx(points, name: "x")
+        #expect(gpx.components(separatedBy: "<extensions><agrigps:work>").count == 4)
+        #expect(gpx.contains("<agrigps:work>not-working</agrigps:work>") && gpx.contains(#"xmlns:agrigps="urn:agrigps:track:1""#))
+        let geo = try #require(try JSONSerialization.jsonObject(with: Data(TrackExport.geoJSON(points, name: "x").utf8)) as? [String: Any])
+        let properties = try #require((geo["features"] as? [[String: Any]])?.first?["properties"] as? [String: Any])
+        let work = try #require(properties["work"] as? [[Any]])
+        #expect(work.map { $0.map { $0 as? String ?? "null" } } == [["working", "not-working", "unknown", "null"]])
+        let csv = TrackExport.csv(points).split(separator: "\n")
+        #expect(csv[1].hasSuffix(",working,1500.000,12.00") && csv[4].hasSuffix(",,1500.000,12.00"), "\(csv)")
+        let plain = TrackExport.geoJSON(Self.cases[0].points, name: "x")
+        #expect(!plain.contains("\"work\""), "a track without a machine has no work property")
+    }
 
     @Test("GPX validates against the GPX 1.1 schema", arguments: 0..<cases.count)
     func gpx(_ index: Int) async throws {
