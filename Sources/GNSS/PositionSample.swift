@@ -60,10 +60,44 @@ public struct MachineReading: Sendable, Equatable {
     public var fuelRate: Double?
     /// Litres the engine has used in its life.
     public var fuelUsed: Double?
+    /// Running totals since the box first counted (EFDI's total DDIs 119, 120 and 148): seconds
+    /// working, seconds not working, and millilitres of fuel by the fuel rate. Set by the daemon.
+    public var totals: MachineTotals?
 
     public init(work: Work, speed: Double? = nil, speedSource: String? = nil, engineSpeed: Double? = nil,
                 engineHours: Double? = nil, fuelRate: Double? = nil, fuelUsed: Double? = nil) {
         (self.work, self.speed, self.speedSource, self.engineSpeed) = (work, speed, speedSource, engineSpeed)
         (self.engineHours, self.fuelRate, self.fuelUsed) = (engineHours, fuelRate, fuelUsed)
+    }
+}
+
+/// What a machine did in all the time a box counted it, as farm software sums TimeLogs: each value
+/// only grows. Kept by the daemon across restarts.
+public struct MachineTotals: Sendable, Equatable {
+    public var effectiveSeconds: Double
+    public var ineffectiveSeconds: Double
+    public var fuelMillilitres: Double
+
+    public init(effectiveSeconds: Double = 0, ineffectiveSeconds: Double = 0, fuelMillilitres: Double = 0) {
+        (self.effectiveSeconds, self.ineffectiveSeconds, self.fuelMillilitres) = (effectiveSeconds, ineffectiveSeconds, fuelMillilitres)
+    }
+
+    /// The longest step between two samples that counts (the track's rule): beyond it the daemon
+    /// was stopped or the machine off, and the time counts nowhere.
+    public static let longestStep = 45.0
+
+    /// The totals after `previous` stood for the time until `time`: working, not working, and its
+    /// fuel rate over that time. A step back in time, or longer than `longestStep`, adds nothing.
+    public func adding(_ previous: MachineReading, from start: Date, to time: Date) -> MachineTotals {
+        let seconds = time.timeIntervalSince(start)
+        guard seconds.isFinite, seconds > 0, seconds <= Self.longestStep else { return self }
+        var next = self
+        switch previous.work {
+        case .working: next.effectiveSeconds += seconds
+        case .notWorking: next.ineffectiveSeconds += seconds
+        case .unknown: break
+        }
+        if let rate = previous.fuelRate { next.fuelMillilitres += rate * seconds / 3.6 }  // L/h over s, in ml
+        return next
     }
 }

@@ -1,4 +1,5 @@
 import Clocks
+import Foundation
 import GNSS
 import Logging
 import ServiceLifecycle
@@ -29,13 +30,15 @@ struct SamplingService: Service {
         // The spool is open (the daemon's start opened it): READY once gpsd has answered or failed to.
         var ready = false
         var countedAt = uptime()
+        // Going on from the totals the last run left, or from zero on a box that never counted.
+        var totalling = MachineTotalling(totals: await spool.machineTotals() ?? MachineTotals())
         for await output in source.cancelOnGracefulShutdown() {
             if !ready {
                 ready = true
                 notifier?.ready(status: "started; gpsd \(GatewayDaemon.describe(output))")
             }
             guard case .sample(let sample) = output else { continue }
-            await take(sample)
+            await take(sample, totalling: &totalling)
             if uptime() - countedAt >= 10 {
                 countedAt = uptime()
                 await GatewayDaemon.countDeliveries(from: spool, in: configuration, logger: logger, failing: trackFailing)
@@ -55,9 +58,11 @@ struct SamplingService: Service {
     }
 
     /// The spool first, always; then the counts, the heartbeat and the track.
-    private func take(_ sample: PositionSample) async {
+    private func take(_ sample: PositionSample, totalling: inout MachineTotalling) async {
         var sample = sample
-        if let machine = configuration.machine { sample.machine = machine(sample) }
+        if let machine = configuration.machine { sample.machine = machine(sample, await spool.workSwitch()) }
+        let totals = totalling.add(sample.machine, at: sample.receiverTime ?? sample.sampledAt)
+        sample.machine?.totals = totals
         configuration.clock?.observe(sample)
         var rowID: Int64?
         switch await spool.append(sample) {
@@ -84,6 +89,25 @@ struct SamplingService: Service {
             try? await Task.sleep(for: .milliseconds(100))
         }
         logger.warning("stopped with samples still in the spool; they are sent on the next run")
+    }
+}
+
+/// The machine's running totals as samples come: each sample's reading stands for the time until
+/// the next one (at most `MachineTotals.longestStep`). A sample without a reading breaks the run.
+struct MachineTotalling {
+    var totals: MachineTotals
+    private var previous: (time: Date, reading: MachineReading)?
+
+    init(totals: MachineTotals) {
+        self.totals = totals
+    }
+
+    /// The totals at a sample with `reading` taken at `time`; nil without a reading.
+    mutating func add(_ reading: MachineReading?, at time: Date) -> MachineTotals? {
+        defer { previous = reading.map { (time, $0) } }
+        guard let reading else { return nil }
+        if let previous { totals = totals.adding(previous.reading, from: previous.time, to: time) }
+        return totals
     }
 }
 

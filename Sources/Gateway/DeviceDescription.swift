@@ -30,6 +30,9 @@ public struct DeviceDescription: Sendable, Equatable {
         static let fuelRate: UInt32 = 34
         static let engineHours: UInt32 = 35
         static let fuelUsed: UInt32 = 36
+        static let effectiveTime: UInt32 = 37
+        static let ineffectiveTime: UInt32 = 38
+        static let totalFuel: UInt32 = 39
     }
 
     /// The process data the TimeLogs carry.
@@ -49,6 +52,12 @@ public struct DeviceDescription: Sendable, Equatable {
         public static let lifetimeEngineHours: UInt32 = 493
         /// Lifetime Fuel Consumption, 0.5 L: the engine's own total (J1939 SPN 250, the same steps).
         public static let lifetimeFuel: UInt32 = 276
+        /// Effective Total Time, s: working, as the box counted it (DDI 141 on), a running total.
+        public static let effectiveTime: UInt32 = 119
+        /// Ineffective Total Time, s: not working, a running total.
+        public static let ineffectiveTime: UInt32 = 120
+        /// Total Fuel Consumption, ml: the fuel rate summed over time, a running total.
+        public static let totalFuel: UInt32 = 148
     }
 
     /// Whether it describes the machine on the box's bus too (`machine` of the initialiser).
@@ -154,16 +163,20 @@ public struct DeviceDescription: Sendable, Equatable {
             processData(ObjectID.fuelRate, ddi: DDI.fuelRate, designator: "Fuel rate", presentation: nil),
             processData(ObjectID.engineHours, ddi: DDI.lifetimeEngineHours, designator: "Engine hours", presentation: nil),
             processData(ObjectID.fuelUsed, ddi: DDI.lifetimeFuel, designator: "Fuel used", presentation: nil),
+            processData(ObjectID.effectiveTime, ddi: DDI.effectiveTime, designator: "Working time", presentation: nil, total: true),
+            processData(ObjectID.ineffectiveTime, ddi: DDI.ineffectiveTime, designator: "Not working time", presentation: nil, total: true),
+            processData(ObjectID.totalFuel, ddi: DDI.totalFuel, designator: "Fuel", presentation: nil, total: true),
         ]
     }
 
     private static func processData(_ objectID: UInt32, ddi: UInt32, designator: String,
-                                    presentation: UInt32? = ObjectID.kilometresPerHour) -> Efdi_DeviceProcessData {
+                                    presentation: UInt32? = ObjectID.kilometresPerHour, total: Bool = false) -> Efdi_DeviceProcessData {
         var data = Efdi_DeviceProcessData()
         data.deviceProcessDataObjectID = objectID
         data.deviceProcessDataDdi = ddi
         data.deviceProcessDataProperty = 1  // belongs to the default set
-        data.deviceProcessDataTriggerMethods = 1 | 8  // logged by time and on change
+        // Logged by time and on change; a running total says so (16), for farm software sums its differences.
+        data.deviceProcessDataTriggerMethods = 1 | 8 | (total ? 16 : 0)
         data.deviceProcessDataDesignator = designator
         if let presentation { data.deviceValuePresentationObjectID = presentation }
         return data

@@ -22,10 +22,14 @@ public struct GatewayDaemon: Sendable {
         public var sendInterval: Double = 10
         /// With a receiver on a CAN bus: what the bus shows, for the heartbeat (and `agrigps status`).
         public var receiverBus: (@Sendable () -> String?)?
-        /// With a machine's bus listened to: what its controllers say at a sample, put in the
-        /// sample; and for status, the bus's signals.
-        public var machine: (@Sendable (PositionSample) -> MachineReading?)?
+        /// What the machine was doing at a sample, put in the sample: from the bus's controllers
+        /// when one is listened to, and the driver's work switch (nil until first set). Nil when
+        /// neither said anything. With `machineStatus`, the bus's signals for status.
+        public var machine: (@Sendable (PositionSample, _ workSwitch: Bool?) -> MachineReading?)?
         public var machineStatus: (@Sendable () -> Heartbeat.MachineStatus?)?
+        /// Set when the machine's state comes from the work switch alone (no bus): the device
+        /// description has the machine once the switch was first used.
+        public var machineBySwitchOnly = false
         /// Seconds between attempts of the endpoint set-up while agrirouter cannot be reached.
         public var setupRetry: Double = 30
         /// Re-send capabilities and subscription this often, as agrirouter recommends.
@@ -260,8 +264,9 @@ public struct GatewayDaemon: Sendable {
         }
         // Named as the endpoint list last named it, so that a restart describes the box as before.
         var describedAs = (try? await others?.ownName()) ?? nil
+        var describedMachine = await describesMachine()
         let description = DeviceDescription(endpointID: connection.endpoint.deviceAlternateId, softwareVersion: configuration.softwareVersion,
-                                            name: describedAs, machine: configuration.machine != nil)
+                                            name: describedAs, machine: describedMachine)
         let publisher = Publisher(spool: spool, connection: connection, outputs: configuration.outputs,
                                   efdi: configuration.outputs.contains(.efdi) ? Publisher.EFDI(description: description) : nil,
                                   rideAppendsWithin: Self.rideAppendsWithin(samplingInterval: configuration.samplingInterval),
@@ -312,7 +317,7 @@ public struct GatewayDaemon: Sendable {
                 }
             }
             let started = uptime()
-            await describe(publisher, connection, as: &describedAs)
+            await describe(publisher, connection, as: &describedAs, machine: &describedMachine)
             await pingIfDue(&check, connection)
             let (report, error) = await pass(publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat,
                                              readerTurn: &readerTurn, check: &check)
@@ -336,13 +341,25 @@ public struct GatewayDaemon: Sendable {
         }
     }
 
-    /// The device description names the box as agrirouter's endpoint list does, once it is known;
-    /// a new description is built only when that name has changed since `describedAs`.
-    private func describe(_ publisher: Publisher, _ connection: AgrirouterConnection, as describedAs: inout String?) async {
-        guard configuration.outputs.contains(.efdi), let name = try? await others?.ownName(), name != describedAs else { return }
-        describedAs = name
+    /// The device description names the box as agrirouter's endpoint list does, once it is known,
+    /// and has the machine once something tells its state; a new description is built only when
+    /// either has changed since `describedAs` and `describedMachine`.
+    private func describe(_ publisher: Publisher, _ connection: AgrirouterConnection, as describedAs: inout String?,
+                          machine describedMachine: inout Bool) async {
+        guard configuration.outputs.contains(.efdi) else { return }
+        let name = ((try? await others?.ownName()) ?? nil) ?? describedAs
+        let machine = await describesMachine()
+        guard name != describedAs || machine != describedMachine else { return }
+        (describedAs, describedMachine) = (name, machine)
         await publisher.describe(DeviceDescription(endpointID: connection.endpoint.deviceAlternateId,
-                                                   softwareVersion: configuration.softwareVersion, name: name, machine: configuration.machine != nil))
+                                                   softwareVersion: configuration.softwareVersion, name: name, machine: machine))
+    }
+
+    /// A bus listened to describes the machine from the start; the work switch alone once it was used.
+    private func describesMachine() async -> Bool {
+        guard configuration.machine != nil else { return false }
+        guard configuration.machineBySwitchOnly else { return true }
+        return await spool.workSwitch() != nil
     }
 
     /// When (on the monotonic clock) the same set-up was acknowledged within `setupRenewal`, by the

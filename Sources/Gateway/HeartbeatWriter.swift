@@ -37,6 +37,8 @@ actor HeartbeatWriter {
     private let receiverBus: (@Sendable () -> String?)?
     /// What the machine's bus shows, asked at each write.
     private let machine: (@Sendable () -> Heartbeat.MachineStatus?)?
+    /// The work state the newest sample carries ("working", …), nil without one.
+    private var newestWork: String?
 
     init(path: String, environment: String?, clock: TrueTime? = nil, sendInterval: Double? = nil, minimumGap: Double = 10,
          receiverBus: (@Sendable () -> String?)? = nil, machine: (@Sendable () -> Heartbeat.MachineStatus?)? = nil) {
@@ -66,7 +68,10 @@ actor HeartbeatWriter {
         let changed = heartbeat.lastSample?.state != summary.state
         heartbeat.lastSample = summary
         if summary.coordinate != nil { heartbeat.lastFix = summary }
-        writeIfDue(force: changed)
+        let work = sample.machine?.work.rawValue
+        let workChanged = work != newestWork
+        newestWork = work
+        writeIfDue(force: changed || workChanged)
     }
 
     func counted(spool: SpoolStatus, others: OthersView?, feed: FeedReader.Counters? = nil, at time: Date = Date()) {
@@ -159,7 +164,10 @@ actor HeartbeatWriter {
         heartbeat.quietSeconds = max(0, uptime() - (acknowledgedUptime ?? startedUptime))
         heartbeat.systemClockError = clock?.systemClockError()
         heartbeat.receiverBus = receiverBus?()
-        heartbeat.machine = machine?()
+        // The work state as the newest sample carries it (the work switch's part included); a
+        // machine known by the switch alone has no signals to list.
+        heartbeat.machine = machine?() ?? newestWork.map { .init(work: $0, tractorECU: nil, engine: nil, signals: [], notHeard: []) }
+        if let newestWork { heartbeat.machine?.work = newestWork }
         do {
             try heartbeat.write(to: path)
             failure = nil

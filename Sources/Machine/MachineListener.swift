@@ -77,7 +77,17 @@ public struct MachineSnapshot: Sendable, Equatable {
     /// Whether the listener ever heard one of the machine's messages, current or not.
     public var everHeard = false
 
+    public init() {}
+
     public subscript(signal: MachineSignal) -> Observed? { signals[signal] }
+
+    /// The signals heard, in `MachineSignal`'s order, each with its reading.
+    public var heard: [(signal: MachineSignal, observed: Observed)] {
+        MachineSignal.allCases.compactMap { signal in signals[signal].map { (signal, $0) } }
+    }
+
+    /// The signals not heard, in `MachineSignal`'s order.
+    public var notHeard: [MachineSignal] { MachineSignal.allCases.filter { signals[$0] == nil } }
 
     public var rearHitch: HitchStatus? {
         if case .rearHitch(let status)? = signals[.rearHitch]?.message { return status }

@@ -125,6 +125,9 @@ public actor Spool {
                     try SpoolState.set("last_storage_fault", number: now, text: recovered.description, in: db)
                 }
                 let inserted = try insert(writes, at: now, into: db)
+                if let totals = writes.last(where: { $0.sample.machine?.totals != nil })?.sample.machine?.totals {
+                    try MachineTotalsState.set(totals, in: db)
+                }
                 if let ridingTake { rode = ride(ridingTake, in: db) }
                 return inserted
             }
@@ -603,6 +606,26 @@ public actor Spool {
         (try? database?.read { db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'sharing'") }) == "paused"
     }
 
+    /// The machine's running totals as the newest sample that had them left them; nil before any.
+    public func machineTotals() -> MachineTotals? {
+        (try? database?.read { db in try MachineTotalsState.read(db) }) ?? nil
+    }
+
+    /// The driver's work switch (`agrigps work`, the cab view), beside the sharing switch: kept across
+    /// restarts, read by the daemon at each sample.
+    public func setWorkSwitch(on: Bool) throws(SpoolError) {
+        try write { db in try SpoolState.set("work_switch", number: configuration.clock().timeIntervalSince1970, text: on ? "on" : "off", in: db) }
+    }
+
+    /// Nil until the switch was first set: a machine whose driver never used it has no work state by it.
+    public func workSwitch() -> Bool? {
+        switch try? database?.read({ db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'work_switch'") }) {
+        case "on"?: true
+        case "off"?: false
+        default: nil
+        }
+    }
+
     /// The journal mode and synchronous level of the spool's own connection (SQLite keeps synchronous
     /// per connection, so another connection cannot tell).
     func durability() -> (journalMode: String?, synchronous: Int?) {
@@ -701,6 +724,8 @@ public actor Spool {
             } else if name == "sharing" {
                 status.sharingPaused = row.text("text") == "paused"
                 status.pausedSince = status.sharingPaused ? row.date("number") : nil
+            } else if name == "work_switch" {
+                status.workSwitch = row.text("text", limit: 8).flatMap { $0 == "on" ? true : $0 == "off" ? false : nil }
             } else if name == "paused_after_id" {
                 pauseMark = count
             } else if SpoolOutput.all.contains(where: { $0.resentCounter == name }), let count {
@@ -864,6 +889,23 @@ extension Spool {
 }
 
 /// Numbers and notes kept beside the queue, in the same database: one row each in `spool_state`.
+/// The machine's running totals, kept in `spool_state` with the sample that brought them, so that
+/// a restart goes on from them when every row has been acknowledged and deleted.
+enum MachineTotalsState {
+    static func set(_ totals: MachineTotals, in db: Database) throws {
+        let text = [totals.effectiveSeconds, totals.ineffectiveSeconds, totals.fuelMillilitres].map { String($0) }.joined(separator: " ")
+        try SpoolState.set("machine_totals", text: text, in: db)
+    }
+
+    /// Nil when none were kept, or what is kept is not three numbers within EFDI's 32 bits.
+    static func read(_ db: Database) throws -> MachineTotals? {
+        guard let text = try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'machine_totals'"), text.count < 200 else { return nil }
+        let numbers = text.split(separator: " ").compactMap { Double($0) }.filter { (0...Double(Int32.max)).contains($0) }
+        guard numbers.count == 3 else { return nil }
+        return MachineTotals(effectiveSeconds: numbers[0], ineffectiveSeconds: numbers[1], fuelMillilitres: numbers[2])
+    }
+}
+
 enum SpoolState {
     static func set(_ name: String, number: Double? = nil, text: String? = nil, in db: Database) throws {
         // Cached: an append runs this in every transaction.

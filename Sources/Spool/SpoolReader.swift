@@ -59,7 +59,7 @@ public actor SpoolReader {
 
     /// The samples' select for the file as it is: one the daemon has not migrated yet has no machine columns.
     private static func select(_ db: Database) throws -> String {
-        SampleColumns.select(withMachine: try db.columns(in: "sample").contains { $0.name == "machine_work" })
+        SampleColumns.select(present: Set(try db.columns(in: "sample").map(\.name)))
     }
 
     /// A number that changes whenever another connection commits to the file (SQLite's data_version),

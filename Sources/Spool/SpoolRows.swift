@@ -36,7 +36,8 @@ enum SampleColumns {
     ] + machineColumns
 
     /// What the machine's controllers said at the sample (`MachineReading`); all NULL without one.
-    static let machineColumns = ["machine_work", "machine_speed", "machine_speed_source", "engine_speed", "engine_hours", "fuel_rate", "fuel_used"]
+    static let machineColumns = ["machine_work", "machine_speed", "machine_speed_source", "engine_speed", "engine_hours", "fuel_rate", "fuel_used",
+                                 "machine_effective_s", "machine_ineffective_s", "machine_fuel_ml"]
 
     /// A sample taken while sharing is paused is withheld for good. The state is read by the insert
     /// itself, inside the transaction, because `agrigps pause` in another process may just have set it.
@@ -50,12 +51,12 @@ enum SampleColumns {
             """
     }
 
-    static let select = select(withMachine: true)
+    static let select = select(present: nil)
 
-    /// The select for a file with or without the machine's columns: a reader in another process may
-    /// open a spool the daemon has not migrated yet.
-    static func select(withMachine: Bool) -> String {
-        let machine = machineColumns.map { withMachine ? $0 : "NULL AS \($0)" }.joined(separator: ", ")
+    /// The select for a file with or without (some of) the machine's columns: a reader in another
+    /// process may open a spool the daemon has not migrated yet. `present` nil: all of them.
+    static func select(present: Set<String>?) -> String {
+        let machine = machineColumns.map { present?.contains($0) ?? true ? $0 : "NULL AS \($0)" }.joined(separator: ", ")
         return """
             SELECT id, sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,
                 latitude, longitude, altitude_hae, altitude_msl, speed, track, hdop, pdop, satellites_used,
@@ -77,6 +78,7 @@ enum SampleColumns {
         let machineValues: [(any DatabaseValueConvertible)?] = [
             machine?.work.rawValue, machine?.speed, machine?.speedSource, machine?.engineSpeed, machine?.engineHours,
             machine?.fuelRate, machine?.fuelUsed,
+            machine?.totals?.effectiveSeconds, machine?.totals?.ineffectiveSeconds, machine?.totals?.fuelMillilitres,
         ]
         return StatementArguments(values + machineValues)
     }
@@ -112,10 +114,20 @@ enum SampleColumns {
     static func machine(_ row: Row) -> MachineReading? {
         guard machineColumns.contains(where: { !row.hasNull($0) }) else { return nil }
         let work = row.text("machine_work", limit: 32).flatMap(MachineReading.Work.init(rawValue:)) ?? .unknown
-        return MachineReading(work: work, speed: row.double("machine_speed", in: -64.255...64.255),
-                              speedSource: row.text("machine_speed_source", limit: 16).flatMap { ["wheel", "ground", "selected"].contains($0) ? $0 : nil },
-                              engineSpeed: row.double("engine_speed", in: 0...8_031.875), engineHours: row.double("engine_hours", in: 0...210_554_060.75),
-                              fuelRate: row.double("fuel_rate", in: 0...3_212.75), fuelUsed: row.double("fuel_used", in: 0...2_105_540_607.5))
+        var reading = MachineReading(work: work, speed: row.double("machine_speed", in: -64.255...64.255),
+                                     speedSource: row.text("machine_speed_source", limit: 16).flatMap { ["wheel", "ground", "selected"].contains($0) ? $0 : nil },
+                                     engineSpeed: row.double("engine_speed", in: 0...8_031.875), engineHours: row.double("engine_hours", in: 0...210_554_060.75),
+                                     fuelRate: row.double("fuel_rate", in: 0...3_212.75), fuelUsed: row.double("fuel_used", in: 0...2_105_540_607.5))
+        reading.totals = totals(row)
+        return reading
+    }
+
+    /// The running totals, each within what EFDI's 32-bit values can carry (seconds, millilitres).
+    static func totals(_ row: Row) -> MachineTotals? {
+        let range = 0...Double(Int32.max)
+        guard let effective = row.double("machine_effective_s", in: range), let ineffective = row.double("machine_ineffective_s", in: range),
+              let fuel = row.double("machine_fuel_ml", in: range) else { return nil }
+        return MachineTotals(effectiveSeconds: effective, ineffectiveSeconds: ineffective, fuelMillilitres: fuel)
     }
 
     /// The stored encoded size; a damaged one counts as a large entry, so that a batch stays under the

@@ -12,6 +12,7 @@ enum SpoolSchema {
     static let batchTableVersion = "v7-batch-table"
     static let acknowledgedBatchesVersion = "v8-acknowledged-batches"
     static let machineVersion = "v9-machine"
+    static let machineTotalsVersion = "v10-machine-totals"
 
     /// Schema steps the file has applied that this version does not know, as they are named there;
     /// nil for a file that has never been migrated.
@@ -135,6 +136,14 @@ enum SpoolSchema {
                 ALTER TABLE sample ADD COLUMN engine_hours REAL;
                 ALTER TABLE sample ADD COLUMN fuel_rate REAL;
                 ALTER TABLE sample ADD COLUMN fuel_used REAL;
+                """)
+        }
+        // The running totals at each sample (`MachineTotals`), for the TimeLogs' total DDIs.
+        migrator.registerMigration(machineTotalsVersion) { db in
+            try db.execute(sql: """
+                ALTER TABLE sample ADD COLUMN machine_effective_s REAL;
+                ALTER TABLE sample ADD COLUMN machine_ineffective_s REAL;
+                ALTER TABLE sample ADD COLUMN machine_fuel_ml REAL;
                 """)
         }
         return migrator

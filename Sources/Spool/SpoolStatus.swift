@@ -15,6 +15,8 @@ public struct SpoolStatus: Sendable, Equatable {
     /// (pending, in_flight, failed, parked, withheld, acknowledged): an output that is behind shows here.
     public var byOutput: [String: [String: Int]] = [:]
     public var sharingPaused = false
+    /// The driver's work switch: nil until first set.
+    public var workSwitch: Bool?
     /// When the pause in force began (system time when it was set); nil when sharing is not paused,
     /// or the time noted cannot be read.
     public var pausedSince: Date?

@@ -61,6 +61,8 @@ public struct StatusDocument: Encodable, Sendable {
         @Nullable var engine: Int?
         var signals: [Signal]
         var not_heard: [String]
+        /// The driver's work switch, "on" or "off"; null until first used.
+        @Nullable var work_switch: String?
     }
 
     struct Others: Encodable {
@@ -142,10 +144,11 @@ public struct StatusDocument: Encodable, Sendable {
         last_fix = heartbeat?.lastFix.map { LastFix(latitude: $0.latitude, longitude: $0.longitude, time: date($0.time), sampled_at: date($0.sampledAt)) }
         clock_skew_s = heartbeat?.lastSample?.clockSkew
         receiver_bus = heartbeat?.receiverBus
+        let workSwitch = snapshot.spool?.workSwitch.map { $0 ? "on" : "off" }
         machine = heartbeat?.machine.map { machine in
             Machine(work: machine.work, tractor_ecu: machine.tractorECU, engine: machine.engine,
                     signals: machine.signals.map { Machine.Signal(signal: $0.signal, value: $0.value, source: $0.source, age_s: $0.ageSeconds) },
-                    not_heard: machine.notHeard)
+                    not_heard: machine.notHeard, work_switch: workSwitch)
         }
         (last_acknowledged_at, last_error, next_attempt_at) = (date(heartbeat?.lastAcknowledgedAt), heartbeat?.lastError, date(heartbeat?.nextAttemptAt))
         transport_failures = heartbeat?.transportFailures ?? 0

@@ -13,7 +13,7 @@ struct Agrigps: AsyncParsableCommand {
             autonomous, dgps, rtk_fixed, rtk_float, dead_reckoning, simulated or manual.
             """,
         version: AgrigpsVersion.current,
-        subcommands: [Run.self, Watch.self, Replay.self, Onboard.self, Disconnect.self, Pause.self, Resume.self, Status.self, Others.self, Bus.self, FieldsCommand.self, TrackExportCommand.self, StatsCommand.self, Web.self]
+        subcommands: [Run.self, Watch.self, Replay.self, Onboard.self, Disconnect.self, Pause.self, Resume.self, WorkSwitchCommand.self, Status.self, Others.self, Bus.self, FieldsCommand.self, TrackExportCommand.self, StatsCommand.self, Web.self]
     )
 }
 

@@ -141,13 +141,11 @@ struct BusReport: Encodable {
         let finder = heard.finder
         let snapshot = heard.machine.snapshot(at: heard.lastTime ?? 0, ignoringAge: true)
         machine = Machine(tractor_ecu: snapshot.tractorECU.map(Int.init), engine: snapshot.engine.map(Int.init),
-                          signals: MachineSignal.allCases.compactMap { signal in
-                              snapshot[signal].map { seen in
-                                  Machine.Signal(signal: signal.rawValue, value: seen.message.text, source: Int(seen.source),
-                                                 age_seconds: (seen.age * 10).rounded() / 10, also_sent_by: seen.alsoSentBy.map(Int.init))
-                              }
+                          signals: snapshot.heard.map { signal, seen in
+                              Machine.Signal(signal: signal.rawValue, value: seen.message.text, source: Int(seen.source),
+                                             age_seconds: (seen.age * 10).rounded() / 10, also_sent_by: seen.alsoSentBy.map(Int.init))
                           },
-                          not_heard: MachineSignal.allCases.filter { snapshot[$0] == nil }.map(\.rawValue))
+                          not_heard: snapshot.notHeard.map(\.rawValue))
         self.interface = interface
         frames = finder.frames
         senders = finder.senders.keys.sorted().map(Int.init)

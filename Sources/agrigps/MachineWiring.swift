@@ -4,29 +4,38 @@ import Gateway
 import Machine
 import StateDirectory
 
-/// The machine's side of a bus listener, as the daemon takes it: a reading for each sample and the
-/// lines of status. A bus that never carried a machine's message gives neither: a receiver alone on
+/// The machine's side of the daemon: a reading for each sample and the lines of status. From a bus
+/// listener, with the work switch beside it; without a bus, from the work switch alone. A bus that
+/// never carried a machine's message, with a switch never used, gives neither: a receiver alone on
 /// its bus, or a boat's, has no machine.
 enum MachineWiring {
     static func attach(_ watcher: BusWatcher, rules: WorkRules = WorkRules(), to configuration: inout GatewayDaemon.Configuration) {
-        configuration.machine = { sample in
+        configuration.machine = { sample, workSwitch in
             // As the machine was at the sample's fix: the sample may be taken a while after it came.
             let snapshot = sample.report?.time.flatMap(watcher.machineSnapshot(atFix:)) ?? watcher.machineSnapshot()
-            guard snapshot.everHeard else { return nil }
-            return rules.reading(snapshot, workSwitch: false, receiverSpeed: sample.report?.speed)
+            guard snapshot.everHeard || workSwitch != nil else { return nil }
+            return rules.reading(snapshot, workSwitch: workSwitch ?? false, receiverSpeed: sample.report?.speed)
         }
         configuration.machineStatus = {
             let snapshot = watcher.machineSnapshot()
             guard snapshot.everHeard else { return nil }
-            let reading = rules.reading(snapshot, workSwitch: false, receiverSpeed: nil)
+            // The work state itself is the newest sample's, with the switch: the heartbeat puts it in.
             return Heartbeat.MachineStatus(
-                work: reading.work.rawValue, tractorECU: snapshot.tractorECU.map(Int.init), engine: snapshot.engine.map(Int.init),
-                signals: MachineSignal.allCases.compactMap { signal in
-                    snapshot[signal].map {
-                        .init(signal: signal.rawValue, value: $0.message.text, source: Int($0.source), ageSeconds: ($0.age * 10).rounded() / 10)
-                    }
+                work: MachineReading.Work.unknown.rawValue, tractorECU: snapshot.tractorECU.map(Int.init), engine: snapshot.engine.map(Int.init),
+                signals: snapshot.heard.map { signal, observed in
+                    .init(signal: signal.rawValue, value: observed.message.text, source: Int(observed.source),
+                          ageSeconds: (observed.age * 10).rounded() / 10)
                 },
-                notHeard: MachineSignal.allCases.filter { snapshot[$0] == nil }.map(\.rawValue))
+                notHeard: snapshot.notHeard.map(\.rawValue))
+        }
+    }
+
+    /// A machine with no bus listened to: the driver's work switch says whether it works, once used.
+    static func attachSwitch(rules: WorkRules = WorkRules(), to configuration: inout GatewayDaemon.Configuration) {
+        configuration.machineBySwitchOnly = true
+        configuration.machine = { sample, workSwitch in
+            guard let workSwitch else { return nil }
+            return rules.reading(MachineSnapshot(), workSwitch: workSwitch, receiverSpeed: sample.report?.speed)
         }
     }
 }

@@ -177,6 +177,8 @@ struct Run: AsyncParsableCommand {
             if let watcher = bus ?? started?.bus {
                 configuration.receiverBus = { watcher.summary }
                 MachineWiring.attach(watcher, rules: try workRules(file), to: &configuration)
+            } else {
+                MachineWiring.attachSwitch(rules: try workRules(file), to: &configuration)
             }
             let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
                                        configuration: configuration)
@@ -386,6 +388,37 @@ struct Resume: AsyncParsableCommand {
     func run() async throws {
         try await setSharing(paused: false, state: state)
         Output.line("Sharing resumed.")
+    }
+}
+
+struct WorkSwitchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "work",
+        abstract: "Turn the driver's work switch on or off: the work state of a machine whose bus does not tell it.",
+        discussion: """
+            The cab view's Working / Not working switch, from the shell. On, the machine counts as working while it \
+            moves at least [machine] minimum_speed, as a lowered hitch would make it; off, as not working, but only on \
+            a machine whose bus never said anything (a silent bus is not the driver's word). It is kept across \
+            restarts, in the spool beside the sharing switch, and a running daemon takes it at its next sample. \
+            Until it is first used, a machine without a bus sends no work state at all.
+            """)
+
+    enum Position: String, ExpressibleByArgument, CaseIterable {
+        case on, off
+    }
+
+    @Argument(help: "on or off.")
+    var position: Position
+
+    @OptionGroup var state: StateDirectoryOption
+
+    func run() async throws {
+        do {
+            try await Spool(path: state.spoolPath).setWorkSwitch(on: position == .on)
+        } catch {
+            throw CommandFailure(description: error.description, exitCode: 73)
+        }
+        Output.line(position == .on ? "Work switch on: the machine counts as working while it moves." : "Work switch off.")
     }
 }
 

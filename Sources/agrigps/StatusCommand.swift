@@ -125,7 +125,12 @@ enum StatusReport {
             lines.append(fix)
         }
         if let bus = snapshot.heartbeat?.receiverBus { lines.append("CAN bus: \(bus)") }
-        if let machine = snapshot.heartbeat?.machine { lines.append(Self.machineLine(machine)) }
+        let workSwitch = snapshot.spool?.workSwitch
+        if let machine = snapshot.heartbeat?.machine {
+            lines.append(Self.machineLine(machine, workSwitch: workSwitch))
+        } else if let workSwitch {
+            lines.append("Machine: work switch \(workSwitch ? "on" : "off")")
+        }
         if let spool = snapshot.spool {
             var queue = "Spool: \(spool.pending) pending"
             if let age = spool.oldestPendingAge { queue += " (oldest \(durationText(age)))" }
@@ -177,8 +182,9 @@ enum StatusReport {
     /// leaves stamps in its future.
     /// Where each output stands with the samples still in the spool: one that is behind shows here.
     /// "Machine: working (tractor ECU at 240); rear hitch in work, 20 % up (240, 0.1 s); …; not heard: …"
-    static func machineLine(_ machine: Heartbeat.MachineStatus) -> String {
-        let controllers = [machine.tractorECU.map { "tractor ECU at \($0)" }, machine.engine.map { "engine controller at \($0)" }].compactMap { $0 }
+    static func machineLine(_ machine: Heartbeat.MachineStatus, workSwitch: Bool? = nil) -> String {
+        let controllers = [machine.tractorECU.map { "tractor ECU at \($0)" }, machine.engine.map { "engine controller at \($0)" },
+                           workSwitch.map { "work switch \($0 ? "on" : "off")" }].compactMap { $0 }
         var line = "Machine: \(machine.work.replacingOccurrences(of: "-", with: " "))"
         if !controllers.isEmpty { line += " (" + controllers.joined(separator: ", ") + ")" }
         for signal in machine.signals {

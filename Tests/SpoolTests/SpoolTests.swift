@@ -443,7 +443,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         let applied = try await DatabaseQueue(path: scratch.spoolPath).read { try SpoolSchema.migrator.appliedIdentifiers($0) }
         #expect(Set(applied) == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion, SpoolSchema.efdiVersion,
                                  SpoolSchema.lighterAppendVersion, SpoolSchema.ownRowIDsVersion, SpoolSchema.batchTableVersion,
-                                 SpoolSchema.acknowledgedBatchesVersion, SpoolSchema.machineVersion])
+                                 SpoolSchema.acknowledgedBatchesVersion, SpoolSchema.machineVersion, SpoolSchema.machineTotalsVersion])
         #expect(await spool.status().pending == 2)
         #expect(await spool.status().byOutput == ["gps_info": ["pending": 2, "in_flight": 1]])
         // The batch in flight when the old version stopped keeps its id and send time, and its answer still counts.

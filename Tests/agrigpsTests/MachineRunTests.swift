@@ -129,11 +129,35 @@ struct MachineEFDITests {
                 .map { try Efdi_ISO11783_TaskData(serializedBytes: $0.payload) }
             let device = try #require(descriptions.last?.device.first)
             #expect(device.deviceElement.map(\.deviceElementDesignator) == ["agrigps", "GNSS receiver", "Tractor"])
-            #expect(device.deviceProcessData.map(\.deviceProcessDataDdi) == [397, 141, 397, 400, 484, 149, 493, 276])
+            #expect(device.deviceProcessData.map(\.deviceProcessDataDdi) == [397, 141, 397, 400, 484, 149, 493, 276, 119, 120, 148])
+            #expect(device.deviceProcessData.suffix(3).allSatisfy { $0.deviceProcessDataTriggerMethods & 16 == 16 }, "running totals")
             let times = try await machine.receivedTimes()
             #expect(times.count >= 190, "\(times.count) Times")
             let start = try #require(times.first?.start.seconds)
             var working: [Int64] = []
+            // Worked seconds as a receiver sums them: each Time with DDI 141 on stands for the time
+            // until the next (at most 45 s, the box's own rule); and the running totals' last values.
+            var summed = 0.0, lastTotals: [UInt32: Int64] = [:]
+            for (time, next) in zip(times, times.dropFirst()) {
+                let on = time.dataLogValue.contains { $0.processDataDdi == 141 && $0.processDataValue == 1 }
+                let seconds = Double(next.start.seconds - time.start.seconds) + Double(next.start.nanos - time.start.nanos) / 1e9
+                if on, seconds > 0, seconds <= 45 { summed += seconds }
+            }
+            for time in times {
+                for value in time.dataLogValue where [119, 120, 148].contains(value.processDataDdi) {
+                    #expect(value.processDataValue >= lastTotals[value.processDataDdi] ?? 0, "a running total never falls")
+                    lastTotals[value.processDataDdi] = value.processDataValue
+                }
+            }
+            // The box's own Records of the same drive.
+            let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year", "--since", "2010-01-01", "--until", "2020-01-01",
+                                                      "--time-zone", "UTC", "--state-dir", machine.state])
+            let periods = try #require((try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"]
+                as? [[String: Any]])
+            let records = try #require(periods.first?["seconds_working"] as? Double, "\(stats.stdout)")
+            print("worked: \(summed) s summed from DDI 141, \(records) s in Records, totals \(lastTotals)")
+            #expect(records > 80 && abs(summed - records) <= records * 0.01, "within 1 %: \(summed) against \(records)")
+            #expect(abs(Double(lastTotals[119] ?? -1) - records) <= 1, "DDI 119's last total, whole seconds")
             for time in times {
                 let values = Dictionary(time.dataLogValue.filter { $0.deviceElementIDRef.number == -3 }.map { ($0.processDataDdi, $0.processDataValue) },
                                         uniquingKeysWith: { first, _ in first })

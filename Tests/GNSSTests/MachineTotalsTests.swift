@@ -1,0 +1,21 @@
+import Foundation
+import GNSS
+import Testing
+
+@Suite struct MachineTotalsTests {
+    let start = Date(timeIntervalSince1970: 1_790_000_000)
+
+    @Test("each reading stands for the time until the next: working, not working, fuel by its rate; nothing for a step back, a long gap, or unknown")
+    func adding() {
+        var totals = MachineTotals(effectiveSeconds: 100, ineffectiveSeconds: 50, fuelMillilitres: 7)
+        totals = totals.adding(MachineReading(work: .working, fuelRate: 18), from: start, to: start.addingTimeInterval(2))
+        #expect(totals == MachineTotals(effectiveSeconds: 102, ineffectiveSeconds: 50, fuelMillilitres: 17))  // 18 L/h for 2 s: 10 ml
+        totals = totals.adding(MachineReading(work: .notWorking), from: start, to: start.addingTimeInterval(45))
+        #expect(totals.ineffectiveSeconds == 95 && totals.fuelMillilitres == 17)
+        let unchanged = totals
+        totals = totals.adding(MachineReading(work: .working, fuelRate: 18), from: start, to: start.addingTimeInterval(45.5))
+        totals = totals.adding(MachineReading(work: .working, fuelRate: 18), from: start, to: start.addingTimeInterval(-1))
+        totals = totals.adding(MachineReading(work: .unknown), from: start, to: start.addingTimeInterval(10))
+        #expect(totals == unchanged)
+    }
+}
