@@ -78,6 +78,20 @@ struct CabModel: Codable, Equatable, Sendable {
     var fieldsKnown = false
     /// Moves on when the fields change: the page then fetches /api/fields again.
     var fieldsVersion = 0
+    var work: Work
+}
+
+extension CabModel {
+    /// What the machine is doing, as the newest sample carries it, and the driver's work switch.
+    struct Work: Codable, Sendable, Equatable {
+        /// "working", "not-working", "road" (not working, moving off every known field) or
+        /// "unknown"; nil when nothing (no bus, no switch used) says.
+        var state: String?
+        /// The work switch: nil until first used.
+        var switchOn: Bool?
+        /// Whether the switch counts ([machine] work_signals has "switch"): the page offers it then.
+        var switchCounts = true
+    }
 }
 
 extension CabModel {
@@ -121,6 +135,14 @@ extension CabModel {
                             certificateValidUntil: snapshot.certificateNotAfter.map { String(ISO8601UTC.string(from: $0).prefix(10)) },
                             environments: environments, waitingForGateway: snapshot.credentialsNotTaken)
         staleAfterSeconds = thresholds.staleAfter
+        work = Work(state: newest?.machine?.work.rawValue, switchOn: snapshot.spool?.workSwitch)
+    }
+
+    /// Not working and moving at walking pace or more off every known field: the road.
+    mutating func placeWork(speedOverGround: Double?) {
+        guard work.state == "not-working", fieldsKnown, field == nil, own.map({ !$0.old }) == true,
+              let speed = speedOverGround, speed >= 1 / 3.6 else { return }
+        work.state = "road"
     }
 
     /// Below this speed (m/s, about 1.8 km/h) a receiver's track is noise: a standing machine's

@@ -20,8 +20,17 @@ extension CabModel {
             o.object("sharing", sharing.write)
             o.field("staleAfterSeconds", staleAfterSeconds)
             o.field("takenAt", takenAt)
+            o.object("work", work.write)
         }
         return out.text
+    }
+}
+
+extension CabModel.Work {
+    func write(_ o: inout JSONWriter.Object) {
+        o.field("state", state)
+        o.field("switchCounts", switchCounts)
+        if let switchOn { o.field("switchOn", switchOn) }
     }
 }
 

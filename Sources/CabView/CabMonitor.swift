@@ -26,6 +26,7 @@ actor CabMonitor {
         var environments: [String]
         /// Another machine that has not moved this far for this long is announced.
         var notMovingAfter: Double = 600
+        var workSwitchCounts = true
         var pollInterval: Double = 0.25
         var refreshInterval: Double = 5
         /// Own positions kept for the trail, and the span they cover: the last hour by default.
@@ -76,6 +77,8 @@ actor CabMonitor {
     private var trackTimes: [Double] = []
     private var lastRowID: Int64 = 0
     private var newest: PositionSample?
+    /// The work state last announced from, for `announceWork`.
+    private var lastWork: String?
     private var lastFix: PositionSample?
     private var signature = Stamps()
     /// The last whole look, for the looks in between that read only the spool.
@@ -216,9 +219,11 @@ actor CabMonitor {
         var built = CabModel(snapshot: snapshot, newest: newest, lastFix: lastFix, thresholds: settings.thresholds,
                              environments: settings.environments)
         await readFieldsIfChanged()
+        built.work.switchCounts = settings.workSwitchCounts
         placeInFields(&built, now: now)
         announce(built.others, now: now)
         announceResume(snapshot.spool, now: now)
+        announceWork(built, now: now)
         // The same model again is no new version: no page redraws it. A look's model always has its
         // own `takenAt`, so every look, at every `refreshInterval` at least, reaches each open page:
         // the page takes the stream's silence for a box it no longer hears.
@@ -241,7 +246,8 @@ actor CabMonitor {
             newest = row.sample
             if row.sample.state.hasPosition, let latitude = row.sample.report?.latitude, let longitude = row.sample.report?.longitude {
                 lastFix = row.sample
-                track.append([latitude, longitude])
+                // A third element of 1 marks a point driven working: the page draws those stretches apart.
+                track.append(row.sample.machine?.work == .working ? [latitude, longitude, 1] : [latitude, longitude])
                 trackTimes.append(row.sample.sampledAt.timeIntervalSince1970)
             }
         }
@@ -273,6 +279,7 @@ actor CabMonitor {
         model.fieldsVersion = fields.version
         guard model.fieldsKnown else { return }
         model.field = fields.field(latitude: model.own?.latitude, longitude: model.own?.longitude)
+        model.placeWork(speedOverGround: model.own?.speed)
         if model.own != nil, let change = fields.moved("", to: model.field) {
             post("field", Self.fieldWords(change, machine: model.settings.endpointName), now)
         }
@@ -342,6 +349,22 @@ actor CabMonitor {
             post("resumed", Words(text: "Sharing again · \(kept) position\(kept == 1 ? " from the pause stays" : "s from the pause stay") here",
                                   key: "notice.resumed", count: kept), now)
         }
+    }
+
+    /// "Nordacker: work started", "work stopped": when the machine's work state turns to or from
+    /// working. A state not known in between changes nothing; the first state seen is no change.
+    private func announceWork(_ model: CabModel, now: Date) {
+        guard let state = model.work.state, state != "unknown" else { return }
+        defer { lastWork = state }
+        guard let previous = lastWork, (state == "working") != (previous == "working") else { return }
+        let started = state == "working"
+        let field = model.field
+        let what = started ? "work started" : "work stopped"
+        var values: [String: String] = [:]
+        if let field { values["field"] = field }
+        post(started ? "work-started" : "work-stopped",
+             Words(text: field.map { "\($0): \(what)" } ?? (started ? "Work started" : "Work stopped"),
+                   key: "notice." + (started ? "workStarted" : "workStopped") + (field == nil ? "" : "In"), values: values), now)
     }
 
     private func post(_ kind: String, _ words: Words, _ now: Date) {

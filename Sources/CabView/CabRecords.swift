@@ -14,9 +14,13 @@ struct CabRecords: Sendable {
     /// more: each run of fixes keeps its last point.
     let mapPoints: Int
 
-    init(path: String, timeZone: TimeZone?, mapPoints: Int = 20_000) {
+    /// Metres the implement works ([machine] working_width): worked area; nil, none.
+    let workingWidth: Double?
+
+    init(path: String, timeZone: TimeZone?, mapPoints: Int = 20_000, workingWidth: Double? = nil) {
         let calendar = LocalDay.calendar(in: timeZone)
         self.calendar = calendar
+        self.workingWidth = workingWidth
         self.mapPoints = max(1, mapPoints)
         store = TrackStore(readingOnly: path, calendar: calendar)
     }
@@ -35,8 +39,16 @@ struct CabRecords: Sendable {
         var sent: Int
         var acknowledged: Int
         var lost: Int
+        /// Whether the tractor's bus or the work switch said anything: the page shows the rest then.
+        var machine: Bool
+        var workingHours: Double
+        var notWorkingHours: Double
+        /// With a working width known.
+        var hectares: Double?
+        var engineHours: Double
+        var fuelLitres: Double
 
-        init(_ figures: WorkFigures) {
+        init(_ figures: WorkFigures, width: Double? = nil) {
             samples = figures.samples
             fixHours = figures.secondsWithFix / 3600
             hoursByQuality = Dictionary(uniqueKeysWithValues: WorkFigures.Quality.allCases.map { ($0.rawValue, (figures.secondsByQuality[$0] ?? 0) / 3600) })
@@ -47,6 +59,12 @@ struct CabRecords: Sendable {
             sent = figures.sent
             acknowledged = figures.acknowledged
             lost = figures.lost
+            machine = figures.hasMachine
+            workingHours = figures.secondsWorking / 3600
+            notWorkingHours = (figures.secondsWorkKnown - figures.secondsWorking) / 3600
+            hectares = width.map { figures.hectaresWorked(width: $0) }
+            engineHours = figures.secondsEngineRunning / 3600
+            fuelLitres = figures.litresFuel
         }
     }
 
@@ -81,16 +99,17 @@ struct CabRecords: Sendable {
         let monday = day.weekStart
         let week = (0..<7).map { offset in
             let date = monday.adding(days: offset)
-            return Bar(key: date.description, label: "\(Self.weekdayNames[offset]) \(date.day)", figures: Figures(days[date] ?? WorkFigures()))
+            return Bar(key: date.description, label: "\(Self.weekdayNames[offset]) \(date.day)",
+                       figures: Figures(days[date] ?? WorkFigures(), width: workingWidth))
         }
         var months = Array(repeating: WorkFigures(), count: 12)
         for (date, figures) in days where date.year == day.year { months[date.month - 1] = months[date.month - 1] + figures }
         let year = months.enumerated().map { index, figures in
-            Bar(key: String(format: "%04d-%02d", day.year, index + 1), label: Self.monthNames[index], figures: Figures(figures))
+            Bar(key: String(format: "%04d-%02d", day.year, index + 1), label: Self.monthNames[index], figures: Figures(figures, width: workingWidth))
         }
         let known = days.keys.sorted()
         return Summary(timeZone: calendar.timeZone.identifier, today: LocalDay(now, in: calendar).description, day: day.description,
-                       dayFigures: Figures(days[day] ?? WorkFigures()), week: day.isoWeek, weekDays: week,
+                       dayFigures: Figures(days[day] ?? WorkFigures(), width: workingWidth), week: day.isoWeek, weekDays: week,
                        year: String(format: "%04d", day.year), months: year,
                        firstDay: known.first?.description, lastDay: known.last?.description)
     }
@@ -147,14 +166,30 @@ struct CabRecords: Sendable {
         var hours: Double
         var movingHours: Double
         var kilometres: Double
+        /// What the machine did there, when its bus or the work switch said (see `Figures`).
+        var machine: Bool
+        var workingHours: Double
+        var notWorkingHours: Double
+        /// Off every field, with the fields known: moving, not working.
+        var roadHours: Double?
+        var hectares: Double?
+        var engineHours: Double
+        var fuelLitres: Double
 
-        init(_ figures: WorkFigures, field: StoredField?) {
+        init(_ figures: WorkFigures, field: StoredField?, width: Double? = nil, fieldsKnown: Bool = false) {
             id = field?.id
             name = field?.field.name
             samples = figures.samples
             hours = figures.secondsWithFix / 3600
             movingHours = figures.secondsMoving / 3600
             kilometres = figures.metresDriven / 1000
+            machine = figures.hasMachine
+            workingHours = figures.secondsWorking / 3600
+            notWorkingHours = (figures.secondsWorkKnown - figures.secondsWorking) / 3600
+            roadHours = field == nil && fieldsKnown ? figures.secondsMovingIdle / 3600 : nil
+            hectares = width.map { figures.hectaresWorked(width: $0) }
+            engineHours = figures.secondsEngineRunning / 3600
+            fuelLitres = figures.litresFuel
         }
     }
 
@@ -181,8 +216,10 @@ struct CabRecords: Sendable {
         let points = try await store.points(from: span.start, to: span.end.addingTimeInterval(rules.longestStep))
         let rows = work.rows(points, calendar: calendar, rules: rules).filter { $0.day == day }
         return FieldDay(day: day.description, timeZone: calendar.timeZone.identifier, fieldsKnown: !work.fields.isEmpty,
-                        fields: rows.compactMap { row in row.field.map { FieldShare(row.figures, field: $0) } },
-                        elsewhere: rows.first { $0.field == nil }.map { FieldShare($0.figures, field: nil) })
+                        fields: rows.compactMap { row in row.field.map { FieldShare(row.figures, field: $0, width: workingWidth) } },
+                        elsewhere: rows.first { $0.field == nil }.map {
+                            FieldShare($0.figures, field: nil, width: workingWidth, fieldsKnown: !work.fields.isEmpty)
+                        })
     }
 
     /// The download's name: "agrigps-2026-03-24.gpx", or "agrigps-2026-03-24-Nordacker.gpx" for a field.

@@ -43,6 +43,10 @@ public struct CabConfiguration: Sendable {
     /// Event streams kept open at once; nil for a quarter of the connection cap, at most 32.
     public var maxEventStreams: Int?
     public var notMovingAfter: Double = 600
+    /// Whether the driver's work switch counts ([machine] work_signals): the page offers it only then.
+    public var workSwitchCounts = true
+    /// Metres the implement works ([machine] working_width): Records show the worked area with it.
+    public var workingWidth: Double?
     public var paths: StatusSnapshot.Paths
     public var thresholds = StatusThresholds()
     /// Where onboarding from the page may go, by name, and with which application ids.
@@ -109,9 +113,10 @@ public struct CabServer: Sendable {
         var settings = CabMonitor.Settings(paths: configuration.paths, thresholds: configuration.thresholds,
                                            environments: configuration.environments.keys.sorted())
         settings.notMovingAfter = configuration.notMovingAfter
+        settings.workSwitchCounts = configuration.workSwitchCounts
         monitor = CabMonitor(settings: settings, logger: logger)
         sessions = Sessions(lifetime: configuration.sessionLifetime)
-        records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone)
+        records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone, workingWidth: configuration.workingWidth)
         logins = LoginThrottle(path: configuration.paths.stateDirectory + "/web-logins.json")
         // The configured file, else one uploaded from Settings before.
         let uploaded = configuration.paths.stateDirectory + "/" + Self.uploadedBasemap
@@ -201,6 +206,7 @@ public struct CabServer: Sendable {
         router.get("/api/records/export") { request, _ in try await self.recordsExport(request) }
         router.get("/api/records/fields") { request, _ in try await self.recordsFields(request) }
         router.post("/api/sharing") { request, _ in try await self.sharing(request) }
+        router.post("/api/work") { request, _ in try await self.workSwitch(request) }
         router.post("/api/onboard") { request, _ in try await self.onboard(request) }
         router.post("/api/disconnect") { request, _ in try await self.disconnect(request) }
     }
@@ -539,6 +545,20 @@ public struct CabServer: Sendable {
         return Self.json(["paused": wanted.paused])
     }
 
+    func workSwitch(_ request: Request) async throws -> Response {
+        struct WorkSwitch: Decodable { var on: Bool }
+        let wanted = try await Self.decode(WorkSwitch.self, from: request)
+        // The same path as `agrigps work on|off`: the spool's switch, which the daemon reads at each sample.
+        do {
+            try await Spool(path: configuration.paths.spool).setWorkSwitch(on: wanted.on)
+        } catch {
+            throw HTTPError(.serviceUnavailable, message: "the work switch could not be set: \(error.description)")
+        }
+        logger.notice("work switch \(wanted.on ? "on" : "off") from the cab view")
+        await monitor.refreshIfChanged(now: Date())
+        return Self.json(["on": wanted.on])
+    }
+
     func onboard(_ request: Request) async throws -> Response {
         struct Onboard: Decodable { var tan: String; var environment: String }
         let wanted = try await Self.decode(Onboard.self, from: request)
@@ -643,6 +663,7 @@ public struct CabServer: Sendable {
     static func shape(of type: Any.Type) -> String {
         switch "\(type)" {
         case let name where name.contains("Sharing"): return #"{"paused": true|false}"#
+        case let name where name.contains("WorkSwitch"): return #"{"on": true|false}"#
         case let name where name.contains("Onboard"): return #"{"tan": "…", "environment": "qa"|"production"}"#
         case let name where name.contains("Disconnect"): return #"{"confirm": true}"#
         case let name where name.contains("Login"): return #"{"password": "…"}"#

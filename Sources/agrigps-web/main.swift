@@ -81,6 +81,8 @@ struct WebServe: AsyncParsableCommand {
         if let directory = file.text("web", "leaflet_directory") { configuration.leafletDirectory = directory }
         if let hours = file.number("web", "session_hours") { configuration.sessionLifetime = hours * 3600 }
         if let minutes = file.number("web", "not_moving_minutes") { configuration.notMovingAfter = minutes * 60 }
+        if let signals = file.list("machine", "work_signals") { configuration.workSwitchCounts = signals.contains("switch") }
+        configuration.workingWidth = file.number("machine", "working_width")
         configuration.thresholds = file.thresholds
         configuration.trackTimeZone = file.trackTimeZone
         configuration.onboardingSettings = Onboarder.settings(file: file)

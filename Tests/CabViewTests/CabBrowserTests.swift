@@ -136,6 +136,27 @@ struct CabBrowserTests {
         let active = try await AgrigpsCommand.run(["status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf"])
         #expect(active.stdout.contains("Sharing: active"), "\(active.stdout)")
 
+        // The work switch of a machine without a bus: off and silent at first; on from the page, the
+        // samples carry a work state, the header says it and status has it; off from the CLI.
+        #expect(try await browser.text("#work-switch") == "Not working")
+        #expect(try await browser.run("return document.getElementById('field').hidden") as? Bool == true, "nothing says what the machine does")
+        try await browser.click("#work-switch")
+        #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('work-switch').getAttribute('aria-pressed') === 'true'"))
+        #expect(try await browser.text("#work-switch") == "Working")
+        let chipShown = try await browser.wait(timeout: 10, for: """
+            const chip = document.getElementById('field');
+            return !chip.hidden && ['Working', 'Not working'].includes(chip.textContent) && chip.dataset.work === cab.state.work.state;
+            """)
+        let chip = try await browser.run("const chip = document.getElementById('field'); return [chip.textContent, chip.dataset.work, cab.state.own && cab.state.own.speed]")
+        #expect(chipShown, "\(String(describing: chip))")
+        let switched = try await AgrigpsCommand.run(["status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf"])
+        #expect(switched.stdout.contains { $0.hasPrefix("Machine: ") && $0.contains("work switch on") }, "\(switched.stdout)")
+        #expect(try await AgrigpsCommand.run(["work", "off", "--state-dir", field.tractor]).code == 0)
+        #expect(try await browser.wait(timeout: 10, for: """
+            return document.getElementById('work-switch').getAttribute('aria-pressed') === 'false' &&
+                   document.getElementById('work-switch').textContent === 'Not working'
+            """))
+
         // Screenshots at the tablet's size here and the phone's in a second browser; neither blank.
         try await browser.click("#fit")
         try await Task.sleep(for: .milliseconds(500))

@@ -85,7 +85,9 @@ struct CabModelJSONTests {
         return CabModel(takenAt: text(&random), health: text(&random), reasons: (0..<random.below(3)).map { _ in text(&random) },
                         sharing: sharing, own: own, others: others, lastUpdate: optionalText(&random), settings: settings,
                         staleAfterSeconds: number(&random), field: optionalText(&random), fieldsKnown: random.chance(50),
-                        fieldsVersion: integer(&random))
+                        fieldsVersion: integer(&random),
+                        work: CabModel.Work(state: optionalText(&random), switchOn: random.chance(30) ? nil : random.chance(50),
+                                            switchCounts: random.chance(50)))
     }
 }
 

@@ -125,6 +125,25 @@ struct CabMonitorTests {
                                          "Sharing again · 1 position from the pause stays here"], "\(resumed)")
     }
 
+    @Test("work starting and stopping is announced once each, with the field; a state not known in between changes nothing")
+    func workNotices() async throws {
+        let (paths, monitor, cleanUp) = try scratchMonitor()
+        defer { cleanUp() }
+        let spool = Spool(path: paths.spool)
+        var now = Date()
+        for work in [MachineReading.Work.notWorking, .working, .working, .unknown, .working, .notWorking, .notWorking] {
+            var sample = fix()
+            sample.machine = MachineReading(work: work)
+            await spool.append(sample)
+            now.addTimeInterval(10)
+            await monitor.refreshIfChanged(now: now)
+        }
+        let notices = await monitor.notices.filter { $0.kind.hasPrefix("work-") }
+        #expect(notices.map(\.text) == ["Work started", "Work stopped"], "\(notices)")
+        #expect(notices.map(\.key) == ["notice.workStarted", "notice.workStopped"])
+        #expect(await monitor.model?.work.state == "not-working")
+    }
+
     @Test("our heading: whole degrees while moving on a current fix; none standing, slow, or on an old position")
     func ownHeading() throws {
         let moving = try #require(CabModel.Own(fix(speed: 2, track: 359.7), old: false))

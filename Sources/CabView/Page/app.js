@@ -298,7 +298,10 @@ function drawOwn(own) {
   cab.own.setTooltipContent(t("own.label"));
   text($("own-info"), ownWords(own));
   if (cab.follow) { centreInView(L.latLng(own.latitude, own.longitude), Math.max(cab.map.getZoom(), 15)); }
-  if (cab.showTrails) { extendTrail("own", [own.latitude, own.longitude]); }
+  if (cab.showTrails) {
+    extendTrail("own", [own.latitude, own.longitude]);
+    extendWorkTrail([own.latitude, own.longitude], !own.old && cab.state && cab.state.work && cab.state.work.state === "working");
+  }
 }
 
 function drawOthers(others) {
@@ -381,6 +384,35 @@ function extendTrail(id, point) {
   trail.setLatLngs(runs);
 }
 
+// The stretches driven working, drawn broad beneath the trail: runs of points the box marked
+// working (a third element of 1), each run broken where work stopped or the trail jumps.
+function workRuns(points) {
+  const runs = [];
+  let previous = null;
+  for (const point of points) {
+    const working = point[2] === 1;
+    const joined = previous && previous[2] === 1 && working && cab.map.distance(previous.slice(0, 2), point.slice(0, 2)) <= trailBreakMetres;
+    if (working) { if (joined) { runs[runs.length - 1].push(point.slice(0, 2)); } else { runs.push([point.slice(0, 2)]); } }
+    previous = point;
+  }
+  return runs;
+}
+
+function extendWorkTrail(point, working) {
+  const trail = cab.trails.ownWork;
+  if (!trail) { return; }
+  const runs = trail.getLatLngs();
+  const run = runs[runs.length - 1];
+  const last = run && run[run.length - 1];
+  if (working) {
+    const joined = cab.wasWorking && last && cab.map.distance(last, point) <= trailBreakMetres;
+    if (last && last.lat === point[0] && last.lng === point[1]) { return; }
+    if (joined) { run.push(L.latLng(point)); } else { runs.push([L.latLng(point)]); }
+    trail.setLatLngs(runs);
+  }
+  cab.wasWorking = working;
+}
+
 async function toggleTrails() {
   cab.showTrails = !cab.showTrails;
   loadTrails();
@@ -395,7 +427,11 @@ async function loadTrails() {
   if (!cab.showTrails) { return; }
   try {
     const trails = await api("/api/track");
-    cab.trails.own = L.polyline(trailRuns(trails.own), { color: "#1a7f37", weight: 3, opacity: 0.7 }).addTo(cab.map);
+    // Working stretches broad and amber beneath the green trail: the two styles tell work from the rest.
+    const own = trails.own.map(point => point.slice(0, 2));
+    cab.trails.ownWork = L.polyline(workRuns(trails.own), { color: "#e08600", weight: 9, opacity: 0.55 }).addTo(cab.map);
+    cab.wasWorking = trails.own.length > 0 && trails.own[trails.own.length - 1][2] === 1;
+    cab.trails.own = L.polyline(trailRuns(own), { color: "#1a7f37", weight: 3, opacity: 0.7 }).addTo(cab.map);
     for (const id of Object.keys(trails.others)) {
       cab.trails[id] = L.polyline(trailRuns(trails.others[id]), { color: "#1565c0", weight: 2, opacity: 0.6 }).addTo(cab.map);
     }
@@ -637,12 +673,29 @@ async function loadFields(version) {
 }
 
 // The header says which field this machine is in, once the box knows any.
+// The chip of where the machine is and what it does: "In: Nordacker · Working", "On the road".
+// Work is said only when the tractor's bus or the work switch tells it.
 function drawFieldName(state) {
+  const place = state.fieldsKnown && state.own ? (state.field ? t("field.in", { field: state.field }) : t("field.road")) : null;
+  const work = state.work && state.work.state;
+  const known = work === "working" || work === "not-working" || (work === "road" && !place);
+  const words = [place, known ? t("work." + work) : null].filter(Boolean).join(" · ");
   for (const element of [$("field"), $("field-here")]) {
-    element.hidden = !state.fieldsKnown || !state.own;
-    text(element, state.field ? t("field.in", { field: state.field }) : t("field.road"));
-    element.title = element.textContent;
+    element.hidden = !words;
+    element.dataset.work = known || work === "road" ? work : "";
+    text(element, words);
+    element.title = words;
   }
+}
+
+// The driver's work switch, offered while [machine] work_signals counts it: it shows its position.
+function drawWorkSwitch(state) {
+  const button = $("work-switch");
+  const work = state.work || {};
+  button.hidden = work.switchCounts === false;
+  button.setAttribute("aria-pressed", work.switchOn ? "true" : "false");
+  text(button, t(work.switchOn ? "map.working" : "map.notWorking"));
+  button.disabled = false;
 }
 
 // The sharing label's words. A pause says since when and what happens to the positions taken
@@ -673,6 +726,7 @@ function draw(state) {
   $("pause").disabled = !state.settings.onboarded || state.sharing.state === "daemon_stopped";
   drawBanner(state);
   drawFieldName(state);
+  drawWorkSwitch(state);
   if (state.fieldsVersion !== cab.fieldsVersion) loadFields(state.fieldsVersion);
   drawOwn(state.own);
   drawOthers(state.others);
@@ -692,6 +746,17 @@ const qualityColours = { rtk_fixed: fixColours.rtk_fixed, rtk_float: fixColours.
 function hoursWords(hours) {
   const minutes = Math.round(Math.max(0, Number(hours) || 0) * 60);
   return minutes < 60 ? t("unit.minutes", { count: minutes }) : duration(minutes * 60);
+}
+
+// What the machine did, when its bus or the work switch said: hours working and not, the area
+// with a working width, engine hours and fuel where the bus gave them. Empty otherwise.
+function machineText(figures) {
+  if (!figures || !figures.machine) { return ""; }
+  const parts = [t("records.machineDay", { working: hoursWords(figures.workingHours), notWorking: hoursWords(figures.notWorkingHours) })];
+  if (figures.hectares !== undefined && figures.hectares !== null) { parts.push(t("records.hectares", { count: number(figures.hectares, 2) })); }
+  if (figures.engineHours > 0) { parts.push(t("records.engine", { hours: hoursWords(figures.engineHours) })); }
+  if (figures.fuelLitres > 0) { parts.push(t("records.fuel", { count: number(figures.fuelLitres, 1) })); }
+  return parts.join(" · ");
 }
 
 function workText(day, figures) {
@@ -775,6 +840,8 @@ async function loadRecords(day) {
     $("records-empty").hidden = !!records.firstDay;
     text($("records-day-figures"), workText(records.day, records.dayFigures));
     text($("records-delivery"), deliveryText(records.dayFigures));
+    text($("records-machine"), machineText(records.dayFigures));
+    $("records-machine").hidden = !records.dayFigures.machine;
     const monday = records.weekDays.length ? records.weekDays[0].key : records.day;
     text($("records-week-title"), t("records.week", { date: dayWords(monday) }));
     text($("records-year-title"), t("records.year", { year: String(records.year) }));
@@ -819,6 +886,14 @@ function drawFieldDay(answer) {
   if (answer.fields.length && answer.elsewhere) { body.appendChild(fieldRow(t("records.offFields"), answer.elsewhere, null, null)); }
 }
 
+function fieldWorkText(share) {
+  if (!share.machine) { return ""; }
+  const parts = [t("records.fieldWork", { working: hoursWords(share.workingHours) })];
+  if (share.hectares !== undefined && share.hectares !== null && share.hectares > 0) { parts.push(t("records.hectares", { count: number(share.hectares, 2) })); }
+  if (share.roadHours !== undefined && share.roadHours !== null) { parts.push(t("records.road", { road: hoursWords(share.roadHours) })); }
+  return parts.join(" · ");
+}
+
 // One row of the fields' table; the name is set as text (it comes from the farm software's export).
 function fieldRow(name, share, href, id) {
   const row = document.createElement("tr");
@@ -829,6 +904,14 @@ function fieldRow(name, share, href, id) {
     cell.className = kind;
     text(cell, value);
     row.appendChild(cell);
+  }
+  // Under the name, what the machine did there: its work in a field, the road off them.
+  const work = fieldWorkText(share);
+  if (work) {
+    const line = document.createElement("div");
+    line.className = "work";
+    text(line, work);
+    row.firstChild.appendChild(line);
   }
   const last = document.createElement("td");
   if (href) {
@@ -921,6 +1004,7 @@ function drawLost() {
     cab.ownLook = "";  // the next state draws it as the box says
   }
   $("pause").disabled = true;
+  $("work-switch").disabled = true;
   const banner = $("banner");
   banner.hidden = false;
   banner.className = "";
@@ -936,6 +1020,7 @@ function noticeText(notice) {
   if (values.own) { values.machine = t("own.label"); }
   if (typeof notice.count === "number") { values.count = notice.count; }
   if (typeof notice.seconds === "number") { values.age = duration(notice.seconds); }
+  if (typeof notice.at === "string") { values.time = clockTime(notice.at); }
   return t(key, values);
 }
 
@@ -1039,6 +1124,7 @@ function wire() {
   }
   $("theme").onclick = toggleTheme;
   $("pause").onclick = () => act("/api/sharing", { paused: cab.state && cab.state.sharing.state !== "paused" });
+  $("work-switch").onclick = () => act("/api/work", { on: !(cab.state && cab.state.work && cab.state.work.switchOn) });
   $("follow").onclick = () => { setFollow(!cab.follow); if (cab.follow && cab.state) { drawOwn(cab.state.own); } };
   $("fit").onclick = fitAll;
   $("trails").onclick = toggleTrails;
