@@ -533,30 +533,29 @@ public struct CabServer: Sendable {
 
     func sharing(_ request: Request) async throws -> Response {
         struct Sharing: Decodable { var paused: Bool }
-        let wanted = try await Self.decode(Sharing.self, from: request)
-        // The same path as `agrigps pause` and `agrigps resume`: the spool's own switch, which the daemon reads.
-        do {
-            try await Spool(path: configuration.paths.spool).setSharing(paused: wanted.paused)
-        } catch {
-            throw HTTPError(.serviceUnavailable, message: "sharing could not be switched: \(error.description)")
-        }
-        logger.notice("sharing \(wanted.paused ? "paused" : "resumed") from the cab view")
-        await monitor.refreshIfChanged(now: Date())
-        return Self.json(["paused": wanted.paused])
+        let paused = try await Self.decode(Sharing.self, from: request).paused
+        // The same path as `agrigps pause` and `agrigps resume`.
+        try await flip("sharing", to: paused ? "paused" : "resumed") { try await $0.setSharing(paused: paused) }
+        return Self.json(["paused": paused])
     }
 
     func workSwitch(_ request: Request) async throws -> Response {
         struct WorkSwitch: Decodable { var on: Bool }
-        let wanted = try await Self.decode(WorkSwitch.self, from: request)
-        // The same path as `agrigps work on|off`: the spool's switch, which the daemon reads at each sample.
+        let on = try await Self.decode(WorkSwitch.self, from: request).on
+        // The same path as `agrigps work on|off`.
+        try await flip("work switch", to: on ? "on" : "off") { try await $0.setWorkSwitch(on: on) }
+        return Self.json(["on": on])
+    }
+
+    /// Sets one of the spool's switches, which the daemon reads at each sample, and shows it at once.
+    private func flip(_ name: String, to position: String, _ set: (Spool) async throws -> Void) async throws {
         do {
-            try await Spool(path: configuration.paths.spool).setWorkSwitch(on: wanted.on)
+            try await set(Spool(path: configuration.paths.spool))
         } catch {
-            throw HTTPError(.serviceUnavailable, message: "the work switch could not be set: \(error.description)")
+            throw HTTPError(.serviceUnavailable, message: "the \(name) could not be set: \(error)")
         }
-        logger.notice("work switch \(wanted.on ? "on" : "off") from the cab view")
+        logger.notice("\(name) \(position) from the cab view")
         await monitor.refreshIfChanged(now: Date())
-        return Self.json(["on": wanted.on])
     }
 
     func onboard(_ request: Request) async throws -> Response {

@@ -81,6 +81,13 @@ struct CabAPITests {
         #expect(try await SpoolReader(path: fixture.paths.spool).status().sharingPaused == true)
         #expect(try await fixture.post("/api/sharing", ["paused": false], session: session).status == 200)
         #expect(try await SpoolReader(path: fixture.paths.spool).status().sharingPaused == false)
+        // The work switch the same way: refused without the token, set with it.
+        #expect(try await fixture.post("/api/work", ["on": true], session: session, csrf: false).status == 403)
+        #expect(try await SpoolReader(path: fixture.paths.spool).status().workSwitch == nil)
+        #expect(try await fixture.post("/api/work", ["on": true], session: session).status == 200)
+        #expect(try await SpoolReader(path: fixture.paths.spool).status().workSwitch == true)
+        let state = try await fixture.get("/api/state", session: session)
+        #expect((state.json?["work"] as? [String: Any])?["switchOn"] as? Bool == true, "\(state.text)")
     }
 
     @Test("the trail holds our own samples in order; logging out ends the session for good")
@@ -109,6 +116,8 @@ struct CabAPITests {
         let cases: [(String, Any, Int)] = [
             ("/api/sharing", ["paused": "yes"], 400),
             ("/api/sharing", [1, 2, 3], 400),
+            ("/api/work", ["on": "yes"], 400),
+            ("/api/work", ["switch": true], 400),
             ("/api/onboard", ["tan": "ABC DEF", "environment": "qa"], 400),
             ("/api/onboard", ["tan": "<script>", "environment": "qa"], 400),
             ("/api/onboard", ["tan": "ABCDEF1234", "environment": "mars"], 400),
