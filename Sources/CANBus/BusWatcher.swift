@@ -37,6 +37,9 @@ public final class BusWatcher: Sendable {
         /// A recording replayed without gpsd: every fix is the receiver's own 129029, and time is the
         /// recording's (the newest frame's), however fast it is replayed.
         var withoutGPSD = false
+        /// A bus of the machine's alone, beside a receiver elsewhere (`[machine] bus`): only the
+        /// machine's messages and address claims are read, and no receiver is looked for.
+        var machineOnly = false
 
         /// Now, on the clock frames are taken by.
         var now: Double { withoutGPSD ? lastFrameAt ?? 0 : uptime() }
@@ -48,10 +51,12 @@ public final class BusWatcher: Sendable {
     static let quietAfter = 5.0
 
     /// `withoutGPSD`: frames come from a recording replayed with no interface and no gpsd (`BusReplay`).
-    public init(interface: String, address: UInt8?, withoutGPSD: Bool = false) {
+    /// `machineOnly`: the machine's own bus, with the receiver elsewhere.
+    public init(interface: String, address: UInt8?, withoutGPSD: Bool = false, machineOnly: Bool = false) {
         self.interface = interface
         var state = State(overlay: BusOverlay(address: address), lastAdmittedAt: uptime())
         state.withoutGPSD = withoutGPSD
+        state.machineOnly = machineOnly
         self.state = Mutex(state)
     }
 
@@ -69,15 +74,17 @@ public final class BusWatcher: Sendable {
     /// on a busy bus costs the daemon nothing.
     static let wanted = [GNSSPGN.positionData, GNSSPGN.positionRapid, GNSSPGN.courseAndSpeed, GNSSPGN.dops, GNSSPGN.addressClaim]
         + MachinePGN.all
+    /// What a bus of the machine's alone is read for.
+    static let machineWanted = [GNSSPGN.addressClaim] + MachinePGN.all
 
     private func read() {
         while !stopped {
             // The whole bus while looking for the receiver (and to say what is on a bus without
             // one), then only what it needs from it.
-            let narrow = state.withLock { $0.overlay.finder.hasReceiver }
+            let (narrow, machineOnly) = state.withLock { ($0.overlay.finder.hasReceiver, $0.machineOnly) }
             let reader: SocketCANReader
             do throws(CANBusError) {
-                reader = try SocketCANReader(interface: interface, only: narrow ? Self.wanted : nil)
+                reader = try SocketCANReader(interface: interface, only: machineOnly ? Self.machineWanted : narrow ? Self.wanted : nil)
                 state.withLock { $0.problem = nil }
             } catch {
                 state.withLock { $0.problem = error }
@@ -193,11 +200,19 @@ public final class BusWatcher: Sendable {
     }
 
     /// "can0: GNSS receiver at address 2 (Garmin)", or why the bus says nothing.
+    /// Why the interface cannot be read now, in words; nil while it can.
+    public var problem: String? {
+        state.withLock { $0.problem.map { "\(interface): \($0.description)" } }
+    }
+
     public var summary: String {
         state.withLock { state in
             let now = state.now
             if let problem = state.problem { return "\(interface): \(problem.description)" }
             guard let last = state.lastFrameAt else { return "\(interface): no frames yet" }
+            if state.machineOnly {
+                return now - last > Self.quietAfter ? "\(interface): none of the machine's messages for \(Int(now - last)) s" : "\(interface): the machine's bus"
+            }
             if now - last > Self.quietAfter { return "\(interface): no frames for \(Int(now - last)) s" }
             var line = "\(interface): \(state.overlay.finder.summary)"
             if state.withoutGPSD {

@@ -69,6 +69,7 @@ public struct FlagError: Error, Sendable, Equatable, CustomStringConvertible {
 /// work_signals = ["rear-hitch", "front-hitch", "rear-pto", "front-pto", "implement-operations", "switch"]   # what says an implement is in work (all by default)
 /// minimum_speed = 1             # km/h: slower, the machine stands and does not work
 /// working_width = 6             # metres the implement works: worked area in Records (none without it)
+/// bus = "can1"                  # the tractor's bus, when the receiver is not on it (USB, serial)
 /// [track]
 /// time_zone = "Europe/Berlin"   # local days for stats and the cab view (default: TZ, else the system's)
 /// retention_days = 90           # how long the machine's own track keeps its points
@@ -93,6 +94,8 @@ public struct ConfigurationFile: Sendable, Equatable {
         case timeZone
         /// Where the receiver is: "gpsd" or "nmea2000://IFACE[:ADDRESS]" (`ReceiverSource`).
         case receiverSource
+        /// A CAN interface's name ("can0").
+        case interface
     }
 
     struct Key: Sendable {
@@ -137,6 +140,7 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "machine", name: "work_signals", kind: .choices(workSignals)),
         Key(section: "machine", name: "minimum_speed", kind: .number(0.1...20, unit: "km/h")),
         Key(section: "machine", name: "working_width", kind: .number(0.1...60, unit: "metres")),
+        Key(section: "machine", name: "bus", kind: .interface),
         Key(section: "track", name: "time_zone", kind: .timeZone),
         Key(section: "track", name: "retention_days", kind: .number(1...3650, unit: "days")),
         Key(section: "track", name: "max_points", kind: .integer(1000...100_000_000)),
@@ -261,6 +265,11 @@ public struct ConfigurationFile: Sendable, Equatable {
         case .timeZone:
             guard let text, TerminalText.isSafe(text, limit: 60), TimeZone(identifier: text) != nil else {
                 throw refuse("a time zone name from the tz database, such as \"Europe/Berlin\" or \"UTC\"")
+            }
+            return .text(text)
+        case .interface:
+            guard let text, ReceiverSource.isInterfaceName(text) else {
+                throw refuse("a CAN interface's name in quotes, such as \"can0\" (1 to 15 letters, digits, '-', '_' or '.')")
             }
             return .text(text)
         case .receiverSource:

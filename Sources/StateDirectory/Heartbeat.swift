@@ -120,9 +120,12 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         public var engine: Int?
         public var signals: [Signal]
         public var notHeard: [String]
+        /// A bus of the machine's own (`[machine] bus`) that cannot be read now, and why.
+        public var busProblem: String?
 
-        public init(work: String, tractorECU: Int?, engine: Int?, signals: [Signal], notHeard: [String]) {
+        public init(work: String, tractorECU: Int?, engine: Int?, signals: [Signal], notHeard: [String], busProblem: String? = nil) {
             (self.work, self.tractorECU, self.engine, self.signals, self.notHeard) = (work, tractorECU, engine, signals, notHeard)
+            self.busProblem = busProblem
         }
 
         /// Every text safe for a terminal and short, every number in range: the file may be damaged.
@@ -134,7 +137,7 @@ public struct Heartbeat: Codable, Sendable, Equatable {
                                      guard (0...253).contains(signal.source), let age = Bounds.check(signal.ageSeconds, in: Bounds.duration) else { return nil }
                                      return Signal(signal: word(signal.signal), value: TerminalText.safe(signal.value, limit: 80), source: signal.source, ageSeconds: age)
                                  },
-                                 notHeard: notHeard.prefix(16).map(word))
+                                 notHeard: notHeard.prefix(16).map(word), busProblem: busProblem.map { TerminalText.safe($0, limit: 300) })
         }
     }
 

@@ -63,6 +63,8 @@ public struct StatusDocument: Encodable, Sendable {
         var not_heard: [String]
         /// The driver's work switch, "on" or "off"; null until first used.
         @Nullable var work_switch: String?
+        /// Why the machine's own bus (`[machine] bus`) cannot be read; null while it can.
+        @Nullable var bus_problem: String?
     }
 
     struct Others: Encodable {
@@ -148,7 +150,7 @@ public struct StatusDocument: Encodable, Sendable {
         machine = heartbeat?.machine.map { machine in
             Machine(work: machine.work, tractor_ecu: machine.tractorECU, engine: machine.engine,
                     signals: machine.signals.map { Machine.Signal(signal: $0.signal, value: $0.value, source: $0.source, age_s: $0.ageSeconds) },
-                    not_heard: machine.notHeard, work_switch: workSwitch)
+                    not_heard: machine.notHeard, work_switch: workSwitch, bus_problem: machine.busProblem)
         }
         (last_acknowledged_at, last_error, next_attempt_at) = (date(heartbeat?.lastAcknowledgedAt), heartbeat?.lastError, date(heartbeat?.nextAttemptAt))
         transport_failures = heartbeat?.transportFailures ?? 0

@@ -9,7 +9,10 @@ import StateDirectory
 /// never carried a machine's message, with a switch never used, gives neither: a receiver alone on
 /// its bus, or a boat's, has no machine.
 enum MachineWiring {
-    static func attach(_ watcher: BusWatcher, rules: WorkRules = WorkRules(), to configuration: inout GatewayDaemon.Configuration) {
+    /// `ownBus`: the watcher listens to a bus of the machine's alone (`[machine] bus`), whose problems
+    /// status says even before anything was heard.
+    static func attach(_ watcher: BusWatcher, rules: WorkRules = WorkRules(), ownBus: Bool = false,
+                       to configuration: inout GatewayDaemon.Configuration) {
         configuration.machine = { sample, workSwitch in
             // As the machine was at the sample's fix: the sample may be taken a while after it came.
             let snapshot = sample.report?.time.flatMap(watcher.machineSnapshot(atFix:)) ?? watcher.machineSnapshot()
@@ -18,7 +21,8 @@ enum MachineWiring {
         }
         configuration.machineStatus = {
             let snapshot = watcher.machineSnapshot()
-            guard snapshot.everHeard else { return nil }
+            let problem = ownBus ? watcher.problem : nil
+            guard snapshot.everHeard || problem != nil else { return nil }
             // The work state itself is the newest sample's, with the switch: the heartbeat puts it in.
             return Heartbeat.MachineStatus(
                 work: MachineReading.Work.unknown.rawValue, tractorECU: snapshot.tractorECU.map(Int.init), engine: snapshot.engine.map(Int.init),
@@ -26,7 +30,7 @@ enum MachineWiring {
                     .init(signal: signal.rawValue, value: observed.message.text, source: Int(observed.source),
                           ageSeconds: (observed.age * 10).rounded() / 10)
                 },
-                notHeard: snapshot.notHeard.map(\.rawValue))
+                notHeard: snapshot.notHeard.map(\.rawValue), busProblem: problem)
         }
     }
 

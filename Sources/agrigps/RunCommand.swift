@@ -90,6 +90,11 @@ struct Run: AsyncParsableCommand {
             help: ArgumentHelp("km/h below which the machine stands and does not work (0.1 to 20, default 1).", valueName: "km/h"))
     var minimumWorkSpeed: String?
 
+    @Option(name: .customLong("machine-bus"),
+            help: ArgumentHelp("The tractor's CAN interface when the receiver is not on it, such as can1: listened to for the machine, never sent on (default: [machine] bus).",
+                               valueName: "interface"))
+    var machineBus: String?
+
     @OptionGroup var config: ConfigurationOption
     @OptionGroup var state: StateDirectoryOption
 
@@ -111,6 +116,7 @@ struct Run: AsyncParsableCommand {
         }
         if let gpsd { _ = try GPSDAddress.parseOption(gpsd) }
         if let workSignals { _ = try KeyedFlag.list("--work-signals", workSignals, section: "machine", name: "work_signals") }
+        if let machineBus { _ = try KeyedFlag.text("--machine-bus", machineBus, section: "machine", name: "bus") }
         if retime && replay == nil { throw ValidationError("--retime moves a replayed log's times; give --replay LOG too") }
         if retime, let replay, CANReplay.isCandump(replay) {
             throw ValidationError("--retime moves an NMEA log's times; a candump recording is replayed with the times it was recorded with")
@@ -165,6 +171,8 @@ struct Run: AsyncParsableCommand {
         let trap = await SignalTrap { number in interruption.interrupt(by: number) }
         let bus = try busWatcher(file)
         defer { bus?.stop() }
+        let machineBus = try machineBusWatcher(file, beside: bus)
+        defer { machineBus?.stop() }
         repeat {
             let fingerprint = credentials.fingerprint()
             let link = try self.link(file, clock: clock)
@@ -174,9 +182,12 @@ struct Run: AsyncParsableCommand {
             configuration.resumeSharingAtStart = !restart
             var started: StartedReplay?
             if let replay { started = try await startReplay(replay) }
-            if let watcher = bus ?? started?.bus {
-                configuration.receiverBus = { watcher.summary }
-                MachineWiring.attach(watcher, rules: try workRules(file), to: &configuration)
+            let receiverBus = bus ?? started?.bus
+            if let receiverBus { configuration.receiverBus = { receiverBus.summary } }
+            if let machineBus {
+                MachineWiring.attach(machineBus, rules: try workRules(file), ownBus: true, to: &configuration)
+            } else if let receiverBus {
+                MachineWiring.attach(receiverBus, rules: try workRules(file), to: &configuration)
             } else {
                 MachineWiring.attachSwitch(rules: try workRules(file), to: &configuration)
             }
@@ -236,6 +247,18 @@ struct Run: AsyncParsableCommand {
         let chosen = try source.map { try ReceiverSource(parsing: $0) } ?? file.receiverSource
         guard replay == nil, case .nmea2000(let interface, let address) = chosen else { return nil }
         let watcher = BusWatcher(interface: interface, address: address)
+        guard watcher.start() else { throw CommandFailure(description: "no thread could be started to read \(interface)", exitCode: 71) }
+        return watcher
+    }
+
+    /// The machine's own bus (`--machine-bus`, else `[machine] bus`), listened to for the machine's
+    /// messages alone; nil without one, or when it is the receiver's bus, already listened to. An
+    /// interface that is not there yet (an adapter plugged in later) is tried again every few
+    /// seconds, and status says why meanwhile.
+    private func machineBusWatcher(_ file: ConfigurationFile, beside receiverBus: BusWatcher?) throws -> BusWatcher? {
+        guard let interface = try machineBus.map({ try KeyedFlag.text("--machine-bus", $0, section: "machine", name: "bus") })
+            ?? file.text("machine", "bus"), interface != receiverBus?.interface else { return nil }
+        let watcher = BusWatcher(interface: interface, address: nil, machineOnly: true)
         guard watcher.start() else { throw CommandFailure(description: "no thread could be started to read \(interface)", exitCode: 71) }
         return watcher
     }

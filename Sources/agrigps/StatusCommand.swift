@@ -194,6 +194,7 @@ enum StatusReport {
         if !machine.notHeard.isEmpty {
             line += "; not heard: " + machine.notHeard.map { MachineSignal(rawValue: $0)?.label ?? $0 }.joined(separator: ", ")
         }
+        if let problem = machine.busProblem { line += "; its bus \(problem)" }
         return line
     }
 

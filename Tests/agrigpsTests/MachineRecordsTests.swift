@@ -145,4 +145,26 @@ struct MachineRecordsTests {
         let bad = try await AgrigpsCommand.run(["work", "maybe", "--state-dir", directory + "/second"])
         #expect(bad.code == 64, "\(bad.stderr)")
     }
+
+    @Test("a machine bus that is not there: status says why, the samples go on without a machine; a bad name is refused in words")
+    func missingMachineBus() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-machine-bus-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("haicom-305N"), "--machine-bus", "can9", "--state-dir", directory],
+                                               timeout: 90)
+        #expect(run.code == 0, "\(run.stderr.suffix(5))")
+        let samples = try await Self.samples(directory + "/spool.sqlite")
+        #expect(!samples.isEmpty && samples.allSatisfy { $0.work.isEmpty }, "nothing heard, no switch: no machine")
+        let status = try await AgrigpsCommand.run(["status", "--json", "--state-dir", directory])
+        let machine = (try JSONSerialization.jsonObject(with: Data(status.stdout.joined().utf8)) as? [String: Any])?["machine"] as? [String: Any]
+        #expect((machine?["bus_problem"] as? String)?.hasPrefix("can9: there is no CAN interface can9") == true, "\(status.stdout)")
+        let text = try await AgrigpsCommand.run(["status", "--state-dir", directory])
+        #expect(text.stdout.contains { $0.hasPrefix("Machine: unknown") && $0.contains("its bus can9: there is no CAN interface can9") }, "\(text.stdout)")
+
+        let badFlag = try await AgrigpsCommand.run(["run", "--machine-bus", "can 1", "--state-dir", directory])
+        #expect(badFlag.code == 64 && badFlag.stderr.joined().contains("--machine-bus must be a CAN interface's name"), "\(badFlag.stderr)")
+        try "[machine]\nbus = 5\n".write(toFile: directory + "/bad.conf", atomically: true, encoding: .utf8)
+        let badKey = try await AgrigpsCommand.run(["run", "--config", directory + "/bad.conf", "--state-dir", directory])
+        #expect(badKey.code == 78 && badKey.stderr.joined().contains("[machine] bus"), "\(badKey.code) \(badKey.stderr)")
+    }
 }
