@@ -31,8 +31,7 @@ public enum BusReplay {
             let start = uptime()
             let first = frames.first?.time
             for (index, frame) in frames.enumerated() {
-                let due: Double
-                if realTime, let time = frame.time, let first, time >= first { due = time - first } else { due = Double(index) / rate }
+                let due = CandumpLog.due(frame, index: index, firstTime: first, realTime: realTime, rate: rate)
                 let ahead = start + due - uptime()
                 // Sleeps of under 10 ms are left to add up: a frame each would cost more than the pace.
                 if ahead > 0.01 { try? await Task.sleep(for: .seconds(ahead)) }

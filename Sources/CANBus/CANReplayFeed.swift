@@ -58,12 +58,7 @@ public final class CANReplayFeed: ReplayFeed {
         let start = uptime()
         let firstTime = frames.first?.time
         for (index, frame) in frames.enumerated() {
-            let due: Double
-            if realTime, let time = frame.time, let firstTime, time >= firstTime {
-                due = time - firstTime
-            } else {
-                due = Double(index) / Self.rate
-            }
+            let due = CandumpLog.due(frame, index: index, firstTime: firstTime, realTime: realTime, rate: Self.rate)
             guard wait(until: start + due) else { return }
             do {
                 try writer.write(frame)

@@ -28,9 +28,29 @@ extension CabModel {
 
 extension CabModel.Work {
     func write(_ o: inout JSONWriter.Object) {
+        if let bus { o.object("bus", bus.write) }
         o.field("state", state)
         o.field("switchCounts", switchCounts)
         if let switchOn { o.field("switchOn", switchOn) }
+    }
+}
+
+extension CabModel.Bus {
+    func write(_ o: inout JSONWriter.Object) {
+        o.field("engine", engine)
+        o.array("notHeard", notHeard) { $0.string($1) }
+        o.field("problem", problem)
+        o.array("signals", signals) { $0.object($1.write) }
+        o.field("tractorECU", tractorECU)
+    }
+}
+
+extension CabModel.Bus.Signal {
+    func write(_ o: inout JSONWriter.Object) {
+        o.field("ageSeconds", ageSeconds)
+        o.field("signal", signal)
+        o.field("source", source)
+        o.field("value", value)
     }
 }
 

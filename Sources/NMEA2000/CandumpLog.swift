@@ -142,3 +142,12 @@ public struct CandumpLog: Sendable {
         }
     }
 }
+
+extension CandumpLog {
+    /// Seconds after a replay began that the frame at `index` is due: at its recorded pace when
+    /// `realTime` and the frame has a time no earlier than the first's, else at `rate` frames a second.
+    public static func due(_ frame: CANFrame, index: Int, firstTime: Double?, realTime: Bool, rate: Double) -> Double {
+        if realTime, let time = frame.time, let firstTime, time >= firstTime { return time - firstTime }
+        return Double(index) / rate
+    }
+}

@@ -6,6 +6,7 @@ import Clocks
 import Foundation
 import NIOCore
 import Spool
+import StateDirectory
 import StateView
 import Testing
 import TestSupport
@@ -88,6 +89,26 @@ struct CabAPITests {
         #expect(try await SpoolReader(path: fixture.paths.spool).status().workSwitch == true)
         let state = try await fixture.get("/api/state", session: session)
         #expect((state.json?["work"] as? [String: Any])?["switchOn"] as? Bool == true, "\(state.text)")
+        #expect((state.json?["work"] as? [String: Any])?["bus"] == nil, "no bus heard")
+    }
+
+    @Test("what the tractor's bus gives reaches the page for Settings: its controllers, each signal, what was not heard")
+    func machineBus() async throws {
+        let fixture = try await servedBox()
+        defer { fixture.close() }
+        try fixture.writeHeartbeat(onboarded: false, machine: Heartbeat.MachineStatus(
+            work: "working", tractorECU: 240, engine: 0,
+            signals: [.init(signal: "rear-hitch", value: "in work, 8 % up", source: 240, ageSeconds: 0.1)],
+            notHeard: ["front-hitch"], busProblem: nil))
+        let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+        var bus: [String: Any]?
+        for _ in 0..<50 where bus == nil {
+            bus = ((try await fixture.get("/api/state", session: session)).json?["work"] as? [String: Any])?["bus"] as? [String: Any]
+            if bus == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(bus?["tractorECU"] as? Int == 240 && bus?["engine"] as? Int == 0 && bus?["notHeard"] as? [String] == ["front-hitch"], "\(String(describing: bus))")
+        let signal = (bus?["signals"] as? [[String: Any]])?.first
+        #expect(signal?["signal"] as? String == "rear-hitch" && signal?["value"] as? String == "in work, 8 % up" && signal?["source"] as? Int == 240)
     }
 
     @Test("the trail holds our own samples in order; logging out ends the session for good")

@@ -69,9 +69,11 @@ final class CabFixture: @unchecked Sendable {
     }
 
     /// A heartbeat from a daemon that is this process: "running".
-    func writeHeartbeat(onboarded: Bool, lastFix: PositionSample? = nil, environment: String? = nil) throws {
+    func writeHeartbeat(onboarded: Bool, lastFix: PositionSample? = nil, environment: String? = nil,
+                        machine: Heartbeat.MachineStatus? = nil) throws {
         var heartbeat = Heartbeat(pid: getpid(), startedAt: Date().addingTimeInterval(-60), onboarded: onboarded)
         heartbeat.environment = environment
+        heartbeat.machine = machine
         if let lastFix {
             heartbeat.lastFix = Heartbeat.Sample(lastFix)
             heartbeat.lastSample = Heartbeat.Sample(lastFix)

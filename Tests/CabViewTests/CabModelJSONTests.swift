@@ -87,7 +87,15 @@ struct CabModelJSONTests {
                         staleAfterSeconds: number(&random), field: optionalText(&random), fieldsKnown: random.chance(50),
                         fieldsVersion: integer(&random),
                         work: CabModel.Work(state: optionalText(&random), switchOn: random.chance(30) ? nil : random.chance(50),
-                                            switchCounts: random.chance(50)))
+                                            switchCounts: random.chance(50), bus: random.chance(30) ? nil : bus(&random)))
+    }
+
+    static func bus(_ random: inout SplitMix64) -> CabModel.Bus {
+        CabModel.Bus(tractorECU: random.chance(30) ? nil : integer(&random), engine: random.chance(30) ? nil : integer(&random),
+                     signals: (0..<random.below(3)).map { _ in
+                         CabModel.Bus.Signal(signal: text(&random), value: text(&random), source: integer(&random), ageSeconds: number(&random))
+                     },
+                     notHeard: (0..<random.below(3)).map { _ in text(&random) }, problem: optionalText(&random))
     }
 }
 

@@ -578,7 +578,34 @@ function environmentWords(name) {
 
 // Settings: whether this machine is connected, and the form to connect it. No environment is chosen
 // for the driver: production and QA are different accounts, and a TAN works only in its own.
+// What the tractor's bus gives, for the fitter and the driver: its controllers, each signal with
+// its newest value and age, and what was not heard. Signal names are the page's; values the box's.
+function drawMachine(state) {
+  const bus = state.work && state.work.bus;
+  const summary = !bus ? t("settings.machineNone")
+    : [bus.tractorECU !== undefined ? t("settings.tractorAt", { address: String(bus.tractorECU) }) : null,
+       bus.engine !== undefined ? t("settings.engineAt", { address: String(bus.engine) }) : null,
+       bus.problem ? t("settings.busProblem", { problem: bus.problem }) : null].filter(Boolean).join(" · ") || t("settings.machineHeard");
+  text($("machine-summary"), summary);
+  const list = $("machine-signals");
+  list.replaceChildren();
+  for (const signal of (bus && bus.signals) || []) {
+    const item = document.createElement("li");
+    text(item, t("settings.signal", { signal: signalWords(signal.signal), value: signal.value, source: String(signal.source),
+                                       age: number(signal.ageSeconds, 1) }));
+    list.appendChild(item);
+  }
+  const missing = (bus && bus.notHeard) || [];
+  $("machine-missing").hidden = !missing.length;
+  text($("machine-missing"), missing.length ? t("settings.notHeard", { signals: missing.map(signalWords).join(", ") }) : "");
+}
+
+function signalWords(name) {
+  return i18n.strings["signal." + name] !== undefined ? t("signal." + name) : name;
+}
+
 function drawSettings(state) {
+  drawMachine(state);
   const settings = state.settings;
   const select = $("environment");
   const names = [""].concat(settings.environments);
