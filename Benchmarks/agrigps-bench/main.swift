@@ -38,7 +38,7 @@ struct Options {
     var appends = 2000
     var latencySeconds = 150
     var cpuMinutes = 10
-    /// Run one benchmark only: spool, drain, cpu, latency, storage, cab, live, stats or fields.
+    /// Run one benchmark only: spool, drain, cpu, latency, storage, cab, live, stats, fields or machine.
     var only: String?
     var directory = FileManager.default.temporaryDirectory.path
     var drainSamples = 86_400
@@ -55,14 +55,14 @@ struct Options {
             case ("--directory", let value?): directory = value
             case ("--drain-samples", let value?) where Int(value).map({ $0 > 0 }) == true: drainSamples = Int(value)!
             case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true: drainSpacing = Double(value)!
-            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "storage", "cab", "live", "stats", "fields"].contains(value): only = value
+            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "storage", "cab", "live", "stats", "fields", "machine"].contains(value): only = value
             case ("--live-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true: liveSeconds = Int(value)!
             case ("--storage-minutes", let value?) where Int(value).map({ $0 >= 2 && $0 <= 1440 }) == true: storageMinutes = Int(value)!
             case ("--cab-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: cabSeconds = Int(value)!
             case ("--cpu-minutes", let value?) where Int(value).map({ $0 > 0 }) == true: cpuMinutes = Int(value)!
             case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true: latencySeconds = Int(value)!
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N] [--cab-seconds N] [--live-seconds N] [--only spool|drain|cpu|latency|storage|cab|live|stats|fields]\n".utf8))
+                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N] [--cab-seconds N] [--live-seconds N] [--only spool|drain|cpu|latency|storage|cab|live|stats|fields|machine]\n".utf8))
                 exit(64)
             }
         }
@@ -248,6 +248,7 @@ func backlogDrain(outputs: [SpoolOutput], gpsInfoAlone: Double? = nil) async thr
 }
 
 if options.only == nil || options.only == "spool" { await spoolAppends() }
+if options.only == nil || options.only == "machine" { try machineBusCPU() }
 if options.only == nil || options.only == "drain" {
     let alone = try await backlogDrain(outputs: [.gpsInfo])
     try await backlogDrain(outputs: [.gpsInfo, .efdi], gpsInfoAlone: alone)

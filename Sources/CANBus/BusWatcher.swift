@@ -72,8 +72,10 @@ public final class BusWatcher: Sendable {
     /// What the listener reads once a receiver is found: its positions, course and speed, DOPs and
     /// address claims, and the machine's own broadcasts. The kernel drops the rest, so other traffic
     /// on a busy bus costs the daemon nothing.
-    static let wanted = [GNSSPGN.positionData, GNSSPGN.positionRapid, GNSSPGN.courseAndSpeed, GNSSPGN.dops, GNSSPGN.addressClaim]
+    public static let wanted = [GNSSPGN.positionData, GNSSPGN.positionRapid, GNSSPGN.courseAndSpeed, GNSSPGN.dops, GNSSPGN.addressClaim]
         + MachinePGN.all
+    /// The machine's own PGNs among them.
+    public static let machinePGNs = MachinePGN.all
     /// What a bus of the machine's alone is read for.
     static let machineWanted = [GNSSPGN.addressClaim] + MachinePGN.all
 
