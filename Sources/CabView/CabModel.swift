@@ -91,26 +91,10 @@ extension CabModel {
         var switchOn: Bool?
         /// Whether the switch counts ([machine] work_signals has "switch"): the page offers it then.
         var switchCounts = true
-        /// What the machine's bus gives, for Settings; nil without a bus heard.
-        var bus: Bus?
-    }
-
-    /// The tractor's controllers and signals as the daemon's heartbeat last listed them.
-    struct Bus: Codable, Sendable, Equatable {
-        struct Signal: Codable, Sendable, Equatable {
-            /// `MachineSignal`'s name ("rear-hitch"): the page's words for it.
-            var signal: String
-            /// In the box's words and units ("in work, 8 % up").
-            var value: String
-            var source: Int
-            var ageSeconds: Double
-        }
-
-        var tractorECU: Int?
-        var engine: Int?
-        var signals: [Signal]
-        var notHeard: [String]
-        var problem: String?
+        /// What the machine's bus gives, for Settings, as the daemon's heartbeat last listed it: the
+        /// controllers, each signal (`MachineSignal`'s name, the box's words for its value), what was
+        /// not heard, a bus problem. Nil without a bus heard.
+        var bus: Heartbeat.MachineStatus?
     }
 }
 
@@ -155,12 +139,7 @@ extension CabModel {
                             certificateValidUntil: snapshot.certificateNotAfter.map { String(ISO8601UTC.string(from: $0).prefix(10)) },
                             environments: environments, waitingForGateway: snapshot.credentialsNotTaken)
         staleAfterSeconds = thresholds.staleAfter
-        work = Work(state: newest?.machine?.work.rawValue, switchOn: snapshot.spool?.workSwitch,
-                    bus: snapshot.heartbeat?.machine.map { machine in
-                        Bus(tractorECU: machine.tractorECU, engine: machine.engine,
-                            signals: machine.signals.map { Bus.Signal(signal: $0.signal, value: $0.value, source: $0.source, ageSeconds: $0.ageSeconds) },
-                            notHeard: machine.notHeard, problem: machine.busProblem)
-                    })
+        work = Work(state: newest?.machine?.work.rawValue, switchOn: snapshot.spool?.workSwitch, bus: snapshot.heartbeat?.machine)
     }
 
     /// Not working and moving at walking pace or more off every known field: the road.

@@ -1,3 +1,4 @@
+import StateDirectory
 import StateView
 
 /// The model as JSON, written straight out: the page's stream sends it at every sample, and
@@ -35,17 +36,18 @@ extension CabModel.Work {
     }
 }
 
-extension CabModel.Bus {
+extension Heartbeat.MachineStatus {
     func write(_ o: inout JSONWriter.Object) {
+        o.field("busProblem", busProblem)
         o.field("engine", engine)
         o.array("notHeard", notHeard) { $0.string($1) }
-        o.field("problem", problem)
         o.array("signals", signals) { $0.object($1.write) }
         o.field("tractorECU", tractorECU)
+        o.field("work", work)
     }
 }
 
-extension CabModel.Bus.Signal {
+extension Heartbeat.MachineStatus.Signal {
     func write(_ o: inout JSONWriter.Object) {
         o.field("ageSeconds", ageSeconds)
         o.field("signal", signal)

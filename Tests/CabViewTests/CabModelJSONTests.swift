@@ -1,5 +1,6 @@
 import Foundation
 import PropertyBased
+import StateDirectory
 import StateView
 import Testing
 import TestSupport
@@ -90,12 +91,13 @@ struct CabModelJSONTests {
                                             switchCounts: random.chance(50), bus: random.chance(30) ? nil : bus(&random)))
     }
 
-    static func bus(_ random: inout SplitMix64) -> CabModel.Bus {
-        CabModel.Bus(tractorECU: random.chance(30) ? nil : integer(&random), engine: random.chance(30) ? nil : integer(&random),
-                     signals: (0..<random.below(3)).map { _ in
-                         CabModel.Bus.Signal(signal: text(&random), value: text(&random), source: integer(&random), ageSeconds: number(&random))
-                     },
-                     notHeard: (0..<random.below(3)).map { _ in text(&random) }, problem: optionalText(&random))
+    static func bus(_ random: inout SplitMix64) -> Heartbeat.MachineStatus {
+        Heartbeat.MachineStatus(work: text(&random), tractorECU: random.chance(30) ? nil : integer(&random),
+                                engine: random.chance(30) ? nil : integer(&random),
+                                signals: (0..<random.below(3)).map { _ in
+                                    .init(signal: text(&random), value: text(&random), source: integer(&random), ageSeconds: number(&random))
+                                },
+                                notHeard: (0..<random.below(3)).map { _ in text(&random) }, busProblem: optionalText(&random))
     }
 }
 

@@ -585,7 +585,7 @@ function drawMachine(state) {
   const summary = !bus ? t("settings.machineNone")
     : [bus.tractorECU !== undefined ? t("settings.tractorAt", { address: String(bus.tractorECU) }) : null,
        bus.engine !== undefined ? t("settings.engineAt", { address: String(bus.engine) }) : null,
-       bus.problem ? t("settings.busProblem", { problem: bus.problem }) : null].filter(Boolean).join(" · ") || t("settings.machineHeard");
+       bus.busProblem ? t("settings.busProblem", { problem: bus.busProblem }) : null].filter(Boolean).join(" · ") || t("settings.machineHeard");
   text($("machine-summary"), summary);
   const list = $("machine-signals");
   list.replaceChildren();
