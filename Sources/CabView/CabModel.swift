@@ -5,6 +5,7 @@ import GNSS
 import Spool
 import StateDirectory
 import StateView
+import Track
 
 /// What the page shows, as the browser receives it (GET /api/state and every SSE `state` event).
 /// No secret is ever in it: no key, no passphrase, no TAN; the endpoint's name and id are not secret.
@@ -142,10 +143,10 @@ extension CabModel {
         work = Work(state: newest?.machine?.work.rawValue, switchOn: snapshot.spool?.workSwitch, bus: snapshot.heartbeat?.machine)
     }
 
-    /// Not working and moving at walking pace or more off every known field: the road.
+    /// Not working and moving off every known field: the road, by the rule Records count it with.
     mutating func placeWork(speedOverGround: Double?) {
         guard work.state == "not-working", fieldsKnown, field == nil, own.map({ !$0.old }) == true,
-              let speed = speedOverGround, speed >= 1 / 3.6 else { return }
+              let speed = speedOverGround, speed > TrackRules().movingSpeed else { return }
         work.state = "road"
     }
 
