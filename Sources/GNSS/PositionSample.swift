@@ -34,6 +34,11 @@ public struct PositionSample: Sendable, Equatable {
 
     /// Receiver UTC time of the underlying report, if any.
     public var receiverTime: Date? { report?.time }
+
+    /// The longest time one sample stands for, until the next (more than twice the longest sampling
+    /// interval, 20 s): beyond it the daemon was stopped or the machine off, and the time between
+    /// counts nowhere, in Records and in the TimeLogs' totals alike.
+    public static let longestStep = 45.0
 }
 
 /// The machine's work and engine at one sample, as its controllers broadcast them (ISO 11783-7,
@@ -64,6 +69,14 @@ public struct MachineReading: Sendable, Equatable {
     /// working, seconds not working, and millilitres of fuel by the fuel rate. Set by the daemon.
     public var totals: MachineTotals?
 
+    /// What each value's message can carry (J1939's valid range at its scale): whoever reads one back
+    /// from a file takes a value outside as none.
+    public static let speedRange = -64.255...64.255
+    public static let engineSpeedRange = 0...8_031.875
+    public static let engineHoursRange = 0...210_554_060.75
+    public static let fuelRateRange = 0...3_212.75
+    public static let fuelUsedRange = 0...2_105_540_607.5
+
     public init(work: Work, speed: Double? = nil, speedSource: String? = nil, engineSpeed: Double? = nil,
                 engineHours: Double? = nil, fuelRate: Double? = nil, fuelUsed: Double? = nil) {
         (self.work, self.speed, self.speedSource, self.engineSpeed) = (work, speed, speedSource, engineSpeed)
@@ -82,15 +95,12 @@ public struct MachineTotals: Sendable, Equatable {
         (self.effectiveSeconds, self.ineffectiveSeconds, self.fuelMillilitres) = (effectiveSeconds, ineffectiveSeconds, fuelMillilitres)
     }
 
-    /// The longest step between two samples that counts (the track's rule): beyond it the daemon
-    /// was stopped or the machine off, and the time counts nowhere.
-    public static let longestStep = 45.0
-
     /// The totals after `previous` stood for the time until `time`: working, not working, and its
-    /// fuel rate over that time. A step back in time, or longer than `longestStep`, adds nothing.
+    /// fuel rate over that time. A step back in time, or longer than `PositionSample.longestStep`
+    /// (the track's rule, so that the totals and Records agree), adds nothing.
     public func adding(_ previous: MachineReading, from start: Date, to time: Date) -> MachineTotals {
         let seconds = time.timeIntervalSince(start)
-        guard seconds.isFinite, seconds > 0, seconds <= Self.longestStep else { return self }
+        guard seconds.isFinite, seconds > 0, seconds <= PositionSample.longestStep else { return self }
         var next = self
         switch previous.work {
         case .working: next.effectiveSeconds += seconds

@@ -93,7 +93,7 @@ struct SamplingService: Service {
 }
 
 /// The machine's running totals as samples come: each sample's reading stands for the time until
-/// the next one (at most `MachineTotals.longestStep`). A sample without a reading breaks the run.
+/// the next one (at most `PositionSample.longestStep`). A sample without a reading breaks the run.
 struct MachineTotalling {
     var totals: MachineTotals
     private var previous: (time: Date, reading: MachineReading)?

@@ -114,10 +114,12 @@ enum SampleColumns {
     static func machine(_ row: Row) -> MachineReading? {
         guard machineColumns.contains(where: { !row.hasNull($0) }) else { return nil }
         let work = row.text("machine_work", limit: 32).flatMap(MachineReading.Work.init(rawValue:)) ?? .unknown
-        var reading = MachineReading(work: work, speed: row.double("machine_speed", in: -64.255...64.255),
+        var reading = MachineReading(work: work, speed: row.double("machine_speed", in: MachineReading.speedRange),
                                      speedSource: row.text("machine_speed_source", limit: 16).flatMap { ["wheel", "ground", "selected"].contains($0) ? $0 : nil },
-                                     engineSpeed: row.double("engine_speed", in: 0...8_031.875), engineHours: row.double("engine_hours", in: 0...210_554_060.75),
-                                     fuelRate: row.double("fuel_rate", in: 0...3_212.75), fuelUsed: row.double("fuel_used", in: 0...2_105_540_607.5))
+                                     engineSpeed: row.double("engine_speed", in: MachineReading.engineSpeedRange),
+                                     engineHours: row.double("engine_hours", in: MachineReading.engineHoursRange),
+                                     fuelRate: row.double("fuel_rate", in: MachineReading.fuelRateRange),
+                                     fuelUsed: row.double("fuel_used", in: MachineReading.fuelUsedRange))
         reading.totals = totals(row)
         return reading
     }

@@ -29,8 +29,8 @@ public struct TrackPoint: Sendable, Equatable {
         self.speed = speed.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
         self.work = work
         // The ranges of the messages they come from (EEC1, LFE1).
-        self.engineSpeed = engineSpeed.flatMap { (0...8_031.875).contains($0) ? $0 : nil }
-        self.fuelRate = fuelRate.flatMap { (0...3_212.75).contains($0) ? $0 : nil }
+        self.engineSpeed = engineSpeed.flatMap { MachineReading.engineSpeedRange.contains($0) ? $0 : nil }
+        self.fuelRate = fuelRate.flatMap { MachineReading.fuelRateRange.contains($0) ? $0 : nil }
     }
 
     /// The point of a sample, dated `time` (its receiver time, or its corrected system time).
@@ -60,7 +60,7 @@ public struct TrackRules: Sendable, Equatable {
     /// below it, a standing receiver's noise).
     public var movingSpeed: Double
 
-    public init(longestStep: Double = 45, movingSpeed: Double = 0.5) {
+    public init(longestStep: Double = PositionSample.longestStep, movingSpeed: Double = 0.5) {
         self.longestStep = longestStep
         self.movingSpeed = movingSpeed
     }
