@@ -39,14 +39,7 @@ struct CabRecords: Sendable {
         var sent: Int
         var acknowledged: Int
         var lost: Int
-        /// Whether the tractor's bus or the work switch said anything: the page shows the rest then.
-        var machine: Bool
-        var workingHours: Double
-        var notWorkingHours: Double
-        /// With a working width known.
-        var hectares: Double?
-        var engineHours: Double
-        var fuelLitres: Double
+        var machine: MachineFigures?
 
         init(_ figures: WorkFigures, width: Double? = nil) {
             samples = figures.samples
@@ -59,12 +52,30 @@ struct CabRecords: Sendable {
             sent = figures.sent
             acknowledged = figures.acknowledged
             lost = figures.lost
-            machine = figures.hasMachine
+            machine = MachineFigures(figures, width: width)
+        }
+    }
+
+    /// What the machine did, in the units the page shows; none where the tractor's bus and the work
+    /// switch said nothing.
+    struct MachineFigures: Codable, Equatable {
+        var workingHours: Double
+        var notWorkingHours: Double
+        /// With a working width known.
+        var hectares: Double?
+        var engineHours: Double
+        var fuelLitres: Double
+        /// Off every field with the fields known (a share of a day off them): moving, not working.
+        var roadHours: Double?
+
+        init?(_ figures: WorkFigures, width: Double?, road: Bool = false) {
+            guard figures.hasMachine else { return nil }
             workingHours = figures.secondsWorking / 3600
-            notWorkingHours = (figures.secondsWorkKnown - figures.secondsWorking) / 3600
+            notWorkingHours = figures.secondsNotWorking / 3600
             hectares = width.map { figures.hectaresWorked(width: $0) }
             engineHours = figures.secondsEngineRunning / 3600
             fuelLitres = figures.litresFuel
+            roadHours = road ? figures.secondsMovingIdle / 3600 : nil
         }
     }
 
@@ -166,15 +177,8 @@ struct CabRecords: Sendable {
         var hours: Double
         var movingHours: Double
         var kilometres: Double
-        /// What the machine did there, when its bus or the work switch said (see `Figures`).
-        var machine: Bool
-        var workingHours: Double
-        var notWorkingHours: Double
-        /// Off every field, with the fields known: moving, not working.
-        var roadHours: Double?
-        var hectares: Double?
-        var engineHours: Double
-        var fuelLitres: Double
+        /// What the machine did there; off every field, with the fields known, the road too.
+        var machine: MachineFigures?
 
         init(_ figures: WorkFigures, field: StoredField?, width: Double? = nil, fieldsKnown: Bool = false) {
             id = field?.id
@@ -183,13 +187,7 @@ struct CabRecords: Sendable {
             hours = figures.secondsWithFix / 3600
             movingHours = figures.secondsMoving / 3600
             kilometres = figures.metresDriven / 1000
-            machine = figures.hasMachine
-            workingHours = figures.secondsWorking / 3600
-            notWorkingHours = (figures.secondsWorkKnown - figures.secondsWorking) / 3600
-            roadHours = field == nil && fieldsKnown ? figures.secondsMovingIdle / 3600 : nil
-            hectares = width.map { figures.hectaresWorked(width: $0) }
-            engineHours = figures.secondsEngineRunning / 3600
-            fuelLitres = figures.litresFuel
+            machine = MachineFigures(figures, width: width, road: field == nil && fieldsKnown)
         }
     }
 

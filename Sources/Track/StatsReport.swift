@@ -58,7 +58,7 @@ public enum StatsReport {
                       String(format: "%.1f", figures.metresDriven / 1000), String(figures.samples)]
             if !byField { cells += [String(figures.sent), String(figures.acknowledged), String(figures.lost)] }
             if machine {
-                cells += [hours(figures.secondsWorking), hours(figures.secondsWorkKnown - figures.secondsWorking)]
+                cells += [hours(figures.secondsWorking), hours(figures.secondsNotWorking)]
                 if byField { cells.append(road(line, byField: true, terms: terms).map(hours) ?? "") }
                 if let width = terms.width { cells.append(String(format: "%.2f", figures.hectaresWorked(width: width))) }
                 cells += [hours(figures.secondsEngineRunning), String(format: "%.1f", figures.litresFuel)]
@@ -112,7 +112,7 @@ public enum StatsReport {
                 line.add("samples_lost", figures.lost)
             }
             line.add("seconds_working", figures.secondsWorking)
-            line.add("seconds_not_working", figures.secondsWorkKnown - figures.secondsWorking)
+            line.add("seconds_not_working", figures.secondsNotWorking)
             line.add("metres_working", figures.metresWorking)
             if byField { line.add("seconds_road", road(entry, byField: true, terms: terms)) }
             line.add("hectares_worked", terms.width.map { figures.hectaresWorked(width: $0) })

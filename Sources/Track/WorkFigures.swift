@@ -73,6 +73,9 @@ public struct WorkFigures: Sendable, Equatable {
         }
     }
 
+    /// Seconds the work state was known and not working.
+    public var secondsNotWorking: Double { secondsWorkKnown - secondsWorking }
+
     /// Whether the machine said anything for this time: Records show its figures then.
     public var hasMachine: Bool { secondsWorkKnown > 0 || secondsEngineRunning > 0 || litresFuel > 0 }
 

@@ -126,6 +126,46 @@ struct CabRecordsTests {
         #expect(nothing.status == 200 && (nothing.json?["dayFigures"] as? [String: Any])?["samples"] as? Int == 0)
     }
 
+    @Test("what the machine did reaches Records: the day's hours working and not, area, engine hours and fuel; a field's work; the road off the fields")
+    func machineFigures() async throws {
+        let fixture = try CabFixture()
+        defer { fixture.close() }
+        fixture.configuration.trackTimeZone = RecordedWeek.zone
+        fixture.configuration.workingWidth = 6
+        var configuration = TrackStore.Configuration()
+        configuration.calendar.timeZone = RecordedWeek.zone
+        let store = TrackStore(path: fixture.configuration.trackPath, configuration: configuration)
+        // Northwards at 2 m/s for 20 minutes: the first 10 working in a field, then 10 on the road; 1,500 rpm, 18 L/h.
+        for second in 0...1200 {
+            try await store.record(TrackPoint(time: RecordedWeek.tuesday.addingTimeInterval(Double(second)), state: .fix(.threeD, .rtkFixed),
+                                              coordinate: RecordedWeek.northwards(second), speed: 2, work: second < 600 ? .working : .notWorking,
+                                              engineSpeed: 1_500, fuelRate: 18), now: RecordedWeek.tuesday)
+        }
+        try await store.flush(now: RecordedWeek.tuesday)
+        let field = FieldBox(name: "Nordacker", south: 52.499, west: 13.399, north: RecordedWeek.northwards(599).latitude + 1 / 111_195, east: 13.401)
+        _ = try await fixture.storeFields([field])
+        try fixture.writeHeartbeat(onboarded: false)
+        try await fixture.start()
+
+        let worked = zip(0..<600, 1...600).reduce(0.0) { sum, steps in
+            let (from, to) = (RecordedWeek.northwards(steps.0), RecordedWeek.northwards(steps.1))
+            return sum + independentHaversine((from.latitude, from.longitude), (to.latitude, to.longitude))
+        }
+        let day = try #require(((try await fixture.get("/api/records?date=2026-03-24")).json?["dayFigures"] as? [String: Any])?["machine"]
+            as? [String: Any])
+        #expect(Self.close(day["workingHours"], 600.0 / 3600) && Self.close(day["notWorkingHours"], 600.0 / 3600), "\(day)")
+        #expect(Self.close(day["hectares"], worked * 6 / 10_000, within: 1e-4) && Self.close(day["engineHours"], 1200.0 / 3600), "\(day)")
+        #expect(Self.close(day["fuelLitres"], 6), "20 minutes at 18 L/h: \(day)")
+        let fields = try #require((try await fixture.get("/api/records/fields?date=2026-03-24")).json)
+        let inField = try #require(((fields["fields"] as? [[String: Any]])?.first?["machine"]) as? [String: Any], "\(fields)")
+        #expect(Self.close(inField["workingHours"], 600.0 / 3600) && inField["roadHours"] == nil, "\(inField)")
+        let off = try #require((fields["elsewhere"] as? [String: Any])?["machine"] as? [String: Any], "\(fields)")
+        #expect(Self.close(off["roadHours"], 600.0 / 3600) && Self.close(off["workingHours"], 0), "\(off)")
+        // A day the machine said nothing of has no machine figures at all.
+        let quiet = try await fixture.get("/api/records?date=2026-03-23")
+        #expect((quiet.json?["dayFigures"] as? [String: Any])?["machine"] == nil)
+    }
+
     @Test("a day's track breaks where the fix was lost; GPX and GeoJSON downloads are named after the day and validate")
     func dayAndFiles() async throws {
         let (fixture, week, _) = try await Self.served()

@@ -777,12 +777,12 @@ function hoursWords(hours) {
 
 // What the machine did, when its bus or the work switch said: hours working and not, the area
 // with a working width, engine hours and fuel where the bus gave them. Empty otherwise.
-function machineText(figures) {
-  if (!figures || !figures.machine) { return ""; }
-  const parts = [t("records.machineDay", { working: hoursWords(figures.workingHours), notWorking: hoursWords(figures.notWorkingHours) })];
-  if (figures.hectares !== undefined && figures.hectares !== null) { parts.push(t("records.hectares", { count: number(figures.hectares, 2) })); }
-  if (figures.engineHours > 0) { parts.push(t("records.engine", { hours: hoursWords(figures.engineHours) })); }
-  if (figures.fuelLitres > 0) { parts.push(t("records.fuel", { count: number(figures.fuelLitres, 1) })); }
+function machineText(machine) {
+  if (!machine) { return ""; }
+  const parts = [t("records.machineDay", { working: hoursWords(machine.workingHours), notWorking: hoursWords(machine.notWorkingHours) })];
+  if (typeof machine.hectares === "number") { parts.push(t("records.hectares", { count: number(machine.hectares, 2) })); }
+  if (machine.engineHours > 0) { parts.push(t("records.engine", { hours: hoursWords(machine.engineHours) })); }
+  if (machine.fuelLitres > 0) { parts.push(t("records.fuel", { count: number(machine.fuelLitres, 1) })); }
   return parts.join(" · ");
 }
 
@@ -867,7 +867,7 @@ async function loadRecords(day) {
     $("records-empty").hidden = !!records.firstDay;
     text($("records-day-figures"), workText(records.day, records.dayFigures));
     text($("records-delivery"), deliveryText(records.dayFigures));
-    text($("records-machine"), machineText(records.dayFigures));
+    text($("records-machine"), machineText(records.dayFigures.machine));
     $("records-machine").hidden = !records.dayFigures.machine;
     const monday = records.weekDays.length ? records.weekDays[0].key : records.day;
     text($("records-week-title"), t("records.week", { date: dayWords(monday) }));
@@ -914,10 +914,11 @@ function drawFieldDay(answer) {
 }
 
 function fieldWorkText(share) {
-  if (!share.machine) { return ""; }
-  const parts = [t("records.fieldWork", { working: hoursWords(share.workingHours) })];
-  if (share.hectares !== undefined && share.hectares !== null && share.hectares > 0) { parts.push(t("records.hectares", { count: number(share.hectares, 2) })); }
-  if (share.roadHours !== undefined && share.roadHours !== null) { parts.push(t("records.road", { road: hoursWords(share.roadHours) })); }
+  const machine = share.machine;
+  if (!machine) { return ""; }
+  const parts = [t("records.fieldWork", { working: hoursWords(machine.workingHours) })];
+  if (typeof machine.hectares === "number" && machine.hectares > 0) { parts.push(t("records.hectares", { count: number(machine.hectares, 2) })); }
+  if (typeof machine.roadHours === "number") { parts.push(t("records.road", { road: hoursWords(machine.roadHours) })); }
   return parts.join(" · ");
 }
 
