@@ -339,7 +339,7 @@ let package = Package(
         .executableTarget(
             name: "agrigps-bench",
             dependencies: ["ChildProcesses", "Spool", "GNSS", "GPSDReplay", "Gateway", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim", "TestSupport",
-                           "Track", "Fields", "CANBus", "NMEA2000", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
+                           "Track", "Fields", "CANBus", "Machine", "NMEA2000", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift")],
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork", "TestSupport"]),

@@ -2,6 +2,7 @@
 // listener at 2,000 frames a second of bus traffic. Each figure beside its baseline.
 import CANBus
 import Foundation
+import Machine
 import NMEA2000
 import TestSupport
 #if canImport(Glibc)
@@ -30,7 +31,7 @@ func machineBusCPU() throws {
         if let frame = CANFrame(time: time, identifier: identifier, data: [UInt8](repeating: UInt8(index & 0xFF), count: 8)) { frames.append(frame) }
     }
     frames.sort { ($0.time ?? 0) < ($1.time ?? 0) }
-    let receiverOnly = Set(BusWatcher.wanted).subtracting(BusWatcher.machinePGNs)
+    let receiverOnly = Set(BusWatcher.wanted).subtracting(MachinePGN.all)
     let withMachine = Set(BusWatcher.wanted)
     func cost(_ keep: (CANFrame) -> Bool) -> (microseconds: Double, passed: Int, working: Bool) {
         var best = Double.infinity, passed = 0, working = false

@@ -74,8 +74,6 @@ public final class BusWatcher: Sendable {
     /// on a busy bus costs the daemon nothing.
     public static let wanted = [GNSSPGN.positionData, GNSSPGN.positionRapid, GNSSPGN.courseAndSpeed, GNSSPGN.dops, GNSSPGN.addressClaim]
         + MachinePGN.all
-    /// The machine's own PGNs among them.
-    public static let machinePGNs = MachinePGN.all
     /// What a bus of the machine's alone is read for.
     static let machineWanted = [GNSSPGN.addressClaim] + MachinePGN.all
 
@@ -201,12 +199,12 @@ public final class BusWatcher: Sendable {
         return report
     }
 
-    /// "can0: GNSS receiver at address 2 (Garmin)", or why the bus says nothing.
     /// Why the interface cannot be read now, in words; nil while it can.
     public var problem: String? {
         state.withLock { $0.problem.map { "\(interface): \($0.description)" } }
     }
 
+    /// "can0: GNSS receiver at address 2 (Garmin)", or why the bus says nothing.
     public var summary: String {
         state.withLock { state in
             let now = state.now

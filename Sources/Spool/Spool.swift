@@ -888,7 +888,6 @@ extension Spool {
     }
 }
 
-/// Numbers and notes kept beside the queue, in the same database: one row each in `spool_state`.
 /// The machine's running totals, kept in `spool_state` with the sample that brought them, so that
 /// a restart goes on from them when every row has been acknowledged and deleted.
 enum MachineTotalsState {
@@ -906,6 +905,7 @@ enum MachineTotalsState {
     }
 }
 
+/// Numbers and notes kept beside the queue, in the same database: one row each in `spool_state`.
 enum SpoolState {
     static func set(_ name: String, number: Double? = nil, text: String? = nil, in db: Database) throws {
         // Cached: an append runs this in every transaction.
