@@ -4,7 +4,15 @@
 the receiver's times (PGN 129029's and 126992's) moved to now, round and round with --loop; logs
 without (candump's older "<0xID> [n] bytes" form) one frame every --interval seconds.
 
+With --tractor it plays a tractor instead: the log (a real tractor's engine, if given) once, then a
+drive built from the published layouts (docs/machine-data.md), again and again with --loop: a
+tractor ECU at 0xF0 and an engine at 0 sending wheel-based speed, the rear hitch, engine speed, fuel
+rate and engine hours every 100 ms; the tractor pulls away, lowers the hitch into the field, raises
+it for the headland turn, lowers it again, raises it and stops. Each change is printed with the time
+its first frame went out, for the rig to find in the TimeLogs.
+
     can_player.py can1 logfile.log --loop
+    can_player.py can1 jd5055e-engine.log --tractor --loop
 """
 import argparse
 import re
@@ -144,6 +152,75 @@ def flood(bus, rate):
             time.sleep(pause)
 
 
+def frame_id(pgn, source, priority=3):
+    """A broadcast's identifier; PDU1 PGNs go to everyone (destination 0xFF)."""
+    pdu_format = (pgn >> 8) & 0xFF
+    specific = 0xFF if pdu_format < 240 else pgn & 0xFF
+    return priority << 26 | (pgn >> 16 & 0x3) << 24 | pdu_format << 16 | specific << 8 | source
+
+
+TRACTOR_ECU, ENGINE = 0xF0, 0
+
+
+def claim(source, function, device_class, identity):
+    """An address claim (60928): NAME in agriculture (industry group 2), arbitrary address capable."""
+    name = struct.pack("<I", identity & 0x1FFFFF) + bytes([0, function, device_class << 1, 2 << 4 | 0x80])
+    return frame_id(60928, source, 6), name
+
+
+def tractor_frames(speed_mm, distance_mm, in_work, eighths_rpm, twentieths_l_h, with_hours):
+    """One 100 ms round of the tractor's broadcasts. Wheel-based speed forward, key not off, implement
+    operations not available (so only the hitch says work); the hitch at 8 % in work, 92 % out."""
+    last = 1 | 1 << 2 | 3 << 4 | 3 << 6
+    frames = [
+        (frame_id(65096, TRACTOR_ECU), struct.pack("<HI", speed_mm, distance_mm & 0xFFFFFFFF) + bytes([0xFF, last])),
+        (frame_id(65093, TRACTOR_ECU), bytes([20 if in_work else 230, 0b111 << 3 | (1 if in_work else 0) << 6 | 0b111]) + b"\xff" * 6),
+        (frame_id(61444, ENGINE), bytes([0xF0, 0x7D, 0x7D]) + struct.pack("<H", eighths_rpm) + bytes([0x00, 0xFF, 0xFF])),
+        (frame_id(65266, ENGINE, 6), struct.pack("<H", twentieths_l_h) + b"\xff" * 6),
+    ]
+    if with_hours:
+        frames.append((frame_id(65253, ENGINE, 6), struct.pack("<I", 2951) + b"\xff" * 4))  # 147.55 h, as the JD said
+    return frames
+
+
+# The drive, in seconds from its start: (when, moving, hitch in work).
+DRIVE = [(0, False, False), (3, True, False), (8, True, True), (23, True, False), (30, True, True), (45, True, False), (50, False, False)]
+DRIVE_SECONDS = 53
+SPEED_MM = 2_500
+
+
+def drive_state(offset):
+    """(moving, in work) `offset` seconds into the drive."""
+    return next((moving, in_work) for when, moving, in_work in reversed(DRIVE) if offset >= when)
+
+
+def drive(bus, number, clock=time.time, sleep=time.sleep, out=print):
+    """One drive, live at 10 Hz; prints the start and each change of motion or hitch with its time."""
+    start = clock()
+    for identifier, data in (claim(TRACTOR_ECU, 134, 0, 7), claim(ENGINE, 0, 1, 8)):
+        send(bus, identifier, data)
+    out(f"tractor: drive {number} starts at {start:.3f}", flush=True)
+    distance, state, step = 0, None, 0
+    while step * 0.1 < DRIVE_SECONDS:
+        due = start + step * 0.1
+        pause = due - clock()
+        if pause > 0:
+            sleep(pause)
+        moving, in_work = drive_state(step * 0.1)
+        if state is not None and (moving, in_work) != state:
+            now = clock()
+            if moving != state[0]:
+                out(f"tractor: {'moving' if moving else 'standing'} at {now:.3f}", flush=True)
+            if in_work != state[1]:
+                out(f"tractor: hitch {'in' if in_work else 'out of'} work at {now:.3f}", flush=True)
+        state = (moving, in_work)
+        speed = SPEED_MM if moving else 0
+        for identifier, data in tractor_frames(speed, distance, in_work, 14_400 if moving else 7_200, 240 if moving else 80, step % 10 == 0):
+            send(bus, identifier, data)
+        distance += speed // 10
+        step += 1
+
+
 def play(bus, frames, loop, interval):
     stamps = [frame[0] for frame in frames if frame[0] is not None]
     timed = first_time(frames) if stamps else None
@@ -171,7 +248,8 @@ def play(bus, frames, loop, interval):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("interface")
-    parser.add_argument("log")
+    parser.add_argument("log", nargs="?", help="the candump log (with --tractor, a real tractor's engine played before the drive)")
+    parser.add_argument("--tractor", action="store_true", help="play a tractor's drive (see above)")
     parser.add_argument("--loop", action="store_true", help="play the log again and again")
     parser.add_argument("--interval", type=float, default=0.02, help="seconds between frames of a log without stamps")
     parser.add_argument("--flood", type=int, default=0, help="frames a second of other traffic beside the log (0 to 5000)")
@@ -180,10 +258,22 @@ def main():
         parser.error("--interval: 0.0001 to 10 seconds")
     if not 0 <= options.flood <= 5000:
         parser.error("--flood: 0 to 5000 frames a second")
-    frames = read_log(options.log)
-    if not frames:
+    if options.log is None and not options.tractor:
+        parser.error("a log to play, or --tractor")
+    frames = read_log(options.log) if options.log else []
+    if options.log and not frames:
         parser.error(f"{options.log}: no frames in candump's forms")
     bus = open_bus(options.interface)
+    if options.tractor:
+        if frames:
+            print(f"tractor: the engine's recording, {len(frames)} frames", flush=True)
+            play(bus, frames, False, options.interval)
+        number = 1
+        while True:
+            drive(bus, number)
+            if not options.loop:
+                return 0
+            number += 1
     if options.flood:
         threading.Thread(target=flood, args=(bus, options.flood), daemon=True).start()
     sent = play(bus, frames, options.loop, options.interval)

@@ -33,6 +33,10 @@ CAN_LOG = "logfile_20140914_365495765_can.log"
 CAN_POSITIONS = "logfile_20140914_365495765_can.tpv.jsonl"
 CAN_FIRST_SENDER_LOG = "candumpSample1.txt"
 CAN_NO_FIX_DATA_LOG = "candumpSample3.txt"
+# A John Deere 5055E's engine (Fixtures/can), played before the tractor's built drive (can_player.py --tractor).
+TRACTOR_ENGINE_LOG = "jd5055e-engine.log"
+TRACTOR_ECU_ADDRESS = 0xF0
+TRACTOR_EVENT = re.compile(r"tractor: (drive \d+ starts|moving|standing|hitch in work|hitch out of work) at (\d+\.\d+)")
 NO_POSITION = {"no_fix": "dNoGps", "no_receiver": "dNotAvailable", "gpsd_unreachable": "dError"}
 # A fix's quality (the last part of its state, fix_3d_dgps) as gps:info's position status.
 QUALITY = {"autonomous": "dGnss", "dgps": "dDgnss", "rtk_fixed": "dRtkFinteger", "rtk_float": "dRtkFloat",
@@ -461,7 +465,7 @@ class Rig:
             shutil.copy(self.options.upgrade_from, folder)
         shutil.copy(ca, os.path.join(folder, "local-agrirouter-ca.pem"))
         shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "can_player.py"), folder)
-        for name in (CAN_LOG, CAN_FIRST_SENDER_LOG, CAN_NO_FIX_DATA_LOG):
+        for name in (CAN_LOG, CAN_FIRST_SENDER_LOG, CAN_NO_FIX_DATA_LOG, TRACTOR_ENGINE_LOG):
             shutil.copy(os.path.join(self.options.can_fixtures, name), folder)
         # Room for the package (a debug build's, with the Swift runtime, is about 50 MB) and the file system's own.
         packages = [self.options.deb] + ([self.options.upgrade_from] if self.options.upgrade_from else [])
@@ -934,12 +938,19 @@ class Rig:
         return {"status_no_receiver_s": round(status_s, 1), "d_not_available_s": round(sent_s, 1), "fix_after_up_s": round(fix_s, 1)}
 
     def can_power_cut(self, agent):
-        """One power cut while the bus receiver is read: nothing lost, and after the boot the package's
-        unit brings can0 back to gpsd by itself."""
+        """One power cut while the bus receiver is read and the tractor drives beside it (the cut comes
+        after the first headland, mid-drive): nothing lost, and after the boot the package's unit
+        brings can0 back to gpsd by itself. The tractor's drive after the boot is followed to its end."""
         committed = len(self.committed())
         wait_for("samples flowing from the bus", 60, lambda: len(self.committed()) > committed)
-        delay = random.uniform(self.options.cut_after_min, self.options.cut_after_max)
+        self.start_tractor(agent, engine=True)
+        tractor = self.tractor_named(agent)
+        wait_for("the tractor's first headland (hitch out of work)", 180,
+                 lambda: any(kind == "hitch out of work" for _, kind, _ in self.tractor_events()), 1)
+        # At least 5 s after the headland, so its change has samples on both sides before the power goes.
+        delay = random.uniform(max(5.0, self.options.cut_after_min), max(5.0, self.options.cut_after_max))
         time.sleep(delay)
+        cut_boot = self.boots
         self.machine.power_cut()
         agent = self.boot(None)
         self.fsck_recovered(agent)
@@ -947,9 +958,107 @@ class Rig:
         self.service_ready(agent)
         booted_ms = self.guest_ms(agent)
         self.start_can_player(agent)
+        self.start_tractor(agent, engine=False)
         wait_for("agrigps-can@can0 active after the boot", 60, lambda: agent.run("systemctl is-active agrigps-can@can0.service", 10)[0] == 0)
         wait_for("bus fixes received after the power cut", 180, lambda: self.can_fixes_received(booted_ms))
-        return agent, {"after_s": round(delay, 1), "lost": figures["lost"], "committed": figures["committed"]}
+        stopped, _ = wait_for("the tractor's drive after the boot to its end", 180,
+                              lambda: next((at for boot, kind, at in self.tractor_events() if boot == self.boots and kind == "standing"), None), 1)
+        wait_for("TimeLogs received to the end of that drive", 120,
+                 lambda: any(e["time_ms"] >= stopped + 3000 and "141" in (e.get("values") or {}) for e in self.received("time_log")), 2)
+        work = self.check_work_state(cut_boot)
+        return agent, {"after_s": round(delay, 1), "lost": figures["lost"], "committed": figures["committed"], "tractor": tractor, "work": work}
+
+    # MARK: The tractor
+
+    def start_tractor(self, agent, engine):
+        """A tractor on can1 beside the receiver's recording (can_player.py --tractor): the JD's engine
+        first if `engine`, then its drive, again and again. Started after the receiver's player, which
+        brings can1 up."""
+        played = f"/mnt/rig/{TRACTOR_ENGINE_LOG} " if engine else ""
+        agent.check("systemctl stop rig-tractor 2>/dev/null; systemctl reset-failed rig-tractor 2>/dev/null; "
+                    f"systemd-run --unit=rig-tractor python3 /mnt/rig/can_player.py can1 {played}--tractor --loop")
+
+    def tractor_named(self, agent):
+        """Status names the tractor ECU at its address, in JSON and in words."""
+        def named():
+            _, status = self.status(agent)
+            machine = status.get("machine") or {}
+            return machine if machine.get("tractor_ecu") == TRACTOR_ECU_ADDRESS else None
+        machine, seconds = wait_for(f"status naming the tractor ECU at {TRACTOR_ECU_ADDRESS}", 120, named, 1)
+        line = next((text for text in agent.check("runuser -u field -- agrigps status").splitlines() if text.startswith("Machine:")), "")
+        if f"tractor ECU at {TRACTOR_ECU_ADDRESS}" not in line:
+            raise RigFailure(f"agrigps status does not name the tractor ECU at {TRACTOR_ECU_ADDRESS}: {line!r}")
+        log(f"tractor on the bus: status named it in {seconds:.1f} s: {line}")
+        return {"named_s": round(seconds, 1), "engine": machine.get("engine"), "line": line}
+
+    def tractor_events(self):
+        """What the tractor's player printed, from the journal's copy of each boot: (boot, kind, guest ms)."""
+        events = []
+        for boot in range(1, self.boots + 1):
+            path = os.path.join(self.work, f"journal-{boot}.log")
+            if os.path.exists(path):
+                with open(path, "rb") as handle:
+                    for raw in handle:
+                        match = TRACTOR_EVENT.search(raw.decode("utf-8", "replace"))
+                        if match:
+                            events.append((boot, match.group(1), round(float(match.group(2)) * 1000)))
+        return events
+
+    @staticmethod
+    def work_transitions(entries):
+        """Where DDI 141 changes between 0 and 1 from one Time to the next (at most 3 s apart): (time
+        of the last Time before, time of the first after, the new value)."""
+        known = sorted((e["time_ms"], e["values"]["141"]) for e in entries if (e.get("values") or {}).get("141") in (0, 1))
+        return [(before, after, value) for (before, old), (after, value) in zip(known, known[1:]) if value != old and after - before <= 3000]
+
+    @staticmethod
+    def matched_work(events, transitions, sample_ms=1000):
+        """Each hitch change matched to the TimeLogs' change to its state: the first Time of the new
+        state dated at most one sample after the change, and not before the Time before it less the
+        fix's age (a sample's time is its fix's, up to a second before the sample). Returns the offsets
+        (ms, first new Time less the change) and the transitions no change explains."""
+        offsets, unexplained = [], list(transitions)
+        for at, value in events:
+            match = next((t for t in unexplained if t[2] == value and t[0] - sample_ms <= at <= t[1] + sample_ms + 500
+                          and t[1] - at <= sample_ms + 1000), None)
+            if match is None:
+                return None, at, unexplained
+            unexplained.remove(match)
+            offsets.append(match[1] - at)
+        return offsets, None, unexplained
+
+    def check_work_state(self, cut_boot):
+        """The TimeLogs' work state (DDI 141) changes where the tractor's hitch changed, within one
+        sample, before and after the cut; no change without a hitch change; the effective total time
+        (DDI 119) never falls, across the cut too."""
+        received = self.received("time_log")
+        transitions = self.work_transitions(received)
+        known = [e["time_ms"] for e in received if (e.get("values") or {}).get("141") in (0, 1)]
+        events = []
+        for boot, kind, at in self.tractor_events():
+            if not kind.startswith("hitch"):
+                continue
+            # A change the samples span on both sides: one just before the cut has no sample after it.
+            if any(at - 2000 <= t <= at for t in known) and any(at + 2000 <= t <= at + 4000 for t in known):
+                events.append((boot, at, 1 if kind == "hitch in work" else 0))
+        by_boot = {boot: sum(1 for b, _, _ in events if b == boot) for boot in (cut_boot, self.boots)}
+        if by_boot[cut_boot] < 2 or by_boot[self.boots] < 4:
+            raise RigFailure(f"too few hitch changes with TimeLogs around them: {by_boot} (boot of the cut, boot after); "
+                             f"events {self.tractor_events()}")
+        offsets, missed, unexplained = self.matched_work([(at, value) for _, at, value in events], transitions)
+        if offsets is None:
+            raise RigFailure(f"no change of DDI 141 within one sample of the hitch change at {missed} ms; TimeLog changes: {transitions}")
+        first, last = min(at for _, at, _ in events) - 5000, max(at for _, at, _ in events) + 5000
+        strays = [t for t in unexplained if first <= t[1] <= last]
+        if strays:
+            raise RigFailure(f"DDI 141 changed where the hitch did not: {strays}")
+        totals = [e["values"]["119"] for e in sorted(received, key=lambda e: e["time_ms"]) if "119" in (e.get("values") or {})]
+        falls = [(a, b) for a, b in zip(totals, totals[1:]) if b < a]
+        if falls or not totals:
+            raise RigFailure(f"DDI 119 (effective total time) fell or never came: {falls[:5]} of {len(totals)}")
+        log(f"tractor: {len(events)} hitch changes ({by_boot[cut_boot]} before the cut, {by_boot[self.boots]} after), each in the "
+            f"TimeLogs' DDI 141 {min(offsets)} to {max(offsets)} ms after it; DDI 119 rose to {totals[-1]} s and never fell")
+        return {"changes": len(events), "offset_ms": [min(offsets), max(offsets)], "effective_s": totals[-1]}
 
     def can_finder(self, agent):
         """agrigps bus on the live bus: canboat's power-up gives the GPS at address 0 though its first

@@ -108,5 +108,40 @@ class AccountTests(unittest.TestCase):
         self.assertEqual((figures["lost"], figures["duplicates"]), (0, {"gps_info": 0}))
 
 
+class WorkStateTests(unittest.TestCase):
+    """The tractor's hitch changes against DDI 141 in the TimeLogs."""
+
+    @staticmethod
+    def entries(states, start=1_000_000, step=1000):
+        return [{"time_ms": start + index * step, "values": {"141": state}} for index, state in enumerate(states)]
+
+    def test_changes_are_found_and_a_gap_is_not_one(self):
+        entries = self.entries([0, 0, 1, 1, 3, 3, 1, 0])
+        entries[-1]["time_ms"] += 5000  # after a gap (a power cut): not a change seen
+        self.assertEqual(field_test.Rig.work_transitions(entries), [(1_001_000, 1_002_000, 1)])
+
+    def test_a_hitch_change_matches_within_one_sample_and_not_beyond(self):
+        transitions = field_test.Rig.work_transitions(self.entries([0, 0, 1, 1, 1, 0, 0]))
+        offsets, missed, unexplained = field_test.Rig.matched_work([(1_001_600, 1), (1_004_900, 0)], transitions)
+        self.assertEqual((offsets, missed, unexplained), ([400, 100], None, []))
+        # The Time after the change may be dated before it: its fix was up to a second old.
+        self.assertEqual(field_test.Rig.matched_work([(1_002_900, 1)], transitions)[0], [-900])
+        # Two samples late, or the wrong way, is not a match.
+        self.assertEqual(field_test.Rig.matched_work([(999_000, 1)], transitions)[1], 999_000)
+        self.assertEqual(field_test.Rig.matched_work([(1_001_600, 0)], transitions)[1], 1_001_600)
+        # A change no hitch change explains is left over.
+        self.assertEqual(field_test.Rig.matched_work([(1_001_600, 1)], transitions)[2], [(1_004_000, 1_005_000, 0)])
+
+    def test_the_tractors_lines_are_read_from_each_boots_journal(self):
+        rig = field_test.Rig.__new__(field_test.Rig)
+        rig.work, rig.boots = tempfile.mkdtemp(), 2
+        for boot, lines in ((1, ["tractor: drive 1 starts at 1800000000.000", "tractor: hitch in work at 1800000008.001"]),
+                            (2, ["tractor: hitch out of work at 1800000100.250", "tractor: standing at 1800000120.000"])):
+            with open(os.path.join(rig.work, f"journal-{boot}.log"), "w") as handle:
+                handle.writelines(f"[ 5.0] python3[77]: {line}\n" for line in lines)
+        self.assertEqual(rig.tractor_events(), [(1, "drive 1 starts", 1_800_000_000_000), (1, "hitch in work", 1_800_000_008_001),
+                                                (2, "hitch out of work", 1_800_000_100_250), (2, "standing", 1_800_000_120_000)])
+
+
 if __name__ == "__main__":
     unittest.main()

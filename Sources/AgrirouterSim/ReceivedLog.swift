@@ -73,20 +73,29 @@ public final class ReceivedLog: Sendable {
         var designator: String?
     }
 
-    /// A position as the checks from outside read it, under the names they read.
+    /// A position as the checks from outside read it, under the names they read. A TimeLog's `Time`
+    /// adds its values by DDI (the first of each), so a check can follow the work state (141) or a
+    /// total (119) without decoding protobuf.
     struct Entry: Encodable {
         var timeMS: Int64
         var status: String
         var lat: Double
         var lon: Double
+        var values: [String: Int64]?
 
         enum CodingKeys: String, CodingKey {
-            case timeMS = "time_ms", status, lat, lon
+            case timeMS = "time_ms", status, lat, lon, values
         }
     }
 
     static func entry(time: Google_Protobuf_Timestamp?, status: String, latitude: Double, longitude: Double) -> Entry {
         Entry(timeMS: time.map(milliseconds) ?? -1, status: status, lat: latitude, lon: longitude)
+    }
+
+    /// Each DDI's first value in `time`, keyed by the DDI's decimal number; nil when it has none.
+    static func values(of time: Efdi_Time) -> [String: Int64]? {
+        guard !time.dataLogValue.isEmpty else { return nil }
+        return Dictionary(time.dataLogValue.map { (String($0.processDataDdi), $0.processDataValue) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// `{"endpoint":…,"entries":[{"lat":…,"lon":…,"status":"dGnss","time_ms":…}],"format":"gps_info","message":…}`
@@ -107,8 +116,10 @@ public final class ReceivedLog: Sendable {
         if technicalMessageType == TechnicalMessageType.timeLog, let log = try? Efdi_TimeLog(serializedBytes: payload) {
             object.entries = log.time.map { time in
                 let status = GPSEntry.PositionStatus(rawValue: time.positionStart.positionStatus.rawValue) ?? .dError
-                return entry(time: time.hasStart ? time.start : nil, status: String(describing: status),
-                             latitude: time.positionStart.positionNorth, longitude: time.positionStart.positionEast)
+                var entry = entry(time: time.hasStart ? time.start : nil, status: String(describing: status),
+                                  latitude: time.positionStart.positionNorth, longitude: time.positionStart.positionEast)
+                entry.values = values(of: time)
+                return entry
             }
         } else if let taskData = try? Efdi_ISO11783_TaskData(serializedBytes: payload) {
             object.designator = taskData.device.first?.deviceDesignator ?? ""

@@ -199,6 +199,9 @@ struct SimulatorEFDITests {
             let entries = try #require(records.last?["entries"] as? [[String: Any]])
             #expect(entries.map { $0["status"] as? String } == ["dRtkFinteger", "dRtkFinteger", "dRtkFinteger"])
             #expect(entries.first?["time_ms"] as? Int == 1_790_000_000_000 && entries.first?["lat"] as? Double == 52.1)
+            // Each DDI's first value in its Time (141 comes second of every ten: 1,000 plus the index).
+            let values = entries.map { $0["values"] as? [String: Int] }
+            #expect(values.map { $0?["141"] } == [1000, 1001, 1002] && values.allSatisfy { $0?.count == 10 })
             let kept = try FileManager.default.contentsOfDirectory(atPath: work + "/payloads").sorted()
             #expect(kept == ["0001-device_description.pb", "0002-time_log.pb"])
             let keptLog = try Data(contentsOf: URL(fileURLWithPath: work + "/payloads/0002-time_log.pb"))
