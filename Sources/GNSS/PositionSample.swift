@@ -65,8 +65,9 @@ public struct MachineReading: Sendable, Equatable {
     public var fuelRate: Double?
     /// Litres the engine has used in its life.
     public var fuelUsed: Double?
-    /// Running totals since the box first counted (EFDI's total DDIs 119, 120 and 148): seconds
-    /// working, seconds not working, and millilitres of fuel by the fuel rate. Set by the daemon.
+    /// Running totals since the box first counted (EFDI's total DDIs 119, 120, 148 and 492): seconds
+    /// working, seconds not working, millilitres of fuel by the fuel rate, and seconds with the engine
+    /// running. Set by the daemon.
     public var totals: MachineTotals?
 
     /// What each value's message can carry (J1939's valid range at its scale): whoever reads one back
@@ -76,6 +77,12 @@ public struct MachineReading: Sendable, Equatable {
     public static let engineHoursRange = 0...210_554_060.75
     public static let fuelRateRange = 0...3_212.75
     public static let fuelUsedRange = 0...2_105_540_607.5
+
+    /// Metres an implement can work across ([machine] working_width, the cab view's Settings): worked area in Records.
+    public static let workingWidthRange = 0.1...60.0
+
+    /// Whether an engine speed says the engine runs: Records' engine hours and the running total agree by it.
+    public static func engineRuns(_ engineSpeed: Double?) -> Bool { (engineSpeed ?? 0) > 0 }
 
     public init(work: Work, speed: Double? = nil, speedSource: String? = nil, engineSpeed: Double? = nil,
                 engineHours: Double? = nil, fuelRate: Double? = nil, fuelUsed: Double? = nil) {
@@ -90,14 +97,17 @@ public struct MachineTotals: Sendable, Equatable {
     public var effectiveSeconds: Double
     public var ineffectiveSeconds: Double
     public var fuelMillilitres: Double
+    /// Counted from the first version that kept it: totals carried over from before start it at 0.
+    public var engineSeconds: Double
 
-    public init(effectiveSeconds: Double = 0, ineffectiveSeconds: Double = 0, fuelMillilitres: Double = 0) {
+    public init(effectiveSeconds: Double = 0, ineffectiveSeconds: Double = 0, fuelMillilitres: Double = 0, engineSeconds: Double = 0) {
         (self.effectiveSeconds, self.ineffectiveSeconds, self.fuelMillilitres) = (effectiveSeconds, ineffectiveSeconds, fuelMillilitres)
+        self.engineSeconds = engineSeconds
     }
 
-    /// The totals after `previous` stood for the time until `time`: working, not working, and its
-    /// fuel rate over that time. A step back in time, or longer than `PositionSample.longestStep`
-    /// (the track's rule, so that the totals and Records agree), adds nothing.
+    /// The totals after `previous` stood for the time until `time`: working, not working, its fuel
+    /// rate and whether the engine ran over that time. A step back in time, or longer than
+    /// `PositionSample.longestStep` (the track's rule, so that the totals and Records agree), adds nothing.
     public func adding(_ previous: MachineReading, from start: Date, to time: Date) -> MachineTotals {
         let seconds = time.timeIntervalSince(start)
         guard seconds.isFinite, seconds > 0, seconds <= PositionSample.longestStep else { return self }
@@ -108,6 +118,7 @@ public struct MachineTotals: Sendable, Equatable {
         case .unknown: break
         }
         if let rate = previous.fuelRate { next.fuelMillilitres += rate * seconds / 3.6 }  // L/h over s, in ml
+        if MachineReading.engineRuns(previous.engineSpeed) { next.engineSeconds += seconds }
         return next
     }
 }

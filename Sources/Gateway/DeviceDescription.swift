@@ -33,6 +33,7 @@ public struct DeviceDescription: Sendable, Equatable {
         static let effectiveTime: UInt32 = 37
         static let ineffectiveTime: UInt32 = 38
         static let totalFuel: UInt32 = 39
+        static let engineTime: UInt32 = 40
     }
 
     /// The process data the TimeLogs carry.
@@ -58,6 +59,9 @@ public struct DeviceDescription: Sendable, Equatable {
         public static let ineffectiveTime: UInt32 = 120
         /// Total Fuel Consumption, ml: the fuel rate summed over time, a running total.
         public static let totalFuel: UInt32 = 148
+        /// Total Engine Hours, 0.05 h: the time the engine ran (EEC1's speed above 0) as the box
+        /// counted it, a running total; whole steps of 180 s.
+        public static let totalEngineHours: UInt32 = 492
     }
 
     /// Whether it describes the machine on the box's bus too (`machine` of the initialiser).
@@ -166,6 +170,7 @@ public struct DeviceDescription: Sendable, Equatable {
             processData(ObjectID.effectiveTime, ddi: DDI.effectiveTime, designator: "Working time", presentation: nil, total: true),
             processData(ObjectID.ineffectiveTime, ddi: DDI.ineffectiveTime, designator: "Not working time", presentation: nil, total: true),
             processData(ObjectID.totalFuel, ddi: DDI.totalFuel, designator: "Fuel", presentation: nil, total: true),
+            processData(ObjectID.engineTime, ddi: DDI.totalEngineHours, designator: "Engine time", presentation: nil, total: true),
         ]
     }
 

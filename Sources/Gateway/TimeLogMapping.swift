@@ -74,6 +74,7 @@ extension Efdi_Time {
             (DeviceDescription.DDI.effectiveTime, machine.totals.map { Int64($0.effectiveSeconds.rounded(.down)) }),
             (DeviceDescription.DDI.ineffectiveTime, machine.totals.map { Int64($0.ineffectiveSeconds.rounded(.down)) }),
             (DeviceDescription.DDI.totalFuel, machine.totals.map { Int64($0.fuelMillilitres.rounded(.down)) }),
+            (DeviceDescription.DDI.totalEngineHours, machine.totals.map { Int64(($0.engineSeconds / 180).rounded(.down)) }),
         ]
         // Process data values are 32-bit: a total past that (a damaged frame's) is left out, not wrapped.
         return values.compactMap { ddi, number in
@@ -92,9 +93,9 @@ extension Efdi_Time {
     /// 4 + element reference 2 + 2 + 7). A batch of samples is sized by it, so a TimeLog cannot
     /// outgrow the payload cap.
     public static let upperBound = 3 + 14 + 2 + (3 + 84) + (2 + 3 + 4 + 2 + 2 + 7)
-    /// What the machine's ten values add at most: each tag and length (2), DDI (3), value (11: a
+    /// What the machine's eleven values add at most: each tag and length (2), DDI (3), value (11: a
     /// negative speed takes a varint's ten bytes) and the element reference (2 + 2 + 7).
-    public static let machineUpperBound = 10 * (2 + 3 + 11 + 2 + 2 + 7)
+    public static let machineUpperBound = 11 * (2 + 3 + 11 + 2 + 2 + 7)
 }
 
 extension Efdi_TimeLog {

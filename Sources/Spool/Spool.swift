@@ -892,16 +892,20 @@ extension Spool {
 /// a restart goes on from them when every row has been acknowledged and deleted.
 enum MachineTotalsState {
     static func set(_ totals: MachineTotals, in db: Database) throws {
-        let text = [totals.effectiveSeconds, totals.ineffectiveSeconds, totals.fuelMillilitres].map { String($0) }.joined(separator: " ")
+        let text = [totals.effectiveSeconds, totals.ineffectiveSeconds, totals.fuelMillilitres, totals.engineSeconds].map { String($0) }
+            .joined(separator: " ")
         try SpoolState.set("machine_totals", text: text, in: db)
     }
 
-    /// Nil when none were kept, or what is kept is not three numbers within EFDI's 32 bits.
+    /// Nil when none were kept, or what is kept is not three or four numbers within EFDI's 32 bits
+    /// (three: kept before the engine's total was, which then counts from 0).
     static func read(_ db: Database) throws -> MachineTotals? {
         guard let text = try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'machine_totals'"), text.count < 200 else { return nil }
-        let numbers = text.split(separator: " ").compactMap { Double($0) }.filter { (0...Double(Int32.max)).contains($0) }
-        guard numbers.count == 3 else { return nil }
-        return MachineTotals(effectiveSeconds: numbers[0], ineffectiveSeconds: numbers[1], fuelMillilitres: numbers[2])
+        let words = text.split(separator: " ")
+        let numbers = words.compactMap { Double($0) }.filter { (0...Double(Int32.max)).contains($0) }
+        guard numbers.count == words.count, (3...4).contains(numbers.count) else { return nil }
+        return MachineTotals(effectiveSeconds: numbers[0], ineffectiveSeconds: numbers[1], fuelMillilitres: numbers[2],
+                             engineSeconds: numbers.count == 4 ? numbers[3] : 0)
     }
 }
 

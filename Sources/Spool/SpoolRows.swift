@@ -37,7 +37,7 @@ enum SampleColumns {
 
     /// What the machine's controllers said at the sample (`MachineReading`); all NULL without one.
     static let machineColumns = ["machine_work", "machine_speed", "machine_speed_source", "engine_speed", "engine_hours", "fuel_rate", "fuel_used",
-                                 "machine_effective_s", "machine_ineffective_s", "machine_fuel_ml"]
+                                 "machine_effective_s", "machine_ineffective_s", "machine_fuel_ml", "machine_engine_s"]
 
     /// A sample taken while sharing is paused is withheld for good. The state is read by the insert
     /// itself, inside the transaction, because `agrigps pause` in another process may just have set it.
@@ -79,6 +79,7 @@ enum SampleColumns {
             machine?.work.rawValue, machine?.speed, machine?.speedSource, machine?.engineSpeed, machine?.engineHours,
             machine?.fuelRate, machine?.fuelUsed,
             machine?.totals?.effectiveSeconds, machine?.totals?.ineffectiveSeconds, machine?.totals?.fuelMillilitres,
+            machine?.totals?.engineSeconds,
         ]
         return StatementArguments(values + machineValues)
     }
@@ -129,7 +130,9 @@ enum SampleColumns {
         let range = 0...Double(Int32.max)
         guard let effective = row.double("machine_effective_s", in: range), let ineffective = row.double("machine_ineffective_s", in: range),
               let fuel = row.double("machine_fuel_ml", in: range) else { return nil }
-        return MachineTotals(effectiveSeconds: effective, ineffectiveSeconds: ineffective, fuelMillilitres: fuel)
+        // A row from before the engine's total was kept has none: it counts from 0.
+        return MachineTotals(effectiveSeconds: effective, ineffectiveSeconds: ineffective, fuelMillilitres: fuel,
+                             engineSeconds: row.double("machine_engine_s", in: range) ?? 0)
     }
 
     /// The stored encoded size; a damaged one counts as a large entry, so that a batch stays under the

@@ -13,6 +13,7 @@ enum SpoolSchema {
     static let acknowledgedBatchesVersion = "v8-acknowledged-batches"
     static let machineVersion = "v9-machine"
     static let machineTotalsVersion = "v10-machine-totals"
+    static let engineTotalVersion = "v11-engine-total"
 
     /// Schema steps the file has applied that this version does not know, as they are named there;
     /// nil for a file that has never been migrated.
@@ -145,6 +146,10 @@ enum SpoolSchema {
                 ALTER TABLE sample ADD COLUMN machine_ineffective_s REAL;
                 ALTER TABLE sample ADD COLUMN machine_fuel_ml REAL;
                 """)
+        }
+        // The engine's running seconds beside them (DDI 492); rows from before hold NULL, read as 0.
+        migrator.registerMigration(engineTotalVersion) { db in
+            try db.execute(sql: "ALTER TABLE sample ADD COLUMN machine_engine_s REAL")
         }
         return migrator
     }

@@ -59,7 +59,7 @@ public struct WorkFigures: Sendable, Equatable {
         }
         if point.isWorking { secondsWorking += seconds }
         if let work = point.work, work != .unknown { secondsWorkKnown += seconds }
-        if let engine = point.engineSpeed, engine > 0 { secondsEngineRunning += seconds }
+        if MachineReading.engineRuns(point.engineSpeed) { secondsEngineRunning += seconds }
         if let rate = point.fuelRate { litresFuel += rate * seconds / 3_600 }
         guard seconds > 0, let from = point.coordinate, let next, let to = next.coordinate else { return }
         let metres = from.distance(to: to)

@@ -175,13 +175,13 @@ import AgrirouterWire
             (MachineReading(work: .working, speed: -64.255, speedSource: "ground", engineSpeed: 8_031.875, engineHours: 210_554_060.75,
                             fuelRate: 3_212.75, fuelUsed: 2_105_540_607.5),
              [141: 1, 397: -64_255, 400: 2, 484: 80_318_750, 149: 892_431, 493: 2_105_540_608,  // 276 past 32 bits: left out
-              119: 2_147_483_647, 120: 2_147_483_647, 148: 2_147_483_647]),
+              119: 2_147_483_647, 120: 2_147_483_647, 148: 2_147_483_647, 492: 11_930_464]),  // 492 in steps of 180 s
         ]
         for (reading, expected) in cases {
             var machine = reading
             if expected[119] != nil {
                 let most = Double(Int32.max)
-                machine.totals = MachineTotals(effectiveSeconds: most, ineffectiveSeconds: most, fuelMillilitres: most)
+                machine.totals = MachineTotals(effectiveSeconds: most, ineffectiveSeconds: most, fuelMillilitres: most, engineSeconds: most)
             }
             let sample = PositionSample(sampledAt: Date(timeIntervalSince1970: 7_258_118_399.999), state: .fix(.threeD, .rtkFixed), report: report,
                                         machine: machine)

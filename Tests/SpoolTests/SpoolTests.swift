@@ -92,6 +92,27 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         #expect(await spool.durability().synchronous == 2)
     }
 
+    @Test("the machine's running totals come back with their sample and beside the queue; totals kept before the engine's was count it from 0")
+    func machineTotalsRoundTrip() async throws {
+        let scratch = Scratch()
+        let spool = Spool(path: scratch.spoolPath, configuration: configuration())
+        var item = sample(1)
+        item.machine = MachineReading(work: .working, engineSpeed: 1_800)
+        item.machine?.totals = MachineTotals(effectiveSeconds: 88.5, ineffectiveSeconds: 126, fuelMillilitres: 713.25, engineSeconds: 214.5)
+        #expect(isStored(await spool.append(item)))
+        #expect(try await spool.allSamples().first?.0.sample.machine?.totals == item.machine?.totals)
+        #expect(await spool.machineTotals() == item.machine?.totals)
+        let queue = try DatabaseQueue(path: scratch.spoolPath)
+        for (kept, expected) in [("88.5 126 713.25", MachineTotals(effectiveSeconds: 88.5, ineffectiveSeconds: 126, fuelMillilitres: 713.25)),
+                                 ("88.5 126 x 4", nil), ("1 2", nil), ("1 2 3 4 5", nil), ("1 2 3 3e10", nil)] {
+            try await queue.write { db in try db.execute(sql: "UPDATE spool_state SET text = ? WHERE name = 'machine_totals'", arguments: [kept]) }
+            #expect(await spool.machineTotals() == expected, "\(kept)")
+        }
+        // A row from before the engine's column: its totals count the engine from 0.
+        try await queue.write { db in try db.execute(sql: "UPDATE sample SET machine_engine_s = NULL") }
+        #expect(try await spool.allSamples().first?.0.sample.machine?.totals?.engineSeconds == 0)
+    }
+
     @Test func batchesAreOldestFirstWithinBudgetAndInOrder() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
@@ -443,7 +464,8 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         let applied = try await DatabaseQueue(path: scratch.spoolPath).read { try SpoolSchema.migrator.appliedIdentifiers($0) }
         #expect(Set(applied) == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion, SpoolSchema.efdiVersion,
                                  SpoolSchema.lighterAppendVersion, SpoolSchema.ownRowIDsVersion, SpoolSchema.batchTableVersion,
-                                 SpoolSchema.acknowledgedBatchesVersion, SpoolSchema.machineVersion, SpoolSchema.machineTotalsVersion])
+                                 SpoolSchema.acknowledgedBatchesVersion, SpoolSchema.machineVersion, SpoolSchema.machineTotalsVersion,
+                                 SpoolSchema.engineTotalVersion])
         #expect(await spool.status().pending == 2)
         #expect(await spool.status().byOutput == ["gps_info": ["pending": 2, "in_flight": 1]])
         // The batch in flight when the old version stopped keeps its id and send time, and its answer still counts.

@@ -109,11 +109,13 @@ struct MachineRecordsTests {
             return kept.output.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
         }
         let first = try await totals()
-        #expect(first.count == 3 && abs(first[0] - whole.working) < 0.001 && abs(first[2] - whole.litres * 1000) < 0.001, "\(first)")
+        #expect(first.count == 4 && abs(first[0] - whole.working) < 0.001 && abs(first[2] - whole.litres * 1000) < 0.001, "\(first)")
+        #expect(abs(first[3] - whole.engine) < 0.001, "the engine's running seconds, as Records count them: \(first)")
         let again = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", state], timeout: 90)
         #expect(again.code == 0, "\(again.stderr.suffix(5))")
         let second = try await totals()
-        #expect(second.count == 3 && abs(second[0] - 2 * whole.working) < 0.001 && abs(second[1] - 2 * whole.notWorking) < 0.001, "\(second)")
+        #expect(second.count == 4 && abs(second[0] - 2 * whole.working) < 0.001 && abs(second[1] - 2 * whole.notWorking) < 0.001
+                    && abs(second[3] - 2 * whole.engine) < 0.001, "\(second)")
     }
 
     @Test("a receiver alone, no bus: no work figures until the work switch is used; with it on, the moving time is working")

@@ -129,8 +129,8 @@ struct MachineEFDITests {
                 .map { try Efdi_ISO11783_TaskData(serializedBytes: $0.payload) }
             let device = try #require(descriptions.last?.device.first)
             #expect(device.deviceElement.map(\.deviceElementDesignator) == ["agrigps", "GNSS receiver", "Tractor"])
-            #expect(device.deviceProcessData.map(\.deviceProcessDataDdi) == [397, 141, 397, 400, 484, 149, 493, 276, 119, 120, 148])
-            #expect(device.deviceProcessData.suffix(3).allSatisfy { $0.deviceProcessDataTriggerMethods & 16 == 16 }, "running totals")
+            #expect(device.deviceProcessData.map(\.deviceProcessDataDdi) == [397, 141, 397, 400, 484, 149, 493, 276, 119, 120, 148, 492])
+            #expect(device.deviceProcessData.suffix(4).allSatisfy { $0.deviceProcessDataTriggerMethods & 16 == 16 }, "running totals")
             let times = try await machine.receivedTimes()
             #expect(times.count >= 190, "\(times.count) Times")
             let start = try #require(times.first?.start.seconds)
@@ -144,7 +144,7 @@ struct MachineEFDITests {
                 if on, seconds > 0, seconds <= 45 { summed += seconds }
             }
             for time in times {
-                for value in time.dataLogValue where [119, 120, 148].contains(value.processDataDdi) {
+                for value in time.dataLogValue where [119, 120, 148, 492].contains(value.processDataDdi) {
                     #expect(value.processDataValue >= lastTotals[value.processDataDdi] ?? 0, "a running total never falls")
                     lastTotals[value.processDataDdi] = value.processDataValue
                 }
@@ -158,6 +158,9 @@ struct MachineEFDITests {
             print("worked: \(summed) s summed from DDI 141, \(records) s in Records, totals \(lastTotals)")
             #expect(records > 80 && abs(summed - records) <= records * 0.01, "within 1 %: \(summed) against \(records)")
             #expect(abs(Double(lastTotals[119] ?? -1) - records) <= 1, "DDI 119's last total, whole seconds")
+            // The engine turned the whole drive (214 s): DDI 492 counts it in steps of 0.05 h.
+            let engine = try #require(periods.first?["seconds_engine_running"] as? Double)
+            #expect(lastTotals[492] == Int64(engine / 180), "DDI 492's last total \(lastTotals[492] ?? -1) against \(engine) s")
             for time in times {
                 let values = Dictionary(time.dataLogValue.filter { $0.deviceElementIDRef.number == -3 }.map { ($0.processDataDdi, $0.processDataValue) },
                                         uniquingKeysWith: { first, _ in first })
