@@ -382,7 +382,7 @@ let package = Package(
         .testTarget(name: "FieldsTests", dependencies: ["Fields", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TrackTests", dependencies: ["Track", "GNSS", "TestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "GPSDReplayTests", dependencies: ["GPSDReplay", "GNSS", "TestSupport"]),
-        .testTarget(name: "agrigpsTests", dependencies: ["Clocks", "ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "StateDirectory", "GNSS", "Machine",
+        .testTarget(name: "agrigpsTests", dependencies: ["Clocks", "ChildProcesses", "GPSDReplay", "TestSupport", "AgrirouterSim", "AgrirouterWire", "AgrirouterLink", "Spool", "StateDirectory", "StateView", "GNSS", "Machine",
                                                      "StateFiles",
                                                      .product(name: "GRDB", package: "GRDB.swift"),
                                                      .product(name: "SwiftProtobuf", package: "swift-protobuf")]),

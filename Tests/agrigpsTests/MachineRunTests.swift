@@ -2,6 +2,7 @@ import AgrirouterWire
 import Foundation
 import Machine
 import StateDirectory
+import StateView
 import Testing
 import TestSupport
 
@@ -172,6 +173,58 @@ struct MachineEFDITests {
             // Worked hours as farm software sums them from DDI 141: the hitch was down from 60 to 150 s.
             print("DDI 141 on from \(working.min() ?? -1) s to \(working.max() ?? -1) s in \(working.count) Times")
             #expect(working.count >= 83 && (58...63).contains(working.min() ?? 0) && (146...151).contains(working.max() ?? 0), "\(working)")
+        }
+    }
+
+    @Test("a drive across two fields: the worked hours a receiver sums per field from the TimeLogs' DDI 141 match the box's Records by field within 1 %")
+    func twoFieldsAsEFDI() async throws {
+        let machine = try await OnboardedMachine.make()
+        try await tearingDown({ await machine.close() }) {
+            let drive = try TractorDrive.write(to: machine.directory + "/drive.log", hitchDown: 10, hitchUp: 210)
+            let run = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", machine.state, "--spacing", "0.05"], timeout: 150)
+            #expect(run.code == 0, "\(run.stderr.suffix(5))")
+            let times = try await machine.receivedTimes()
+            func working(_ time: Efdi_Time) -> Bool { time.dataLogValue.contains { $0.processDataDdi == 141 && $0.processDataValue == 1 } }
+            // Two fields, north and south of the middle of the worked stretch (the receiver drifts 2 m south over it).
+            let latitudes = times.filter(working).map(\.positionStart.positionNorth).sorted()
+            let middle = try #require(latitudes.isEmpty ? nil : latitudes[latitudes.count / 2])
+            let south = try #require(latitudes.first { $0 < middle } ?? latitudes.first)
+            let split = (middle + (latitudes.last { $0 < middle } ?? south)) / 2
+            let all = times.map(\.positionStart)
+            let (west, east) = (try #require(all.map(\.positionEast).min()) - 0.001, try #require(all.map(\.positionEast).max()) + 0.001)
+            let boxes = [("Nord", split, try #require(all.map(\.positionNorth).max()) + 0.001),
+                         ("Süd", try #require(all.map(\.positionNorth).min()) - 0.001, split)]
+            let parts = boxes.map { name, low, high in
+                #"<PFD A="PFD\#(name.count)" C="\#(name)" D="0"><PLN A="1"><LSG A="1">"#
+                    + [(low, west), (low, east), (high, east), (high, west)].map { #"<PNT A="2" C="\#($0.0)" D="\#($0.1)"/>"# }.joined()
+                    + "</LSG></PLN></PFD>"
+            }
+            let xml = #"<?xml version="1.0" encoding="UTF-8"?><ISO11783_TaskData VersionMajor="4" VersionMinor="0" DataTransferOrigin="1">"#
+                + parts.joined() + "</ISO11783_TaskData>"
+            try Data(xml.utf8).write(to: URL(fileURLWithPath: machine.directory + "/TASKDATA.XML"))
+            #expect(try await AgrigpsCommand.run(["fields", "import", machine.directory + "/TASKDATA.XML", "--state-dir", machine.state]).code == 0)
+            // A receiver's sum per field: each Time with DDI 141 on stands for the time until the next (at most 45 s), in the field of its position.
+            var summed: [String: Double] = [:]
+            for (time, next) in zip(times, times.dropFirst()) where working(time) {
+                let seconds = Double(next.start.seconds - time.start.seconds) + Double(next.start.nanos - time.start.nanos) / 1e9
+                guard seconds > 0, seconds <= 45 else { continue }
+                let latitude = time.positionStart.positionNorth
+                if let box = boxes.first(where: { latitude > $0.1 && latitude < $0.2 }) { summed[box.0, default: 0] += seconds }
+            }
+            let stats = try await AgrigpsCommand.run(["stats", "--json", "--by-field", "--by", "year", "--since", "2010-01-01", "--until", "2020-01-01",
+                                                      "--time-zone", "UTC", "--state-dir", machine.state])
+            let lines = try #require((try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"]
+                as? [[String: Any]], "\(stats.stdout)")
+            var records: [String: Double] = [:]
+            for line in lines {
+                if let name = (line["field"] as? [String: Any])?["name"] as? String { records[name] = line["seconds_working"] as? Double }
+            }
+            print("two fields: summed from DDI 141 \(summed), Records \(records)")
+            #expect(Set(records.keys) == ["Nord", "Süd"] && Set(summed.keys) == ["Nord", "Süd"], "\(records) \(summed)")
+            for (name, seconds) in records {
+                #expect(seconds > FieldWork.leastWork, "\(name) worked, not brushed: \(seconds) s")
+                #expect(abs((summed[name] ?? 0) - seconds) <= seconds * 0.01, "\(name) within 1 %: \(summed[name] ?? 0) against \(seconds)")
+            }
         }
     }
 }
