@@ -92,6 +92,11 @@ extension CabModel {
         var switchOn: Bool?
         /// Whether the switch counts ([machine] work_signals has "switch"): the page offers it then.
         var switchCounts = true
+        /// Metres the implement works, for Records' worked area: the configuration's, else what the
+        /// driver gave in Settings; nil, neither.
+        var width: Double?
+        /// Whether the width is the configuration's ([machine] working_width): Settings shows it, not a field to change.
+        var widthConfigured = false
         /// What the machine's bus gives, for Settings, as the daemon's heartbeat last listed it: the
         /// controllers, each signal (`MachineSignal`'s name, the box's words for its value), what was
         /// not heard, a bus problem. Nil without a bus heard.
@@ -140,7 +145,8 @@ extension CabModel {
                             certificateValidUntil: snapshot.certificateNotAfter.map { String(ISO8601UTC.string(from: $0).prefix(10)) },
                             environments: environments, waitingForGateway: snapshot.credentialsNotTaken)
         staleAfterSeconds = thresholds.staleAfter
-        work = Work(state: newest?.machine?.work.rawValue, switchOn: snapshot.spool?.workSwitch, bus: snapshot.heartbeat?.machine)
+        work = Work(state: newest?.machine?.work.rawValue, switchOn: snapshot.spool?.workSwitch, width: snapshot.spool?.workingWidth,
+                    bus: snapshot.heartbeat?.machine)
     }
 
     /// Not working and moving off every known field: the road, by the rule Records count it with.

@@ -33,6 +33,8 @@ extension CabModel.Work {
         o.field("state", state)
         o.field("switchCounts", switchCounts)
         if let switchOn { o.field("switchOn", switchOn) }
+        if let width { o.field("width", width) }
+        o.field("widthConfigured", widthConfigured)
     }
 }
 

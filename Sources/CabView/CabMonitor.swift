@@ -27,6 +27,8 @@ actor CabMonitor {
         /// Another machine that has not moved this far for this long is announced.
         var notMovingAfter: Double = 600
         var workSwitchCounts = true
+        /// [machine] working_width: it stands over the driver's width from Settings.
+        var workingWidth: Double?
         var pollInterval: Double = 0.25
         var refreshInterval: Double = 5
         /// Own positions kept for the trail, and the span they cover: the last hour by default.
@@ -220,6 +222,7 @@ actor CabMonitor {
                              environments: settings.environments)
         await readFieldsIfChanged()
         built.work.switchCounts = settings.workSwitchCounts
+        if let configured = settings.workingWidth { (built.work.width, built.work.widthConfigured) = (configured, true) }
         placeInFields(&built, now: now)
         announce(built.others, now: now)
         announceResume(snapshot.spool, now: now)

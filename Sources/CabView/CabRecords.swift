@@ -14,13 +14,10 @@ struct CabRecords: Sendable {
     /// more: each run of fixes keeps its last point.
     let mapPoints: Int
 
-    /// Metres the implement works ([machine] working_width): worked area; nil, none.
-    let workingWidth: Double?
 
-    init(path: String, timeZone: TimeZone?, mapPoints: Int = 20_000, workingWidth: Double? = nil) {
+    init(path: String, timeZone: TimeZone?, mapPoints: Int = 20_000) {
         let calendar = LocalDay.calendar(in: timeZone)
         self.calendar = calendar
-        self.workingWidth = workingWidth
         self.mapPoints = max(1, mapPoints)
         store = TrackStore(readingOnly: path, calendar: calendar)
     }
@@ -104,8 +101,9 @@ struct CabRecords: Sendable {
     static let weekdayNames = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
     static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-    /// The ISO week and the year that hold `day`, each day and month with its figures (zero when none).
-    func summary(for day: LocalDay, now: Date = Date()) async throws(TrackStoreError) -> Summary {
+    /// The ISO week and the year that hold `day`, each day and month with its figures (zero when none);
+    /// the worked area by `width` metres (none without it).
+    func summary(for day: LocalDay, width workingWidth: Double? = nil, now: Date = Date()) async throws(TrackStoreError) -> Summary {
         let days = try await store.days()
         let monday = day.weekStart
         let week = (0..<7).map { offset in
@@ -207,7 +205,7 @@ struct CabRecords: Sendable {
     /// from the day's points when asked, by the rules of the day's figures, so that they add up to the
     /// day's figures: the points of the longest step after midnight are read too, so that the day's
     /// last point stands for its time until the next one, as it does there.
-    func fieldDay(_ day: LocalDay, work: FieldWork) async throws(TrackStoreError) -> FieldDay {
+    func fieldDay(_ day: LocalDay, work: FieldWork, width workingWidth: Double? = nil) async throws(TrackStoreError) -> FieldDay {
         guard let span = day.span(in: calendar) else {
             return FieldDay(day: day.description, timeZone: calendar.timeZone.identifier, fieldsKnown: !work.fields.isEmpty, fields: [], elsewhere: nil)
         }

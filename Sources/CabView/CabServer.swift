@@ -46,6 +46,7 @@ public struct CabConfiguration: Sendable {
     /// Whether the driver's work switch counts ([machine] work_signals): the page offers it only then.
     public var workSwitchCounts = true
     /// Metres the implement works ([machine] working_width): Records show the worked area with it.
+    /// Unset, the driver may give one in Settings.
     public var workingWidth: Double?
     public var paths: StatusSnapshot.Paths
     public var thresholds = StatusThresholds()
@@ -114,9 +115,10 @@ public struct CabServer: Sendable {
                                            environments: configuration.environments.keys.sorted())
         settings.notMovingAfter = configuration.notMovingAfter
         settings.workSwitchCounts = configuration.workSwitchCounts
+        settings.workingWidth = configuration.workingWidth
         monitor = CabMonitor(settings: settings, logger: logger)
         sessions = Sessions(lifetime: configuration.sessionLifetime)
-        records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone, workingWidth: configuration.workingWidth)
+        records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone)
         logins = LoginThrottle(path: configuration.paths.stateDirectory + "/web-logins.json")
         // The configured file, else one uploaded from Settings before.
         let uploaded = configuration.paths.stateDirectory + "/" + Self.uploadedBasemap
@@ -207,6 +209,7 @@ public struct CabServer: Sendable {
         router.get("/api/records/fields") { request, _ in try await self.recordsFields(request) }
         router.post("/api/sharing") { request, _ in try await self.sharing(request) }
         router.post("/api/work") { request, _ in try await self.workSwitch(request) }
+        router.post("/api/working-width") { request, _ in try await self.workingWidth(request) }
         router.post("/api/onboard") { request, _ in try await self.onboard(request) }
         router.post("/api/disconnect") { request, _ in try await self.disconnect(request) }
     }
@@ -291,7 +294,8 @@ public struct CabServer: Sendable {
 
     func recordsSummary(_ request: Request) async throws -> Response {
         let day = try recordsDay(of: request)
-        return Self.json(try await Self.fromTrack { try await records.summary(for: day) })
+        let width = await recordsWidth()
+        return Self.json(try await Self.fromTrack { try await records.summary(for: day, width: width) })
     }
 
     func recordsDayTrack(_ request: Request) async throws -> Response {
@@ -318,7 +322,8 @@ public struct CabServer: Sendable {
     func recordsFields(_ request: Request) async throws -> Response {
         let day = try recordsDay(of: request, required: true)
         let work = await fieldWork()
-        return Self.json(try await Self.fromTrack { try await records.fieldDay(day, work: work) })
+        let width = await recordsWidth()
+        return Self.json(try await Self.fromTrack { try await records.fieldDay(day, work: work, width: width) })
     }
 
     /// The fields as the page process holds them (read again first if their store changed): the
@@ -547,6 +552,50 @@ public struct CabServer: Sendable {
         return Self.json(["on": on])
     }
 
+    /// The width Records' worked area is counted with: the configuration's, else the driver's from
+    /// Settings as the monitor last read the spool.
+    func recordsWidth() async -> Double? {
+        if let configured = configuration.workingWidth { return configured }
+        await monitor.refreshIfChanged()  // a width just given, or Records asked before the first look
+        return await monitor.model?.work.width
+    }
+
+    /// POST /api/working-width `{"metres": 6}` (or null to forget it): the implement's width, asked
+    /// once in Settings, checked by the rule of [machine] working_width. A width the configuration
+    /// sets is the integrator's and cannot be changed here.
+    func workingWidth(_ request: Request) async throws -> Response {
+        let metres = try await Self.decode(WorkingWidth.self, from: request).metres
+        guard configuration.workingWidth == nil else {
+            throw HTTPError(.conflict, message: "the working width is set in the configuration file ([machine] working_width); change it there")
+        }
+        var checked: Double?
+        if let metres {
+            do {
+                checked = try ConfigurationFile.checkFlag("working width", Bounds.show(metres), section: "machine", name: "working_width")
+            } catch {
+                throw HTTPError(.badRequest, message: error.description)
+            }
+        }
+        try await flip("working width", to: checked.map { Bounds.show($0) + " m" } ?? "forgotten") { try await $0.setWorkingWidth(checked) }
+        struct Answer: Encodable { var metres: Double? }
+        return Self.json(Answer(metres: checked))
+    }
+
+    /// The body of /api/working-width: `metres` must be there, a number or null.
+    struct WorkingWidth: Decodable {
+        var metres: Double?
+
+        enum CodingKeys: CodingKey { case metres }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            guard container.contains(.metres) else {
+                throw DecodingError.keyNotFound(CodingKeys.metres, .init(codingPath: [], debugDescription: "metres is missing"))
+            }
+            metres = try container.decodeIfPresent(Double.self, forKey: .metres)
+        }
+    }
+
     /// Sets one of the spool's switches, which the daemon reads at each sample, and shows it at once.
     private func flip(_ name: String, to position: String, _ set: (Spool) async throws -> Void) async throws {
         do {
@@ -663,6 +712,7 @@ public struct CabServer: Sendable {
         switch "\(type)" {
         case let name where name.contains("Sharing"): return #"{"paused": true|false}"#
         case let name where name.contains("WorkSwitch"): return #"{"on": true|false}"#
+        case let name where name.contains("WorkingWidth"): return #"{"metres": 0.1 to 60, or null to forget it}"#
         case let name where name.contains("Onboard"): return #"{"tan": "…", "environment": "qa"|"production"}"#
         case let name where name.contains("Disconnect"): return #"{"confirm": true}"#
         case let name where name.contains("Login"): return #"{"password": "…"}"#

@@ -617,6 +617,19 @@ public actor Spool {
         try write { db in try SpoolState.set("work_switch", number: configuration.clock().timeIntervalSince1970, text: on ? "on" : "off", in: db) }
     }
 
+    /// The implement's working width as the driver gave it in the cab view's Settings (metres, within
+    /// `MachineReading.workingWidthRange`; the caller checks it by the configuration key's rule); nil
+    /// forgets it. Records use it where the configuration sets none.
+    public func setWorkingWidth(_ metres: Double?) throws(SpoolError) {
+        try write { db in
+            if let metres {
+                try SpoolState.set("working_width", number: metres, in: db)
+            } else {
+                try db.execute(sql: "DELETE FROM spool_state WHERE name = 'working_width'")
+            }
+        }
+    }
+
     /// Nil until the switch was first set: a machine whose driver never used it has no work state by it.
     public func workSwitch() -> Bool? {
         switch try? database?.read({ db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'work_switch'") }) {
@@ -726,6 +739,8 @@ public actor Spool {
                 status.pausedSince = status.sharingPaused ? row.date("number") : nil
             } else if name == "work_switch" {
                 status.workSwitch = row.text("text", limit: 8).flatMap { $0 == "on" ? true : $0 == "off" ? false : nil }
+            } else if name == "working_width" {
+                status.workingWidth = row.double("number", in: MachineReading.workingWidthRange)
             } else if name == "paused_after_id" {
                 pauseMark = count
             } else if SpoolOutput.all.contains(where: { $0.resentCounter == name }), let count {

@@ -17,6 +17,8 @@ public struct SpoolStatus: Sendable, Equatable {
     public var sharingPaused = false
     /// The driver's work switch: nil until first set.
     public var workSwitch: Bool?
+    /// The working width the driver gave in the cab view (metres); nil when none, or out of range.
+    public var workingWidth: Double?
     /// When the pause in force began (system time when it was set); nil when sharing is not paused,
     /// or the time noted cannot be read.
     public var pausedSince: Date?

@@ -139,7 +139,7 @@ public struct ConfigurationFile: Sendable, Equatable {
         Key(section: "web", name: "not_moving_minutes", kind: .number(1...1440, unit: "minutes")),
         Key(section: "machine", name: "work_signals", kind: .choices(workSignals)),
         Key(section: "machine", name: "minimum_speed", kind: .number(0.1...20, unit: "km/h")),
-        Key(section: "machine", name: "working_width", kind: .number(0.1...60, unit: "metres")),
+        Key(section: "machine", name: "working_width", kind: .number(MachineReading.workingWidthRange, unit: "metres")),
         Key(section: "machine", name: "bus", kind: .interface),
         Key(section: "track", name: "time_zone", kind: .timeZone),
         Key(section: "track", name: "retention_days", kind: .number(1...3650, unit: "days")),

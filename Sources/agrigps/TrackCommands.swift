@@ -4,6 +4,7 @@ import Clocks
 import CommandSupport
 import Fields
 import Foundation
+import Spool
 import StateDirectory
 import StateView
 import Track
@@ -123,13 +124,15 @@ struct StatsCommand: AsyncParsableCommand {
             the time until the next one, at most 45 s: time with the daemon stopped counts nowhere.
 
             Where the tractor's bus or the work switch said what the machine was doing: hours working and not \
-            working, worked area with --working-width ([machine] working_width), hours the engine ran and litres of \
+            working, worked area with --working-width ([machine] working_width, else the width given in the cab view's \
+            Settings), hours the engine ran and litres of \
             fuel by its fuel rate. With --by-field, (no field) has the road hours: moving off every field, not \
             working; a field with less than a minute of work on a day (brushed at its edge) counts none.
             """
     )
 
-    @Option(help: ArgumentHelp("Metres the implement works across, for the worked area (0.1 to 60; default: [machine] working_width, else no area).",
+    @Option(help: ArgumentHelp("Metres the implement works across, for the worked area (0.1 to 60; default: [machine] working_width, "
+                               + "else the cab view's Settings, else no area).",
                                valueName: "metres"))
     var workingWidth: String?
 
@@ -150,12 +153,20 @@ struct StatsCommand: AsyncParsableCommand {
         if let workingWidth { _ = try KeyedFlag.value("--working-width", workingWidth, section: "machine", name: "working_width") }
     }
 
+    /// The flag's width, else the configuration's, else the one the driver gave in the cab view
+    /// (kept in the spool, read without changing it); nil, none.
+    private func width(_ file: ConfigurationFile) async throws -> Double? {
+        if let workingWidth { return try KeyedFlag.value("--working-width", workingWidth, section: "machine", name: "working_width") }
+        if let configured = file.number("machine", "working_width") { return configured }
+        guard FileManager.default.fileExists(atPath: state.spoolPath) else { return nil }
+        return (try? await SpoolReader(path: state.spoolPath).status())?.workingWidth
+    }
+
     func run() async throws {
         let file = try config.load()
         let calendar = try time.calendar(file)
         let range = try time.range(now: Date(), calendar: calendar, defaultSince: "3650d")
-        let width = try workingWidth.map { try KeyedFlag.value("--working-width", $0, section: "machine", name: "working_width") }
-            ?? file.number("machine", "working_width")
+        let width = try await width(file)
         if byField { return try await runByField(calendar: calendar, range: range, width: width) }
         let days: [LocalDay: WorkFigures]
         do {

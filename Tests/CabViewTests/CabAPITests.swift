@@ -14,8 +14,9 @@ import TestSupport
 @Suite("Cab view API", .serialized, .timeLimit(.minutes(3)))
 struct CabAPITests {
     /// A running, onboarded-looking box with three samples in its spool.
-    func servedBox() async throws -> CabFixture {
+    func servedBox(workingWidth: Double? = nil) async throws -> CabFixture {
         let fixture = try CabFixture()
+        fixture.configuration.workingWidth = workingWidth
         let spool = Spool(path: fixture.paths.spool)
         for step in 0..<3 {
             _ = await spool.append(CabFixture.fix(latitude: 52.5 + Double(step) * 0.0001, longitude: 13.4, at: Date().addingTimeInterval(Double(step - 3))))
@@ -92,6 +93,35 @@ struct CabAPITests {
         #expect((state.json?["work"] as? [String: Any])?["bus"] == nil, "no bus heard")
     }
 
+    @Test("the working width asked in Settings: checked by the configuration key's rule, kept in the spool, shown in the state; the configuration's stands")
+    func workingWidth() async throws {
+        let fixture = try await servedBox()
+        defer { fixture.close() }
+        let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
+        #expect(try await fixture.post("/api/working-width", ["metres": 6.5], session: session, csrf: false).status == 403)
+        for metres in [0.05, 60.5, -3] {
+            let refused = try await fixture.post("/api/working-width", ["metres": metres], session: session)
+            #expect(refused.status == 400 && (refused.json?["error"] as? String)?.contains("from 0.1 to 60") == true, "\(metres): \(refused.text)")
+        }
+        #expect(try await SpoolReader(path: fixture.paths.spool).status().workingWidth == nil, "nothing refused was kept")
+        let set = try await fixture.post("/api/working-width", ["metres": 6.5], session: session)
+        #expect(set.status == 200 && set.json?["metres"] as? Double == 6.5, "\(set.text)")
+        #expect(try await SpoolReader(path: fixture.paths.spool).status().workingWidth == 6.5)
+        let work = (try await fixture.get("/api/state", session: session)).json?["work"] as? [String: Any]
+        #expect(work?["width"] as? Double == 6.5 && work?["widthConfigured"] as? Bool == false, "\(String(describing: work))")
+        let forgotten = try await fixture.post("/api/working-width", ["metres": NSNull()], session: session)
+        #expect(forgotten.status == 200, "\(forgotten.text)")
+        #expect(try await SpoolReader(path: fixture.paths.spool).status().workingWidth == nil)
+
+        let configured = try await servedBox(workingWidth: 6)
+        defer { configured.close() }
+        let other = try #require(CabFixture.session(from: try await configured.get("/api/session")))
+        let refused = try await configured.post("/api/working-width", ["metres": 3], session: other)
+        #expect(refused.status == 409 && (refused.json?["error"] as? String)?.contains("[machine] working_width") == true, "\(refused.text)")
+        let shown = (try await configured.get("/api/state", session: other)).json?["work"] as? [String: Any]
+        #expect(shown?["width"] as? Double == 6 && shown?["widthConfigured"] as? Bool == true, "\(String(describing: shown))")
+    }
+
     @Test("what the tractor's bus gives reaches the page for Settings: its controllers, each signal, what was not heard")
     func machineBus() async throws {
         let fixture = try await servedBox()
@@ -139,6 +169,9 @@ struct CabAPITests {
             ("/api/sharing", [1, 2, 3], 400),
             ("/api/work", ["on": "yes"], 400),
             ("/api/work", ["switch": true], 400),
+            ("/api/working-width", ["metres": "six"], 400),
+            ("/api/working-width", ["width": 6], 400),
+            ("/api/working-width", ["metres": 1000], 400),
             ("/api/onboard", ["tan": "ABC DEF", "environment": "qa"], 400),
             ("/api/onboard", ["tan": "<script>", "environment": "qa"], 400),
             ("/api/onboard", ["tan": "ABCDEF1234", "environment": "mars"], 400),

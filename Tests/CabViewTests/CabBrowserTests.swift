@@ -157,6 +157,21 @@ struct CabBrowserTests {
                    document.getElementById('work-switch').textContent === 'Not working'
             """))
 
+        // The working width, asked once in Settings: kept on the box, where `agrigps stats` finds it.
+        #expect(try await browser.openCabTab("settings"))
+        try await browser.type("6,5", into: "#working-width")
+        try await browser.click("#working-width-save")
+        let widthNoted = try await browser.wait(timeout: 10, for: """
+            return document.getElementById('working-width-note').textContent === 'Working width 6.5 m: Records show the area worked.'
+            """)
+        let note = try await browser.text("#working-width-note")
+        #expect(widthNoted, "\(note)")
+        let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year", "--since", "2000-01-01", "--state-dir", field.tractor,
+                                                  "--config", field.root + "/agrigps.conf"])
+        let years = (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"] as? [[String: Any]]
+        #expect(years?.isEmpty == false && years?.allSatisfy { $0["hectares_worked"] is Double } == true, "\(stats.stdout)")
+        #expect(try await browser.openCabTab("map"))
+
         // Screenshots at the tablet's size here and the phone's in a second browser; neither blank.
         try await browser.click("#fit")
         try await Task.sleep(for: .milliseconds(500))

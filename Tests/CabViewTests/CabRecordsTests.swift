@@ -126,12 +126,17 @@ struct CabRecordsTests {
         #expect(nothing.status == 200 && (nothing.json?["dayFigures"] as? [String: Any])?["samples"] as? Int == 0)
     }
 
-    @Test("what the machine did reaches Records: the day's hours working and not, area, engine hours and fuel; a field's work; the road off the fields")
-    func machineFigures() async throws {
+    @Test("what the machine did reaches Records: the day's hours working and not, area (by the configuration's width, or the one given in Settings), engine hours and fuel; a field's work; the road off the fields",
+          arguments: [true, false])
+    func machineFigures(widthConfigured: Bool) async throws {
         let fixture = try CabFixture()
         defer { fixture.close() }
         fixture.configuration.trackTimeZone = RecordedWeek.zone
-        fixture.configuration.workingWidth = 6
+        if widthConfigured {
+            fixture.configuration.workingWidth = 6
+        } else {
+            try await Spool(path: fixture.paths.spool).setWorkingWidth(6)
+        }
         var configuration = TrackStore.Configuration()
         configuration.calendar.timeZone = RecordedWeek.zone
         let store = TrackStore(path: fixture.configuration.trackPath, configuration: configuration)

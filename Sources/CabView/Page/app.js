@@ -60,6 +60,11 @@ function t(key, values) {
   });
 }
 
+// A length as the driver typed it: up to one decimal, none when whole (6 m, 6,5 m).
+function metresWords(value) {
+  return new Intl.NumberFormat(i18n.locale, { maximumFractionDigits: 1 }).format(value);
+}
+
 function number(value, digits) {
   return new Intl.NumberFormat(i18n.locale, { minimumFractionDigits: digits || 0, maximumFractionDigits: digits || 0 }).format(value);
 }
@@ -598,6 +603,29 @@ function drawMachine(state) {
   const missing = (bus && bus.notHeard) || [];
   $("machine-missing").hidden = !missing.length;
   text($("machine-missing"), missing.length ? t("settings.notHeard", { signals: missing.map(signalWords).join(", ") }) : "");
+  drawWidth(state.work || {});
+}
+
+// The implement's working width, for the area in Records: asked here once, unless the fitter set it
+// in the configuration file, which then stands and is only shown. A field being typed in is left alone.
+function drawWidth(work) {
+  const input = $("working-width");
+  const fixed = work.widthConfigured === true;
+  if (document.activeElement !== input || fixed) { input.value = typeof work.width === "number" ? String(work.width) : ""; }
+  input.disabled = fixed;
+  $("working-width-save").hidden = fixed;
+  text($("working-width-note"), fixed ? t("settings.widthConfigured")
+    : typeof work.width === "number" ? t("settings.widthSet", { metres: metresWords(work.width) }) : t("settings.widthHelp"));
+}
+
+async function saveWidth() {
+  const typed = $("working-width").value.trim().replace(",", ".");
+  const metres = typed === "" ? null : Number(typed);
+  if (metres !== null && !(metres >= 0.1 && metres <= 60)) { await dialog(t("settings.widthRange"), false); return; }
+  await act("/api/working-width", { metres }, () => {
+    $("working-width").blur();
+    toast(metres === null ? t("settings.widthForgotten") : t("settings.widthSet", { metres: metresWords(metres) }));
+  });
 }
 
 function signalWords(name) {
@@ -1166,6 +1194,7 @@ function wire() {
   $("language").onchange = chooseLanguage;
   $("fields-import").onclick = importFields;
   $("basemap-upload").onclick = uploadBasemap;
+  $("working-width-save").onclick = saveWidth;
   $("login-button").onclick = async () => {
     await act("/api/login", { password: $("password").value }, answer => { cab.session = answer; $("password").value = ""; start(); });
   };
