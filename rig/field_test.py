@@ -873,11 +873,19 @@ class Rig:
         self.start_can_player(agent, flood=2000)
         wait_for("bus fixes with the flood on", 60, lambda: str((self.bus_status(agent)[0].get("last_sample") or {}).get("state", "")).startswith("fix_"))
         flooded, flooded_rate = self.daemon_cpu(agent, seconds)
+        # The machine's data on: the tractor's drive (50 frames a second the listener reads) beside the
+        # same flood, against the run above that reads only the receiver's.
+        self.start_tractor(agent, engine=False)
+        tractor = self.tractor_named(agent)
+        machine, machine_rate = self.daemon_cpu(agent, seconds)
+        agent.check("systemctl stop rig-tractor")
         self.start_can_player(agent)
+        ratio = round(machine / flooded, 2) if flooded else None
         log(f"agrigps run's CPU over {seconds} s: USB {usb_cpu[0]} s; CAN bus {alone} s at {rate} frames/s; "
-            f"CAN bus {flooded} s at {flooded_rate} frames/s")
+            f"CAN bus {flooded} s at {flooded_rate} frames/s; with the tractor's data {machine} s at {machine_rate} frames/s ({ratio}x)")
         return {"seconds": seconds, "usb_cpu_s": usb_cpu[0], "can_cpu_s": alone, "can_frames_per_s": rate,
-                "flooded_cpu_s": flooded, "flooded_frames_per_s": flooded_rate}
+                "flooded_cpu_s": flooded, "flooded_frames_per_s": flooded_rate, "machine_cpu_s": machine,
+                "machine_frames_per_s": machine_rate, "machine_ratio": ratio, "tractor_named_s": tractor["named_s"]}
 
     def can_replay(self, agent):
         """agrigps replay of gpsd's recording onto a virtual interface (vcan0): a sample a second of the
