@@ -244,7 +244,9 @@ public actor Publisher {
         }
         for batch in taken {
             if batch.output == .efdi, let efdi {
-                let (timeLog, untimed) = Efdi_TimeLog.of(batch.samples.map(\.sample), correctedBy: clock)
+                // Sized by the description the batch was taken under, and written for it.
+                let (timeLog, untimed) = Efdi_TimeLog.of(batch.samples.map(\.sample), correctedBy: clock,
+                                                         withMachine: efdi.description.describesMachine)
                 if untimed > 0 { logger.notice("\(untimed) samples with no true time at all cannot be TimeLog entries; EFDI leaves them out") }
                 guard !timeLog.time.isEmpty else {
                     // Nothing of it can be said in EFDI: done for this output, as agrirouter could not take it either.

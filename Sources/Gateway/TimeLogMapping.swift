@@ -101,10 +101,18 @@ extension Efdi_Time {
 extension Efdi_TimeLog {
     /// The samples of one send cycle as one TimeLog, in the order given; samples with no true time
     /// are left out (see `Efdi_Time.init`). Returns the TimeLog and how many were left out.
-    public static func of(_ samples: [PositionSample], correctedBy clock: TrueTime? = nil) -> (timeLog: Efdi_TimeLog, untimed: Int) {
+    /// `withMachine` false leaves the machine's values out: a TimeLog goes under a description, and
+    /// one without the machine's element must not be sent values for it (the work switch's first use
+    /// gives samples a reading a cycle before the description that has the machine is taken).
+    public static func of(_ samples: [PositionSample], correctedBy clock: TrueTime? = nil, withMachine: Bool = true)
+        -> (timeLog: Efdi_TimeLog, untimed: Int) {
         var log = Efdi_TimeLog()
         log.timeLogType = .cBinaryTimelog
-        log.time = samples.compactMap { Efdi_Time($0, correctedBy: clock) }
+        log.time = samples.compactMap { sample in
+            var sample = sample
+            if !withMachine { sample.machine = nil }
+            return Efdi_Time(sample, correctedBy: clock)
+        }
         return (log, samples.count - log.time.count)
     }
 }

@@ -119,6 +119,33 @@ struct EFDIPublishingTests {
         }
     }
 
+    @Test("samples with the machine's reading under a description without the machine (the work switch's first use): their Times carry none of its values; under the machine's description they do")
+    func machineValuesOnlyUnderTheirDescription() async throws {
+        let rig = try await Rig.make(outputs: [.efdi])
+        try await tearingDown({ await rig.close() }) {
+            func working(_ index: Int) -> PositionSample {
+                var item = sample(index, state: .fix(.threeD, .rtkFixed))
+                item.machine = MachineReading(work: .working, engineSpeed: 1_800)
+                item.machine?.totals = MachineTotals(effectiveSeconds: Double(index))
+                return item
+            }
+            await rig.spool.append((0..<3).map(working))
+            _ = await rig.drain()
+            let before = try await rig.publishedTimes()
+            #expect(before.count == 3 && before.allSatisfy { time in
+                time.dataLogValue.allSatisfy { $0.deviceElementIDRef == DeviceDescription.rootElementID }
+            }, "\(before.map(\.dataLogValue))")
+            let endpointID = rig.connection.endpoint.deviceAlternateId
+            await rig.publisher.describe(DeviceDescription(endpointID: endpointID, softwareVersion: "9.9.9", machine: true))
+            await rig.spool.append((3..<6).map(working))
+            _ = await rig.drain()
+            let after = try await rig.publishedTimes().dropFirst(3)
+            #expect(after.count == 3 && after.allSatisfy { time in
+                time.dataLogValue.contains { $0.processDataDdi == 141 && $0.processDataValue == 1 && $0.deviceElementIDRef == DeviceDescription.machineElementID }
+            }, "\(after.map(\.dataLogValue))")
+        }
+    }
+
     @Test func aRefusedDescriptionHoldsEFDIBackAndGPSInfoGoesOn() async throws {
         let rig = try await Rig.make(outputs: [.gpsInfo, .efdi], efdi: { $0.retryAfterRefusal = 0.3 })
         try await tearingDown({ await rig.close() }) {
