@@ -169,6 +169,26 @@ struct CabRecordsTests {
         // A day the machine said nothing of has no machine figures at all.
         let quiet = try await fixture.get("/api/records?date=2026-03-23")
         #expect((quiet.json?["dayFigures"] as? [String: Any])?["machine"] == nil)
+        guard !widthConfigured else { return }
+
+        // The same on the page: the day's machine line, each field's work under its name, the road off them.
+        let browser = try await WebDriver(width: 1280, height: 800)
+        defer { browser.close() }
+        try await browser.open("http://127.0.0.1:\(fixture.port)/")
+        #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.map)"))
+        #expect(try await browser.openCabTab("records"))
+        _ = try await browser.run("const input = document.getElementById('records-day'); input.value = '2026-03-24'; input.dispatchEvent(new Event('change'));")
+        let shown = try await browser.wait(timeout: 10, for: """
+            return cab.records.day === '2026-03-24' && !document.getElementById('records-machine').hidden &&
+                   document.querySelectorAll('#records-fields tbody tr').length === 2
+            """)
+        let machineLine = try await browser.text("#records-machine")
+        #expect(shown, "\(machineLine)")
+        #expect(machineLine.hasPrefix("Machine: working ") && machineLine.contains("ha worked") && machineLine.contains("6.0 l fuel")
+                && machineLine.contains("engine "), "\(machineLine)")
+        let lines = try await browser.run("return Array.from(document.querySelectorAll('#records-fields tbody tr .work')).map(e => e.textContent)") as? [String]
+        #expect(lines?.count == 2 && lines?.first?.hasPrefix("working ") == true && lines?.first?.contains("ha worked") == true
+                && lines?.last?.contains("on the road ") == true, "\(String(describing: lines))")
     }
 
     @Test("a day's track breaks where the fix was lost; GPX and GeoJSON downloads are named after the day and validate")
