@@ -1020,14 +1020,16 @@ class Rig:
         return [(before, after, value) for (before, old), (after, value) in zip(known, known[1:]) if value != old and after - before <= 3000]
 
     @staticmethod
-    def matched_work(events, transitions, sample_ms=1000):
+    def matched_work(events, transitions, sample_ms=1000, fix_age_ms=2500):
         """Each hitch change matched to the TimeLogs' change to its state: the first Time of the new
-        state dated at most one sample after the change, and not before the Time before it less the
-        fix's age (a sample's time is its fix's, up to a second before the sample). Returns the offsets
-        (ms, first new Time less the change) and the transitions no change explains."""
+        state is the first sample after the change, so it is dated at most one sample after it, and
+        the last Time of the old state before it. A sample's time is its fix's, which in the rig's
+        emulated machine is up to 1.5 s older than the sample (gpsd's and the daemon's latency), so
+        the first new Time may be dated up to `fix_age_ms` before the change. Returns the offsets (ms,
+        first new Time less the change) and the transitions no change explains."""
         offsets, unexplained = [], list(transitions)
         for at, value in events:
-            match = next((t for t in unexplained if t[2] == value and t[0] - sample_ms <= at <= t[1] + sample_ms + 500
+            match = next((t for t in unexplained if t[2] == value and t[0] - sample_ms <= at <= t[1] + fix_age_ms
                           and t[1] - at <= sample_ms + 1000), None)
             if match is None:
                 return None, at, unexplained

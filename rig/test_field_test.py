@@ -126,6 +126,8 @@ class WorkStateTests(unittest.TestCase):
         self.assertEqual((offsets, missed, unexplained), ([400, 100], None, []))
         # The Time after the change may be dated before it: its fix was up to a second old.
         self.assertEqual(field_test.Rig.matched_work([(1_002_900, 1)], transitions)[0], [-900])
+        self.assertEqual(field_test.Rig.matched_work([(1_004_400, 1)], transitions)[0], [-2400], "a fix 2.4 s old")
+        self.assertEqual(field_test.Rig.matched_work([(1_004_600, 1)], transitions)[1], 1_004_600, "older still: not this sample's")
         # Two samples late, or the wrong way, is not a match.
         self.assertEqual(field_test.Rig.matched_work([(999_000, 1)], transitions)[1], 999_000)
         self.assertEqual(field_test.Rig.matched_work([(1_001_600, 0)], transitions)[1], 1_001_600)
