@@ -187,8 +187,12 @@ func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: Agr
     }
 }
 
-/// Storage written per sample at 1 Hz: two daemons on one real-time gpsd, one publishing both
-/// formats to the simulator (send interval 10 s, production spacing) and one not onboarded. The
+/// Storage written per sample at 1 Hz: three daemons on one real-time gpsd, one publishing both
+/// formats to the simulator (send interval 10 s, production spacing) and two not onboarded, one of
+/// them with the machine's data in every sample (the work switch on: the work state and running
+/// totals in the spool's machine columns and beside the queue). A second publisher would receive
+/// the first's positions from the feed and store them as another machine's (about 7 KiB a sample
+/// more for each), which is not what this measures. The
 /// figure is the kernel's write_bytes for each daemon (/proc/PID/io: what it caused to be written to
 /// storage, in whole pages of the page cache) over the run, divided by the samples it committed.
 func storageWrites(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, minutes: Int) async throws {
@@ -197,7 +201,10 @@ func storageWrites(agrigps: String, fixture: String, work: String, simulator: Ag
     var options = ReplayGPSD.Options()
     options.realTime = true
     let publishingState = work + "/storage-state", samplingState = work + "/storage-sampling-state"
+    let machineState = work + "/storage-machine-state"
     _ = try await onboardedState(publishingState, simulator: simulator, tan: "BENCH00005")
+    try FileManager.default.createDirectory(atPath: machineState, withIntermediateDirectories: true)
+    try await Spool(path: machineState + "/spool.sqlite").setWorkSwitch(on: true)  // as `agrigps work on` sets it
     let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: work + "/1hz.log"), options: options)
     defer { gpsd.stop() }
     let daemon = { (state: String) in
@@ -205,7 +212,8 @@ func storageWrites(agrigps: String, fixture: String, work: String, simulator: Ag
                                       "--send-interval", "10"], output: state + ".out")
     }
     let runs = [("publishing (both formats)", publishingState, try daemon(publishingState)),
-                ("sampling only (not onboarded)", samplingState, try daemon(samplingState))]
+                ("sampling only (not onboarded)", samplingState, try daemon(samplingState)),
+                ("sampling only, machine's data", machineState, try daemon(machineState))]
     // Start-up writes once (a new spool's schema, the other machines' store, the first endpoint
     // list); what a day costs is the steady state after it, measured from here. The others' store is
     // made on the publishing daemon's first feed reply, which comes a minute or so in: 110 KiB once
