@@ -14,7 +14,6 @@ struct CabRecords: Sendable {
     /// more: each run of fixes keeps its last point.
     let mapPoints: Int
 
-
     init(path: String, timeZone: TimeZone?, mapPoints: Int = 20_000) {
         let calendar = LocalDay.calendar(in: timeZone)
         self.calendar = calendar

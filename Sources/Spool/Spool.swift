@@ -630,6 +630,11 @@ public actor Spool {
         }
     }
 
+    /// The width a `spool_state` row keeps (its `number`), within range; nil otherwise.
+    static func workingWidth(_ row: Row) -> Double? {
+        row.double("number", in: MachineReading.workingWidthRange)
+    }
+
     /// Nil until the switch was first set: a machine whose driver never used it has no work state by it.
     public func workSwitch() -> Bool? {
         switch try? database?.read({ db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'work_switch'") }) {
@@ -740,7 +745,7 @@ public actor Spool {
             } else if name == "work_switch" {
                 status.workSwitch = row.text("text", limit: 8).flatMap { $0 == "on" ? true : $0 == "off" ? false : nil }
             } else if name == "working_width" {
-                status.workingWidth = row.double("number", in: MachineReading.workingWidthRange)
+                status.workingWidth = workingWidth(row)
             } else if name == "paused_after_id" {
                 pauseMark = count
             } else if SpoolOutput.all.contains(where: { $0.resentCounter == name }), let count {
@@ -906,6 +911,9 @@ extension Spool {
 /// The machine's running totals, kept in `spool_state` with the sample that brought them, so that
 /// a restart goes on from them when every row has been acknowledged and deleted.
 enum MachineTotalsState {
+    /// What each total may be, as it is kept and read back: EFDI's 32-bit values, in seconds and millilitres.
+    static let range = 0...Double(Int32.max)
+
     static func set(_ totals: MachineTotals, in db: Database) throws {
         let text = [totals.effectiveSeconds, totals.ineffectiveSeconds, totals.fuelMillilitres, totals.engineSeconds].map { String($0) }
             .joined(separator: " ")
@@ -917,7 +925,7 @@ enum MachineTotalsState {
     static func read(_ db: Database) throws -> MachineTotals? {
         guard let text = try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'machine_totals'"), text.count < 200 else { return nil }
         let words = text.split(separator: " ")
-        let numbers = words.compactMap { Double($0) }.filter { (0...Double(Int32.max)).contains($0) }
+        let numbers = words.compactMap { Double($0) }.filter(range.contains)
         guard numbers.count == words.count, (3...4).contains(numbers.count) else { return nil }
         return MachineTotals(effectiveSeconds: numbers[0], ineffectiveSeconds: numbers[1], fuelMillilitres: numbers[2],
                              engineSeconds: numbers.count == 4 ? numbers[3] : 0)

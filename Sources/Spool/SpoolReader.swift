@@ -31,6 +31,14 @@ public actor SpoolReader {
         }
     }
 
+    /// The working width the driver gave in the cab view (`Spool.setWorkingWidth`); nil when none.
+    /// One row, where `status` would count the whole queue.
+    public func workingWidth() throws(SpoolError) -> Double? {
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT number FROM spool_state WHERE name = 'working_width'").flatMap(Spool.workingWidth)
+        }
+    }
+
     /// The newest samples still in the spool, newest first, whatever their delivery state.
     public func newest(limit: Int) throws(SpoolError) -> [SpooledSample] {
         let limit = max(0, min(limit, 100_000))

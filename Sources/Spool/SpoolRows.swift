@@ -127,7 +127,7 @@ enum SampleColumns {
 
     /// The running totals, each within what EFDI's 32-bit values can carry (seconds, millilitres).
     static func totals(_ row: Row) -> MachineTotals? {
-        let range = 0...Double(Int32.max)
+        let range = MachineTotalsState.range
         guard let effective = row.double("machine_effective_s", in: range), let ineffective = row.double("machine_ineffective_s", in: range),
               let fuel = row.double("machine_fuel_ml", in: range) else { return nil }
         // A row from before the engine's total was kept has none: it counts from 0.

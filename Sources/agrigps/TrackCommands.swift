@@ -159,7 +159,7 @@ struct StatsCommand: AsyncParsableCommand {
         if let workingWidth { return try KeyedFlag.value("--working-width", workingWidth, section: "machine", name: "working_width") }
         if let configured = file.number("machine", "working_width") { return configured }
         guard FileManager.default.fileExists(atPath: state.spoolPath) else { return nil }
-        return (try? await SpoolReader(path: state.spoolPath).status())?.workingWidth
+        return (try? await SpoolReader(path: state.spoolPath).workingWidth()) ?? nil
     }
 
     func run() async throws {

@@ -107,6 +107,7 @@ struct CabAPITests {
         let set = try await fixture.post("/api/working-width", ["metres": 6.5], session: session)
         #expect(set.status == 200 && set.json?["metres"] as? Double == 6.5, "\(set.text)")
         #expect(try await SpoolReader(path: fixture.paths.spool).status().workingWidth == 6.5)
+        #expect(try await SpoolReader(path: fixture.paths.spool).workingWidth() == 6.5, "the one row `agrigps stats` reads")
         let work = (try await fixture.get("/api/state", session: session)).json?["work"] as? [String: Any]
         #expect(work?["width"] as? Double == 6.5 && work?["widthConfigured"] as? Bool == false, "\(String(describing: work))")
         let forgotten = try await fixture.post("/api/working-width", ["metres": NSNull()], session: session)
