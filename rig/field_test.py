@@ -442,10 +442,8 @@ class Rig:
         with open(os.path.join(self.work, f"journal-{boot}.log"), "rb") as handle:
             return sum(1 for line in handle if b"committed sample" in line)
 
-    def committed(self):
-        """Every sample the daemon logged as committed, from the journal's copy on the host, by row id."""
-        samples = {}
-        pattern = re.compile(r"clock=(\w+) id=(\d+) state=(\S+) time_ms=(-?\d+).*committed sample")
+    def journal_matches(self, pattern):
+        """(boot, match) for each line of each boot's journal copy on the host that `pattern` finds."""
         for boot in range(1, self.boots + 1):
             path = os.path.join(self.work, f"journal-{boot}.log")
             if not os.path.exists(path):
@@ -454,8 +452,12 @@ class Rig:
                 for raw in handle:
                     match = pattern.search(raw.decode("utf-8", "replace"))
                     if match:
-                        samples[int(match.group(2))] = (match.group(3), int(match.group(4)), match.group(1))
-        return samples
+                        yield boot, match
+
+    def committed(self):
+        """Every sample the daemon logged as committed, from the journal's copy on the host, by row id."""
+        pattern = re.compile(r"clock=(\w+) id=(\d+) state=(\S+) time_ms=(-?\d+).*committed sample")
+        return {int(match.group(2)): (match.group(3), int(match.group(4)), match.group(1)) for _, match in self.journal_matches(pattern)}
 
     def make_transfer_disk(self, ca):
         folder = os.path.join(self.work, "transfer")
@@ -787,9 +789,13 @@ class Rig:
         wait_for("can0 and can1 (the emulated kvaser_pci adapters)", 60,
                  lambda: agent.run("ip link show can0 && ip link show can1", 10)[0] == 0)
         agent.check("ip link set can1 down; ip link set can1 type can bitrate 250000 && ip link set can1 up")
-        agent.check("systemctl stop rig-can-player 2>/dev/null; systemctl reset-failed rig-can-player 2>/dev/null; "
-                    f"systemd-run --unit=rig-can-player python3 /mnt/rig/can_player.py can1 /mnt/rig/{log}{' --loop' if loop else ''}"
-                    f"{f' --flood {flood}' if flood else ''}")
+        self.run_unit(agent, "rig-can-player", f"python3 /mnt/rig/can_player.py can1 /mnt/rig/{log}{' --loop' if loop else ''}"
+                                               f"{f' --flood {flood}' if flood else ''}")
+
+    @staticmethod
+    def run_unit(agent, unit, command):
+        """`command` in a transient unit of the guest's, in place of the one of that name before."""
+        agent.check(f"systemctl stop {unit} 2>/dev/null; systemctl reset-failed {unit} 2>/dev/null; systemd-run --unit={unit} {command}")
 
     def expected_can_positions(self):
         with open(os.path.join(self.options.can_fixtures, CAN_POSITIONS)) as handle:
@@ -983,8 +989,7 @@ class Rig:
         first if `engine`, then its drive, again and again. Started after the receiver's player, which
         brings can1 up."""
         played = f"/mnt/rig/{TRACTOR_ENGINE_LOG} " if engine else ""
-        agent.check("systemctl stop rig-tractor 2>/dev/null; systemctl reset-failed rig-tractor 2>/dev/null; "
-                    f"systemd-run --unit=rig-tractor python3 /mnt/rig/can_player.py can1 {played}--tractor --loop")
+        self.run_unit(agent, "rig-tractor", f"python3 /mnt/rig/can_player.py can1 {played}--tractor --loop")
 
     def tractor_named(self, agent):
         """Status names the tractor ECU at its address, in JSON and in words."""
@@ -1001,16 +1006,7 @@ class Rig:
 
     def tractor_events(self):
         """What the tractor's player printed, from the journal's copy of each boot: (boot, kind, guest ms)."""
-        events = []
-        for boot in range(1, self.boots + 1):
-            path = os.path.join(self.work, f"journal-{boot}.log")
-            if os.path.exists(path):
-                with open(path, "rb") as handle:
-                    for raw in handle:
-                        match = TRACTOR_EVENT.search(raw.decode("utf-8", "replace"))
-                        if match:
-                            events.append((boot, match.group(1), round(float(match.group(2)) * 1000)))
-        return events
+        return [(boot, match.group(1), round(float(match.group(2)) * 1000)) for boot, match in self.journal_matches(TRACTOR_EVENT)]
 
     @staticmethod
     def work_transitions(entries):

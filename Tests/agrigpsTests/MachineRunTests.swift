@@ -1,5 +1,6 @@
 import AgrirouterWire
 import Foundation
+import GNSS
 import Machine
 import StateDirectory
 import StateView
@@ -117,13 +118,41 @@ struct WorkRulesRunTests {
 /// The machine's data sent as EFDI: the description's machine element and the TimeLogs' values.
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct MachineEFDITests {
+    /// A built drive replayed into `machine`'s daemon, which sends it to the local agrirouter.
+    static func replay(into machine: OnboardedMachine, hitchDown: Double, hitchUp: Double) async throws {
+        let drive = try TractorDrive.write(to: machine.directory + "/drive.log", hitchDown: hitchDown, hitchUp: hitchUp)
+        let run = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", machine.state, "--spacing", "0.05"], timeout: 150)
+        #expect(run.code == 0, "\(run.stderr.suffix(5))")
+    }
+
+    static func working(_ time: Efdi_Time) -> Bool { time.dataLogValue.contains { $0.processDataDdi == 141 && $0.processDataValue == 1 } }
+
+    /// Worked seconds as a receiver sums them from the TimeLogs: each Time with DDI 141 on stands for
+    /// the time until the next (at most the box's own longest step), counted under its `place` (nil:
+    /// nowhere).
+    static func workedSeconds(_ times: [Efdi_Time], by place: (Efdi_Time) -> String?) -> [String: Double] {
+        var summed: [String: Double] = [:]
+        for (time, next) in zip(times, times.dropFirst()) where working(time) {
+            let seconds = Double(next.start.seconds - time.start.seconds) + Double(next.start.nanos - time.start.nanos) / 1e9
+            guard seconds > 0, seconds <= PositionSample.longestStep, let name = place(time) else { continue }
+            summed[name, default: 0] += seconds
+        }
+        return summed
+    }
+
+    /// The box's own Records of the replayed drive, a line per period (and field), as `agrigps stats --json` gives them.
+    static func records(_ machine: OnboardedMachine, _ extra: [String] = []) async throws -> [[String: Any]] {
+        let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year", "--since", "2010-01-01", "--until", "2020-01-01",
+                                                  "--time-zone", "UTC", "--state-dir", machine.state] + extra)
+        return try #require((try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"]
+            as? [[String: Any]], "\(stats.stdout)")
+    }
+
     @Test("a drive replayed into agrigps run reaches the local agrirouter: a description with the machine's DDIs, and Times whose work state follows the hitch")
     func driveAsEFDI() async throws {
         let machine = try await OnboardedMachine.make()
         try await tearingDown({ await machine.close() }) {
-            let drive = try TractorDrive.write(to: machine.directory + "/drive.log", hitchDown: 60, hitchUp: 150)
-            let run = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", machine.state, "--spacing", "0.05"], timeout: 150)
-            #expect(run.code == 0, "\(run.stderr.suffix(5))")
+            try await Self.replay(into: machine, hitchDown: 60, hitchUp: 150)
             // The description, as farm software decodes it with efdi.proto.
             let descriptions = try await machine.simulator.sentMessages(endpoint: try machine.endpointID)
                 .filter { $0.envelope.technicalMessageType == TechnicalMessageType.deviceDescription }
@@ -136,14 +165,9 @@ struct MachineEFDITests {
             #expect(times.count >= 190, "\(times.count) Times")
             let start = try #require(times.first?.start.seconds)
             var working: [Int64] = []
-            // Worked seconds as a receiver sums them: each Time with DDI 141 on stands for the time
-            // until the next (at most 45 s, the box's own rule); and the running totals' last values.
-            var summed = 0.0, lastTotals: [UInt32: Int64] = [:]
-            for (time, next) in zip(times, times.dropFirst()) {
-                let on = time.dataLogValue.contains { $0.processDataDdi == 141 && $0.processDataValue == 1 }
-                let seconds = Double(next.start.seconds - time.start.seconds) + Double(next.start.nanos - time.start.nanos) / 1e9
-                if on, seconds > 0, seconds <= 45 { summed += seconds }
-            }
+            // Worked seconds as a receiver sums them, and the running totals' last values.
+            let summed = Self.workedSeconds(times) { _ in "drive" }["drive"] ?? 0
+            var lastTotals: [UInt32: Int64] = [:]
             for time in times {
                 for value in time.dataLogValue where [119, 120, 148, 492].contains(value.processDataDdi) {
                     #expect(value.processDataValue >= lastTotals[value.processDataDdi] ?? 0, "a running total never falls")
@@ -151,11 +175,8 @@ struct MachineEFDITests {
                 }
             }
             // The box's own Records of the same drive.
-            let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year", "--since", "2010-01-01", "--until", "2020-01-01",
-                                                      "--time-zone", "UTC", "--state-dir", machine.state])
-            let periods = try #require((try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"]
-                as? [[String: Any]])
-            let records = try #require(periods.first?["seconds_working"] as? Double, "\(stats.stdout)")
+            let periods = try await Self.records(machine)
+            let records = try #require(periods.first?["seconds_working"] as? Double, "\(periods)")
             print("worked: \(summed) s summed from DDI 141, \(records) s in Records, totals \(lastTotals)")
             #expect(records > 80 && abs(summed - records) <= records * 0.01, "within 1 %: \(summed) against \(records)")
             #expect(abs(Double(lastTotals[119] ?? -1) - records) <= 1, "DDI 119's last total, whole seconds")
@@ -180,13 +201,10 @@ struct MachineEFDITests {
     func twoFieldsAsEFDI() async throws {
         let machine = try await OnboardedMachine.make()
         try await tearingDown({ await machine.close() }) {
-            let drive = try TractorDrive.write(to: machine.directory + "/drive.log", hitchDown: 10, hitchUp: 210)
-            let run = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", machine.state, "--spacing", "0.05"], timeout: 150)
-            #expect(run.code == 0, "\(run.stderr.suffix(5))")
+            try await Self.replay(into: machine, hitchDown: 10, hitchUp: 210)
             let times = try await machine.receivedTimes()
-            func working(_ time: Efdi_Time) -> Bool { time.dataLogValue.contains { $0.processDataDdi == 141 && $0.processDataValue == 1 } }
             // Two fields, north and south of the middle of the worked stretch (the receiver drifts 2 m south over it).
-            let latitudes = times.filter(working).map(\.positionStart.positionNorth).sorted()
+            let latitudes = times.filter(Self.working).map(\.positionStart.positionNorth).sorted()
             let middle = try #require(latitudes.isEmpty ? nil : latitudes[latitudes.count / 2])
             let south = try #require(latitudes.first { $0 < middle } ?? latitudes.first)
             let split = (middle + (latitudes.last { $0 < middle } ?? south)) / 2
@@ -203,18 +221,12 @@ struct MachineEFDITests {
                 + parts.joined() + "</ISO11783_TaskData>"
             try Data(xml.utf8).write(to: URL(fileURLWithPath: machine.directory + "/TASKDATA.XML"))
             #expect(try await AgrigpsCommand.run(["fields", "import", machine.directory + "/TASKDATA.XML", "--state-dir", machine.state]).code == 0)
-            // A receiver's sum per field: each Time with DDI 141 on stands for the time until the next (at most 45 s), in the field of its position.
-            var summed: [String: Double] = [:]
-            for (time, next) in zip(times, times.dropFirst()) where working(time) {
-                let seconds = Double(next.start.seconds - time.start.seconds) + Double(next.start.nanos - time.start.nanos) / 1e9
-                guard seconds > 0, seconds <= 45 else { continue }
+            // A receiver's sum per field: in the field of each Time's position.
+            let summed = Self.workedSeconds(times) { time in
                 let latitude = time.positionStart.positionNorth
-                if let box = boxes.first(where: { latitude > $0.1 && latitude < $0.2 }) { summed[box.0, default: 0] += seconds }
+                return boxes.first { latitude > $0.1 && latitude < $0.2 }?.0
             }
-            let stats = try await AgrigpsCommand.run(["stats", "--json", "--by-field", "--by", "year", "--since", "2010-01-01", "--until", "2020-01-01",
-                                                      "--time-zone", "UTC", "--state-dir", machine.state])
-            let lines = try #require((try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"]
-                as? [[String: Any]], "\(stats.stdout)")
+            let lines = try await Self.records(machine, ["--by-field"])
             var records: [String: Double] = [:]
             for line in lines {
                 if let name = (line["field"] as? [String: Any])?["name"] as? String { records[name] = line["seconds_working"] as? Double }
