@@ -269,10 +269,14 @@ final class SimHTTPHandler: ChannelInboundHandler {
         }
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: response.contentType)
-        headers.add(name: "Content-Length", value: String(response.body.count))
+        headers.add(name: "Content-Length", value: String(response.filler > 0 ? response.filler : response.body.count))
         headers.add(name: "Date", value: HTTPDate.format(Int(Date().timeIntervalSince1970)))  // as every real server sends; clients read agrirouter's time from it
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: response.status), headers: headers))), promise: nil)
+        if response.filler > 0 {
+            writeFiller(context: context, at: 0, of: response.filler)
+            return
+        }
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: response.body)))), promise: nil)
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
         if !keepAlive {
@@ -280,6 +284,27 @@ final class SimHTTPHandler: ChannelInboundHandler {
             done.whenComplete { _ in bound.value.close(promise: nil) }
         }
     }
+
+    /// The filler body from byte `offset` on, a chunk per write once the one before has gone out;
+    /// the connection is closed at the end or when a write fails (the client hung up).
+    private func writeFiller(context: ChannelHandlerContext, at offset: Int, of total: Int) {
+        let count = min(Self.fillerChunk, total - offset)
+        var chunk = ByteBuffer(repeating: UInt8(ascii: " "), count: count)
+        if offset == 0 { chunk.setInteger(UInt8(ascii: "["), at: 0) }
+        if offset + count == total { chunk.setInteger(UInt8(ascii: "]"), at: count - 1) }
+        let written = context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(chunk))))
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        written.whenComplete { result in
+            let (handler, context) = bound.value
+            switch result {
+            case .success where offset + count < total: handler.writeFiller(context: context, at: offset + count, of: total)
+            case .success: context.writeAndFlush(handler.wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.1.close(promise: nil) }
+            case .failure: context.close(promise: nil)
+            }
+        }
+    }
+
+    private static let fillerChunk = 1 << 20
 
     private func peerCertificate(context: ChannelHandlerContext) -> Certificate? {
         guard let handler = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),

@@ -88,6 +88,10 @@ struct SimResponse: Sendable {
     /// Close the connection instead of answering.
     var drop = false
     var delay: Double = 0
+    /// When above 0, the body is a JSON array of this many bytes, spaces between its brackets, written
+    /// a chunk at a time as the client reads it: a client that stops reading costs the simulator only
+    /// what it took, not the whole body made and encrypted at once.
+    var filler = 0
 
     /// An empty body when the value cannot be written.
     static func json(_ status: Int, _ value: some Encodable) -> SimResponse {

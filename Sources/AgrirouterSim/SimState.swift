@@ -223,7 +223,7 @@ actor SimState {
         if let index = faults.firstIndex(where: { if case .oversizedOutbox = $0 { true } else { false } }),
            case .oversizedOutbox(let bytes) = faults[index] {
             faults.remove(at: index)
-            return SimResponse(status: 200, body: Data("[".utf8) + Data(repeating: UInt8(ascii: " "), count: max(0, bytes - 2)) + Data("]".utf8))
+            return SimResponse(status: 200, filler: max(2, bytes))
         }
         if let index = faults.firstIndex(where: { if case .stallOutbox = $0 { true } else { false } }),
            case .stallOutbox(let seconds) = faults[index] {
