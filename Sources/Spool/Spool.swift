@@ -125,9 +125,6 @@ public actor Spool {
                     try SpoolState.set("last_storage_fault", number: now, text: recovered.description, in: db)
                 }
                 let inserted = try insert(writes, at: now, into: db)
-                if let totals = writes.last(where: { $0.sample.machine?.totals != nil })?.sample.machine?.totals {
-                    try MachineTotalsState.set(totals, in: db)
-                }
                 if let ridingTake { rode = ride(ridingTake, in: db) }
                 return inserted
             }
@@ -908,22 +905,41 @@ extension Spool {
     }
 }
 
-/// The machine's running totals, kept in `spool_state` with the sample that brought them, so that
-/// a restart goes on from them when every row has been acknowledged and deleted.
+/// The machine's running totals: each sample's row carries them, and a row that leaves the queue
+/// with totals newer than those kept in `spool_state` leaves them there (a trigger, whatever deletes
+/// it), so that a restart goes on from them when every row has been acknowledged and deleted.
 enum MachineTotalsState {
     /// What each total may be, as it is kept and read back: EFDI's 32-bit values, in seconds and millilitres.
     static let range = 0...Double(Int32.max)
 
-    static func set(_ totals: MachineTotals, in db: Database) throws {
-        let text = [totals.effectiveSeconds, totals.ineffectiveSeconds, totals.fuelMillilitres, totals.engineSeconds].map { String($0) }
-            .joined(separator: " ")
-        try SpoolState.set("machine_totals", text: text, in: db)
-    }
+    /// Keeps the totals of a deleted row if it is newer than the row whose totals are kept (the
+    /// row's id in `number`; none in what versions before kept, written at every append).
+    static let keptOnDelete = """
+        CREATE TRIGGER sample_leaves_machine_totals AFTER DELETE ON sample
+        WHEN typeof(OLD.machine_effective_s) = 'real' AND typeof(OLD.machine_ineffective_s) = 'real'
+          AND typeof(OLD.machine_fuel_ml) = 'real'
+          AND OLD.id > COALESCE((SELECT number FROM spool_state WHERE name = 'machine_totals'), -1)
+        BEGIN
+          INSERT OR REPLACE INTO spool_state (name, number, text) VALUES ('machine_totals', OLD.id,
+            printf('%.17g %.17g %.17g %.17g', OLD.machine_effective_s, OLD.machine_ineffective_s, OLD.machine_fuel_ml,
+                   CASE typeof(OLD.machine_engine_s) WHEN 'real' THEN OLD.machine_engine_s ELSE 0 END));
+        END
+        """
 
-    /// Nil when none were kept, or what is kept is not three or four numbers within EFDI's 32 bits
-    /// (three: kept before the engine's total was, which then counts from 0).
+    /// The newest totals: those of the newest row that has them, or, when no row newer than the
+    /// one they were kept from has any, those kept. Nil when there are none, or what is kept is not
+    /// three or four numbers within EFDI's 32 bits (three: kept before the engine's total was,
+    /// which then counts from 0).
     static func read(_ db: Database) throws -> MachineTotals? {
-        guard let text = try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'machine_totals'"), text.count < 200 else { return nil }
+        let kept = try Row.fetchOne(db, sql: "SELECT number, text FROM spool_state WHERE name = 'machine_totals'")
+        let keptID = kept?.double(at: 0, in: 0...9e15) ?? -1
+        if let row = try Row.fetchOne(db, sql: """
+            SELECT machine_effective_s, machine_ineffective_s, machine_fuel_ml, machine_engine_s FROM sample
+            WHERE id > ? AND machine_effective_s IS NOT NULL ORDER BY id DESC LIMIT 1
+            """, arguments: [keptID]), let totals = SampleColumns.totals(row) {
+            return totals
+        }
+        guard let text = kept?.text(at: 1, limit: 200) else { return nil }
         let words = text.split(separator: " ")
         let numbers = words.compactMap { Double($0) }.filter(range.contains)
         guard numbers.count == words.count, (3...4).contains(numbers.count) else { return nil }

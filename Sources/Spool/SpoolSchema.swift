@@ -14,6 +14,7 @@ enum SpoolSchema {
     static let machineVersion = "v9-machine"
     static let machineTotalsVersion = "v10-machine-totals"
     static let engineTotalVersion = "v11-engine-total"
+    static let totalsOnDeleteVersion = "v12-totals-on-delete"
 
     /// Schema steps the file has applied that this version does not know, as they are named there;
     /// nil for a file that has never been migrated.
@@ -150,6 +151,12 @@ enum SpoolSchema {
         // The engine's running seconds beside them (DDI 492); rows from before hold NULL, read as 0.
         migrator.registerMigration(engineTotalVersion) { db in
             try db.execute(sql: "ALTER TABLE sample ADD COLUMN machine_engine_s REAL")
+        }
+        // The running totals were written beside the queue at every append, a page more in each
+        // sample's commit. Each row carries them: they are kept beside the queue only when a row
+        // that has them leaves, so that a restart with no row left still goes on from them.
+        migrator.registerMigration(totalsOnDeleteVersion) { db in
+            try db.execute(sql: MachineTotalsState.keptOnDelete)
         }
         return migrator
     }

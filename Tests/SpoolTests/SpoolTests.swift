@@ -92,7 +92,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         #expect(await spool.durability().synchronous == 2)
     }
 
-    @Test("the machine's running totals come back with their sample and beside the queue; totals kept before the engine's was count it from 0")
+    @Test("the machine's running totals come back with their sample, and from beside the queue once it has left; totals kept before the engine's was count it from 0")
     func machineTotalsRoundTrip() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
@@ -102,13 +102,30 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         #expect(isStored(await spool.append(item)))
         #expect(try await spool.allSamples().first?.0.sample.machine?.totals == item.machine?.totals)
         #expect(await spool.machineTotals() == item.machine?.totals)
+        // Kept beside the queue when the row leaves, by whatever deletes it; an older row leaving
+        // after a newer one does not put its totals back over the newer ones.
+        var later = sample(2)
+        later.machine = item.machine
+        later.machine?.totals?.effectiveSeconds = 89.5
+        #expect(isStored(await spool.append(later)))
+        #expect(await spool.machineTotals() == later.machine?.totals, "the newest row's")
         let queue = try DatabaseQueue(path: scratch.spoolPath)
+        func kept() async throws -> String? {
+            try await queue.read { db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'machine_totals'") }
+        }
+        #expect(try await kept() == nil, "nothing written beside the queue while the rows hold them")
+        try await queue.write { db in try db.execute(sql: "DELETE FROM sample WHERE id = (SELECT MAX(id) FROM sample)") }
+        #expect(try await kept() == "89.5 126 713.25 214.5")
+        try await queue.write { db in try db.execute(sql: "DELETE FROM sample") }
+        #expect(try await kept() == "89.5 126 713.25 214.5")
+        #expect(await spool.machineTotals() == later.machine?.totals)
         for (kept, expected) in [("88.5 126 713.25", MachineTotals(effectiveSeconds: 88.5, ineffectiveSeconds: 126, fuelMillilitres: 713.25)),
                                  ("88.5 126 x 4", nil), ("1 2", nil), ("1 2 3 4 5", nil), ("1 2 3 3e10", nil)] {
             try await queue.write { db in try db.execute(sql: "UPDATE spool_state SET text = ? WHERE name = 'machine_totals'", arguments: [kept]) }
             #expect(await spool.machineTotals() == expected, "\(kept)")
         }
         // A row from before the engine's column: its totals count the engine from 0.
+        #expect(isStored(await spool.append(item)))
         try await queue.write { db in try db.execute(sql: "UPDATE sample SET machine_engine_s = NULL") }
         #expect(try await spool.allSamples().first?.0.sample.machine?.totals?.engineSeconds == 0)
     }
@@ -336,6 +353,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
             let status = await spool.status()
             let aside = try #require(status.quarantinedFile, "\(damage): not quarantined")
             #expect(aside.hasPrefix(scratch.spoolPath + ".corrupt-"))
+            #expect(aside.dropFirst(scratch.spoolPath.count).wholeMatch(of: /\.corrupt-20\d{6}T\d{6}Z/) != nil, "ISO 8601's basic form: \(aside)")
             #expect(FileManager.default.fileExists(atPath: aside))
             #expect(status.pending == 0 && status.storageFault == nil)
             // What the file held is counted as lost, and the new spool's ids go on after its own.
@@ -465,7 +483,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         #expect(Set(applied) == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion, SpoolSchema.efdiVersion,
                                  SpoolSchema.lighterAppendVersion, SpoolSchema.ownRowIDsVersion, SpoolSchema.batchTableVersion,
                                  SpoolSchema.acknowledgedBatchesVersion, SpoolSchema.machineVersion, SpoolSchema.machineTotalsVersion,
-                                 SpoolSchema.engineTotalVersion])
+                                 SpoolSchema.engineTotalVersion, SpoolSchema.totalsOnDeleteVersion])
         #expect(await spool.status().pending == 2)
         #expect(await spool.status().byOutput == ["gps_info": ["pending": 2, "in_flight": 1]])
         // The batch in flight when the old version stopped keeps its id and send time, and its answer still counts.

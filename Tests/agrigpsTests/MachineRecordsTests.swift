@@ -105,8 +105,9 @@ struct MachineRecordsTests {
         // The TimeLogs' running totals go on across a restart: the drive again adds as much again.
         func totals() async throws -> [Double] {
             let kept = try await SystemTool.run("/usr/bin/sqlite3", ["-readonly", state + "/spool.sqlite",
-                                                                     "SELECT text FROM spool_state WHERE name = 'machine_totals'"])
-            return kept.output.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+                                                                     "SELECT machine_effective_s, machine_ineffective_s, machine_fuel_ml, machine_engine_s FROM sample "
+                                                                     + "WHERE machine_effective_s IS NOT NULL ORDER BY id DESC LIMIT 1"])
+            return kept.output.split(whereSeparator: { $0.isWhitespace || $0 == "|" }).compactMap { Double($0) }
         }
         let first = try await totals()
         #expect(first.count == 4 && abs(first[0] - whole.working) < 0.001 && abs(first[2] - whole.litres * 1000) < 0.001, "\(first)")
