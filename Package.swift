@@ -296,6 +296,7 @@ let package = Package(
             name: "agrigps",
             dependencies: [
                 "Clocks",
+                "StateFiles",
                 "NMEA2000",
                 "Machine",
                 "CANBus",

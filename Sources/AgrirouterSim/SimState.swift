@@ -1,4 +1,5 @@
 import AgrirouterWire
+import Clocks
 import Crypto
 import Foundation
 import SwiftProtobuf
@@ -791,12 +792,16 @@ struct SimNote {
 }
 
 enum ISO8601 {
+    /// An internet date-time as clients send it: in UTC ("Z"), or with an offset ("+02:00"), which
+    /// is taken off to give the same instant.
     static func parse(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
+        guard text.utf8.count > 6, !text.hasSuffix("Z") else { return ISO8601UTC.date(from: text) }
+        let offset = Array(text.utf8.suffix(6))
+        guard offset[0] == UInt8(ascii: "+") || offset[0] == UInt8(ascii: "-"), offset[3] == UInt8(ascii: ":"),
+              let hours = Int(String(decoding: offset[1..<3], as: UTF8.self)), let minutes = Int(String(decoding: offset[4..<6], as: UTF8.self)),
+              hours < 24, minutes < 60, let local = ISO8601UTC.date(from: String(text.dropLast(6)) + "Z") else { return nil }
+        let seconds = Double(hours * 3600 + minutes * 60)
+        return local.addingTimeInterval(offset[0] == UInt8(ascii: "+") ? -seconds : seconds)
     }
 }
 

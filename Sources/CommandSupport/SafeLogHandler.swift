@@ -23,10 +23,10 @@ public struct SafeLogHandler: LogHandler {
         set { wrapped[metadataKey: key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        let safe = metadata?.mapValues { Logger.MetadataValue.string(TerminalText.safe("\($0)", limit: 500)) }
-        wrapped.log(level: level, message: "\(TerminalText.safe(message.description, limit: 2000))", metadata: safe,
-                    source: source, file: file, function: function, line: line)
+    public func log(event: LogEvent) {
+        var safe = event
+        safe.message = "\(TerminalText.safe(event.message.description, limit: 2000))"
+        safe.metadata = event.metadata?.mapValues { .string(TerminalText.safe("\($0)", limit: 500)) }
+        wrapped.log(event: safe)
     }
 }

@@ -1,3 +1,4 @@
+import Clocks
 import Bounds
 import Foundation
 import StateFiles
@@ -138,11 +139,9 @@ enum SpoolFile {
 
     /// Moves the file (and its WAL and shared-memory files, which belong to it) to `<name>.corrupt-<UTC>`.
     private static func quarantine(path: String) -> String? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        let aside = "\(path).corrupt-\(formatter.string(from: Date()))"
+        // ISO 8601's basic form, to the second: 20261130T015000Z.
+        let stamp = ISO8601UTC.string(from: Date()).prefix(19).filter { $0 != "-" && $0 != ":" }
+        let aside = "\(path).corrupt-\(stamp)Z"
         guard rename(path, aside) == 0 else { return nil }
         for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             if rename(path + suffix, aside + suffix) != 0 { unlink(path + suffix) }

@@ -91,6 +91,18 @@ func gpsList(latitude: Double) -> Agrirouter_Technicalmessagetype_GPSList {
 
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct SimulatorTests {
+    @Test("a client's time is read in UTC or with an offset, to the same instant; anything else is refused")
+    func clientTimes() {
+        let instant = Date(timeIntervalSince1970: 1_774_494_538)  // 2026-03-26T03:08:58Z
+        #expect(ISO8601.parse("2026-03-26T03:08:58Z") == instant)
+        #expect(ISO8601.parse("2026-03-26T05:08:58+02:00") == instant)
+        #expect(ISO8601.parse("2026-03-25T23:38:58-03:30") == instant)
+        #expect(ISO8601.parse("2026-03-26T05:08:58.250+02:00") == instant.addingTimeInterval(0.25))
+        for bad in ["2026-03-26T03:08:58", "2026-03-26T03:08:58+2:00", "2026-03-26T03:08:58+24:00", "2026-03-26 03:08:58Z", "+02:00", ""] {
+            #expect(ISO8601.parse(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func clientCertificateIsRequiredAndMustComeFromTheSimulatorsCA() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
         let other = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000002": "Stranger"]))

@@ -160,9 +160,8 @@ final class TileTestJournal: Sendable {
             set { metadata[key] = newValue }
         }
 
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
-            journal.lines.withLock { $0.append("\(level) \(message)") }
+        func log(event: LogEvent) {
+            journal.lines.withLock { $0.append("\(event.level) \(event.message)") }
         }
     }
 }
