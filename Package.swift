@@ -109,6 +109,8 @@ let package = Package(
             path: "Sources/CCurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // The one libcurl client: the agrirouter link and the cab view's tile cache both request through it.
+        .target(name: "CurlHTTP", dependencies: ["CCurl", "Bounds", "BlockingWork"]),
         // libmosquitto's headers, for the MQTT transport, with a shim that opens the library at its
         // first use (it is not linked: it brings libssl, and a daemon that never talks MQTT never maps it).
         .systemLibrary(
@@ -139,12 +141,12 @@ let package = Package(
         .target(
             name: "AgrirouterLink",
             dependencies: [
+                "CurlHTTP",
                 "BlockingWork",
                 "Clocks",
                 "StateFiles",
                 "Bounds",
                 "AgrirouterWire",
-                "CCurl",
                 "CMosquitto",
                 "COpenSSL",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -225,7 +227,7 @@ let package = Package(
                 "StateView",
                 "Track",
                 "COpenSSL",
-                "CCurl",
+                "CurlHTTP",
                 "Fields",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // SQLite's C API, for the basemap's MBTiles reads (Basemap.swift).

@@ -1,8 +1,5 @@
-import BlockingWork
-import Bounds
-import CCurl
+import CurlHTTP
 import Foundation
-import Synchronization
 
 /// The endpoint's client certificate. The key stays encrypted; libcurl gets all three from memory, so
 /// no plaintext key ever reaches a file. Printing it shows nothing secret.
@@ -98,8 +95,8 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-/// HTTPS over libcurl's easy API. The server is always verified; `trustedCAPEM` replaces the system's
-/// CA bundle (the local agrirouter has its own CA). There is no switch to turn verification off.
+/// HTTPS to agrirouter, over the one libcurl client (`CurlClient`). The server is always verified;
+/// `trustedCAPEM` replaces the system's CA bundle (the local agrirouter has its own CA).
 public struct HTTPSClient: Sendable {
     public var trustedCAPEM: String?
     public var connectTimeout: Double
@@ -107,8 +104,8 @@ public struct HTTPSClient: Sendable {
     /// The largest answer read; a larger one is cut off with `responseTooLarge`, so a hostile or broken
     /// server cannot make the daemon hold more than this in memory.
     public var maximumResponseBytes: Int
-    /// Shared by copies of this client: the handles whose connections can be used again.
-    private let handles = CurlHandlePool()
+    /// Shared by copies of this client, with the connections its handles keep.
+    private let curl = CurlClient()
 
     /// The outbox holds at most a few feed pages (1 MB each) and pushes: 16 MiB is several times that.
     public static let defaultResponseLimit = 16 * 1_048_576
@@ -121,294 +118,99 @@ public struct HTTPSClient: Sendable {
         self.maximumResponseBytes = maximumResponseBytes
     }
 
-    /// Opens libcurl at the first request, once per process: nil when it is ready, else why not.
-    private static let libcurlProblem: String? = {
-        var error = [CChar](repeating: 0, count: 512)
-        guard ccurl_open(&error, error.count) != 0 else { return nil }
-        return String(errorBuffer: error)
-    }()
+    /// One request off the cooperative pool. With `anyStatus`, every HTTP answer is returned with its
+    /// body (onboarding reads agrirouter's error codes from it); otherwise non-2xx statuses are typed
+    /// errors. Only a `cancellable` request ends when its task is cancelled (a POST whose body went out
+    /// then fails as `brokenAfterSending`): by default a request runs to its answer or its timeout,
+    /// as one that took answers from the outbox must.
+    public func send(method: String, url: String, body: Data? = nil, headers: [String] = [],
+                     credentials: ClientCredentials? = nil, anyStatus: Bool = false,
+                     cancellable: Bool = false) async throws(TransportError) -> HTTPResponse {
+        let answer: CurlResponse
+        do {
+            answer = try await curl.send(request(method: method, url: url, body: body, headers: headers, credentials: credentials),
+                                         cancellable: cancellable)
+        } catch {
+            throw Self.error(error, hasBody: body != nil)
+        }
+        return try Self.checked(answer, anyStatus: anyStatus)
+    }
 
-    /// Performs one request on the calling thread; use `send` from async code.
-    /// With `anyStatus`, every HTTP answer is returned with its body (onboarding reads agrirouter's
-    /// error codes from it); otherwise non-2xx statuses are typed errors.
+    /// The same on the calling thread, which it blocks: for callers on a thread of their own.
     public func perform(method: String, url: String, body: Data? = nil, headers: [String] = [],
                         credentials: ClientCredentials? = nil, anyStatus: Bool = false) throws(TransportError) -> HTTPResponse {
-        if let problem = Self.libcurlProblem { throw .libcurlUnavailable(problem) }
-        guard let reusable = handles.take() else { throw .connectionFailed("libcurl could not start a request") }
-        let handle = reusable.raw
-        var completed = false
-        // Only a handle whose request completed goes back; after a failure its connection is suspect.
-        defer { if completed { handles.put(reusable) } }
-        let response = ResponseBuffer(limit: maximumResponseBytes)
-        let requestBody = body.map(RequestBody.init)
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        var headerList: UnsafeMutablePointer<curl_slist>?
-        defer { ccurl_slist_free_all(headerList) }
-        for header in ["Accept: application/json"] + headers {
-            // Out of memory: the request goes without the header, and fails on its own terms.
-            if let longer = ccurl_slist_append(headerList, header) { headerList = longer }
+        let answer: CurlResponse
+        do {
+            answer = try curl.perform(request(method: method, url: url, body: body, headers: headers, credentials: credentials))
+        } catch {
+            throw Self.error(error, hasBody: body != nil)
         }
+        return try Self.checked(answer, anyStatus: anyStatus)
+    }
 
-        let code: CURLcode = try errorBuffer.withUnsafeMutableBufferPointer { errors throws(TransportError) in
-            // Every option is checked, as a refused one (a TLS option in a libcurl without it) would
-            // otherwise send the request without it.
-            var options = CurlOptions(handle)
-            connection(&options, url: url, credentials: credentials, errors: errors.baseAddress, connectTimeout: connectTimeout)
-            options.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList), "CURLOPT_HTTPHEADER")
-            // A larger declared answer is refused before its body is read.
-            options.set(CURLOPT_MAXFILESIZE_LARGE, maximumResponseBytes, "CURLOPT_MAXFILESIZE_LARGE")
-            options.set(CURLOPT_CUSTOMREQUEST, method, "CURLOPT_CUSTOMREQUEST")
-            // A connection idle this long may have been closed by the server: a new one is safer
-            // than a request that dies on it, whose body may or may not have been taken.
-            options.set(CURLOPT_MAXAGE_CONN, 30, "CURLOPT_MAXAGE_CONN")
-            if let requestBody {
-                // Read through our callback, which knows whether the whole body ever went out.
-                options.set(CURLOPT_POST, 1, "CURLOPT_POST")
-                options.set(CURLOPT_POSTFIELDSIZE_LARGE, requestBody.bytes.count, "CURLOPT_POSTFIELDSIZE_LARGE")
-                options.check(ccurl_set_read_callback(handle, { buffer, size, count, context in
-                    guard let buffer, let context else { return 0 }
-                    return Unmanaged<RequestBody>.fromOpaque(context).takeUnretainedValue().read(into: buffer, size * count)
-                }, Unmanaged.passUnretained(requestBody).toOpaque()), "CURLOPT_READFUNCTION")
-            }
-            let context = Unmanaged.passUnretained(response).toOpaque()
-            options.check(ccurl_set_write_callback(handle, { data, size, count, context in
-                guard let data, let context else { return 0 }
-                // Returning less than was given makes libcurl stop with CURLE_WRITE_ERROR.
-                return Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().append(data, size * count) ? size * count : 0
-            }, context), "CURLOPT_WRITEFUNCTION")
-            if let refused = options.refused { throw refused }
-            return ccurl_easy_perform(handle)
+    /// Opens a connection to `url`'s server, TCP and TLS both ways, and closes it without a request:
+    /// whether agrirouter can be reached, at the cost of a handshake and none of its API.
+    public func probe(url: String, credentials: ClientCredentials? = nil) async throws(TransportError) {
+        var probe = request(method: "GET", url: url, credentials: credentials)
+        probe.connectTimeout = min(connectTimeout, 5)
+        do {
+            try await curl.reach(probe)
+        } catch {
+            throw Self.error(error, hasBody: false)
         }
-        if response.overflowed || code == CURLE_FILESIZE_EXCEEDED { throw .responseTooLarge(limit: maximumResponseBytes) }
-        guard code == CURLE_OK else {
-            let written = String(errorBuffer: errorBuffer)
-            let detail = written.isEmpty ? String(cString: ccurl_easy_strerror(code)) : written
-            // Whether a POST may have arrived decides whether its batch waits for an answer: it did
-            // only if its whole body went out, on this connection or one that died before it.
-            let sentWhole = requestBody.map { $0.wentOutWhole || (!$0.bytes.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.bytes.count)) } ?? false
-            throw Self.error(for: code, detail: detail, sentWholeBody: sentWhole, hasBody: body != nil)
+    }
+
+    private func request(method: String, url: String, body: Data? = nil, headers: [String] = [],
+                         credentials: ClientCredentials?) -> CurlRequest {
+        var request = CurlRequest(url: url, connectTimeout: connectTimeout, totalTimeout: totalTimeout, maximumResponseBytes: maximumResponseBytes)
+        request.method = method
+        request.body = body
+        request.headers = ["Accept: application/json"] + headers
+        request.trustedCAPEM = trustedCAPEM
+        request.clientCertificate = credentials.map {
+            CurlClientCertificate(certificatePEM: $0.certificatePEM, encryptedKeyPEM: $0.encryptedKeyPEM, secret: $0.secret)
         }
-        completed = true
-        let status = Int(ccurl_response_code(handle))
-        let date = Self.serverDate(handle)
-        if anyStatus { return HTTPResponse(status: status, body: response.data, serverDate: date) }
-        switch status {
-        case 200..<300: return HTTPResponse(status: status, body: response.data, serverDate: date)
+        return request
+    }
+
+    private static func checked(_ answer: CurlResponse, anyStatus: Bool) throws(TransportError) -> HTTPResponse {
+        let response = HTTPResponse(status: answer.status, body: answer.body, serverDate: answer.serverDate)
+        if anyStatus { return response }
+        switch answer.status {
+        case 200..<300: return response
         case 401: throw .unauthorized
         case 403: throw .forbidden
         case 404: throw .notFound
         case 413: throw .payloadTooLarge
-        case 500..<600: throw .serverError(status)
-        default: throw .unexpectedStatus(status)
+        case 500..<600: throw .serverError(answer.status)
+        default: throw .unexpectedStatus(answer.status)
         }
     }
 
-    /// The options every connection gets: where to, the timeouts, and TLS both ways (the server
-    /// always verified, the endpoint's certificate shown when there is one).
-    private func connection(_ options: inout CurlOptions, url: String, credentials: ClientCredentials?,
-                            errors: UnsafeMutablePointer<CChar>?, connectTimeout: Double) {
-        options.set(CURLOPT_URL, url, "CURLOPT_URL")
-        options.set(CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errors), "CURLOPT_ERRORBUFFER")
-        options.set(CURLOPT_NOSIGNAL, 1, "CURLOPT_NOSIGNAL")
-        options.set(CURLOPT_CONNECTTIMEOUT_MS, Self.milliseconds(connectTimeout), "CURLOPT_CONNECTTIMEOUT_MS")
-        options.set(CURLOPT_TIMEOUT_MS, Self.milliseconds(totalTimeout), "CURLOPT_TIMEOUT_MS")
-        options.set(CURLOPT_SSL_VERIFYPEER, 1, "CURLOPT_SSL_VERIFYPEER")
-        options.set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
-        options.set(CURLOPT_PROTOCOLS_STR, "https", "CURLOPT_PROTOCOLS_STR")
-        if let trustedCAPEM { options.set(CURLOPT_CAINFO_BLOB, blob: trustedCAPEM, "CURLOPT_CAINFO_BLOB") }
-        if let credentials {
-            options.set(CURLOPT_SSLCERT_BLOB, blob: credentials.certificatePEM, "CURLOPT_SSLCERT_BLOB")
-            options.set(CURLOPT_SSLCERTTYPE, "PEM", "CURLOPT_SSLCERTTYPE")
-            options.set(CURLOPT_SSLKEY_BLOB, blob: credentials.encryptedKeyPEM, "CURLOPT_SSLKEY_BLOB")
-            options.set(CURLOPT_SSLKEYTYPE, "PEM", "CURLOPT_SSLKEYTYPE")
-            options.set(CURLOPT_KEYPASSWD, credentials.secret, "CURLOPT_KEYPASSWD")
-        }
-    }
-
-    /// Opens a connection to `url`'s server, TCP and TLS both ways, and closes it without a request:
-    /// whether agrirouter can be reached, at the cost of a handshake and none of its API. A fresh
-    /// handle, so that a pooled live connection never answers for a server that has gone.
-    public func reach(url: String, credentials: ClientCredentials? = nil) throws(TransportError) {
-        if let problem = Self.libcurlProblem { throw .libcurlUnavailable(problem) }
-        guard let probe = CurlHandle() else { throw .connectionFailed("libcurl could not start a connection") }
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        let code: CURLcode = try errorBuffer.withUnsafeMutableBufferPointer { errors throws(TransportError) in
-            var options = CurlOptions(probe.raw)
-            connection(&options, url: url, credentials: credentials, errors: errors.baseAddress, connectTimeout: min(connectTimeout, 5))
-            options.set(CURLOPT_CONNECT_ONLY, 1, "CURLOPT_CONNECT_ONLY")
-            if let refused = options.refused { throw refused }
-            let code = ccurl_easy_perform(probe.raw)
-            // The handle outlives this buffer and may write to it as it is cleaned up: it is told first.
-            _ = ccurl_set_pointer(probe.raw, CURLOPT_ERRORBUFFER, nil)
-            return code
-        }
-        guard code == CURLE_OK else {
-            let written = String(errorBuffer: errorBuffer)
-            throw Self.error(for: code, detail: written.isEmpty ? String(cString: ccurl_easy_strerror(code)) : written)
-        }
-    }
-
-    private static func serverDate(_ handle: UnsafeMutableRawPointer) -> Date? {
-        guard let value = ccurl_header(handle, "Date") else { return nil }
-        let seconds = ccurl_getdate(value)  // -1 when it is not a date
-        return seconds >= 0 ? Bounds.date(secondsSince1970: Double(seconds)) : nil
-    }
-
-    /// `perform` on a thread of its own (about 50 µs to start, beside requests seconds apart): a
-    /// request waits on the network for up to its timeout, and must never block the cooperative pool.
-    public func send(method: String, url: String, body: Data? = nil, headers: [String] = [],
-                     credentials: ClientCredentials? = nil, anyStatus: Bool = false) async throws(TransportError) -> HTTPResponse {
-        try await onOwnThread { () throws(TransportError) in
-            try perform(method: method, url: url, body: body, headers: headers, credentials: credentials, anyStatus: anyStatus)
-        }
-    }
-
-    /// `reach` off the cooperative pool.
-    public func probe(url: String, credentials: ClientCredentials? = nil) async throws(TransportError) {
-        try await onOwnThread { () throws(TransportError) in try reach(url: url, credentials: credentials) }
-    }
-
-    /// A timeout for libcurl: whole milliseconds, at least 1, clamped to a day (a checked value never
-    /// reaches the clamp; a NaN would otherwise trap the conversion).
-    static func milliseconds(_ seconds: Double) -> Int {
-        guard seconds.isFinite else { return 86_400_000 }
-        return Bounds.clamped(seconds * 1000, to: 1...86_400_000) ?? 86_400_000
-    }
-
-    static func error(for code: CURLcode, detail: String, sentWholeBody: Bool = false, hasBody: Bool = false) -> TransportError {
-        // A body that went out whole may have been taken, whatever failed after it (a retry's
-        // connect, a rewind libcurl was not allowed to make).
-        if sentWholeBody, code != CURLE_OPERATION_TIMEDOUT { return .brokenAfterSending(detail) }
-        switch code {
-        case CURLE_OPERATION_TIMEDOUT:
-            return hasBody && !sentWholeBody ? .connectionFailed("timed out before the request was sent (\(detail))") : .timedOut
-        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: return .cannotConnect(detail)
-        case CURLE_SSL_CERTPROBLEM: return .credentialsUnusable(detail)
-        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE: return .serverNotTrusted(detail)
-        default:
-            // A server that refuses our certificate says so with a TLS alert ("certificate required",
-            // "unknown ca", "decrypt error", ...); TLS 1.3 delivers it on the first read.
-            if detail.lowercased().contains("alert") {
-                return .clientCertificateRejected(detail)
+    static func error(_ failure: CurlFailure, hasBody: Bool) -> TransportError {
+        switch failure {
+        case .unavailable(let detail): return .libcurlUnavailable(detail)
+        case .refused(let option, let code): return .libcurlRefused(option: option, code: code)
+        case .cannotStart: return .connectionFailed("libcurl could not start a request")
+        case .tooLarge(let limit): return .responseTooLarge(limit: limit)
+        case .cancelled(let sentWholeBody):
+            return sentWholeBody ? .brokenAfterSending("cancelled after the request was sent, as the daemon stops") : .stopping
+        case .failed(let kind, let detail, let sentWholeBody):
+            // A body that went out whole may have been taken, whatever failed after it (a retry's
+            // connect, a rewind libcurl was not allowed to make).
+            if sentWholeBody, kind != .timedOut { return .brokenAfterSending(detail) }
+            switch kind {
+            case .timedOut: return hasBody && !sentWholeBody ? .connectionFailed("timed out before the request was sent (\(detail))") : .timedOut
+            case .cannotConnect: return .cannotConnect(detail)
+            case .clientCertificateProblem: return .credentialsUnusable(detail)
+            case .serverNotTrusted: return .serverNotTrusted(detail)
+            case .tooManyRedirects, .other:
+                // A server that refuses our certificate says so with a TLS alert ("certificate required",
+                // "unknown ca", "decrypt error", ...); TLS 1.3 delivers it on the first read.
+                if detail.lowercased().contains("alert") { return .clientCertificateRejected(detail) }
+                return sentWholeBody ? .brokenAfterSending(detail) : .connectionFailed(detail)
             }
-            return sentWholeBody ? .brokenAfterSending(detail) : .connectionFailed(detail)
         }
     }
 }
 
-/// Idle libcurl handles, kept between requests. A handle keeps its connection and TLS session, so a
-/// request every few seconds pays neither a new TCP and TLS handshake nor the decryption of the
-/// client key each time (in the benchmark, publishing's CPU fell by about a quarter).
-private final class CurlHandlePool: Sendable {
-    private static let idleLimit = 2
-    private let idle = Mutex<[CurlHandle]>([])
-
-    /// An idle handle, or a new one; nil only if libcurl cannot make one.
-    func take() -> CurlHandle? {
-        idle.withLock { $0.popLast() } ?? CurlHandle()
-    }
-
-    func put(_ handle: CurlHandle) {
-        ccurl_easy_reset(handle.raw)  // clears the options; keeps the live connection and session cache
-        idle.withLock { handles in
-            if handles.count < Self.idleLimit { handles.append(handle) }
-        }
-    }
-}
-
-/// One easy handle. It is used by one request at a time: the pool hands it out exclusively.
-private final class CurlHandle: @unchecked Sendable {
-    let raw: UnsafeMutableRawPointer
-
-    init?() {
-        guard let raw = ccurl_easy_init() else { return nil }
-        self.raw = raw
-    }
-
-    deinit { ccurl_easy_cleanup(raw) }
-}
-
-/// The options of one request, set in turn; the first that libcurl refuses is kept to be thrown.
-private struct CurlOptions {
-    let handle: UnsafeMutableRawPointer
-    private(set) var refused: TransportError?
-
-    init(_ handle: UnsafeMutableRawPointer) {
-        self.handle = handle
-    }
-
-    mutating func check(_ code: CURLcode, _ name: String) {
-        if code != CURLE_OK, refused == nil { refused = .libcurlRefused(option: name, code: Int(code.rawValue)) }
-    }
-
-    mutating func set(_ option: CURLoption, _ value: Int, _ name: String) {
-        check(ccurl_set_long(handle, option, value), name)
-    }
-
-    mutating func set(_ option: CURLoption, _ value: String, _ name: String) {
-        check(ccurl_set_string(handle, option, value), name)
-    }
-
-    mutating func set(_ option: CURLoption, pointer: UnsafeMutableRawPointer?, _ name: String) {
-        check(ccurl_set_pointer(handle, option, pointer), name)
-    }
-
-    /// libcurl copies the bytes, so the array may go away afterwards.
-    mutating func set(_ option: CURLoption, blob text: String, _ name: String) {
-        var bytes = Array(text.utf8)
-        check(ccurl_set_blob(handle, option, &bytes, bytes.count), name)
-    }
-}
-
-/// The answer as it arrives, up to a cap; past it, nothing more is kept and the transfer stops.
-/// The request body, handed to libcurl as it asks; it notes whether all of it was ever handed out.
-private final class RequestBody {
-    let bytes: [UInt8]
-    private var offset = 0
-    private(set) var wentOutWhole = false
-
-    init(_ data: Data) {
-        bytes = [UInt8](data)
-    }
-
-    func read(into buffer: UnsafeMutablePointer<CChar>, _ capacity: Int) -> Int {
-        let count = min(capacity, bytes.count - offset)
-        if count > 0 {
-            bytes.withUnsafeBytes { source in
-                UnsafeMutableRawPointer(buffer).copyMemory(from: source.baseAddress! + offset, byteCount: count)
-            }
-            offset += count
-        }
-        if offset == bytes.count { wentOutWhole = true }
-        return count
-    }
-}
-
-/// An answer's body as curl hands it over, up to a cap: past it, nothing more is kept and the
-/// write callback stops the transfer. Also the cab view's tile fetches'.
-public final class ResponseBuffer {
-    public let limit: Int
-    public private(set) var data = Data()
-    public private(set) var overflowed = false
-
-    public init(limit: Int) {
-        self.limit = limit
-    }
-
-    /// False when `count` more bytes would pass the cap.
-    public func append(_ bytes: UnsafeMutablePointer<CChar>, _ count: Int) -> Bool {
-        guard count <= limit - data.count else {
-            overflowed = true
-            return false
-        }
-        data.append(UnsafeRawPointer(bytes).assumingMemoryBound(to: UInt8.self), count: count)
-        return true
-    }
-}
-
-extension String {
-    /// The text a C library wrote into `buffer`, up to its terminating NUL (or the whole buffer).
-    init(errorBuffer buffer: [CChar]) {
-        self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-}

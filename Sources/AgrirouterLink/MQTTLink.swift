@@ -383,3 +383,10 @@ private func passwordCallback(_ buffer: UnsafeMutablePointer<CChar>?, _ size: In
     guard let buffer, let handle, let link = MQTTLink.from(cmosq_userdata(OpaquePointer(handle))) else { return 0 }
     return link.writeSecret(into: buffer, size: size)
 }
+
+extension String {
+    /// The text a C library wrote into `buffer`, up to its terminating NUL (or the whole buffer).
+    init(errorBuffer buffer: [CChar]) {
+        self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

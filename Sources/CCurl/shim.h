@@ -1,4 +1,5 @@
-// Thin shim over libcurl's easy API.
+// Thin shim over libcurl's easy API, for the CurlHTTP module alone (each module that includes it
+// would hold a table of its own).
 //
 // libcurl is opened at its first use, not linked: it brings GnuTLS, Kerberos, LDAP, SSH and more
 // with it (about 3.5 MiB resident once mapped), and a daemon that is not onboarded never talks
@@ -162,6 +163,17 @@ static inline CURLcode ccurl_set_read_callback(CURL *handle, ccurl_read_callback
     if (ccurl_fn.easy_setopt == NULL) return CURLE_FAILED_INIT;
     CURLcode code = ccurl_fn.easy_setopt(handle, CURLOPT_READFUNCTION, callback);
     return code != CURLE_OK ? code : ccurl_fn.easy_setopt(handle, CURLOPT_READDATA, context);
+}
+
+typedef int (*ccurl_progress_callback)(void *context, curl_off_t download_total, curl_off_t downloaded,
+                                      curl_off_t upload_total, curl_off_t uploaded);
+// `callback` is called about once a second, and more often while data flows; a nonzero return ends
+// the transfer with CURLE_ABORTED_BY_CALLBACK. How a request waiting on a silent server is cancelled.
+static inline CURLcode ccurl_set_progress_callback(CURL *handle, ccurl_progress_callback callback, void *context) {
+    if (ccurl_fn.easy_setopt == NULL) return CURLE_FAILED_INIT;
+    CURLcode code = ccurl_fn.easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
+    if (code == CURLE_OK) code = ccurl_fn.easy_setopt(handle, CURLOPT_XFERINFODATA, context);
+    return code != CURLE_OK ? code : ccurl_fn.easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
 }
 
 // Bytes of the request body sent; -1 when libcurl cannot say.

@@ -1,7 +1,7 @@
 import AgrirouterLink
 import BlockingWork
 import Bounds
-import CCurl
+import CurlHTTP
 import Clocks
 import Foundation
 import GRDB
@@ -219,9 +219,7 @@ public actor TileCache {
         let fetcher = fetcher
         let answer: Result<UpstreamAnswer, TileCacheError>
         do {
-            answer = .success(try await onOwnThread { () throws(TileCacheError) -> UpstreamAnswer in
-                try fetcher.get(url, etag: validators?.etag, lastModified: validators?.lastModified)
-            })
+            answer = .success(try await fetcher.get(url, etag: validators?.etag, lastModified: validators?.lastModified))
         } catch {
             answer = .failure(error)
         }
@@ -701,125 +699,59 @@ enum CachePolicy: Equatable {
     }
 }
 
-// MARK: - libcurl
+// MARK: - Fetching
 
-/// Plain GETs over libcurl, for tiles: http or https as the template says, redirects only to the
-/// same scheme and at most 3, the answer capped, the server verified for https. Each request blocks
-/// its thread (the cache runs it on one of its own). Handles are kept between requests, so a page of
-/// tiles shares one connection and TLS session.
-final class TileFetcher: Sendable {
+/// Plain GETs for tiles over the one libcurl client: http or https as the template says, redirects
+/// only to the same scheme and at most 3, the answer capped, the server verified for https. Handles
+/// are kept between requests, so a page of tiles shares one connection and TLS session.
+struct TileFetcher: Sendable {
     let userAgent: String
     let timeout: Double
-    private let idle = Mutex<[TileCurlHandle]>([])
-    private static let idleLimit = 4
+    private let curl = CurlClient(idleHandles: 4)
 
     init(userAgent: String, timeout: Double) {
         self.userAgent = userAgent
         self.timeout = timeout
     }
 
-    /// Opens libcurl at the first request, once per process: nil when ready, else why not.
-    /// `HTTPSClient` (onboarding) opens it too, through a static of its own; a second open is
-    /// harmless: dlopen and curl_global_init count their callers, and the shim's table gets the same
-    /// pointers again.
-    /// libcurl opened for this module: the CCurl shim's functions are static inline, so each module
-    /// that includes it holds its own table of libcurl's symbols, and HTTPSClient's open does not fill
-    /// this one.
-    private static let libcurlProblem: String? = {
-        var error = [CChar](repeating: 0, count: 512)
-        guard ccurl_open(&error, error.count) != 0 else { return nil }
-        return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }()
-
-    func get(_ url: String, etag: String?, lastModified: String?) throws(TileCacheError) -> UpstreamAnswer {
-        if let problem = Self.libcurlProblem { throw .libcurlUnavailable(problem) }
-        guard let reusable = idle.withLock({ $0.popLast() }) ?? TileCurlHandle() else { throw .upstreamFailed("libcurl could not start a request") }
-        var completed = false
-        defer {
-            // Only a handle whose request completed goes back; after a failure its connection is suspect.
-            if completed {
-                ccurl_easy_reset(reusable.raw)
-                idle.withLock { if $0.count < Self.idleLimit { $0.append(reusable) } }
-            }
+    func get(_ url: String, etag: String?, lastModified: String?) async throws(TileCacheError) -> UpstreamAnswer {
+        let seconds = timeout.isFinite ? min(max(timeout, 0.001), 60) : 5
+        var request = CurlRequest(url: url, connectTimeout: min(seconds, 3), totalTimeout: seconds, maximumResponseBytes: TileCache.maximumTileBytes)
+        request.scheme = url.lowercased().hasPrefix("https://") ? "https" : "http"
+        // A tile server may move its tiles; a loop, or a move to another scheme, is refused.
+        request.maximumRedirects = 3
+        request.userAgent = userAgent
+        request.headers = ["Accept: image/png,image/webp,image/jpeg,image/*;q=0.8"]
+        // Validators are the server's own text, sent back as they came (cut at 1 KiB; one with a line
+        // break is left out).
+        if let etag { request.headers.append("If-None-Match: \(etag)") }
+        if let lastModified { request.headers.append("If-Modified-Since: \(lastModified)") }
+        request.responseHeaders = ["Content-Type", "Cache-Control", "Expires", "Date", "Age", "ETag", "Last-Modified"]
+        let answer: CurlResponse
+        do {
+            answer = try await curl.send(request)
+        } catch {
+            throw Self.error(error, timeout: timeout)
         }
-        let handle = reusable.raw
-        let scheme = url.lowercased().hasPrefix("https://") ? "https" : "http"
-        let body = ResponseBuffer(limit: TileCache.maximumTileBytes)
-        var headers: UnsafeMutablePointer<curl_slist>?
-        defer { ccurl_slist_free_all(headers) }
-        var lines = ["Accept: image/png,image/webp,image/jpeg,image/*;q=0.8"]
-        // Validators are the server's own text, sent back as they came (cut at 1 KiB, no line breaks).
-        if let etag { lines.append("If-None-Match: \(etag)") }
-        if let lastModified { lines.append("If-Modified-Since: \(lastModified)") }
-        for line in lines where !line.contains("\r") && !line.contains("\n") {
-            if let longer = ccurl_slist_append(headers, line) { headers = longer }
-        }
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        let code: CURLcode = try errorBuffer.withUnsafeMutableBufferPointer { errors throws(TileCacheError) in
-            var refused: TileCacheError?
-            // Every option is checked: one refused would otherwise send the request without it.
-            func check(_ code: CURLcode, _ name: String) {
-                if code != CURLE_OK, refused == nil { refused = .libcurlRefused(option: name, code: Int(code.rawValue)) }
-            }
-            func set(_ option: CURLoption, _ value: Int, _ name: String) { check(ccurl_set_long(handle, option, value), name) }
-            func set(_ option: CURLoption, text value: String, _ name: String) { check(ccurl_set_string(handle, option, value), name) }
-            let milliseconds = Bounds.clamped(timeout * 1000, to: 1...60_000) ?? 5000
-            set(CURLOPT_URL, text: url, "CURLOPT_URL")
-            check(ccurl_set_pointer(handle, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errors.baseAddress)), "CURLOPT_ERRORBUFFER")
-            check(ccurl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(headers)), "CURLOPT_HTTPHEADER")
-            set(CURLOPT_USERAGENT, text: userAgent, "CURLOPT_USERAGENT")
-            set(CURLOPT_NOSIGNAL, 1, "CURLOPT_NOSIGNAL")
-            set(CURLOPT_CONNECTTIMEOUT_MS, min(milliseconds, 3000), "CURLOPT_CONNECTTIMEOUT_MS")
-            set(CURLOPT_TIMEOUT_MS, milliseconds, "CURLOPT_TIMEOUT_MS")
-            set(CURLOPT_SSL_VERIFYPEER, 1, "CURLOPT_SSL_VERIFYPEER")
-            set(CURLOPT_SSL_VERIFYHOST, 2, "CURLOPT_SSL_VERIFYHOST")
-            set(CURLOPT_PROTOCOLS_STR, text: scheme, "CURLOPT_PROTOCOLS_STR")
-            // A tile server may move its tiles; a loop, or a move to plain http, is refused.
-            set(CURLOPT_FOLLOWLOCATION, 1, "CURLOPT_FOLLOWLOCATION")
-            set(CURLOPT_MAXREDIRS, 3, "CURLOPT_MAXREDIRS")
-            set(CURLOPT_REDIR_PROTOCOLS_STR, text: scheme, "CURLOPT_REDIR_PROTOCOLS_STR")
-            // A larger declared answer is refused before its body is read; an undeclared one at the cap.
-            set(CURLOPT_MAXFILESIZE_LARGE, TileCache.maximumTileBytes, "CURLOPT_MAXFILESIZE_LARGE")
-            set(CURLOPT_MAXAGE_CONN, 30, "CURLOPT_MAXAGE_CONN")
-            check(ccurl_set_write_callback(handle, { data, size, count, context in
-                guard let data, let context else { return 0 }
-                // Less than was given makes libcurl stop with CURLE_WRITE_ERROR.
-                return Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().append(data, size * count) ? size * count : 0
-            }, Unmanaged.passUnretained(body).toOpaque()), "CURLOPT_WRITEFUNCTION")
-            if let refused { throw refused }
-            return ccurl_easy_perform(handle)
-        }
-        if body.overflowed || code == CURLE_FILESIZE_EXCEEDED { throw .tileTooLarge(limit: TileCache.maximumTileBytes) }
-        guard code == CURLE_OK else {
-            let written = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            let detail = written.isEmpty ? String(cString: ccurl_easy_strerror(code)) : written
-            switch code {
-            case CURLE_OPERATION_TIMEDOUT: throw .upstreamTimedOut(seconds: timeout)
-            case CURLE_TOO_MANY_REDIRECTS: throw .tooManyRedirects
-            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: throw .upstreamUnreachable(detail)
-            default: throw .upstreamFailed(detail)
-            }
-        }
-        completed = true
-        func header(_ name: String) -> String? {
-            ccurl_header(handle, name).map { String(String(cString: $0).prefix(1024)) }
-        }
-        return UpstreamAnswer(status: Int(ccurl_response_code(handle)), body: body.data, contentType: header("Content-Type"),
-                              cacheControl: header("Cache-Control"), expires: header("Expires"), date: header("Date"),
-                              age: header("Age"), etag: header("ETag"), lastModified: header("Last-Modified"))
-    }
-}
-
-/// One easy handle, used by one request at a time: the fetcher's pool hands it out exclusively.
-private final class TileCurlHandle: @unchecked Sendable {
-    let raw: UnsafeMutableRawPointer
-
-    init?() {
-        guard let raw = ccurl_easy_init() else { return nil }
-        self.raw = raw
+        let header = answer.headers
+        return UpstreamAnswer(status: answer.status, body: answer.body, contentType: header["Content-Type"],
+                              cacheControl: header["Cache-Control"], expires: header["Expires"], date: header["Date"],
+                              age: header["Age"], etag: header["ETag"], lastModified: header["Last-Modified"])
     }
 
-    deinit { ccurl_easy_cleanup(raw) }
+    private static func error(_ failure: CurlFailure, timeout: Double) -> TileCacheError {
+        switch failure {
+        case .unavailable(let detail): return .libcurlUnavailable(detail)
+        case .refused(let option, let code): return .libcurlRefused(option: option, code: code)
+        case .cannotStart: return .upstreamFailed("libcurl could not start a request")
+        case .tooLarge(let limit): return .tileTooLarge(limit: limit)
+        case .cancelled: return .upstreamFailed("cancelled")
+        case .failed(.timedOut, _, _): return .upstreamTimedOut(seconds: timeout)
+        case .failed(.tooManyRedirects, _, _): return .tooManyRedirects
+        case .failed(.cannotConnect, let detail, _): return .upstreamUnreachable(detail)
+        case .failed(_, let detail, _): return .upstreamFailed(detail)
+        }
+    }
 }
 
 /// The cache file read back as untrusted input: SQLite keeps a value of any type in any column (a

@@ -325,6 +325,42 @@ struct SimulatorTests {
         }
     }
 
+    @Test("a cancellable request waiting on a hung gateway ends when its task is cancelled: a GET as not sent, a POST whose body went out as maybe taken; any other waits")
+    func cancelledRequestsEnd() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
+        try await tearingDown({ await simulator.shutdown() }) {
+            let endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+            await simulator.stallGateway(for: 30)
+            let client = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 60)
+            for (method, body) in [("GET", nil), ("POST", Data("{}".utf8))] as [(String, Data?)] {
+                let started = ContinuousClock.now
+                let request = Task {
+                    try await client.send(method: method, url: method == "GET" ? endpoint.commandsURL : endpoint.measuresURL, body: body,
+                                          credentials: endpoint.credentials, cancellable: true)
+                }
+                try await Task.sleep(for: .milliseconds(500))
+                request.cancel()
+                let result = await request.result
+                let ended = ContinuousClock.now - started
+                #expect(ended < .seconds(5), "\(method) ended \(ended) after it began, not at the 60 s timeout")
+                switch (method, result) {
+                case ("GET", .failure(TransportError.stopping)), ("POST", .failure(TransportError.brokenAfterSending)): break
+                default: Issue.record("\(method): \(result)")
+                }
+            }
+            // By default a request runs on: the outbox's answers it took must not be lost.
+            let patient = Task {
+                try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 2)
+                    .send(method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
+            }
+            let started = ContinuousClock.now
+            try await Task.sleep(for: .milliseconds(300))
+            patient.cancel()
+            if case .success = await patient.result { Issue.record("a hung GET succeeded") }
+            #expect(ContinuousClock.now - started > .milliseconds(1500), "ended by its own timeout, not the cancellation")
+        }
+    }
+
     @Test func faultsOnCommand() async throws {
         var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
         configuration.outboxLifetime = 0.3
