@@ -105,7 +105,7 @@ struct MachineTotalling {
     /// The totals at a sample with `reading` taken at `time`; nil without a reading.
     mutating func add(_ reading: MachineReading?, at time: Date) -> MachineTotals? {
         defer { previous = reading.map { (time, $0) } }
-        guard let reading else { return nil }
+        guard reading != nil else { return nil }
         if let previous { totals = totals.adding(previous.reading, from: previous.time, to: time) }
         return totals
     }

@@ -69,7 +69,7 @@ struct ConnectionTableTests {
         let time = TestTime(1_000)
         let closes = Closes()
         let table = ConnectionTable(capacity: 4, limits: .init(readTimeout: 10), logger: Self.quiet, now: { time.now })
-        let idle = table.opened(client: "10.0.0.1", close: closes.closer("idle"))
+        _ = table.opened(client: "10.0.0.1", close: closes.closer("idle"))
         time.advance(1)
         let trickle = table.opened(client: "10.0.0.2", close: closes.closer("trickle"))
         let upload = table.opened(client: "10.0.0.3", close: closes.closer("upload"))

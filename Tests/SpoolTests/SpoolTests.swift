@@ -343,7 +343,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
                 await spool.append((1...2000).map { sample($0) })
             }
             // Fold the WAL into the file, then write garbage over it.
-            try await DatabaseQueue(path: scratch.spoolPath).writeWithoutTransaction { try $0.checkpoint(.truncate) }
+            _ = try await DatabaseQueue(path: scratch.spoolPath).writeWithoutTransaction { try $0.checkpoint(.truncate) }
             let handle = try #require(FileHandle(forWritingAtPath: scratch.spoolPath))
             try handle.seek(toOffset: damage == "header" ? 0 : 8192)
             handle.write(Data((0..<16384).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }))
