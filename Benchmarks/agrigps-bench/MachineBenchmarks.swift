@@ -5,6 +5,7 @@ import Foundation
 import Machine
 import NMEA2000
 import TestSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,7 +29,11 @@ func machineBusCPU() throws {
     for index in 0..<others {
         let time = first + busSeconds * Double(index) / Double(max(others, 1))
         let identifier = UInt32(6) << 26 | UInt32(0xFF) << 16 | UInt32(0x80 + index % 16)
-        if let frame = CANFrame(time: time, identifier: identifier, data: [UInt8](repeating: UInt8(index & 0xFF), count: 8)) { frames.append(frame) }
+        if let frame = CANFrame(
+            time: time, identifier: identifier, data: [UInt8](repeating: UInt8(index & 0xFF), count: 8))
+        {
+            frames.append(frame)
+        }
     }
     frames.sort { ($0.time ?? 0) < ($1.time ?? 0) }
     let receiverOnly = Set(BusWatcher.wanted).subtracting(MachinePGN.all)
@@ -58,13 +63,23 @@ func machineBusCPU() throws {
     let baseline = cost { receiverOnly.contains($0.pgn) }
     let machine = cost { withMachine.contains($0.pgn) }
     let unfiltered = cost { _ in true }
-    print(String(format: "machine bus: %.0f s of bus time, %d frames (%.0f a second)", busSeconds, frames.count, Double(frames.count) / busSeconds))
-    print(String(format: "   receiver and machine PGNs: %.1f µs of CPU per bus second (%d frames passed, hitch seen in work: %@)"
-                 + "   baseline receiver's PGNs alone: %.1f µs (%d frames)   ratio %.2f (goal 1.2 for the whole run)",
-                 machine.microseconds, machine.passed, machine.working ? "yes" : "no", baseline.microseconds, baseline.passed,
-                 machine.microseconds / max(baseline.microseconds, 0.001)))
-    print(String(format: "   no kernel filter, every frame: %.1f µs per bus second (%d frames)   ratio to the filtered run %.2f",
-                 unfiltered.microseconds, unfiltered.passed, unfiltered.microseconds / max(machine.microseconds, 0.001)))
+    print(
+        String(
+            format: "machine bus: %.0f s of bus time, %d frames (%.0f a second)", busSeconds, frames.count,
+            Double(frames.count) / busSeconds))
+    print(
+        String(
+            format:
+                "   receiver and machine PGNs: %.1f µs of CPU per bus second (%d frames passed, hitch seen in work: %@)"
+                + "   baseline receiver's PGNs alone: %.1f µs (%d frames)   ratio %.2f (goal 1.2 for the whole run)",
+            machine.microseconds, machine.passed, machine.working ? "yes" : "no", baseline.microseconds,
+            baseline.passed,
+            machine.microseconds / max(baseline.microseconds, 0.001)))
+    print(
+        String(
+            format:
+                "   no kernel filter, every frame: %.1f µs per bus second (%d frames)   ratio to the filtered run %.2f",
+            unfiltered.microseconds, unfiltered.passed, unfiltered.microseconds / max(machine.microseconds, 0.001)))
 }
 
 /// This thread's CPU time so far.

@@ -1,13 +1,13 @@
+import AgrirouterLink
+import AgrirouterSim
+import AgrirouterWire
 // The benchmarks that run `agrigps run` itself as a process: CPU and peak memory against gpspipe
 // on the same replay, and the latency from a fix to agrirouter-sim's acknowledgement.
 import ChildProcesses
-import AgrirouterWire
-import AgrirouterLink
-import AgrirouterSim
 import Foundation
 import GNSS
-import GRDB
 import GPSDReplay
+import GRDB
 import Spool
 import StateDirectory
 import Synchronization
@@ -17,7 +17,8 @@ import TestSupport
 /// that the receiver's fields are real and only the clock is ours.
 enum SyntheticLog {
     static func make(fromFixture path: String, epochs: Int, step: Double, start: Date) throws -> String {
-        let lines = try String(contentsOfFile: path, encoding: .utf8).split(whereSeparator: \.isNewline).map(String.init)
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(whereSeparator: \.isNewline).map(
+            String.init)
         var pairs: [(gga: [String], rmc: [String])] = []
         var pendingGGA: [String]?
         for line in lines {
@@ -63,8 +64,9 @@ struct MeasuredProcess {
 
     init(_ executable: String, _ arguments: [String], output: String) throws {
         self.output = output
-        process = try ChildProcess(executable: executable, arguments: arguments, environment: ProcessInfo.processInfo.environment,
-                                   outputPath: output, errorPath: output + ".err")
+        process = try ChildProcess(
+            executable: executable, arguments: arguments, environment: ProcessInfo.processInfo.environment,
+            outputPath: output, errorPath: output + ".err")
     }
 
     /// The peak resident set so far, in MiB: VmHWM counts from the exec, unlike the rusage of a child
@@ -84,7 +86,9 @@ struct MeasuredProcess {
         // a millisecond a second.
         var clock = clockid_t()
         var time = timespec()
-        guard clock_getcpuclockid(process.pid, &clock) == 0, clock_gettime(clock, &time) == 0 else { return ticksSoFar() }
+        guard clock_getcpuclockid(process.pid, &clock) == 0, clock_gettime(clock, &time) == 0 else {
+            return ticksSoFar()
+        }
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
@@ -113,7 +117,8 @@ struct MeasuredProcess {
         var status: Int32 = 0
         var usage = rusage()
         _ = wait4(process.pid, &status, 0, &usage)
-        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        let cpu =
+            Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         return (cpu, peak, anonymous)
     }
@@ -129,8 +134,11 @@ func waitUntil(timeout: Double, _ condition: () async -> Bool) async -> Bool {
 }
 
 /// A state directory onboarded to the simulator, as `agrigps onboard --env local` leaves it.
-func onboardedState(_ directory: String, simulator: AgrirouterSimulator, tan: String, transport: Transport = .rest) async throws -> OnboardingResponse {
-    let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+func onboardedState(_ directory: String, simulator: AgrirouterSimulator, tan: String, transport: Transport = .rest)
+    async throws -> OnboardingResponse
+{
+    let environment = AgrirouterEnvironment.local(
+        onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
     let settings = OnboardingSettings(applicationID: "bench", certificationVersionID: "bench")
     let store = CredentialStore(directory: directory)
     let response = try await OnboardingClient(environment: environment, settings: settings)
@@ -146,7 +154,9 @@ func lastSampleState(_ directory: String) -> String? {
 /// `minutes` of 10 Hz data in real time, from one gpsd to three clients at once: `agrigps run`
 /// publishing to the simulator at production spacing, `agrigps run` not onboarded (sampling into its
 /// spool only), and the baseline `gpspipe -w`, which only copies gpsd's JSON to a file.
-func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, minutes: Int) async throws {
+func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, minutes: Int)
+    async throws
+{
     let epochs = minutes * 600
     try SyntheticLog.make(fromFixture: fixture, epochs: epochs, step: 0.1, start: Date())
         .write(toFile: work + "/10hz.log", atomically: true, encoding: .utf8)
@@ -158,8 +168,12 @@ func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: Agr
     defer { gpsd.stop() }
     let pipe = try MeasuredProcess("/usr/bin/gpspipe", ["-w", gpsd.address.description], output: work + "/gpspipe.out")
     let daemon = { (state: String) in
-        try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "5",
-                                      "--send-interval", "10"], output: state + ".out")
+        try MeasuredProcess(
+            agrigps,
+            [
+                "run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "5",
+                "--send-interval", "10",
+            ], output: state + ".out")
     }
     let publishing = try daemon(publishingState), sampling = try daemon(samplingState)
     let piped = await waitUntil(timeout: Double(minutes * 60 + 60)) {
@@ -178,12 +192,21 @@ func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: Agr
     let baseline = pipe.stop()
     precondition(piped, "gpspipe did not see the end of the replay")
     precondition(finished, "agrigps did not sample the end of the replay and send it")
-    let reports = ((try? String(contentsOfFile: work + "/gpspipe.out", encoding: .utf8)) ?? "").components(separatedBy: "\"class\":\"TPV\"").count - 1
-    print(String(format: "agrigps run on %d min of 10 Hz data in real time (%d TPV); baseline gpspipe -w on the same gpsd: CPU %.2f s, peak RSS %.1f MiB",
-                 minutes, reports, baseline.cpu, baseline.peakMiB))
+    let reports =
+        ((try? String(contentsOfFile: work + "/gpspipe.out", encoding: .utf8)) ?? "").components(
+            separatedBy: "\"class\":\"TPV\""
+        ).count - 1
+    print(
+        String(
+            format:
+                "agrigps run on %d min of 10 Hz data in real time (%d TPV); baseline gpspipe -w on the same gpsd: CPU %.2f s, peak RSS %.1f MiB",
+            minutes, reports, baseline.cpu, baseline.peakMiB))
     for (label, cost) in costs {
-        print(String(format: "   %-30@ CPU %.2f s (ratio %.1f), peak RSS %.1f MiB (%.1f MiB of it anonymous at the end)", label as NSString,
-                     cost.cpu, cost.cpu / max(baseline.cpu, 0.001), cost.peakMiB, cost.anonymousMiB))
+        print(
+            String(
+                format: "   %-30@ CPU %.2f s (ratio %.1f), peak RSS %.1f MiB (%.1f MiB of it anonymous at the end)",
+                label as NSString,
+                cost.cpu, cost.cpu / max(baseline.cpu, 0.001), cost.peakMiB, cost.anonymousMiB))
     }
 }
 
@@ -195,7 +218,9 @@ func cpuAndMemory(agrigps: String, fixture: String, work: String, simulator: Agr
 /// more for each), which is not what this measures. The
 /// figure is the kernel's write_bytes for each daemon (/proc/PID/io: what it caused to be written to
 /// storage, in whole pages of the page cache) over the run, divided by the samples it committed.
-func storageWrites(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, minutes: Int) async throws {
+func storageWrites(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, minutes: Int)
+    async throws
+{
     try SyntheticLog.make(fromFixture: fixture, epochs: minutes * 60, step: 1, start: Date())
         .write(toFile: work + "/1hz.log", atomically: true, encoding: .utf8)
     var options = ReplayGPSD.Options()
@@ -208,18 +233,26 @@ func storageWrites(agrigps: String, fixture: String, work: String, simulator: Ag
     let gpsd = try ReplayGPSD(log: try NMEALog(contentsOf: work + "/1hz.log"), options: options)
     defer { gpsd.stop() }
     let daemon = { (state: String) in
-        try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "5",
-                                      "--send-interval", "10"], output: state + ".out")
+        try MeasuredProcess(
+            agrigps,
+            [
+                "run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "5",
+                "--send-interval", "10",
+            ], output: state + ".out")
     }
-    let runs = [("publishing (both formats)", publishingState, try daemon(publishingState)),
-                ("sampling only (not onboarded)", samplingState, try daemon(samplingState)),
-                ("sampling only, machine's data", machineState, try daemon(machineState))]
+    let runs = [
+        ("publishing (both formats)", publishingState, try daemon(publishingState)),
+        ("sampling only (not onboarded)", samplingState, try daemon(samplingState)),
+        ("sampling only, machine's data", machineState, try daemon(machineState)),
+    ]
     // Start-up writes once (a new spool's schema, the other machines' store, the first endpoint
     // list); what a day costs is the steady state after it, measured from here. The others' store is
     // made on the publishing daemon's first feed reply, which comes a minute or so in: 110 KiB once
     // per installation, which a 5-minute run would spread over its samples.
     try await Task.sleep(for: .seconds(30))
-    let settled = await waitUntil(timeout: 120) { FileManager.default.fileExists(atPath: publishingState + "/others.sqlite") }
+    let settled = await waitUntil(timeout: 120) {
+        FileManager.default.fileExists(atPath: publishingState + "/others.sqlite")
+    }
     precondition(settled, "the publishing daemon made no store of other machines: no feed reply in 2 minutes")
     try await Task.sleep(for: .seconds(5))
     var marks: [(written: Int, samples: Int)] = []
@@ -228,26 +261,45 @@ func storageWrites(agrigps: String, fixture: String, work: String, simulator: Ag
     precondition(ended, "agrigps did not sample the end of the replay")
     // The publishing daemon's last batch is acknowledged within a cycle or two.
     try await Task.sleep(for: .seconds(25))
-    print(String(format: "storage written by agrigps run at 1 Hz for %d min (write_bytes in /proc/PID/io, per committed sample, after "
-                 + "start-up: 30 s and the first feed reply); baseline: the floor of 4 KiB, one page of the kernel's cache per durable commit; goal 8 KiB:", minutes))
+    print(
+        String(
+            format:
+                "storage written by agrigps run at 1 Hz for %d min (write_bytes in /proc/PID/io, per committed sample, after "
+                + "start-up: 30 s and the first feed reply); baseline: the floor of 4 KiB, one page of the kernel's cache per durable commit; goal 8 KiB:",
+            minutes))
     for ((label, state, process), mark) in zip(runs, marks) {
         let written = process.writtenBytes()
         _ = process.stop()
         let samples = committedSamples(state)
         let left = await Spool(path: state + "/spool.sqlite").status()
         let steady = Double(written - mark.written) / 1024 / Double(max(samples - mark.samples, 1))
-        print(String(format: "   %-30@ %.1f KiB per sample (%d samples after start-up; start-up %.0f KiB for %d; %.1f MiB in all; %d left in the spool)",
-                     label as NSString, steady, samples - mark.samples, Double(mark.written) / 1024, mark.samples,
-                     Double(written) / 1_048_576, left.pending + left.inFlight))
+        print(
+            String(
+                format:
+                    "   %-30@ %.1f KiB per sample (%d samples after start-up; start-up %.0f KiB for %d; %.1f MiB in all; %d left in the spool)",
+                label as NSString, steady, samples - mark.samples, Double(mark.written) / 1024, mark.samples,
+                Double(written) / 1_048_576, left.pending + left.inFlight))
     }
 }
 
 /// Samples the daemon in `state` has committed so far, read from its spool without opening it for
 /// writing (no migration, no WAL of our own): its highest row id.
 func committedSamples(_ state: String) -> Int {
-    guard let database = try? DatabaseQueue(path: state + "/spool.sqlite", configuration: { var c = Configuration(); c.readonly = true; return c }()) else { return 0 }
+    guard
+        let database = try? DatabaseQueue(
+            path: state + "/spool.sqlite",
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }())
+    else { return 0 }
     let highest = try? database.read { db in
-        try Int.fetchOne(db, sql: "SELECT MAX(IFNULL((SELECT MAX(id) FROM sample), 0), IFNULL((SELECT CAST(number AS INTEGER) FROM spool_state WHERE name = 'highest_id'), 0))")
+        try Int.fetchOne(
+            db,
+            sql:
+                "SELECT MAX(IFNULL((SELECT MAX(id) FROM sample), 0), IFNULL((SELECT CAST(number AS INTEGER) FROM spool_state WHERE name = 'highest_id'), 0))"
+        )
     }
     return highest.flatMap { $0 } ?? 0
 }
@@ -272,13 +324,17 @@ struct TransportRun {
 /// moment it leaves the spool, polled every 50 ms). Also each daemon's requests (REST requests or
 /// MQTT publishes, counted by the simulator), its TCP bytes to agrirouter (the kernel's per-socket
 /// counters, read with ss every second), its CPU and its peak resident set.
-func latency(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator,
-             seconds: Int, sendInterval: Double, spacing: Double) async throws {
+func latency(
+    agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator,
+    seconds: Int, sendInterval: Double, spacing: Double
+) async throws {
     let gpsd = try realTimeGPSD(fixture: fixture, seconds: seconds, log: work + "/1hz.log")
     let transports: [(Transport, String)] = [(.rest, "BENCH00003"), (.mqtt, "BENCH00004")]
     var endpoints: [OnboardingResponse] = []
     for (transport, tan) in transports {
-        endpoints.append(try await onboardedState(work + "/latency-\(transport.rawValue)", simulator: simulator, tan: tan, transport: transport))
+        endpoints.append(
+            try await onboardedState(
+                work + "/latency-\(transport.rawValue)", simulator: simulator, tan: tan, transport: transport))
     }
     let seen = fixesSeen(by: gpsd)
     try await Task.sleep(for: .milliseconds(300))
@@ -288,8 +344,13 @@ func latency(agrigps: String, fixture: String, work: String, simulator: Agrirout
     let stop = SpoolWatch.Flag()
     for (transport, _) in transports {
         let state = work + "/latency-\(transport.rawValue)"
-        daemons.append(try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "\(spacing)",
-                                                     "--send-interval", "\(sendInterval)"], output: work + "/latency-\(transport.rawValue).out"))
+        daemons.append(
+            try MeasuredProcess(
+                agrigps,
+                [
+                    "run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "\(spacing)",
+                    "--send-interval", "\(sendInterval)",
+                ], output: work + "/latency-\(transport.rawValue).out"))
         watchers.append(Task { await SpoolWatch.rows(of: state + "/spool.sqlite", until: stop) })
     }
     let pids = daemons.map(\.process.pid)
@@ -297,7 +358,9 @@ func latency(agrigps: String, fixture: String, work: String, simulator: Agrirout
     let sockets = Task { await SocketBytes.watch(pids: pids, excludingPeerPort: gpsdPort, until: stop) }
     let fixTimes = await seen.value
     for (transport, _) in transports {
-        _ = await waitUntil(timeout: 3 * sendInterval + 10) { await Spool(path: work + "/latency-\(transport.rawValue)/spool.sqlite").status().waiting == 0 }
+        _ = await waitUntil(timeout: 3 * sendInterval + 10) {
+            await Spool(path: work + "/latency-\(transport.rawValue)/spool.sqlite").status().waiting == 0
+        }
     }
     stop.set()
     let bytes = await sockets.value
@@ -309,11 +372,15 @@ func latency(agrigps: String, fixture: String, work: String, simulator: Agrirout
         for row in await watchers[index].value.values {
             guard let acknowledged = row.goneAt else { continue }
             // The first minute holds the start (set-up, the device description, the feed catch-up).
-            guard let time = row.receiverTime, let fix = fixTimes[time.rounded()], fix > started.addingTimeInterval(60) else { continue }
+            guard let time = row.receiverTime, let fix = fixTimes[time.rounded()], fix > started.addingTimeInterval(60)
+            else { continue }
             if let sent = row.sentAt { run.publishToAcknowledged.append(acknowledged.timeIntervalSince(sent)) }
             run.fixToAcknowledged.append(acknowledged.timeIntervalSince(fix))
-            run.rows.append(String(format: "%@ %.1f %.2f %.2f", transport.rawValue, time, (row.sentAt ?? .distantPast).timeIntervalSince(fix),
-                                   acknowledged.timeIntervalSince(fix)))
+            run.rows.append(
+                String(
+                    format: "%@ %.1f %.2f %.2f", transport.rawValue, time,
+                    (row.sentAt ?? .distantPast).timeIntervalSince(fix),
+                    acknowledged.timeIntervalSince(fix)))
         }
         run.requests = await simulator.requestCount(endpoint: endpoints[index].deviceAlternateId)
         (run.bytesSent, run.bytesReceived) = bytes[daemons[index].process.pid] ?? (0, 0)
@@ -333,19 +400,34 @@ func percentile(_ values: [Double], _ fraction: Double) -> Double {
 }
 
 func report(_ runs: [TransportRun], seconds: Int, sendInterval: Double, spacing: Double) {
-    print(String(format: "latency at 1 Hz for %d s, send interval %.0f s, spacing %.0f s (REST and MQTT daemons side by side on one gpsd):",
-                 seconds, sendInterval, spacing))
+    print(
+        String(
+            format:
+                "latency at 1 Hz for %d s, send interval %.0f s, spacing %.0f s (REST and MQTT daemons side by side on one gpsd):",
+            seconds, sendInterval, spacing))
     let hour = 3600 / Double(seconds)
     for run in runs {
-        precondition(run.fixToAcknowledged.count >= (seconds - 60) / 2, "\(run.label): only \(run.fixToAcknowledged.count) samples matched their fixes")
-        print(String(format: "   %@ (after the first minute): publish to acknowledged p50 %.2f s, p99 %.2f s (goal for MQTT: 2 s); fix to acknowledged p50 %.1f s, p99 %.1f s, max %.1f s (goal: %.0f s), %d samples",
-                     run.label, percentile(run.publishToAcknowledged, 0.5), percentile(run.publishToAcknowledged, 0.99),
-                     percentile(run.fixToAcknowledged, 0.5), percentile(run.fixToAcknowledged, 0.99), run.fixToAcknowledged.max() ?? 0,
-                     sendInterval + 2, run.fixToAcknowledged.count))
-        print(String(format: "      %d of %d samples acknowledged more than 2 s after their publish",
-                     run.publishToAcknowledged.filter { $0 > 2 }.count, run.publishToAcknowledged.count))
-        print(String(format: "      per hour: %.0f requests, %.0f kB sent and %.0f kB received over TCP; CPU %.2f s over the run, peak RSS %.1f MiB",
-                     Double(run.requests) * hour, Double(run.bytesSent) * hour / 1000, Double(run.bytesReceived) * hour / 1000, run.cpu, run.peakMiB))
+        precondition(
+            run.fixToAcknowledged.count >= (seconds - 60) / 2,
+            "\(run.label): only \(run.fixToAcknowledged.count) samples matched their fixes")
+        print(
+            String(
+                format:
+                    "   %@ (after the first minute): publish to acknowledged p50 %.2f s, p99 %.2f s (goal for MQTT: 2 s); fix to acknowledged p50 %.1f s, p99 %.1f s, max %.1f s (goal: %.0f s), %d samples",
+                run.label, percentile(run.publishToAcknowledged, 0.5), percentile(run.publishToAcknowledged, 0.99),
+                percentile(run.fixToAcknowledged, 0.5), percentile(run.fixToAcknowledged, 0.99),
+                run.fixToAcknowledged.max() ?? 0,
+                sendInterval + 2, run.fixToAcknowledged.count))
+        print(
+            String(
+                format: "      %d of %d samples acknowledged more than 2 s after their publish",
+                run.publishToAcknowledged.filter { $0 > 2 }.count, run.publishToAcknowledged.count))
+        print(
+            String(
+                format:
+                    "      per hour: %.0f requests, %.0f kB sent and %.0f kB received over TCP; CPU %.2f s over the run, peak RSS %.1f MiB",
+                Double(run.requests) * hour, Double(run.bytesSent) * hour / 1000,
+                Double(run.bytesReceived) * hour / 1000, run.cpu, run.peakMiB))
     }
 }
 
@@ -373,23 +455,28 @@ enum SpoolWatch {
                 settings.readonly = true
                 database = try? DatabaseQueue(path: path, configuration: settings)
             }
-            if let database, let present = try? await database.read({ db in
-                // A sample leaves the spool when every output it waits for has its acknowledgement: its
-                // publish is the later of the two sends (each kept in its batch's row). A row in flight
-                // in an acknowledged batch is acknowledged; it is deleted later, with others.
-                try Row.fetchAll(db, sql: """
-                    SELECT s.id, s.receiver_time, s.efdi_delivery = 'off' AS gps_only, g.sent_at AS gps, e.sent_at AS efdi FROM sample s
-                    LEFT JOIN batch g ON g.output = 'gps_info' AND g.number = s.batch_id
-                    LEFT JOIN batch e ON e.output = 'efdi' AND e.number = s.efdi_batch_id
-                    WHERE s.acknowledged_at IS NULL AND NOT (
-                        (s.delivery IN ('acknowledged', 'off') OR (s.delivery = 'in_flight' AND g.acknowledged_at IS NOT NULL))
-                        AND (s.efdi_delivery IN ('acknowledged', 'off') OR (s.efdi_delivery = 'in_flight' AND e.acknowledged_at IS NOT NULL)))
-                    """).map { row in
-                    let (gps, efdi) = (row["gps"] as Double?, row["efdi"] as Double?)
-                    let sent = row["gps_only"] == true ? gps : gps.flatMap { gps in efdi.map { max(gps, $0) } }
-                    return (id: row["id"] as Int64, receiverTime: row["receiver_time"] as Double?, sentAt: sent)
-                }
-            }) {
+            if let database,
+                let present = try? await database.read({ db in
+                    // A sample leaves the spool when every output it waits for has its acknowledgement: its
+                    // publish is the later of the two sends (each kept in its batch's row). A row in flight
+                    // in an acknowledged batch is acknowledged; it is deleted later, with others.
+                    try Row.fetchAll(
+                        db,
+                        sql: """
+                            SELECT s.id, s.receiver_time, s.efdi_delivery = 'off' AS gps_only, g.sent_at AS gps, e.sent_at AS efdi FROM sample s
+                            LEFT JOIN batch g ON g.output = 'gps_info' AND g.number = s.batch_id
+                            LEFT JOIN batch e ON e.output = 'efdi' AND e.number = s.efdi_batch_id
+                            WHERE s.acknowledged_at IS NULL AND NOT (
+                                (s.delivery IN ('acknowledged', 'off') OR (s.delivery = 'in_flight' AND g.acknowledged_at IS NOT NULL))
+                                AND (s.efdi_delivery IN ('acknowledged', 'off') OR (s.efdi_delivery = 'in_flight' AND e.acknowledged_at IS NOT NULL)))
+                            """
+                    ).map { row in
+                        let (gps, efdi) = (row["gps"] as Double?, row["efdi"] as Double?)
+                        let sent = row["gps_only"] == true ? gps : gps.flatMap { gps in efdi.map { max(gps, $0) } }
+                        return (id: row["id"] as Int64, receiverTime: row["receiver_time"] as Double?, sentAt: sent)
+                    }
+                })
+            {
                 let now = Date()
                 let ids = Set(present.map(\.id))
                 for sample in present {
@@ -410,7 +497,9 @@ enum SpoolWatch {
 /// largest value seen for each socket, summed. A socket that closes between two readings loses at
 /// most its last second.
 enum SocketBytes {
-    static func watch(pids: [Int32], excludingPeerPort excluded: Int, until stop: SpoolWatch.Flag) async -> [Int32: (sent: Int, received: Int)] {
+    static func watch(pids: [Int32], excludingPeerPort excluded: Int, until stop: SpoolWatch.Flag) async -> [Int32: (
+        sent: Int, received: Int
+    )] {
         var perSocket: [String: (pid: Int32, sent: Int, received: Int)] = [:]
         while !stop.isSet {
             // The daemons' connections to gpsd are not agrirouter's traffic.
@@ -445,7 +534,8 @@ enum SocketBytes {
             if !line.hasPrefix("\t") && !line.hasPrefix(" ") {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 let pid = line.range(of: "pid=").flatMap { Int32(line[$0.upperBound...].prefix { $0.isNumber }) }
-                current = fields.count >= 4 && pid.map(pids.contains) == true ? (fields[2] + ">" + fields[3], pid!) : nil
+                current =
+                    fields.count >= 4 && pid.map(pids.contains) == true ? (fields[2] + ">" + fields[3], pid!) : nil
                 continue
             }
             guard let socket = current else { continue }
@@ -470,16 +560,19 @@ func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async
     defer { gpsd.stop() }
     let state = work + "/cab-state"
     let seen = fixesSeen(by: gpsd)
-    let daemon = try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state], output: work + "/cab-run.out")
+    let daemon = try MeasuredProcess(
+        agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state], output: work + "/cab-run.out")
     let port = Int(try ReplayGPSD.freeLoopbackPort())
     // As its systemd unit runs it: the program itself, not `agrigps web`, which execs it.
     let program = URL(fileURLWithPath: agrigps).deletingLastPathComponent().appendingPathComponent("agrigps-web").path
-    let web = try MeasuredProcess(program, ["--state-dir", state, "--listen", "127.0.0.1:\(port)"], output: work + "/cab-web.out")
+    let web = try MeasuredProcess(
+        program, ["--state-dir", state, "--listen", "127.0.0.1:\(port)"], output: work + "/cab-web.out")
     let browser = try await WebDriver(width: 1280, height: 800)
     try await browser.open("http://127.0.0.1:\(port)/")
     _ = try await browser.wait(timeout: 30, for: "return !!(window.cab && cab.map)")
     // Every time the page moves our marker: the fix's receiver time and the browser's clock (the same machine's).
-    try await browser.run("""
+    try await browser.run(
+        """
         window.moves = [];
         const draw = window.drawOwn;
         window.drawOwn = function (own) { draw(own); if (own && own.time) { window.moves.push([own.time, Date.now()]); } };
@@ -502,7 +595,9 @@ func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async
     var latencies: [Double] = []
     var counted = Set<Double>()
     for move in moves {
-        guard let time = (move.first as? String).flatMap(parser.date(from:)), let shown = move.last as? Double else { continue }
+        guard let time = (move.first as? String).flatMap(parser.date(from:)), let shown = move.last as? Double else {
+            continue
+        }
         let key = time.timeIntervalSince1970.rounded()
         guard let fix = fixTimes[key], counted.insert(key).inserted else { continue }
         latencies.append(shown / 1000 - fix.timeIntervalSince1970)
@@ -514,17 +609,25 @@ func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async
     latencies.sort()
     let p50 = latencies[latencies.count / 2]
     let p99 = latencies[min(latencies.count - 1, Int((Double(latencies.count) * 0.99).rounded(.up)) - 1)]
-    print(String(format: "cab view, fix reported by gpsd to the marker moving in Chromium, %d fixes at 1 Hz: p50 %.2f s, p99 %.2f s, max %.2f s   goal p99 1.5 s (ratio %.2f)",
-                 latencies.count, p50, p99, latencies.last ?? 0, p99 / 1.5))
+    print(
+        String(
+            format:
+                "cab view, fix reported by gpsd to the marker moving in Chromium, %d fixes at 1 Hz: p50 %.2f s, p99 %.2f s, max %.2f s   goal p99 1.5 s (ratio %.2f)",
+            latencies.count, p50, p99, latencies.last ?? 0, p99 / 1.5))
     // From each process's CPU-time clock (all threads, in nanoseconds): the run itself, then what
     // stopping added (rusage at exit).
-    print(String(format: "   agrigps web: CPU %.3f s over %d s, %.3f s with its stop, peak RSS %.1f MiB; agrigps run beside it: CPU %.3f s, %.3f s with its stop, peak RSS %.1f MiB   goal: web no more than run (ratio %.2f)",
-                 atEnd.web, seconds, webCost.cpu, webCost.peakMiB, atEnd.daemon, daemonCost.cpu, daemonCost.peakMiB,
-                 atEnd.web / max(atEnd.daemon, 0.001)))
+    print(
+        String(
+            format:
+                "   agrigps web: CPU %.3f s over %d s, %.3f s with its stop, peak RSS %.1f MiB; agrigps run beside it: CPU %.3f s, %.3f s with its stop, peak RSS %.1f MiB   goal: web no more than run (ratio %.2f)",
+            atEnd.web, seconds, webCost.cpu, webCost.peakMiB, atEnd.daemon, daemonCost.cpu, daemonCost.peakMiB,
+            atEnd.web / max(atEnd.daemon, 0.001)))
     if let afterSettling {
-        print(String(format: "   from %d s on (the page loaded): agrigps web %.3f s, agrigps run %.3f s (ratio %.2f)",
-                     settleSeconds, atEnd.web - afterSettling.web, atEnd.daemon - afterSettling.daemon,
-                     (atEnd.web - afterSettling.web) / max(atEnd.daemon - afterSettling.daemon, 0.001)))
+        print(
+            String(
+                format: "   from %d s on (the page loaded): agrigps web %.3f s, agrigps run %.3f s (ratio %.2f)",
+                settleSeconds, atEnd.web - afterSettling.web, atEnd.daemon - afterSettling.daemon,
+                (atEnd.web - afterSettling.web) / max(atEnd.daemon - afterSettling.daemon, 0.001)))
     }
 }
 
@@ -533,8 +636,10 @@ func cabView(agrigps: String, fixture: String, work: String, seconds: Int) async
 /// its cab view to a real headless Chromium. For each of A's fixes, from gpsd reporting it (seen by
 /// a client of our own) to B's page first showing A's marker at that fix or a newer one. The first
 /// minute (set-up, B learning A's name, the feed's catch-up) is reported apart, by its slowest fix.
-func liveSharing(agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, transport: Transport,
-                 tans: (String, String), seconds: Int) async throws {
+func liveSharing(
+    agrigps: String, fixture: String, work: String, simulator: AgrirouterSimulator, transport: Transport,
+    tans: (String, String), seconds: Int
+) async throws {
     guard WebDriver.isInstalled else {
         print("live sharing: skipped, chromium and chromium-driver are not installed (script/bootstrap)")
         return
@@ -548,17 +653,24 @@ func liveSharing(agrigps: String, fixture: String, work: String, simulator: Agri
     let started = Date()
     // B samples too (the same receiver), as a machine in the field does; only A's marker is timed.
     let daemons = try [stateA, stateB].map { state in
-        try MeasuredProcess(agrigps, ["run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "5", "--send-interval", "5"],
-                            output: state + ".out")
+        try MeasuredProcess(
+            agrigps,
+            [
+                "run", "--gpsd", gpsd.address.description, "--state-dir", state, "--spacing", "5", "--send-interval",
+                "5",
+            ],
+            output: state + ".out")
     }
     let port = Int(try ReplayGPSD.freeLoopbackPort())
     let program = URL(fileURLWithPath: agrigps).deletingLastPathComponent().appendingPathComponent("agrigps-web").path
-    let web = try MeasuredProcess(program, ["--state-dir", stateB, "--listen", "127.0.0.1:\(port)"], output: stateB + "-web.out")
+    let web = try MeasuredProcess(
+        program, ["--state-dir", stateB, "--listen", "127.0.0.1:\(port)"], output: stateB + "-web.out")
     let browser = try await WebDriver(width: 1280, height: 800)
     try await browser.open("http://127.0.0.1:\(port)/")
     _ = try await browser.wait(timeout: 30, for: "return !!(window.cab && cab.map)")
     // Every time the page draws the others: A's position time and the browser's clock (the same machine's).
-    try await browser.run("""
+    try await browser.run(
+        """
         window.moves = [];
         const draw = window.drawOthers;
         window.drawOthers = function (others) {
@@ -575,7 +687,9 @@ func liveSharing(agrigps: String, fixture: String, work: String, simulator: Agri
     let parser = ISO8601DateFormatter()
     parser.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
     let shown = moves.compactMap { move -> (position: Double, at: Double)? in
-        guard let time = (move.first as? String).flatMap(parser.date(from:)), let at = move.last as? Double else { return nil }
+        guard let time = (move.first as? String).flatMap(parser.date(from:)), let at = move.last as? Double else {
+            return nil
+        }
         return (time.timeIntervalSince1970.rounded(), at / 1000)
     }
     // A fix is shown once the marker stands at it or at a newer one: a batch moves the marker to its newest.
@@ -583,7 +697,8 @@ func liveSharing(agrigps: String, fixture: String, work: String, simulator: Agri
     var late: [(second: Double, delay: Double)] = []
     var startDelays: [Double] = []
     for (fixTime, reported) in fixTimes {
-        guard let first = shown.first(where: { $0.position >= fixTime && $0.at >= reported.timeIntervalSince1970 }) else { continue }
+        guard let first = shown.first(where: { $0.position >= fixTime && $0.at >= reported.timeIntervalSince1970 })
+        else { continue }
         let delay = first.at - reported.timeIntervalSince1970
         guard reported > started.addingTimeInterval(60) else {
             startDelays.append(delay)
@@ -594,22 +709,36 @@ func liveSharing(agrigps: String, fixture: String, work: String, simulator: Agri
     }
     let counted = fixTimes.values.filter { $0 > started.addingTimeInterval(60) }.count
     guard delays.count >= counted / 2, !delays.isEmpty else {
-        print("live sharing (\(transport.description)): only \(delays.count) of \(counted) fixes reached B's page; nothing to report")
+        print(
+            "live sharing (\(transport.description)): only \(delays.count) of \(counted) fixes reached B's page; nothing to report"
+        )
         return
     }
-    print(String(format: "live sharing over %@, A's fix to A's marker moving on B's cab view, after the first minute, %d of %d fixes, 1 Hz, spacing 5 s: p50 %.2f s, p99 %.2f s, max %.2f s   goal p99 6 s (ratio %.2f)",
-                 transport.description, delays.count, counted, percentile(delays, 0.5), percentile(delays, 0.99), delays.max() ?? 0,
-                 percentile(delays, 0.99) / 6))
-    print(String(format: "   in the first minute (set-up, the feed's catch-up): %d fixes shown, the slowest after %.1f s", startDelays.count, startDelays.max() ?? 0))
+    print(
+        String(
+            format:
+                "live sharing over %@, A's fix to A's marker moving on B's cab view, after the first minute, %d of %d fixes, 1 Hz, spacing 5 s: p50 %.2f s, p99 %.2f s, max %.2f s   goal p99 6 s (ratio %.2f)",
+            transport.description, delays.count, counted, percentile(delays, 0.5), percentile(delays, 0.99),
+            delays.max() ?? 0,
+            percentile(delays, 0.99) / 6))
+    print(
+        String(
+            format: "   in the first minute (set-up, the feed's catch-up): %d fixes shown, the slowest after %.1f s",
+            startDelays.count, startDelays.max() ?? 0))
     if !late.isEmpty {
-        let listed = late.sorted { $0.second < $1.second }.prefix(8).map { String(format: "%.1f s at +%.0f s", $0.delay, $0.second) }
-        print("   past 6 s: \(late.count) fixes, " + listed.joined(separator: ", ") + (late.count > listed.count ? ", …" : ""))
+        let listed = late.sorted { $0.second < $1.second }.prefix(8).map {
+            String(format: "%.1f s at +%.0f s", $0.delay, $0.second)
+        }
+        print(
+            "   past 6 s: \(late.count) fixes, " + listed.joined(separator: ", ")
+                + (late.count > listed.count ? ", …" : ""))
     }
 }
 
 /// A gpsd of our own replaying `seconds` of a 1 Hz receiver made from `fixture`, in real time from now.
 func realTimeGPSD(fixture: String, seconds: Int, log: String) throws -> ReplayGPSD {
-    try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(toFile: log, atomically: true, encoding: .utf8)
+    try SyntheticLog.make(fromFixture: fixture, epochs: seconds, step: 1, start: Date()).write(
+        toFile: log, atomically: true, encoding: .utf8)
     var options = ReplayGPSD.Options()
     options.realTime = true
     return try ReplayGPSD(log: try NMEALog(contentsOf: log), options: options)
@@ -620,7 +749,9 @@ func fixesSeen(by gpsd: ReplayGPSD) -> Task<[Double: Date], Never> {
     Task {
         var seen: [Double: Date] = [:]
         for await event in GPSDSource(configuration: GPSDSource.Configuration(address: gpsd.address)).events() {
-            if case .report(let report) = event, let time = report.time, report.latitude != nil { seen[time.timeIntervalSince1970.rounded()] = Date() }
+            if case .report(let report) = event, let time = report.time, report.latitude != nil {
+                seen[time.timeIntervalSince1970.rounded()] = Date()
+            }
             if case .deviceRemoved = event { break }
         }
         return seen

@@ -1,3 +1,6 @@
+import AgrirouterLink
+import AgrirouterSim
+import AgrirouterWire
 // Benchmarks, not tests: each figure is printed beside its baseline, taken in the same run.
 //
 //   make bench BENCH_ARGS="..."    or, built the same way, .build/release/agrigps-bench [--appends N] [--directory DIR]
@@ -24,12 +27,9 @@
 //    MQTT and over REST at production spacing, p50 and p99 against the goal of 6 s.
 import Clocks
 import Foundation
-import Gateway
 import GNSS
-import AgrirouterWire
-import AgrirouterLink
-import AgrirouterSim
 import GRDBSQLite
+import Gateway
 import Spool
 import SwiftProtobuf
 import TestSupport
@@ -54,15 +54,24 @@ struct Options {
             case ("--appends", let value?) where Int(value).map({ $0 > 0 }) == true: appends = Int(value)!
             case ("--directory", let value?): directory = value
             case ("--drain-samples", let value?) where Int(value).map({ $0 > 0 }) == true: drainSamples = Int(value)!
-            case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true: drainSpacing = Double(value)!
-            case ("--only", let value?) where ["spool", "drain", "cpu", "latency", "storage", "cab", "live", "stats", "fields", "machine"].contains(value): only = value
+            case ("--drain-spacing", let value?) where Double(value).map({ $0 >= 0 }) == true:
+                drainSpacing = Double(value)!
+            case ("--only", let value?)
+            where ["spool", "drain", "cpu", "latency", "storage", "cab", "live", "stats", "fields", "machine"].contains(
+                value):
+                only = value
             case ("--live-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true: liveSeconds = Int(value)!
-            case ("--storage-minutes", let value?) where Int(value).map({ $0 >= 2 && $0 <= 1440 }) == true: storageMinutes = Int(value)!
+            case ("--storage-minutes", let value?) where Int(value).map({ $0 >= 2 && $0 <= 1440 }) == true:
+                storageMinutes = Int(value)!
             case ("--cab-seconds", let value?) where Int(value).map({ $0 >= 20 }) == true: cabSeconds = Int(value)!
             case ("--cpu-minutes", let value?) where Int(value).map({ $0 > 0 }) == true: cpuMinutes = Int(value)!
-            case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true: latencySeconds = Int(value)!
+            case ("--latency-seconds", let value?) where Int(value).map({ $0 >= 90 }) == true:
+                latencySeconds = Int(value)!
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N] [--cab-seconds N] [--live-seconds N] [--only spool|drain|cpu|latency|storage|cab|live|stats|fields|machine]\n".utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        "usage: agrigps-bench [--appends N] [--directory DIR] [--drain-samples N] [--drain-spacing SECONDS] [--cpu-minutes N] [--latency-seconds N] [--storage-minutes N] [--cab-seconds N] [--live-seconds N] [--only spool|drain|cpu|latency|storage|cab|live|stats|fields|machine]\n"
+                            .utf8))
                 exit(64)
             }
         }
@@ -70,9 +79,10 @@ struct Options {
 }
 
 func sample(_ seq: Int) -> PositionSample {
-    let report = PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 3, latitude: 48.1 + Double(seq) * 1e-6,
-                                longitude: 11.5, altitudeHAE: 547.2, altitudeMSL: 500.1, speed: 2.5, track: 181.5,
-                                hdop: 0.8, pdop: 1.4, satellitesUsed: 14, device: "/dev/ttyACM0")
+    let report = PositionReport(
+        time: Date(), gpsdMode: 3, gpsdStatus: 3, latitude: 48.1 + Double(seq) * 1e-6,
+        longitude: 11.5, altitudeHAE: 547.2, altitudeMSL: 500.1, speed: 2.5, track: 181.5,
+        hdop: 0.8, pdop: 1.4, satellitesUsed: 14, device: "/dev/ttyACM0")
     return PositionSample(sampledAt: Date(), state: report.fixState, report: report)
 }
 
@@ -112,8 +122,10 @@ final class RawSQLite {
             sqlite3_bind_null(insert, 4)
             sqlite3_bind_int64(insert, 5, Int64(report.gpsdMode))
             sqlite3_bind_int64(insert, 6, Int64(report.gpsdStatus))
-            for (index, value) in [report.latitude, report.longitude, report.altitudeHAE, report.altitudeMSL,
-                                   report.speed, report.track, report.hdop, report.pdop].enumerated() {
+            for (index, value) in [
+                report.latitude, report.longitude, report.altitudeHAE, report.altitudeMSL,
+                report.speed, report.track, report.hdop, report.pdop,
+            ].enumerated() {
                 sqlite3_bind_double(insert, Int32(7 + index), value!)
             }
             sqlite3_bind_int64(insert, 15, Int64(report.satellitesUsed!))
@@ -134,7 +146,8 @@ func seconds(_ work: () async -> Void) async -> Double {
 }
 
 func line(_ label: String, spool: Double, baseline: Double) {
-    let text = String(format: "%-34@ %9.0f /s   baseline %9.0f /s   ratio %.2f", label as NSString, spool, baseline, spool / baseline)
+    let text = String(
+        format: "%-34@ %9.0f /s   baseline %9.0f /s   ratio %.2f", label as NSString, spool, baseline, spool / baseline)
     print(text)
 }
 
@@ -161,12 +174,21 @@ func spoolAppends() async {
         for _ in 0..<rounds {
             spoolTime += await seconds {
                 for _ in 0..<groups {
-                    let batch = (0..<groupSize).map { _ in seq += 1; return sample(seq) }
+                    let batch = (0..<groupSize).map { _ in
+                        seq += 1
+                        return sample(seq)
+                    }
                     if groupSize == 1 { await spool.append(batch[0]) } else { await spool.append(batch) }
                 }
             }
             baselineTime += await seconds {
-                for _ in 0..<groups { raw.append((0..<groupSize).map { _ in seq += 1; return sample(seq) }) }
+                for _ in 0..<groups {
+                    raw.append(
+                        (0..<groupSize).map { _ in
+                            seq += 1
+                            return sample(seq)
+                        })
+                }
             }
         }
         let appended = Double(groups * rounds * groupSize)
@@ -181,15 +203,20 @@ func spoolAppends() async {
 // Backlog drain: a day at 1 Hz buffered, then sent to agrirouter-sim over mutual TLS at production
 // spacing. Baseline: the fewest requests the payload cap allows (one per full GPSList), and the
 // raw GPSEntry size for the bytes on the wire.
-var simulatorConfiguration = SimConfiguration(tans: ["BENCH00001": "Bench", "BENCH00002": "Bench CPU",
-                                                     "BENCH00003": "Bench latency REST", "BENCH00004": "Bench latency MQTT",
-                                                     "BENCH00005": "Bench storage", "BENCH00006": "Bench A REST", "BENCH00007": "Bench B REST",
-                                                     "BENCH00008": "Bench A MQTT", "BENCH00009": "Bench B MQTT"])
+var simulatorConfiguration = SimConfiguration(tans: [
+    "BENCH00001": "Bench", "BENCH00002": "Bench CPU",
+    "BENCH00003": "Bench latency REST", "BENCH00004": "Bench latency MQTT",
+    "BENCH00005": "Bench storage", "BENCH00006": "Bench A REST", "BENCH00007": "Bench B REST",
+    "BENCH00008": "Bench A MQTT", "BENCH00009": "Bench B MQTT",
+])
 simulatorConfiguration.mqtt = true
 let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
-let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "bench", certificationVersionID: "bench"))
-    .onboard(tan: "BENCH00001", externalID: "urn:agrigps:bench")
+let environment = AgrirouterEnvironment.local(
+    onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+let endpoint = try await OnboardingClient(
+    environment: environment, settings: OnboardingSettings(applicationID: "bench", certificationVersionID: "bench")
+)
+.onboard(tan: "BENCH00001", externalID: "urn:agrigps:bench")
 
 /// A day at 1 Hz drained through `outputs`; returns the body bytes per position, so that the run
 /// with both outputs can say what EFDI adds to gps:info alone.
@@ -202,16 +229,24 @@ func backlogDrain(outputs: [SpoolOutput], gpsInfoAlone: Double? = nil) async thr
     let backlog = Spool(path: workDirectory + "/backlog-\(outputs.count).sqlite", configuration: drainConfiguration)
     let start = Date().addingTimeInterval(-Double(options.drainSamples))
     let day = (0..<options.drainSamples).map { index -> PositionSample in
-        let report = PositionReport(time: start.addingTimeInterval(Double(index)), gpsdMode: 3, gpsdStatus: 3,
-                                    latitude: 48.1 + Double(index) * 1e-7, longitude: 11.5 + Double(index) * 1e-7, altitudeHAE: 547.25,
-                                    speed: 2.5, hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
-        return PositionSample(sampledAt: start.addingTimeInterval(Double(index)), state: report.fixState, report: report)
+        let report = PositionReport(
+            time: start.addingTimeInterval(Double(index)), gpsdMode: 3, gpsdStatus: 3,
+            latitude: 48.1 + Double(index) * 1e-7, longitude: 11.5 + Double(index) * 1e-7, altitudeHAE: 547.25,
+            speed: 2.5, hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
+        return PositionSample(
+            sampledAt: start.addingTimeInterval(Double(index)), state: report.fixState, report: report)
     }
-    for chunk in stride(from: 0, to: day.count, by: 10_000) { await backlog.append(Array(day[chunk..<min(chunk + 10_000, day.count)])) }
-    let drainConnection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01)
-    try await EndpointSetup(applicationID: "bench", certificationVersionID: "bench", outputs: outputs).run(on: drainConnection)
-    let spaced = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: options.drainSpacing)
-    let efdi = Publisher.EFDI(description: DeviceDescription(endpointID: endpoint.deviceAlternateId, softwareVersion: "bench"))
+    for chunk in stride(from: 0, to: day.count, by: 10_000) {
+        await backlog.append(Array(day[chunk..<min(chunk + 10_000, day.count)]))
+    }
+    let drainConnection = try AgrirouterConnection(
+        endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01)
+    try await EndpointSetup(applicationID: "bench", certificationVersionID: "bench", outputs: outputs).run(
+        on: drainConnection)
+    let spaced = try AgrirouterConnection(
+        endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: options.drainSpacing)
+    let efdi = Publisher.EFDI(
+        description: DeviceDescription(endpointID: endpoint.deviceAlternateId, softwareVersion: "bench"))
     let publisher = Publisher(spool: backlog, connection: spaced, outputs: outputs, efdi: efdi)
     let drainStart = uptime()
     var positions = 0
@@ -232,17 +267,26 @@ func backlogDrain(outputs: [SpoolOutput], gpsInfoAlone: Double? = nil) async thr
     // are) through one payload cap per request.
     let perSample = outputs.map { $0 == .efdi ? Efdi_Time.upperBound : GPSEntry.wireSize(of: day[0]) }.reduce(0, +)
     // In Double: the sample count comes from a flag, and the product of two Ints could overflow.
-    let fewest = Int((Double(options.drainSamples) * Double(perSample) / Double(AgrirouterLimits.payloadBytes)).rounded(.up))
-    print(String(format: "backlog drain (%@): %d samples in %d requests (%d sends), %.0f s at %.0f s spacing; fewest sends the payload cap allows: %d",
-                 label, options.drainSamples, requests, (requests + 1) / 2, drainSeconds, options.drainSpacing, fewest))
+    let fewest = Int(
+        (Double(options.drainSamples) * Double(perSample) / Double(AgrirouterLimits.payloadBytes)).rounded(.up))
+    print(
+        String(
+            format:
+                "backlog drain (%@): %d samples in %d requests (%d sends), %.0f s at %.0f s spacing; fewest sends the payload cap allows: %d",
+            label, options.drainSamples, requests, (requests + 1) / 2, drainSeconds, options.drainSpacing, fewest))
     let rawEntry = Double((try GPSEntry(day[0]).serializedBytes() as Data).count)
     let rawTime = Double((try Efdi_Time(day[0])?.serializedBytes() as Data?)?.count ?? 0)
     if let gpsInfoAlone {
-        print(String(format: "bytes on the wire per position (%@): %.1f, of which EFDI %.1f   raw GPSEntry %.0f bytes, raw Time %.0f bytes",
-                     label, bodyBytes, bodyBytes - gpsInfoAlone, rawEntry, rawTime))
+        print(
+            String(
+                format:
+                    "bytes on the wire per position (%@): %.1f, of which EFDI %.1f   raw GPSEntry %.0f bytes, raw Time %.0f bytes",
+                label, bodyBytes, bodyBytes - gpsInfoAlone, rawEntry, rawTime))
     } else {
-        print(String(format: "bytes on the wire per position (%@): %.1f   raw GPSEntry %.0f bytes   ratio %.2f",
-                     label, bodyBytes, rawEntry, bodyBytes / rawEntry))
+        print(
+            String(
+                format: "bytes on the wire per position (%@): %.1f   raw GPSEntry %.0f bytes   ratio %.2f",
+                label, bodyBytes, rawEntry, bodyBytes / rawEntry))
     }
     return bodyBytes
 }
@@ -255,30 +299,38 @@ if options.only == nil || options.only == "drain" {
 }
 
 // The daemon itself, as a process: it is built beside this benchmark (swift build -c release).
-let agrigps = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("agrigps").path
+let agrigps = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+    "agrigps"
+).path
 guard FileManager.default.isExecutableFile(atPath: agrigps) else {
-    FileHandle.standardError.write(Data("agrigps-bench: no agrigps beside this benchmark; run 'make bench', which builds both\n".utf8))
+    FileHandle.standardError.write(
+        Data("agrigps-bench: no agrigps beside this benchmark; run 'make bench', which builds both\n".utf8))
     exit(69)
 }
-let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
     .appendingPathComponent("Fixtures/nmea/nmea-rtk.log").path
 if options.only == nil || options.only == "cpu" {
-    try await cpuAndMemory(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator, minutes: options.cpuMinutes)
+    try await cpuAndMemory(
+        agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator, minutes: options.cpuMinutes)
 }
 if options.only == nil || options.only == "latency" {
-    try await latency(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator,
-                      seconds: options.latencySeconds, sendInterval: 10, spacing: 5)
+    try await latency(
+        agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator,
+        seconds: options.latencySeconds, sendInterval: 10, spacing: 5)
 }
 if options.only == nil || options.only == "storage" {
-    try await storageWrites(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator, minutes: options.storageMinutes)
+    try await storageWrites(
+        agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator, minutes: options.storageMinutes)
 }
 if options.only == nil || options.only == "cab" {
     try await cabView(agrigps: agrigps, fixture: fixture, work: workDirectory, seconds: options.cabSeconds)
 }
 if options.only == nil || options.only == "live" {
     for (transport, tans) in [(Transport.mqtt, ("BENCH00008", "BENCH00009")), (.rest, ("BENCH00006", "BENCH00007"))] {
-        try await liveSharing(agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator, transport: transport,
-                              tans: tans, seconds: options.liveSeconds)
+        try await liveSharing(
+            agrigps: agrigps, fixture: fixture, work: workDirectory, simulator: simulator, transport: transport,
+            tans: tans, seconds: options.liveSeconds)
     }
 }
 if options.only == nil || options.only == "stats" {

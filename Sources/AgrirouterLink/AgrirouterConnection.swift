@@ -25,7 +25,8 @@ public enum GatewayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .refused(let type, let codes): return "agrirouter refused \(type) (\(codes.joined(separator: ", ")))"
         case .noAnswer(let type): return "agrirouter did not answer \(type) in time"
         case .timeUnknown:
-            return "holding requests until the time is known: the system clock reads before \(ISO8601UTC.string(from: TrueTime.plausibleFrom).prefix(10)) "
+            return
+                "holding requests until the time is known: the system clock reads before \(ISO8601UTC.string(from: TrueTime.plausibleFrom).prefix(10)) "
                 + "and there has been no GNSS fix yet; a fix or NTP will set it"
         }
     }
@@ -113,18 +114,28 @@ public actor AgrirouterConnection {
     public private(set) var droppedInbound = 0
 
     /// A connection over REST, as the endpoint's URLs say.
-    public init(endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
-                timeout: Double = 60, backoff: Backoff = Backoff(), clock: TrueTime? = nil) throws(OnboardingError) {
-        guard let credentials = ClientCredentials(agrirouterPEM: endpoint.authentication.certificate,
-                                                  secret: endpoint.authentication.secret) else {
+    public init(
+        endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
+        timeout: Double = 60, backoff: Backoff = Backoff(), clock: TrueTime? = nil
+    ) throws(OnboardingError) {
+        guard
+            let credentials = ClientCredentials(
+                agrirouterPEM: endpoint.authentication.certificate,
+                secret: endpoint.authentication.secret)
+        else {
             throw .unreadableResponse("the stored certificate is not an encrypted PEM key and certificate")
         }
-        self.init(endpoint: endpoint, link: RESTLink(endpoint: endpoint, credentials: credentials, trustedCAPEM: trustedCAPEM, timeout: timeout),
-                  minimumSpacing: minimumSpacing, backoff: backoff, clock: clock)
+        self.init(
+            endpoint: endpoint,
+            link: RESTLink(endpoint: endpoint, credentials: credentials, trustedCAPEM: trustedCAPEM, timeout: timeout),
+            minimumSpacing: minimumSpacing, backoff: backoff, clock: clock)
     }
 
     /// A connection over a link already made (REST or MQTT).
-    public init(endpoint: OnboardingResponse, link: any Link, minimumSpacing: Double, backoff: Backoff = Backoff(), clock: TrueTime? = nil) {
+    public init(
+        endpoint: OnboardingResponse, link: any Link, minimumSpacing: Double, backoff: Backoff = Backoff(),
+        clock: TrueTime? = nil
+    ) {
         self.endpoint = endpoint
         self.link = link
         self.minimumSpacing = minimumSpacing
@@ -233,9 +244,11 @@ public actor AgrirouterConnection {
         /// Who takes its answer, when not the sender of the request it rides in.
         public var recipient: Recipient?
 
-        public init(_ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
-                    payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased(),
-                    teamSetContextID: String = "", recipient: Recipient? = nil) {
+        public init(
+            _ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
+            payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased(),
+            teamSetContextID: String = "", recipient: Recipient? = nil
+        ) {
             self.technicalMessageType = technicalMessageType
             self.mode = mode
             self.payload = payload
@@ -247,11 +260,14 @@ public actor AgrirouterConnection {
 
     /// POSTs one message to the measures URL and returns it as sent; its answer goes to `recipient`.
     @discardableResult
-    public func send(_ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
-                     payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased(),
-                     for recipient: Recipient = .publisher) async throws(GatewayError) -> EncodedMessage {
-        let sent = try await send([Outgoing(technicalMessageType, mode: mode, payload: payload, applicationMessageID: applicationMessageID)],
-                                  for: recipient)
+    public func send(
+        _ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
+        payload: (any SwiftProtobuf.Message)?, applicationMessageID: String = UUID().uuidString.lowercased(),
+        for recipient: Recipient = .publisher
+    ) async throws(GatewayError) -> EncodedMessage {
+        let sent = try await send(
+            [Outgoing(technicalMessageType, mode: mode, payload: payload, applicationMessageID: applicationMessageID)],
+            for: recipient)
         return sent[0]
     }
 
@@ -260,7 +276,9 @@ public actor AgrirouterConnection {
     /// as sent, in order. They succeed or fail together; their answers go to `recipient`, or to a
     /// message's own.
     @discardableResult
-    public func send(_ messages: [Outgoing], for recipient: Recipient = .publisher) async throws(GatewayError) -> [EncodedMessage] {
+    public func send(_ messages: [Outgoing], for recipient: Recipient = .publisher) async throws(GatewayError)
+        -> [EncodedMessage]
+    {
         precondition(!messages.isEmpty, "a measures request carries at least one message")
         var encoded: [EncodedMessage] = []
         let body: Data
@@ -269,17 +287,25 @@ public actor AgrirouterConnection {
         guard let now = clock.map({ $0.now() }) ?? Date() else { throw .timeUnknown }
         do {
             for message in messages {
-                encoded.append(try encoder.encode(applicationMessageID: message.applicationMessageID, technicalMessageType: message.technicalMessageType,
-                                                  mode: message.mode, payload: message.payload, teamSetContextID: message.teamSetContextID, at: now))
+                encoded.append(
+                    try encoder.encode(
+                        applicationMessageID: message.applicationMessageID,
+                        technicalMessageType: message.technicalMessageType,
+                        mode: message.mode, payload: message.payload, teamSetContextID: message.teamSetContextID,
+                        at: now))
             }
-            body = try MeasuresBody(sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
-                                    messages: encoded, at: now).json()
+            body = try MeasuresBody(
+                sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
+                messages: encoded, at: now
+            ).json()
         } catch {
             throw .codec(error)
         }
         // Known before the request goes: a poll that overtakes it still routes the answer right.
         let sentAt = uptime()
-        for (message, outgoing) in zip(encoded, messages) { senders[message.applicationMessageID] = (outgoing.recipient ?? recipient, sentAt) }
+        for (message, outgoing) in zip(encoded, messages) {
+            senders[message.applicationMessageID] = (outgoing.recipient ?? recipient, sentAt)
+        }
         latestSend = encoded.map(\.applicationMessageID)
         await waitForTurn()
         // A connection that is still being made (the daemon's start, a reconnect under way) is given

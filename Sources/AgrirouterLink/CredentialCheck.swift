@@ -23,7 +23,8 @@ public enum CredentialProblem: Error, Sendable, Equatable, CustomStringConvertib
         case .keyDoesNotMatchCertificate: return "the private key does not belong to the certificate"
         case .tooLarge: return "the credential is larger than any agrirouter issues"
         case .libcryptoUnavailable(let detail):
-            return "OpenSSL's libcrypto cannot be loaded (\(detail)), so the credential cannot be checked; install the libssl3 package"
+            return
+                "OpenSSL's libcrypto cannot be loaded (\(detail)), so the credential cannot be checked; install the libssl3 package"
         }
     }
 }
@@ -32,12 +33,17 @@ extension ClientCredentials {
     /// Opens the key with the secret (in memory only), reads the certificate, and checks that they
     /// belong together. libcrypto is the library libcurl will use with the same PEM later.
     public func check() throws(CredentialProblem) -> CredentialFacts {
-        guard encryptedKeyPEM.utf8.count < 65_536, certificatePEM.utf8.count < 65_536, secret.utf8.count < 4096 else { throw .tooLarge }
+        guard encryptedKeyPEM.utf8.count < 65_536, certificatePEM.utf8.count < 65_536, secret.utf8.count < 4096 else {
+            throw .tooLarge
+        }
         if let problem = cssl_problem() { throw .libcryptoUnavailable(String(cString: problem)) }
         defer { cssl_clear_error() }
-        guard let key = Self.read(encryptedKeyPEM, { bio in secret.withCString { cssl_read_private_key(bio, $0) } }) else { throw .keyDoesNotOpen }
+        guard let key = Self.read(encryptedKeyPEM, { bio in secret.withCString { cssl_read_private_key(bio, $0) } })
+        else { throw .keyDoesNotOpen }
         defer { cssl_key_free(key) }
-        guard let certificate = Self.read(certificatePEM, { bio in cssl_read_certificate(bio) }) else { throw .certificateUnreadable }
+        guard let certificate = Self.read(certificatePEM, { bio in cssl_read_certificate(bio) }) else {
+            throw .certificateUnreadable
+        }
         defer { cssl_certificate_free(certificate) }
         guard cssl_key_matches(certificate, key) == 1 else { throw .keyDoesNotMatchCertificate }
         var expiry = tm()
@@ -49,7 +55,8 @@ extension ClientCredentials {
     private static func read<T>(_ pem: String, _ read: (OpaquePointer) -> T?) -> T? {
         var bytes = Array(pem.utf8)
         return bytes.withUnsafeMutableBytes { buffer -> T? in
-            guard let length = Int32(exactly: buffer.count), let bio = cssl_memory_bio(buffer.baseAddress, length) else { return nil }
+            guard let length = Int32(exactly: buffer.count), let bio = cssl_memory_bio(buffer.baseAddress, length)
+            else { return nil }
             defer { cssl_bio_free(bio) }
             return read(bio)
         }

@@ -55,7 +55,8 @@ public struct CredentialStore: Sendable {
         if let stored {
             let existing = String(decoding: stored, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard !existing.isEmpty, String(validating: stored, as: UTF8.self) != nil else {
-                throw .storage("\(idPath) is damaged; restore it from a backup, or remove it to onboard as a new endpoint")
+                throw .storage(
+                    "\(idPath) is damaged; restore it from a backup, or remove it to onboard as a new endpoint")
             }
             return existing
         }
@@ -91,8 +92,11 @@ public struct CredentialStore: Sendable {
             guard let secret = secret(for: file.response) else { throw OnboardingError.storage("no secret") }
             var response = file.response
             response.authentication.secret = secret
-            let settings = file.applicationID.map { OnboardingSettings(applicationID: $0, certificationVersionID: file.certificationVersionID ?? "") }
-            return StoredEndpoint(environment: file.environment, response: response, settings: settings, trustedCAPEM: file.trustedCAPEM)
+            let settings = file.applicationID.map {
+                OnboardingSettings(applicationID: $0, certificationVersionID: file.certificationVersionID ?? "")
+            }
+            return StoredEndpoint(
+                environment: file.environment, response: response, settings: settings, trustedCAPEM: file.trustedCAPEM)
         } catch {
             throw .storage("\(endpointPath) or \(secretPath) cannot be read; onboard again")
         }
@@ -103,17 +107,24 @@ public struct CredentialStore: Sendable {
     /// is the one that opens this key. Decrypting is tried only in that rare case.
     private func secret(for response: OnboardingResponse) -> String? {
         let current = Self.text(secretPath).map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        guard let next = Self.text(nextSecretPath).map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }), next != current else {
+        guard let next = Self.text(nextSecretPath).map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }),
+            next != current
+        else {
             return current
         }
-        let opens = ClientCredentials(agrirouterPEM: response.authentication.certificate, secret: next).map { (try? $0.check()) != nil } ?? false
+        let opens =
+            ClientCredentials(agrirouterPEM: response.authentication.certificate, secret: next).map {
+                (try? $0.check()) != nil
+            } ?? false
         return opens ? next : current
     }
 
     /// Stores a new credential so that a power cut at any moment leaves the old one or the new one,
     /// whole: the TAN is spent by now, and half of a credential is worth nothing.
-    public func save(_ response: OnboardingResponse, environment: String, settings: OnboardingSettings? = nil,
-                     trustedCAPEM: String? = nil) throws(OnboardingError) {
+    public func save(
+        _ response: OnboardingResponse, environment: String, settings: OnboardingSettings? = nil,
+        trustedCAPEM: String? = nil
+    ) throws(OnboardingError) {
         let pending = try prepare(response, environment: environment, settings: settings, trustedCAPEM: trustedCAPEM)
         for step in SaveStep.allCases { try perform(step, of: pending) }
     }
@@ -131,14 +142,17 @@ public struct CredentialStore: Sendable {
         var endpoint: Data
     }
 
-    func prepare(_ response: OnboardingResponse, environment: String, settings: OnboardingSettings?,
-                 trustedCAPEM: String?) throws(OnboardingError) -> PendingSave {
+    func prepare(
+        _ response: OnboardingResponse, environment: String, settings: OnboardingSettings?,
+        trustedCAPEM: String?
+    ) throws(OnboardingError) -> PendingSave {
         var withoutSecret = response
         withoutSecret.authentication.secret = ""
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let file = StoredFile(environment: environment, response: withoutSecret, applicationID: settings?.applicationID,
-                              certificationVersionID: settings?.certificationVersionID, trustedCAPEM: trustedCAPEM)
+        let file = StoredFile(
+            environment: environment, response: withoutSecret, applicationID: settings?.applicationID,
+            certificationVersionID: settings?.certificationVersionID, trustedCAPEM: trustedCAPEM)
         guard let data = try? encoder.encode(file) else {
             throw .storage("the onboarding response could not be encoded")
         }
@@ -172,8 +186,9 @@ public struct CredentialStore: Sendable {
     /// sees a partial or readable file and a power cut after it keeps the file.
     func write(_ data: Data, to path: String) throws(OnboardingError) {
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         } catch {
             throw .storage("cannot create \(directory): \(error.localizedDescription)")
         }

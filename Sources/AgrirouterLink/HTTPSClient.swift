@@ -73,19 +73,27 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
         switch self {
         case .cannotConnect(let detail): return "cannot connect to agrirouter: \(detail)"
         case .timedOut: return "agrirouter did not answer in time"
-        case .serverNotTrusted(let detail): return "the server's certificate is not trusted (\(detail)); check the CA bundle"
-        case .clientCertificateRejected(let detail): return "agrirouter refused this endpoint's certificate (\(detail)); onboard again"
-        case .credentialsUnusable(let detail): return "the stored certificate cannot be used (\(detail)); its secret does not open its key or it is damaged: onboard again"
+        case .serverNotTrusted(let detail):
+            return "the server's certificate is not trusted (\(detail)); check the CA bundle"
+        case .clientCertificateRejected(let detail):
+            return "agrirouter refused this endpoint's certificate (\(detail)); onboard again"
+        case .credentialsUnusable(let detail):
+            return
+                "the stored certificate cannot be used (\(detail)); its secret does not open its key or it is damaged: onboard again"
         case .connectionFailed(let detail): return "the connection to agrirouter failed: \(detail)"
-        case .brokenAfterSending(let detail): return "the connection to agrirouter broke after the request was sent: \(detail)"
-        case .unauthorized: return "agrirouter answered 401 Unauthorized: the endpoint's certificate is not accepted; onboard again"
+        case .brokenAfterSending(let detail):
+            return "the connection to agrirouter broke after the request was sent: \(detail)"
+        case .unauthorized:
+            return "agrirouter answered 401 Unauthorized: the endpoint's certificate is not accepted; onboard again"
         case .forbidden: return "agrirouter answered 403 Forbidden: the endpoint may have been removed; onboard again"
-        case .notFound: return "agrirouter answered 404 Not Found: the endpoint's URLs are no longer valid; onboard again"
+        case .notFound:
+            return "agrirouter answered 404 Not Found: the endpoint's URLs are no longer valid; onboard again"
         case .payloadTooLarge: return "agrirouter answered 413: the message is larger than it accepts"
         case .serverError(let status): return "agrirouter answered \(status), a server error; it will be retried"
         case .unexpectedStatus(let status): return "agrirouter answered with unexpected HTTP status \(status)"
         case .responseTooLarge(let limit):
-            return "the answer was larger than \(limit / 1_048_576) MiB, more than agrirouter ever sends; it was cut off and not read"
+            return
+                "the answer was larger than \(limit / 1_048_576) MiB, more than agrirouter ever sends; it was cut off and not read"
         case .libcurlRefused(let option, let code):
             return "libcurl refused \(option) (CURLcode \(code)); install a libcurl with OpenSSL, 7.85 or later"
         case .libcurlUnavailable(let detail):
@@ -110,8 +118,10 @@ public struct HTTPSClient: Sendable {
     /// The outbox holds at most a few feed pages (1 MB each) and pushes: 16 MiB is several times that.
     public static let defaultResponseLimit = 16 * 1_048_576
 
-    public init(trustedCAPEM: String? = nil, connectTimeout: Double = 10, totalTimeout: Double = 60,
-                maximumResponseBytes: Int = HTTPSClient.defaultResponseLimit) {
+    public init(
+        trustedCAPEM: String? = nil, connectTimeout: Double = 10, totalTimeout: Double = 60,
+        maximumResponseBytes: Int = HTTPSClient.defaultResponseLimit
+    ) {
         self.trustedCAPEM = trustedCAPEM
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
@@ -123,13 +133,16 @@ public struct HTTPSClient: Sendable {
     /// errors. Only a `cancellable` request ends when its task is cancelled (a POST whose body went out
     /// then fails as `brokenAfterSending`): by default a request runs to its answer or its timeout,
     /// as one that took answers from the outbox must.
-    public func send(method: String, url: String, body: Data? = nil, headers: [String] = [],
-                     credentials: ClientCredentials? = nil, anyStatus: Bool = false,
-                     cancellable: Bool = false) async throws(TransportError) -> HTTPResponse {
+    public func send(
+        method: String, url: String, body: Data? = nil, headers: [String] = [],
+        credentials: ClientCredentials? = nil, anyStatus: Bool = false,
+        cancellable: Bool = false
+    ) async throws(TransportError) -> HTTPResponse {
         let answer: CurlResponse
         do {
-            answer = try await curl.send(request(method: method, url: url, body: body, headers: headers, credentials: credentials),
-                                         cancellable: cancellable)
+            answer = try await curl.send(
+                request(method: method, url: url, body: body, headers: headers, credentials: credentials),
+                cancellable: cancellable)
         } catch {
             throw Self.error(error, hasBody: body != nil)
         }
@@ -137,11 +150,14 @@ public struct HTTPSClient: Sendable {
     }
 
     /// The same on the calling thread, which it blocks: for callers on a thread of their own.
-    public func perform(method: String, url: String, body: Data? = nil, headers: [String] = [],
-                        credentials: ClientCredentials? = nil, anyStatus: Bool = false) throws(TransportError) -> HTTPResponse {
+    public func perform(
+        method: String, url: String, body: Data? = nil, headers: [String] = [],
+        credentials: ClientCredentials? = nil, anyStatus: Bool = false
+    ) throws(TransportError) -> HTTPResponse {
         let answer: CurlResponse
         do {
-            answer = try curl.perform(request(method: method, url: url, body: body, headers: headers, credentials: credentials))
+            answer = try curl.perform(
+                request(method: method, url: url, body: body, headers: headers, credentials: credentials))
         } catch {
             throw Self.error(error, hasBody: body != nil)
         }
@@ -160,15 +176,20 @@ public struct HTTPSClient: Sendable {
         }
     }
 
-    private func request(method: String, url: String, body: Data? = nil, headers: [String] = [],
-                         credentials: ClientCredentials?) -> CurlRequest {
-        var request = CurlRequest(url: url, connectTimeout: connectTimeout, totalTimeout: totalTimeout, maximumResponseBytes: maximumResponseBytes)
+    private func request(
+        method: String, url: String, body: Data? = nil, headers: [String] = [],
+        credentials: ClientCredentials?
+    ) -> CurlRequest {
+        var request = CurlRequest(
+            url: url, connectTimeout: connectTimeout, totalTimeout: totalTimeout,
+            maximumResponseBytes: maximumResponseBytes)
         request.method = method
         request.body = body
         request.headers = ["Accept: application/json"] + headers
         request.trustedCAPEM = trustedCAPEM
         request.clientCertificate = credentials.map {
-            CurlClientCertificate(certificatePEM: $0.certificatePEM, encryptedKeyPEM: $0.encryptedKeyPEM, secret: $0.secret)
+            CurlClientCertificate(
+                certificatePEM: $0.certificatePEM, encryptedKeyPEM: $0.encryptedKeyPEM, secret: $0.secret)
         }
         return request
     }
@@ -194,13 +215,16 @@ public struct HTTPSClient: Sendable {
         case .cannotStart: return .connectionFailed("libcurl could not start a request")
         case .tooLarge(let limit): return .responseTooLarge(limit: limit)
         case .cancelled(let sentWholeBody):
-            return sentWholeBody ? .brokenAfterSending("cancelled after the request was sent, as the daemon stops") : .stopping
+            return sentWholeBody
+                ? .brokenAfterSending("cancelled after the request was sent, as the daemon stops") : .stopping
         case .failed(let kind, let detail, let sentWholeBody):
             // A body that went out whole may have been taken, whatever failed after it (a retry's
             // connect, a rewind libcurl was not allowed to make).
             if sentWholeBody, kind != .timedOut { return .brokenAfterSending(detail) }
             switch kind {
-            case .timedOut: return hasBody && !sentWholeBody ? .connectionFailed("timed out before the request was sent (\(detail))") : .timedOut
+            case .timedOut:
+                return hasBody && !sentWholeBody
+                    ? .connectionFailed("timed out before the request was sent (\(detail))") : .timedOut
             case .cannotConnect: return .cannotConnect(detail)
             case .clientCertificateProblem: return .credentialsUnusable(detail)
             case .serverNotTrusted: return .serverNotTrusted(detail)
@@ -213,4 +237,3 @@ public struct HTTPSClient: Sendable {
         }
     }
 }
-

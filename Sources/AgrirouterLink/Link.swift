@@ -36,7 +36,8 @@ public enum LinkState: Sendable, Equatable, CustomStringConvertible {
         case .connected: return "connected"
         case .disconnected(let reason): return "disconnected (\(reason))"
         case .takenOver(let seconds):
-            return "taken over: another client uses this endpoint's client id; trying again in \(seconds) s (is the same credential on two machines?)"
+            return
+                "taken over: another client uses this endpoint's client id; trying again in \(seconds) s (is the same credential on two machines?)"
         }
     }
 }
@@ -83,7 +84,9 @@ public struct RESTLink: Link {
     private let credentials: ClientCredentials
     private let client: HTTPSClient
 
-    public init(endpoint: OnboardingResponse, credentials: ClientCredentials, trustedCAPEM: String?, timeout: Double = 60) {
+    public init(
+        endpoint: OnboardingResponse, credentials: ClientCredentials, trustedCAPEM: String?, timeout: Double = 60
+    ) {
         measuresURL = endpoint.connectionCriteria.measures
         commandsURL = endpoint.connectionCriteria.commands
         self.credentials = credentials
@@ -91,8 +94,10 @@ public struct RESTLink: Link {
     }
 
     public func publish(_ body: Data) async throws(TransportError) -> Date? {
-        try await client.send(method: "POST", url: measuresURL, body: body, headers: ["Content-Type: application/json"],
-                              credentials: credentials).serverDate
+        try await client.send(
+            method: "POST", url: measuresURL, body: body, headers: ["Content-Type: application/json"],
+            credentials: credentials
+        ).serverDate
     }
 
     public func collect() async throws(GatewayError) -> LinkMail {
@@ -124,24 +129,32 @@ public struct RESTLink: Link {
 
 extension AgrirouterConnection {
     /// The connection a stored endpoint was onboarded for: REST, or MQTT with its files in `directory`.
-    public static func open(_ stored: StoredEndpoint, directory: String, minimumSpacing: Double, clock: TrueTime? = nil) throws(OnboardingError) -> AgrirouterConnection {
+    public static func open(_ stored: StoredEndpoint, directory: String, minimumSpacing: Double, clock: TrueTime? = nil)
+        throws(OnboardingError) -> AgrirouterConnection
+    {
         guard let credentials = stored.credentials else {
             throw .unreadableResponse("the stored certificate is not an encrypted PEM key and certificate")
         }
         switch stored.response.transport {
         case .rest?:
-            return AgrirouterConnection(endpoint: stored.response,
-                                        link: RESTLink(endpoint: stored.response, credentials: credentials, trustedCAPEM: stored.trustedCAPEM),
-                                        minimumSpacing: minimumSpacing, clock: clock)
+            return AgrirouterConnection(
+                endpoint: stored.response,
+                link: RESTLink(endpoint: stored.response, credentials: credentials, trustedCAPEM: stored.trustedCAPEM),
+                minimumSpacing: minimumSpacing, clock: clock)
         case .mqtt?:
             do {
-                let link = try MQTTLink(endpoint: stored.response, credentials: credentials, trustedCAPEM: stored.trustedCAPEM, directory: directory)
-                return AgrirouterConnection(endpoint: stored.response, link: link, minimumSpacing: minimumSpacing, clock: clock)
+                let link = try MQTTLink(
+                    endpoint: stored.response, credentials: credentials, trustedCAPEM: stored.trustedCAPEM,
+                    directory: directory)
+                return AgrirouterConnection(
+                    endpoint: stored.response, link: link, minimumSpacing: minimumSpacing, clock: clock)
             } catch {
                 throw .mqttSetup(error.description)
             }
         case nil:
-            throw .unreadableResponse("the stored endpoint's gateway id \(TerminalText.safe(stored.response.connectionCriteria.gatewayId, limit: 8)) is neither REST's nor MQTT's; onboard again")
+            throw .unreadableResponse(
+                "the stored endpoint's gateway id \(TerminalText.safe(stored.response.connectionCriteria.gatewayId, limit: 8)) is neither REST's nor MQTT's; onboard again"
+            )
         }
     }
 }

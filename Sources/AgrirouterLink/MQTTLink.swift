@@ -1,7 +1,7 @@
 import AgrirouterWire
 import Bounds
-import Clocks
 import CMosquitto
+import Clocks
 import Foundation
 import Synchronization
 
@@ -16,8 +16,10 @@ public enum MQTTSetupError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public var description: String {
         switch self {
-        case .notMQTT: return "the endpoint was not onboarded for MQTT (no broker host, port or client id stored); onboard again"
-        case .credentialFile(let reason): return "the certificate file for the MQTT connection cannot be written: \(reason)"
+        case .notMQTT:
+            return "the endpoint was not onboarded for MQTT (no broker host, port or client id stored); onboard again"
+        case .credentialFile(let reason):
+            return "the certificate file for the MQTT connection cannot be written: \(reason)"
         case .libmosquitto(let call, let code, let text):
             return "libmosquitto refused \(call) (\(code): \(text)); install Debian's libmosquitto1 2.0 or later"
         case .libmosquittoUnavailable(let detail):
@@ -87,10 +89,13 @@ public final class MQTTLink: Link, @unchecked Sendable {
 
     /// Writes the credential file (the encrypted key and the certificate, 0600) and, for a local
     /// agrirouter, its CA into `directory`, then starts connecting in the background.
-    public init(endpoint: OnboardingResponse, credentials: ClientCredentials, trustedCAPEM: String?, directory: String) throws(MQTTSetupError) {
+    public init(endpoint: OnboardingResponse, credentials: ClientCredentials, trustedCAPEM: String?, directory: String)
+        throws(MQTTSetupError)
+    {
         let criteria = endpoint.connectionCriteria
         guard endpoint.transport == .mqtt, let host = criteria.host, let clientID = criteria.clientId,
-              let port = criteria.port.flatMap(Int32.init(exactly:)), (1...65_535).contains(port) else { throw .notMQTT }
+            let port = criteria.port.flatMap(Int32.init(exactly:)), (1...65_535).contains(port)
+        else { throw .notMQTT }
         if let problem = Self.libraryProblem { throw .libmosquittoUnavailable(problem) }
         let store = CredentialStore(directory: directory)
         let credentialPath = directory + "/mqtt-credential.pem"
@@ -112,11 +117,17 @@ public final class MQTTLink: Link, @unchecked Sendable {
         self.handle = handle
         cmosq_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
         do throws(MQTTSetupError) {
-            try Self.check(cmosq_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), "MOSQ_OPT_PROTOCOL_VERSION")
+            try Self.check(
+                cmosq_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311), "MOSQ_OPT_PROTOCOL_VERSION")
             let systemBundle = "/etc/ssl/certs/ca-certificates.crt"
-            let caFile: String? = trustedCAPEM != nil ? caPath : (FileManager.default.fileExists(atPath: systemBundle) ? systemBundle : nil)
-            try Self.check(cmosq_tls_set(handle, caFile, caFile == nil ? "/etc/ssl/certs" : nil, credentialPath, credentialPath, passwordCallback),
-                           "mosquitto_tls_set")
+            let caFile: String? =
+                trustedCAPEM != nil
+                ? caPath : (FileManager.default.fileExists(atPath: systemBundle) ? systemBundle : nil)
+            try Self.check(
+                cmosq_tls_set(
+                    handle, caFile, caFile == nil ? "/etc/ssl/certs" : nil, credentialPath, credentialPath,
+                    passwordCallback),
+                "mosquitto_tls_set")
             try Self.check(cmosq_reconnect_delay_set(handle, 2, 60, true), "mosquitto_reconnect_delay_set")
         } catch {
             // Fully initialised by now, so deinit runs and frees the handle.
@@ -181,7 +192,8 @@ public final class MQTTLink: Link, @unchecked Sendable {
     static func reason(_ code: Int32) -> String {
         switch code {
         case MOSQ_ERR_CONN_LOST.rawValue: return "the connection was lost"
-        case MOSQ_ERR_TLS.rawValue: return "TLS failed: the broker is not trusted, or the stored certificate cannot be used"
+        case MOSQ_ERR_TLS.rawValue:
+            return "TLS failed: the broker is not trusted, or the stored certificate cannot be used"
         case MOSQ_ERR_NO_CONN.rawValue: return "not connected"
         default: return TerminalText.safe(String(cString: cmosq_strerror(code)), limit: 120)
         }
@@ -220,7 +232,11 @@ public final class MQTTLink: Link, @unchecked Sendable {
 
     public func collect() async throws(GatewayError) -> LinkMail {
         let (messages, dropped) = shared.withLock { shared in
-            defer { shared.inbox = []; shared.inboxBytes = 0; shared.dropped = 0 }
+            defer {
+                shared.inbox = []
+                shared.inboxBytes = 0
+                shared.dropped = 0
+            }
             return (shared.inbox, shared.dropped)
         }
         var mail = LinkMail()
@@ -284,7 +300,9 @@ public final class MQTTLink: Link, @unchecked Sendable {
         // A broker that restarted forgot the session: subscribe on every connect, or answers stop after it.
         let subscribed = cmosq_subscribe(handle, nil, commandsTopic, 1)
         if subscribed != MOSQ_ERR_SUCCESS.rawValue {
-            shared.withLock { $0.state = .disconnected(reason: "cannot subscribe to the commands topic: \(Self.reason(subscribed))") }
+            shared.withLock {
+                $0.state = .disconnected(reason: "cannot subscribe to the commands topic: \(Self.reason(subscribed))")
+            }
             cmosq_disconnect(handle)
         }
     }
@@ -312,7 +330,8 @@ public final class MQTTLink: Link, @unchecked Sendable {
     fileprivate func received(_ message: UnsafePointer<mosquitto_message>) {
         let message = message.pointee
         guard let topic = message.topic, String(cString: topic) == commandsTopic,
-              (0...Self.largestMessage).contains(Int(message.payloadlen)) else { return }
+            (0...Self.largestMessage).contains(Int(message.payloadlen))
+        else { return }
         let data = message.payload.map { Data(bytes: $0, count: Int(message.payloadlen)) } ?? Data()
         shared.withLock { shared in
             Self.admit(data, to: &shared.inbox, bytes: &shared.inboxBytes, dropped: &shared.dropped)
@@ -323,8 +342,10 @@ public final class MQTTLink: Link, @unchecked Sendable {
     /// pushes with content, so that the small answers that settle our batches stay (each one lost
     /// sends its batch again). A newcomer that is itself the largest, or larger than all the room
     /// there is, is the one dropped.
-    static func admit(_ data: Data, to inbox: inout [Data], bytes: inout Int, dropped: inout Int,
-                      limit: Int = inboxLimit, byteLimit: Int = inboxByteLimit) {
+    static func admit(
+        _ data: Data, to inbox: inout [Data], bytes: inout Int, dropped: inout Int,
+        limit: Int = inboxLimit, byteLimit: Int = inboxByteLimit
+    ) {
         if bytes + data.count > byteLimit, data.count > byteLimit || data.count >= (inbox.map(\.count).max() ?? 0) {
             dropped += 1
             return
@@ -335,7 +356,8 @@ public final class MQTTLink: Link, @unchecked Sendable {
             inbox.removeFirst(excess)
             dropped += excess
         }
-        while bytes + data.count > byteLimit, let largest = inbox.indices.max(by: { inbox[$0].count < inbox[$1].count }) {
+        while bytes + data.count > byteLimit, let largest = inbox.indices.max(by: { inbox[$0].count < inbox[$1].count })
+        {
             bytes -= inbox.remove(at: largest).count
             dropped += 1
         }
@@ -369,7 +391,9 @@ private func onDisconnect(_: OpaquePointer?, _ object: UnsafeMutableRawPointer?,
     MQTTLink.from(object)?.disconnected(code)
 }
 
-private func onMessage(_: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ message: UnsafePointer<mosquitto_message>?) {
+private func onMessage(
+    _: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _ message: UnsafePointer<mosquitto_message>?
+) {
     guard let message else { return }
     MQTTLink.from(object)?.received(message)
 }
@@ -379,7 +403,9 @@ private func onPublish(_: OpaquePointer?, _ object: UnsafeMutableRawPointer?, _:
 }
 
 /// OpenSSL's password callback; libmosquitto hands it the client handle, whose user data is the link.
-private func passwordCallback(_ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _: Int32, _ handle: UnsafeMutableRawPointer?) -> Int32 {
+private func passwordCallback(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _: Int32, _ handle: UnsafeMutableRawPointer?
+) -> Int32 {
     guard let buffer, let handle, let link = MQTTLink.from(cmosq_userdata(OpaquePointer(handle))) else { return 0 }
     return link.writeSecret(into: buffer, size: size)
 }

@@ -77,7 +77,10 @@ public struct OnboardingResponse: Codable, Sendable, Equatable {
         public var port: Int?
         public var clientId: String?
 
-        public init(gatewayId: String, measures: String, commands: String, host: String? = nil, port: Int? = nil, clientId: String? = nil) {
+        public init(
+            gatewayId: String, measures: String, commands: String, host: String? = nil, port: Int? = nil,
+            clientId: String? = nil
+        ) {
             (self.gatewayId, self.measures, self.commands) = (gatewayId, measures, commands)
             (self.host, self.port, self.clientId) = (host, port, clientId)
         }
@@ -98,11 +101,13 @@ public struct OnboardingResponse: Codable, Sendable, Equatable {
             } else if let text = try container.decodeIfPresent(String.self, forKey: .port) {
                 port = Int(text.trimmingCharacters(in: .whitespaces))
                 if port == nil {
-                    throw DecodingError.dataCorruptedError(forKey: .port, in: container, debugDescription: "the port is not a number")
+                    throw DecodingError.dataCorruptedError(
+                        forKey: .port, in: container, debugDescription: "the port is not a number")
                 }
             }
             if let port, !(1...65_535).contains(port) {
-                throw DecodingError.dataCorruptedError(forKey: .port, in: container, debugDescription: "the port is not 1 to 65535")
+                throw DecodingError.dataCorruptedError(
+                    forKey: .port, in: container, debugDescription: "the port is not 1 to 65535")
             }
         }
     }
@@ -152,15 +157,18 @@ public enum OnboardingError: Error, Sendable, Equatable, CustomStringConvertible
         switch self {
         case .missingSettings(let keys):
             let names = keys.joined(separator: " and ")
-            return "onboarding needs the \(names) of your agrirouter application in this environment; \(keys.count == 1 ? "it is" : "they are") not configured"
+            return
+                "onboarding needs the \(names) of your agrirouter application in this environment; \(keys.count == 1 ? "it is" : "they are") not configured"
         case .invalidTAN:
             return "a TAN is the registration code from the agrirouter UI: letters and digits only"
         case .agrirouter(let status, let code, _):
-            return "agrirouter refused the onboarding (code \(code.isEmpty ? "none" : code), HTTP \(status)): \(Self.advice(for: code, status: status))"
+            return
+                "agrirouter refused the onboarding (code \(code.isEmpty ? "none" : code), HTTP \(status)): \(Self.advice(for: code, status: status))"
         case .transport(let error): return error.description
         case .unreadableResponse(let reason): return "agrirouter's onboarding answer could not be read: \(reason)"
         case .alreadyOnboarded(let environment):
-            return "this machine is onboarded to agrirouter \(environment); run 'agrigps disconnect' before onboarding to another environment"
+            return
+                "this machine is onboarded to agrirouter \(environment); run 'agrigps disconnect' before onboarding to another environment"
         case .transportFixed(let transport):
             return "this endpoint was onboarded for \(transport) and agrirouter keeps an endpoint's transport; "
                 + "onboard again with --transport \(transport.rawValue), or remove the endpoint in the agrirouter UI and delete endpoint-id in the state directory for a new one"
@@ -173,14 +181,24 @@ public enum OnboardingError: Error, Sendable, Equatable, CustomStringConvertible
     static func advice(for code: String, status: Int) -> String {
         switch code {
         case "0401": return "the TAN is unknown or used up; create a new one in the agrirouter UI and onboard again"
-        case "0110": return "the system clock is ahead of agrirouter's; set the clock (or let GNSS time set it) and onboard again"
-        case "0105": return "the TAN was not created for this application, or the application id is wrong for this environment; check both"
+        case "0110":
+            return
+                "the system clock is ahead of agrirouter's; set the clock (or let GNSS time set it) and onboard again"
+        case "0105":
+            return
+                "the TAN was not created for this application, or the application id is wrong for this environment; check both"
         case "0101": return "the certification version id is wrong for this environment; check the configuration"
-        case "0023": return "this endpoint was blocked after an earlier onboarding; remove it in the agrirouter UI, then onboard with a new TAN"
+        case "0023":
+            return
+                "this endpoint was blocked after an earlier onboarding; remove it in the agrirouter UI, then onboard with a new TAN"
         case "0010", "0011": return "the agrirouter account is inactive or unknown; check it in the agrirouter UI"
-        case "0020", "0021", "0022", "0024": return "the application is not approved for this account or not certified for CUs; contact the integrator"
-        case "0100", "0102", "0103", "0104": return "agrirouter rejected the request itself; this is a defect in agrigps, please report it with the code"
-        default: return status == 401 ? "the TAN was not accepted; create a new one in the agrirouter UI" : "see agrirouter's code above"
+        case "0020", "0021", "0022", "0024":
+            return "the application is not approved for this account or not certified for CUs; contact the integrator"
+        case "0100", "0102", "0103", "0104":
+            return "agrirouter rejected the request itself; this is a defect in agrigps, please report it with the code"
+        default:
+            return status == 401
+                ? "the TAN was not accepted; create a new one in the agrirouter UI" : "see agrirouter's code above"
         }
     }
 }
@@ -205,23 +223,30 @@ public struct OnboardingClient: Sendable {
 
     /// Onboards endpoint `externalID` with `tan`. The timestamp is 10 s in the past: agrirouter
     /// refuses any from the future (0110), however slightly.
-    public func onboard(tan: String, externalID: String, transport: Transport = .rest, now: Date = Date()) async throws(OnboardingError) -> OnboardingResponse {
+    public func onboard(tan: String, externalID: String, transport: Transport = .rest, now: Date = Date())
+        async throws(OnboardingError) -> OnboardingResponse
+    {
         guard Self.isPlausibleTAN(tan) else { throw .invalidTAN }
-        let missing = [("applicationId", settings.applicationID), ("certificationVersionId", settings.certificationVersionID)]
-            .filter { $0.1.isEmpty }.map(\.0)
+        let missing = [
+            ("applicationId", settings.applicationID), ("certificationVersionId", settings.certificationVersionID),
+        ]
+        .filter { $0.1.isEmpty }.map(\.0)
         guard missing.isEmpty else { throw .missingSettings(missing) }
-        let request = OnboardingRequest(id: externalID, applicationId: settings.applicationID,
-                                        certificationVersionId: settings.certificationVersionID, gatewayId: transport.gatewayID,
-                                        UTCTimestamp: ISO8601UTC.string(from: now.addingTimeInterval(-10)))
+        let request = OnboardingRequest(
+            id: externalID, applicationId: settings.applicationID,
+            certificationVersionId: settings.certificationVersionID, gatewayId: transport.gatewayID,
+            UTCTimestamp: ISO8601UTC.string(from: now.addingTimeInterval(-10)))
         // An onboarding answer is a few kilobytes: a credential and three ids.
-        let client = HTTPSClient(trustedCAPEM: environment.caCertificatePEM, totalTimeout: timeout, maximumResponseBytes: 1_048_576)
+        let client = HTTPSClient(
+            trustedCAPEM: environment.caCertificatePEM, totalTimeout: timeout, maximumResponseBytes: 1_048_576)
         let response: HTTPResponse
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             let body = try encoder.encode(request)
-            response = try await client.send(method: "POST", url: environment.onboardingURL, body: body,
-                                             headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"], anyStatus: true)
+            response = try await client.send(
+                method: "POST", url: environment.onboardingURL, body: body,
+                headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"], anyStatus: true)
         } catch let error as TransportError {
             throw .transport(error)
         } catch {
@@ -235,7 +260,9 @@ public struct OnboardingClient: Sendable {
             throw .unreadableResponse("unexpected JSON")
         }
         guard decoded.transport == transport || decoded.transport == nil else {
-            throw .unreadableResponse("agrirouter answered for \(decoded.transport?.description ?? "another transport"), not the \(transport) asked for")
+            throw .unreadableResponse(
+                "agrirouter answered for \(decoded.transport?.description ?? "another transport"), not the \(transport) asked for"
+            )
         }
         _ = try decoded.check(for: environment)
         return decoded
@@ -266,8 +293,9 @@ public struct OnboardingClient: Sendable {
     static func refusal(_ response: HTTPResponse) -> OnboardingError {
         let error = (try? JSONDecoder().decode(Refusal.self, from: response.body))?.error
         // The code is shown to the user: another party's text, escaped and cut.
-        return .agrirouter(status: response.status, code: TerminalText.safe(error?.code ?? "", limit: 16),
-                           message: TerminalText.safe(error?.message ?? "", limit: 200))
+        return .agrirouter(
+            status: response.status, code: TerminalText.safe(error?.code ?? "", limit: 16),
+            message: TerminalText.safe(error?.message ?? "", limit: 200))
     }
 }
 
@@ -293,28 +321,36 @@ extension OnboardingResponse {
             let head = String(text.unicodeScalars.prefix(limit + secret.unicodeScalars.count))
             return TerminalText.safe(head.replacingOccurrences(of: secret, with: "[secret]"), limit: limit)
         }
-        for (name, id) in [("deviceAlternateId", deviceAlternateId), ("capabilityAlternateId", capabilityAlternateId),
-                           ("sensorAlternateId", sensorAlternateId)] {
+        for (name, id) in [
+            ("deviceAlternateId", deviceAlternateId), ("capabilityAlternateId", capabilityAlternateId),
+            ("sensorAlternateId", sensorAlternateId),
+        ] {
             guard Self.isPlainID(id) else {
-                throw .unreadableResponse("\(name) \"\(shown(id, limit: 40))\" is not an id (1 to 128 letters, digits, - _ . :)")
+                throw .unreadableResponse(
+                    "\(name) \"\(shown(id, limit: 40))\" is not an id (1 to 128 letters, digits, - _ . :)")
             }
         }
         switch transport {
         case .rest?:
-            let measures = try Self.endpointURL(connectionCriteria.measures, name: "measures", shown: shown(connectionCriteria.measures, limit: 80),
-                                                deviceID: deviceAlternateId, environment: environment)
-            let commands = try Self.endpointURL(connectionCriteria.commands, name: "commands", shown: shown(connectionCriteria.commands, limit: 80),
-                                                deviceID: deviceAlternateId, environment: environment)
+            let measures = try Self.endpointURL(
+                connectionCriteria.measures, name: "measures", shown: shown(connectionCriteria.measures, limit: 80),
+                deviceID: deviceAlternateId, environment: environment)
+            let commands = try Self.endpointURL(
+                connectionCriteria.commands, name: "commands", shown: shown(connectionCriteria.commands, limit: 80),
+                deviceID: deviceAlternateId, environment: environment)
             guard measures.host == commands.host, measures.port == commands.port else {
                 throw .unreadableResponse("the measures and commands URLs are on different hosts")
             }
         case .mqtt?:
             try checkBroker(environment: environment, shown: shown)
         case nil:
-            throw .unreadableResponse("gateway id \"\(shown(connectionCriteria.gatewayId, limit: 20))\" is neither REST's (3) nor MQTT's (2)")
+            throw .unreadableResponse(
+                "gateway id \"\(shown(connectionCriteria.gatewayId, limit: 20))\" is neither REST's (3) nor MQTT's (2)")
         }
         guard authentication.type == "PEM", !authentication.secret.isEmpty,
-              let credentials = ClientCredentials(agrirouterPEM: authentication.certificate, secret: authentication.secret) else {
+            let credentials = ClientCredentials(
+                agrirouterPEM: authentication.certificate, secret: authentication.secret)
+        else {
             throw .unreadableResponse("the certificate is not an encrypted PEM key and certificate")
         }
         do {
@@ -329,13 +365,19 @@ extension OnboardingResponse {
 
     /// MQTT's criteria: a broker on a DNS name (a local agrirouter's on its own host), a port, a client
     /// id that is a plain id, and the endpoint's own measures and commands topics, without wildcards.
-    private func checkBroker(environment: AgrirouterEnvironment, shown: (String, Int) -> String) throws(OnboardingError) {
-        guard let host = connectionCriteria.host, let port = connectionCriteria.port, let clientID = connectionCriteria.clientId else {
+    private func checkBroker(environment: AgrirouterEnvironment, shown: (String, Int) -> String) throws(OnboardingError)
+    {
+        guard let host = connectionCriteria.host, let port = connectionCriteria.port,
+            let clientID = connectionCriteria.clientId
+        else {
             throw .unreadableResponse("the MQTT answer lacks the broker's host, port or client id")
         }
-        guard (1...65_535).contains(port) else { throw .unreadableResponse("the broker port \(port) is not 1 to 65535") }
+        guard (1...65_535).contains(port) else {
+            throw .unreadableResponse("the broker port \(port) is not 1 to 65535")
+        }
         guard Self.isPlainID(clientID) else {
-            throw .unreadableResponse("the client id \"\(shown(clientID, 40))\" is not an id (1 to 128 letters, digits, - _ . :)")
+            throw .unreadableResponse(
+                "the client id \"\(shown(clientID, 40))\" is not an id (1 to 128 letters, digits, - _ . :)")
         }
         try Self.checkHost(host, name: "broker", shown: shown(host, 80), environment: environment)
         for (name, topic) in [("measures", connectionCriteria.measures), ("commands", connectionCriteria.commands)] {
@@ -347,27 +389,42 @@ extension OnboardingResponse {
 
     /// A local agrirouter answers on its own host; QA and production on a DNS name (their hosts have
     /// moved before, so no name is fixed here).
-    private static func checkHost(_ host: String, name: String, shown: String, environment: AgrirouterEnvironment) throws(OnboardingError) {
+    private static func checkHost(_ host: String, name: String, shown: String, environment: AgrirouterEnvironment)
+        throws(OnboardingError)
+    {
         if case .local(let onboardingURL, _) = environment {
-            guard let onboardingHost = URLComponents(string: onboardingURL)?.host, host.lowercased() == onboardingHost.lowercased() else {
+            guard let onboardingHost = URLComponents(string: onboardingURL)?.host,
+                host.lowercased() == onboardingHost.lowercased()
+            else {
                 throw .unreadableResponse("the \(name) \"\(shown)\" is not on the local agrirouter's host")
             }
         } else {
             let isName = host.contains(".") && host.last?.isLetter == true && !host.hasSuffix(".localhost")
-            guard isName, host.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-.".unicodeScalars.contains($0)) }) else {
+            guard isName,
+                host.unicodeScalars.allSatisfy({
+                    $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-.".unicodeScalars.contains($0))
+                })
+            else {
                 throw .unreadableResponse("the \(name) \"\(shown)\" is not on a DNS name")
             }
         }
     }
 
     static func isPlainID(_ id: String) -> Bool {
-        (1...128).contains(id.utf8.count) && id.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.:".unicodeScalars.contains($0)) }
+        (1...128).contains(id.utf8.count)
+            && id.unicodeScalars.allSatisfy {
+                $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "-_.:".unicodeScalars.contains($0))
+            }
     }
 
-    private static func endpointURL(_ text: String, name: String, shown: String, deviceID: String,
-                                    environment: AgrirouterEnvironment) throws(OnboardingError) -> URLComponents {
+    private static func endpointURL(
+        _ text: String, name: String, shown: String, deviceID: String,
+        environment: AgrirouterEnvironment
+    ) throws(OnboardingError) -> URLComponents {
         guard text.utf8.count <= 2048, let url = URLComponents(string: text), url.scheme?.lowercased() == "https",
-              let host = url.host, !host.isEmpty, url.user == nil, url.password == nil, url.query == nil, url.fragment == nil else {
+            let host = url.host, !host.isEmpty, url.user == nil, url.password == nil, url.query == nil,
+            url.fragment == nil
+        else {
             throw .unreadableResponse("the \(name) URL \"\(shown)\" is not a plain https URL")
         }
         guard url.path.hasSuffix("/" + deviceID) else {

@@ -1,11 +1,11 @@
 import AgrirouterWire
 import Clocks
 import Foundation
-import SwiftProtobuf
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import SwiftProtobuf
 import Synchronization
 import X509
 
@@ -30,39 +30,51 @@ public final class AgrirouterSimulator: Sendable {
     /// Listens on `host`. Clients that reach it by another address (a virtual machine's guest reaches
     /// the host's loopback at 10.0.2.2) are given `advertisedHost` in the URLs it hands out, and its
     /// server certificate names that address too.
-    public static func start(_ configuration: SimConfiguration, host: String = "127.0.0.1", advertisedHost: String? = nil,
-                             onboardingPort: Int = 0, gatewayPort: Int = 0) async throws -> AgrirouterSimulator {
+    public static func start(
+        _ configuration: SimConfiguration, host: String = "127.0.0.1", advertisedHost: String? = nil,
+        onboardingPort: Int = 0, gatewayPort: Int = 0
+    ) async throws -> AgrirouterSimulator {
         let authority = try CertificateAuthority()
         let state = SimState(configuration: configuration, authority: authority)
         let advertised = advertisedHost ?? host
         let (serverCertificate, serverKey) = try authority.issueServerCertificate(alsoFor: advertised)
-        let certificate = try NIOSSLCertificate(bytes: Array(serverCertificate.serializeAsPEM().pemString.utf8), format: .pem)
+        let certificate = try NIOSSLCertificate(
+            bytes: Array(serverCertificate.serializeAsPEM().pemString.utf8), format: .pem)
         let key = try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem)
-        let onboardingTLS = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+        let onboardingTLS = TLSConfiguration.makeServerConfiguration(
+            certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
         var gatewayTLS = onboardingTLS
-        gatewayTLS.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(authority.certificatePEM.utf8), format: .pem)])
+        gatewayTLS.trustRoots = .certificates([
+            try NIOSSLCertificate(bytes: Array(authority.certificatePEM.utf8), format: .pem)
+        ])
         gatewayTLS.certificateVerification = .noHostnameVerification  // a client certificate is required
 
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let gatewayConnections = ConnectionCount()
         do {
-            let onboarding = try await bind(host: host, port: onboardingPort, tls: try NIOSSLContext(configuration: onboardingTLS),
-                                            role: .onboarding, state: state, group: group)
+            let onboarding = try await bind(
+                host: host, port: onboardingPort, tls: try NIOSSLContext(configuration: onboardingTLS),
+                role: .onboarding, state: state, group: group)
             let open = GatewayListener.Connections()
             let gatewayContext = try NIOSSLContext(configuration: gatewayTLS)
-            let gateway = try await bind(host: host, port: gatewayPort, tls: gatewayContext,
-                                         role: .gateway, state: state, group: group, count: gatewayConnections, open: open)
+            let gateway = try await bind(
+                host: host, port: gatewayPort, tls: gatewayContext,
+                role: .gateway, state: state, group: group, count: gatewayConnections, open: open)
             let port = gateway.localAddress?.port ?? 0
             await state.setGatewayBase("https://\(advertised):\(port)")
             let listener = GatewayListener(channel: gateway, connections: open) {
-                try await bind(host: host, port: port, tls: gatewayContext, role: .gateway, state: state, group: group,
-                               count: gatewayConnections, open: open)
+                try await bind(
+                    host: host, port: port, tls: gatewayContext, role: .gateway, state: state, group: group,
+                    count: gatewayConnections, open: open)
             }
             var mqtt: SimMQTTSide?
             if configuration.mqtt {
                 do {
-                    mqtt = try await SimMQTTSide.start(host: host, authority: authority, serverCertificatePEM: serverCertificate.serializeAsPEM().pemString,
-                                                       serverKeyPEM: serverKey.pemRepresentation, state: state, group: group, advertisedHost: advertised)
+                    mqtt = try await SimMQTTSide.start(
+                        host: host, authority: authority,
+                        serverCertificatePEM: serverCertificate.serializeAsPEM().pemString,
+                        serverKeyPEM: serverKey.pemRepresentation, state: state, group: group,
+                        advertisedHost: advertised)
                 } catch {
                     await listener.close()
                     try? await onboarding.close()
@@ -70,7 +82,8 @@ public final class AgrirouterSimulator: Sendable {
                 }
             }
             return AgrirouterSimulator(
-                onboardingURL: "https://\(advertised):\(onboarding.localAddress?.port ?? 0)/api/v1.0/registration/onboard",
+                onboardingURL:
+                    "https://\(advertised):\(onboarding.localAddress?.port ?? 0)/api/v1.0/registration/onboard",
                 caCertificatePEM: authority.certificatePEM, state: state, group: group, channels: [onboarding],
                 gatewayConnectionCount: gatewayConnections, gateway: listener, mqtt: mqtt)
         } catch {
@@ -79,8 +92,11 @@ public final class AgrirouterSimulator: Sendable {
         }
     }
 
-    private init(onboardingURL: String, caCertificatePEM: String, state: SimState, group: MultiThreadedEventLoopGroup, channels: [any Channel],
-                 gatewayConnectionCount: ConnectionCount, gateway: GatewayListener, mqtt: SimMQTTSide?) {
+    private init(
+        onboardingURL: String, caCertificatePEM: String, state: SimState, group: MultiThreadedEventLoopGroup,
+        channels: [any Channel],
+        gatewayConnectionCount: ConnectionCount, gateway: GatewayListener, mqtt: SimMQTTSide?
+    ) {
         self.mqtt = mqtt
         self.gatewayConnectionCount = gatewayConnectionCount
         self.gateway = gateway
@@ -91,9 +107,11 @@ public final class AgrirouterSimulator: Sendable {
         self.channels = channels
     }
 
-    private static func bind(host: String, port: Int, tls: NIOSSLContext, role: SimHTTPHandler.Role,
-                             state: SimState, group: MultiThreadedEventLoopGroup, count: ConnectionCount? = nil,
-                             open: GatewayListener.Connections? = nil) async throws -> any Channel {
+    private static func bind(
+        host: String, port: Int, tls: NIOSSLContext, role: SimHTTPHandler.Role,
+        state: SimState, group: MultiThreadedEventLoopGroup, count: ConnectionCount? = nil,
+        open: GatewayListener.Connections? = nil
+    ) async throws -> any Channel {
         try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 64)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
@@ -164,7 +182,9 @@ public final class AgrirouterSimulator: Sendable {
     /// Faults injected and not yet met by a request.
     public func pendingFaults() async -> Int { await state.pendingFaults() }
     /// Everything an endpoint has sent, decoded, in order.
-    public func sentMessages(endpoint: String) async -> [DecodedRequest] { await state.sentMessages(endpoint: endpoint) }
+    public func sentMessages(endpoint: String) async -> [DecodedRequest] {
+        await state.sentMessages(endpoint: endpoint)
+    }
     /// When each of `sentMessages` arrived (and was answered: the simulator acknowledges on arrival).
     public func arrivals(endpoint: String) async -> [Date] { await state.arrivals(endpoint: endpoint) }
     /// When each measures or commands request arrived, in monotonic seconds.
@@ -176,16 +196,22 @@ public final class AgrirouterSimulator: Sendable {
     public func refusedForFutureTimestamps() async -> Int { await state.refusedForFutureTimestamps() }
     public func subscriptions(endpoint: String) async -> Set<String> { await state.subscriptions(endpoint: endpoint) }
     /// The messages waiting in an endpoint's feed, unconfirmed.
-    public func feed(endpoint: String) async -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] { await state.feed(endpoint: endpoint) }
+    public func feed(endpoint: String) async -> [Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage] {
+        await state.feed(endpoint: endpoint)
+    }
     /// Every message id an endpoint confirmed, with when the confirm arrived.
-    public func confirmations(endpoint: String) async -> [(messageID: String, at: Date)] { await state.confirmations(endpoint: endpoint) }
+    public func confirmations(endpoint: String) async -> [(messageID: String, at: Date)] {
+        await state.confirmations(endpoint: endpoint)
+    }
     /// The ids of the endpoints with this name.
     public func endpointIDs(named name: String) async -> [String] { await state.endpointIDs(named: name) }
 
     // MARK: - What a user does in agrirouter's UI, or a peer nobody runs
 
     @discardableResult
-    public func rename(endpoint: String, to name: String) async -> Bool { await state.rename(endpoint: endpoint, to: name) }
+    public func rename(endpoint: String, to name: String) async -> Bool {
+        await state.rename(endpoint: endpoint, to: name)
+    }
     @discardableResult
     public func delete(endpoint: String) async -> Bool { await state.delete(endpoint: endpoint) }
 
@@ -193,13 +219,18 @@ public final class AgrirouterSimulator: Sendable {
     /// the sender had published it at `sentAt`; the content is not checked, so a test can send
     /// something unreadable. Returns the feed message id.
     @discardableResult
-    public func deliver(_ content: Data, from sender: String, to receiver: String, sentAt: Date = Date(), push: Bool = true) async -> String {
-        await state.deliver(content, from: sender, to: receiver, sentAt: Google_Protobuf_Timestamp(date: sentAt), push: push)
+    public func deliver(
+        _ content: Data, from sender: String, to receiver: String, sentAt: Date = Date(), push: Bool = true
+    ) async -> String {
+        await state.deliver(
+            content, from: sender, to: receiver, sentAt: Google_Protobuf_Timestamp(date: sentAt), push: push)
     }
 
     /// The same with a header time given as it goes on the wire, any value at all: for testing what
     /// a receiver does with a timestamp no real agrirouter would send.
-    public func deliver(_ content: Data, from sender: String, to receiver: String, sentSeconds: Int64, sentNanos: Int32 = 0) async -> String {
+    public func deliver(
+        _ content: Data, from sender: String, to receiver: String, sentSeconds: Int64, sentNanos: Int32 = 0
+    ) async -> String {
         var timestamp = Google_Protobuf_Timestamp()
         (timestamp.seconds, timestamp.nanos) = (sentSeconds, sentNanos)
         return await state.deliver(content, from: sender, to: receiver, sentAt: timestamp, push: true)
@@ -231,7 +262,10 @@ final class SimHTTPHandler: ChannelInboundHandler {
             body.clear()
         case .body(var chunk):
             guard body.readableBytes + chunk.readableBytes <= Self.maximumBody else {
-                respond(context: context, SimResponse(status: 413, body: Data("Request too large".utf8), contentType: "text/plain"), keepAlive: false)
+                respond(
+                    context: context,
+                    SimResponse(status: 413, body: Data("Request too large".utf8), contentType: "text/plain"),
+                    keepAlive: false)
                 return
             }
             body.writeBuffer(&chunk)
@@ -244,8 +278,9 @@ final class SimHTTPHandler: ChannelInboundHandler {
             let authorization = head.headers.first(name: "Authorization")
             let promise = context.eventLoop.makePromise(of: SimResponse.self)
             promise.completeWithTask {
-                await Self.route(method: head.method, path: head.uri, authorization: authorization, body: request,
-                                 certificate: certificate, role: role, state: state)
+                await Self.route(
+                    method: head.method, path: head.uri, authorization: authorization, body: request,
+                    certificate: certificate, role: role, state: state)
             }
             let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             let keepAlive = head.isKeepAlive
@@ -270,9 +305,13 @@ final class SimHTTPHandler: ChannelInboundHandler {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: response.contentType)
         headers.add(name: "Content-Length", value: String(response.filler > 0 ? response.filler : response.body.count))
-        headers.add(name: "Date", value: HTTPDate.format(Int(Date().timeIntervalSince1970)))  // as every real server sends; clients read agrirouter's time from it
+        // as every real server sends; clients read agrirouter's time from it
+        headers.add(name: "Date", value: HTTPDate.format(Int(Date().timeIntervalSince1970)))
         if !keepAlive { headers.add(name: "Connection", value: "close") }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: response.status), headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(
+                .head(HTTPResponseHead(version: .http1_1, status: .init(statusCode: response.status), headers: headers))
+            ), promise: nil)
         if response.filler > 0 {
             writeFiller(context: context, at: 0, of: response.filler)
             return
@@ -297,8 +336,12 @@ final class SimHTTPHandler: ChannelInboundHandler {
         written.whenComplete { result in
             let (handler, context) = bound.value
             switch result {
-            case .success where offset + count < total: handler.writeFiller(context: context, at: offset + count, of: total)
-            case .success: context.writeAndFlush(handler.wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.1.close(promise: nil) }
+            case .success where offset + count < total:
+                handler.writeFiller(context: context, at: offset + count, of: total)
+            case .success:
+                context.writeAndFlush(handler.wrapOutboundOut(.end(nil))).whenComplete { _ in
+                    bound.value.1.close(promise: nil)
+                }
             case .failure: context.close(promise: nil)
             }
         }
@@ -308,19 +351,24 @@ final class SimHTTPHandler: ChannelInboundHandler {
 
     private func peerCertificate(context: ChannelHandlerContext) -> Certificate? {
         guard let handler = try? context.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self),
-              let certificate = handler.peerCertificate, let der = try? certificate.toDERBytes() else { return nil }
+            let certificate = handler.peerCertificate, let der = try? certificate.toDERBytes()
+        else { return nil }
         return try? Certificate(derEncoded: der)
     }
 
-    private static func route(method: HTTPMethod, path: String, authorization: String?, body: Data,
-                              certificate: Certificate?, role: Role, state: SimState) async -> SimResponse {
+    private static func route(
+        method: HTTPMethod, path: String, authorization: String?, body: Data,
+        certificate: Certificate?, role: Role, state: SimState
+    ) async -> SimResponse {
         let parts = path.split(separator: "?").first.map { $0.split(separator: "/").map(String.init) } ?? []
         switch (role, method, parts) {
         case (.onboarding, .POST, ["api", "v1.0", "registration", "onboard"]):
             return await state.onboard(authorization: authorization, body: body)
-        case (.gateway, .POST, let parts) where parts.count == 5 && parts.prefix(4) == ["iot", "gateway", "rest", "measures"]:
+        case (.gateway, .POST, let parts)
+        where parts.count == 5 && parts.prefix(4) == ["iot", "gateway", "rest", "measures"]:
             return await state.measures(deviceID: parts[4], certificate: certificate, body: body)
-        case (.gateway, .GET, let parts) where parts.count == 5 && parts.prefix(4) == ["iot", "gateway", "rest", "commands"]:
+        case (.gateway, .GET, let parts)
+        where parts.count == 5 && parts.prefix(4) == ["iot", "gateway", "rest", "commands"]:
             return await state.commands(deviceID: parts[4], certificate: certificate)
         default:
             return .json(404, ["error": "no such resource"])
@@ -355,7 +403,12 @@ final class GatewayListener: Sendable {
     }
 
     func close() async {
-        if let listening = channel.withLock({ current in defer { current = nil }; return current }) { try? await listening.close() }
+        if let listening = channel.withLock({ current in
+            defer { current = nil }
+            return current
+        }) {
+            try? await listening.close()
+        }
         await connections.closeAll()
     }
 

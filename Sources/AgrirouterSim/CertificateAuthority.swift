@@ -1,8 +1,8 @@
-import _CryptoExtras
 import Crypto
 import Foundation
 import SwiftASN1
 import X509
+import _CryptoExtras
 
 /// The simulator's own CA. It signs the server certificate (for 127.0.0.1 and localhost) and one
 /// client certificate per onboarding, whose common name is the endpoint's deviceAlternateId.
@@ -42,7 +42,9 @@ struct CertificateAuthority: Sendable {
 
     /// A certificate for the simulator's TLS server: localhost and 127.0.0.1, and `host` (an IPv4
     /// address or a DNS name) when clients reach it by another name.
-    func issueServerCertificate(alsoFor host: String? = nil) throws -> (certificate: Certificate, key: P256.Signing.PrivateKey) {
+    func issueServerCertificate(alsoFor host: String? = nil) throws -> (
+        certificate: Certificate, key: P256.Signing.PrivateKey
+    ) {
         var names: [GeneralName] = [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
         if let host, host != "localhost", host != "127.0.0.1" {
             names.append(Self.ipv4(host).map { .ipAddress(ASN1OctetString(contentBytes: $0[...])) } ?? .dnsName(host))
@@ -62,8 +64,10 @@ struct CertificateAuthority: Sendable {
         try issue(subject: DistinguishedName { CommonName(endpointID) }, usage: .clientAuth, names: [])
     }
 
-    private func issue(subject: DistinguishedName, usage: ExtendedKeyUsage.Usage,
-                       names: [GeneralName]) throws -> (certificate: Certificate, key: P256.Signing.PrivateKey) {
+    private func issue(
+        subject: DistinguishedName, usage: ExtendedKeyUsage.Usage,
+        names: [GeneralName]
+    ) throws -> (certificate: Certificate, key: P256.Signing.PrivateKey) {
         let key = P256.Signing.PrivateKey()
         let now = Date()
         let certificate = try Certificate(
@@ -89,8 +93,9 @@ enum KeyEncryption {
     static func encryptedPEM(_ key: P256.Signing.PrivateKey, secret: String, rounds: Int = 2048) throws -> String {
         let salt = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
         let iv = (0..<16).map { _ in UInt8.random(in: .min ... .max) }
-        let derived = try KDF.Insecure.PBKDF2.deriveKey(from: Array(secret.utf8), salt: salt, using: .sha256, outputByteCount: 32,
-                                                         unsafeUncheckedRounds: rounds)
+        let derived = try KDF.Insecure.PBKDF2.deriveKey(
+            from: Array(secret.utf8), salt: salt, using: .sha256, outputByteCount: 32,
+            unsafeUncheckedRounds: rounds)
         let encrypted = try AES._CBC.encrypt(key.derRepresentation, using: derived, iv: AES._CBC.IV(ivBytes: iv))
         var der = DER.Serializer()
         try der.appendConstructedNode(identifier: .sequence) { info in
@@ -120,9 +125,11 @@ enum KeyEncryption {
         let base64 = Data(der.serializedBytes).base64EncodedString()
         let lines = stride(from: 0, to: base64.count, by: 64).map { offset in
             let start = base64.index(base64.startIndex, offsetBy: offset)
-            return String(base64[start..<(base64.index(start, offsetBy: 64, limitedBy: base64.endIndex) ?? base64.endIndex)])
+            return String(
+                base64[start..<(base64.index(start, offsetBy: 64, limitedBy: base64.endIndex) ?? base64.endIndex)])
         }
-        return "-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + lines.joined(separator: "\n") + "\n-----END ENCRYPTED PRIVATE KEY-----\n"
+        return "-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + lines.joined(separator: "\n")
+            + "\n-----END ENCRYPTED PRIVATE KEY-----\n"
     }
 }
 
@@ -133,4 +140,3 @@ extension ASN1ObjectIdentifier {
     static let hmacWithSHA256: ASN1ObjectIdentifier = [1, 2, 840, 113549, 2, 9]
     static let aes256CBC: ASN1ObjectIdentifier = [2, 16, 840, 1, 101, 3, 4, 1, 42]
 }
-

@@ -15,10 +15,15 @@ public final class ReceivedLog: Sendable {
 
     /// Starts the file anew; nil when it or the payload directory cannot be written.
     public init?(path: String, payloadDirectory: String? = nil) {
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else { return nil }
+        guard FileManager.default.createFile(atPath: path, contents: nil),
+            let handle = FileHandle(forWritingAtPath: path)
+        else { return nil }
         if let payloadDirectory {
-            guard (try? FileManager.default.createDirectory(atPath: payloadDirectory, withIntermediateDirectories: true)) != nil,
-                  FileManager.default.isWritableFile(atPath: payloadDirectory) else { return nil }
+            guard
+                (try? FileManager.default.createDirectory(atPath: payloadDirectory, withIntermediateDirectories: true))
+                    != nil,
+                FileManager.default.isWritableFile(atPath: payloadDirectory)
+            else { return nil }
         }
         self.handle = handle
         self.payloadDirectory = payloadDirectory
@@ -29,8 +34,12 @@ public final class ReceivedLog: Sendable {
         keep((try? list.serializedBytes()) ?? Data(), type: TechnicalMessageType.gpsInfo)
     }
 
-    @Sendable public func recordEFDI(endpointID: String, messageID: String, technicalMessageType: String, payload: Data) {
-        handle.write(Self.line(endpointID: endpointID, messageID: messageID, technicalMessageType: technicalMessageType, payload: payload))
+    @Sendable public func recordEFDI(endpointID: String, messageID: String, technicalMessageType: String, payload: Data)
+    {
+        handle.write(
+            Self.line(
+                endpointID: endpointID, messageID: messageID, technicalMessageType: technicalMessageType,
+                payload: payload))
         keep(payload, type: technicalMessageType)
     }
 
@@ -42,7 +51,8 @@ public final class ReceivedLog: Sendable {
             return count
         }
         let name = Self.format(of: type)
-        FileManager.default.createFile(atPath: payloadDirectory + "/" + String(format: "%04d-%@.pb", number, name), contents: payload)
+        FileManager.default.createFile(
+            atPath: payloadDirectory + "/" + String(format: "%04d-%@.pb", number, name), contents: payload)
     }
 
     /// gps_info, device_description or time_log: the short name of a technical message type.
@@ -58,7 +68,8 @@ public final class ReceivedLog: Sendable {
     /// A client's timestamp may hold anything: one outside protobuf's own range (years 1 to 9999) is
     /// written as -1 rather than multiplied into an overflow.
     static func milliseconds(_ time: Google_Protobuf_Timestamp) -> Int64 {
-        guard (-62_135_596_800...253_402_300_799).contains(time.seconds), (0..<1_000_000_000).contains(time.nanos) else { return -1 }
+        guard (-62_135_596_800...253_402_300_799).contains(time.seconds), (0..<1_000_000_000).contains(time.nanos)
+        else { return -1 }
         // Rounded: a time sent in whole milliseconds may arrive as 0.999999 of one.
         return time.seconds * 1000 + (Int64(time.nanos) + 500_000) / 1_000_000
     }
@@ -95,15 +106,21 @@ public final class ReceivedLog: Sendable {
     /// Each DDI's first value in `time`, keyed by the DDI's decimal number; nil when it has none.
     static func values(of time: Efdi_Time) -> [String: Int64]? {
         guard !time.dataLogValue.isEmpty else { return nil }
-        return Dictionary(time.dataLogValue.map { (String($0.processDataDdi), $0.processDataValue) }, uniquingKeysWith: { first, _ in first })
+        return Dictionary(
+            time.dataLogValue.map { (String($0.processDataDdi), $0.processDataValue) },
+            uniquingKeysWith: { first, _ in first })
     }
 
     /// `{"endpoint":…,"entries":[{"lat":…,"lon":…,"status":"dGnss","time_ms":…}],"format":"gps_info","message":…}`
     /// and a newline. An entry without a time has time_ms -1.
-    public static func line(endpointID: String, messageID: String, list: Agrirouter_Technicalmessagetype_GPSList) -> Data {
+    public static func line(endpointID: String, messageID: String, list: Agrirouter_Technicalmessagetype_GPSList)
+        -> Data
+    {
         let entries = list.gpsEntries.map { entry in
-            Self.entry(time: entry.hasGpsUtcTimestamp ? entry.gpsUtcTimestamp : nil, status: String(describing: entry.positionStatus),
-                       latitude: entry.positionNorth, longitude: entry.positionEast)
+            Self.entry(
+                time: entry.hasGpsUtcTimestamp ? entry.gpsUtcTimestamp : nil,
+                status: String(describing: entry.positionStatus),
+                latitude: entry.positionNorth, longitude: entry.positionEast)
         }
         return line(Line(endpoint: endpointID, message: messageID, format: "gps_info", entries: entries))
     }
@@ -111,13 +128,15 @@ public final class ReceivedLog: Sendable {
     /// A TimeLog's line has the same entries, one per `Time` (its start and its start position; the
     /// statuses are named as gps:info names them, as both number them alike); a description's has
     /// its first device's designator.
-    public static func line(endpointID: String, messageID: String, technicalMessageType: String, payload: Data) -> Data {
+    public static func line(endpointID: String, messageID: String, technicalMessageType: String, payload: Data) -> Data
+    {
         var object = Line(endpoint: endpointID, message: messageID, format: format(of: technicalMessageType))
         if technicalMessageType == TechnicalMessageType.timeLog, let log = try? Efdi_TimeLog(serializedBytes: payload) {
             object.entries = log.time.map { time in
                 let status = GPSEntry.PositionStatus(rawValue: time.positionStart.positionStatus.rawValue) ?? .dError
-                var entry = entry(time: time.hasStart ? time.start : nil, status: String(describing: status),
-                                  latitude: time.positionStart.positionNorth, longitude: time.positionStart.positionEast)
+                var entry = entry(
+                    time: time.hasStart ? time.start : nil, status: String(describing: status),
+                    latitude: time.positionStart.positionNorth, longitude: time.positionStart.positionEast)
                 entry.values = values(of: time)
                 return entry
             }

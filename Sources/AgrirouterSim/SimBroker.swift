@@ -29,15 +29,20 @@ final class SimBroker: Sendable {
         port = try Self.freePort(host: host)
         let files: [(String, String)] = [
             ("ca.pem", authority.certificatePEM), ("server.pem", serverCertificatePEM), ("server.key", serverKeyPEM),
-            ("acl", """
+            (
+                "acl",
+                """
                 user \(Self.simulatorUser)
                 topic readwrite #
 
                 pattern write measures/%u
                 pattern read commands/%u
 
-                """),
-            ("mosquitto.conf", """
+                """
+            ),
+            (
+                "mosquitto.conf",
+                """
                 persistence false
                 log_dest stderr
                 log_type error
@@ -56,10 +61,14 @@ final class SimBroker: Sendable {
                 allow_anonymous false
                 acl_file \(directory)/acl
 
-                """),
+                """
+            ),
         ]
         for (name, text) in files {
-            guard FileManager.default.createFile(atPath: directory + "/" + name, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: directory + "/" + name, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+            else {
                 throw SimBrokerError.cannotStart("cannot write \(name) in \(directory)")
             }
         }
@@ -91,7 +100,9 @@ final class SimBroker: Sendable {
         inet_pton(AF_INET, host, &address.sin_addr)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound else { throw SimBrokerError.cannotStart("cannot find a free port on \(host)") }
         return Int(UInt16(bigEndian: address.sin_port))
@@ -102,9 +113,10 @@ final class SimBroker: Sendable {
     func start() async throws {
         let child: TetheredProcess
         do {
-            child = try await TetheredProcess.start(executable: "/usr/sbin/mosquitto", arguments: ["-c", directory + "/mosquitto.conf"],
-                                                    environment: ProcessInfo.processInfo.environment, outputPath: logPath, appending: true,
-                                                    threadName: "agrirouter-sim.broker-reaper")
+            child = try await TetheredProcess.start(
+                executable: "/usr/sbin/mosquitto", arguments: ["-c", directory + "/mosquitto.conf"],
+                environment: ProcessInfo.processInfo.environment, outputPath: logPath, appending: true,
+                threadName: "agrirouter-sim.broker-reaper")
         } catch {
             throw SimBrokerError.cannotStart("cannot run /usr/sbin/mosquitto (install Debian's mosquitto): \(error)")
         }
@@ -128,14 +140,21 @@ final class SimBroker: Sendable {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         inet_pton(AF_INET, host, &address.sin_addr)
         return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 
     /// Stops mosquitto and waits (at most 10 s) for it: every client's connection drops at once.
     /// Killed, not asked: it keeps nothing (persistence is off).
     func stop() async {
-        guard let child = process.withLock({ process in defer { process = nil }; return process }) else { return }
+        guard
+            let child = process.withLock({ process in
+                defer { process = nil }
+                return process
+            })
+        else { return }
         _ = await child.kill(within: 10)
     }
 

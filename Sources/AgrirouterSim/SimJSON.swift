@@ -44,8 +44,10 @@ struct SimOnboardingRequest: Decodable {
     /// The JSON name of the first required field that is missing. `UTCTimestamp` is not required:
     /// the documented request of a communication unit has none.
     var firstMissing: String? {
-        let values: [CodingKeys: String] = [.id: id, .applicationId: applicationId, .certificationVersionId: certificationVersionId,
-                                            .gatewayId: gatewayId, .certificateType: certificateType]
+        let values: [CodingKeys: String] = [
+            .id: id, .applicationId: applicationId, .certificationVersionId: certificationVersionId,
+            .gatewayId: gatewayId, .certificateType: certificateType,
+        ]
         return CodingKeys.allCases.first { $0 != .utcTimestamp && values[$0, default: ""].isEmpty }?.rawValue
     }
 }

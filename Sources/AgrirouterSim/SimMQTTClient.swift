@@ -33,7 +33,9 @@ enum MQTTEncoding {
         buffer.writeBytes(bytes)
     }
 
-    static func packet(_ type: UInt8, flags: UInt8 = 0, allocator: ByteBufferAllocator, body: (inout ByteBuffer) -> Void) -> ByteBuffer {
+    static func packet(
+        _ type: UInt8, flags: UInt8 = 0, allocator: ByteBufferAllocator, body: (inout ByteBuffer) -> Void
+    ) -> ByteBuffer {
         var content = allocator.buffer(capacity: 64)
         body(&content)
         var packet = allocator.buffer(capacity: content.readableBytes + 5)
@@ -46,8 +48,8 @@ enum MQTTEncoding {
     static func connect(clientID: String, keepalive: UInt16, allocator: ByteBufferAllocator) -> ByteBuffer {
         packet(1, allocator: allocator) { body in
             string("MQTT", into: &body)
-            body.writeInteger(UInt8(4))        // 3.1.1
-            body.writeInteger(UInt8(0x02))     // clean session; the user name is the certificate's
+            body.writeInteger(UInt8(4))  // 3.1.1
+            body.writeInteger(UInt8(0x02))  // clean session; the user name is the certificate's
             body.writeInteger(keepalive)
             string(clientID, into: &body)
         }
@@ -102,11 +104,15 @@ struct MQTTPacketDecoder: ByteToMessageDecoder {
     static func packet(_ first: UInt8, _ body: inout ByteBuffer) throws -> MQTTPacket {
         switch first >> 4 {
         case 2:
-            guard body.readableBytes >= 2, let code: UInt8 = body.getInteger(at: body.readerIndex + 1) else { throw SimMQTTError.malformedPacket }
+            guard body.readableBytes >= 2, let code: UInt8 = body.getInteger(at: body.readerIndex + 1) else {
+                throw SimMQTTError.malformedPacket
+            }
             return .connectAcknowledged(returnCode: code)
         case 3:
             let qos = (first >> 1) & 0x03
-            guard let length: UInt16 = body.readInteger(), let topic = body.readString(length: Int(length)) else { throw SimMQTTError.malformedPacket }
+            guard let length: UInt16 = body.readInteger(), let topic = body.readString(length: Int(length)) else {
+                throw SimMQTTError.malformedPacket
+            }
             var packetID: UInt16?
             if qos > 0 {
                 guard let id: UInt16 = body.readInteger() else { throw SimMQTTError.malformedPacket }
@@ -174,7 +180,10 @@ public final class SimMQTTClient: Sendable {
             case .connectAcknowledged: resume("connack", with: .success(packet))
             case .subscribeAcknowledged(let id, _): resume("suback \(id)", with: .success(packet))
             case .publish(let topic, let payload, let id):
-                if let id { context.writeAndFlush(NIOAny(MQTTEncoding.acknowledge(id, allocator: context.channel.allocator)), promise: nil) }
+                if let id {
+                    context.writeAndFlush(
+                        NIOAny(MQTTEncoding.acknowledge(id, allocator: context.channel.allocator)), promise: nil)
+                }
                 received(topic, payload)
             default: break
             }
@@ -196,21 +205,25 @@ public final class SimMQTTClient: Sendable {
     }
 
     /// Connects as `clientID` with the certificate in `tls` and waits for the broker's CONNACK.
-    public static func connect(host: String, port: Int, tls: NIOSSLContext, clientID: String, group: any EventLoopGroup,
-                        received: @escaping @Sendable (String, Data) -> Void) async throws -> SimMQTTClient {
+    public static func connect(
+        host: String, port: Int, tls: NIOSSLContext, clientID: String, group: any EventLoopGroup,
+        received: @escaping @Sendable (String, Data) -> Void
+    ) async throws -> SimMQTTClient {
         let handler = Handler(received: received)
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: nil))
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOSSLClientHandler(context: tls, serverHostname: nil))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(MQTTPacketDecoder()))
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
             .connect(host: host, port: port).get()
         let client = SimMQTTClient(channel: channel, handler: handler)
-        let answer = try await client.exchange("connack", MQTTEncoding.connect(clientID: clientID, keepalive: keepalive, allocator: channel.allocator))
+        let answer = try await client.exchange(
+            "connack", MQTTEncoding.connect(clientID: clientID, keepalive: keepalive, allocator: channel.allocator))
         guard case .connectAcknowledged(0) = answer else {
             try? await channel.close()
             if case .connectAcknowledged(let code) = answer { throw SimMQTTError.refused(returnCode: code) }
@@ -227,14 +240,21 @@ public final class SimMQTTClient: Sendable {
         return try await withCheckedThrowingContinuation { continuation in
             handler.expect(key, continuation)
             channel.writeAndFlush(packet).whenFailure { handler.resume(key, with: .failure($0)) }
-            channel.eventLoop.scheduleTask(in: .seconds(10)) { handler.resume(key, with: .failure(SimMQTTError.timedOut(key))) }
+            channel.eventLoop.scheduleTask(in: .seconds(10)) {
+                handler.resume(key, with: .failure(SimMQTTError.timedOut(key)))
+            }
         }
     }
 
     private func pingEvery(_ seconds: Double) {
         let channel = self.channel
-        channel.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(Int64(seconds * 1000)), delay: .milliseconds(Int64(seconds * 1000))) { task in
-            guard channel.isActive else { task.cancel(); return }
+        channel.eventLoop.scheduleRepeatedTask(
+            initialDelay: .milliseconds(Int64(seconds * 1000)), delay: .milliseconds(Int64(seconds * 1000))
+        ) { task in
+            guard channel.isActive else {
+                task.cancel()
+                return
+            }
             var ping = channel.allocator.buffer(capacity: 2)
             ping.writeBytes([0xC0, 0x00])
             channel.writeAndFlush(ping, promise: nil)
@@ -251,7 +271,8 @@ public final class SimMQTTClient: Sendable {
     /// Subscribes with QoS 1 and waits for the SUBACK; throws if the broker refused it (0x80).
     public func subscribe(_ filter: String) async throws {
         let id = packetID()
-        let answer = try await exchange("suback \(id)", MQTTEncoding.subscribe(filter, packetID: id, allocator: channel.allocator))
+        let answer = try await exchange(
+            "suback \(id)", MQTTEncoding.subscribe(filter, packetID: id, allocator: channel.allocator))
         guard case .subscribeAcknowledged(_, let granted) = answer, granted.first.map({ $0 < 0x80 }) == true else {
             throw SimMQTTError.refused(returnCode: 0x80)
         }
@@ -259,7 +280,9 @@ public final class SimMQTTClient: Sendable {
 
     /// Publishes with QoS 1; the broker's PUBACK is not waited for.
     public func publish(topic: String, payload: Data) {
-        channel.writeAndFlush(MQTTEncoding.publish(topic: topic, payload: payload, packetID: packetID(), allocator: channel.allocator), promise: nil)
+        channel.writeAndFlush(
+            MQTTEncoding.publish(topic: topic, payload: payload, packetID: packetID(), allocator: channel.allocator),
+            promise: nil)
     }
 
     public var isActive: Bool { channel.isActive }

@@ -45,26 +45,41 @@ final class SimMQTTSide: Sendable {
                 case .outboxChanged(let deviceID):
                     await Self.flush(deviceID, state: state, client: client, events: events)
                 case .reconnected:
-                    for deviceID in await state.mqttEndpointIDs() { await Self.flush(deviceID, state: state, client: client, events: events) }
+                    for deviceID in await state.mqttEndpointIDs() {
+                        await Self.flush(deviceID, state: state, client: client, events: events)
+                    }
                 }
             }
         }
     }
 
-    static func start(host: String, authority: CertificateAuthority, serverCertificatePEM: String, serverKeyPEM: String,
-                      state: SimState, group: any EventLoopGroup, advertisedHost: String) async throws -> SimMQTTSide {
-        let broker = try SimBroker(host: host, authority: authority, serverCertificatePEM: serverCertificatePEM, serverKeyPEM: serverKeyPEM)
+    static func start(
+        host: String, authority: CertificateAuthority, serverCertificatePEM: String, serverKeyPEM: String,
+        state: SimState, group: any EventLoopGroup, advertisedHost: String
+    ) async throws -> SimMQTTSide {
+        let broker = try SimBroker(
+            host: host, authority: authority, serverCertificatePEM: serverCertificatePEM, serverKeyPEM: serverKeyPEM)
         do {
             try await broker.start()
             let (certificate, key) = try authority.issueClientCertificate(endpointID: SimBroker.simulatorUser)
             var configuration = TLSConfiguration.makeClientConfiguration()
-            configuration.trustRoots = .certificates([try NIOSSLCertificate(bytes: Array(authority.certificatePEM.utf8), format: .pem)])
-            configuration.certificateChain = [.certificate(try NIOSSLCertificate(bytes: Array(certificate.serializeAsPEM().pemString.utf8), format: .pem))]
-            configuration.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem))
+            configuration.trustRoots = .certificates([
+                try NIOSSLCertificate(bytes: Array(authority.certificatePEM.utf8), format: .pem)
+            ])
+            configuration.certificateChain = [
+                .certificate(
+                    try NIOSSLCertificate(bytes: Array(certificate.serializeAsPEM().pemString.utf8), format: .pem))
+            ]
+            configuration.privateKey = .privateKey(
+                try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem))
             configuration.certificateVerification = .noHostnameVerification
-            let side = SimMQTTSide(broker: broker, host: host, tls: try NIOSSLContext(configuration: configuration), group: group, state: state)
+            let side = SimMQTTSide(
+                broker: broker, host: host, tls: try NIOSSLContext(configuration: configuration), group: group,
+                state: state)
             let events = side.events
-            await state.setBroker(host: advertisedHost, port: broker.port) { events.yield(.outboxChanged(deviceID: $0)) }
+            await state.setBroker(host: advertisedHost, port: broker.port) {
+                events.yield(.outboxChanged(deviceID: $0))
+            }
             try await side.join()
             return side
         } catch {
@@ -76,7 +91,9 @@ final class SimMQTTSide: Sendable {
     /// Connects the privileged client and reads every measures topic.
     private func join() async throws {
         let events = self.events
-        let joined = try await SimMQTTClient.connect(host: host, port: broker.port, tls: tls, clientID: SimBroker.simulatorUser, group: group) { topic, payload in
+        let joined = try await SimMQTTClient.connect(
+            host: host, port: broker.port, tls: tls, clientID: SimBroker.simulatorUser, group: group
+        ) { topic, payload in
             guard topic.hasPrefix("measures/") else { return }
             events.yield(.measures(deviceID: String(topic.dropFirst("measures/".count)), body: payload))
         }
@@ -87,7 +104,9 @@ final class SimMQTTSide: Sendable {
 
     /// Publishes what waits in an endpoint's outbox. While the simulator's own client is away (the
     /// broker restarting), it stays in the outbox for the next flush.
-    private static func flush(_ deviceID: String, state: SimState, client: JoinedClient, events: AsyncStream<Event>.Continuation) async {
+    private static func flush(
+        _ deviceID: String, state: SimState, client: JoinedClient, events: AsyncStream<Event>.Continuation
+    ) async {
         guard let joined = client.current, joined.isActive else { return }
         let held = await state.answersHeld(deviceID: deviceID)
         if held > 0 {
@@ -128,12 +147,17 @@ final class SimMQTTSide: Sendable {
         while ProcessInfo.processInfo.systemUptime < deadline {
             let current = intruders.withLock { $0.last }
             if current?.isActive != true,
-               let intruder = try? await SimMQTTClient.connect(host: host, port: broker.port, tls: tls, clientID: clientID, group: group, received: { _, _ in }) {
+                let intruder = try? await SimMQTTClient.connect(
+                    host: host, port: broker.port, tls: tls, clientID: clientID, group: group, received: { _, _ in })
+            {
                 intruders.withLock { $0.append(intruder) }
             }
             try? await Task.sleep(for: .milliseconds(200))
         }
-        for intruder in intruders.withLock({ intruders in defer { intruders = [] }; return intruders }) { await intruder.close() }
+        for intruder in intruders.withLock({ intruders in
+            defer { intruders = [] }
+            return intruders
+        }) { await intruder.close() }
     }
 
     func shutdown() async {

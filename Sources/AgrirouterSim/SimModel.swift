@@ -19,13 +19,21 @@ public struct SimConfiguration: Sendable {
     public var rewriteOnboardingAnswer: (@Sendable (Data) -> Data)?
     /// Told of every gps:info it accepts, with the sender's endpoint id and the message id, before
     /// the acknowledgement goes to the sender's outbox: a record for checks from outside the process.
-    public var onAcceptedGPSInfo: (@Sendable (_ endpointID: String, _ messageID: String, _ list: Agrirouter_Technicalmessagetype_GPSList) -> Void)?
+    public var onAcceptedGPSInfo:
+        (
+            @Sendable (_ endpointID: String, _ messageID: String, _ list: Agrirouter_Technicalmessagetype_GPSList) ->
+                Void
+        )?
     /// The same for every device description and TimeLog it accepts, with its technical message
     /// type and raw payload. A description nobody receives (VAL_000004) counts as accepted.
     /// Runs Debian's mosquitto beside the REST gateway, so that endpoints can onboard for MQTT
     /// (gateway id 2).
     public var mqtt = false
-    public var onAcceptedEFDI: (@Sendable (_ endpointID: String, _ messageID: String, _ technicalMessageType: String, _ payload: Data) -> Void)?
+    public var onAcceptedEFDI:
+        (
+            @Sendable (_ endpointID: String, _ messageID: String, _ technicalMessageType: String, _ payload: Data) ->
+                Void
+        )?
     /// The response codes it answers with: as DKE's documentation and SDK tests give them, or as this
     /// local agrirouter gave them before (one of them, 0 on a push, seen in a recorded reply), for
     /// tests that a client copes with both.

@@ -102,10 +102,14 @@ public struct ChunkJoiner: Sendable {
     }
 
     private mutating func evictOldest(sparing key: Key, reason: String) -> Bool {
-        guard let oldest = contexts.filter({ $0.key != key }).min(by: { $0.value.firstArrival < $1.value.firstArrival }) else { return false }
+        guard let oldest = contexts.filter({ $0.key != key }).min(by: { $0.value.firstArrival < $1.value.firstArrival })
+        else { return false }
         contexts[oldest.key] = nil
         droppedCount += 1
-        evicted.append(Dropped(senderID: oldest.key.senderID, contextID: oldest.key.contextID, reason: reason, messageIDs: oldest.value.messageIDs))
+        evicted.append(
+            Dropped(
+                senderID: oldest.key.senderID, contextID: oldest.key.contextID, reason: reason,
+                messageIDs: oldest.value.messageIDs))
         return true
     }
 
@@ -122,7 +126,8 @@ public struct ChunkJoiner: Sendable {
             var ids = contexts.removeValue(forKey: key)?.messageIDs ?? []
             if !ids.contains(chunk.messageID) { ids.append(chunk.messageID) }
             droppedCount += 1
-            return .refused(Dropped(senderID: chunk.senderID, contextID: chunk.position.contextID, reason: reason, messageIDs: ids))
+            return .refused(
+                Dropped(senderID: chunk.senderID, contextID: chunk.position.contextID, reason: reason, messageIDs: ids))
         }
         let position = chunk.position
         // Checked as Int64 before any conversion, so no sender's number can trap.
@@ -137,12 +142,16 @@ public struct ChunkJoiner: Sendable {
             return refuse("chunk \(position.current) of \(position.total) is out of range")
         }
         guard chunk.bytes.count <= limits.maximumChunkBytes else {
-            return refuse("chunk \(position.current) carries \(chunk.bytes.count) bytes, above the cap of \(limits.maximumChunkBytes)")
+            return refuse(
+                "chunk \(position.current) carries \(chunk.bytes.count) bytes, above the cap of \(limits.maximumChunkBytes)"
+            )
         }
         let total = Int(position.total), totalSize = Int(position.totalSize), current = Int(position.current)
         if var context = contexts[key] {
             guard context.total == total, context.totalSize == totalSize else {
-                return refuse("chunk \(current) says \(total) chunks and \(totalSize) bytes; earlier ones said \(context.total) and \(context.totalSize)")
+                return refuse(
+                    "chunk \(current) says \(total) chunks and \(totalSize) bytes; earlier ones said \(context.total) and \(context.totalSize)"
+                )
             }
             context.messageIDs.append(chunk.messageID)
             if context.parts[current] != nil {
@@ -155,13 +164,22 @@ public struct ChunkJoiner: Sendable {
             contexts[key] = context
         } else {
             if contexts.count >= limits.maximumContexts {
-                _ = evictOldest(sparing: key, reason: "more than \(limits.maximumContexts) TaskData were being joined at once; the oldest was given up")
+                _ = evictOldest(
+                    sparing: key,
+                    reason:
+                        "more than \(limits.maximumContexts) TaskData were being joined at once; the oldest was given up"
+                )
             }
-            contexts[key] = Context(total: total, totalSize: totalSize, firstArrival: now, sentAt: chunk.sentAt,
-                                    parts: [current: chunk.bytes], bytes: chunk.bytes.count, messageIDs: [chunk.messageID])
+            contexts[key] = Context(
+                total: total, totalSize: totalSize, firstArrival: now, sentAt: chunk.sentAt,
+                parts: [current: chunk.bytes], bytes: chunk.bytes.count, messageIDs: [chunk.messageID])
         }
         while contexts.values.reduce(0, { $0 + $1.bytes }) > limits.maximumHeldBytes {
-            guard evictOldest(sparing: key, reason: "more than \(limits.maximumHeldBytes) bytes were held; the oldest TaskData was given up") else {
+            guard
+                evictOldest(
+                    sparing: key,
+                    reason: "more than \(limits.maximumHeldBytes) bytes were held; the oldest TaskData was given up")
+            else {
                 return refuse("it needs more than the \(limits.maximumHeldBytes) bytes held at once")
             }
         }
@@ -172,7 +190,8 @@ public struct ChunkJoiner: Sendable {
         guard context.parts.count == total else { return .waiting(received: context.parts.count, total: total) }
         let numbers = context.parts.keys.sorted()
         guard numbers == Array(0..<total) || numbers == Array(1...total) else {
-            return refuse("its chunks are numbered \(numbers.map(String.init).joined(separator: ", ")), not 0 to \(total - 1)")
+            return refuse(
+                "its chunks are numbered \(numbers.map(String.init).joined(separator: ", ")), not 0 to \(total - 1)")
         }
         guard context.bytes == context.totalSize else {
             return refuse("its chunks carry \(context.bytes) bytes; it says \(context.totalSize)")
@@ -180,8 +199,10 @@ public struct ChunkJoiner: Sendable {
         var joined = Data(capacity: context.bytes)
         for number in numbers { joined.append(context.parts[number] ?? Data()) }
         contexts[key] = nil
-        return .complete(Joined(senderID: chunk.senderID, contextID: chunk.position.contextID, bytes: joined,
-                                sentAt: context.sentAt, messageIDs: context.messageIDs))
+        return .complete(
+            Joined(
+                senderID: chunk.senderID, contextID: chunk.position.contextID, bytes: joined,
+                sentAt: context.sentAt, messageIDs: context.messageIDs))
     }
 
     /// Drops the contexts incomplete `limits.lifetime` after their first chunk, and returns them.
@@ -190,9 +211,12 @@ public struct ChunkJoiner: Sendable {
         for (key, context) in contexts where now.timeIntervalSince(context.firstArrival) >= limits.lifetime {
             contexts[key] = nil
             droppedCount += 1
-            dropped.append(Dropped(senderID: key.senderID, contextID: key.contextID,
-                                   reason: "only \(context.parts.count) of \(context.total) chunks arrived in \(Int(limits.lifetime)) s",
-                                   messageIDs: context.messageIDs))
+            dropped.append(
+                Dropped(
+                    senderID: key.senderID, contextID: key.contextID,
+                    reason:
+                        "only \(context.parts.count) of \(context.total) chunks arrived in \(Int(limits.lifetime)) s",
+                    messageIDs: context.messageIDs))
         }
         return dropped.sorted { ($0.senderID, $0.contextID) < ($1.senderID, $1.contextID) }
     }
@@ -200,13 +224,17 @@ public struct ChunkJoiner: Sendable {
     /// Decodes a TaskData message's content: base64 as agrirouter carries it. A zip sent raw
     /// (starting "PK") is taken as it is, since some senders skip the base64. nil if it is neither.
     public static func rawContent(_ content: Data) -> Data? {
-        if content.starts(with: [0x50, 0x4B, 0x03, 0x04]) || content.starts(with: [0x50, 0x4B, 0x05, 0x06]) { return content }
+        if content.starts(with: [0x50, 0x4B, 0x03, 0x04]) || content.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
+            return content
+        }
         return Data(base64Encoded: content)
     }
 
     /// Cuts `content` into chunk payloads of at most `size` bytes (the SDKs' 767,997), numbered from 0,
     /// each carried base64 as agrirouter expects. One part, without chunk component, when it fits.
-    public static func split(_ content: Data, contextID: String, size: Int = AgrirouterLimits.payloadBytes) -> [(position: ChunkPosition?, payload: Data)] {
+    public static func split(_ content: Data, contextID: String, size: Int = AgrirouterLimits.payloadBytes) -> [(
+        position: ChunkPosition?, payload: Data
+    )] {
         let size = max(1, size)
         guard content.count > size else { return [(nil, Data(content.base64EncodedString().utf8))] }
         var parts: [(position: ChunkPosition?, payload: Data)] = []
@@ -215,8 +243,12 @@ public struct ChunkJoiner: Sendable {
         var number: Int64 = 0
         while start < content.endIndex {
             let end = content.index(start, offsetBy: size, limitedBy: content.endIndex) ?? content.endIndex
-            parts.append((ChunkPosition(contextID: contextID, current: number, total: Int64(total), totalSize: Int64(content.count)),
-                          Data(content[start..<end].base64EncodedString().utf8)))
+            parts.append(
+                (
+                    ChunkPosition(
+                        contextID: contextID, current: number, total: Int64(total), totalSize: Int64(content.count)),
+                    Data(content[start..<end].base64EncodedString().utf8)
+                ))
             number += 1
             start = end
         }

@@ -13,7 +13,9 @@ public struct MeasuresBody: Codable, Sendable, Equatable {
     public var capabilityAlternateId: String
     public var measures: [Measure]
 
-    public init(sensorAlternateID: String, capabilityAlternateID: String, messages: [EncodedMessage], at time: Date = Date()) {
+    public init(
+        sensorAlternateID: String, capabilityAlternateID: String, messages: [EncodedMessage], at time: Date = Date()
+    ) {
         sensorAlternateId = sensorAlternateID
         capabilityAlternateId = capabilityAlternateID
         let seconds = String(Int64(time.timeIntervalSince1970.rounded(.down)))
@@ -42,8 +44,9 @@ extension MeasuresBody.Measure {
             return
         }
         let object = try decoder.container(keyedBy: CodingKeys.self)
-        self.init(message: try object.decode(String.self, forKey: .message),
-                  timestamp: try Self.timestamp { try object.decode($0, forKey: .timestamp) })
+        self.init(
+            message: try object.decode(String.self, forKey: .message),
+            timestamp: try Self.timestamp { try object.decode($0, forKey: .timestamp) })
     }
 
     private static func timestamp(_ decode: (any Decodable.Type) throws -> any Decodable) throws -> String {

@@ -11,7 +11,10 @@ public struct EncodedMessage: Sendable, Equatable {
     /// Size of the encoded payload message, in bytes of protobuf.
     public var payloadSize: Int
 
-    public init(applicationMessageID: String, sequenceNumber: Int64, technicalMessageType: String, base64: String, payloadSize: Int) {
+    public init(
+        applicationMessageID: String, sequenceNumber: Int64, technicalMessageType: String, base64: String,
+        payloadSize: Int
+    ) {
         self.applicationMessageID = applicationMessageID
         self.sequenceNumber = sequenceNumber
         self.technicalMessageType = technicalMessageType
@@ -39,7 +42,8 @@ public struct MessageEncoder: Sendable {
         teamSetContextID: String = "",
         at time: Date = Date()
     ) throws(CodecError) -> EncodedMessage {
-        var envelope = envelope(applicationMessageID, technicalMessageType, mode: mode, recipients: recipients, at: time)
+        var envelope = envelope(
+            applicationMessageID, technicalMessageType, mode: mode, recipients: recipients, at: time)
         envelope.teamSetContextID = teamSetContextID
         var wrapper = Agrirouter_Request_RequestPayloadWrapper()
         var payloadSize = 0
@@ -72,7 +76,8 @@ public struct MessageEncoder: Sendable {
         fileName: String? = nil,
         at time: Date = Date()
     ) throws(CodecError) -> EncodedMessage {
-        var envelope = envelope(applicationMessageID, technicalMessageType, mode: mode, recipients: recipients, at: time)
+        var envelope = envelope(
+            applicationMessageID, technicalMessageType, mode: mode, recipients: recipients, at: time)
         if let chunk {
             var component = Agrirouter_Commons_ChunkComponent()
             component.contextID = chunk.contextID
@@ -88,8 +93,10 @@ public struct MessageEncoder: Sendable {
     }
 
     /// The envelope's fields every message has; this message takes the next sequence number.
-    private func envelope(_ applicationMessageID: String, _ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode,
-                          recipients: [String], at time: Date) -> Agrirouter_Request_RequestEnvelope {
+    private func envelope(
+        _ applicationMessageID: String, _ technicalMessageType: String, mode: Agrirouter_Request_RequestEnvelope.Mode,
+        recipients: [String], at time: Date
+    ) -> Agrirouter_Request_RequestEnvelope {
         var envelope = Agrirouter_Request_RequestEnvelope()
         envelope.applicationMessageID = applicationMessageID
         envelope.applicationMessageSeqNo = nextSequenceNumber
@@ -102,14 +109,17 @@ public struct MessageEncoder: Sendable {
 
     /// Envelope and payload as length-delimited frames in base64; the sequence number moves on only
     /// for a message that was made.
-    private mutating func framed(_ envelope: Agrirouter_Request_RequestEnvelope, _ wrapper: Agrirouter_Request_RequestPayloadWrapper,
-                                 payloadSize: Int) throws(CodecError) -> EncodedMessage {
+    private mutating func framed(
+        _ envelope: Agrirouter_Request_RequestEnvelope, _ wrapper: Agrirouter_Request_RequestPayloadWrapper,
+        payloadSize: Int
+    ) throws(CodecError) -> EncodedMessage {
         do {
             let frames = DelimitedFrames.join([try envelope.serializedBytes(), try wrapper.serializedBytes()])
             nextSequenceNumber += 1
-            return EncodedMessage(applicationMessageID: envelope.applicationMessageID, sequenceNumber: envelope.applicationMessageSeqNo,
-                                  technicalMessageType: envelope.technicalMessageType, base64: frames.base64EncodedString(),
-                                  payloadSize: payloadSize)
+            return EncodedMessage(
+                applicationMessageID: envelope.applicationMessageID, sequenceNumber: envelope.applicationMessageSeqNo,
+                technicalMessageType: envelope.technicalMessageType, base64: frames.base64EncodedString(),
+                payloadSize: payloadSize)
         } catch {
             throw .encodingFailed("\(error)")
         }

@@ -70,7 +70,8 @@ public enum OutboxDecoder {
             throw .malformedEnvelope("\(error)")
         }
         do {
-            wrapper = try Agrirouter_Response_ResponsePayloadWrapper(serializedBytes: frames.count > 1 ? frames[1] : Data())
+            wrapper = try Agrirouter_Response_ResponsePayloadWrapper(
+                serializedBytes: frames.count > 1 ? frames[1] : Data())
         } catch {
             throw .malformedPayload(type: "ResponsePayloadWrapper", reason: "\(error)")
         }
@@ -80,11 +81,16 @@ public enum OutboxDecoder {
         case .ack: body = .ack
         case .ackWithMessages: body = .ackWithMessages(try parse(Agrirouter_Commons_Messages.self, value).messages)
         case .ackWithFailure: body = .ackWithFailure(try parse(Agrirouter_Commons_Messages.self, value).messages)
-        case .ackForFeedHeaderList: body = .feedHeaders(try parse(Agrirouter_Feed_Response_HeaderQueryResponse.self, value))
-        case .ackForFeedMessage: body = .feedMessages(try parse(Agrirouter_Feed_Response_MessageQueryResponse.self, value))
-        case .ackForFeedFailedMessage: body = .failedFeedMessages(try parse(Agrirouter_Feed_Response_FailedMessageQueryResponse.self, value))
-        case .endpointsListing: body = .endpoints(try parse(Agrirouter_Response_Payload_Account_ListEndpointsResponse.self, value))
-        case .pushNotification: body = .pushNotification(try parse(Agrirouter_Feed_Push_Notification_PushNotification.self, value))
+        case .ackForFeedHeaderList:
+            body = .feedHeaders(try parse(Agrirouter_Feed_Response_HeaderQueryResponse.self, value))
+        case .ackForFeedMessage:
+            body = .feedMessages(try parse(Agrirouter_Feed_Response_MessageQueryResponse.self, value))
+        case .ackForFeedFailedMessage:
+            body = .failedFeedMessages(try parse(Agrirouter_Feed_Response_FailedMessageQueryResponse.self, value))
+        case .endpointsListing:
+            body = .endpoints(try parse(Agrirouter_Response_Payload_Account_ListEndpointsResponse.self, value))
+        case .pushNotification:
+            body = .pushNotification(try parse(Agrirouter_Feed_Push_Notification_PushNotification.self, value))
         default: body = .unhandled(type: envelope.type.rawValue)
         }
         return DecodedResponse(envelope: envelope, payloadTypeURL: wrapper.details.typeURL, body: body)

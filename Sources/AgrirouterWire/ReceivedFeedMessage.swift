@@ -15,7 +15,10 @@ public struct ReceivedFeedMessage: Sendable, Equatable {
     /// Where this message sits in a chunked one; nil for a message sent whole.
     public var chunk: ChunkPosition?
 
-    public init(messageID: String, senderID: String, technicalMessageType: String, sentAt: Date?, content: Data, chunk: ChunkPosition? = nil) {
+    public init(
+        messageID: String, senderID: String, technicalMessageType: String, sentAt: Date?, content: Data,
+        chunk: ChunkPosition? = nil
+    ) {
         self.messageID = messageID
         self.senderID = senderID
         self.technicalMessageType = technicalMessageType
@@ -26,16 +29,18 @@ public struct ReceivedFeedMessage: Sendable, Equatable {
 
     init(_ message: Agrirouter_Feed_Push_Notification_PushNotification.FeedMessage) {
         let header = message.header
-        self.init(messageID: header.messageID, senderID: header.senderID, technicalMessageType: header.technicalMessageType,
-                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value,
-                  chunk: header.hasChunkContext ? ChunkPosition(header.chunkContext) : nil)
+        self.init(
+            messageID: header.messageID, senderID: header.senderID, technicalMessageType: header.technicalMessageType,
+            sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value,
+            chunk: header.hasChunkContext ? ChunkPosition(header.chunkContext) : nil)
     }
 
     init(_ message: Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage) {
         let header = message.header
-        self.init(messageID: header.messageID, senderID: header.senderID, technicalMessageType: header.technicalMessageType,
-                  sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value,
-                  chunk: header.hasChunkContext ? ChunkPosition(header.chunkContext) : nil)
+        self.init(
+            messageID: header.messageID, senderID: header.senderID, technicalMessageType: header.technicalMessageType,
+            sentAt: header.hasSentTimestamp ? header.sentTimestamp.checkedDate : nil, content: message.content.value,
+            chunk: header.hasChunkContext ? ChunkPosition(header.chunkContext) : nil)
     }
 }
 
@@ -57,7 +62,9 @@ public struct ChunkPosition: Sendable, Equatable {
     /// nil for a component without a context id: there is nothing to join it by.
     init?(_ component: Agrirouter_Commons_ChunkComponent) {
         guard !component.contextID.isEmpty else { return nil }
-        self.init(contextID: component.contextID, current: component.current, total: component.total, totalSize: component.totalSize)
+        self.init(
+            contextID: component.contextID, current: component.current, total: component.total,
+            totalSize: component.totalSize)
     }
 }
 
@@ -86,8 +93,11 @@ public struct ReportedPosition: Sendable, Equatable {
     public var pdop: Double?
     public var satellites: Int?
 
-    public init(status: String, latitude: Double? = nil, longitude: Double? = nil, altitude: Double? = nil, gnssTime: Date? = nil,
-                hdop: Double? = nil, pdop: Double? = nil, satellites: Int? = nil) {
+    public init(
+        status: String, latitude: Double? = nil, longitude: Double? = nil, altitude: Double? = nil,
+        gnssTime: Date? = nil,
+        hdop: Double? = nil, pdop: Double? = nil, satellites: Int? = nil
+    ) {
         self.status = status
         self.latitude = latitude
         self.longitude = longitude
@@ -106,23 +116,32 @@ public struct ReportedPosition: Sendable, Equatable {
     public init(checking entry: GPSEntry, coordinatesWhateverTheStatus: Bool = false) throws(OutOfBounds) {
         let status = entry.positionStatus
         // proto3 cannot tell 0 from unset: a position of exactly 0/0 is no position.
-        let located = (status.isFix || coordinatesWhateverTheStatus) && !(entry.positionNorth == 0 && entry.positionEast == 0)
+        let located =
+            (status.isFix || coordinatesWhateverTheStatus) && !(entry.positionNorth == 0 && entry.positionEast == 0)
         var time: Date?
         if entry.hasGpsUtcTimestamp {
             guard let checked = entry.gpsUtcTimestamp.checkedDate else {
-                throw OutOfBounds(field: "gps_utc_timestamp", reason: "\(entry.gpsUtcTimestamp.seconds) s is not a time from 1980 to 2200")
+                throw OutOfBounds(
+                    field: "gps_utc_timestamp",
+                    reason: "\(entry.gpsUtcTimestamp.seconds) s is not a time from 1980 to 2200")
             }
             time = checked
         }
         let altitude = Double(entry.positionUp) / 1000
-        self.init(status: status.agrirouterName,
-                  latitude: located ? try Bounds.require(entry.positionNorth, in: Bounds.latitude, field: "position_north") : nil,
-                  longitude: located ? try Bounds.require(entry.positionEast, in: Bounds.longitude, field: "position_east") : nil,
-                  altitude: located && entry.positionUp != 0 ? try Bounds.require(altitude, in: Bounds.altitude, field: "position_up") : nil,
-                  gnssTime: time,
-                  hdop: try Self.dop(entry.hdop, field: "hdop"),
-                  pdop: try Self.dop(entry.pdop, field: "pdop"),
-                  satellites: entry.numberOfSatellites > 0 ? Int(try Bounds.require(Double(entry.numberOfSatellites), in: 0...255, field: "number_of_satellites")) : nil)
+        self.init(
+            status: status.agrirouterName,
+            latitude: located
+                ? try Bounds.require(entry.positionNorth, in: Bounds.latitude, field: "position_north") : nil,
+            longitude: located
+                ? try Bounds.require(entry.positionEast, in: Bounds.longitude, field: "position_east") : nil,
+            altitude: located && entry.positionUp != 0
+                ? try Bounds.require(altitude, in: Bounds.altitude, field: "position_up") : nil,
+            gnssTime: time,
+            hdop: try Self.dop(entry.hdop, field: "hdop"),
+            pdop: try Self.dop(entry.pdop, field: "pdop"),
+            satellites: entry.numberOfSatellites > 0
+                ? Int(try Bounds.require(Double(entry.numberOfSatellites), in: 0...255, field: "number_of_satellites"))
+                : nil)
     }
 
     /// A DOP: absent when 0 (proto3's unset), refused when negative, not finite or above 100.
@@ -133,16 +152,20 @@ public struct ReportedPosition: Sendable, Equatable {
 
     /// A report read back from a store of ours: a value out of range there is damage, and is dropped
     /// (the position is then unknown) rather than shown or computed with.
-    public static func stored(status: String, latitude: Double?, longitude: Double?, altitude: Double?, time: Double?,
-                              hdop: Double?, pdop: Double?, satellites: Int?) -> ReportedPosition {
+    public static func stored(
+        status: String, latitude: Double?, longitude: Double?, altitude: Double?, time: Double?,
+        hdop: Double?, pdop: Double?, satellites: Int?
+    ) -> ReportedPosition {
         let latitude = latitude.flatMap { Bounds.check($0, in: Bounds.latitude) }
         let longitude = longitude.flatMap { Bounds.check($0, in: Bounds.longitude) }
         let located = latitude != nil && longitude != nil
-        return ReportedPosition(status: status, latitude: located ? latitude : nil, longitude: located ? longitude : nil,
-                                altitude: located ? altitude.flatMap { Bounds.check($0, in: Bounds.altitude) } : nil,
-                                gnssTime: time.flatMap(Bounds.date(secondsSince1970:)),
-                                hdop: hdop.flatMap { Bounds.check($0, in: Bounds.dop) }, pdop: pdop.flatMap { Bounds.check($0, in: Bounds.dop) },
-                                satellites: satellites.flatMap { Bounds.satellites.contains($0) ? $0 : nil })
+        return ReportedPosition(
+            status: status, latitude: located ? latitude : nil, longitude: located ? longitude : nil,
+            altitude: located ? altitude.flatMap { Bounds.check($0, in: Bounds.altitude) } : nil,
+            gnssTime: time.flatMap(Bounds.date(secondsSince1970:)),
+            hdop: hdop.flatMap { Bounds.check($0, in: Bounds.dop) },
+            pdop: pdop.flatMap { Bounds.check($0, in: Bounds.dop) },
+            satellites: satellites.flatMap { Bounds.satellites.contains($0) ? $0 : nil })
     }
 
     public var hasPosition: Bool { latitude != nil && longitude != nil }
@@ -155,7 +178,8 @@ extension GPSEntry.PositionStatus {
     /// Whether the status claims a position at all.
     public var isFix: Bool {
         switch self {
-        case .dGnss, .dDgnss, .dPreciseGnss, .dRtkFinteger, .dRtkFloat, .dEstDrMode, .dManualInput, .dSimulateMode: return true
+        case .dGnss, .dDgnss, .dPreciseGnss, .dRtkFinteger, .dRtkFloat, .dEstDrMode, .dManualInput, .dSimulateMode:
+            return true
         default: return false
         }
     }

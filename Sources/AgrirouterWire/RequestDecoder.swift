@@ -17,7 +17,8 @@ public enum RequestDecoder {
         do {
             let envelope = try Agrirouter_Request_RequestEnvelope(serializedBytes: frames[0])
             let wrapper = try Agrirouter_Request_RequestPayloadWrapper(serializedBytes: frames[1])
-            return DecodedRequest(envelope: envelope, payloadTypeURL: wrapper.details.typeURL, payload: wrapper.details.value)
+            return DecodedRequest(
+                envelope: envelope, payloadTypeURL: wrapper.details.typeURL, payload: wrapper.details.value)
         } catch {
             throw .malformedEnvelope("\(error)")
         }

@@ -26,8 +26,10 @@ public enum EFDIContent {
     /// ISOXML's 32 characters (like endpoint names, it is made safe where it is shown); nil when it
     /// gives none.
     public static func designator(of taskData: Efdi_ISO11783_TaskData) -> String? {
-        let name = String((taskData.device.first?.deviceDesignator ?? "").trimmingCharacters(in: .whitespacesAndNewlines).prefix(32))
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let name = String(
+            (taskData.device.first?.deviceDesignator ?? "").trimmingCharacters(in: .whitespacesAndNewlines).prefix(32)
+        )
+        .trimmingCharacters(in: .whitespacesAndNewlines)
         return name.isEmpty ? nil : name
     }
 }
@@ -57,8 +59,10 @@ extension ReportedPosition {
         entry.numberOfSatellites = position.numberOfSatellites
         // A status agrirouter does not define reads as D_ERROR's "unknown", never as a fix.
         entry.positionStatus = GPSEntry.PositionStatus(rawValue: position.positionStatus.rawValue) ?? .dError
-        let stamp = [position.hasGpsUtcTimestamp ? position.gpsUtcTimestamp : nil,
-                     useStop && time.hasStop ? time.stop : nil, time.hasStart ? time.start : nil].compactMap { $0 }.first
+        let stamp = [
+            position.hasGpsUtcTimestamp ? position.gpsUtcTimestamp : nil,
+            useStop && time.hasStop ? time.stop : nil, time.hasStart ? time.start : nil,
+        ].compactMap { $0 }.first
         if let stamp { entry.gpsUtcTimestamp = stamp }
         try self.init(checking: entry, coordinatesWhateverTheStatus: true)
     }

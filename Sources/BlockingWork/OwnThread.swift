@@ -35,10 +35,12 @@ public func startThread(named name: String, _ body: @escaping @Sendable () -> Vo
 func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
     let box = Unmanaged.passRetained(ThreadBody(body))
     var thread = pthread_t()
-    let started = pthread_create(&thread, nil, { raw in
-        Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, box.toOpaque())
+    let started = pthread_create(
+        &thread, nil,
+        { raw in
+            Unmanaged<ThreadBody>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, box.toOpaque())
     if started == 0 {
         pthread_detach(thread)
     } else {

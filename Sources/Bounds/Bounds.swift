@@ -45,7 +45,8 @@ public enum Bounds {
     /// Converting INT64_MIN seconds to a Date directly traps; here it is refused.
     public static func date(seconds: Int64, nanos: Int32) -> Date? {
         guard (0..<1_000_000_000).contains(nanos), Double(seconds) >= epochSeconds.lowerBound,
-              Double(seconds) <= epochSeconds.upperBound else { return nil }
+            Double(seconds) <= epochSeconds.upperBound
+        else { return nil }
         return Date(timeIntervalSince1970: Double(seconds) + Double(nanos) / 1e9)
     }
 
@@ -81,7 +82,11 @@ public struct OutOfBounds: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public init(field: String, value: Double, allowed: ClosedRange<Double>) {
-        self.init(field: field, reason: "\(Bounds.show(value)) is outside \(Bounds.show(allowed.lowerBound)) to \(Bounds.show(allowed.upperBound))")
+        self.init(
+            field: field,
+            reason:
+                "\(Bounds.show(value)) is outside \(Bounds.show(allowed.lowerBound)) to \(Bounds.show(allowed.upperBound))"
+        )
     }
 
     public var description: String { "\(field): \(reason)" }
@@ -89,8 +94,12 @@ public struct OutOfBounds: Error, Sendable, Equatable, CustomStringConvertible {
 
 extension Bounds {
     /// `value` checked against `range`, or an `OutOfBounds` naming `field`.
-    public static func require(_ value: Double, in range: ClosedRange<Double>, field: String) throws(OutOfBounds) -> Double {
-        guard let checked = check(value, in: range) else { throw OutOfBounds(field: field, value: value, allowed: range) }
+    public static func require(_ value: Double, in range: ClosedRange<Double>, field: String) throws(OutOfBounds)
+        -> Double
+    {
+        guard let checked = check(value, in: range) else {
+            throw OutOfBounds(field: field, value: value, allowed: range)
+        }
         return checked
     }
 

@@ -40,7 +40,8 @@ public enum TerminalText {
         // Bidirectional overrides and isolates reorder what follows them on screen.
         // Invisible ones (a byte-order mark, zero-width spaces and joiners) hide what a message names.
         case 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C,
-             0xFEFF, 0x200B...0x200D, 0x2060...0x2064: return "\\u{" + hex(scalar.value, digits: 4) + "}"
+            0xFEFF, 0x200B...0x200D, 0x2060...0x2064:
+            return "\\u{" + hex(scalar.value, digits: 4) + "}"
         default: return nil
         }
     }

@@ -2,6 +2,7 @@ import Clocks
 import GNSS
 import GPSDReplay
 import NMEA2000
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BlockingWork
 import Clocks
 import Machine
 import NMEA2000
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Listens to a CAN interface for a while and says what is on it: the frames, which sender is the
 /// GNSS receiver, and what the machine's own controllers broadcast.

@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import BlockingWork
 import Clocks
 import FoundationEssentials
@@ -8,6 +5,10 @@ import GNSS
 import Machine
 import NMEA2000
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Listens to the receiver's CAN interface beside gpsd, for as long as the daemon runs: it keeps the
 /// bus overlay (the receiver's 129029 for each report) and a line on what the bus shows. While the
@@ -72,7 +73,8 @@ public final class BusWatcher: Sendable {
     /// What the listener reads once a receiver is found: its positions, course and speed, DOPs and
     /// address claims, and the machine's own broadcasts. The kernel drops the rest, so other traffic
     /// on a busy bus costs the daemon nothing.
-    public static let wanted = [GNSSPGN.positionData, GNSSPGN.positionRapid, GNSSPGN.courseAndSpeed, GNSSPGN.dops, GNSSPGN.addressClaim]
+    public static let wanted =
+        [GNSSPGN.positionData, GNSSPGN.positionRapid, GNSSPGN.courseAndSpeed, GNSSPGN.dops, GNSSPGN.addressClaim]
         + MachinePGN.all
     /// What a bus of the machine's alone is read for.
     static let machineWanted = [GNSSPGN.addressClaim] + MachinePGN.all
@@ -84,7 +86,8 @@ public final class BusWatcher: Sendable {
             let (narrow, machineOnly) = state.withLock { ($0.overlay.finder.hasReceiver, $0.machineOnly) }
             let reader: SocketCANReader
             do throws(CANBusError) {
-                reader = try SocketCANReader(interface: interface, only: machineOnly ? Self.machineWanted : narrow ? Self.wanted : nil)
+                reader = try SocketCANReader(
+                    interface: interface, only: machineOnly ? Self.machineWanted : narrow ? Self.wanted : nil)
                 state.withLock { $0.problem = nil }
             } catch {
                 state.withLock { $0.problem = error }
@@ -162,7 +165,9 @@ public final class BusWatcher: Sendable {
 
     private static func noteMachine(_ state: inout State, at time: Date?) {
         guard let time, state.machine.everHeard else { return }
-        if state.machineAtFix.count >= machineFixesKept { state.machineAtFix.removeFirst(state.machineAtFix.count - machineFixesKept + 1) }
+        if state.machineAtFix.count >= machineFixesKept {
+            state.machineAtFix.removeFirst(state.machineAtFix.count - machineFixesKept + 1)
+        }
         state.machineAtFix.append((time, state.machine.snapshot(at: state.now)))
     }
 
@@ -192,7 +197,9 @@ public final class BusWatcher: Sendable {
     }
 
     private static func nextOwnFix(_ state: inout State, now: Double) -> PositionReport? {
-        guard let report = state.overlay.receiverReport(now: now), report.time != state.lastStandIn, state.overlay.inOrder(report) else { return nil }
+        guard let report = state.overlay.receiverReport(now: now), report.time != state.lastStandIn,
+            state.overlay.inOrder(report)
+        else { return nil }
         state.lastStandIn = report.time
         state.lastStandInAt = now
         noteMachine(&state, at: report.time)
@@ -211,7 +218,9 @@ public final class BusWatcher: Sendable {
             if let problem = state.problem { return "\(interface): \(problem.description)" }
             guard let last = state.lastFrameAt else { return "\(interface): no frames yet" }
             if state.machineOnly {
-                return now - last > Self.quietAfter ? "\(interface): none of the machine's messages for \(Int(now - last)) s" : "\(interface): the machine's bus"
+                return now - last > Self.quietAfter
+                    ? "\(interface): none of the machine's messages for \(Int(now - last)) s"
+                    : "\(interface): the machine's bus"
             }
             if now - last > Self.quietAfter { return "\(interface): no frames for \(Int(now - last)) s" }
             var line = "\(interface): \(state.overlay.finder.summary)"

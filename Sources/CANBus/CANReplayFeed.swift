@@ -3,6 +3,7 @@ import Clocks
 import GPSDReplay
 import NMEA2000
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif

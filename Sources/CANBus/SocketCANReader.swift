@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CSocketCAN
 import GNSS
 import NMEA2000
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why a CAN interface cannot be read, each saying what to look at.
 public enum CANBusError: Error, Equatable, CustomStringConvertible {
@@ -21,15 +22,19 @@ public enum CANBusError: Error, Equatable, CustomStringConvertible {
         case .badName(let name):
             return ReceiverSource.notAnInterfaceName(name)
         case .noInterface(let name):
-            return "there is no CAN interface \(name): is the adapter plugged in and its driver loaded? (ip -details link show \(name))"
+            return
+                "there is no CAN interface \(name): is the adapter plugged in and its driver loaded? (ip -details link show \(name))"
         case .notCAN(let name):
             return "\(name) is not a CAN interface (ip -details link show \(name) says what it is)"
         case .noSocketCAN:
-            return "this kernel offers no SocketCAN: load its modules (modprobe can-raw) or use a kernel built with them"
+            return
+                "this kernel offers no SocketCAN: load its modules (modprobe can-raw) or use a kernel built with them"
         case .interfaceDown(let name):
-            return "the CAN interface \(name) is down: bring it up at ISOBUS's 250 kbit/s (ip link set \(name) up type can bitrate 250000)"
+            return
+                "the CAN interface \(name) is down: bring it up at ISOBUS's 250 kbit/s (ip link set \(name) up type can bitrate 250000)"
         case .notVirtual(let name):
-            return "\(name) is an adapter on a machine's bus, and agrigps transmits on none: a recording is replayed onto a virtual interface (ip link add vcan0 type vcan && ip link set vcan0 up)"
+            return
+                "\(name) is an adapter on a machine's bus, and agrigps transmits on none: a recording is replayed onto a virtual interface (ip link add vcan0 type vcan && ip link set vcan0 up)"
         case .failed(let name, let call, let number):
             return "\(name): \(call) failed: \(String(cString: strerror(number))) (errno \(number))"
         }
@@ -53,24 +58,31 @@ public final class SocketCANReader: @unchecked Sendable {
     public init(interface: String, only pgns: [UInt32]? = nil) throws(CANBusError) {
         try Self.checkName(interface)
         let index = if_nametoindex(interface)
-        guard index != 0 else { throw errno == ENODEV ? .noInterface(interface) : .failed(interface: interface, call: "if_nametoindex", errno: errno) }
+        guard index != 0 else {
+            throw errno == ENODEV
+                ? .noInterface(interface) : .failed(interface: interface, call: "if_nametoindex", errno: errno)
+        }
         let descriptor = socket(PF_CAN, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), CAN_RAW)
         guard descriptor >= 0 else {
-            throw errno == EAFNOSUPPORT ? .noSocketCAN : .failed(interface: interface, call: "socket(PF_CAN)", errno: errno)
+            throw errno == EAFNOSUPPORT
+                ? .noSocketCAN : .failed(interface: interface, call: "socket(PF_CAN)", errno: errno)
         }
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
         var address = sockaddr_can()
         address.can_family = sa_family_t(AF_CAN)
         address.can_ifindex = Int32(bitPattern: index)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_can>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_can>.size))
+            }
         }
         var timed = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         if timed == 0, let pgns {
             let filters = pgns.map(Self.filter(for:))
             timed = filters.withUnsafeBufferPointer {
-                setsockopt(descriptor, agrigps_sol_can_raw, Int32(CAN_RAW_FILTER), $0.baseAddress,
-                           socklen_t(MemoryLayout<can_filter>.stride * $0.count))
+                setsockopt(
+                    descriptor, agrigps_sol_can_raw, Int32(CAN_RAW_FILTER), $0.baseAddress,
+                    socklen_t(MemoryLayout<can_filter>.stride * $0.count))
             }
         }
         guard bound == 0, timed == 0 else {
@@ -78,7 +90,8 @@ public final class SocketCANReader: @unchecked Sendable {
             Glibc.close(descriptor)
             switch number {
             case ENETDOWN: throw .interfaceDown(interface)
-            case ENODEV, EINVAL: throw bound != 0 ? .notCAN(interface) : .failed(interface: interface, call: "setsockopt", errno: number)
+            case ENODEV, EINVAL:
+                throw bound != 0 ? .notCAN(interface) : .failed(interface: interface, call: "setsockopt", errno: number)
             default: throw .failed(interface: interface, call: bound != 0 ? "bind" : "setsockopt", errno: number)
             }
         }

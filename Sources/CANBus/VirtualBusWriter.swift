@@ -1,8 +1,9 @@
+import CSocketCAN
+import NMEA2000
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CSocketCAN
-import NMEA2000
 
 /// Writes frames onto a virtual CAN interface (vcan), so that gpsd and the bus listener read a
 /// recording as they would a receiver. It refuses an interface with an adapter behind it: agrigps
@@ -16,13 +17,15 @@ public final class VirtualBusWriter: @unchecked Sendable {
         // The kernel's SocketCAN first: without it no interface name helps.
         let descriptor = socket(PF_CAN, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), CAN_RAW)
         guard descriptor >= 0 else {
-            throw errno == EAFNOSUPPORT ? .noSocketCAN : .failed(interface: interface, call: "socket(PF_CAN)", errno: errno)
+            throw errno == EAFNOSUPPORT
+                ? .noSocketCAN : .failed(interface: interface, call: "socket(PF_CAN)", errno: errno)
         }
         let index = if_nametoindex(interface)
         guard index != 0 else {
             let number = errno
             Glibc.close(descriptor)
-            throw number == ENODEV ? .noInterface(interface) : .failed(interface: interface, call: "if_nametoindex", errno: number)
+            throw number == ENODEV
+                ? .noInterface(interface) : .failed(interface: interface, call: "if_nametoindex", errno: number)
         }
         // An adapter (USB, PCI, SPI) has its device in sysfs; vcan has none.
         guard access("/sys/class/net/\(interface)/device", F_OK) != 0 else {
@@ -33,7 +36,9 @@ public final class VirtualBusWriter: @unchecked Sendable {
         address.can_family = sa_family_t(AF_CAN)
         address.can_ifindex = Int32(bitPattern: index)
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_can>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_can>.size))
+            }
         }
         guard bound == 0 else {
             let number = errno

@@ -83,18 +83,22 @@ public actor Basemap {
             // With the spec's index on the tiles these are two lookups, not a scan. A value of another
             // type (text '5' in a column without a type) sorts above every number, so max finds it.
             guard let zooms = try Row.fetchOne(db, sql: "SELECT min(zoom_level), max(zoom_level) FROM tiles"),
-                  let low = try Self.value(zooms, 0), let high = try Self.value(zooms, 1) else {
+                let low = try Self.value(zooms, 0), let high = try Self.value(zooms, 1)
+            else {
                 throw BasemapError.notMBTiles(path: path, reason: "it holds no tiles at zoom levels 0 to 24")
             }
             guard case .int64(let lowest) = low, case .int64(let highest) = high else {
                 throw BasemapError.notMBTiles(path: path, reason: "its zoom levels are not all whole numbers")
             }
             guard let minZoom = Int(exactly: lowest), let maxZoom = Int(exactly: highest),
-                  Self.zoomRange.contains(minZoom), Self.zoomRange.contains(maxZoom) else {
+                Self.zoomRange.contains(minZoom), Self.zoomRange.contains(maxZoom)
+            else {
                 throw BasemapError.notMBTiles(path: path, reason: "it holds no tiles at zoom levels 0 to 24")
             }
-            return Info(name: metadata["name"].map { String($0.prefix(200)) }, attribution: metadata["attribution"].map { String($0.prefix(500)) },
-                        minZoom: minZoom, maxZoom: maxZoom)
+            return Info(
+                name: metadata["name"].map { String($0.prefix(200)) },
+                attribution: metadata["attribution"].map { String($0.prefix(500)) },
+                minZoom: minZoom, maxZoom: maxZoom)
         }
         database = candidate
         return info
@@ -109,11 +113,15 @@ public actor Basemap {
         // The type and size first: an oversized tile is refused without reading it into memory, and
         // a tile that is a number or text is no image (and is never read as bytes).
         let found: (isBlob: Bool, size: Int64?, data: Data?)? = try read(database) { db in
-            guard let found = try Row.fetchOne(db, sql: """
-                SELECT typeof(tile_data) = 'blob', CASE WHEN typeof(tile_data) = 'blob' THEN length(tile_data) END,
-                       CASE WHEN typeof(tile_data) = 'blob' AND length(tile_data) <= ? THEN tile_data END
-                FROM tiles WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?
-                """, arguments: [Self.maximumTileBytes, z, x, row]) else { return nil }
+            guard
+                let found = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT typeof(tile_data) = 'blob', CASE WHEN typeof(tile_data) = 'blob' THEN length(tile_data) END,
+                               CASE WHEN typeof(tile_data) = 'blob' AND length(tile_data) <= ? THEN tile_data END
+                        FROM tiles WHERE zoom_level = ? AND tile_column = ? AND tile_row = ?
+                        """, arguments: [Self.maximumTileBytes, z, x, row])
+            else { return nil }
             return (try Self.integer(found, 0) == 1, try Self.integer(found, 1), try Self.blob(found, 2))
         }
         guard let found else { return nil }
@@ -129,15 +137,20 @@ public actor Basemap {
         let bytes = [UInt8](data.prefix(12))
         if bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) { return "image/png" }
         if bytes.starts(with: [0xFF, 0xD8, 0xFF]) { return "image/jpeg" }
-        if bytes.count == 12, bytes.starts(with: Array("RIFF".utf8)), Array(bytes[8..<12]) == Array("WEBP".utf8) { return "image/webp" }
+        if bytes.count == 12, bytes.starts(with: Array("RIFF".utf8)), Array(bytes[8..<12]) == Array("WEBP".utf8) {
+            return "image/webp"
+        }
         return nil
     }
 
     /// A format named in the file, shown only when it is a short plain word ("pbf"): the rest of
     /// what the file says is not repeated to the page or the log.
     static func shown(_ format: String) -> String {
-        let plain = !format.isEmpty && format.utf8.count <= 16
-            && format.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "+" || $0 == "." }
+        let plain =
+            !format.isEmpty && format.utf8.count <= 16
+            && format.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-" || $0 == "+" || $0 == "."
+            }
         return plain ? format : "unknown"
     }
 
@@ -163,10 +176,12 @@ public actor Basemap {
             return try database.read { db in
                 var deadline = ContinuousClock.now.advanced(by: limit)
                 return try withUnsafeMutablePointer(to: &deadline) { deadline in
-                    sqlite3_progress_handler(db.sqliteConnection, Self.stepsBetweenClockChecks, { deadline in
-                        guard let deadline else { return 1 }
-                        return ContinuousClock.now < deadline.load(as: ContinuousClock.Instant.self) ? 0 : 1
-                    }, UnsafeMutableRawPointer(deadline))
+                    sqlite3_progress_handler(
+                        db.sqliteConnection, Self.stepsBetweenClockChecks,
+                        { deadline in
+                            guard let deadline else { return 1 }
+                            return ContinuousClock.now < deadline.load(as: ContinuousClock.Instant.self) ? 0 : 1
+                        }, UnsafeMutableRawPointer(deadline))
                     defer { sqlite3_progress_handler(db.sqliteConnection, 0, nil, nil) }
                     return try body(db)
                 }
@@ -218,29 +233,43 @@ public actor Basemap {
             default: throw BasemapError.notMBTiles(path: path, reason: "it is damaged")
             }
         }
-        guard tables.contains("tiles") else { throw BasemapError.notMBTiles(path: path, reason: "it has no tiles table") }
+        guard tables.contains("tiles") else {
+            throw BasemapError.notMBTiles(path: path, reason: "it has no tiles table")
+        }
         for table in ["tiles", "metadata"] where tables.contains(table) {
             // hidden is 2 for a column computed as it is read, 3 for one computed as it is written.
             for row in try Row.fetchAll(db, sql: "SELECT hidden FROM pragma_table_xinfo(?)", arguments: [table]) {
-                guard try integer(row, 0) == 0 else { throw BasemapError.runsSQL(path: path, holds: "a computed column") }
+                guard try integer(row, 0) == 0 else {
+                    throw BasemapError.runsSQL(path: path, holds: "a computed column")
+                }
             }
         }
-        let columns = try Set(Row.fetchAll(db, sql: "SELECT name FROM pragma_table_info('tiles')").compactMap { try text($0, 0)?.lowercased() })
+        let columns = try Set(
+            Row.fetchAll(db, sql: "SELECT name FROM pragma_table_info('tiles')").compactMap {
+                try text($0, 0)?.lowercased()
+            })
         guard columns.isSuperset(of: ["zoom_level", "tile_column", "tile_row", "tile_data"]) else {
-            throw BasemapError.notMBTiles(path: path, reason: "its tiles table lacks zoom_level, tile_column, tile_row or tile_data")
+            throw BasemapError.notMBTiles(
+                path: path, reason: "its tiles table lacks zoom_level, tile_column, tile_row or tile_data")
         }
         return tables
     }
 
     /// The metadata the page uses, where both name and value are text; anything else is left out.
     private static func metadata(_ db: Database) throws -> [String: String] {
-        let columns = try Set(Row.fetchAll(db, sql: "SELECT name FROM pragma_table_info('metadata')").compactMap { try text($0, 0)?.lowercased() })
+        let columns = try Set(
+            Row.fetchAll(db, sql: "SELECT name FROM pragma_table_info('metadata')").compactMap {
+                try text($0, 0)?.lowercased()
+            })
         guard columns.isSuperset(of: ["name", "value"]) else { return [:] }
         var values: [String: String] = [:]
-        for row in try Row.fetchAll(db, sql: """
-            SELECT name, value FROM metadata
-            WHERE typeof(name) = 'text' AND typeof(value) = 'text' AND lower(name) IN ('name', 'attribution', 'format') LIMIT 200
-            """) {
+        for row in try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, value FROM metadata
+                WHERE typeof(name) = 'text' AND typeof(value) = 'text' AND lower(name) IN ('name', 'attribution', 'format') LIMIT 200
+                """)
+        {
             if let name = try text(row, 0), let value = try text(row, 1) { values[name.lowercased()] = value }
         }
         return values
@@ -272,7 +301,9 @@ public actor Basemap {
     /// What SQLite said, in words of our own: its messages quote the file (a damaged schema's text),
     /// and nothing from the file is repeated to the page or the log.
     private static func fileError(_ error: any Error, path: String, timeLimit: Duration) -> BasemapError {
-        guard let error = error as? DatabaseError else { return .unreadable(path: path, sqliteCode: 0, message: "it could not be read") }
+        guard let error = error as? DatabaseError else {
+            return .unreadable(path: path, sqliteCode: 0, message: "it could not be read")
+        }
         switch error.resultCode {
         case .SQLITE_NOTADB: return .notMBTiles(path: path, reason: "it is not an SQLite file")
         case .SQLITE_CORRUPT: return .notMBTiles(path: path, reason: "it is damaged")
@@ -305,19 +336,25 @@ public enum BasemapError: Error, Equatable, CustomStringConvertible {
         case .notMBTiles(let path, let reason):
             return "the basemap \(path) is not an MBTiles file (\(reason)); export the map again as MBTiles"
         case .unsupportedFormat(let path, let format):
-            return "the basemap \(path) holds \(format) tiles; the cab view draws raster tiles (png, jpg or webp): export it as raster MBTiles"
+            return
+                "the basemap \(path) holds \(format) tiles; the cab view draws raster tiles (png, jpg or webp): export it as raster MBTiles"
         case .unsupportedTile(let path, let z, let x, let y):
             return "the basemap \(path) has a tile at \(z)/\(x)/\(y) that is not a PNG, JPEG or WebP image"
         case .tileTooLarge(let path, let z, let x, let y, let bytes):
-            return "the basemap \(path) has a tile at \(z)/\(x)/\(y) of \(bytes) bytes, more than the \(Basemap.maximumTileBytes) a map tile needs; export the map again"
+            return
+                "the basemap \(path) has a tile at \(z)/\(x)/\(y) of \(bytes) bytes, more than the \(Basemap.maximumTileBytes) a map tile needs; export the map again"
         case .unreadable(let path, let code, let message):
-            return "the basemap \(path) cannot be read: \(message) (SQLite code \(code)); check the file and its permissions"
+            return
+                "the basemap \(path) cannot be read: \(message) (SQLite code \(code)); check the file and its permissions"
         case .notRegularFile(let path):
-            return "the basemap \(path) is not a regular file (a FIFO, a directory or a device), which the cab view does not open; copy the .mbtiles file there or correct [web] basemap"
+            return
+                "the basemap \(path) is not a regular file (a FIFO, a directory or a device), which the cab view does not open; copy the .mbtiles file there or correct [web] basemap"
         case .runsSQL(let path, let holds):
-            return "the basemap \(path) holds \(holds), SQL that runs inside the file, where a map file is only data; export it again as a plain MBTiles file (tiles and metadata as tables, not deduplicated)"
+            return
+                "the basemap \(path) holds \(holds), SQL that runs inside the file, where a map file is only data; export it again as a plain MBTiles file (tiles and metadata as tables, not deduplicated)"
         case .tooSlow(let path, let seconds):
-            return "the basemap \(path) took more than \(seconds) seconds to answer, so it was stopped; export it again as a plain MBTiles file with its tile index"
+            return
+                "the basemap \(path) took more than \(seconds) seconds to answer, so it was stopped; export it again as a plain MBTiles file with its tile index"
         }
     }
 }

@@ -36,7 +36,8 @@ actor UploadFile {
     func open() throws {
         for file in files { try? FileManager.default.removeItem(atPath: file) }
         guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let handle = FileHandle(forWritingAtPath: path) else {
+            let handle = FileHandle(forWritingAtPath: path)
+        else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
         }
         self.handle = handle

@@ -20,9 +20,12 @@ struct CabContext: RequestContext {
     /// guessing wrong must not hold up the driver's tablet.
     static func client(_ address: SocketAddress?, local: SocketAddress? = nil) -> String {
         let asText = address?.ipAddress ?? "unknown"
-        guard let bytes = ipv6Bytes(address), bytes[0] & 0xE0 == 0x20 else { return asText }  // 2000::/3, global unicast
+        // 2000::/3, global unicast
+        guard let bytes = ipv6Bytes(address), bytes[0] & 0xE0 == 0x20 else { return asText }
         if let own = ipv6Bytes(local), own.prefix(8) == bytes.prefix(8) { return asText }
-        let groups = stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+        let groups = stride(from: 0, to: 8, by: 2).map {
+            String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16)
+        }
         return groups.joined(separator: ":") + "::/64"
     }
 

@@ -53,17 +53,21 @@ struct CabFields: Sendable {
 
     /// The fields as GeoJSON, in [longitude, latitude] order: outer rings with their holes.
     func geoJSON() -> FieldsGeoJSON {
-        FieldsGeoJSON(version: version, features: fields.map { stored in
-            let field = stored.field
-            let polygons = field.boundaries.map { boundary in
-                [boundary.points.map { [$0.longitude, $0.latitude] }]
-                    + field.holes.filter { hole in hole.points.first.map { boundary.contains($0) } ?? false }
+        FieldsGeoJSON(
+            version: version,
+            features: fields.map { stored in
+                let field = stored.field
+                let polygons = field.boundaries.map { boundary in
+                    [boundary.points.map { [$0.longitude, $0.latitude] }]
+                        + field.holes.filter { hole in hole.points.first.map { boundary.contains($0) } ?? false }
                         .map { $0.points.map { [$0.longitude, $0.latitude] } }
-            }
-            return FieldsGeoJSON.Feature(properties: .init(id: stored.id, name: field.name, farm: field.farm,
-                                                           areaHectares: (field.area / 100).rounded() / 100),
-                                         geometry: .init(coordinates: polygons))
-        })
+                }
+                return FieldsGeoJSON.Feature(
+                    properties: .init(
+                        id: stored.id, name: field.name, farm: field.farm,
+                        areaHectares: (field.area / 100).rounded() / 100),
+                    geometry: .init(coordinates: polygons))
+            })
     }
 }
 

@@ -1,5 +1,5 @@
-import Glibc
 import Clocks
+import Glibc
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -25,8 +25,10 @@ struct CabHTTPService<Responder: HTTPResponder>: Service where Responder.Context
     func run() async throws {
         let (responder, logger) = (responder, logger)
         let dates = ResponseDate()
-        let service = try server.buildServer(configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
-                                             logger: logger) { request, writer, channel in
+        let service = try server.buildServer(
+            configuration: configuration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+            logger: logger
+        ) { request, writer, channel in
             let context = CabContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
             var response: Response
             do {

@@ -106,8 +106,10 @@ extension CabModel {
 
 extension CabModel {
     /// Builds the model from what the state directory says now.
-    init(snapshot: StatusSnapshot, newest: PositionSample?, lastFix: PositionSample?, thresholds: StatusThresholds,
-         environments: [String]) {
+    init(
+        snapshot: StatusSnapshot, newest: PositionSample?, lastFix: PositionSample?, thresholds: StatusThresholds,
+        environments: [String]
+    ) {
         let lastState = newest?.state ?? snapshot.heartbeat?.lastSample.flatMap { FixState(name: $0.state) }
         // The technical details judged by the same newest sample as the label: never calmer than it.
         let verdict = snapshot.verdict(thresholds, lastState: lastState)
@@ -129,30 +131,35 @@ extension CabModel {
         let listing = OthersListing(view: snapshot.others, ownPosition: ownCoordinate, now: now, includeStale: true)
         others = listing.entries.map { entry in
             let machine = entry.machine
-            return Other(id: machine.endpointID, name: machine.name ?? machine.endpointID,
-                         latitude: machine.coordinate?.latitude, longitude: machine.coordinate?.longitude,
-                         positionTime: machine.lastPosition?.gnssTime.map { ISO8601UTC.string(from: $0) },
-                         state: machine.activity.rawValue, fix: machine.lastReport?.statusDescription,
-                         fixText: machine.lastReport.map { FixWords.words(forCode: $0.statusDescription) },
-                         ageSeconds: entry.age.map { max(0, $0.rounded()) }, age: entry.age.map(durationText) ?? "never",
-                         distance: entry.distance.map { DistanceText.format(metres: $0) }, distanceMetres: entry.distance,
-                         bearing: entry.bearing.flatMap(BearingText.wholeDegrees).map(Double.init),
-                         direction: entry.bearing.map(BearingText.format(degrees:)))
+            return Other(
+                id: machine.endpointID, name: machine.name ?? machine.endpointID,
+                latitude: machine.coordinate?.latitude, longitude: machine.coordinate?.longitude,
+                positionTime: machine.lastPosition?.gnssTime.map { ISO8601UTC.string(from: $0) },
+                state: machine.activity.rawValue, fix: machine.lastReport?.statusDescription,
+                fixText: machine.lastReport.map { FixWords.words(forCode: $0.statusDescription) },
+                ageSeconds: entry.age.map { max(0, $0.rounded()) }, age: entry.age.map(durationText) ?? "never",
+                distance: entry.distance.map { DistanceText.format(metres: $0) }, distanceMetres: entry.distance,
+                bearing: entry.bearing.flatMap(BearingText.wholeDegrees).map(Double.init),
+                direction: entry.bearing.map(BearingText.format(degrees:)))
         }
         lastUpdate = snapshot.others.lastReceivedAt.map { ISO8601UTC.string(from: $0) }
-        settings = Settings(onboarded: snapshot.environment != nil, environment: snapshot.environment,
-                            endpointName: snapshot.othersCounts.ownName,
-                            certificateValidUntil: snapshot.certificateNotAfter.map { String(ISO8601UTC.string(from: $0).prefix(10)) },
-                            environments: environments, waitingForGateway: snapshot.credentialsNotTaken)
+        settings = Settings(
+            onboarded: snapshot.environment != nil, environment: snapshot.environment,
+            endpointName: snapshot.othersCounts.ownName,
+            certificateValidUntil: snapshot.certificateNotAfter.map { String(ISO8601UTC.string(from: $0).prefix(10)) },
+            environments: environments, waitingForGateway: snapshot.credentialsNotTaken)
         staleAfterSeconds = thresholds.staleAfter
-        work = Work(state: newest?.machine?.work.rawValue, switchOn: snapshot.spool?.workSwitch, width: snapshot.spool?.workingWidth,
-                    bus: snapshot.heartbeat?.machine)
+        work = Work(
+            state: newest?.machine?.work.rawValue, switchOn: snapshot.spool?.workSwitch,
+            width: snapshot.spool?.workingWidth,
+            bus: snapshot.heartbeat?.machine)
     }
 
     /// Not working and moving off every known field: the road, by the rule Records count it with.
     mutating func placeWork(speedOverGround: Double?) {
         guard work.state == "not-working", fieldsKnown, field == nil, own.map({ !$0.old }) == true,
-              let speed = speedOverGround, speed > TrackRules().movingSpeed else { return }
+            let speed = speedOverGround, speed > TrackRules().movingSpeed
+        else { return }
         work.state = "road"
     }
 
@@ -165,15 +172,17 @@ extension CabModel {
         if let newest, newest.state.hasPosition, let own = Own(newest, old: false) { return own }
         if let lastFix, let own = Own(lastFix, old: true) { return own }
         guard let fix = heartbeat?.lastFix, let coordinate = fix.coordinate else { return nil }
-        return Own(latitude: coordinate.latitude, longitude: coordinate.longitude, fix: "none", fixText: "last known position",
-                   old: true, time: ISO8601UTC.string(from: fix.time))
+        return Own(
+            latitude: coordinate.latitude, longitude: coordinate.longitude, fix: "none", fixText: "last known position",
+            old: true, time: ISO8601UTC.string(from: fix.time))
     }
 }
 
 extension CabModel.Own {
     init?(_ sample: PositionSample, old: Bool) {
         guard let report = sample.report, let latitude = report.latitude, let longitude = report.longitude,
-              Bounds.latitude.contains(latitude), Bounds.longitude.contains(longitude) else { return nil }
+            Bounds.latitude.contains(latitude), Bounds.longitude.contains(longitude)
+        else { return nil }
         self.latitude = latitude
         self.longitude = longitude
         if old {
@@ -183,7 +192,9 @@ extension CabModel.Own {
             (fix, fixText) = Self.quality(sample.state)
         }
         self.old = old
-        time = (sample.receiverTime ?? sample.sampledAt).timeIntervalSince1970 > 0 ? ISO8601UTC.string(from: sample.receiverTime ?? sample.sampledAt) : nil
+        time =
+            (sample.receiverTime ?? sample.sampledAt).timeIntervalSince1970 > 0
+            ? ISO8601UTC.string(from: sample.receiverTime ?? sample.sampledAt) : nil
         speed = report.speed
         satellites = report.satellitesUsed
         hdop = report.hdop
@@ -193,7 +204,9 @@ extension CabModel.Own {
     /// The track (already checked to 0...360 by `PositionReport`) as whole degrees, only while the
     /// position is current and the machine moves.
     static func heading(_ report: PositionReport, old: Bool) -> Double? {
-        guard !old, let speed = report.speed, speed >= CabModel.headingSpeed, let track = report.track else { return nil }
+        guard !old, let speed = report.speed, speed >= CabModel.headingSpeed, let track = report.track else {
+            return nil
+        }
         return BearingText.wholeDegrees(track).map(Double.init)
     }
 

@@ -170,7 +170,9 @@ struct JSONWriter {
             writer.object(body)
         }
 
-        mutating func array<Element>(_ name: StaticString, _ elements: [Element], _ write: (inout JSONWriter, Element) -> Void) {
+        mutating func array<Element>(
+            _ name: StaticString, _ elements: [Element], _ write: (inout JSONWriter, Element) -> Void
+        ) {
             key(name)
             writer.bytes.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {
@@ -224,6 +226,8 @@ struct JSONWriter {
             return
         }
         let written = value.description.utf8
-        bytes.append(contentsOf: written.count > 2 && written.suffix(2).elementsEqual(".0".utf8) ? written.dropLast(2) : written[...])
+        bytes.append(
+            contentsOf: written.count > 2 && written.suffix(2).elementsEqual(".0".utf8)
+                ? written.dropLast(2) : written[...])
     }
 }

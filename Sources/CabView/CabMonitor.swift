@@ -1,9 +1,9 @@
-import AgrirouterWire
 import AgrirouterLink
+import AgrirouterWire
 import BlockingWork
 import Bounds
-import Fields
 import Clocks
+import Fields
 import Foundation
 import GNSS
 import Logging
@@ -108,8 +108,9 @@ actor CabMonitor {
         self.executor = executor
         spool = SpoolReader(path: settings.paths.spool, executor: executor)
         // Kept open between looks: a look a second would otherwise open both files every time.
-        readers = StatusSnapshot.Readers(spool: spool, others: OtherMachinesStore(readingOnly: settings.paths.others, executor: executor),
-                                         executor: executor)
+        readers = StatusSnapshot.Readers(
+            spool: spool, others: OtherMachinesStore(readingOnly: settings.paths.others, executor: executor),
+            executor: executor)
         fieldStore = FieldStore(path: Self.fieldsPath(settings.paths), readOnly: true, executor: executor)
     }
 
@@ -126,7 +127,10 @@ actor CabMonitor {
         let paths = settings.paths
         let credentials = CredentialStore(directory: paths.stateDirectory)
         let watched = [paths.heartbeat, paths.others, paths.spool, Self.fieldsPath(paths)] + credentials.files
-        guard let watch = DirectoryWatch(.init(paths: watched, refresh: settings.refreshInterval, fallback: settings.pollInterval)) else {
+        guard
+            let watch = DirectoryWatch(
+                .init(paths: watched, refresh: settings.refreshInterval, fallback: settings.pollInterval))
+        else {
             logger.warning("cannot watch the state directory; looking every \(settings.pollInterval) s instead")
             while !Task.isCancelled {
                 await refreshIfChanged()
@@ -198,10 +202,11 @@ actor CabMonitor {
     private func currentSignature() -> Stamps {
         let paths = settings.paths
         let fields = Self.fieldsPath(paths)
-        return Stamps(spool: [paths.spool, paths.spool + "-wal"].map(FileStamp.of),
-                      fields: [fields, fields + "-wal"].map(FileStamp.of),
-                      others: CredentialStore(directory: paths.stateDirectory).fingerprint()
-                          + [paths.heartbeat, paths.others, paths.others + "-wal"].map(FileStamp.of))
+        return Stamps(
+            spool: [paths.spool, paths.spool + "-wal"].map(FileStamp.of),
+            fields: [fields, fields + "-wal"].map(FileStamp.of),
+            others: CredentialStore(directory: paths.stateDirectory).fingerprint()
+                + [paths.heartbeat, paths.others, paths.others + "-wal"].map(FileStamp.of))
     }
 
     private func rebuild(now: Date, onlySpool: Bool) async {
@@ -214,15 +219,19 @@ actor CabMonitor {
             next.takeSpool(counts)
             snapshot = next
         } else {
-            snapshot = await StatusSnapshot.gather(settings.paths, now: now, heartbeatLimit: thresholds.heartbeatLimit,
-                                                   staleAfter: thresholds.staleAfter, readers: readers)
+            snapshot = await StatusSnapshot.gather(
+                settings.paths, now: now, heartbeatLimit: thresholds.heartbeatLimit,
+                staleAfter: thresholds.staleAfter, readers: readers)
         }
         self.snapshot = snapshot
-        var built = CabModel(snapshot: snapshot, newest: newest, lastFix: lastFix, thresholds: settings.thresholds,
-                             environments: settings.environments)
+        var built = CabModel(
+            snapshot: snapshot, newest: newest, lastFix: lastFix, thresholds: settings.thresholds,
+            environments: settings.environments)
         await readFieldsIfChanged()
         built.work.switchCounts = settings.workSwitchCounts
-        if let configured = settings.workingWidth { (built.work.width, built.work.widthConfigured) = (configured, true) }
+        if let configured = settings.workingWidth {
+            (built.work.width, built.work.widthConfigured) = (configured, true)
+        }
         placeInFields(&built, now: now)
         announce(built.others, now: now)
         announceResume(snapshot.spool, now: now)
@@ -242,12 +251,17 @@ actor CabMonitor {
     /// With `statusAt`, the spool's counts at that time, read with them; nil when not asked or unread.
     private func readOwnSamples(statusAt: Date?) async -> SpoolStatus? {
         let limit = lastRowID == 0 ? settings.trackLimit : 120
-        guard let (rows, version, counts) = try? await spool.newestWithVersion(after: lastRowID, limit: limit, statusAt: statusAt) else { return nil }
+        guard
+            let (rows, version, counts) = try? await spool.newestWithVersion(
+                after: lastRowID, limit: limit, statusAt: statusAt)
+        else { return nil }
         spoolVersion = version
         for row in rows.reversed() where row.rowID > lastRowID {
             lastRowID = row.rowID
             newest = row.sample
-            if row.sample.state.hasPosition, let latitude = row.sample.report?.latitude, let longitude = row.sample.report?.longitude {
+            if row.sample.state.hasPosition, let latitude = row.sample.report?.latitude,
+                let longitude = row.sample.report?.longitude
+            {
                 lastFix = row.sample
                 // A third element of 1 marks a point driven working: the page draws those stretches apart.
                 track.append(row.sample.machine?.work == .working ? [latitude, longitude, 1] : [latitude, longitude])
@@ -255,7 +269,8 @@ actor CabMonitor {
             }
         }
         let newestTime = trackTimes.last ?? 0
-        let old = max(track.count - settings.trackLimit, trackTimes.prefix { $0 < newestTime - settings.trailSeconds }.count)
+        let old = max(
+            track.count - settings.trackLimit, trackTimes.prefix { $0 < newestTime - settings.trailSeconds }.count)
         if old > 0 {
             track.removeFirst(old)
             trackTimes.removeFirst(old)
@@ -300,8 +315,9 @@ actor CabMonitor {
         let name = machine ?? "This machine"
         var values = ["machine": name, "field": change.field]
         if machine == nil { values["own"] = "true" }
-        return change.entered ? Words(text: "\(name) entered \(change.field)", key: "notice.entered", values: values)
-                              : Words(text: "\(name) left \(change.field)", key: "notice.left", values: values)
+        return change.entered
+            ? Words(text: "\(name) entered \(change.field)", key: "notice.entered", values: values)
+            : Words(text: "\(name) left \(change.field)", key: "notice.left", values: values)
     }
 
     /// Another machine went stale, came back, left the endpoint list, or stood still too long.
@@ -314,12 +330,22 @@ actor CabMonitor {
                 if before.state != other.state {
                     switch (before.state, other.state) {
                     case (_, "stale"):
-                        post("stale", Words(text: "Nothing received from \(other.name) for \(other.age)", key: "notice.stale",
-                                            values: ["machine": other.name], seconds: other.ageSeconds), now)
+                        post(
+                            "stale",
+                            Words(
+                                text: "Nothing received from \(other.name) for \(other.age)", key: "notice.stale",
+                                values: ["machine": other.name], seconds: other.ageSeconds), now)
                     case ("stale", "active"), ("gone", "active"):
-                        post("back", Words(text: "\(other.name) is back", key: "notice.back", values: ["machine": other.name]), now)
+                        post(
+                            "back",
+                            Words(text: "\(other.name) is back", key: "notice.back", values: ["machine": other.name]),
+                            now)
                     case (_, "gone"):
-                        post("gone", Words(text: "\(other.name) is gone from agrirouter", key: "notice.gone", values: ["machine": other.name]), now)
+                        post(
+                            "gone",
+                            Words(
+                                text: "\(other.name) is gone from agrirouter", key: "notice.gone",
+                                values: ["machine": other.name]), now)
                     default: break
                     }
                 }
@@ -328,11 +354,16 @@ actor CabMonitor {
                     observed.stillSince = before.stillSince
                     observed.announcedStill = before.announcedStill
                 }
-                if other.state == "active", !observed.announcedStill, now.timeIntervalSince(observed.stillSince) >= settings.notMovingAfter {
+                if other.state == "active", !observed.announcedStill,
+                    now.timeIntervalSince(observed.stillSince) >= settings.notMovingAfter
+                {
                     observed.announcedStill = true
                     let still = now.timeIntervalSince(observed.stillSince)
-                    post("still", Words(text: "\(other.name) has not moved for \(durationText(still))", key: "notice.still",
-                                        values: ["machine": other.name], seconds: still), now)
+                    post(
+                        "still",
+                        Words(
+                            text: "\(other.name) has not moved for \(durationText(still))", key: "notice.still",
+                            values: ["machine": other.name], seconds: still), now)
                 }
             }
             seen[other.id] = observed
@@ -349,8 +380,12 @@ actor CabMonitor {
             keptInPause = spool.keptWhilePaused
         } else if let kept = keptInPause {
             keptInPause = nil
-            post("resumed", Words(text: "Sharing again · \(kept) position\(kept == 1 ? " from the pause stays" : "s from the pause stay") here",
-                                  key: "notice.resumed", count: kept), now)
+            post(
+                "resumed",
+                Words(
+                    text:
+                        "Sharing again · \(kept) position\(kept == 1 ? " from the pause stays" : "s from the pause stay") here",
+                    key: "notice.resumed", count: kept), now)
         }
     }
 
@@ -365,15 +400,21 @@ actor CabMonitor {
         let what = started ? "work started" : "work stopped"
         var values: [String: String] = [:]
         if let field { values["field"] = field }
-        post(started ? "work-started" : "work-stopped",
-             Words(text: field.map { "\($0): \(what)" } ?? (started ? "Work started" : "Work stopped"),
-                   key: "notice." + (started ? "workStarted" : "workStopped") + (field == nil ? "" : "In"), values: values), now)
+        post(
+            started ? "work-started" : "work-stopped",
+            Words(
+                text: field.map { "\($0): \(what)" } ?? (started ? "Work started" : "Work stopped"),
+                key: "notice." + (started ? "workStarted" : "workStopped") + (field == nil ? "" : "In"), values: values),
+            now)
     }
 
     private func post(_ kind: String, _ words: Words, _ now: Date) {
         noticeSequence += 1
-        notices.append(Notice(sequence: noticeSequence, kind: kind, text: words.text, at: ISO8601UTC.string(from: now), key: words.key,
-                              values: words.values.isEmpty ? nil : words.values, count: words.count, seconds: words.seconds))
+        notices.append(
+            Notice(
+                sequence: noticeSequence, kind: kind, text: words.text, at: ISO8601UTC.string(from: now),
+                key: words.key,
+                values: words.values.isEmpty ? nil : words.values, count: words.count, seconds: words.seconds))
         if notices.count > 50 { notices.removeFirst(notices.count - 50) }
         logger.notice("\(words.text)", metadata: ["event": "\(kind)"])
         wakeAll()
@@ -405,7 +446,8 @@ actor CabMonitor {
     func update(after version: Int, notice: Int) async -> Update {
         // Before the first model there is nothing to send: wait for it rather than ask again at once.
         await waitForChange(after: model == nil ? self.version : version, notice: notice)
-        return Update(version: self.version, model: self.version != version ? model : nil, notices: notices(after: notice))
+        return Update(
+            version: self.version, model: self.version != version ? model : nil, notices: notices(after: notice))
     }
 
     /// The sequence number of the newest notice: a page that opens now is told only of later ones.

@@ -8,6 +8,8 @@ enum CabPage {
     static let script = String(decoding: PackageResources.app_js, as: UTF8.self)
     /// The page's words, one catalogue per language (`Page/lang/`); the page picks one by the
     /// browser's languages or the driver's choice in Settings.
-    static let languages = ["en": String(decoding: PackageResources.en_json, as: UTF8.self),
-                            "de": String(decoding: PackageResources.de_json, as: UTF8.self)]
+    static let languages = [
+        "en": String(decoding: PackageResources.en_json, as: UTF8.self),
+        "de": String(decoding: PackageResources.de_json, as: UTF8.self),
+    ]
 }

@@ -40,7 +40,10 @@ struct CabRecords: Sendable {
         init(_ figures: WorkFigures, width: Double? = nil) {
             samples = figures.samples
             fixHours = figures.secondsWithFix / 3600
-            hoursByQuality = Dictionary(uniqueKeysWithValues: WorkFigures.Quality.allCases.map { ($0.rawValue, (figures.secondsByQuality[$0] ?? 0) / 3600) })
+            hoursByQuality = Dictionary(
+                uniqueKeysWithValues: WorkFigures.Quality.allCases.map {
+                    ($0.rawValue, (figures.secondsByQuality[$0] ?? 0) / 3600)
+                })
             noFixMinutes = figures.secondsWithoutFix / 60
             noReceiverMinutes = figures.secondsWithoutReceiver / 60
             movingHours = figures.secondsMoving / 3600
@@ -102,24 +105,33 @@ struct CabRecords: Sendable {
 
     /// The ISO week and the year that hold `day`, each day and month with its figures (zero when none);
     /// the worked area by `width` metres (none without it).
-    func summary(for day: LocalDay, width workingWidth: Double? = nil, now: Date = Date()) async throws(TrackStoreError) -> Summary {
+    func summary(for day: LocalDay, width workingWidth: Double? = nil, now: Date = Date()) async throws(TrackStoreError)
+        -> Summary
+    {
         let days = try await store.days()
         let monday = day.weekStart
         let week = (0..<7).map { offset in
             let date = monday.adding(days: offset)
-            return Bar(key: date.description, label: "\(Self.weekdayNames[offset]) \(date.day)",
-                       figures: Figures(days[date] ?? WorkFigures(), width: workingWidth))
+            return Bar(
+                key: date.description, label: "\(Self.weekdayNames[offset]) \(date.day)",
+                figures: Figures(days[date] ?? WorkFigures(), width: workingWidth))
         }
         var months = Array(repeating: WorkFigures(), count: 12)
-        for (date, figures) in days where date.year == day.year { months[date.month - 1] = months[date.month - 1] + figures }
+        for (date, figures) in days where date.year == day.year {
+            months[date.month - 1] = months[date.month - 1] + figures
+        }
         let year = months.enumerated().map { index, figures in
-            Bar(key: String(format: "%04d-%02d", day.year, index + 1), label: Self.monthNames[index], figures: Figures(figures, width: workingWidth))
+            Bar(
+                key: String(format: "%04d-%02d", day.year, index + 1), label: Self.monthNames[index],
+                figures: Figures(figures, width: workingWidth))
         }
         let known = days.keys.sorted()
-        return Summary(timeZone: calendar.timeZone.identifier, today: LocalDay(now, in: calendar).description, day: day.description,
-                       dayFigures: Figures(days[day] ?? WorkFigures(), width: workingWidth), week: day.isoWeek, weekDays: week,
-                       year: String(format: "%04d", day.year), months: year,
-                       firstDay: known.first?.description, lastDay: known.last?.description)
+        return Summary(
+            timeZone: calendar.timeZone.identifier, today: LocalDay(now, in: calendar).description,
+            day: day.description,
+            dayFigures: Figures(days[day] ?? WorkFigures(), width: workingWidth), week: day.isoWeek, weekDays: week,
+            year: String(format: "%04d", day.year), months: year,
+            firstDay: known.first?.description, lastDay: known.last?.description)
     }
 
     /// A day's points, oldest first; empty when the day has none.
@@ -144,16 +156,21 @@ struct CabRecords: Sendable {
         let stride = max(1, (fixes + mapPoints - 1) / mapPoints)
         let segments = runs.map { run in
             run.enumerated().compactMap { index, point -> [Double]? in
-                guard index % stride == 0 || index == run.count - 1, let coordinate = point.coordinate else { return nil }
+                guard index % stride == 0 || index == run.count - 1, let coordinate = point.coordinate else {
+                    return nil
+                }
                 return [coordinate.latitude, coordinate.longitude]
             }
         }
-        return DayTrack(day: day.description, segments: segments, fixes: fixes, drawn: segments.reduce(0) { $0 + $1.count })
+        return DayTrack(
+            day: day.description, segments: segments, fixes: fixes, drawn: segments.reduce(0) { $0 + $1.count })
     }
 
     /// A day's track as a file to download; with `field` (one of `work`'s), only the stretches inside
     /// it, broken where the machine left it.
-    func export(_ day: LocalDay, as format: TrackFormat, field: StoredField? = nil, of work: FieldWork? = nil) async throws(TrackStoreError) -> String {
+    func export(_ day: LocalDay, as format: TrackFormat, field: StoredField? = nil, of work: FieldWork? = nil)
+        async throws(TrackStoreError) -> String
+    {
         var name = "agrigps \(day) (\(calendar.timeZone.identifier))"
         var keep: @Sendable (TrackPoint) -> Bool = { _ in true }
         if let field, let work {
@@ -204,17 +221,23 @@ struct CabRecords: Sendable {
     /// from the day's points when asked, by the rules of the day's figures, so that they add up to the
     /// day's figures: the points of the longest step after midnight are read too, so that the day's
     /// last point stands for its time until the next one, as it does there.
-    func fieldDay(_ day: LocalDay, work: FieldWork, width workingWidth: Double? = nil) async throws(TrackStoreError) -> FieldDay {
+    func fieldDay(_ day: LocalDay, work: FieldWork, width workingWidth: Double? = nil) async throws(TrackStoreError)
+        -> FieldDay
+    {
         guard let span = day.span(in: calendar) else {
-            return FieldDay(day: day.description, timeZone: calendar.timeZone.identifier, fieldsKnown: !work.fields.isEmpty, fields: [], elsewhere: nil)
+            return FieldDay(
+                day: day.description, timeZone: calendar.timeZone.identifier, fieldsKnown: !work.fields.isEmpty,
+                fields: [], elsewhere: nil)
         }
         let points = try await store.points(from: span.start, to: span.end.addingTimeInterval(rules.longestStep))
         let rows = work.rows(points, calendar: calendar, rules: rules).filter { $0.day == day }
-        return FieldDay(day: day.description, timeZone: calendar.timeZone.identifier, fieldsKnown: !work.fields.isEmpty,
-                        fields: rows.compactMap { row in row.field.map { FieldShare(row.figures, field: $0, width: workingWidth) } },
-                        elsewhere: rows.first { $0.field == nil }.map {
-                            FieldShare($0.figures, field: nil, width: workingWidth, fieldsKnown: !work.fields.isEmpty)
-                        })
+        return FieldDay(
+            day: day.description, timeZone: calendar.timeZone.identifier, fieldsKnown: !work.fields.isEmpty,
+            fields: rows.compactMap { row in row.field.map { FieldShare(row.figures, field: $0, width: workingWidth) }
+            },
+            elsewhere: rows.first { $0.field == nil }.map {
+                FieldShare($0.figures, field: nil, width: workingWidth, fieldsKnown: !work.fields.isEmpty)
+            })
     }
 
     /// The download's name: "agrigps-2026-03-24.gpx", or "agrigps-2026-03-24-Nordacker.gpx" for a field.
@@ -244,7 +267,9 @@ struct CabRecords: Sendable {
     static func contentDisposition(_ fileName: String) -> String {
         var ascii = ""
         for character in fileName.folding(options: .diacriticInsensitive, locale: nil) {
-            let kept: Character = character.isASCII && (character.isLetter || character.isNumber || "._".contains(character)) ? character : "-"
+            let kept: Character =
+                character.isASCII && (character.isLetter || character.isNumber || "._".contains(character))
+                ? character : "-"
             if kept != "-" || ascii.last != "-" { ascii.append(kept) }
         }
         ascii = ascii.replacingOccurrences(of: "-.", with: ".")  // a name with no Latin letter at all

@@ -1,5 +1,5 @@
-import AgrirouterWire
 import AgrirouterLink
+import AgrirouterWire
 import Bounds
 import Fields
 import Foundation
@@ -90,8 +90,9 @@ public struct CabConfiguration: Sendable {
     /// refused without a password.
     public func checkExposure() throws(PasswordError) {
         if !isLoopback && !passwordFile.exists {
-            throw PasswordError(description: "[web] listen = \(host):\(port) reaches beyond this machine; set a password first "
-                                + "with 'agrigps web set-password', or listen on 127.0.0.1")
+            throw PasswordError(
+                description: "[web] listen = \(host):\(port) reaches beyond this machine; set a password first "
+                    + "with 'agrigps web set-password', or listen on 127.0.0.1")
         }
     }
 }
@@ -111,8 +112,9 @@ public struct CabServer: Sendable {
     public init(configuration: CabConfiguration, logger: Logger = Logger(label: "agrigps.web")) {
         self.configuration = configuration
         self.logger = logger
-        var settings = CabMonitor.Settings(paths: configuration.paths, thresholds: configuration.thresholds,
-                                           environments: configuration.environments.keys.sorted())
+        var settings = CabMonitor.Settings(
+            paths: configuration.paths, thresholds: configuration.thresholds,
+            environments: configuration.environments.keys.sorted())
         settings.notMovingAfter = configuration.notMovingAfter
         settings.workSwitchCounts = configuration.workSwitchCounts
         settings.workingWidth = configuration.workingWidth
@@ -122,8 +124,9 @@ public struct CabServer: Sendable {
         logins = LoginThrottle(path: configuration.paths.stateDirectory + "/web-logins.json")
         // The configured file, else one uploaded from Settings before.
         let uploaded = configuration.paths.stateDirectory + "/" + Self.uploadedBasemap
-        basemaps = BasemapSlot(configuration.basemap.map(Basemap.init(path:))
-                               ?? (FileManager.default.fileExists(atPath: uploaded) ? Basemap(path: uploaded) : nil))
+        basemaps = BasemapSlot(
+            configuration.basemap.map(Basemap.init(path:))
+                ?? (FileManager.default.fileExists(atPath: uploaded) ? Basemap(path: uploaded) : nil))
         tileCache = Self.tileCache(configuration, logger: logger)
     }
 
@@ -137,18 +140,23 @@ public struct CabServer: Sendable {
             return nil
         }
         // At most 10,000 MB by the configuration's range, so this cannot overflow.
-        return TileCache(upstream: upstream, path: configuration.paths.stateDirectory + "/tile-cache.sqlite",
-                         capacityBytes: min(configuration.tileCacheMegabytes, 100_000) * 1_048_576,
-                         userAgent: TileCache.userAgent(version: configuration.softwareVersion))
+        return TileCache(
+            upstream: upstream, path: configuration.paths.stateDirectory + "/tile-cache.sqlite",
+            capacityBytes: min(configuration.tileCacheMegabytes, 100_000) * 1_048_576,
+            userAgent: TileCache.userAgent(version: configuration.softwareVersion))
     }
 
     /// Serves until SIGTERM or SIGINT, or, without `handlingSignals` (tests), until cancelled;
     /// `onListening` gets the port actually bound (for port 0).
-    public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+    public func run(handlingSignals: Bool = true, onListening: @escaping @Sendable (Int) -> Void = { _ in })
+        async throws
+    {
         try configuration.checkExposure()
         // A basemap that cannot be drawn leaves the page on its plain background (or the live
         // tiles), and says why there and here; the cab view itself still serves.
-        if let basemap = await basemaps.basemap, case .failure(let error) = await basemap.describe() { logger.error("\(error.description)") }
+        if let basemap = await basemaps.basemap, case .failure(let error) = await basemap.describe() {
+            logger.error("\(error.description)")
+        }
         let router = Router(context: CabContext.self)
         router.add(middleware: Guard(configuration: configuration, sessions: sessions))
         addRoutes(to: router)
@@ -157,19 +165,26 @@ public struct CabServer: Sendable {
         // Stopped by cancellation (tests), the server reports the cut connections as errors: not news.
         quiet.logLevel = handlingSignals ? .warning : .critical
         let capacity = configuration.connectionCapacity
-        let table = ConnectionTable(capacity: capacity, streamCapacity: configuration.eventStreamCapacity(connections: capacity),
-                                    limits: .init(readTimeout: configuration.readTimeout), logger: logger)
-        let http = HTTP1Channel.Configuration(additionalChannelHandlers: [ConnectionShedder(table: table)],
-                                              idleTimeout: .milliseconds(Int64(min(max(configuration.idleTimeout, 0.1), 3600) * 1000)))
-        let server = CabHTTPService(responder: router.buildResponder(), server: .http1(configuration: http),
-                                    configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
-                                    onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) }, logger: quiet)
+        let table = ConnectionTable(
+            capacity: capacity, streamCapacity: configuration.eventStreamCapacity(connections: capacity),
+            limits: .init(readTimeout: configuration.readTimeout), logger: logger)
+        let http = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionShedder(table: table)],
+            idleTimeout: .milliseconds(Int64(min(max(configuration.idleTimeout, 0.1), 3600) * 1000)))
+        let server = CabHTTPService(
+            responder: router.buildResponder(), server: .http1(configuration: http),
+            configuration: ServerConfiguration(address: .hostname(configuration.host, port: configuration.port)),
+            onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) }, logger: quiet)
         // Named here: by default each service is named by printing it whole, router and all, which
         // cost the start as much as reading the configuration.
-        let services = [ServiceGroupConfiguration.ServiceConfiguration(service: monitorService, serviceName: "monitor"),
-                        .init(service: server, serviceName: "http")]
-        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [],
-                                                      logger: quiet))
+        let services = [
+            ServiceGroupConfiguration.ServiceConfiguration(service: monitorService, serviceName: "monitor"),
+            .init(service: server, serviceName: "http"),
+        ]
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services, gracefulShutdownSignals: handlingSignals ? [.sigterm, .sigint] : [],
+                logger: quiet))
         try await group.run()
         await tileCache?.flush()  // the tiles' last-used times, kept in memory between writes
     }
@@ -181,7 +196,9 @@ public struct CabServer: Sendable {
         router.get("/lang/:language") { _, context in
             let file = context.parameters.get("language") ?? ""
             guard file.hasSuffix(".json"), let catalogue = CabPage.languages[String(file.dropLast(5))] else {
-                throw HTTPError(.notFound, message: "no such language; there are \(CabPage.languages.keys.sorted().joined(separator: ", "))")
+                throw HTTPError(
+                    .notFound,
+                    message: "no such language; there are \(CabPage.languages.keys.sorted().joined(separator: ", "))")
             }
             return Self.asset(catalogue, type: "application/json; charset=utf-8")
         }
@@ -218,7 +235,9 @@ public struct CabServer: Sendable {
 
     func state() async throws -> Response {
         await monitor.refreshIfChanged()
-        guard let model = await monitor.model else { throw HTTPError(.serviceUnavailable, message: "the state directory is not read yet") }
+        guard let model = await monitor.model else {
+            throw HTTPError(.serviceUnavailable, message: "the state directory is not read yet")
+        }
         return Self.jsonResponse(Data(model.json.utf8))
     }
 
@@ -230,7 +249,9 @@ public struct CabServer: Sendable {
         if let model = await monitor.model {
             for other in model.others.prefix(100) {
                 let history = (try? await store.history(of: other.id)) ?? []
-                others[other.id] = history.suffix(2000).compactMap { report in both(report.latitude, report.longitude).map { [$0, $1] } }
+                others[other.id] = history.suffix(2000).compactMap { report in
+                    both(report.latitude, report.longitude).map { [$0, $1] }
+                }
             }
         }
         return Self.json(Trails(own: await monitor.track, others: others))
@@ -277,7 +298,8 @@ public struct CabServer: Sendable {
             }
             try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: body)
+        return Response(
+            status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"], body: body)
     }
 
     // MARK: - Records
@@ -287,7 +309,8 @@ public struct CabServer: Sendable {
         let text = request.uri.queryParameters["date"]
         if text == nil, !required { return LocalDay(Date(), in: records.calendar) }
         guard let day = CabRecords.day(text) else {
-            throw HTTPError(.badRequest, message: "date must be a day of the calendar as YYYY-MM-DD, such as 2026-11-25")
+            throw HTTPError(
+                .badRequest, message: "date must be a day of the calendar as YYYY-MM-DD, such as 2026-11-25")
         }
         return day
     }
@@ -307,15 +330,23 @@ public struct CabServer: Sendable {
     /// stretches inside that field, named after it too.
     func recordsExport(_ request: Request) async throws -> Response {
         let day = try recordsDay(of: request, required: true)
-        guard let format = request.uri.queryParameters["format"].flatMap({ TrackFormat(rawValue: String($0)) }), format != .csv else {
+        guard let format = request.uri.queryParameters["format"].flatMap({ TrackFormat(rawValue: String($0)) }),
+            format != .csv
+        else {
             throw HTTPError(.badRequest, message: "format must be gpx or geojson")
         }
         let cut = try await exportField(of: request)
-        let text = try await Self.fromTrack { try await records.export(day, as: format, field: cut?.field, of: cut?.work) }
+        let text = try await Self.fromTrack {
+            try await records.export(day, as: format, field: cut?.field, of: cut?.work)
+        }
         let fileName = CabRecords.fileName(day, field: cut?.field.field.name, format: format)
-        return Response(status: .ok, headers: [.contentType: format.mediaType, .cacheControl: "no-store",
-                                               .contentDisposition: CabRecords.contentDisposition(fileName)],
-                        body: .init(byteBuffer: ByteBuffer(string: text)))
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: format.mediaType, .cacheControl: "no-store",
+                .contentDisposition: CabRecords.contentDisposition(fileName),
+            ],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     /// A day's hours, hours moving and kilometres in each field worked, and off them.
@@ -342,8 +373,12 @@ public struct CabServer: Sendable {
         }
         let work = await fieldWork()
         guard let field = work.fields.first(where: { $0.id == id }) else {
-            throw HTTPError(.notFound, message: work.fields.isEmpty ? "no fields are stored; import them in Settings"
-                            : "no field \(id) is stored (removed, or imported again since); open the Records tab again for the list")
+            throw HTTPError(
+                .notFound,
+                message: work.fields.isEmpty
+                    ? "no fields are stored; import them in Settings"
+                    : "no field \(id) is stored (removed, or imported again since); open the Records tab again for the list"
+            )
         }
         return (field, work)
     }
@@ -376,9 +411,11 @@ public struct CabServer: Sendable {
     }
 
     private func sessionAnswer(passwordSet: Bool) async -> SessionAnswer {
-        var answer = SessionAnswer(passwordRequired: passwordSet, tiles: configuration.tiles ?? "none", map: configuration.tiles == nil ? "none" : "live",
-                                   maxZoom: 19, attribution: configuration.tiles == nil ? nil : "© OpenStreetMap contributors",
-                                   staleAfterSeconds: configuration.thresholds.staleAfter)
+        var answer = SessionAnswer(
+            passwordRequired: passwordSet, tiles: configuration.tiles ?? "none",
+            map: configuration.tiles == nil ? "none" : "live",
+            maxZoom: 19, attribution: configuration.tiles == nil ? nil : "© OpenStreetMap contributors",
+            staleAfterSeconds: configuration.thresholds.staleAfter)
         if tileCache != nil { answer.tiles = "/tiles/{z}/{x}/{y}" }  // fetched and kept by the box
         switch await basemaps.basemap?.describe() {
         case .success(let info)?:
@@ -399,7 +436,8 @@ public struct CabServer: Sendable {
     func cachedTile(_ parameters: Parameters) async throws -> Response {
         guard let tileCache else { throw HTTPError(.notFound, message: "no tiles are configured ([web] tiles)") }
         guard let z = parameters.get("z", as: Int.self), let x = parameters.get("x", as: Int.self),
-              let y = parameters.get("y", as: Int.self) else {
+            let y = parameters.get("y", as: Int.self)
+        else {
             throw HTTPError(.badRequest, message: "a tile is asked for as /tiles/ZOOM/X/Y, in whole numbers")
         }
         let tile: TileCache.Served?
@@ -415,8 +453,9 @@ public struct CabServer: Sendable {
             }
         }
         guard let tile else { throw HTTPError(.notFound, message: "there is no tile at \(z)/\(x)/\(y)") }
-        return Response(status: .ok, headers: [.contentType: tile.type, .cacheControl: "private, max-age=86400"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: tile.data)))
+        return Response(
+            status: .ok, headers: [.contentType: tile.type, .cacheControl: "private, max-age=86400"],
+            body: .init(byteBuffer: ByteBuffer(bytes: tile.data)))
     }
 
     /// Where a basemap uploaded from Settings is kept, in the state directory.
@@ -428,7 +467,11 @@ public struct CabServer: Sendable {
     /// checked as a basemap, and only then put in place of the one before (which stays if it is refused).
     func uploadBasemap(_ request: Request) async throws -> Response {
         guard configuration.basemap == nil else {
-            throw HTTPError(.conflict, message: "the basemap is set in the configuration ([web] basemap = \(configuration.basemap ?? "")); change it there")
+            throw HTTPError(
+                .conflict,
+                message:
+                    "the basemap is set in the configuration ([web] basemap = \(configuration.basemap ?? "")); change it there"
+            )
         }
         let directory = configuration.paths.stateDirectory
         let upload = UploadFile(path: directory + "/.basemap-upload")
@@ -437,7 +480,9 @@ public struct CabServer: Sendable {
             for try await buffer in request.body {
                 guard await upload.written + buffer.readableBytes <= Self.maximumBasemapUpload else {
                     await upload.discard()
-                    throw HTTPError(.contentTooLarge, message: "a basemap here is at most 4 GiB; export a smaller area or fewer zoom levels")
+                    throw HTTPError(
+                        .contentTooLarge,
+                        message: "a basemap here is at most 4 GiB; export a smaller area or fewer zoom levels")
                 }
                 try await upload.write(Array(buffer.readableBytesView))
             }
@@ -446,7 +491,9 @@ public struct CabServer: Sendable {
             throw error
         } catch {
             await upload.discard()
-            throw HTTPError(.internalServerError, message: "the upload could not be written to \(directory) (\(error)); check that it has room")
+            throw HTTPError(
+                .internalServerError,
+                message: "the upload could not be written to \(directory) (\(error)); check that it has room")
         }
         let candidate = Basemap(path: upload.path)
         let info: Basemap.Info
@@ -459,19 +506,27 @@ public struct CabServer: Sendable {
         let target = directory + "/" + Self.uploadedBasemap
         guard rename(upload.path, target) == 0 else {
             await upload.discard()
-            throw HTTPError(.internalServerError, message: "the basemap could not be put in place at \(target) (errno \(errno))")
+            throw HTTPError(
+                .internalServerError, message: "the basemap could not be put in place at \(target) (errno \(errno))")
         }
         await basemaps.replace(with: Basemap(path: target))
         logger.notice("basemap uploaded from the cab view", metadata: ["zooms": "\(info.minZoom)-\(info.maxZoom)"])
-        struct Uploaded: Encodable { var name: String?; var minZoom: Int; var maxZoom: Int }
+        struct Uploaded: Encodable {
+            var name: String?
+            var minZoom: Int
+            var maxZoom: Int
+        }
         return Self.json(Uploaded(name: info.name, minZoom: info.minZoom, maxZoom: info.maxZoom))
     }
 
     /// A tile of the basemap, counted from the top as Leaflet asks.
     func basemapTile(_ parameters: Parameters) async throws -> Response {
-        guard let basemap = await basemaps.basemap else { throw HTTPError(.notFound, message: "no basemap is configured ([web] basemap)") }
+        guard let basemap = await basemaps.basemap else {
+            throw HTTPError(.notFound, message: "no basemap is configured ([web] basemap)")
+        }
         guard let z = parameters.get("z", as: Int.self), let x = parameters.get("x", as: Int.self),
-              let y = parameters.get("y", as: Int.self) else {
+            let y = parameters.get("y", as: Int.self)
+        else {
             throw HTTPError(.badRequest, message: "a tile is asked for as /basemap/ZOOM/X/Y, in whole numbers")
         }
         let tile: (data: Data, type: String)?
@@ -483,8 +538,9 @@ public struct CabServer: Sendable {
         }
         guard let tile else { throw HTTPError(.notFound, message: "the basemap has no tile at \(z)/\(x)/\(y)") }
         // Tiles of a file do not change while it is served: the tablet may keep them a day.
-        return Response(status: .ok, headers: [.contentType: tile.type, .cacheControl: "private, max-age=86400"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: tile.data)))
+        return Response(
+            status: .ok, headers: [.contentType: tile.type, .cacheControl: "private, max-age=86400"],
+            body: .init(byteBuffer: ByteBuffer(bytes: tile.data)))
     }
 
     func session(_ request: Request, client: String) async throws -> Response {
@@ -506,7 +562,8 @@ public struct CabServer: Sendable {
         let login = try await Self.decode(Login.self, from: request)
         let passwordFile = configuration.passwordFile
         guard passwordFile.exists else {
-            throw HTTPError(.badRequest, message: "no password is set for this page; 'agrigps web set-password' sets one")
+            throw HTTPError(
+                .badRequest, message: "no password is set for this page; 'agrigps web set-password' sets one")
         }
         switch await logins.attempt(client, verify: { passwordFile.verify(login.password) }) {
         case .accepted:
@@ -527,11 +584,15 @@ public struct CabServer: Sendable {
     }
 
     private func opened(_ answer: SessionAnswer, client: String) async throws -> Response {
-        guard let (id, session) = await sessions.open(client: client) else { throw HTTPError(.internalServerError, message: "no session could be made") }
+        guard let (id, session) = await sessions.open(client: client) else {
+            throw HTTPError(.internalServerError, message: "no session could be made")
+        }
         var answer = answer
         (answer.loggedIn, answer.csrfToken) = (true, session.csrfToken)
         let maxAge = Int(configuration.sessionLifetime.rounded())
-        return Self.json(answer, headers: [.setCookie: "\(Guard.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(maxAge)"])
+        return Self.json(
+            answer,
+            headers: [.setCookie: "\(Guard.cookieName)=\(id); Path=/; HttpOnly; SameSite=Strict; Max-Age=\(maxAge)"])
     }
 
     // MARK: - Acting
@@ -566,17 +627,23 @@ public struct CabServer: Sendable {
     func workingWidth(_ request: Request) async throws -> Response {
         let metres = try await Self.decode(WorkingWidth.self, from: request).metres
         guard configuration.workingWidth == nil else {
-            throw HTTPError(.conflict, message: "the working width is set in the configuration file ([machine] working_width); change it there")
+            throw HTTPError(
+                .conflict,
+                message: "the working width is set in the configuration file ([machine] working_width); change it there"
+            )
         }
         var checked: Double?
         if let metres {
             do {
-                checked = try ConfigurationFile.checkFlag("working width", Bounds.show(metres), section: "machine", name: "working_width")
+                checked = try ConfigurationFile.checkFlag(
+                    "working width", Bounds.show(metres), section: "machine", name: "working_width")
             } catch {
                 throw HTTPError(.badRequest, message: error.description)
             }
         }
-        try await flip("working width", to: checked.map { Bounds.show($0) + " m" } ?? "forgotten") { try await $0.setWorkingWidth(checked) }
+        try await flip("working width", to: checked.map { Bounds.show($0) + " m" } ?? "forgotten") {
+            try await $0.setWorkingWidth(checked)
+        }
         struct Answer: Encodable { var metres: Double? }
         return Self.json(Answer(metres: checked))
     }
@@ -590,7 +657,8 @@ public struct CabServer: Sendable {
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             guard container.contains(.metres) else {
-                throw DecodingError.keyNotFound(CodingKeys.metres, .init(codingPath: [], debugDescription: "metres is missing"))
+                throw DecodingError.keyNotFound(
+                    CodingKeys.metres, .init(codingPath: [], debugDescription: "metres is missing"))
             }
             metres = try container.decodeIfPresent(Double.self, forKey: .metres)
         }
@@ -608,15 +676,24 @@ public struct CabServer: Sendable {
     }
 
     func onboard(_ request: Request) async throws -> Response {
-        struct Onboard: Decodable { var tan: String; var environment: String }
+        struct Onboard: Decodable {
+            var tan: String
+            var environment: String
+        }
         let wanted = try await Self.decode(Onboard.self, from: request)
         guard OnboardingClient.isPlausibleTAN(wanted.tan) else {
             throw HTTPError(.badRequest, message: OnboardingError.invalidTAN.description)
         }
         guard let target = configuration.environments[wanted.environment] else {
-            throw HTTPError(.badRequest, message: "unknown environment; choose one of \(configuration.environments.keys.sorted().joined(separator: ", "))")
+            throw HTTPError(
+                .badRequest,
+                message:
+                    "unknown environment; choose one of \(configuration.environments.keys.sorted().joined(separator: ", "))"
+            )
         }
-        let onboarder = Onboarder(store: CredentialStore(directory: configuration.paths.stateDirectory), settings: configuration.onboardingSettings)
+        let onboarder = Onboarder(
+            store: CredentialStore(directory: configuration.paths.stateDirectory),
+            settings: configuration.onboardingSettings)
         do {
             let response = try await onboarder.onboard(tan: wanted.tan, to: target)
             logger.notice("onboarded from the cab view", metadata: ["environment": "\(target.name)"])
@@ -640,19 +717,35 @@ public struct CabServer: Sendable {
         do {
             buffer = try await request.body.collect(upTo: Self.maximumUpload)
         } catch {
-            throw HTTPError(.contentTooLarge, message: "a TaskData export here is at most 64 MiB; export only the fields (partfields) from the farm software")
+            throw HTTPError(
+                .contentTooLarge,
+                message:
+                    "a TaskData export here is at most 64 MiB; export only the fields (partfields) from the farm software"
+            )
         }
         let store = FieldStore(path: CabMonitor.fieldsPath(configuration.paths))
         do {
             let report = try await store.importTaskData(bytes: Data(buffer.readableBytesView), named: name)
-            logger.notice("fields imported from the cab view", metadata: ["file": "\(name)", "fields": "\(report.imported.count)",
-                                                                          "skipped": "\(report.skipped.count)"])
-            struct Imported: Encodable { var imported: Int; var replaced: Int; var skipped: [String]; var names: [String] }
-            return Self.json(Imported(imported: report.imported.count, replaced: report.replaced,
-                                      skipped: report.skipped.map { $0.description }, names: report.imported.map { $0.name }))
+            logger.notice(
+                "fields imported from the cab view",
+                metadata: [
+                    "file": "\(name)", "fields": "\(report.imported.count)",
+                    "skipped": "\(report.skipped.count)",
+                ])
+            struct Imported: Encodable {
+                var imported: Int
+                var replaced: Int
+                var skipped: [String]
+                var names: [String]
+            }
+            return Self.json(
+                Imported(
+                    imported: report.imported.count, replaced: report.replaced,
+                    skipped: report.skipped.map { $0.description }, names: report.imported.map { $0.name }))
         } catch {
             logger.warning("fields from the cab view refused: \(error.description)")
-            throw HTTPError(error.kind == .store ? .internalServerError : .unprocessableContent, message: error.description)
+            throw HTTPError(
+                error.kind == .store ? .internalServerError : .unprocessableContent, message: error.description)
         }
     }
 
@@ -668,7 +761,9 @@ public struct CabServer: Sendable {
     func disconnect(_ request: Request) async throws -> Response {
         struct Disconnect: Decodable { var confirm: Bool }
         let wanted = try await Self.decode(Disconnect.self, from: request)
-        guard wanted.confirm else { throw HTTPError(.badRequest, message: "disconnect removes the credentials; confirm it") }
+        guard wanted.confirm else {
+            throw HTTPError(.badRequest, message: "disconnect removes the credentials; confirm it")
+        }
         let store = CredentialStore(directory: configuration.paths.stateDirectory)
         do {
             guard try store.load() != nil else { throw HTTPError(.conflict, message: "this machine is not onboarded") }
@@ -678,7 +773,8 @@ public struct CabServer: Sendable {
         }
         logger.notice("disconnected from agrirouter from the cab view")
         struct Disconnected: Encodable { var onboarded = false, advice: String }
-        return Self.json(Disconnected(advice: "Now delete this endpoint in the agrirouter UI too, or it stays listed there."))
+        return Self.json(
+            Disconnected(advice: "Now delete this endpoint in the agrirouter UI too, or it stays listed there."))
     }
 
     static func status(for error: OnboardingError) -> HTTPResponse.Status {
@@ -739,13 +835,16 @@ public struct CabServer: Sendable {
     }
 
     static func asset(_ text: String, type: String) -> Response {
-        Response(status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"], body: .init(byteBuffer: ByteBuffer(string: text)))
+        Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     /// Leaflet's own files from the system package, and nothing else from that directory.
     static let leafletFiles: [String: String] = [
         "leaflet.js": "text/javascript", "leaflet.css": "text/css",
-        "images/marker-icon.png": "image/png", "images/marker-icon-2x.png": "image/png", "images/marker-shadow.png": "image/png",
+        "images/marker-icon.png": "image/png", "images/marker-icon-2x.png": "image/png",
+        "images/marker-shadow.png": "image/png",
         "images/layers.png": "image/png", "images/layers-2x.png": "image/png",
     ]
 
@@ -753,9 +852,13 @@ public struct CabServer: Sendable {
         let name = String(path.dropFirst("/leaflet/".count))
         guard let type = Self.leafletFiles[name] else { throw HTTPError(.notFound, message: "no such file") }
         guard let bytes = leafletFiles.file(configuration.leafletDirectory + "/" + name) else {
-            throw HTTPError(.notFound, message: "Leaflet is not installed at \(configuration.leafletDirectory) (Debian: apt install libjs-leaflet)")
+            throw HTTPError(
+                .notFound,
+                message:
+                    "Leaflet is not installed at \(configuration.leafletDirectory) (Debian: apt install libjs-leaflet)")
         }
-        return Response(status: .ok, headers: [.contentType: type, .cacheControl: "max-age=86400"], body: .init(byteBuffer: bytes))
+        return Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "max-age=86400"], body: .init(byteBuffer: bytes))
     }
 }
 

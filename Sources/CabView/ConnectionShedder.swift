@@ -134,8 +134,10 @@ final class ConnectionTable: Sendable {
     let now: @Sendable () -> Double
     private let state = NIOLockedValueBox(State())
 
-    init(capacity: Int, streamCapacity: Int? = nil, limits: RequestDeadline.Limits = .init(), logInterval: Double = 60,
-         logger: Logger, now: @escaping @Sendable () -> Double = { uptime() }) {
+    init(
+        capacity: Int, streamCapacity: Int? = nil, limits: RequestDeadline.Limits = .init(), logInterval: Double = 60,
+        logger: Logger, now: @escaping @Sendable () -> Double = { uptime() }
+    ) {
         self.capacity = max(1, capacity)
         self.streamCapacity = min(max(1, streamCapacity ?? capacity / 4), self.capacity)
         self.limits = limits
@@ -160,7 +162,8 @@ final class ConnectionTable: Sendable {
                 }
                 victim = state.entries.removeValue(forKey: chosen)?.close
             }
-            state.entries[id] = Entry(client: client, deadline: RequestDeadline(limits: limits, openedAt: time), close: close)
+            state.entries[id] = Entry(
+                client: client, deadline: RequestDeadline(limits: limits, openedAt: time), close: close)
             return (id, victim, takeReport(&state, at: time))
         }
         log(closed)
@@ -177,10 +180,14 @@ final class ConnectionTable: Sendable {
         for (id, entry) in entries {
             switch entry.deadline.phase {
             case .waiting(let since):
-                if waiting.map({ since < $0.since || (since == $0.since && id < $0.id) }) ?? true { waiting = (id, since) }
+                if waiting.map({ since < $0.since || (since == $0.since && id < $0.id) }) ?? true {
+                    waiting = (id, since)
+                }
             case .reading(let since, let received):
                 let rate = Double(received) / max(time - since, 1)
-                if reading.map({ rate < $0.rate || (rate == $0.rate && since < $0.since) }) ?? true { reading = (id, rate, since) }
+                if reading.map({ rate < $0.rate || (rate == $0.rate && since < $0.since) }) ?? true {
+                    reading = (id, rate, since)
+                }
             case .answering:
                 break
             }
@@ -216,7 +223,9 @@ final class ConnectionTable: Sendable {
             guard state.entries[id] != nil else { return (nil, nil) }
             state.entries[id]?.streamSince = time
             let streams = state.entries.filter { $0.value.streamSince != nil }
-            guard streams.count > streamCapacity, let chosen = Self.streamVictim(among: streams) else { return (nil, nil) }
+            guard streams.count > streamCapacity, let chosen = Self.streamVictim(among: streams) else {
+                return (nil, nil)
+            }
             state.closed.streams += 1
             return (state.entries.removeValue(forKey: chosen)?.close, takeReport(&state, at: time))
         }
@@ -232,7 +241,9 @@ final class ConnectionTable: Sendable {
             guard let since = entry.streamSince else { continue }
             var held = byClient[entry.client] ?? (0, (id, since))
             held.count += 1
-            if since < held.oldest.since || (since == held.oldest.since && id < held.oldest.id) { held.oldest = (id, since) }
+            if since < held.oldest.since || (since == held.oldest.since && id < held.oldest.id) {
+                held.oldest = (id, since)
+            }
             byClient[entry.client] = held
         }
         return byClient.values.max { left, right in
@@ -258,22 +269,30 @@ final class ConnectionTable: Sendable {
 
     /// How many connections are open, and how many of them are event streams (for tests).
     var counts: (connections: Int, streams: Int) {
-        state.withLockedValue { state in (state.entries.count, state.entries.values.filter { $0.streamSince != nil }.count) }
+        state.withLockedValue { state in
+            (state.entries.count, state.entries.values.filter { $0.streamSince != nil }.count)
+        }
     }
 
     /// What to log now, if anything was closed and the last line is `logInterval` old.
     private func takeReport(_ state: inout State, at time: Double) -> Closed? {
         guard state.closed.any else { return nil }
         if let last = state.lastLog, time - last < logInterval, time >= last { return nil }
-        defer { state.closed = Closed(); state.lastLog = time }
+        defer {
+            state.closed = Closed()
+            state.lastLog = time
+        }
         return state.closed
     }
 
     private func log(_ closed: Closed?) {
         guard let closed else { return }
-        logger.warning("too many or too slow connections to the cab view: closed some to keep the page reachable",
-                       metadata: ["shed": "\(closed.shed)", "slow": "\(closed.slow)", "streams": "\(closed.streams)",
-                                  "limit": "\(capacity)", "streamLimit": "\(streamCapacity)"])
+        logger.warning(
+            "too many or too slow connections to the cab view: closed some to keep the page reachable",
+            metadata: [
+                "shed": "\(closed.shed)", "slow": "\(closed.slow)", "streams": "\(closed.streams)",
+                "limit": "\(capacity)", "streamLimit": "\(streamCapacity)",
+            ])
     }
 }
 
@@ -299,7 +318,9 @@ final class ConnectionShedder: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         let channel = context.channel
-        let id = table.opened(client: CabContext.client(channel.remoteAddress, local: channel.localAddress)) { channel.close(promise: nil) }
+        let id = table.opened(client: CabContext.client(channel.remoteAddress, local: channel.localAddress)) {
+            channel.close(promise: nil)
+        }
         self.id = id
         arm(context, at: table.check(id))
     }
@@ -346,7 +367,9 @@ final class ConnectionShedder: ChannelDuplexHandler, RemovableChannelHandler {
         if let timer, timer.at <= deadline { return }
         timer?.task.cancel()
         let delay = max(0, deadline - table.now())
-        let task = context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(min(delay, 86_400) * 1e9) + 1)) { [self] in
+        let task = context.eventLoop.assumeIsolated().scheduleTask(
+            in: .nanoseconds(Int64(min(delay, 86_400) * 1e9) + 1)
+        ) { [self] in
             timer = nil
             guard let id else { return }
             arm(context, at: table.check(id))

@@ -38,7 +38,9 @@ final class DirectoryWatch: Sendable {
     /// Starts the watching thread; nil when the process can start no thread or open no socket pair.
     init?(_ settings: Settings) {
         var ends: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else { return nil }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            return nil
+        }
         stop = ends[1]
         let (wakeups, hangUp) = (wakeups, ends[0])
         guard startThread(named: settings.threadName, { Self.watch(settings, wakeups: wakeups, stop: hangUp) }) else {
@@ -56,11 +58,13 @@ final class DirectoryWatch: Sendable {
     /// On the caller's executor: a plain nonisolated function would go to Swift's pool to wait and
     /// come back from it at every wake-up, two thread switches a sample for the monitor.
     func next(isolation: isolated (any Actor)? = #isolation) async -> Wake {
-        await withTaskCancellationHandler(operation: {
-            await withCheckedContinuation(isolation: isolation) { continuation in wakeups.wait(continuation) }
-        }, onCancel: {
-            wakeups.fire(.changed)
-        }, isolation: isolation)
+        await withTaskCancellationHandler(
+            operation: {
+                await withCheckedContinuation(isolation: isolation) { continuation in wakeups.wait(continuation) }
+            },
+            onCancel: {
+                wakeups.fire(.changed)
+            }, isolation: isolation)
     }
 
     /// Ends the thread; later `next()` calls return at once. Safe to call more than once: only the
@@ -133,7 +137,10 @@ final class DirectoryWatch: Sendable {
         var last = uptime()
         while true {
             let wait = (watching ? settings.refresh : settings.fallback) - (uptime() - last)
-            var fds = [pollfd(fd: stop, events: Int16(POLLIN), revents: 0), pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: stop, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
+            ]
             let ready = poll(&fds, inotify >= 0 ? 2 : 1, Int32(max(0, min(wait, 3600)) * 1000))
             if ready < 0 && errno == EINTR { continue }
             if ready < 0 || fds[0].revents != 0 { return }
@@ -157,13 +164,17 @@ final class DirectoryWatch: Sendable {
 
     private static func addWatches(_ inotify: Int32, _ directories: Set<String>) -> Bool {
         guard inotify >= 0 else { return false }
-        let events = UInt32(IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
+        let events = UInt32(
+            IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB
+                | IN_DELETE_SELF | IN_MOVE_SELF)
         return directories.allSatisfy { inotify_add_watch(inotify, $0, events) >= 0 }
     }
 
     /// Reads every queued event: whether one concerns a watched file (or may: an overflow, the
     /// directory itself), and whether a watch was lost (the directory removed or moved).
-    private static func drain(_ inotify: Int32, names: [[UInt8]], into buffer: inout [UInt8]) -> (relevant: Bool, lost: Bool) {
+    private static func drain(_ inotify: Int32, names: [[UInt8]], into buffer: inout [UInt8]) -> (
+        relevant: Bool, lost: Bool
+    ) {
         var (relevant, lost) = (false, false)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
@@ -177,7 +188,9 @@ final class DirectoryWatch: Sendable {
                     guard length <= count - offset - header else { break }
                     let nameBytes = bytes[(offset + header)..<(offset + header + length)].prefix { $0 != 0 }
                     if mask & UInt32(IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF) != 0 { lost = true }
-                    if nameBytes.isEmpty || mask & UInt32(IN_Q_OVERFLOW) != 0 || names.contains(where: { $0.elementsEqual(nameBytes) }) {
+                    if nameBytes.isEmpty || mask & UInt32(IN_Q_OVERFLOW) != 0
+                        || names.contains(where: { $0.elementsEqual(nameBytes) })
+                    {
                         relevant = true
                     }
                     offset += header + length

@@ -28,7 +28,9 @@ struct Guard: RouterMiddleware {
         contentSecurityPolicy = Self.contentSecurityPolicy(tiles: configuration.tiles)
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         var response: Response
         do {
             try await check(request)
@@ -59,20 +61,28 @@ struct Guard: RouterMiddleware {
 
     static func contentSecurityPolicy(tiles: String?) -> String {
         var images = "'self' data:"
-        if let tiles, let url = URL(string: tiles.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")),
-           let scheme = url.scheme, let host = url.host {
+        if let tiles,
+            let url = URL(
+                string: tiles.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")),
+            let scheme = url.scheme, let host = url.host
+        {
             images += " \(scheme)://\(host)"
         }
-        return "default-src 'self'; img-src \(images); style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+        return
+            "default-src 'self'; img-src \(images); style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
     }
 
     func check(_ request: Request) async throws {
         let path = request.uri.path
         let passwordSet = configuration.passwordFile.exists
         if !passwordSet, !LocalHost.accepts(request.head.authority, hostName: hostName) {
-            throw HTTPError(.misdirectedRequest, message: "open this page as http://127.0.0.1:\(configuration.port)/ on this machine")
+            throw HTTPError(
+                .misdirectedRequest,
+                message: "open this page as http://127.0.0.1:\(configuration.port)/ on this machine")
         }
-        let open = ["/", "/app.js", "/app.css", "/api/session", "/api/login"].contains(path) || path.hasPrefix("/leaflet/") || path.hasPrefix("/lang/")
+        let open =
+            ["/", "/app.js", "/app.css", "/api/session", "/api/login"].contains(path) || path.hasPrefix("/leaflet/")
+            || path.hasPrefix("/lang/")
         let session = await sessions.session(Self.cookie(request))
         if passwordSet, !open, session == nil {
             throw HTTPError(.unauthorized, message: "log in first")
@@ -80,7 +90,8 @@ struct Guard: RouterMiddleware {
         guard request.method != .get, request.method != .head, path != "/api/login" else { return }
         guard let session else { throw HTTPError(.unauthorized, message: "no session: reload the page") }
         guard let token = request.headers[Self.csrfHeader],
-              PasswordFile.equalInConstantTime(Array(token.utf8), Array(session.csrfToken.utf8)) else {
+            PasswordFile.equalInConstantTime(Array(token.utf8), Array(session.csrfToken.utf8))
+        else {
             throw HTTPError(.forbidden, message: "missing or wrong CSRF token: reload the page")
         }
     }

@@ -39,7 +39,9 @@ enum LocalHost {
 
     /// 1 to 5 ASCII digits, 1...65535.
     static func isPort(_ text: Substring) -> Bool {
-        guard (1...5).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(text) else { return false }
+        guard (1...5).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(text) else {
+            return false
+        }
         return (1...65535).contains(port)
     }
 
@@ -49,7 +51,8 @@ enum LocalHost {
         guard parts.count == 4 else { return false }
         for part in parts {
             guard (1...3).contains(part.count), part.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  part == "0" || !part.hasPrefix("0"), let value = Int(part), value <= 255 else { return false }
+                part == "0" || !part.hasPrefix("0"), let value = Int(part), value <= 255
+            else { return false }
         }
         return parts[0] == "127"
     }

@@ -53,8 +53,10 @@ actor LoginThrottle {
     private var checks: CheckBudget
     private let now: @Sendable () -> Double
 
-    init(path: String, globalFailuresPerMinute: Int = 20, checksPerSecond: Double = 2, checkBurst: Int = 4,
-         now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    init(
+        path: String, globalFailuresPerMinute: Int = 20, checksPerSecond: Double = 2, checkBurst: Int = 4,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         self.path = path
         self.globalFailuresPerMinute = max(1, globalFailuresPerMinute)
         checks = CheckBudget(perSecond: checksPerSecond, burst: checkBurst)
@@ -114,13 +116,16 @@ actor LoginThrottle {
         guard !loaded else { return }
         loaded = true
         guard let bytes = try? StateFile.read(path, limit: 1 << 20),
-              let stored = try? JSONDecoder().decode(Record.self, from: Data(bytes)) else { return }
+            let stored = try? JSONDecoder().decode(Record.self, from: Data(bytes))
+        else { return }
         // Our own file read back is checked like any input: counts and times in range, or dropped.
         let time = now()
         record.clients = stored.clients.filter { key, value in
-            key.utf8.count <= 64 && (1...1000).contains(value.failures) && value.lastFailure.isFinite && value.lastFailure <= time + 60
+            key.utf8.count <= 64 && (1...1000).contains(value.failures) && value.lastFailure.isFinite
+                && value.lastFailure <= time + 60
         }
-        record.recentFailures = stored.recentFailures.filter { $0.isFinite && $0 > time - 60 && $0 <= time + 60 }.suffix(1000).sorted()
+        record.recentFailures = stored.recentFailures.filter { $0.isFinite && $0 > time - 60 && $0 <= time + 60 }
+            .suffix(1000).sorted()
     }
 
     private func save() {

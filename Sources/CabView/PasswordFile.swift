@@ -24,17 +24,20 @@ public struct PasswordFile: Sendable {
     /// Hashes and stores `password`, replacing any earlier one. The file is written whole or not at all.
     public func set(_ password: String) throws(PasswordError) {
         guard password.count >= Self.minimumLength else {
-            throw PasswordError(description: "a password for the cab view needs at least \(Self.minimumLength) characters")
+            throw PasswordError(
+                description: "a password for the cab view needs at least \(Self.minimumLength) characters")
         }
         guard password.utf8.count <= Self.maximumLength else {
             throw PasswordError(description: "a password for the cab view has at most \(Self.maximumLength) bytes")
         }
-        guard let salt = Self.randomBytes(16), let hash = Self.derive(password, salt: salt, iterations: Self.iterations) else {
+        guard let salt = Self.randomBytes(16), let hash = Self.derive(password, salt: salt, iterations: Self.iterations)
+        else {
             throw PasswordError(description: "the password could not be hashed (OpenSSL failed)")
         }
         let directory = (path as NSString).deletingLastPathComponent
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw PasswordError(description: "cannot create \(directory): \(error.localizedDescription)")
         }
@@ -49,11 +52,14 @@ public struct PasswordFile: Sendable {
     /// Whether `password` matches the stored hash; false when there is none or it cannot be read.
     public func verify(_ password: String) -> Bool {
         guard password.utf8.count <= Self.maximumLength,
-              let bytes = try? StateFile.read(path, limit: 1024), let text = String(validating: bytes, as: UTF8.self) else { return false }
+            let bytes = try? StateFile.read(path, limit: 1024), let text = String(validating: bytes, as: UTF8.self)
+        else { return false }
         let parts = text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "$").map(String.init)
-        guard parts.count == 4, parts[0] == "pbkdf2-sha256", let iterations = Int(parts[1]), (1000...10_000_000).contains(iterations),
-              let salt = Self.bytes(hex: parts[2]), let stored = Self.bytes(hex: parts[3]), stored.count == 32,
-              let hash = Self.derive(password, salt: salt, iterations: iterations) else { return false }
+        guard parts.count == 4, parts[0] == "pbkdf2-sha256", let iterations = Int(parts[1]),
+            (1000...10_000_000).contains(iterations),
+            let salt = Self.bytes(hex: parts[2]), let stored = Self.bytes(hex: parts[3]), stored.count == 32,
+            let hash = Self.derive(password, salt: salt, iterations: iterations)
+        else { return false }
         return Self.equalInConstantTime(hash, stored)
     }
 
@@ -64,8 +70,9 @@ public struct PasswordFile: Sendable {
         let status = password.withCString { passwordBytes in
             salt.withUnsafeBufferPointer { saltBytes in
                 output.withUnsafeMutableBufferPointer { out in
-                    cssl_pbkdf2_sha256(passwordBytes, length, saltBytes.baseAddress, Int32(clamping: salt.count), rounds,
-                                       Int32(clamping: out.count), out.baseAddress)
+                    cssl_pbkdf2_sha256(
+                        passwordBytes, length, saltBytes.baseAddress, Int32(clamping: salt.count), rounds,
+                        Int32(clamping: out.count), out.baseAddress)
                 }
             }
         }
@@ -76,13 +83,16 @@ public struct PasswordFile: Sendable {
     static func randomBytes(_ count: Int) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: count)
         guard let length = Int32(exactly: count),
-              bytes.withUnsafeMutableBufferPointer({ cssl_random_bytes($0.baseAddress, length) }) == 1 else { return nil }
+            bytes.withUnsafeMutableBufferPointer({ cssl_random_bytes($0.baseAddress, length) }) == 1
+        else { return nil }
         return bytes
     }
 
     static func equalInConstantTime(_ left: [UInt8], _ right: [UInt8]) -> Bool {
         guard left.count == right.count else { return false }
-        return left.withUnsafeBytes { a in right.withUnsafeBytes { b in cssl_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 } }
+        return left.withUnsafeBytes { a in
+            right.withUnsafeBytes { b in cssl_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
+        }
     }
 
     /// Lower-case hex. Not `String(format:)`: its C varargs go through dynamic casts, and the first
@@ -104,7 +114,9 @@ public struct PasswordFile: Sendable {
         var bytes: [UInt8] = []
         var index = 0
         while index < characters.count {
-            guard let high = Self.nibble(characters[index]), let low = Self.nibble(characters[index + 1]) else { return nil }
+            guard let high = Self.nibble(characters[index]), let low = Self.nibble(characters[index + 1]) else {
+                return nil
+            }
             bytes.append(high << 4 | low)
             index += 2
         }

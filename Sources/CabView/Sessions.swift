@@ -41,7 +41,8 @@ actor Sessions {
             let busiest = counts.max { $0.value < $1.value }?.key
             if let victim = Self.first(toGo: sessions.filter { $0.value.client == busiest }) { sessions[victim] = nil }
         }
-        let session = Session(csrfToken: csrf, expiresAt: now.addingTimeInterval(lifetime), client: client, openedAt: now)
+        let session = Session(
+            csrfToken: csrf, expiresAt: now.addingTimeInterval(lifetime), client: client, openedAt: now)
         sessions[id] = session
         return (id, session)
     }

@@ -1,8 +1,8 @@
 import AgrirouterLink
 import BlockingWork
 import Bounds
-import CurlHTTP
 import Clocks
+import CurlHTTP
 import Foundation
 import GRDB
 import Logging
@@ -123,11 +123,13 @@ public actor TileCache {
     ///   - capacityBytes: the most tile bytes kept (at least 0).
     ///   - userAgent: how requests name the program, as tile servers ask (see `userAgent(version:)`).
     ///   - minimumFreshness, timeout, now: for the tests; the defaults are the ones to use.
-    public init(upstream: String, path: String, capacityBytes: Int, userAgent: String,
-                logger: Logger = Logger(label: "agrigps.web.tiles"),
-                minimumFreshness: TimeInterval = TileCache.minimumFreshness,
-                timeout: Double = TileCache.defaultTimeout,
-                now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        upstream: String, path: String, capacityBytes: Int, userAgent: String,
+        logger: Logger = Logger(label: "agrigps.web.tiles"),
+        minimumFreshness: TimeInterval = TileCache.minimumFreshness,
+        timeout: Double = TileCache.defaultTimeout,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.upstream = upstream
         self.path = path
         self.capacityBytes = max(0, capacityBytes)
@@ -160,7 +162,9 @@ public actor TileCache {
         let cached = lookup(key)
         // A freshness further ahead than any header may give means the clock went back (a box
         // without a real-time clock, booted at 1970): the tile is stale, not fresh for decades.
-        if let cached, cached.expiresAt > time.timeIntervalSince1970, cached.expiresAt - time.timeIntervalSince1970 <= Self.maximumFreshness {
+        if let cached, cached.expiresAt > time.timeIntervalSince1970,
+            cached.expiresAt - time.timeIntervalSince1970 <= Self.maximumFreshness
+        {
             statistics.hits += 1
             noteUse(key, at: time)
             return (cached.data, cached.type, true)
@@ -176,7 +180,8 @@ public actor TileCache {
 
     /// While the server is left alone: the stale tile, or the error; nil when it may be asked.
     private func heldOff(_ key: TileKey, cached: CachedTile?, at time: Date) -> Result<Served, TileCacheError>? {
-        guard let offlineUntil, time < offlineUntil, offlineUntil.timeIntervalSince(time) <= TimeInterval(Self.holdOff) else { return nil }
+        guard let offlineUntil, time < offlineUntil, offlineUntil.timeIntervalSince(time) <= TimeInterval(Self.holdOff)
+        else { return nil }
         if let cached {
             statistics.staleServed += 1
             noteUse(key, at: time)
@@ -219,7 +224,8 @@ public actor TileCache {
         let fetcher = fetcher
         let answer: Result<UpstreamAnswer, TileCacheError>
         do {
-            answer = .success(try await fetcher.get(url, etag: validators?.etag, lastModified: validators?.lastModified))
+            answer = .success(
+                try await fetcher.get(url, etag: validators?.etag, lastModified: validators?.lastModified))
         } catch {
             answer = .failure(error)
         }
@@ -238,7 +244,9 @@ public actor TileCache {
                 statistics.revalidated += 1
                 lastLogged = nil  // working again: the next problem is news
                 if case .keep(let until) = policy {
-                    confirm(key, until: until, etag: answer.etag ?? cached.etag, lastModified: answer.lastModified ?? cached.lastModified, at: time)
+                    confirm(
+                        key, until: until, etag: answer.etag ?? cached.etag,
+                        lastModified: answer.lastModified ?? cached.lastModified, at: time)
                 } else {
                     remove(key)
                 }
@@ -264,7 +272,10 @@ public actor TileCache {
             statistics.fetched += 1
             lastLogged = nil
             switch policy {
-            case .keep(let until): store(key, data: answer.body, type: type, until: until, etag: answer.etag, lastModified: answer.lastModified, at: time)
+            case .keep(let until):
+                store(
+                    key, data: answer.body, type: type, until: until, etag: answer.etag,
+                    lastModified: answer.lastModified, at: time)
             case .doNotStore: remove(key)
             }
             return .success((answer.body, type, false))
@@ -321,12 +332,20 @@ public actor TileCache {
         do {
             return try database.read { db in
                 // Prepared once: every tile a page asks for starts here.
-                try Row.fetchOne(db.cachedStatement(sql: "SELECT type, expires_at, etag, last_modified, data FROM tile WHERE z = ? AND x = ? AND y = ?"),
-                                 arguments: [key.z, key.x, key.y]).flatMap { row -> CachedTile? in
+                try Row.fetchOne(
+                    db.cachedStatement(
+                        sql:
+                            "SELECT type, expires_at, etag, last_modified, data FROM tile WHERE z = ? AND x = ? AND y = ?"
+                    ),
+                    arguments: [key.z, key.x, key.y]
+                ).flatMap { row -> CachedTile? in
                     // A value of another type is a miss: the tile is fetched again and stored in its place.
                     guard let type = row.checked(0, as: String.self), let expiresAt = row.checked(1, as: Double.self),
-                          let data = row.checked(4, as: Data.self) else { return nil }
-                    return CachedTile(data: data, type: type, expiresAt: expiresAt, etag: row.checked(2), lastModified: row.checked(3))
+                        let data = row.checked(4, as: Data.self)
+                    else { return nil }
+                    return CachedTile(
+                        data: data, type: type, expiresAt: expiresAt, etag: row.checked(2), lastModified: row.checked(3)
+                    )
                 }
             }
         } catch {
@@ -335,17 +354,30 @@ public actor TileCache {
         }
     }
 
-    private func store(_ key: TileKey, data: Data, type: String, until: Date, etag: String?, lastModified: String?, at time: Date) {
+    private func store(
+        _ key: TileKey, data: Data, type: String, until: Date, etag: String?, lastModified: String?, at time: Date
+    ) {
         guard let database = opened() else { return }
         do {
             let (replaced, id) = try database.write { db -> (Int, Int64) in
-                let old = try Int.fetchOne(db, sql: "SELECT \(Self.bytesSQL) FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y]) ?? 0
-                try db.execute(sql: """
-                    INSERT INTO tile (z, x, y, type, bytes, expires_at, used_at, etag, last_modified, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (z, x, y) DO UPDATE SET type = excluded.type, bytes = excluded.bytes, expires_at = excluded.expires_at,
-                        used_at = excluded.used_at, etag = excluded.etag, last_modified = excluded.last_modified, data = excluded.data
-                    """, arguments: [key.z, key.x, key.y, type, data.count, until.timeIntervalSince1970, time.timeIntervalSince1970, etag, lastModified, data])
-                let id = try Int64.fetchOne(db, sql: "SELECT id FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y]) ?? 0
+                let old =
+                    try Int.fetchOne(
+                        db, sql: "SELECT \(Self.bytesSQL) FROM tile WHERE z = ? AND x = ? AND y = ?",
+                        arguments: [key.z, key.x, key.y]) ?? 0
+                try db.execute(
+                    sql: """
+                        INSERT INTO tile (z, x, y, type, bytes, expires_at, used_at, etag, last_modified, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        ON CONFLICT (z, x, y) DO UPDATE SET type = excluded.type, bytes = excluded.bytes, expires_at = excluded.expires_at,
+                            used_at = excluded.used_at, etag = excluded.etag, last_modified = excluded.last_modified, data = excluded.data
+                        """,
+                    arguments: [
+                        key.z, key.x, key.y, type, data.count, until.timeIntervalSince1970, time.timeIntervalSince1970,
+                        etag, lastModified, data,
+                    ])
+                let id =
+                    try Int64.fetchOne(
+                        db, sql: "SELECT id FROM tile WHERE z = ? AND x = ? AND y = ?",
+                        arguments: [key.z, key.x, key.y]) ?? 0
                 return (old, id)
             }
             pendingUses[key] = nil
@@ -361,8 +393,13 @@ public actor TileCache {
         guard let database = opened() else { return }
         do {
             try database.write { db in
-                try db.execute(sql: "UPDATE tile SET expires_at = ?, used_at = ?, etag = ?, last_modified = ? WHERE z = ? AND x = ? AND y = ?",
-                               arguments: [until.timeIntervalSince1970, time.timeIntervalSince1970, etag, lastModified, key.z, key.x, key.y])
+                try db.execute(
+                    sql:
+                        "UPDATE tile SET expires_at = ?, used_at = ?, etag = ?, last_modified = ? WHERE z = ? AND x = ? AND y = ?",
+                    arguments: [
+                        until.timeIntervalSince1970, time.timeIntervalSince1970, etag, lastModified, key.z, key.x,
+                        key.y,
+                    ])
             }
             pendingUses[key] = nil
         } catch {
@@ -375,8 +412,12 @@ public actor TileCache {
         guard let database = openedIfPresent() else { return }
         do {
             let freed = try database.write { db -> Int in
-                let bytes = try Int.fetchOne(db, sql: "SELECT \(Self.bytesSQL) FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y]) ?? 0
-                try db.execute(sql: "DELETE FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y])
+                let bytes =
+                    try Int.fetchOne(
+                        db, sql: "SELECT \(Self.bytesSQL) FROM tile WHERE z = ? AND x = ? AND y = ?",
+                        arguments: [key.z, key.x, key.y]) ?? 0
+                try db.execute(
+                    sql: "DELETE FROM tile WHERE z = ? AND x = ? AND y = ?", arguments: [key.z, key.x, key.y])
                 return bytes
             }
             storedBytes -= freed
@@ -398,7 +439,8 @@ public actor TileCache {
         pendingUses = [:]
         do {
             try database.write { db in
-                let update = try db.makeStatement(sql: "UPDATE tile SET used_at = max(used_at, ?) WHERE z = ? AND x = ? AND y = ?")
+                let update = try db.makeStatement(
+                    sql: "UPDATE tile SET used_at = max(used_at, ?) WHERE z = ? AND x = ? AND y = ?")
                 for (key, time) in uses { try update.execute(arguments: [time, key.z, key.x, key.y]) }
             }
         } catch {
@@ -416,8 +458,9 @@ public actor TileCache {
             let (count, freed) = try database.write { db -> (Int, Int) in
                 var (count, freed) = (0, 0)
                 while stored - freed > capacity {
-                    let rows = try Row.fetchAll(db, sql: "SELECT id, \(Self.bytesSQL) FROM tile WHERE id != ? ORDER BY used_at, id LIMIT 64",
-                                                arguments: [newest])
+                    let rows = try Row.fetchAll(
+                        db, sql: "SELECT id, \(Self.bytesSQL) FROM tile WHERE id != ? ORDER BY used_at, id LIMIT 64",
+                        arguments: [newest])
                     if rows.isEmpty { break }
                     for row in rows where stored - freed > capacity {
                         // The id is the rowid, always an integer; the size is one of `bytesSQL`'s.
@@ -476,19 +519,24 @@ public actor TileCache {
         let (bytes, cleared) = try database.write { db throws -> (Int, Int) in
             let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
             let tables = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master WHERE type = 'table'") ?? 0
-            guard id == Self.applicationID || (id == 0 && tables == 0) else { throw TileCacheError.cacheUnusable(path: path, reason: "it is another program's database") }
+            guard id == Self.applicationID || (id == 0 && tables == 0) else {
+                throw TileCacheError.cacheUnusable(path: path, reason: "it is another program's database")
+            }
             // A cache: a commit lost to a power cut costs a tile fetched again, so no sync per write.
             try db.execute(sql: "PRAGMA application_id = \(Self.applicationID)")
-            try db.execute(sql: """
-                CREATE TABLE IF NOT EXISTS tile (id INTEGER PRIMARY KEY, z INTEGER NOT NULL, x INTEGER NOT NULL, y INTEGER NOT NULL,
-                    type TEXT NOT NULL, bytes INTEGER NOT NULL, expires_at REAL NOT NULL, used_at REAL NOT NULL,
-                    etag TEXT, last_modified TEXT, data BLOB NOT NULL, UNIQUE (z, x, y));
-                CREATE INDEX IF NOT EXISTS tile_used ON tile (used_at);
-                CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE IF NOT EXISTS tile (id INTEGER PRIMARY KEY, z INTEGER NOT NULL, x INTEGER NOT NULL, y INTEGER NOT NULL,
+                        type TEXT NOT NULL, bytes INTEGER NOT NULL, expires_at REAL NOT NULL, used_at REAL NOT NULL,
+                        etag TEXT, last_modified TEXT, data BLOB NOT NULL, UNIQUE (z, x, y));
+                    CREATE INDEX IF NOT EXISTS tile_used ON tile (used_at);
+                    CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                    """)
             // Tiles of another server (the template changed) are another map: they go.
             var cleared = 0
-            if let source = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'upstream'"), source != upstream {
+            if let source = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'upstream'"),
+                source != upstream
+            {
                 cleared = try Int.fetchOne(db, sql: "SELECT count(*) FROM tile") ?? 0
                 try db.execute(sql: "DELETE FROM tile")
             }
@@ -499,7 +547,9 @@ public actor TileCache {
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
-        if cleared > 0 { logger.notice("the tile cache \(path) held \(cleared) tiles of another tile server; they were removed") }
+        if cleared > 0 {
+            logger.notice("the tile cache \(path) held \(cleared) tiles of another tile server; they were removed")
+        }
         storedBytes = bytes
         self.database = database
         if storedBytes > capacityBytes { evict(keeping: 0) }
@@ -510,7 +560,8 @@ public actor TileCache {
     /// from 0 to the largest tile; anything else in the file (text, a real, a negative number, one
     /// near the largest integer) counts as 0, so no sum of them can overflow or go below 0 and hold
     /// the cap off for ever.
-    static let bytesSQL = "(CASE WHEN typeof(bytes) = 'integer' AND bytes BETWEEN 0 AND \(maximumTileBytes) THEN bytes ELSE 0 END)"
+    static let bytesSQL =
+        "(CASE WHEN typeof(bytes) = 'integer' AND bytes BETWEEN 0 AND \(maximumTileBytes) THEN bytes ELSE 0 END)"
 
     private static func isDamage(_ error: DatabaseError) -> Bool {
         error.resultCode == .SQLITE_NOTADB || error.resultCode == .SQLITE_CORRUPT
@@ -527,7 +578,9 @@ public actor TileCache {
             _ = rename(path + suffix, aside + suffix)
         }
         statistics.filesMovedAside += 1
-        logger.error("the tile cache \(path) is damaged (\(error.message ?? "SQLite code \(error.resultCode.rawValue)")); moved it to \(aside) and started a new one")
+        logger.error(
+            "the tile cache \(path) is damaged (\(error.message ?? "SQLite code \(error.resultCode.rawValue)")); moved it to \(aside) and started a new one"
+        )
     }
 
     private func give(up error: any Error) {
@@ -579,21 +632,29 @@ public enum TileCacheError: Error, Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         switch self {
         case .invalidUpstream(let template):
-            return "[web] tiles \"\(TerminalText.safe(template, limit: 200))\" is not an http or https URL with {z}, {x} and {y}; correct it"
+            return
+                "[web] tiles \"\(TerminalText.safe(template, limit: 200))\" is not an http or https URL with {z}, {x} and {y}; correct it"
         case .upstreamUnreachable(let detail):
-            return "the tile server cannot be reached (\(TerminalText.safe(detail, limit: 200))); the map shows the tiles kept on the box"
+            return
+                "the tile server cannot be reached (\(TerminalText.safe(detail, limit: 200))); the map shows the tiles kept on the box"
         case .upstreamFailed(let detail):
-            return "the connection to the tile server failed (\(TerminalText.safe(detail, limit: 200))); the map shows the tiles kept on the box"
+            return
+                "the connection to the tile server failed (\(TerminalText.safe(detail, limit: 200))); the map shows the tiles kept on the box"
         case .upstreamTimedOut(let seconds):
-            return "the tile server did not answer within \(Bounds.show(seconds)) s; the map shows the tiles kept on the box"
+            return
+                "the tile server did not answer within \(Bounds.show(seconds)) s; the map shows the tiles kept on the box"
         case .upstreamHeldOff(let seconds):
-            return "the tile server failed moments ago and is asked again in \(seconds) s; the map shows the tiles kept on the box"
+            return
+                "the tile server failed moments ago and is asked again in \(seconds) s; the map shows the tiles kept on the box"
         case .upstreamStatus(let status):
-            return "the tile server answered HTTP \(status); check [web] tiles, or the server's usage policy if it is 403 or 429"
+            return
+                "the tile server answered HTTP \(status); check [web] tiles, or the server's usage policy if it is 403 or 429"
         case .tileTooLarge(let limit):
-            return "the tile server sent more than \(limit / 1_048_576) MiB for one tile; it was cut off and not kept: check [web] tiles"
+            return
+                "the tile server sent more than \(limit / 1_048_576) MiB for one tile; it was cut off and not kept: check [web] tiles"
         case .notAnImage(let type):
-            return "the tile server answered with something that is not a PNG, JPEG or WebP image (\(TerminalText.safe(type ?? "no Content-Type", limit: 100))), such as a login or error page; it was not kept: check [web] tiles"
+            return
+                "the tile server answered with something that is not a PNG, JPEG or WebP image (\(TerminalText.safe(type ?? "no Content-Type", limit: 100))), such as a login or error page; it was not kept: check [web] tiles"
         case .tooManyRedirects:
             return "the tile server redirected more than 3 times (a redirect loop); check [web] tiles"
         case .libcurlUnavailable(let detail):
@@ -601,7 +662,8 @@ public enum TileCacheError: Error, Sendable, Equatable, CustomStringConvertible 
         case .libcurlRefused(let option, let code):
             return "libcurl refused \(option) (CURLcode \(code)); install a libcurl with OpenSSL, 7.85 or later"
         case .cacheUnusable(let path, let reason):
-            return "the tile cache \(path) cannot be used (\(TerminalText.safe(reason, limit: 300))); remove it or name another file"
+            return
+                "the tile cache \(path) cannot be used (\(TerminalText.safe(reason, limit: 300))); remove it or name another file"
         }
     }
 }
@@ -629,7 +691,8 @@ struct UpstreamTemplate: Sendable {
         let scheme = lower.hasPrefix("https://") ? "https" : lower.hasPrefix("http://") ? "http" : ""
         let host = text.dropFirst(scheme.count + 3).prefix { $0 != "/" && $0 != "?" }
         guard !scheme.isEmpty, !host.isEmpty, text.utf8.count <= 2000, ["{z}", "{x}", "{y}"].allSatisfy(text.contains),
-              !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
+            !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F })
+        else {
             throw .invalidUpstream(text)
         }
         self.text = text
@@ -665,7 +728,9 @@ enum CachePolicy: Equatable {
     case doNotStore
 
     init(answer: UpstreamAnswer, now: Date, minimum: TimeInterval) {
-        self.init(cacheControl: answer.cacheControl, expires: answer.expires, date: answer.date, age: answer.age, now: now, minimum: minimum)
+        self.init(
+            cacheControl: answer.cacheControl, expires: answer.expires, date: answer.date, age: answer.age, now: now,
+            minimum: minimum)
     }
 
     /// RFC 9111's freshness lifetime, from max-age less Age, else Expires less Date; raised to
@@ -674,7 +739,9 @@ enum CachePolicy: Equatable {
     init(cacheControl: String?, expires: String?, date: String?, age: String?, now: Date, minimum: TimeInterval) {
         var maxAge: Double?
         for directive in (cacheControl ?? "").split(separator: ",") {
-            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let parts = directive.split(separator: "=", maxSplits: 1).map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            }
             guard let name = parts.first else { continue }
             if name == "no-store" {
                 self = .doNotStore
@@ -716,7 +783,9 @@ struct TileFetcher: Sendable {
 
     func get(_ url: String, etag: String?, lastModified: String?) async throws(TileCacheError) -> UpstreamAnswer {
         let seconds = timeout.isFinite ? min(max(timeout, 0.001), 60) : 5
-        var request = CurlRequest(url: url, connectTimeout: min(seconds, 3), totalTimeout: seconds, maximumResponseBytes: TileCache.maximumTileBytes)
+        var request = CurlRequest(
+            url: url, connectTimeout: min(seconds, 3), totalTimeout: seconds,
+            maximumResponseBytes: TileCache.maximumTileBytes)
         request.scheme = url.lowercased().hasPrefix("https://") ? "https" : "http"
         // A tile server may move its tiles; a loop, or a move to another scheme, is refused.
         request.maximumRedirects = 3
@@ -734,9 +803,10 @@ struct TileFetcher: Sendable {
             throw Self.error(error, timeout: timeout)
         }
         let header = answer.headers
-        return UpstreamAnswer(status: answer.status, body: answer.body, contentType: header["Content-Type"],
-                              cacheControl: header["Cache-Control"], expires: header["Expires"], date: header["Date"],
-                              age: header["Age"], etag: header["ETag"], lastModified: header["Last-Modified"])
+        return UpstreamAnswer(
+            status: answer.status, body: answer.body, contentType: header["Content-Type"],
+            cacheControl: header["Cache-Control"], expires: header["Expires"], date: header["Date"],
+            age: header["Age"], etag: header["ETag"], lastModified: header["Last-Modified"])
     }
 
     private static func error(_ failure: CurlFailure, timeout: Double) -> TileCacheError {

@@ -11,8 +11,10 @@ public struct ChildProcess: Sendable {
 
     /// Starts `executable`; its stdout goes to `outputPath` (appended to with `appending`), and its
     /// stderr too unless `errorPath` is given. Its stdin reads `inputPath`, or nothing.
-    public init(executable: String, arguments: [String], environment: [String: String],
-                outputPath: String, errorPath: String? = nil, inputPath: String? = nil, appending: Bool = false) throws(SpawnError) {
+    public init(
+        executable: String, arguments: [String], environment: [String: String],
+        outputPath: String, errorPath: String? = nil, inputPath: String? = nil, appending: Bool = false
+    ) throws(SpawnError) {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -28,7 +30,8 @@ public struct ChildProcess: Sendable {
         posix_spawn_file_actions_init(&files)
         defer { posix_spawn_file_actions_destroy(&files) }
         posix_spawn_file_actions_addopen(&files, 0, inputPath ?? "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&files, 1, outputPath, O_WRONLY | O_CREAT | (appending ? O_APPEND : O_TRUNC), 0o600)
+        posix_spawn_file_actions_addopen(
+            &files, 1, outputPath, O_WRONLY | O_CREAT | (appending ? O_APPEND : O_TRUNC), 0o600)
         if let errorPath {
             posix_spawn_file_actions_addopen(&files, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         } else {

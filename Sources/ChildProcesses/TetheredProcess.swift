@@ -20,13 +20,17 @@ public final class TetheredProcess: Sendable {
 
     /// Starts `executable` with `arguments`; `launcherOptions` go to setpriv before them. It waits
     /// as long as posix_spawn takes: for synchronous callers on a thread of their own.
-    public convenience init(executable: String, arguments: [String], launcherOptions: [String] = [], environment: [String: String],
-                            outputPath: String, appending: Bool = false, threadName: String) throws(TetheredProcessError) {
+    public convenience init(
+        executable: String, arguments: [String], launcherOptions: [String] = [], environment: [String: String],
+        outputPath: String, appending: Bool = false, threadName: String
+    ) throws(TetheredProcessError) {
         let spawned = Mutex<Result<pid_t, TetheredProcessError>?>(nil)
         let ready = DispatchSemaphore(value: 0)
         let exited = ExitFlag()
-        Self.spawn(executable: executable, arguments: arguments, launcherOptions: launcherOptions, environment: environment,
-                   outputPath: outputPath, appending: appending, threadName: threadName, exited: exited) { result in
+        Self.spawn(
+            executable: executable, arguments: arguments, launcherOptions: launcherOptions, environment: environment,
+            outputPath: outputPath, appending: appending, threadName: threadName, exited: exited
+        ) { result in
             spawned.withLock { $0 = result }
             ready.signal()
         }
@@ -36,27 +40,36 @@ public final class TetheredProcess: Sendable {
 
     /// The same start for async callers, which wait for the spawn without holding a thread of the
     /// cooperative pool.
-    public static func start(executable: String, arguments: [String], launcherOptions: [String] = [], environment: [String: String],
-                             outputPath: String, appending: Bool = false, threadName: String) async throws(TetheredProcessError) -> TetheredProcess {
+    public static func start(
+        executable: String, arguments: [String], launcherOptions: [String] = [], environment: [String: String],
+        outputPath: String, appending: Bool = false, threadName: String
+    ) async throws(TetheredProcessError) -> TetheredProcess {
         let exited = ExitFlag()
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<pid_t, TetheredProcessError>, Never>) in
-            spawn(executable: executable, arguments: arguments, launcherOptions: launcherOptions, environment: environment,
-                  outputPath: outputPath, appending: appending, threadName: threadName, exited: exited) { continuation.resume(returning: $0) }
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<pid_t, TetheredProcessError>, Never>) in
+            spawn(
+                executable: executable, arguments: arguments, launcherOptions: launcherOptions,
+                environment: environment,
+                outputPath: outputPath, appending: appending, threadName: threadName, exited: exited
+            ) { continuation.resume(returning: $0) }
         }
         return TetheredProcess(pid: try result.get(), exited: exited)
     }
 
     /// Starts the reaper thread, which spawns the child, reports the result once through `ready`, and
     /// then waits for the child, so that it lives exactly as long as the child does.
-    private static func spawn(executable: String, arguments: [String], launcherOptions: [String], environment: [String: String],
-                              outputPath: String, appending: Bool, threadName: String, exited: ExitFlag,
-                              ready: @escaping @Sendable (Result<pid_t, TetheredProcessError>) -> Void) {
+    private static func spawn(
+        executable: String, arguments: [String], launcherOptions: [String], environment: [String: String],
+        outputPath: String, appending: Bool, threadName: String, exited: ExitFlag,
+        ready: @escaping @Sendable (Result<pid_t, TetheredProcessError>) -> Void
+    ) {
         guard access(launcher, X_OK) == 0 else { return ready(.failure(.launcherMissing(launcher))) }
         let arguments = ["--pdeathsig", "KILL"] + launcherOptions + ["--", executable] + arguments
         let started = startThread(named: threadName) {
             do throws(SpawnError) {
-                let child = try ChildProcess(executable: launcher, arguments: arguments, environment: environment,
-                                             outputPath: outputPath, appending: appending)
+                let child = try ChildProcess(
+                    executable: launcher, arguments: arguments, environment: environment,
+                    outputPath: outputPath, appending: appending)
                 ready(.success(child.pid))
                 var status: Int32 = 0
                 while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}

@@ -7,7 +7,9 @@ public enum HTTPDate {
     /// Delta-seconds: digits only, cut to 2^31 as RFC 9111 asks of larger values.
     public static func seconds(_ text: some StringProtocol) -> Double? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 30, trimmed.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else { return nil }
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 30, trimmed.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            return nil
+        }
         return min(Double(trimmed) ?? 2_147_483_648, 2_147_483_648)
     }
 
@@ -21,10 +23,13 @@ public enum HTTPDate {
     public static func parse(_ text: some StringProtocol) -> Date? {
         let fields = text.split(separator: " ", omittingEmptySubsequences: true)
         guard fields.count == 6, fields[5] == "GMT", let day = Int(fields[1]), (1...31).contains(day),
-              let monthIndex = foldedMonths.firstIndex(of: fields[2].lowercased()), let year = Int(fields[3]), (1970...9999).contains(year) else { return nil }
+            let monthIndex = foldedMonths.firstIndex(of: fields[2].lowercased()), let year = Int(fields[3]),
+            (1970...9999).contains(year)
+        else { return nil }
         let clock = fields[4].split(separator: ":")
         guard clock.count == 3, let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
-              (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second) else { return nil }
+            (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
         // Days from the civil date (Howard Hinnant's algorithm), all in ranges that cannot overflow.
         let month = monthIndex + 1
         let y = month <= 2 ? year - 1 : year
@@ -45,6 +50,7 @@ public enum HTTPDate {
         let day = weekdays[Int(min(max(parts.tm_wday, 0), 6))]
         let month = months[Int(min(max(parts.tm_mon, 0), 11))]
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(day), \(two(parts.tm_mday)) \(month) \(Int(parts.tm_year) + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+        return
+            "\(day), \(two(parts.tm_mday)) \(month) \(Int(parts.tm_year) + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }

@@ -52,12 +52,15 @@ public enum ISO8601UTC {
         }
         let separators: [(Int, Character)] = [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":")]
         guard separators.allSatisfy({ bytes[$0.0] == $0.1.asciiValue }),
-              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60 else { return nil }
+            let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60
+        else { return nil }
         var fraction = 0.0
         if bytes.count > 20 {
-            guard bytes[19] == UInt8(ascii: "."), (22...30).contains(bytes.count), let digits = number(20..<(bytes.count - 1)) else {
+            guard bytes[19] == UInt8(ascii: "."), (22...30).contains(bytes.count),
+                let digits = number(20..<(bytes.count - 1))
+            else {
                 return nil
             }
             fraction = Double(digits) / pow(10, Double(bytes.count - 21))

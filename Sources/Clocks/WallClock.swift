@@ -29,7 +29,9 @@ public struct WallClock: Sendable {
                 if let readAt = state.readAt, now - readAt < 1 { return state.shift }
                 state.readAt = now
                 if let text = try? String(contentsOfFile: path, encoding: .utf8),
-                   let value = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)), abs(value) <= 200 * 365.25 * 86_400 {
+                    let value = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)),
+                    abs(value) <= 200 * 365.25 * 86_400
+                {
                     state.shift = value
                 }
                 return state.shift

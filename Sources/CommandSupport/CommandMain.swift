@@ -60,7 +60,8 @@ public enum CommandMain {
             let argument = arguments[index]
             if argument == "--" { return joined + arguments[index...] }
             if dashValueOptions.contains(argument), index + 1 < arguments.count, arguments[index + 1].hasPrefix("-"),
-               arguments[index + 1] != "--", !arguments[index + 1].hasPrefix("--") {
+                arguments[index + 1] != "--", !arguments[index + 1].hasPrefix("--")
+            {
                 joined.append(argument + "=" + arguments[index + 1])
                 index += 2
             } else {
@@ -77,7 +78,8 @@ func logLevel(_ setting: String?) -> Logger.Level {
     guard let setting, !setting.isEmpty else { return .info }
     if let level = Logger.Level(rawValue: setting.lowercased()) { return level }
     let levels = Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")
-    Output.warning("AGRIGPS_LOG_LEVEL: '\(TerminalText.safe(setting, limit: 40))' is not a level (\(levels)); logging at info")
+    Output.warning(
+        "AGRIGPS_LOG_LEVEL: '\(TerminalText.safe(setting, limit: 40))' is not a level (\(levels)); logging at info")
     return .info
 }
 

@@ -6,11 +6,14 @@ import StateDirectory
 public struct StateDirectoryOption: ParsableArguments {
     public init() {}
 
-    @Option(name: .customLong("state-dir"), help: ArgumentHelp("State directory (credentials, spool, other machines).", valueName: "path"))
+    @Option(
+        name: .customLong("state-dir"),
+        help: ArgumentHelp("State directory (credentials, spool, other machines).", valueName: "path"))
     public var path: String?
 
     public var resolved: String {
-        path ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init) ?? "/var/lib/agrigps"
+        path ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+            ?? "/var/lib/agrigps"
     }
 
     public var spoolPath: String { resolved + "/spool.sqlite" }
@@ -24,11 +27,15 @@ public struct StateDirectoryOption: ParsableArguments {
 public struct ConfigurationOption: ParsableArguments {
     public init() {}
 
-    @Option(name: .customLong("config"), help: ArgumentHelp("Configuration file (TOML; default /etc/agrigps/agrigps.conf).", valueName: "path"))
+    @Option(
+        name: .customLong("config"),
+        help: ArgumentHelp("Configuration file (TOML; default /etc/agrigps/agrigps.conf).", valueName: "path"))
     public var path: String?
 
     public var resolved: String {
-        path ?? ProcessInfo.processInfo.environment["CONFIGURATION_DIRECTORY"]?.split(separator: ":").first.map { "\($0)/agrigps.conf" }
+        path ?? ProcessInfo.processInfo.environment["CONFIGURATION_DIRECTORY"]?.split(separator: ":").first.map {
+            "\($0)/agrigps.conf"
+        }
             ?? "/etc/agrigps/agrigps.conf"
     }
 

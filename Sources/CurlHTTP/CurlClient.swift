@@ -118,7 +118,8 @@ public final class CurlClient: Sendable {
         }
         let result = await withTaskCancellationHandler {
             await onOwnThread { () -> Result<CurlResponse, CurlFailure> in
-                do throws(CurlFailure) { return .success(try self.perform(request, cancellation: cancellation)) } catch { return .failure(error) }
+                do throws(CurlFailure) { return .success(try self.perform(request, cancellation: cancellation)) } catch
+                { return .failure(error) }
             }
         } onCancel: {
             cancellation.cancel()
@@ -137,7 +138,9 @@ public final class CurlClient: Sendable {
     }
 
     /// One request on the calling thread, which it blocks: for callers on a thread of their own.
-    public func perform(_ request: CurlRequest, cancellation: CurlCancellation? = nil) throws(CurlFailure) -> CurlResponse {
+    public func perform(_ request: CurlRequest, cancellation: CurlCancellation? = nil) throws(CurlFailure)
+        -> CurlResponse
+    {
         if let problem = Self.libcurlProblem { throw .unavailable(problem) }
         guard let reusable = idle.withLock({ $0.popLast() }) ?? CurlHandle() else { throw .cannotStart }
         var completed = false
@@ -170,21 +173,32 @@ public final class CurlClient: Sendable {
             }
             if let userAgent = request.userAgent { options.set(CURLOPT_USERAGENT, userAgent, "CURLOPT_USERAGENT") }
             if let requestBody { options.body(requestBody) }
-            options.check(ccurl_set_write_callback(handle, { data, size, count, context in
-                guard let data, let context else { return 0 }
-                // Returning less than was given makes libcurl stop with CURLE_WRITE_ERROR.
-                return Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().append(data, size * count) ? size * count : 0
-            }, Unmanaged.passUnretained(response).toOpaque()), "CURLOPT_WRITEFUNCTION")
+            options.check(
+                ccurl_set_write_callback(
+                    handle,
+                    { data, size, count, context in
+                        guard let data, let context else { return 0 }
+                        // Returning less than was given makes libcurl stop with CURLE_WRITE_ERROR.
+                        return Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().append(
+                            data, size * count) ? size * count : 0
+                    }, Unmanaged.passUnretained(response).toOpaque()), "CURLOPT_WRITEFUNCTION")
             if let cancellation { options.cancelled(by: cancellation) }
             if let refused = options.refused { throw refused }
             return withExtendedLifetime((response, requestBody, cancellation)) { ccurl_easy_perform(handle) }
         }
-        if response.overflowed || code == CURLE_FILESIZE_EXCEEDED { throw .tooLarge(limit: request.maximumResponseBytes) }
+        if response.overflowed || code == CURLE_FILESIZE_EXCEEDED {
+            throw .tooLarge(limit: request.maximumResponseBytes)
+        }
         guard code == CURLE_OK else {
             // Whether a POST may have arrived decides whether its batch waits for an answer: it did
             // only if its whole body went out, on this connection or one that died before it.
-            let sentWhole = requestBody.map { $0.wentOutWhole || (!$0.bytes.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.bytes.count)) } ?? false
-            if code == CURLE_ABORTED_BY_CALLBACK, cancellation?.isCancelled == true { throw .cancelled(sentWholeBody: sentWhole) }
+            let sentWhole =
+                requestBody.map {
+                    $0.wentOutWhole || (!$0.bytes.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.bytes.count))
+                } ?? false
+            if code == CURLE_ABORTED_BY_CALLBACK, cancellation?.isCancelled == true {
+                throw .cancelled(sentWholeBody: sentWhole)
+            }
             throw Self.failure(code, errorBuffer, sentWholeBody: sentWhole)
         }
         completed = true
@@ -192,7 +206,9 @@ public final class CurlClient: Sendable {
         for name in request.responseHeaders {
             headers[name] = ccurl_header(handle, name).map { String(String(cString: $0).prefix(1024)) }
         }
-        return CurlResponse(status: Int(ccurl_response_code(handle)), body: response.data, headers: headers, serverDate: Self.serverDate(handle))
+        return CurlResponse(
+            status: Int(ccurl_response_code(handle)), body: response.data, headers: headers,
+            serverDate: Self.serverDate(handle))
     }
 
     private func connect(_ request: CurlRequest) throws(CurlFailure) {
@@ -306,17 +322,24 @@ private struct CurlOptions {
     mutating func body(_ body: RequestBody) {
         set(CURLOPT_POST, 1, "CURLOPT_POST")
         set(CURLOPT_POSTFIELDSIZE_LARGE, body.bytes.count, "CURLOPT_POSTFIELDSIZE_LARGE")
-        check(ccurl_set_read_callback(handle, { buffer, size, count, context in
-            guard let buffer, let context else { return 0 }
-            return Unmanaged<RequestBody>.fromOpaque(context).takeUnretainedValue().read(into: buffer, size * count)
-        }, Unmanaged.passUnretained(body).toOpaque()), "CURLOPT_READFUNCTION")
+        check(
+            ccurl_set_read_callback(
+                handle,
+                { buffer, size, count, context in
+                    guard let buffer, let context else { return 0 }
+                    return Unmanaged<RequestBody>.fromOpaque(context).takeUnretainedValue().read(
+                        into: buffer, size * count)
+                }, Unmanaged.passUnretained(body).toOpaque()), "CURLOPT_READFUNCTION")
     }
 
     mutating func cancelled(by cancellation: CurlCancellation) {
-        check(ccurl_set_progress_callback(handle, { context, _, _, _, _ in
-            guard let context else { return 0 }
-            return Unmanaged<CurlCancellation>.fromOpaque(context).takeUnretainedValue().isCancelled ? 1 : 0
-        }, Unmanaged.passUnretained(cancellation).toOpaque()), "CURLOPT_XFERINFOFUNCTION")
+        check(
+            ccurl_set_progress_callback(
+                handle,
+                { context, _, _, _, _ in
+                    guard let context else { return 0 }
+                    return Unmanaged<CurlCancellation>.fromOpaque(context).takeUnretainedValue().isCancelled ? 1 : 0
+                }, Unmanaged.passUnretained(cancellation).toOpaque()), "CURLOPT_XFERINFOFUNCTION")
     }
 
     mutating func check(_ code: CURLcode, _ name: String) {

@@ -45,7 +45,10 @@ public actor FieldStore {
     private var database: DatabaseQueue?
 
     /// `executor`: a thread shared with other readers (the cab view's look), else one of its own.
-    public init(path: String, readOnly: Bool = false, executor: DedicatedThreadExecutor = DedicatedThreadExecutor(name: "agrigps-fields")) {
+    public init(
+        path: String, readOnly: Bool = false,
+        executor: DedicatedThreadExecutor = DedicatedThreadExecutor(name: "agrigps-fields")
+    ) {
         self.path = path
         self.readOnly = readOnly
         self.executor = executor
@@ -58,8 +61,10 @@ public actor FieldStore {
 
     /// An export given as bytes (an upload from the cab view) under the name its file had: written
     /// to a scratch folder beside the store, read as that file would be, and removed again.
-    public func importTaskData(bytes: Data, named name: String, now: Date = Date(),
-                               limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> ImportReport {
+    public func importTaskData(
+        bytes: Data, named name: String, now: Date = Date(),
+        limits: TaskDataLimits = TaskDataLimits()
+    ) throws(FieldsError) -> ImportReport {
         let folder = (path as NSString).deletingLastPathComponent + "/.fields-upload-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let file = folder + "/" + name
@@ -67,7 +72,10 @@ public actor FieldStore {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try bytes.write(to: URL(fileURLWithPath: file))
         } catch {
-            throw FieldsError(.store, "the upload could not be written beside the fields' store (\(error)); check that the state directory is writable and has room")
+            throw FieldsError(
+                .store,
+                "the upload could not be written beside the fields' store (\(error)); check that the state directory is writable and has room"
+            )
         }
         // Named after the upload, not the scratch folder, so that the same file uploaded again
         // replaces its fields, and no message names a path of the box.
@@ -82,19 +90,27 @@ public actor FieldStore {
     /// same source with its fields. An export with no usable field changes nothing and is an error:
     /// it is more likely the wrong file than a farm without fields.
     /// `source` names the import in the store in place of the file's own name.
-    public func importTaskData(at file: String, source: String? = nil, now: Date = Date(),
-                               limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> ImportReport {
+    public func importTaskData(
+        at file: String, source: String? = nil, now: Date = Date(),
+        limits: TaskDataLimits = TaskDataLimits()
+    ) throws(FieldsError) -> ImportReport {
         var package = try TaskDataPackage(path: file, limits: limits)
         let source = source ?? package.sourceName
         let content = try TaskDataReader.read(&package, limits: limits)
         guard !content.fields.isEmpty else {
-            let why = content.skipped.isEmpty ? "it holds no partfield (PFD)"
+            let why =
+                content.skipped.isEmpty
+                ? "it holds no partfield (PFD)"
                 : "none of its \(content.skipped.count) partfield\(content.skipped.count == 1 ? "" : "s") could be used (\(content.skipped[0].reason))"
-            throw FieldsError(.empty, "\(package.mainName): \(why); nothing was changed. Export the fields with their boundaries from the farm software")
+            throw FieldsError(
+                .empty,
+                "\(package.mainName): \(why); nothing was changed. Export the fields with their boundaries from the farm software"
+            )
         }
         let replaced = try replace(source: source, with: content.fields, importedAt: now)
-        return ImportReport(source: source, kind: package.kind, version: content.version, software: content.software,
-                            imported: content.fields, skipped: content.skipped, replaced: replaced)
+        return ImportReport(
+            source: source, kind: package.kind, version: content.version, software: content.software,
+            imported: content.fields, skipped: content.skipped, replaced: replaced)
     }
 
     /// Puts `fields` in place of every field from `source`, in one commit; returns how many it replaced.
@@ -107,13 +123,16 @@ public actor FieldStore {
         do {
             try db.execute(sql: "DELETE FROM field WHERE source = ?", arguments: [source])
             let replaced = db.changesCount
-            let statement = try db.makeStatement(sql: """
-                INSERT INTO field (source, partfield_id, name, farm, customer, declared_area, area, points, imported_at, geometry)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+            let statement = try db.makeStatement(
+                sql: """
+                    INSERT INTO field (source, partfield_id, name, farm, customer, declared_area, area, points, imported_at, geometry)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
             for field in fields {
-                try statement.execute(arguments: [source, field.partfieldID, field.name, field.farm, field.customer, field.declaredArea,
-                                                  field.area, field.pointCount, importedAt.timeIntervalSince1970, try GeometryRecord(field).encoded()])
+                try statement.execute(arguments: [
+                    source, field.partfieldID, field.name, field.farm, field.customer, field.declaredArea,
+                    field.area, field.pointCount, importedAt.timeIntervalSince1970, try GeometryRecord(field).encoded(),
+                ])
             }
             return replaced
         }
@@ -144,9 +163,12 @@ public actor FieldStore {
     public func fields() throws(FieldsError) -> [StoredField] {
         guard database != nil || exists else { return [] }
         let stored = try read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT id, source, partfield_id, name, farm, customer, declared_area, imported_at, geometry FROM field ORDER BY id
-                """).compactMap(Self.storedField)
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, source, partfield_id, name, farm, customer, declared_area, imported_at, geometry FROM field ORDER BY id
+                    """
+            ).compactMap(Self.storedField)
         }
         return stored.sorted { first, second in
             switch first.field.name.compare(second.field.name, options: [.numeric, .caseInsensitive]) {
@@ -166,14 +188,18 @@ public actor FieldStore {
     /// type leaves the row out where one is needed, and reads as none where none is needed.
     private static func storedField(_ row: Row) -> StoredField? {
         guard let id = row.checked("id", as: Int64.self), let source = row.checked("source", as: String.self),
-              let partfieldID = row.checked("partfield_id", as: String.self), let name = row.checked("name", as: String.self),
-              let importedAt = row.checked("imported_at", as: Double.self), importedAt.isFinite, abs(importedAt) < 1e11,
-              let geometry = row.checked("geometry", as: String.self),
-              let record = try? JSONDecoder().decode(GeometryRecord.self, from: Data(geometry.utf8)),
-              let shape = record.shape() else { return nil }
+            let partfieldID = row.checked("partfield_id", as: String.self),
+            let name = row.checked("name", as: String.self),
+            let importedAt = row.checked("imported_at", as: Double.self), importedAt.isFinite, abs(importedAt) < 1e11,
+            let geometry = row.checked("geometry", as: String.self),
+            let record = try? JSONDecoder().decode(GeometryRecord.self, from: Data(geometry.utf8)),
+            let shape = record.shape()
+        else { return nil }
         let declared = row.checked("declared_area", as: Double.self).flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
-        let field = Field(partfieldID: partfieldID, name: name, farm: row.checked("farm"), customer: row.checked("customer"), declaredArea: declared,
-                          boundaries: shape.boundaries, holes: shape.holes, guidanceLines: shape.guidance)
+        let field = Field(
+            partfieldID: partfieldID, name: name, farm: row.checked("farm"), customer: row.checked("customer"),
+            declaredArea: declared,
+            boundaries: shape.boundaries, holes: shape.holes, guidanceLines: shape.guidance)
         return StoredField(id: id, field: field, source: source, importedAt: Date(timeIntervalSince1970: importedAt))
     }
 
@@ -195,7 +221,8 @@ public actor FieldStore {
                 self.database = database
                 return database
             }
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             var settings = GRDB.Configuration()
             settings.journalMode = .wal
             settings.busyMode = .timeout(5)
@@ -229,53 +256,58 @@ public actor FieldStore {
 
     private static func storeError(_ error: any Error, path: String) -> FieldsError {
         if let error = error as? DatabaseError {
-            return FieldsError(.store, "the fields' store \(path): \(error.message ?? "\(error)") (SQLite code \(error.resultCode.rawValue)); "
-                               + "check that the state directory is writable and has room")
+            return FieldsError(
+                .store,
+                "the fields' store \(path): \(error.message ?? "\(error)") (SQLite code \(error.resultCode.rawValue)); "
+                    + "check that the state directory is writable and has room")
         }
-        return FieldsError(.store, "the fields' store \(path): \(error); check that the state directory is writable and has room")
+        return FieldsError(
+            .store, "the fields' store \(path): \(error); check that the state directory is writable and has room")
     }
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-fields") { db in
-            try db.execute(sql: """
-                CREATE TABLE field (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    source TEXT NOT NULL,
-                    partfield_id TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    farm TEXT,
-                    customer TEXT,
-                    declared_area REAL,
-                    area REAL NOT NULL,
-                    points INTEGER NOT NULL,
-                    imported_at REAL NOT NULL,
-                    geometry TEXT NOT NULL
-                );
-                CREATE INDEX field_by_source ON field(source);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE field (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        source TEXT NOT NULL,
+                        partfield_id TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        farm TEXT,
+                        customer TEXT,
+                        declared_area REAL,
+                        area REAL NOT NULL,
+                        points INTEGER NOT NULL,
+                        imported_at REAL NOT NULL,
+                        geometry TEXT NOT NULL
+                    );
+                    CREATE INDEX field_by_source ON field(source);
+                    """)
         }
         // TaskData received through agrirouter: the chunks held until their message is whole (so each
         // chunk can be confirmed once it is here), and the sent time of each sender's newest import.
         migrator.registerMigration("v2-received-taskdata") { db in
-            try db.execute(sql: """
-                CREATE TABLE held_chunk (
-                    sender_id TEXT NOT NULL,
-                    context_id TEXT NOT NULL,
-                    current INTEGER NOT NULL,
-                    total INTEGER NOT NULL,
-                    total_size INTEGER NOT NULL,
-                    message_id TEXT NOT NULL,
-                    sent_at REAL,
-                    received_at REAL NOT NULL,
-                    bytes BLOB NOT NULL,
-                    PRIMARY KEY (sender_id, context_id, current)
-                );
-                CREATE TABLE received_source (
-                    source TEXT PRIMARY KEY,
-                    sent_at REAL NOT NULL
-                );
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE held_chunk (
+                        sender_id TEXT NOT NULL,
+                        context_id TEXT NOT NULL,
+                        current INTEGER NOT NULL,
+                        total INTEGER NOT NULL,
+                        total_size INTEGER NOT NULL,
+                        message_id TEXT NOT NULL,
+                        sent_at REAL,
+                        received_at REAL NOT NULL,
+                        bytes BLOB NOT NULL,
+                        PRIMARY KEY (sender_id, context_id, current)
+                    );
+                    CREATE TABLE received_source (
+                        source TEXT PRIMARY KEY,
+                        sent_at REAL NOT NULL
+                    );
+                    """)
         }
         return migrator
     }

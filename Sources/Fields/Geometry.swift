@@ -61,8 +61,10 @@ public struct Field: Sendable, Hashable {
     public var holes: [Ring]
     public var guidanceLines: [GuidanceLine]
 
-    public init(partfieldID: String, name: String, farm: String? = nil, customer: String? = nil, declaredArea: Double? = nil,
-                boundaries: [Ring], holes: [Ring] = [], guidanceLines: [GuidanceLine] = []) {
+    public init(
+        partfieldID: String, name: String, farm: String? = nil, customer: String? = nil, declaredArea: Double? = nil,
+        boundaries: [Ring], holes: [Ring] = [], guidanceLines: [GuidanceLine] = []
+    ) {
         self.partfieldID = partfieldID
         self.name = name
         self.farm = farm
@@ -100,7 +102,8 @@ public enum Ellipsoid {
     static func q(_ latitude: Double) -> Double {
         let sine = sin(latitude)
         let eSine = eccentricity * sine
-        return (1 - eccentricitySquared) * (sine / (1 - eSine * eSine) - log((1 - eSine) / (1 + eSine)) / (2 * eccentricity))
+        return (1 - eccentricitySquared)
+            * (sine / (1 - eSine * eSine) - log((1 - eSine) / (1 + eSine)) / (2 * eccentricity))
     }
 
     /// Signed area in square metres, positive when the ring runs anticlockwise seen from above.
@@ -157,9 +160,12 @@ public struct FieldIndex<Value: Sendable>: Sendable {
             let boundaries = field.boundaries.map(unwrap)
             let all = boundaries.joined()
             guard let minX = all.map(\.x).min(), let maxX = all.map(\.x).max(),
-                  let minY = all.map(\.y).min(), let maxY = all.map(\.y).max() else { return nil }
-            return Entry(value: value, area: field.area, referenceLongitude: reference, minimum: (minY, minX), maximum: (maxY, maxX),
-                         boundaries: boundaries, holes: field.holes.map(unwrap))
+                let minY = all.map(\.y).min(), let maxY = all.map(\.y).max()
+            else { return nil }
+            return Entry(
+                value: value, area: field.area, referenceLongitude: reference, minimum: (minY, minX),
+                maximum: (maxY, maxX),
+                boundaries: boundaries, holes: field.holes.map(unwrap))
         }.sorted { $0.area < $1.area }
     }
 

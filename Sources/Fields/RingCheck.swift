@@ -27,7 +27,8 @@ enum RingCheck {
         seen.reserveCapacity(points.count)
         for (index, point) in points.enumerated() {
             if let earlier = seen.updateValue(index, forKey: point) {
-                return "it passes through the same point twice (points \(earlier + 1) and \(index + 1) of \(points.count)); "
+                return
+                    "it passes through the same point twice (points \(earlier + 1) and \(index + 1) of \(points.count)); "
                     + "correct the boundary in the farm software"
             }
         }
@@ -78,7 +79,10 @@ enum RingCheck {
                 entries += (x1 - x0 + 1) * (y1 - y0 + 1)
                 if entries > budget { break }
                 for x in x0...x1 {
-                    for y in y0...y1 { cells[Int64(x) << 32 | Int64(UInt32(bitPattern: Int32(truncatingIfNeeded: y))), default: []].append(Int32(index)) }
+                    for y in y0...y1 {
+                        cells[Int64(x) << 32 | Int64(UInt32(bitPattern: Int32(truncatingIfNeeded: y))), default: []]
+                            .append(Int32(index))
+                    }
                 }
             }
             if entries <= budget { break }
@@ -96,7 +100,8 @@ enum RingCheck {
                     }
                     let (first, second) = (Int(members[i]), Int(members[j]))
                     if edgesMeet(first, second, count: count, edge(first), edge(second)) {
-                        return "it crosses or touches itself (edges \(min(first, second) + 1) and \(max(first, second) + 1) of \(count)); "
+                        return
+                            "it crosses or touches itself (edges \(min(first, second) + 1) and \(max(first, second) + 1) of \(count)); "
                             + "correct the boundary in the farm software"
                     }
                 }
@@ -113,8 +118,10 @@ enum RingCheck {
 
     /// Whether two edges of the ring share more than neighbours do: neighbours meet at their shared
     /// corner only, and fold back onto each other when the ring doubles back on itself.
-    private static func edgesMeet(_ i: Int, _ j: Int, count: Int, _ p: (a: (x: Double, y: Double), b: (x: Double, y: Double)),
-                                  _ q: (a: (x: Double, y: Double), b: (x: Double, y: Double))) -> Bool {
+    private static func edgesMeet(
+        _ i: Int, _ j: Int, count: Int, _ p: (a: (x: Double, y: Double), b: (x: Double, y: Double)),
+        _ q: (a: (x: Double, y: Double), b: (x: Double, y: Double))
+    ) -> Bool {
         let neighbours = (i + 1) % count == j || (j + 1) % count == i
         if neighbours {
             // Sharing one corner, they overlap only when collinear and pointing back along each other.
@@ -126,11 +133,16 @@ enum RingCheck {
     }
 
     /// Whether two closed segments have a point in common, touching included.
-    static func segmentsIntersect(_ a: (x: Double, y: Double), _ b: (x: Double, y: Double),
-                                  _ c: (x: Double, y: Double), _ d: (x: Double, y: Double)) -> Bool {
+    static func segmentsIntersect(
+        _ a: (x: Double, y: Double), _ b: (x: Double, y: Double),
+        _ c: (x: Double, y: Double), _ d: (x: Double, y: Double)
+    ) -> Bool {
         guard max(a.x, b.x) >= min(c.x, d.x), max(c.x, d.x) >= min(a.x, b.x),
-              max(a.y, b.y) >= min(c.y, d.y), max(c.y, d.y) >= min(a.y, b.y) else { return false }
-        func orientation(_ p: (x: Double, y: Double), _ q: (x: Double, y: Double), _ r: (x: Double, y: Double)) -> Double {
+            max(a.y, b.y) >= min(c.y, d.y), max(c.y, d.y) >= min(a.y, b.y)
+        else { return false }
+        func orientation(_ p: (x: Double, y: Double), _ q: (x: Double, y: Double), _ r: (x: Double, y: Double))
+            -> Double
+        {
             (q.x - p.x) * (r.y - p.y) - (q.y - p.y) * (r.x - p.x)
         }
         let (d1, d2) = (orientation(a, b, c), orientation(a, b, d))
@@ -140,6 +152,7 @@ enum RingCheck {
         func onSegment(_ p: (x: Double, y: Double), _ q: (x: Double, y: Double), _ r: (x: Double, y: Double)) -> Bool {
             min(p.x, q.x) <= r.x && r.x <= max(p.x, q.x) && min(p.y, q.y) <= r.y && r.y <= max(p.y, q.y)
         }
-        return d1 == 0 && onSegment(a, b, c) || d2 == 0 && onSegment(a, b, d) || d3 == 0 && onSegment(c, d, a) || d4 == 0 && onSegment(c, d, b)
+        return d1 == 0 && onSegment(a, b, c) || d2 == 0 && onSegment(a, b, d) || d3 == 0 && onSegment(c, d, a)
+            || d4 == 0 && onSegment(c, d, b)
     }
 }

@@ -24,13 +24,18 @@ public struct TaskDataPackage {
         self.limits = limits
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw FieldsError(.unreadable, "\(path) does not exist; give a TaskData zip, a folder with TASKDATA.XML, or TASKDATA.XML itself")
+            throw FieldsError(
+                .unreadable,
+                "\(path) does not exist; give a TaskData zip, a folder with TASKDATA.XML, or TASKDATA.XML itself")
         }
         let full = (path as NSString).standardizingPath
         let base = (full as NSString).lastPathComponent
         // Every export's XML is called TASKDATA.XML: its folder tells one farm's from another's.
         let folder = ((full as NSString).deletingLastPathComponent as NSString).lastPathComponent
-        sourceName = "file: " + (base.uppercased() == "TASKDATA.XML" && !isDirectory.boolValue && !folder.isEmpty && folder != "/" ? folder + "/" + base : base)
+        sourceName =
+            "file: "
+            + (base.uppercased() == "TASKDATA.XML" && !isDirectory.boolValue && !folder.isEmpty && folder != "/"
+                ? folder + "/" + base : base)
         if isDirectory.boolValue {
             kind = .folder
             archive = nil
@@ -43,7 +48,10 @@ public struct TaskDataPackage {
                 }
             }
             guard let found else {
-                throw FieldsError(.unreadable, "\(path) has no TASKDATA.XML (nor TASKDATA/TASKDATA.XML); give the folder the farm software exported")
+                throw FieldsError(
+                    .unreadable,
+                    "\(path) has no TASKDATA.XML (nor TASKDATA/TASKDATA.XML); give the folder the farm software exported"
+                )
             }
             directory = (found as NSString).deletingLastPathComponent
             mainName = found
@@ -52,15 +60,20 @@ public struct TaskDataPackage {
             let archive = try ZipArchive(path: path, limits: limits)
             self.archive = archive
             // TASKDATA/TASKDATA.XML as the standard has it, else the shallowest TASKDATA.XML anywhere.
-            let candidates = archive.entries.filter { ($0.name as NSString).lastPathComponent.uppercased() == "TASKDATA.XML" }
-            guard let main = candidates.first(where: { $0.name.uppercased() == "TASKDATA/TASKDATA.XML" })
-                ?? candidates.min(by: { $0.name.split(separator: "/").count < $1.name.split(separator: "/").count }) else {
+            let candidates = archive.entries.filter {
+                ($0.name as NSString).lastPathComponent.uppercased() == "TASKDATA.XML"
+            }
+            guard
+                let main = candidates.first(where: { $0.name.uppercased() == "TASKDATA/TASKDATA.XML" })
+                    ?? candidates.min(by: { $0.name.split(separator: "/").count < $1.name.split(separator: "/").count })
+            else {
                 throw FieldsError(.unreadable, "\(base) holds no TASKDATA.XML; it is not a TaskData export")
             }
             mainName = "\(base): \(main.name)"
             let folder = (main.name as NSString).deletingLastPathComponent
             var siblings: [String: String] = [:]
-            for entry in archive.entries where (entry.name as NSString).deletingLastPathComponent.uppercased() == folder.uppercased() {
+            for entry in archive.entries
+            where (entry.name as NSString).deletingLastPathComponent.uppercased() == folder.uppercased() {
                 siblings[(entry.name as NSString).lastPathComponent.uppercased()] = entry.name
             }
             self.siblings = siblings
@@ -69,7 +82,9 @@ public struct TaskDataPackage {
         } else {
             kind = .xml
             archive = nil
-            directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+            directory =
+                (path as NSString).deletingLastPathComponent.isEmpty
+                ? "." : (path as NSString).deletingLastPathComponent
             mainName = path
             siblings = Self.byUpperName(Self.listing(directory ?? "."))
             return
@@ -80,7 +95,9 @@ public struct TaskDataPackage {
     /// TASKDATA.XML's bytes.
     public mutating func main() throws(FieldsError) -> [UInt8] {
         if kind == .xml || kind == .folder { return try readFile(mainName) }
-        guard let file = try sibling("TASKDATA.XML") else { throw FieldsError(.unreadable, "\(mainName) cannot be found again in the archive") }
+        guard let file = try sibling("TASKDATA.XML") else {
+            throw FieldsError(.unreadable, "\(mainName) cannot be found again in the archive")
+        }
         return file
     }
 
@@ -111,7 +128,10 @@ public struct TaskDataPackage {
             throw FieldsError(.unreadable, "cannot read \(path): \(error.localizedDescription)")
         }
         guard data.count <= limit else {
-            throw FieldsError(.tooLarge, "\(path) is larger than the \(byteText(limit)) of XML read in one import; export fewer fields or without logged data")
+            throw FieldsError(
+                .tooLarge,
+                "\(path) is larger than the \(byteText(limit)) of XML read in one import; export fewer fields or without logged data"
+            )
         }
         bytesRead += data.count
         return [UInt8](data)

@@ -48,19 +48,28 @@ struct TaskDataReader {
     }
 
     /// Every field of the export in `package`, farm and customer names resolved.
-    static func read(_ package: inout TaskDataPackage, limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> TaskData {
+    static func read(_ package: inout TaskDataPackage, limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError)
+        -> TaskData
+    {
         var reader = TaskDataReader(limits: limits)
         let external = try reader.parse(try package.main(), fileName: package.mainName, root: "ISO11783_TaskData")
         guard external.count <= limits.maximumExternalFiles else {
-            throw FieldsError(.tooLarge, "\(package.mainName) refers to \(external.count) files, more than the \(limits.maximumExternalFiles) read")
+            throw FieldsError(
+                .tooLarge,
+                "\(package.mainName) refers to \(external.count) files, more than the \(limits.maximumExternalFiles) read"
+            )
         }
         // External files are named by the standard after the elements they hold (PFD00000 holds
         // partfields), so only those with fields, farms and customers need opening; a file named
         // twice is read once.
         var opened: Set<String> = []
-        for name in external where ["PFD", "FRM", "CTR"].contains(name.prefix(3).uppercased()) && opened.insert(name.uppercased()).inserted {
+        for name in external
+        where ["PFD", "FRM", "CTR"].contains(name.prefix(3).uppercased()) && opened.insert(name.uppercased()).inserted {
             guard let bytes = try package.sibling(name + ".XML") else {
-                throw FieldsError(.unreadable, "\(package.mainName) refers to \(name).XML, which is not beside it; copy the whole export, not TASKDATA.XML alone")
+                throw FieldsError(
+                    .unreadable,
+                    "\(package.mainName) refers to \(name).XML, which is not beside it; copy the whole export, not TASKDATA.XML alone"
+                )
             }
             _ = try reader.parse(bytes, fileName: name + ".XML", root: "XFC")
         }
@@ -69,8 +78,10 @@ struct TaskDataReader {
 
     /// Fields from one XML text: TASKDATA.XML (its external files not followed), or one external
     /// file whose root is XFC.
-    static func read(xml bytes: [UInt8], fileName: String = "TASKDATA.XML", root: String = "ISO11783_TaskData",
-                     limits: TaskDataLimits = TaskDataLimits()) throws(FieldsError) -> TaskData {
+    static func read(
+        xml bytes: [UInt8], fileName: String = "TASKDATA.XML", root: String = "ISO11783_TaskData",
+        limits: TaskDataLimits = TaskDataLimits()
+    ) throws(FieldsError) -> TaskData {
         var reader = TaskDataReader(limits: limits)
         _ = try reader.parse(bytes, fileName: fileName, root: root)
         return reader.finish()
@@ -123,10 +134,14 @@ struct TaskDataReader {
                 if first {
                     first = false
                     guard name == root else {
-                        throw FieldsError(.invalidData, "\(fileName) starts with <\(name)> where <\(root)> belongs; it is not ISO 11783-10 TaskData")
+                        throw FieldsError(
+                            .invalidData,
+                            "\(fileName) starts with <\(name)> where <\(root)> belongs; it is not ISO 11783-10 TaskData"
+                        )
                     }
                     if name == "ISO11783_TaskData" {
-                        result.version = both(value("VersionMajor"), value("VersionMinor")).map { "\($0).\($1)" } ?? result.version
+                        result.version =
+                            both(value("VersionMajor"), value("VersionMinor")).map { "\($0).\($1)" } ?? result.version
                         result.software = value("ManagementSoftwareManufacturer") ?? result.software
                     }
                     continue
@@ -138,19 +153,26 @@ struct TaskDataReader {
                     case "PFD":
                         partfields += 1
                         guard partfields <= limits.maximumFields else {
-                            throw FieldsError(.tooLarge, "\(fileName) has more than \(limits.maximumFields) partfields, more than any farm's; "
-                                              + "export the farm's fields only, or fewer at a time")
+                            throw FieldsError(
+                                .tooLarge,
+                                "\(fileName) has more than \(limits.maximumFields) partfields, more than any farm's; "
+                                    + "export the farm's fields only, or fewer at a time")
                         }
                         let id = value("A") ?? "PFD#\(result.fields.count + pending.count + result.skipped.count + 1)"
-                        let designator = value("C").flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 }
-                        field = PendingField(id: id, name: designator ?? id, declaredArea: value("D").flatMap(Self.decimal).flatMap(Self.plausibleArea),
-                                             customerRef: value("E"), farmRef: value("F"))
+                        let designator = value("C").flatMap {
+                            $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0
+                        }
+                        field = PendingField(
+                            id: id, name: designator ?? id,
+                            declaredArea: value("D").flatMap(Self.decimal).flatMap(Self.plausibleArea),
+                            customerRef: value("E"), farmRef: value("F"))
                         polygonNumber = 0
                     case "FRM":
                         if let id = value("A"), let designator = value("B") { farms[id] = designator }
                     case "CTR":
                         if let id = value("A") {
-                            let name = [value("C"), value("B")].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
+                            let name = [value("C"), value("B")].compactMap { $0 }.filter { !$0.isEmpty }.joined(
+                                separator: " ")
                             if !name.isEmpty { customers[id] = name }
                         }
                     case "XFR":
@@ -186,11 +208,15 @@ struct TaskDataReader {
                 case "PNT" where parent == "LSG":
                     guard let role, !Self.isIgnored(role) else { continue }
                     try addPoint(value, to: &points, field: &field, role: role, position: position, fileName: fileName)
-                    if case .guidance = role {} else {
+                    if case .guidance = role {
+                    } else {
                         polygonPoints += 1
                         if polygonPoints > limits.maximumPointsPerPolygon, let current = field {
-                            throw FieldsError(.tooLarge, "field '\(current.name)' (\(current.id)): polygon \(polygonNumber) has more than "
-                                              + "\(limits.maximumPointsPerPolygon) points; simplify the boundary in the farm software")
+                            throw FieldsError(
+                                .tooLarge,
+                                "field '\(current.name)' (\(current.id)): polygon \(polygonNumber) has more than "
+                                    + "\(limits.maximumPointsPerPolygon) points; simplify the boundary in the farm software"
+                            )
                         }
                     }
                 default:
@@ -206,14 +232,18 @@ struct TaskDataReader {
                 guard field != nil else { continue }
                 switch name {
                 case "LSG":
-                    defer { role = nil; points = [] }
+                    defer {
+                        role = nil
+                        points = []
+                    }
                     guard let current = role else { continue }
                     switch current {
                     case .outer:
                         if let ring = Ring(closing: points) {
                             field?.boundaries.append(ring)
                         } else if field?.problem == nil {
-                            field?.problem = "its boundary (polygon \(polygonNumber)) has \(Set(points).count) distinct point\(Set(points).count == 1 ? "" : "s"); "
+                            field?.problem =
+                                "its boundary (polygon \(polygonNumber)) has \(Set(points).count) distinct point\(Set(points).count == 1 ? "" : "s"); "
                                 + "a ring needs at least 3"
                         }
                     case .hole:
@@ -244,27 +274,42 @@ struct TaskDataReader {
     /// A point checked: both coordinates present, numbers, and on the globe. A point the field
     /// cannot be drawn without is an error naming the field; the import stops before anything is
     /// stored, so no field is half right.
-    private mutating func addPoint(_ value: (String) -> String?, to points: inout [GeoPoint], field: inout PendingField?,
-                                   role: LineRole, position: TextPosition, fileName: String) throws(FieldsError) {
+    private mutating func addPoint(
+        _ value: (String) -> String?, to points: inout [GeoPoint], field: inout PendingField?,
+        role: LineRole, position: TextPosition, fileName: String
+    ) throws(FieldsError) {
         guard let current = field else { return }
         let place = "field '\(current.name)' (\(current.id)), \(fileName) \(position)"
         guard let north = value("C"), let east = value("D") else {
             // v4 lets points live in a binary file (PNT J and K) instead of C and D.
             if value("J") != nil {
-                if field?.problem == nil { field?.problem = "its points are in a binary file (PNT with J), which is not read yet" }
+                if field?.problem == nil {
+                    field?.problem = "its points are in a binary file (PNT with J), which is not read yet"
+                }
                 return
             }
-            throw FieldsError(.invalidData, "\(place): a point without \(value("C") == nil ? "latitude (C)" : "longitude (D)"); correct the field in the farm software and export again")
+            throw FieldsError(
+                .invalidData,
+                "\(place): a point without \(value("C") == nil ? "latitude (C)" : "longitude (D)"); correct the field in the farm software and export again"
+            )
         }
         guard let latitude = Self.decimal(north), latitude.isFinite, (-90...90).contains(latitude) else {
-            throw FieldsError(.invalidData, "\(place): latitude \(Self.quoted(north)) is not a number from -90 to 90; correct the field in the farm software and export again")
+            throw FieldsError(
+                .invalidData,
+                "\(place): latitude \(Self.quoted(north)) is not a number from -90 to 90; correct the field in the farm software and export again"
+            )
         }
         guard let longitude = Self.decimal(east), longitude.isFinite, (-180...180).contains(longitude) else {
-            throw FieldsError(.invalidData, "\(place): longitude \(Self.quoted(east)) is not a number from -180 to 180; correct the field in the farm software and export again")
+            throw FieldsError(
+                .invalidData,
+                "\(place): longitude \(Self.quoted(east)) is not a number from -180 to 180; correct the field in the farm software and export again"
+            )
         }
         pointsKept += 1
         guard pointsKept <= limits.maximumPoints else {
-            throw FieldsError(.tooLarge, "the export has more than \(limits.maximumPoints) points in its fields; import fewer fields at a time")
+            throw FieldsError(
+                .tooLarge,
+                "the export has more than \(limits.maximumPoints) points in its fields; import fewer fields at a time")
         }
         points.append(GeoPoint(latitude: latitude, longitude: longitude))
     }
@@ -281,7 +326,9 @@ struct TaskDataReader {
     /// The first ring of the field that cannot be used, said as the reason it is skipped.
     private static func ringProblem(_ field: PendingField) -> String? {
         for (index, ring) in field.boundaries.enumerated() {
-            if let problem = RingCheck.problem(ring) { return "its boundary\(field.boundaries.count > 1 ? " \(index + 1)" : ""): \(problem)" }
+            if let problem = RingCheck.problem(ring) {
+                return "its boundary\(field.boundaries.count > 1 ? " \(index + 1)" : ""): \(problem)"
+            }
         }
         for (index, ring) in field.holes.enumerated() {
             if let problem = RingCheck.problem(ring) { return "its hole \(index + 1): \(problem)" }
@@ -301,10 +348,16 @@ struct TaskDataReader {
         for byte in utf8 {
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): digits += 1
-            case UInt8(ascii: "."): guard !sawPoint, !sawExponent else { return nil }; sawPoint = true
-            case UInt8(ascii: "e"), UInt8(ascii: "E"): guard digits > 0, !sawExponent else { return nil }; sawExponent = true
+            case UInt8(ascii: "."):
+                guard !sawPoint, !sawExponent else { return nil }
+                sawPoint = true
+            case UInt8(ascii: "e"), UInt8(ascii: "E"):
+                guard digits > 0, !sawExponent else { return nil }
+                sawExponent = true
             case UInt8(ascii: "+"), UInt8(ascii: "-"):
-                guard previous == 0 || previous == UInt8(ascii: "e") || previous == UInt8(ascii: "E") else { return nil }
+                guard previous == 0 || previous == UInt8(ascii: "e") || previous == UInt8(ascii: "E") else {
+                    return nil
+                }
             default: return nil
             }
             previous = byte
@@ -315,7 +368,9 @@ struct TaskDataReader {
 
     /// File text quoted in a message: printable, and short.
     static func quoted(_ text: String) -> String {
-        let kept = text.prefix(40).unicodeScalars.map { $0.properties.generalCategory == .control || $0.value == 0x7F ? "?" : String($0) }.joined()
+        let kept = text.prefix(40).unicodeScalars.map {
+            $0.properties.generalCategory == .control || $0.value == 0x7F ? "?" : String($0)
+        }.joined()
         return kept + (text.count > 40 ? "…" : "")
     }
 
@@ -332,7 +387,10 @@ struct TaskDataReader {
                 continue
             }
             guard !pending.boundaries.isEmpty else {
-                result.skipped.append(SkippedField(partfieldID: pending.id, name: pending.name, reason: "it has no boundary (no polygon of type 1 with an outer ring)"))
+                result.skipped.append(
+                    SkippedField(
+                        partfieldID: pending.id, name: pending.name,
+                        reason: "it has no boundary (no polygon of type 1 with an outer ring)"))
                 continue
             }
             if let problem = Self.ringProblem(pending) {
@@ -347,9 +405,11 @@ struct TaskDataReader {
                 let inside = sample.filter { point in pending.boundaries.contains { $0.contains(point) } }.count
                 return inside * 2 > sample.count
             }
-            result.fields.append(Field(partfieldID: pending.id, name: pending.name, farm: pending.farmRef.flatMap { farms[$0] },
-                                       customer: pending.customerRef.flatMap { customers[$0] }, declaredArea: pending.declaredArea,
-                                       boundaries: pending.boundaries, holes: holes, guidanceLines: pending.guidance))
+            result.fields.append(
+                Field(
+                    partfieldID: pending.id, name: pending.name, farm: pending.farmRef.flatMap { farms[$0] },
+                    customer: pending.customerRef.flatMap { customers[$0] }, declaredArea: pending.declaredArea,
+                    boundaries: pending.boundaries, holes: holes, guidanceLines: pending.guidance))
         }
         return result
     }

@@ -37,8 +37,10 @@ struct XMLScanner {
 
     init(_ bytes: [UInt8], fileName: String, limits: TaskDataLimits) throws(FieldsError) {
         guard bytes.count <= limits.maximumXMLBytes else {
-            throw FieldsError(.tooLarge, "\(fileName) has \(bytes.count) bytes, more than the \(byteText(limits.maximumXMLBytes)) this reader takes; "
-                              + "export fewer fields or without logged data")
+            throw FieldsError(
+                .tooLarge,
+                "\(fileName) has \(bytes.count) bytes, more than the \(byteText(limits.maximumXMLBytes)) this reader takes; "
+                    + "export fewer fields or without logged data")
         }
         self.bytes = bytes
         self.fileName = fileName
@@ -46,7 +48,9 @@ struct XMLScanner {
         maximumAttributes = limits.maximumAttributes
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
         if bytes.starts(with: [0xFE, 0xFF]) || bytes.starts(with: [0xFF, 0xFE]) {
-            throw FieldsError(.malformedXML, "\(fileName) is UTF-16; this reader takes UTF-8 (as ISO 11783-10 asks), so export it again as UTF-8")
+            throw FieldsError(
+                .malformedXML,
+                "\(fileName) is UTF-16; this reader takes UTF-8 (as ISO 11783-10 asks), so export it again as UTF-8")
         }
     }
 
@@ -62,9 +66,14 @@ struct XMLScanner {
         while true {
             guard let less = find(UInt8(ascii: "<"), from: index) else {
                 if let unclosed = open.last {
-                    throw error(at: bytes.count, "the file ends inside <\(unclosed)>, which is never closed; the file is cut short, export it again")
+                    throw error(
+                        at: bytes.count,
+                        "the file ends inside <\(unclosed)>, which is never closed; the file is cut short, export it again"
+                    )
                 }
-                guard sawRoot else { throw error(at: bytes.count, "there is no element in it; this is not a TaskData file") }
+                guard sawRoot else {
+                    throw error(at: bytes.count, "there is no element in it; this is not a TaskData file")
+                }
                 return nil
             }
             index = less
@@ -79,9 +88,13 @@ struct XMLScanner {
             } else if starts(with: "<!") {
                 // DOCTYPE, ENTITY, ELEMENT, ATTLIST: declarations that could define entities, and
                 // with them expansion bombs or reads of other files. TaskData needs none of them.
-                let word = String(decoding: bytes[(index + 2)..<min(bytes.count, index + 10)].prefix { isNameByte($0) }, as: UTF8.self)
-                throw error(at: index, "a <!\(word.isEmpty ? "…" : word) declaration is refused: TaskData needs no DTD, and this reader never "
-                            + "declares or resolves entities; remove it, or export the file again")
+                let word = String(
+                    decoding: bytes[(index + 2)..<min(bytes.count, index + 10)].prefix { isNameByte($0) }, as: UTF8.self
+                )
+                throw error(
+                    at: index,
+                    "a <!\(word.isEmpty ? "…" : word) declaration is refused: TaskData needs no DTD, and this reader never "
+                        + "declares or resolves entities; remove it, or export the file again")
             } else if starts(with: "</") {
                 return try readEndTag()
             } else {
@@ -97,10 +110,14 @@ struct XMLScanner {
         index += 1
         let name = try readName(what: "element name")
         if sawRoot && open.isEmpty {
-            throw error(at: start, "a second root element <\(name)> after the first one closed; a TaskData file has one root")
+            throw error(
+                at: start, "a second root element <\(name)> after the first one closed; a TaskData file has one root")
         }
         guard open.count < maximumDepth else {
-            throw FieldsError(.tooLarge, "\(fileName) \(position(start)): elements nest more than \(maximumDepth) deep; TaskData needs far fewer, so the file is damaged or hostile")
+            throw FieldsError(
+                .tooLarge,
+                "\(fileName) \(position(start)): elements nest more than \(maximumDepth) deep; TaskData needs far fewer, so the file is damaged or hostile"
+            )
         }
         var attributes: [XMLAttribute] = []
         var selfClosing = false
@@ -130,7 +147,10 @@ struct XMLScanner {
                 throw error(at: attributeStart, "attribute \(attributeName) appears twice in <\(name)>")
             }
             guard attributes.count < maximumAttributes else {
-                throw FieldsError(.tooLarge, "\(fileName) \(position(attributeStart)): <\(name)> has more than \(maximumAttributes) attributes; the file is damaged or hostile")
+                throw FieldsError(
+                    .tooLarge,
+                    "\(fileName) \(position(attributeStart)): <\(name)> has more than \(maximumAttributes) attributes; the file is damaged or hostile"
+                )
             }
             attributes.append(XMLAttribute(name: attributeName, value: value))
         }
@@ -145,10 +165,14 @@ struct XMLScanner {
         index += 2
         let name = try readName(what: "element name")
         skipSpace()
-        guard index < bytes.count, bytes[index] == UInt8(ascii: ">") else { throw error(at: start, "the end tag </\(name) is never closed with '>'") }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ">") else {
+            throw error(at: start, "the end tag </\(name) is never closed with '>'")
+        }
         index += 1
         guard let innermost = open.last else { throw error(at: start, "</\(name)> closes nothing") }
-        guard innermost == name else { throw error(at: start, "</\(name)> where </\(innermost)> was due; the elements are not nested properly") }
+        guard innermost == name else {
+            throw error(at: start, "</\(name)> where </\(innermost)> was due; the elements are not nested properly")
+        }
         open.removeLast()
         return .end(name: name)
     }
@@ -160,7 +184,9 @@ struct XMLScanner {
             throw error(at: start, index == start ? "expected an \(what)" : "an \(what) longer than 256 bytes")
         }
         let first = bytes[start]
-        guard !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first), first != UInt8(ascii: "-"), first != UInt8(ascii: ".") else {
+        guard !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first), first != UInt8(ascii: "-"),
+            first != UInt8(ascii: ".")
+        else {
             throw error(at: start, "an \(what) cannot start with '\(Character(Unicode.Scalar(first)))'")
         }
         return String(decoding: bytes[start..<index], as: UTF8.self)
@@ -172,7 +198,9 @@ struct XMLScanner {
         }
         let quote = bytes[index]
         let start = index + 1
-        guard let end = find(quote, from: start) else { throw error(at: index, "the value of \(attribute) in <\(element)> never ends") }
+        guard let end = find(quote, from: start) else {
+            throw error(at: index, "the value of \(attribute) in <\(element)> never ends")
+        }
         if let less = bytes[start..<end].firstIndex(of: UInt8(ascii: "<")) {
             throw error(at: less, "'<' inside the value of \(attribute) in <\(element)>; a quote is missing before it")
         }
@@ -184,7 +212,9 @@ struct XMLScanner {
 
     /// The five predefined entities and numeric character references; anything else is an error,
     /// since no entity is ever declared (a DOCTYPE is refused).
-    private mutating func resolveReferences(_ raw: ArraySlice<UInt8>, attribute: String, element: String) throws(FieldsError) -> String {
+    private mutating func resolveReferences(_ raw: ArraySlice<UInt8>, attribute: String, element: String)
+        throws(FieldsError) -> String
+    {
         var result = ""
         var cursor = raw.startIndex
         while let ampersand = raw[cursor...].firstIndex(of: UInt8(ascii: "&")) {
@@ -206,11 +236,14 @@ struct XMLScanner {
                 } else if reference.hasPrefix("#") {
                     scalar = UInt32(reference.dropFirst(), radix: 10).flatMap(Unicode.Scalar.init)
                 } else {
-                    throw error(at: ampersand, "the entity &\(reference); in the value of \(attribute) in <\(element)> is refused: this reader resolves "
-                                + "only &lt; &gt; &amp; &quot; &apos; and numeric references")
+                    throw error(
+                        at: ampersand,
+                        "the entity &\(reference); in the value of \(attribute) in <\(element)> is refused: this reader resolves "
+                            + "only &lt; &gt; &amp; &quot; &apos; and numeric references")
                 }
                 guard let scalar, scalar.value != 0 else {
-                    throw error(at: ampersand, "&\(reference); in the value of \(attribute) in <\(element)> is not a character")
+                    throw error(
+                        at: ampersand, "&\(reference); in the value of \(attribute) in <\(element)> is not a character")
                 }
                 result.unicodeScalars.append(scalar)
             }
@@ -230,7 +263,9 @@ struct XMLScanner {
         case "utf-8", "utf8", "us-ascii", "ascii": latin1 = false
         case "iso-8859-1", "iso8859-1", "latin1", "latin-1": latin1 = true
         default:
-            throw error(at: declaration.startIndex, "the encoding \(String(encoding.prefix(40))) is not read; export the file as UTF-8")
+            throw error(
+                at: declaration.startIndex,
+                "the encoding \(String(encoding.prefix(40))) is not read; export the file as UTF-8")
         }
     }
 
@@ -245,8 +280,9 @@ struct XMLScanner {
 
     private func isNameByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"), UInt8(ascii: "."), 0x80...0xFF:
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "-"), UInt8(ascii: "."), 0x80...0xFF:
             true
         default:
             false
@@ -256,7 +292,9 @@ struct XMLScanner {
     @discardableResult
     private mutating func skipSpace() -> Bool {
         let start = index
-        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D { index += 1 }
+        while index < bytes.count,
+            bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D
+        { index += 1 }
         return index > start
     }
 

@@ -43,48 +43,70 @@ struct ZipArchive {
         // The end-of-central-directory record: 22 bytes, then a comment of up to 65,535.
         let tailLength = min(size, 22 + 65_535)
         let tail = try Self.read(handle, at: size - tailLength, count: Int(tailLength), path: path)
-        guard tail.count >= 22, let end = stride(from: tail.count - 22, through: 0, by: -1).first(where: { Self.u32(tail, $0) == 0x0605_4B50 }) else {
-            throw FieldsError(.archive, "\(name) is not a zip archive (no end of central directory); give the zip as exported, a folder, or TASKDATA.XML")
+        guard tail.count >= 22,
+            let end = stride(from: tail.count - 22, through: 0, by: -1).first(where: {
+                Self.u32(tail, $0) == 0x0605_4B50
+            })
+        else {
+            throw FieldsError(
+                .archive,
+                "\(name) is not a zip archive (no end of central directory); give the zip as exported, a folder, or TASKDATA.XML"
+            )
         }
         let count = Int(Self.u16(tail, end + 10))
         let directorySize = UInt64(Self.u32(tail, end + 12))
         let directoryOffset = UInt64(Self.u32(tail, end + 16))
         if count == 0xFFFF || directorySize == 0xFFFF_FFFF || directoryOffset == 0xFFFF_FFFF {
-            throw FieldsError(.archive, "\(name) is a ZIP64 archive, which is not read; TaskData for a few fields is far smaller, so export it without logged data")
+            throw FieldsError(
+                .archive,
+                "\(name) is a ZIP64 archive, which is not read; TaskData for a few fields is far smaller, so export it without logged data"
+            )
         }
         guard count <= limits.maximumArchiveEntries else {
-            throw FieldsError(.tooLarge, "\(name) lists \(count) entries, more than the \(limits.maximumArchiveEntries) read")
+            throw FieldsError(
+                .tooLarge, "\(name) lists \(count) entries, more than the \(limits.maximumArchiveEntries) read")
         }
         guard directorySize <= 64 << 20 else {
-            throw FieldsError(.tooLarge, "\(name) has a central directory of \(directorySize) bytes, more than the 64 MiB read")
+            throw FieldsError(
+                .tooLarge, "\(name) has a central directory of \(directorySize) bytes, more than the 64 MiB read")
         }
         guard directoryOffset + directorySize <= size else {
-            throw FieldsError(.archive, "\(name) is damaged: its central directory lies past the end of the file (cut short?)")
+            throw FieldsError(
+                .archive, "\(name) is damaged: its central directory lies past the end of the file (cut short?)")
         }
         let directory = try Self.read(handle, at: directoryOffset, count: Int(directorySize), path: path)
         var entries: [Entry] = []
         var cursor = 0
         for number in 0..<count {
             guard cursor + 46 <= directory.count, Self.u32(directory, cursor) == 0x0201_4B50 else {
-                throw FieldsError(.archive, "\(name) is damaged: central directory entry \(number + 1) of \(count) is not where it should be")
+                throw FieldsError(
+                    .archive,
+                    "\(name) is damaged: central directory entry \(number + 1) of \(count) is not where it should be")
             }
             let nameLength = Int(Self.u16(directory, cursor + 28))
             let extraLength = Int(Self.u16(directory, cursor + 30))
             let commentLength = Int(Self.u16(directory, cursor + 32))
             guard cursor + 46 + nameLength <= directory.count else {
-                throw FieldsError(.archive, "\(name) is damaged: central directory entry \(number + 1) runs past the directory")
+                throw FieldsError(
+                    .archive, "\(name) is damaged: central directory entry \(number + 1) runs past the directory")
             }
             let flags = Self.u16(directory, cursor + 8)
             // Bit 11: the name is UTF-8; otherwise it is CP437, which for the ASCII names of TaskData is the same.
             let entryName = String(decoding: directory[(cursor + 46)..<(cursor + 46 + nameLength)], as: UTF8.self)
-            entries.append(Entry(name: entryName, method: Self.u16(directory, cursor + 10), flags: flags, crc: Self.u32(directory, cursor + 16),
-                                 compressedSize: UInt64(Self.u32(directory, cursor + 20)), uncompressedSize: UInt64(Self.u32(directory, cursor + 24)),
-                                 localHeaderOffset: UInt64(Self.u32(directory, cursor + 42))))
+            entries.append(
+                Entry(
+                    name: entryName, method: Self.u16(directory, cursor + 10), flags: flags,
+                    crc: Self.u32(directory, cursor + 16),
+                    compressedSize: UInt64(Self.u32(directory, cursor + 20)),
+                    uncompressedSize: UInt64(Self.u32(directory, cursor + 24)),
+                    localHeaderOffset: UInt64(Self.u32(directory, cursor + 42))))
             cursor += 46 + nameLength + extraLength + commentLength
         }
         self.entries = entries
         var firstByName: [String: Int] = [:]
-        for (index, entry) in entries.enumerated() where firstByName[entry.name] == nil { firstByName[entry.name] = index }
+        for (index, entry) in entries.enumerated() where firstByName[entry.name] == nil {
+            firstByName[entry.name] = index
+        }
         self.firstByName = firstByName
     }
 
@@ -96,14 +118,22 @@ struct ZipArchive {
     /// The entry's bytes, inflated and checked against its CRC-32; refused past `limit` bytes.
     func contents(of entry: Entry, limit: Int) throws(FieldsError) -> [UInt8] {
         let label = "\((path as NSString).lastPathComponent): \(entry.name)"
-        guard entry.flags & 1 == 0 else { throw FieldsError(.archive, "\(label) is encrypted; export it without a password") }
+        guard entry.flags & 1 == 0 else {
+            throw FieldsError(.archive, "\(label) is encrypted; export it without a password")
+        }
         guard entry.uncompressedSize <= UInt64(limit) else {
-            throw FieldsError(.tooLarge, "\(label) declares \(entry.uncompressedSize) bytes, more than the \(byteText(limit)) read; refused unopened")
+            throw FieldsError(
+                .tooLarge,
+                "\(label) declares \(entry.uncompressedSize) bytes, more than the \(byteText(limit)) read; refused unopened"
+            )
         }
         // Deflate never needs much more room than the data it holds; a larger entry is not worth reading.
         let compressedLimit = entry.method == 0 ? entry.uncompressedSize : UInt64(limit) + UInt64(limit / 64) + 65_536
         guard entry.compressedSize <= compressedLimit else {
-            throw FieldsError(.tooLarge, "\(label) takes \(entry.compressedSize) bytes in the archive, more than it could need for the \(entry.uncompressedSize) it declares; refused unopened")
+            throw FieldsError(
+                .tooLarge,
+                "\(label) takes \(entry.compressedSize) bytes in the archive, more than it could need for the \(entry.uncompressedSize) it declares; refused unopened"
+            )
         }
         let header = try Self.read(handle, at: entry.localHeaderOffset, count: 30, path: path)
         guard header.count == 30, Self.u32(header, 0) == 0x0403_4B50 else {
@@ -120,15 +150,24 @@ struct ZipArchive {
             bytes = compressed
         case 8:
             // The declared size is the first bound; the cap stands behind it in case it lies.
-            bytes = try Self.inflate(compressed, limit: min(limit, Int(entry.uncompressedSize)), cap: limit, label: label)
+            bytes = try Self.inflate(
+                compressed, limit: min(limit, Int(entry.uncompressedSize)), cap: limit, label: label)
         default:
-            throw FieldsError(.archive, "\(label) is compressed with method \(entry.method); only stored and deflate are read, so zip it again with an ordinary tool")
+            throw FieldsError(
+                .archive,
+                "\(label) is compressed with method \(entry.method); only stored and deflate are read, so zip it again with an ordinary tool"
+            )
         }
         guard bytes.count == Int(entry.uncompressedSize) else {
-            throw FieldsError(.archive, "\(label) holds \(bytes.count) bytes where the archive declares \(entry.uncompressedSize); the archive is damaged")
+            throw FieldsError(
+                .archive,
+                "\(label) holds \(bytes.count) bytes where the archive declares \(entry.uncompressedSize); the archive is damaged"
+            )
         }
         let crc = bytes.withUnsafeBufferPointer { UInt32(truncatingIfNeeded: crc32(0, $0.baseAddress, uInt($0.count))) }
-        guard crc == entry.crc else { throw FieldsError(.archive, "\(label) fails its CRC-32 check; the archive is damaged, copy it again") }
+        guard crc == entry.crc else {
+            throw FieldsError(.archive, "\(label) fails its CRC-32 check; the archive is damaged, copy it again")
+        }
         return bytes
     }
 
@@ -136,7 +175,9 @@ struct ZipArchive {
     /// size the archive lies (or is damaged), and past `cap` it is a bomb either way.
     static func inflate(_ input: [UInt8], limit: Int, cap: Int, label: String) throws(FieldsError) -> [UInt8] {
         var stream = z_stream()
-        guard agrigps_inflate_init_raw(&stream) == Z_OK else { throw FieldsError(.archive, "\(label): zlib could not start inflating") }
+        guard agrigps_inflate_init_raw(&stream) == Z_OK else {
+            throw FieldsError(.archive, "\(label): zlib could not start inflating")
+        }
         defer { inflateEnd(&stream) }
         var output = [UInt8]()
         output.reserveCapacity(min(limit, 1 << 20) + 1)
@@ -165,15 +206,21 @@ struct ZipArchive {
             return output
         case Z_MEM_ERROR:
             if limit < cap {
-                throw FieldsError(.tooLarge, "\(label) inflates to more than the \(limit) bytes the archive declares; it is damaged or a zip bomb, refused")
+                throw FieldsError(
+                    .tooLarge,
+                    "\(label) inflates to more than the \(limit) bytes the archive declares; it is damaged or a zip bomb, refused"
+                )
             }
             throw FieldsError(.tooLarge, "\(label) inflates to more than \(byteText(cap)); refused as a zip bomb")
         default:
-            throw FieldsError(.archive, "\(label) cannot be inflated (zlib error \(status)); the archive is damaged, copy it again")
+            throw FieldsError(
+                .archive, "\(label) cannot be inflated (zlib error \(status)); the archive is damaged, copy it again")
         }
     }
 
-    private static func read(_ handle: FileHandle, at offset: UInt64, count: Int, path: String) throws(FieldsError) -> [UInt8] {
+    private static func read(_ handle: FileHandle, at offset: UInt64, count: Int, path: String) throws(FieldsError)
+        -> [UInt8]
+    {
         do {
             try handle.seek(toOffset: offset)
             return [UInt8](try handle.read(upToCount: count) ?? Data())

@@ -63,8 +63,9 @@ public enum FixState: Sendable, Hashable {
         default:
             let parts = name.split(separator: "_", maxSplits: 2).map(String.init)
             guard parts.count == 3, parts[0] == "fix",
-                  let dimension = FixDimension(rawValue: parts[1] == "2d" ? 2 : parts[1] == "3d" ? 3 : 0),
-                  let quality = FixQuality(rawValue: parts[2]) else { return nil }
+                let dimension = FixDimension(rawValue: parts[1] == "2d" ? 2 : parts[1] == "3d" ? 3 : 0),
+                let quality = FixQuality(rawValue: parts[2])
+            else { return nil }
             self = .fix(dimension, quality)
         }
     }

@@ -51,8 +51,9 @@ final class GPSDConnection {
         }
         isOpen = true
         if cgps_watch_json(gps) < 0 {
-            throw GPSDError(kind: .watchFailed, address: address, code: errno,
-                            message: String(cString: strerror(errno)))
+            throw GPSDError(
+                kind: .watchFailed, address: address, code: errno,
+                message: String(cString: strerror(errno)))
         }
     }
 
@@ -76,9 +77,10 @@ final class GPSDConnection {
     func read() throws(GPSDError) -> GPSDMessage {
         if !input.hasLine() { try fill() }
         if input.nextLineLength() > Self.lineLimit {
-            throw GPSDError(kind: .connectionLost, address: address, code: EMSGSIZE,
-                            message: "gpsd sent a line longer than \(Self.lineLimit) bytes; "
-                                + "check that the address is that of a gpsd")
+            throw GPSDError(
+                kind: .connectionLost, address: address, code: EMSGSIZE,
+                message: "gpsd sent a line longer than \(Self.lineLimit) bytes; "
+                    + "check that the address is that of a gpsd")
         }
         return input.takeLine { classify($0) } ?? .partial
     }
@@ -121,7 +123,9 @@ final class GPSDConnection {
 
     /// Has libgps decode `raw` into `gps`; false for a line libgps must not see.
     private func unpack(_ raw: UnsafeRawBufferPointer) -> Bool {
-        guard raw.count < Self.lineCapacity, GPSDJSON.isSafeForLibgps(raw), let base = raw.baseAddress else { return false }
+        guard raw.count < Self.lineCapacity, GPSDJSON.isSafeForLibgps(raw), let base = raw.baseAddress else {
+            return false
+        }
         UnsafeMutableRawPointer(line).copyMemory(from: base, byteCount: raw.count)
         line[raw.count] = 0
         _ = cgps_unpack(gps, line)

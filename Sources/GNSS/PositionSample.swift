@@ -21,8 +21,10 @@ public struct PositionSample: Sendable, Equatable {
     /// the box listens to no machine.
     public var machine: MachineReading?
 
-    public init(sampledAt: Date, state: FixState, report: PositionReport? = nil,
-                clockSkew: Double? = nil, detail: String? = nil, sampledUptime: Double? = nil, machine: MachineReading? = nil) {
+    public init(
+        sampledAt: Date, state: FixState, report: PositionReport? = nil,
+        clockSkew: Double? = nil, detail: String? = nil, sampledUptime: Double? = nil, machine: MachineReading? = nil
+    ) {
         self.sampledAt = sampledAt
         self.state = state
         self.report = report
@@ -84,8 +86,10 @@ public struct MachineReading: Sendable, Equatable {
     /// Whether an engine speed says the engine runs: Records' engine hours and the running total agree by it.
     public static func engineRuns(_ engineSpeed: Double?) -> Bool { (engineSpeed ?? 0) > 0 }
 
-    public init(work: Work, speed: Double? = nil, speedSource: String? = nil, engineSpeed: Double? = nil,
-                engineHours: Double? = nil, fuelRate: Double? = nil, fuelUsed: Double? = nil) {
+    public init(
+        work: Work, speed: Double? = nil, speedSource: String? = nil, engineSpeed: Double? = nil,
+        engineHours: Double? = nil, fuelRate: Double? = nil, fuelUsed: Double? = nil
+    ) {
         (self.work, self.speed, self.speedSource, self.engineSpeed) = (work, speed, speedSource, engineSpeed)
         (self.engineHours, self.fuelRate, self.fuelUsed) = (engineHours, fuelRate, fuelUsed)
     }
@@ -100,8 +104,13 @@ public struct MachineTotals: Sendable, Equatable {
     /// Counted from the first version that kept it: totals carried over from before start it at 0.
     public var engineSeconds: Double
 
-    public init(effectiveSeconds: Double = 0, ineffectiveSeconds: Double = 0, fuelMillilitres: Double = 0, engineSeconds: Double = 0) {
-        (self.effectiveSeconds, self.ineffectiveSeconds, self.fuelMillilitres) = (effectiveSeconds, ineffectiveSeconds, fuelMillilitres)
+    public init(
+        effectiveSeconds: Double = 0, ineffectiveSeconds: Double = 0, fuelMillilitres: Double = 0,
+        engineSeconds: Double = 0
+    ) {
+        (self.effectiveSeconds, self.ineffectiveSeconds, self.fuelMillilitres) = (
+            effectiveSeconds, ineffectiveSeconds, fuelMillilitres
+        )
         self.engineSeconds = engineSeconds
     }
 

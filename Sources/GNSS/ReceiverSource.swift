@@ -10,7 +10,8 @@ public enum ReceiverSource: Sendable, Equatable, CustomStringConvertible {
         public var description: String
     }
 
-    public static let expected = "\"gpsd\", or \"nmea2000://IFACE\" or \"nmea2000://IFACE:ADDRESS\" with a CAN interface such as can0 and an address from 0 to 253"
+    public static let expected =
+        "\"gpsd\", or \"nmea2000://IFACE\" or \"nmea2000://IFACE:ADDRESS\" with a CAN interface such as can0 and an address from 0 to 253"
 
     public init(parsing text: String) throws(Invalid) {
         if text == "gpsd" {
@@ -18,7 +19,8 @@ public enum ReceiverSource: Sendable, Equatable, CustomStringConvertible {
             return
         }
         guard text.hasPrefix("nmea2000://") else { throw Invalid(description: Self.expected) }
-        let parts = text.dropFirst("nmea2000://".count).split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = text.dropFirst("nmea2000://".count).split(
+            separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
         let interface = String(parts[0])
         guard Self.isInterfaceName(interface) else { throw Invalid(description: Self.notAnInterfaceName(interface)) }
         var address: UInt8?
@@ -35,7 +37,10 @@ public enum ReceiverSource: Sendable, Equatable, CustomStringConvertible {
     /// A Linux interface name: IFNAMSIZ is 16 with its NUL.
     public static func isInterfaceName(_ name: String) -> Bool {
         (1...15).contains(name.utf8.count)
-            && name.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || [0x2D, 0x5F, 0x2E].contains($0) }
+            && name.utf8.allSatisfy {
+                (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+                    || [0x2D, 0x5F, 0x2E].contains($0)
+            }
     }
 
     public static func notAnInterfaceName(_ name: String) -> String {

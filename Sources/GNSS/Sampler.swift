@@ -1,4 +1,5 @@
 import Clocks
+
 /// What a sampled source delivers: one sample per interval, and the source's events other than
 /// reports (connected, unreachable, devices), which are rare and say how the source is doing.
 public enum SamplerOutput: Sendable, Equatable {

@@ -117,15 +117,19 @@ public struct SamplerCore: Sendable {
         condition = .receiving
         lastReportUptime = now.uptime
         // Ten reports a second from the one receiver a machine has: skip hashing the path each time.
-        if let device = report.device, activeDevices.count != 1 || activeDevices.first != device { activeDevices.insert(device) }
+        if let device = report.device, activeDevices.count != 1 || activeDevices.first != device {
+            activeDevices.insert(device)
+        }
         if report.fixState.hasPosition, let time = report.time,
-           let bucket = Bounds.whole((time.timeIntervalSince1970 / interval).rounded(.down)).map(Int64.init) {
+            let bucket = Bounds.whole((time.timeIntervalSince1970 / interval).rounded(.down)).map(Int64.init)
+        {
             if case .receiver(let current) = window, current == bucket {
                 // Same interval: the newer report wins.
             } else {
                 if let held = pending, held.report.fixState.hasPosition, held.report.time == nil,
-                   held.report.latitude == report.latitude, held.report.longitude == report.longitude,
-                   now.uptime - held.arrival.uptime < interval {
+                    held.report.latitude == report.latitude, held.report.longitude == report.longitude,
+                    now.uptime - held.arrival.uptime < interval
+                {
                     // The same fix reported first without its time and then with it (gpsd's first
                     // report after a start often is: GGA before the RMC that dates it): one sample,
                     // the one with the time. A fix elsewhere is another epoch's, and stays a sample.
@@ -172,7 +176,9 @@ public struct SamplerCore: Sendable {
             start = end
             window = .wall(start: start)
             // Each missed interval is stamped at its own end by the system clock.
-            out += pending != nil ? flush() : [explicitSample(at: now.wall.addingTimeInterval(end - now.uptime), uptime: end)]
+            out +=
+                pending != nil
+                ? flush() : [explicitSample(at: now.wall.addingTimeInterval(end - now.uptime), uptime: end)]
         }
         return out
     }
@@ -187,8 +193,11 @@ public struct SamplerCore: Sendable {
             if fix == lastFix { return [] }
             lastFix = fix
         }
-        return [PositionSample(sampledAt: arrival.wall, state: report.fixState, report: report,
-                               clockSkew: skew(of: report, at: arrival.wall), sampledUptime: arrival.uptime)]
+        return [
+            PositionSample(
+                sampledAt: arrival.wall, state: report.fixState, report: report,
+                clockSkew: skew(of: report, at: arrival.wall), sampledUptime: arrival.uptime)
+        ]
     }
 
     /// Seconds without any report, from a receiver that was reporting, after which an interval with no
@@ -210,7 +219,8 @@ public struct SamplerCore: Sendable {
             return PositionSample(sampledAt: wall, state: .noReceiver(reason), detail: reason.rawValue)
         case .receiving:
             if let last = lastReportUptime, uptime - last >= Self.silentAfter {
-                return PositionSample(sampledAt: wall, state: .noReceiver(.silent), detail: "no report for \(Int(uptime - last)) s")
+                return PositionSample(
+                    sampledAt: wall, state: .noReceiver(.silent), detail: "no report for \(Int(uptime - last)) s")
             }
             return PositionSample(sampledAt: wall, state: .noFix, detail: "no report in this interval")
         case .awaitingReports:

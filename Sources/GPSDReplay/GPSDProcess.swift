@@ -13,8 +13,9 @@ final class GPSDProcess: Sendable {
 
     init(gpsd: String, arguments: [String], environment: [String: String], outputPath: String) throws(ReplayError) {
         do {
-            child = try TetheredProcess(executable: gpsd, arguments: arguments, launcherOptions: Self.asItsOwnUser(),
-                                        environment: environment, outputPath: outputPath, threadName: "agrigps.gpsd-reaper")
+            child = try TetheredProcess(
+                executable: gpsd, arguments: arguments, launcherOptions: Self.asItsOwnUser(),
+                environment: environment, outputPath: outputPath, threadName: "agrigps.gpsd-reaper")
         } catch {
             throw .gpsdFailedToStart(error.description)
         }

@@ -5,7 +5,8 @@ import Foundation
 public enum LoopbackSocket {
     /// A listening socket on 127.0.0.1 with a port chosen by the kernel.
     static func listen() throws(ReplayError) -> (fd: Int32, port: UInt16) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // not gpsd's to inherit
+        // not gpsd's to inherit
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system("cannot create a socket: \(String(cString: strerror(errno)))") }
         var address = loopback(port: 0)
         let bound = withUnsafePointer(to: &address) {
@@ -30,7 +31,8 @@ public enum LoopbackSocket {
 
     /// True when something accepts TCP connections on 127.0.0.1:`port`.
     public static func accepts(port: UInt16) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)  // not gpsd's to inherit
+        // not gpsd's to inherit
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var address = loopback(port: port)

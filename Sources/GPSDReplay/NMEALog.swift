@@ -72,7 +72,8 @@ public struct NMEALog: Sendable {
         (0x20...0x7E).contains(byte) || byte == 0x09 || byte == 0x0D || byte == 0x00
     }
 
-    private static func replaceNonText(in line: inout [UInt8], from offset: Int, noting replaced: inout ReplacedBytes?) {
+    private static func replaceNonText(in line: inout [UInt8], from offset: Int, noting replaced: inout ReplacedBytes?)
+    {
         for index in line.indices where !isText(line[index]) {
             line[index] = 0
             if replaced == nil { replaced = ReplacedBytes(count: 0, firstOffset: offset + index) }
@@ -88,7 +89,9 @@ public struct NMEALog: Sendable {
     /// and /dev/zero would be read until memory ran out.
     private static func read(_ path: String) throws(ReplayError) -> [UInt8] {
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { throw .logIsDirectory(path) }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw .logIsDirectory(path)
+        }
         let read: [UInt8]?
         do throws(StateFileError) {
             read = try StateFile.read(path, limit: largestLog, followingLinks: true)

@@ -21,7 +21,8 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .logIsDirectory(let path): return "\(path) is a directory; give the path of an NMEA log file"
         case .logUnreadable(let path, let reason): return "cannot read \(path): \(reason)"
         case .logNotRegular(let path):
-            return "\(path) is not a file (a FIFO, a device or a socket is not read); give the path of a recorded NMEA log"
+            return
+                "\(path) is not a file (a FIFO, a device or a socket is not read); give the path of a recorded NMEA log"
         case .logTooLarge(let path, let limit):
             return "\(path) is larger than \(limit >> 20) MiB, more than a replay holds; replay a part of it, such as: "
                 + "head -c \(limit >> 21)M \(path) > part.log"
@@ -31,7 +32,8 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .logHasNoSentences(let path):
             return "\(path) holds no NMEA sentences (no line starts with '$' or '!')"
         case .logHasNoTimes(let path):
-            return "\(path) has no sentence with a valid time (GGA, RMC, GLL, ZDA, GNS) to move to now; replay it without --retime"
+            return
+                "\(path) has no sentence with a valid time (GGA, RMC, GLL, ZDA, GNS) to move to now; replay it without --retime"
         case .gpsdMissing(let path): return "gpsd not found at \(path); install the gpsd package"
         case .gpsdFailedToStart(let reason): return "the private gpsd did not start: \(reason)"
         case .bus(let reason): return reason
@@ -43,9 +45,9 @@ public enum ReplayError: Error, Sendable, Equatable, CustomStringConvertible {
     public var exitCode: Int32 {
         switch self {
         case .logNotFound, .logIsDirectory, .logUnreadable, .logNotRegular, .logTooLarge: return 66  // EX_NOINPUT
-        case .logEmpty, .logBinary, .logHasNoSentences, .logHasNoTimes: return 65      // EX_DATAERR
-        case .gpsdMissing, .gpsdFailedToStart, .bus: return 69          // EX_UNAVAILABLE
-        case .system: return 71                                         // EX_OSERR
+        case .logEmpty, .logBinary, .logHasNoSentences, .logHasNoTimes: return 65  // EX_DATAERR
+        case .gpsdMissing, .gpsdFailedToStart, .bus: return 69  // EX_UNAVAILABLE
+        case .system: return 71  // EX_OSERR
         }
     }
 }

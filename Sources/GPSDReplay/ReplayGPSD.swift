@@ -32,14 +32,17 @@ public final class ReplayGPSD: Sendable {
     private let stopped = Mutex<Bool>(false)
 
     public convenience init(log: NMEALog, options: Options = Options()) throws(ReplayError) {
-        try self.init(feed: { () throws(ReplayError) in
-            try ReplayFeeder(log: log, realTime: options.realTime, endWithEOF: options.endWithEOF)
-        }, options: options)
+        try self.init(
+            feed: { () throws(ReplayError) in
+                try ReplayFeeder(log: log, realTime: options.realTime, endWithEOF: options.endWithEOF)
+            }, options: options)
     }
 
     /// gpsd reading a device that `makeFeed`'s feed writes to (a virtual CAN bus); gpsd opens it at
     /// once, and the feed begins when the stream's client is connected (`stream()`).
-    public init(feed makeFeed: () throws(ReplayError) -> any ReplayFeed, options: Options = Options()) throws(ReplayError) {
+    public init(feed makeFeed: () throws(ReplayError) -> any ReplayFeed, options: Options = Options())
+        throws(ReplayError)
+    {
         guard access(options.gpsdExecutable, X_OK) == 0 else { throw .gpsdMissing(options.gpsdExecutable) }
         var template = Array("/tmp/agrigps-replay.XXXXXX".utf8CString)
         guard let directory = mkdtemp(&template) else {
@@ -72,8 +75,10 @@ public final class ReplayGPSD: Sendable {
     }
 
     /// A replay of a device its feed writes to (see `init(feed:options:)`), started off the pool.
-    public static func start(feed makeFeed: @escaping @Sendable () throws(ReplayError) -> any ReplayFeed,
-                             options: Options = Options()) async throws(ReplayError) -> ReplayGPSD {
+    public static func start(
+        feed makeFeed: @escaping @Sendable () throws(ReplayError) -> any ReplayFeed,
+        options: Options = Options()
+    ) async throws(ReplayError) -> ReplayGPSD {
         try await onOwnThread { () throws(ReplayError) in try ReplayGPSD(feed: makeFeed, options: options) }
     }
 
@@ -110,8 +115,10 @@ public final class ReplayGPSD: Sendable {
 
     /// Starts gpsd and waits until it accepts clients. A lost race for a free port shows as gpsd
     /// exiting early; then it tries another port.
-    private static func startGPSD(options: Options, device: String,
-                                  directory: String) throws(ReplayError) -> (GPSDProcess, GPSDAddress) {
+    private static func startGPSD(
+        options: Options, device: String,
+        directory: String
+    ) throws(ReplayError) -> (GPSDProcess, GPSDAddress) {
         var lastError = ReplayError.gpsdFailedToStart("no attempt made")
         for _ in 0..<(options.port == nil ? 3 : 1) {
             let port: UInt16

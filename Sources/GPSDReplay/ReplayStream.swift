@@ -48,9 +48,11 @@ extension ReplayGPSD {
     /// A feed that writes to a bus (`endsWithFeed`) begins once the source is connected, and the
     /// replay ends, as a whole log, `endGrace` seconds after its last frame. `adjust` and `standIn`
     /// are the source's (`GPSDSource.Configuration`): the bus listener's, for a CAN recording.
-    public func stream(silenceThreshold: Double = 5, endGrace: Double = 3,
-                       adjust: (@Sendable (PositionReport) -> PositionReport?)? = nil,
-                       standIn: (@Sendable () -> PositionReport?)? = nil) -> ReplayStream {
+    public func stream(
+        silenceThreshold: Double = 5, endGrace: Double = 3,
+        adjust: (@Sendable (PositionReport) -> PositionReport?)? = nil,
+        standIn: (@Sendable () -> PositionReport?)? = nil
+    ) -> ReplayStream {
         var configuration = GPSDSource.Configuration(address: address)
         configuration.reconnects = false
         configuration.finishWhenDeviceRemoved = true
@@ -70,8 +72,9 @@ extension ReplayGPSD {
                     await onOwnThread { self.stop() }
                     return
                 }
-                watch.give(up: "gpsd had not closed the device \(String(format: "%g", endGrace)) s after reading "
-                    + "the whole log (part of the log may have been taken for binary data)")
+                watch.give(
+                    up: "gpsd had not closed the device \(String(format: "%g", endGrace)) s after reading "
+                        + "the whole log (part of the log may have been taken for binary data)")
                 // stop() waits for gpsd to exit: not on the cooperative pool.
                 await onOwnThread { self.stop() }
                 return

@@ -19,7 +19,10 @@ extension NMEALog {
             } else if let fields = Sentence(bytes), let old = fields.timeOfDay {
                 if EpochClock.timeOfDay(in: bytes[...]) != nil {
                     let step = pacing.delay(before: bytes[...])
-                    anchor = anchor.map { (old, $0.new + step) } ?? (old, start.timeIntervalSince1970.rounded(.down) + old.truncatingRemainder(dividingBy: 1))
+                    anchor =
+                        anchor.map { (old, $0.new + step) } ?? (
+                            old, start.timeIntervalSince1970.rounded(.down) + old.truncatingRemainder(dividingBy: 1)
+                        )
                 }
                 if let anchor, let rewritten = fields.moved(to: anchor.new + Self.shortest(from: anchor.old, to: old)) {
                     bytes = rewritten
@@ -47,7 +50,8 @@ extension NMEALog {
     static func utcParts(_ seconds: Double) -> (year: Int, month: Int, day: Int, secondOfDay: Double) {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
-        let parts = calendar.dateComponents([.year, .month, .day], from: Date(timeIntervalSince1970: seconds.rounded(.down)))
+        let parts = calendar.dateComponents(
+            [.year, .month, .day], from: Date(timeIntervalSince1970: seconds.rounded(.down)))
         return (parts.year ?? 1970, parts.month ?? 1, parts.day ?? 1, seconds.truncatingRemainder(dividingBy: 86_400))
     }
 }
@@ -61,13 +65,15 @@ private struct Sentence {
 
     init?(_ bytes: [UInt8]) {
         guard bytes.first == UInt8(ascii: "$"), let text = String(bytes: bytes, encoding: .ascii),
-              let star = text.lastIndex(of: "*") else { return nil }
+            let star = text.lastIndex(of: "*")
+        else { return nil }
         let body = text[text.index(after: text.startIndex)..<star]
         let tail = text[text.index(after: star)...]
         let checksum = tail.prefix(2)
         // A sentence that was already damaged stays damaged: gpsd is meant to drop it.
         guard checksum.count == 2, let given = UInt8(checksum, radix: 16),
-              body.utf8.reduce(0, ^) == given else { return nil }
+            body.utf8.reduce(0, ^) == given
+        else { return nil }
         fields = body.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         guard let type = fields.first?.suffix(3) else { return nil }
         switch type {
@@ -76,7 +82,8 @@ private struct Sentence {
         default: return nil
         }
         guard fields.count > timeIndex else { return nil }
-        decimals = fields[timeIndex].split(separator: ".", omittingEmptySubsequences: false).dropFirst().first?.count ?? 0
+        decimals =
+            fields[timeIndex].split(separator: ".", omittingEmptySubsequences: false).dropFirst().first?.count ?? 0
         ending = String(tail.dropFirst(2))
     }
 
@@ -95,13 +102,17 @@ private struct Sentence {
         let hours = Int(second / 3600), minutes = Int(second.truncatingRemainder(dividingBy: 3600) / 60)
         let seconds = second.truncatingRemainder(dividingBy: 60)
         var fields = fields
-        let secondsText = decimals > 0 ? String(format: "%0\(decimals + 3).\(decimals)f", seconds) : String(format: "%02d", Int(seconds))
+        let secondsText =
+            decimals > 0
+            ? String(format: "%0\(decimals + 3).\(decimals)f", seconds) : String(format: "%02d", Int(seconds))
         fields[timeIndex] = String(format: "%02d%02d", hours, minutes) + secondsText
         if type == "RMC", fields.count > 9, fields[9].count == 6 {
             fields[9] = String(format: "%02d%02d%02d", parts.day, parts.month, parts.year % 100)
         }
         if type == "ZDA", fields.count > 4, !fields[2].isEmpty {
-            (fields[2], fields[3], fields[4]) = (String(format: "%02d", parts.day), String(format: "%02d", parts.month), String(parts.year))
+            (fields[2], fields[3], fields[4]) = (
+                String(format: "%02d", parts.day), String(format: "%02d", parts.month), String(parts.year)
+            )
         }
         let body = fields.joined(separator: ",")
         return Array("$\(body)*\(String(format: "%02X", body.utf8.reduce(0, ^)))\(ending)".utf8)

@@ -41,14 +41,17 @@ struct SamplingService: Service {
             await take(sample, totalling: &totalling)
             if uptime() - countedAt >= 10 {
                 countedAt = uptime()
-                await GatewayDaemon.countDeliveries(from: spool, in: configuration, logger: logger, failing: trackFailing)
+                await GatewayDaemon.countDeliveries(
+                    from: spool, in: configuration, logger: logger, failing: trackFailing)
                 // A spool reopened while running (after a fault, or a corrupt file moved aside) may have counted a loss.
                 await GatewayDaemon.reportLostRows(of: spool, to: heartbeat, logger: logger)
             }
             // The watchdog is fed from this loop only: if sampling into the spool stalls, systemd restarts us.
             if let notifier {
                 let summary = await counter.summary
-                notifier.send("WATCHDOG=1\nSTATUS=\(sample.state.name); \(summary.samples) samples, \(summary.acknowledged) acknowledged")
+                notifier.send(
+                    "WATCHDOG=1\nSTATUS=\(sample.state.name); \(summary.samples) samples, \(summary.acknowledged) acknowledged"
+                )
             }
         }
         notifier?.stopping()
@@ -71,8 +74,9 @@ struct SamplingService: Service {
         }
         await counter.add(samples: 1)
         if let heartbeat, await heartbeat.countsOlder(than: 10) {
-            await heartbeat.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter),
-                                    feed: await reader?.counters)
+            await heartbeat.counted(
+                spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter),
+                feed: await reader?.counters)
         }
         await heartbeat?.sampled(sample, rowID: rowID)
         await GatewayDaemon.record(sample, in: configuration, logger: logger, failing: trackFailing)
@@ -140,9 +144,12 @@ struct StoppableJob: Service {
             }
             if await GatewayDaemon.wait(for: task, atMost: grace) { return }
             if holdingGrace > 0, await holding() {
-                logger.notice("waiting up to \(Int(holdingGrace)) s for the outbox's answers in progress, which agrirouter gives only once")
+                logger.notice(
+                    "waiting up to \(Int(holdingGrace)) s for the outbox's answers in progress, which agrirouter gives only once"
+                )
                 if await GatewayDaemon.wait(for: task, atMost: holdingGrace) { return }
-                logger.warning("stopping before the outbox's answers arrived: their batches go again after the outbox's life")
+                logger.warning(
+                    "stopping before the outbox's answers arrived: their batches go again after the outbox's life")
                 return
             }
             logger.notice("stopping without waiting for the request in progress; its samples stay in the spool")

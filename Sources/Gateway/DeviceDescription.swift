@@ -96,7 +96,8 @@ public struct DeviceDescription: Sendable, Equatable {
         device.deviceStructureLabel = Self.structureLabel
         device.deviceLocalizationLabel = Self.localizationLabel
         device.deviceElement = Self.elements + (machine ? [Self.machineElement] : [])
-        device.deviceProcessData = [Self.processData(ObjectID.speed, ddi: DDI.actualSpeed, designator: "Speed")]
+        device.deviceProcessData =
+            [Self.processData(ObjectID.speed, ddi: DDI.actualSpeed, designator: "Speed")]
             + (machine ? Self.machineProcessData : [])
         var source = Efdi_DeviceProperty()
         source.devicePropertyObjectID = ObjectID.speedSource
@@ -127,22 +128,27 @@ public struct DeviceDescription: Sendable, Equatable {
     }
 
     private static var elements: [Efdi_DeviceElement] {
-        let root = element(rootElementID, ObjectID.root, .cDevice, "agrigps", number: 0, parent: 0,
-                           references: [ObjectID.speed, ObjectID.speedSource])
+        let root = element(
+            rootElementID, ObjectID.root, .cDevice, "agrigps", number: 0, parent: 0,
+            references: [ObjectID.speed, ObjectID.speedSource])
         // Where the positions are measured. Its offsets from the root are not known to the box, so
         // none are claimed.
-        let navigation = element(navigationElementID, ObjectID.navigation, .cNavigation, "GNSS receiver", number: 1, parent: ObjectID.root)
+        let navigation = element(
+            navigationElementID, ObjectID.navigation, .cNavigation, "GNSS receiver", number: 1, parent: ObjectID.root)
         return [root, navigation]
     }
 
     /// The machine on the box's bus: a function of the device, with what its controllers broadcast.
     private static var machineElement: Efdi_DeviceElement {
-        element(machineElementID, ObjectID.machine, .cFunction, "Tractor", number: 2, parent: ObjectID.root,
-                references: machineProcessData.map(\.deviceProcessDataObjectID))
+        element(
+            machineElementID, ObjectID.machine, .cFunction, "Tractor", number: 2, parent: ObjectID.root,
+            references: machineProcessData.map(\.deviceProcessDataObjectID))
     }
 
-    private static func element(_ id: Efdi_UID, _ objectID: UInt32, _ type: Efdi_DeviceElement.DeviceElementType, _ designator: String,
-                                number: UInt32, parent: UInt32, references: [UInt32] = []) -> Efdi_DeviceElement {
+    private static func element(
+        _ id: Efdi_UID, _ objectID: UInt32, _ type: Efdi_DeviceElement.DeviceElementType, _ designator: String,
+        number: UInt32, parent: UInt32, references: [UInt32] = []
+    ) -> Efdi_DeviceElement {
         var element = Efdi_DeviceElement()
         element.deviceElementID = id
         element.deviceElementObjectID = objectID
@@ -162,20 +168,31 @@ public struct DeviceDescription: Sendable, Equatable {
         [
             processData(ObjectID.workState, ddi: DDI.workState, designator: "Work state", presentation: nil),
             processData(ObjectID.machineSpeed, ddi: DDI.actualSpeed, designator: "Machine speed"),
-            processData(ObjectID.machineSpeedSource, ddi: DDI.speedSource, designator: "Machine speed source", presentation: nil),
+            processData(
+                ObjectID.machineSpeedSource, ddi: DDI.speedSource, designator: "Machine speed source", presentation: nil
+            ),
             processData(ObjectID.engineSpeed, ddi: DDI.engineSpeed, designator: "Engine speed", presentation: nil),
             processData(ObjectID.fuelRate, ddi: DDI.fuelRate, designator: "Fuel rate", presentation: nil),
-            processData(ObjectID.engineHours, ddi: DDI.lifetimeEngineHours, designator: "Engine hours", presentation: nil),
+            processData(
+                ObjectID.engineHours, ddi: DDI.lifetimeEngineHours, designator: "Engine hours", presentation: nil),
             processData(ObjectID.fuelUsed, ddi: DDI.lifetimeFuel, designator: "Fuel used", presentation: nil),
-            processData(ObjectID.effectiveTime, ddi: DDI.effectiveTime, designator: "Working time", presentation: nil, total: true),
-            processData(ObjectID.ineffectiveTime, ddi: DDI.ineffectiveTime, designator: "Not working time", presentation: nil, total: true),
+            processData(
+                ObjectID.effectiveTime, ddi: DDI.effectiveTime, designator: "Working time", presentation: nil,
+                total: true),
+            processData(
+                ObjectID.ineffectiveTime, ddi: DDI.ineffectiveTime, designator: "Not working time", presentation: nil,
+                total: true),
             processData(ObjectID.totalFuel, ddi: DDI.totalFuel, designator: "Fuel", presentation: nil, total: true),
-            processData(ObjectID.engineTime, ddi: DDI.totalEngineHours, designator: "Engine time", presentation: nil, total: true),
+            processData(
+                ObjectID.engineTime, ddi: DDI.totalEngineHours, designator: "Engine time", presentation: nil,
+                total: true),
         ]
     }
 
-    private static func processData(_ objectID: UInt32, ddi: UInt32, designator: String,
-                                    presentation: UInt32? = ObjectID.kilometresPerHour, total: Bool = false) -> Efdi_DeviceProcessData {
+    private static func processData(
+        _ objectID: UInt32, ddi: UInt32, designator: String,
+        presentation: UInt32? = ObjectID.kilometresPerHour, total: Bool = false
+    ) -> Efdi_DeviceProcessData {
         var data = Efdi_DeviceProcessData()
         data.deviceProcessDataObjectID = objectID
         data.deviceProcessDataDdi = ddi
@@ -242,7 +259,9 @@ public struct DeviceDescription: Sendable, Equatable {
     }
 
     /// The namespace of agrigps's team set context ids (a random UUID, fixed once).
-    static let namespace: [UInt8] = [0x6f, 0x0b, 0x3c, 0x52, 0x9e, 0x41, 0x4d, 0x27, 0xa4, 0x6e, 0x1c, 0x58, 0x2d, 0x93, 0xe7, 0x0a]
+    static let namespace: [UInt8] = [
+        0x6f, 0x0b, 0x3c, 0x52, 0x9e, 0x41, 0x4d, 0x27, 0xa4, 0x6e, 0x1c, 0x58, 0x2d, 0x93, 0xe7, 0x0a,
+    ]
 }
 
 extension String {

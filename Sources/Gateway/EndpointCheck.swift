@@ -60,7 +60,8 @@ struct EndpointCheck: Sendable {
             }
             awaiting = nil
             if case .ackWithFailure = response.body,
-               response.envelope.responseCode == 404 || response.messageCodes.contains(Self.unknownEndpoint) {
+                response.envelope.responseCode == 404 || response.messageCodes.contains(Self.unknownEndpoint)
+            {
                 deletedAt = now
             }
         }

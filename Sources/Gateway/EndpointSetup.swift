@@ -2,9 +2,9 @@ import AgrirouterLink
 import AgrirouterWire
 import Bounds
 import Foundation
+import Spool
 import StateDirectory
 import StateFiles
-import Spool
 import SwiftProtobuf
 
 /// The conversation after onboarding, then daily or when what it says changes: capabilities (gps:info
@@ -20,7 +20,10 @@ public struct EndpointSetup: Sendable {
     /// What the box publishes positions as.
     public var outputs: [SpoolOutput]
 
-    public init(applicationID: String, certificationVersionID: String, answerTimeout: Double = 120, outputs: [SpoolOutput] = SpoolOutput.all) {
+    public init(
+        applicationID: String, certificationVersionID: String, answerTimeout: Double = 120,
+        outputs: [SpoolOutput] = SpoolOutput.all
+    ) {
         self.applicationID = applicationID
         self.certificationVersionID = certificationVersionID
         self.answerTimeout = answerTimeout
@@ -29,12 +32,14 @@ public struct EndpointSetup: Sendable {
 
     /// The message types read from others, and whether each is also sent.
     var messageTypes: [(type: String, sent: Bool)] {
-        [(TechnicalMessageType.gpsInfo, outputs.contains(.gpsInfo)),
-         (TechnicalMessageType.deviceDescription, outputs.contains(.efdi)),
-         (TechnicalMessageType.timeLog, outputs.contains(.efdi)),
-         // The farm's fields, from farm software; received only. Adding it changes the fingerprint,
-         // so a box set up before runs the set-up once more.
-         (TechnicalMessageType.taskData, false)]
+        [
+            (TechnicalMessageType.gpsInfo, outputs.contains(.gpsInfo)),
+            (TechnicalMessageType.deviceDescription, outputs.contains(.efdi)),
+            (TechnicalMessageType.timeLog, outputs.contains(.efdi)),
+            // The farm's fields, from farm software; received only. Adding it changes the fingerprint,
+            // so a box set up before runs the set-up once more.
+            (TechnicalMessageType.taskData, false),
+        ]
     }
 
     /// Runs the conversation. The other outbox items its polls bring (pushes, late answers) wait in
@@ -85,15 +90,18 @@ public struct EndpointSetup: Sendable {
 
     /// Sends one message and polls until its answer comes. What the polls bring for the others stays
     /// in the connection for them.
-    private func request(_ type: String, payload: any SwiftProtobuf.Message,
-                         on connection: AgrirouterConnection) async throws(GatewayError) {
+    private func request(
+        _ type: String, payload: any SwiftProtobuf.Message,
+        on connection: AgrirouterConnection
+    ) async throws(GatewayError) {
         let sent = try await connection.send(type, payload: payload, for: .setup)
         let deadline = Date().addingTimeInterval(answerTimeout)
         while Date() < deadline {
             // Over MQTT the answer comes by itself: wait for it rather than spin; over REST the poll keeps the spacing.
             await connection.waitForAnswers(atMost: 1)
             try await connection.poll()
-            for response in await connection.answers(for: .setup) where response.applicationMessageID == sent.applicationMessageID {
+            for response in await connection.answers(for: .setup)
+            where response.applicationMessageID == sent.applicationMessageID {
                 switch response.body {
                 case .ack, .ackWithMessages: return
                 default: throw .refused(technicalMessageType: type, codes: response.messageCodes)
@@ -120,8 +128,9 @@ public struct EndpointSetupRecord: Codable, Sendable, Equatable {
     /// The record, if it is there and readable; a damaged one reads as none (the set-up runs again).
     public static func read(from path: String) -> EndpointSetupRecord? {
         guard let bytes = try? StateFile.read(path, limit: 4096),
-              let record = try? JSONDecoder().decode(EndpointSetupRecord.self, from: Data(bytes)),
-              Bounds.date(secondsSince1970: record.acknowledgedAt) != nil else { return nil }
+            let record = try? JSONDecoder().decode(EndpointSetupRecord.self, from: Data(bytes)),
+            Bounds.date(secondsSince1970: record.acknowledgedAt) != nil
+        else { return nil }
         return record
     }
 
@@ -134,7 +143,8 @@ public struct EndpointSetupRecord: Codable, Sendable, Equatable {
     public func stillValid(endpointID: String, fingerprint: String, maximumAge: Double, now: Date = Date()) -> Date? {
         let at = Date(timeIntervalSince1970: acknowledgedAt)
         guard self.endpointID == endpointID, self.fingerprint == fingerprint,
-              now.timeIntervalSince(at) >= 0, now.timeIntervalSince(at) < maximumAge else { return nil }
+            now.timeIntervalSince(at) >= 0, now.timeIntervalSince(at) < maximumAge
+        else { return nil }
         return at
     }
 }

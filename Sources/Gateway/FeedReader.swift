@@ -104,9 +104,11 @@ public actor FeedReader {
     private var importingMessages: Set<String> = []
     private var importingKeys: Set<String> = []
 
-    public init(store: OtherMachinesStore, connection: AgrirouterConnection, ownEndpointID: String,
-                configuration: Configuration = Configuration(), clock: TrueTime? = nil, fields: FieldStore? = nil,
-                logger: Logger = Logger(label: "agrigps.feed"), importGate: (@Sendable () async -> Void)? = nil) {
+    public init(
+        store: OtherMachinesStore, connection: AgrirouterConnection, ownEndpointID: String,
+        configuration: Configuration = Configuration(), clock: TrueTime? = nil, fields: FieldStore? = nil,
+        logger: Logger = Logger(label: "agrigps.feed"), importGate: (@Sendable () async -> Void)? = nil
+    ) {
         self.fields = fields
         imports = fields.map { TaskDataImports(fields: $0, gate: importGate) }
         self.store = store
@@ -143,7 +145,8 @@ public actor FeedReader {
 
     /// The same, leaving out confirms that go in the publisher's next request.
     public func isBusy(confirmsRideAlong: Bool) -> Bool {
-        (!confirmsRideAlong && !toConfirm.isEmpty) || listWanted || query != nil || deleteBefore != nil || !awaiting.isEmpty
+        (!confirmsRideAlong && !toConfirm.isEmpty) || listWanted || query != nil || deleteBefore != nil
+            || !awaiting.isEmpty
     }
 
     // MARK: - Answers and pushes
@@ -175,7 +178,8 @@ public actor FeedReader {
             listedAt = now
             counters.endpointLists += 1
             do {
-                try await store.applyEndpointList(listing.endpoints.map { ($0.endpointID, $0.endpointName) }, ownEndpointID: ownEndpointID, at: now)
+                try await store.applyEndpointList(
+                    listing.endpoints.map { ($0.endpointID, $0.endpointName) }, ownEndpointID: ownEndpointID, at: now)
             } catch {
                 logger.error("\(error.description)")
             }
@@ -219,11 +223,14 @@ public actor FeedReader {
         counters.passedOver += recorded.passedOver
         counters.refused += recorded.refused.count
         for (id, reason) in recorded.refused.sorted(by: { $0.key < $1.key }) {
-            logger.warning("refused a feed message; it is confirmed and skipped",
-                           metadata: ["message": "\(TerminalText.safe(id))", "reason": "\(TerminalText.safe(reason, limit: 300))"])
+            logger.warning(
+                "refused a feed message; it is confirmed and skipped",
+                metadata: ["message": "\(TerminalText.safe(id))", "reason": "\(TerminalText.safe(reason, limit: 300))"])
         }
         toConfirm += recorded.confirmable.filter { !toConfirm.contains($0) }
-        if !recorded.unnamedSenders.isEmpty, unknownSenderRefreshAt.map({ now.timeIntervalSince($0) >= configuration.unknownSenderRefreshGap }) ?? true {
+        if !recorded.unnamedSenders.isEmpty,
+            unknownSenderRefreshAt.map({ now.timeIntervalSince($0) >= configuration.unknownSenderRefreshGap }) ?? true
+        {
             unknownSenderRefreshAt = now
             listWanted = true
         }
@@ -242,8 +249,9 @@ public actor FeedReader {
                 continue
             }
             guard let position = message.chunk else {
-                await importTaskData(raw, sender: message.senderID, sentAt: message.sentAt ?? now, contextID: nil,
-                                     messageIDs: [message.messageID], into: fields, now: now)
+                await importTaskData(
+                    raw, sender: message.senderID, sentAt: message.sentAt ?? now, contextID: nil,
+                    messageIDs: [message.messageID], into: fields, now: now)
                 continue
             }
             if joinedContexts[joinKey(message.senderID, position.contextID)] != nil {
@@ -255,16 +263,20 @@ public actor FeedReader {
             // the joiner without taking room.
             if raw.count <= joiner.limits.maximumChunkBytes {
                 do {
-                    try await fields.hold(HeldChunk(senderID: message.senderID, contextID: position.contextID, current: position.current,
-                                                    total: position.total, totalSize: position.totalSize, messageID: message.messageID,
-                                                    sentAt: message.sentAt, receivedAt: now, bytes: raw))
+                    try await fields.hold(
+                        HeldChunk(
+                            senderID: message.senderID, contextID: position.contextID, current: position.current,
+                            total: position.total, totalSize: position.totalSize, messageID: message.messageID,
+                            sentAt: message.sentAt, receivedAt: now, bytes: raw))
                 } catch {
-                    logger.error("\(error.description); the TaskData chunk stays in the feed and comes back with the next query")
+                    logger.error(
+                        "\(error.description); the TaskData chunk stays in the feed and comes back with the next query")
                     continue
                 }
             }
-            let chunk = ChunkJoiner.Chunk(messageID: message.messageID, senderID: message.senderID, position: position,
-                                          sentAt: message.sentAt, bytes: raw)
+            let chunk = ChunkJoiner.Chunk(
+                messageID: message.messageID, senderID: message.senderID, position: position,
+                sentAt: message.sentAt, bytes: raw)
             await joined(joiner.add(chunk, now: now), messageID: message.messageID, into: fields, now: now)
             await forgetEvicted(fields)
         }
@@ -280,8 +292,9 @@ public actor FeedReader {
         case .complete(let whole):
             joinedContexts[joinKey(whole.senderID, whole.contextID)] = now
             // The other chunks were confirmed as they were held; only the one that completed it waits for the import.
-            await importTaskData(whole.bytes, sender: whole.senderID, sentAt: whole.sentAt ?? now, contextID: whole.contextID,
-                                 messageIDs: messageID.map { [$0] } ?? [], into: fields, now: now)
+            await importTaskData(
+                whole.bytes, sender: whole.senderID, sentAt: whole.sentAt ?? now, contextID: whole.contextID,
+                messageIDs: messageID.map { [$0] } ?? [], into: fields, now: now)
         case .refused(let dropped):
             try? await fields.release(senderID: dropped.senderID, contextID: dropped.contextID)
             refuseTaskData(dropped.messageIDs, sender: dropped.senderID, reason: dropped.reason)
@@ -290,13 +303,21 @@ public actor FeedReader {
 
     /// Hands a whole TaskData to `imports`; its messages are confirmed once it is settled. With
     /// too many waiting, it is left in the feed (its chunks stay held) and comes again.
-    private func importTaskData(_ zip: Data, sender: String, sentAt: Date, contextID: String?, messageIDs: [String],
-                                into fields: FieldStore, now: Date) async {
+    private func importTaskData(
+        _ zip: Data, sender: String, sentAt: Date, contextID: String?, messageIDs: [String],
+        into fields: FieldStore, now: Date
+    ) async {
         let key = contextID.map { joinKey(sender, $0) } ?? "message\u{0}" + (messageIDs.first ?? "")
         guard !importingKeys.contains(key) else { return }
-        guard let imports, imports.submit(.init(zip: zip, sender: sender, sentAt: sentAt, contextID: contextID, messageIDs: messageIDs,
-                                                receivedAt: now)) else {
-            logger.warning("\(TaskDataImports.maximumWaiting) TaskData are waiting to be imported; this one is imported when its message comes again")
+        guard let imports,
+            imports.submit(
+                .init(
+                    zip: zip, sender: sender, sentAt: sentAt, contextID: contextID, messageIDs: messageIDs,
+                    receivedAt: now))
+        else {
+            logger.warning(
+                "\(TaskDataImports.maximumWaiting) TaskData are waiting to be imported; this one is imported when its message comes again"
+            )
             comeAgain(sender: sender, contextID: contextID)
             return
         }
@@ -307,21 +328,26 @@ public actor FeedReader {
     /// What `imports` made of a TaskData: confirmed when stored, older or refused; left in the feed
     /// when the store failed or a shutdown stopped it.
     func settle(_ job: TaskDataImports.Job, _ outcome: TaskDataImports.Outcome) async {
-        importingKeys.remove(job.contextID.map { joinKey(job.sender, $0) } ?? "message\u{0}" + (job.messageIDs.first ?? ""))
+        importingKeys.remove(
+            job.contextID.map { joinKey(job.sender, $0) } ?? "message\u{0}" + (job.messageIDs.first ?? ""))
         importingMessages.subtract(job.messageIDs)
         let source = TaskDataImports.source(of: job.sender)
         switch outcome {
         case .success(.imported(let report)):
             counters.taskDataImported += 1
-            logger.notice("imported \(report.imported.count) fields from TaskData of \(job.zip.count) bytes",
-                          metadata: ["source": "\(TerminalText.safe(source))", "replaced": "\(report.replaced)",
-                                     "skipped": "\(report.skipped.count)"])
+            logger.notice(
+                "imported \(report.imported.count) fields from TaskData of \(job.zip.count) bytes",
+                metadata: [
+                    "source": "\(TerminalText.safe(source))", "replaced": "\(report.replaced)",
+                    "skipped": "\(report.skipped.count)",
+                ])
             confirm(job.messageIDs)
         case .success(.older(let newer)):
             counters.taskDataOlder += 1
             if let contextID = job.contextID { try? await fields?.release(senderID: job.sender, contextID: contextID) }
-            logger.info("skipped a TaskData older than the one its sender's fields came from",
-                        metadata: ["source": "\(TerminalText.safe(source))", "newer": "\(newer.timeIntervalSince1970)"])
+            logger.info(
+                "skipped a TaskData older than the one its sender's fields came from",
+                metadata: ["source": "\(TerminalText.safe(source))", "newer": "\(newer.timeIntervalSince1970)"])
             confirm(job.messageIDs)
         case .failure(let error) where error.kind == .store || error.kind == .interrupted:
             // The chunks stay held and the last message unconfirmed: it comes again, and the join with it.
@@ -343,8 +369,9 @@ public actor FeedReader {
         counters.taskDataRefused += 1
         counters.lastTaskDataProblem = "refused: " + TerminalText.safe(reason, limit: 300)
         counters.refused += messageIDs.count
-        logger.warning("refused a TaskData; its messages are confirmed and nothing changed",
-                       metadata: ["sender": "\(TerminalText.safe(sender))", "reason": "\(TerminalText.safe(reason, limit: 300))"])
+        logger.warning(
+            "refused a TaskData; its messages are confirmed and nothing changed",
+            metadata: ["sender": "\(TerminalText.safe(sender))", "reason": "\(TerminalText.safe(reason, limit: 300))"])
         confirm(messageIDs)
     }
 
@@ -362,9 +389,12 @@ public actor FeedReader {
             return
         }
         for chunk in held {
-            let position = ChunkPosition(contextID: chunk.contextID, current: chunk.current, total: chunk.total, totalSize: chunk.totalSize)
-            let outcome = joiner.add(.init(messageID: chunk.messageID, senderID: chunk.senderID, position: position, sentAt: chunk.sentAt,
-                                           bytes: chunk.bytes), now: chunk.receivedAt)
+            let position = ChunkPosition(
+                contextID: chunk.contextID, current: chunk.current, total: chunk.total, totalSize: chunk.totalSize)
+            let outcome = joiner.add(
+                .init(
+                    messageID: chunk.messageID, senderID: chunk.senderID, position: position, sentAt: chunk.sentAt,
+                    bytes: chunk.bytes), now: chunk.receivedAt)
             if case .duplicate = outcome { continue }
             await joined(outcome, messageID: nil, into: fields, now: chunk.receivedAt)
         }
@@ -376,8 +406,12 @@ public actor FeedReader {
         for dropped in joiner.takeEvicted() {
             counters.taskDataExpired += 1
             counters.lastTaskDataProblem = "given up incomplete: " + TerminalText.safe(dropped.reason, limit: 300)
-            logger.warning("gave up an incomplete TaskData", metadata: ["sender": "\(TerminalText.safe(dropped.senderID))",
-                                                                        "reason": "\(TerminalText.safe(dropped.reason, limit: 300))"])
+            logger.warning(
+                "gave up an incomplete TaskData",
+                metadata: [
+                    "sender": "\(TerminalText.safe(dropped.senderID))",
+                    "reason": "\(TerminalText.safe(dropped.reason, limit: 300))",
+                ])
             try? await fields.release(senderID: dropped.senderID, contextID: dropped.contextID)
         }
     }
@@ -388,8 +422,12 @@ public actor FeedReader {
         for dropped in joiner.expire(now: now) {
             counters.taskDataExpired += 1
             counters.lastTaskDataProblem = "given up incomplete: " + TerminalText.safe(dropped.reason, limit: 300)
-            logger.warning("gave up an incomplete TaskData", metadata: ["sender": "\(TerminalText.safe(dropped.senderID))",
-                                                                        "reason": "\(TerminalText.safe(dropped.reason, limit: 300))"])
+            logger.warning(
+                "gave up an incomplete TaskData",
+                metadata: [
+                    "sender": "\(TerminalText.safe(dropped.senderID))",
+                    "reason": "\(TerminalText.safe(dropped.reason, limit: 300))",
+                ])
             try? await fields?.release(senderID: dropped.senderID, contextID: dropped.contextID)
         }
     }
@@ -425,21 +463,27 @@ public actor FeedReader {
         if fields != nil { await expireJoins(now: now) }
         if let listedAt, now.timeIntervalSince(listedAt) >= configuration.endpointRefresh { listWanted = true }
         if let due = nextSafetyQuery, now >= due, query == nil {
-            query = (now.addingTimeInterval(-configuration.safetyQueryInterval - configuration.catchUpWindow), now, configuration.maximumPages)
+            query = (
+                now.addingTimeInterval(-configuration.safetyQueryInterval - configuration.catchUpWindow), now,
+                configuration.maximumPages
+            )
             nextSafetyQuery = now.addingTimeInterval(configuration.safetyQueryInterval)
         }
         guard let request = nextRequest(confirming: confirming) else { return false }
         let sent: EncodedMessage
         do throws(GatewayError) {
-            sent = try await connection.send(request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention),
-                                             for: .reader)
+            sent = try await connection.send(
+                request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention),
+                for: .reader)
         } catch {
             giveBack(request)
             throw error
         }
         switch request {
         case .listEndpoints: listWanted = false
-        case .query: query = nil; counters.queries += 1
+        case .query:
+            query = nil
+            counters.queries += 1
         case .delete: deleteBefore = nil
         case .confirm: break
         }
@@ -453,8 +497,9 @@ public actor FeedReader {
     public func confirmToRideAlong(now: Date? = nil) -> AgrirouterConnection.Outgoing? {
         guard riding == nil, let batch = takeConfirmBatch() else { return nil }
         let request = Request.confirm(batch)
-        let message = AgrirouterConnection.Outgoing(request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention),
-                                                    recipient: .reader)
+        let message = AgrirouterConnection.Outgoing(
+            request.technicalMessageType, payload: request.payload(retention: configuration.feedRetention),
+            recipient: .reader)
         riding = (message.applicationMessageID, request, now ?? TrueTime.bestGuess(clock))
         return message
     }

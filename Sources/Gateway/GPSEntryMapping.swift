@@ -57,13 +57,15 @@ extension GPSEntry {
         if let pdop = report?.pdop { self.pdop = pdop }
         if let hdop = report?.hdop { self.hdop = hdop }
         if let used = report?.satellitesUsed, used > 0 { numberOfSatellites = UInt32(used) }
-        let time = report?.time ?? clock.map { clock in
-            sample.sampledUptime.flatMap(clock.time(atUptime:)) ?? clock.corrected(sample.sampledAt)
-        } ?? sample.sampledAt
+        let time =
+            report?.time ?? clock.map { clock in
+                sample.sampledUptime.flatMap(clock.time(atUptime:)) ?? clock.corrected(sample.sampledAt)
+            } ?? sample.sampledAt
         guard report?.time != nil || time >= TrueTime.plausibleFrom else { return }
         // Milliseconds: receivers report no finer, and whole milliseconds encode shorter.
         let seconds = time.timeIntervalSince1970
-        gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date(timeIntervalSince1970: (seconds * 1000).rounded() / 1000))
+        gpsUtcTimestamp = Google_Protobuf_Timestamp(
+            date: Date(timeIntervalSince1970: (seconds * 1000).rounded() / 1000))
     }
 
     /// Bytes this entry takes inside a GPSList: its tag, its length and itself. The spool budgets with it.

@@ -10,8 +10,8 @@ import Logging
 import ServiceLifecycle
 import Spool
 import StateDirectory
-import Track
 import Synchronization
+import Track
 
 /// The long-running job: samples go to the spool first, always; when the machine is onboarded, the
 /// publisher sends them to agrirouter. One object, stopped by cancelling the task that runs it.
@@ -115,8 +115,10 @@ public struct GatewayDaemon: Sendable {
 
     /// `connection` and `setup` are nil when the machine is not onboarded: it then samples into the spool only.
     /// Without `others`, it sends and does not read what other machines send.
-    public init(spool: Spool, connection: AgrirouterConnection?, setup: EndpointSetup?, others: OtherMachinesStore? = nil,
-                configuration: Configuration = Configuration(), logger: Logger = Logger(label: "agrigps.daemon")) {
+    public init(
+        spool: Spool, connection: AgrirouterConnection?, setup: EndpointSetup?, others: OtherMachinesStore? = nil,
+        configuration: Configuration = Configuration(), logger: Logger = Logger(label: "agrigps.daemon")
+    ) {
         self.spool = spool
         self.connection = connection
         self.setup = setup
@@ -126,17 +128,25 @@ public struct GatewayDaemon: Sendable {
     }
 
     /// Runs on a live gpsd, sampled on its reader thread.
-    public func run(gpsd: GPSDSource, alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = [],
-                    started: (@Sendable (ServiceGroup) async -> Void)? = nil) async -> Summary {
-        await run(sampled: gpsd.sampled(by: Sampler(interval: configuration.samplingInterval, wall: wall)), alongside: others, started: started)
+    public func run(
+        gpsd: GPSDSource, alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = [],
+        started: (@Sendable (ServiceGroup) async -> Void)? = nil
+    ) async -> Summary {
+        await run(
+            sampled: gpsd.sampled(by: Sampler(interval: configuration.samplingInterval, wall: wall)), alongside: others,
+            started: started)
     }
 
     /// Runs on a stream of events, sampled here; for replays and tests.
-    public func run(events: AsyncStream<SourceEvent>, skewLimit: Double? = 60,
-                    alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = [],
-                    started: (@Sendable (ServiceGroup) async -> Void)? = nil) async -> Summary {
-        await run(sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit, wall: wall).outputs(from: events),
-                  alongside: others, started: started)
+    public func run(
+        events: AsyncStream<SourceEvent>, skewLimit: Double? = 60,
+        alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = [],
+        started: (@Sendable (ServiceGroup) async -> Void)? = nil
+    ) async -> Summary {
+        await run(
+            sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit, wall: wall).outputs(
+                from: events),
+            alongside: others, started: started)
     }
 
     /// Puts a sample on the machine's own track, dated as agrirouter would get it: its receiver time,
@@ -148,7 +158,8 @@ public struct GatewayDaemon: Sendable {
             sample.sampledUptime.flatMap(clock.time(atUptime:)) ?? clock.corrected(sample.sampledAt)
         }
         let time = sample.receiverTime ?? corrected ?? sample.sampledAt
-        guard sample.receiverTime != nil || (configuration.trackDatesBySystemClock && time >= TrueTime.plausibleFrom) else { return }
+        guard sample.receiverTime != nil || (configuration.trackDatesBySystemClock && time >= TrueTime.plausibleFrom)
+        else { return }
         do {
             try await track.record(TrackPoint(sample, time: time))
             if failing.set(false) { logger.notice("the track is written again") }
@@ -160,12 +171,14 @@ public struct GatewayDaemon: Sendable {
 
     /// Puts what became of samples (sent, acknowledged, dropped unsent) on the track's days, by when
     /// they were taken. The spool counts; this moves its counts over, every 10 s and at the end.
-    static func countDeliveries(from spool: Spool, in configuration: Configuration, logger: Logger, failing: Flag) async {
+    static func countDeliveries(from spool: Spool, in configuration: Configuration, logger: Logger, failing: Flag) async
+    {
         let tally = await spool.takeDeliveryTally()
         guard let track = configuration.track, !tally.isEmpty else { return }
         let counts = tally.byTime.map { quarter in
-            DeliveryCount(time: Date(timeIntervalSince1970: quarter.start), sent: quarter.counts.sent,
-                          acknowledged: quarter.counts.acknowledged, lost: quarter.counts.lost)
+            DeliveryCount(
+                time: Date(timeIntervalSince1970: quarter.start), sent: quarter.counts.sent,
+                acknowledged: quarter.counts.acknowledged, lost: quarter.counts.lost)
         }
         do {
             try await track.count(counts)
@@ -185,8 +198,11 @@ public struct GatewayDaemon: Sendable {
     /// watcher). A graceful shutdown goes the other way: what came alongside, then sampling, then
     /// publishing with its grace. Any of them ending shuts the group down. `started` is handed the
     /// group, to trigger that shutdown on a signal.
-    public func run(sampled source: AsyncStream<SamplerOutput>, alongside extra: [ServiceGroupConfiguration.ServiceConfiguration] = [],
-                    started: (@Sendable (ServiceGroup) async -> Void)? = nil) async -> Summary {
+    public func run(
+        sampled source: AsyncStream<SamplerOutput>,
+        alongside extra: [ServiceGroupConfiguration.ServiceConfiguration] = [],
+        started: (@Sendable (ServiceGroup) async -> Void)? = nil
+    ) async -> Summary {
         do {
             if configuration.resumeSharingAtStart {
                 try await spool.setSharing(paused: false)  // a start with credentials means sharing is on
@@ -198,36 +214,46 @@ public struct GatewayDaemon: Sendable {
         }
         let counter = Counter()
         let trackFailing = Flag()
-        let heartbeat = configuration.heartbeatPath.map { HeartbeatWriter(path: $0, environment: configuration.environment, clock: configuration.clock,
-                                                                                     sendInterval: configuration.sendInterval,
-                                                                                     receiverBus: configuration.receiverBus,
-                                                                                     machine: configuration.machineStatus) }
+        let heartbeat = configuration.heartbeatPath.map {
+            HeartbeatWriter(
+                path: $0, environment: configuration.environment, clock: configuration.clock,
+                sendInterval: configuration.sendInterval,
+                receiverBus: configuration.receiverBus,
+                machine: configuration.machineStatus)
+        }
         await heartbeat?.certificate(notAfter: configuration.certificateNotAfter)
         await checkForLostRows(heartbeat)
-        await heartbeat?.counted(spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
+        await heartbeat?.counted(
+            spool: await spool.status(), others: try? await others?.view(staleAfter: configuration.staleAfter))
         await heartbeat?.beat()
         let reader = both(connection, others).map { connection, store in
-            FeedReader(store: store, connection: connection, ownEndpointID: connection.endpoint.deviceAlternateId,
-                       configuration: configuration.feed, clock: configuration.clock,
-                       fields: configuration.fieldsPath.map { FieldStore(path: $0) }, logger: logger)
+            FeedReader(
+                store: store, connection: connection, ownEndpointID: connection.endpoint.deviceAlternateId,
+                configuration: configuration.feed, clock: configuration.clock,
+                fields: configuration.fieldsPath.map { FieldStore(path: $0) }, logger: logger)
         }
-        let sampling = SamplingService(source: source, spool: spool, others: others, configuration: configuration, counter: counter,
-                                       heartbeat: heartbeat, trackFailing: trackFailing, reader: reader, connected: connection != nil,
-                                       logger: logger)
-        let publishing = StoppableJob(grace: configuration.shutdownGrace, holdingGrace: configuration.outboxAnswersGrace,
-                                      holding: { [connection] in await connection?.outboxRequestInFlight ?? false }, logger: logger) { [self] in
+        let sampling = SamplingService(
+            source: source, spool: spool, others: others, configuration: configuration, counter: counter,
+            heartbeat: heartbeat, trackFailing: trackFailing, reader: reader, connected: connection != nil,
+            logger: logger)
+        let publishing = StoppableJob(
+            grace: configuration.shutdownGrace, holdingGrace: configuration.outboxAnswersGrace,
+            holding: { [connection] in await connection?.outboxRequestInFlight ?? false }, logger: logger
+        ) { [self] in
             await publish(counter: counter, heartbeat: heartbeat, reader: reader)
         }
         // TaskData is read beside the publisher, which only hands it over: none holds back positions.
         let importing = reader.flatMap { $0.imports == nil ? nil : TaskDataImportService(reader: $0) }.map {
             ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .ignore)
         }
-        let services = [
-            // Not onboarded, the publisher has nothing to do and ends at once: the sampler goes on.
-            ServiceGroupConfiguration.ServiceConfiguration(service: publishing, successTerminationBehavior: .ignore),
-        ] + (importing.map { [$0] } ?? []) + [
-            ServiceGroupConfiguration.ServiceConfiguration(service: sampling, successTerminationBehavior: .gracefullyShutdownGroup),
-        ] + extra
+        let services =
+            [
+                // Not onboarded, the publisher has nothing to do and ends at once: the sampler goes on.
+                ServiceGroupConfiguration.ServiceConfiguration(service: publishing, successTerminationBehavior: .ignore)
+            ] + (importing.map { [$0] } ?? []) + [
+                ServiceGroupConfiguration.ServiceConfiguration(
+                    service: sampling, successTerminationBehavior: .gracefullyShutdownGroup)
+            ] + extra
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))
         await started?(group)
         do {
@@ -240,7 +266,9 @@ public struct GatewayDaemon: Sendable {
 
     /// Samples held in memory while the spool could not store are written now if the disk allows,
     /// otherwise counted as lost, in the summary, the log and the heartbeat.
-    private func finish(counter: Counter, heartbeat: HeartbeatWriter?, reader: FeedReader?, trackFailing: Flag) async -> Summary {
+    private func finish(counter: Counter, heartbeat: HeartbeatWriter?, reader: FeedReader?, trackFailing: Flag) async
+        -> Summary
+    {
         let shutdown = await spool.flushHeld()
         await Self.countDeliveries(from: spool, in: configuration, logger: logger, failing: trackFailing)
         do {
@@ -248,7 +276,9 @@ public struct GatewayDaemon: Sendable {
         } catch {
             logger.error("the track's last points were not written: \(error.description)")
         }
-        await heartbeat?.lost(shutdown.lost, reason: "held in memory at shutdown; " + (shutdown.fault?.description ?? "the spool could not store them"))
+        await heartbeat?.lost(
+            shutdown.lost,
+            reason: "held in memory at shutdown; " + (shutdown.fault?.description ?? "the spool could not store them"))
         await heartbeat?.beat()
         var summary = await counter.summary
         if let counters = await reader?.counters { summary.othersStored = counters.stored + counters.passedOver }
@@ -265,12 +295,14 @@ public struct GatewayDaemon: Sendable {
         // Named as the endpoint list last named it, so that a restart describes the box as before.
         var describedAs = (try? await others?.ownName()) ?? nil
         var describedMachine = await describesMachine()
-        let description = DeviceDescription(endpointID: connection.endpoint.deviceAlternateId, softwareVersion: configuration.softwareVersion,
-                                            name: describedAs, machine: describedMachine)
-        let publisher = Publisher(spool: spool, connection: connection, outputs: configuration.outputs,
-                                  efdi: configuration.outputs.contains(.efdi) ? Publisher.EFDI(description: description) : nil,
-                                  rideAppendsWithin: Self.rideAppendsWithin(samplingInterval: configuration.samplingInterval),
-                                  clock: configuration.clock, logger: logger)
+        let description = DeviceDescription(
+            endpointID: connection.endpoint.deviceAlternateId, softwareVersion: configuration.softwareVersion,
+            name: describedAs, machine: describedMachine)
+        let publisher = Publisher(
+            spool: spool, connection: connection, outputs: configuration.outputs,
+            efdi: configuration.outputs.contains(.efdi) ? Publisher.EFDI(description: description) : nil,
+            rideAppendsWithin: Self.rideAppendsWithin(samplingInterval: configuration.samplingInterval),
+            clock: configuration.clock, logger: logger)
         // When the set-up was last acknowledged, on the monotonic clock: a clock step neither
         // repeats it at once nor puts it off for hours.
         var setUpAt = remembered(setup, connection)
@@ -288,7 +320,10 @@ public struct GatewayDaemon: Sendable {
             // carries no timestamp) can learn agrirouter's time from its answer first.
             // Once is enough: an answer without a `Date` leaves the system clock as the best known.
             if !probedTime, !connection.timeIsVerified {
-                guard let settled = await learnTime(connection, publisher: publisher, reader: reader, check: &check, heartbeat: heartbeat) else {
+                guard
+                    let settled = await learnTime(
+                        connection, publisher: publisher, reader: reader, check: &check, heartbeat: heartbeat)
+                else {
                     try? await Task.sleep(for: .seconds(configuration.sendInterval))
                     continue
                 }
@@ -309,9 +344,11 @@ public struct GatewayDaemon: Sendable {
                     check.setUpRefused(error, now: trueNow())
                     await heartbeat?.endpointDeleted(at: check.deletedAt)
                     await heartbeat?.failed("endpoint set-up: \(error.description)")
-                    await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
+                    await heartbeat?.backingOff(
+                        seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
                     await heartbeat?.beat()
-                    logger.warning("endpoint set-up: \(error.description); retrying in \(Int(configuration.setupRetry)) s")
+                    logger.warning(
+                        "endpoint set-up: \(error.description); retrying in \(Int(configuration.setupRetry)) s")
                     try? await Task.sleep(for: .seconds(configuration.setupRetry))
                     continue
                 }
@@ -319,8 +356,9 @@ public struct GatewayDaemon: Sendable {
             let started = uptime()
             await describe(publisher, connection, as: &describedAs, machine: &describedMachine)
             await pingIfDue(&check, connection)
-            let (report, error) = await pass(publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat,
-                                             readerTurn: &readerTurn, check: &check)
+            let (report, error) = await pass(
+                publisher: publisher, connection: connection, reader: reader, heartbeat: heartbeat,
+                readerTurn: &readerTurn, check: &check)
             await counter.add(published: report.published, acknowledged: report.acknowledged)
             await heartbeat?.described(await publisher.descriptionState)
             for codes in report.refusals { check.suspect(codes: codes) }
@@ -331,8 +369,9 @@ public struct GatewayDaemon: Sendable {
                 try? await Task.sleep(for: .seconds(configuration.sendInterval))
             } else if !(await hasWorkNow(publisher: publisher, reader: reader, counter: counter)) {
                 // The next cycle starts one send interval after this one started.
-                let settled = await idle(until: started + configuration.sendInterval, connection: connection, publisher: publisher,
-                                         reader: reader, check: &check)
+                let settled = await idle(
+                    until: started + configuration.sendInterval, connection: connection, publisher: publisher,
+                    reader: reader, check: &check)
                 if settled > 0 {
                     await counter.add(acknowledged: settled)
                     await heartbeat?.acknowledged()
@@ -344,15 +383,19 @@ public struct GatewayDaemon: Sendable {
     /// The device description names the box as agrirouter's endpoint list does, once it is known,
     /// and has the machine once something tells its state; a new description is built only when
     /// either has changed since `describedAs` and `describedMachine`.
-    private func describe(_ publisher: Publisher, _ connection: AgrirouterConnection, as describedAs: inout String?,
-                          machine describedMachine: inout Bool) async {
+    private func describe(
+        _ publisher: Publisher, _ connection: AgrirouterConnection, as describedAs: inout String?,
+        machine describedMachine: inout Bool
+    ) async {
         guard configuration.outputs.contains(.efdi) else { return }
         let name = ((try? await others?.ownName()) ?? nil) ?? describedAs
         let machine = await describesMachine()
         guard name != describedAs || machine != describedMachine else { return }
         (describedAs, describedMachine) = (name, machine)
-        await publisher.describe(DeviceDescription(endpointID: connection.endpoint.deviceAlternateId,
-                                                   softwareVersion: configuration.softwareVersion, name: name, machine: machine))
+        await publisher.describe(
+            DeviceDescription(
+                endpointID: connection.endpoint.deviceAlternateId,
+                softwareVersion: configuration.softwareVersion, name: name, machine: machine))
     }
 
     /// A bus listened to describes the machine from the start; the work switch alone once it was used.
@@ -365,12 +408,16 @@ public struct GatewayDaemon: Sendable {
     /// When (on the monotonic clock) the same set-up was acknowledged within `setupRenewal`, by the
     /// record; nil to run it now.
     private func remembered(_ setup: EndpointSetup, _ connection: AgrirouterConnection) -> Double? {
-        guard let path = configuration.setupRecordPath, let record = EndpointSetupRecord.read(from: path) else { return nil }
+        guard let path = configuration.setupRecordPath, let record = EndpointSetupRecord.read(from: path) else {
+            return nil
+        }
         let endpoint = connection.endpoint.deviceAlternateId
         let now = trueNow()
-        return record.stillValid(endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint),
-                                 maximumAge: configuration.setupRenewal, now: now)
-            .map { uptime() - now.timeIntervalSince($0) }
+        return record.stillValid(
+            endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint),
+            maximumAge: configuration.setupRenewal, now: now
+        )
+        .map { uptime() - now.timeIntervalSince($0) }
     }
 
     /// The best known UTC, or the system clock's reading while it is unknown.
@@ -381,7 +428,8 @@ public struct GatewayDaemon: Sendable {
     private func remember(_ setup: EndpointSetup, _ connection: AgrirouterConnection, at time: Date) async {
         guard let path = configuration.setupRecordPath else { return }
         let endpoint = connection.endpoint.deviceAlternateId
-        let record = EndpointSetupRecord(endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint), acknowledgedAt: time)
+        let record = EndpointSetupRecord(
+            endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint), acknowledgedAt: time)
         do {
             // The write syncs the file and its directory: off the cooperative pool.
             try await onOwnThread { try record.write(to: path) }
@@ -396,8 +444,10 @@ public struct GatewayDaemon: Sendable {
     /// request in the poll's place. Over REST, two requests a cycle keep the interval at twice the
     /// spacing (10 s in production) even while the feed is read; over MQTT, whose answers and pushes
     /// cost no request, the publish alone, unless the reader lists, queries or deletes.
-    private func pass(publisher: Publisher, connection: AgrirouterConnection, reader: FeedReader?, heartbeat: HeartbeatWriter?,
-                      readerTurn: inout Bool, check: inout EndpointCheck) async -> (Publisher.CycleReport, error: GatewayError?) {
+    private func pass(
+        publisher: Publisher, connection: AgrirouterConnection, reader: FeedReader?, heartbeat: HeartbeatWriter?,
+        readerTurn: inout Bool, check: inout EndpointCheck
+    ) async -> (Publisher.CycleReport, error: GatewayError?) {
         var report = Publisher.CycleReport()
         var failure: GatewayError?
         do throws(GatewayError) {
@@ -407,12 +457,14 @@ public struct GatewayDaemon: Sendable {
                 // What arrives while the publish waits out the spacing is taken as it comes (MQTT only:
                 // over REST the publisher's own wait does it, and a backoff is always its to wait out).
                 if connection.link.deliversAnswers {
-                    report.acknowledged += await idle(until: uptime() + (await connection.untilSpacingAllows()), connection: connection,
-                                                      publisher: publisher, reader: reader, check: &check)
+                    report.acknowledged += await idle(
+                        until: uptime() + (await connection.untilSpacingAllows()), connection: connection,
+                        publisher: publisher, reader: reader, check: &check)
                 }
                 // The feed reader's confirm goes in the publisher's request, not in a slot of its own.
                 let along = await reader?.confirmToRideAlong()
-                let sent = await publisher.cycle(inFlightTimeout: configuration.outboxLifetime, along: along.map { [$0] } ?? [])
+                let sent = await publisher.cycle(
+                    inFlightTimeout: configuration.outboxLifetime, along: along.map { [$0] } ?? [])
                 await reader?.rodeAlong(sent: sent.alongSent)
                 report.published = sent.published
                 if let error = sent.error { throw error }
@@ -444,7 +496,8 @@ public struct GatewayDaemon: Sendable {
             await heartbeat?.failed(error.description)
             failure = error
         }
-        await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
+        await heartbeat?.backingOff(
+            seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
         await heartbeat?.linked(transport: connection.link.transport.rawValue, state: connection.link.state.description)
         await heartbeat?.droppedInbound(total: await connection.droppedInbound)
         if report.acknowledged > 0 {
@@ -464,8 +517,10 @@ public struct GatewayDaemon: Sendable {
     private func checkForLostRows(_ heartbeat: HeartbeatWriter?) async {
         await Self.reportLostRows(of: spool, to: heartbeat, logger: logger)
         guard let heartbeat, let seen = heartbeat.previous?.spoolRowID, seen > 0,
-              let highest = await spool.highestRowID(), highest < seen else { return }
-        let reason = "the spool lost committed rows (its write-ahead log deleted or damaged, or the file moved aside); "
+            let highest = await spool.highestRowID(), highest < seen
+        else { return }
+        let reason =
+            "the spool lost committed rows (its write-ahead log deleted or damaged, or the file moved aside); "
             + "up to \(seen - highest) samples taken before this start were not sent"
         logger.critical("\(reason)")
         await heartbeat.lost(Bounds.whole(Double(seen - highest)) ?? 0, reason: reason)
@@ -490,14 +545,17 @@ public struct GatewayDaemon: Sendable {
 
     /// Polls the outbox, handing its answers on as any poll does, for the `Date` of its answer.
     /// Returns the samples its answers acknowledged; nil when the poll failed.
-    private func learnTime(_ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
-                           check: inout EndpointCheck, heartbeat: HeartbeatWriter?) async -> Int? {
+    private func learnTime(
+        _ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
+        check: inout EndpointCheck, heartbeat: HeartbeatWriter?
+    ) async -> Int? {
         do throws(GatewayError) {
             return try await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check).acknowledged
         } catch {
             logger.warning("\(error.description)")
             await heartbeat?.failed(error.description)
-            await heartbeat?.backingOff(seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
+            await heartbeat?.backingOff(
+                seconds: await connection.backingOff(), failures: await connection.consecutiveFailures)
             return nil
         }
     }
@@ -540,7 +598,12 @@ public struct GatewayDaemon: Sendable {
         let settled = Mutex(false)
         return await withCheckedContinuation { continuation in
             let resume = { @Sendable (finished: Bool) in
-                if settled.withLock({ done in defer { done = true }; return !done }) { continuation.resume(returning: finished) }
+                if settled.withLock({ done in
+                    defer { done = true }
+                    return !done
+                }) {
+                    continuation.resume(returning: finished)
+                }
             }
             Task {
                 await task.value
@@ -563,8 +626,10 @@ public struct GatewayDaemon: Sendable {
     }
 
     /// One GET of the outbox, then every answer to whoever it is for.
-    private func pollAndSettle(_ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
-                               check: inout EndpointCheck) async throws(GatewayError) -> Publisher.CycleReport {
+    private func pollAndSettle(
+        _ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
+        check: inout EndpointCheck
+    ) async throws(GatewayError) -> Publisher.CycleReport {
         for error in try await connection.poll() { logger.warning("outbox item skipped: \(error.description)") }
         return await deliver(connection, publisher: publisher, reader: reader, check: &check)
     }
@@ -574,8 +639,10 @@ public struct GatewayDaemon: Sendable {
     /// and the cab view, at once rather than at the next cycle (up to a send interval later). Looked
     /// for every 100 ms, which a person watching a map cannot tell from at once. Returns the samples
     /// that answers taken meanwhile acknowledged.
-    private func idle(until deadline: Double, connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
-                      check: inout EndpointCheck) async -> Int {
+    private func idle(
+        until deadline: Double, connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
+        check: inout EndpointCheck
+    ) async -> Int {
         guard connection.link.deliversAnswers, reader != nil else {
             try? await Task.sleep(for: .seconds(max(0, deadline - uptime())))
             return 0
@@ -584,7 +651,8 @@ public struct GatewayDaemon: Sendable {
         while !Task.isCancelled, deadline - uptime() > 0 {
             await connection.link.waitForMail(atMost: deadline - uptime(), checkingEvery: 0.1)
             guard deadline - uptime() > 0 else { break }  // the cycle takes what came at its end
-            guard let report = try? await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check) else {
+            guard let report = try? await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
+            else {
                 // The cycle's own poll reports the failure; here the rest of the wait is slept.
                 try? await Task.sleep(for: .seconds(max(0, deadline - uptime())))
                 break
@@ -596,8 +664,10 @@ public struct GatewayDaemon: Sendable {
 
     /// Hands each part the answers the last polls brought it: the feed reader its pushes and
     /// answers, the endpoint check its ping's, the publisher its batches' (what it settled is returned).
-    private func deliver(_ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
-                         check: inout EndpointCheck) async -> Publisher.CycleReport {
+    private func deliver(
+        _ connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
+        check: inout EndpointCheck
+    ) async -> Publisher.CycleReport {
         let forReader = await connection.answers(for: .reader)
         if let reader { _ = await reader.absorb(forReader) }
         _ = check.absorb(await connection.answers(for: .check), now: trueNow())

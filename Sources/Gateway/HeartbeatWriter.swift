@@ -40,8 +40,11 @@ actor HeartbeatWriter {
     /// The work state the newest sample carries ("working", …), nil without one.
     private var newestWork: String?
 
-    init(path: String, environment: String?, clock: TrueTime? = nil, sendInterval: Double? = nil, minimumGap: Double = 10,
-         receiverBus: (@Sendable () -> String?)? = nil, machine: (@Sendable () -> Heartbeat.MachineStatus?)? = nil) {
+    init(
+        path: String, environment: String?, clock: TrueTime? = nil, sendInterval: Double? = nil,
+        minimumGap: Double = 10,
+        receiverBus: (@Sendable () -> String?)? = nil, machine: (@Sendable () -> Heartbeat.MachineStatus?)? = nil
+    ) {
         self.path = path
         self.clock = clock
         self.receiverBus = receiverBus
@@ -56,7 +59,9 @@ actor HeartbeatWriter {
         heartbeat.lastFix = previous?.lastFix
         // A loss stays reported after the restart that follows it, for `lossReported`.
         if let lostAt = previous?.lostAt, Date().timeIntervalSince(lostAt) < Heartbeat.lossReported {
-            (heartbeat.lostSamples, heartbeat.lossReason, heartbeat.lostAt) = (previous?.lostSamples, previous?.lossReason, lostAt)
+            (heartbeat.lostSamples, heartbeat.lossReason, heartbeat.lostAt) = (
+                previous?.lostSamples, previous?.lossReason, lostAt
+            )
         }
         self.heartbeat = heartbeat
     }
@@ -78,8 +83,9 @@ actor HeartbeatWriter {
         heartbeat.spool = Heartbeat.SpoolCounts(spool)
         heartbeat.others = others.map(Heartbeat.OthersCounts.init)
         if let feed, feed.taskDataImported + feed.taskDataRefused + feed.taskDataOlder + feed.taskDataExpired > 0 {
-            heartbeat.taskData = Heartbeat.TaskDataCounts(imported: feed.taskDataImported, refused: feed.taskDataRefused, older: feed.taskDataOlder,
-                                                          expired: feed.taskDataExpired, lastProblem: feed.lastTaskDataProblem)
+            heartbeat.taskData = Heartbeat.TaskDataCounts(
+                imported: feed.taskDataImported, refused: feed.taskDataRefused, older: feed.taskDataOlder,
+                expired: feed.taskDataExpired, lastProblem: feed.lastTaskDataProblem)
         }
         heartbeat.countedAt = time
         countedUptime = uptime()
@@ -87,7 +93,10 @@ actor HeartbeatWriter {
 
     /// Where EFDI's device description stands, after each send cycle.
     func described(_ state: Publisher.DescriptionState?) {
-        heartbeat.efdi = state.map { Heartbeat.EFDIDescription(teamSetContextID: $0.teamSetContextID, acceptedAt: $0.acceptedAt, refusal: $0.refusal) }
+        heartbeat.efdi = state.map {
+            Heartbeat.EFDIDescription(
+                teamSetContextID: $0.teamSetContextID, acceptedAt: $0.acceptedAt, refusal: $0.refusal)
+        }
     }
 
     /// The transport and what its connection is doing, after each send cycle.
@@ -120,7 +129,8 @@ actor HeartbeatWriter {
     /// The connection's count of messages dropped unread; logged when it grows.
     func droppedInbound(total: Int) {
         guard total > (heartbeat.droppedInbound ?? 0) else { return }
-        logger.warning("""
+        logger.warning(
+            """
             messages from agrirouter dropped unread: more waited at once than the daemon keeps (1,000 messages or 4 MiB over MQTT, \
             64 pushes for the feed reader); the largest or the oldest went first. A flood of pushes to this endpoint?
             """, metadata: ["dropped": "\(total - (heartbeat.droppedInbound ?? 0))", "total": "\(total)"])
@@ -166,7 +176,8 @@ actor HeartbeatWriter {
         heartbeat.receiverBus = receiverBus?()
         // The work state as the newest sample carries it (the work switch's part included); a
         // machine known by the switch alone has no signals to list.
-        heartbeat.machine = machine?() ?? newestWork.map { .init(work: $0, tractorECU: nil, engine: nil, signals: [], notHeard: []) }
+        heartbeat.machine =
+            machine?() ?? newestWork.map { .init(work: $0, tractorECU: nil, engine: nil, signals: [], notHeard: []) }
         if let newestWork { heartbeat.machine?.work = newestWork }
         do {
             try heartbeat.write(to: path)

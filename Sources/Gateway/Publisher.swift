@@ -72,13 +72,17 @@ public actor Publisher {
     private var efdi: EFDI?
     /// The description: the id it went out under while its answer is awaited, when (monotonic) it
     /// was last taken, and when refused.
-    private var description: (awaitingID: String?, sentAt: Double, acceptedAt: Double?, refusedAt: Double?) = (nil, 0, nil, nil)
+    private var description: (awaitingID: String?, sentAt: Double, acceptedAt: Double?, refusedAt: Double?) = (
+        nil, 0, nil, nil
+    )
     public private(set) var descriptionState: DescriptionState?
 
     /// `outputs` are those enabled; EFDI needs `efdi` and is left out without it.
-    public init(spool: Spool, connection: AgrirouterConnection, byteBudget: Int = AgrirouterLimits.payloadBytes,
-                outputs: [SpoolOutput] = [.gpsInfo], efdi: EFDI? = nil, rideAppendsWithin: Double? = nil,
-                clock: TrueTime? = nil, logger: Logger = Logger(label: "agrigps.publisher")) {
+    public init(
+        spool: Spool, connection: AgrirouterConnection, byteBudget: Int = AgrirouterLimits.payloadBytes,
+        outputs: [SpoolOutput] = [.gpsInfo], efdi: EFDI? = nil, rideAppendsWithin: Double? = nil,
+        clock: TrueTime? = nil, logger: Logger = Logger(label: "agrigps.publisher")
+    ) {
         self.spool = spool
         self.rideAppendsWithin = rideAppendsWithin
         self.clock = clock
@@ -98,7 +102,8 @@ public actor Publisher {
         self.efdi = efdi
         description = (nil, 0, nil, nil)
         descriptionState = DescriptionState(teamSetContextID: new.teamSetContextID)
-        logger.info("the device description changed (team set \(new.teamSetContextID)); TimeLogs wait until agrirouter has it")
+        logger.info(
+            "the device description changed (team set \(new.teamSetContextID)); TimeLogs wait until agrirouter has it")
     }
 
     /// After each endpoint set-up (a reconnect, as certification sees it): the description goes again.
@@ -127,8 +132,10 @@ public actor Publisher {
     ///
     /// `along` are other parts' messages (the feed reader's confirm) that go in the same request, or
     /// in one of their own when there is no batch: every request counts against the spacing.
-    public func cycle(now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime,
-                      along: [AgrirouterConnection.Outgoing] = []) async -> CycleReport {
+    public func cycle(
+        now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime,
+        along: [AgrirouterConnection.Outgoing] = []
+    ) async -> CycleReport {
         let now = now ?? TrueTime.bestGuess(clock)
         var report = CycleReport()
         if !adoptedEarlierBatches {
@@ -153,18 +160,21 @@ public actor Publisher {
         let wait = await connection.waitUntilNextTurn()
         let (messages, batches): ([AgrirouterConnection.Outgoing], [SpoolBatch])
         do {
-            (messages, batches) = try await gather(now: wait > 0 ? now.addingTimeInterval(wait) : now, uptimeNow: uptimeNow + wait,
-                                                   reserved: along.reduce(0) { $0 + Self.payloadSize($1) })
+            (messages, batches) = try await gather(
+                now: wait > 0 ? now.addingTimeInterval(wait) : now, uptimeNow: uptimeNow + wait,
+                reserved: along.reduce(0) { $0 + Self.payloadSize($1) })
         } catch {
             report.error = .local("nothing sent: \(error.description)")
             return report
         }
         guard !messages.isEmpty || !along.isEmpty else { return report }
-        let describing = messages.first { $0.technicalMessageType == TechnicalMessageType.deviceDescription }?.applicationMessageID
+        let describing = messages.first { $0.technicalMessageType == TechnicalMessageType.deviceDescription }?
+            .applicationMessageID
         do {
             try await connection.send(messages + along)
             report.alongSent = true
-            for batch in batches { awaiting[batch.id] = uptimeNow + wait }  // when it went out, after the wait for its turn
+            // when it went out, after the wait for its turn
+            for batch in batches { awaiting[batch.id] = uptimeNow + wait }
             report.published = published(batches)
         } catch .transport(.payloadTooLarge) {
             // Sending the same batches again would meet the same 413: count it as a failure, so they
@@ -202,14 +212,18 @@ public actor Publisher {
 
     /// This cycle's messages: the description when due, then a batch for each output that has one
     /// (EFDI's only once its description is taken), the payload cap shared between them.
-    private func gather(now: Date, uptimeNow: Double, reserved: Int) async throws(SpoolError) -> ([AgrirouterConnection.Outgoing], [SpoolBatch]) {
+    private func gather(now: Date, uptimeNow: Double, reserved: Int) async throws(SpoolError) -> (
+        [AgrirouterConnection.Outgoing], [SpoolBatch]
+    ) {
         var messages: [AgrirouterConnection.Outgoing] = []
         var batches: [SpoolBatch] = []
         var budget = byteBudget - reserved
         if let efdi, descriptionDue(efdi, uptimeNow: uptimeNow) {
             let id = UUID().uuidString.lowercased()
-            messages.append(.init(TechnicalMessageType.deviceDescription, mode: .publish, payload: efdi.description.taskData,
-                                  applicationMessageID: id, teamSetContextID: efdi.description.teamSetContextID))
+            messages.append(
+                .init(
+                    TechnicalMessageType.deviceDescription, mode: .publish, payload: efdi.description.taskData,
+                    applicationMessageID: id, teamSetContextID: efdi.description.teamSetContextID))
             description.awaitingID = id
             description.sentAt = uptimeNow
             budget -= efdi.description.payloadSize
@@ -229,36 +243,48 @@ public actor Publisher {
     /// they split the cap, and once gps:info has caught up EFDI gets all of it. The request as a
     /// whole stays within one payload cap, as no agrirouter limit on a request of several messages
     /// is documented. All outputs' batches are taken in one commit.
-    private func take(budget: Int, now: Date, into messages: inout [AgrirouterConnection.Outgoing],
-                      _ batches: inout [SpoolBatch]) async throws(SpoolError) {
+    private func take(
+        budget: Int, now: Date, into messages: inout [AgrirouterConnection.Outgoing],
+        _ batches: inout [SpoolBatch]
+    ) async throws(SpoolError) {
         let requests = outputs.compactMap { output -> Spool.BatchRequest? in
             guard output == .efdi else { return Spool.BatchRequest(output: output) }
             guard efdi != nil, description.acceptedAt != nil else { return nil }
-            let cost = Efdi_Time.upperBound + (efdi?.description.describesMachine == true ? Efdi_Time.machineUpperBound : 0)
+            let cost =
+                Efdi_Time.upperBound + (efdi?.description.describesMachine == true ? Efdi_Time.machineUpperBound : 0)
             return Spool.BatchRequest(output: .efdi, entryCost: cost)
         }
-        let taken = if let rideAppendsWithin {
-            try await spool.takeBatches(requests, byteBudget: budget, now: now, ridingNextAppendWithin: rideAppendsWithin)
-        } else {
-            try await spool.takeBatches(requests, byteBudget: budget, now: now)
-        }
+        let taken =
+            if let rideAppendsWithin {
+                try await spool.takeBatches(
+                    requests, byteBudget: budget, now: now, ridingNextAppendWithin: rideAppendsWithin)
+            } else {
+                try await spool.takeBatches(requests, byteBudget: budget, now: now)
+            }
         for batch in taken {
             if batch.output == .efdi, let efdi {
                 // Sized by the description the batch was taken under, and written for it.
-                let (timeLog, untimed) = Efdi_TimeLog.of(batch.samples.map(\.sample), correctedBy: clock,
-                                                         withMachine: efdi.description.describesMachine)
-                if untimed > 0 { logger.notice("\(untimed) samples with no true time at all cannot be TimeLog entries; EFDI leaves them out") }
+                let (timeLog, untimed) = Efdi_TimeLog.of(
+                    batch.samples.map(\.sample), correctedBy: clock,
+                    withMachine: efdi.description.describesMachine)
+                if untimed > 0 {
+                    logger.notice(
+                        "\(untimed) samples with no true time at all cannot be TimeLog entries; EFDI leaves them out")
+                }
                 guard !timeLog.time.isEmpty else {
                     // Nothing of it can be said in EFDI: done for this output, as agrirouter could not take it either.
                     try await spool.acknowledge(batch: batch.id, now: now)
                     continue
                 }
-                messages.append(.init(TechnicalMessageType.timeLog, mode: .publish, payload: timeLog, applicationMessageID: batch.id,
-                                      teamSetContextID: efdi.description.teamSetContextID))
+                messages.append(
+                    .init(
+                        TechnicalMessageType.timeLog, mode: .publish, payload: timeLog, applicationMessageID: batch.id,
+                        teamSetContextID: efdi.description.teamSetContextID))
             } else {
                 var list = Agrirouter_Technicalmessagetype_GPSList()
                 list.gpsEntries = batch.samples.map { GPSEntry($0.sample, correctedBy: clock) }
-                messages.append(.init(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id))
+                messages.append(
+                    .init(TechnicalMessageType.gpsInfo, mode: .publish, payload: list, applicationMessageID: batch.id))
             }
             batches.append(batch)
         }
@@ -303,15 +329,22 @@ public actor Publisher {
             description = (nil, description.sentAt, nil, uptime())
             descriptionState?.refusal = codes
             report.refusals.append(codes)
-            logger.warning("agrirouter refused the device description: \(codes.joined(separator: ", ")); EFDI waits and tries again in \(Int(efdi.retryAfterRefusal)) s")
+            logger.warning(
+                "agrirouter refused the device description: \(codes.joined(separator: ", ")); EFDI waits and tries again in \(Int(efdi.retryAfterRefusal)) s"
+            )
             return
         default:
             return
         }
         let first = description.acceptedAt == nil
         description = (nil, description.sentAt, uptime(), nil)
-        descriptionState = DescriptionState(acceptedAt: now, refusal: nil, teamSetContextID: efdi.description.teamSetContextID)
-        if first { logger.info("agrirouter took the device description (team set \(efdi.description.teamSetContextID)); TimeLogs follow") }
+        descriptionState = DescriptionState(
+            acceptedAt: now, refusal: nil, teamSetContextID: efdi.description.teamSetContextID)
+        if first {
+            logger.info(
+                "agrirouter took the device description (team set \(efdi.description.teamSetContextID)); TimeLogs follow"
+            )
+        }
     }
 
     /// Whether a failed POST may still have been received: its whole body went out, then it timed

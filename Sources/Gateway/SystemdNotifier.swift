@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,11 +18,14 @@ public struct SystemdNotifier: Sendable {
     }
 
     /// The notifier systemd asked for, or nil when not started by systemd with Type=notify.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> SystemdNotifier? {
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> SystemdNotifier?
+    {
         guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty else { return nil }
         var interval: Double?
         if let usec = environment["WATCHDOG_USEC"].flatMap(Double.init), usec > 0,
-           environment["WATCHDOG_PID"].flatMap(Int32.init).map({ $0 == getpid() }) ?? true {
+            environment["WATCHDOG_PID"].flatMap(Int32.init).map({ $0 == getpid() }) ?? true
+        {
             interval = usec / 2_000_000
         }
         return SystemdNotifier(socketPath: path, watchdogInterval: interval)

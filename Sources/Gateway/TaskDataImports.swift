@@ -73,12 +73,17 @@ public actor TaskDataImports {
         await gate?()
         let source = Self.source(of: job.sender)
         do throws(FieldsError) {
-            if let newest = try await fields.newestSent(source: source), newest > job.sentAt { return .success(.older(than: newest)) }
+            if let newest = try await fields.newestSent(source: source), newest > job.sentAt {
+                return .success(.older(than: newest))
+            }
             let storePath = await fields.path
-            let content = try FieldStore.readReceivedTaskData(job.zip, source: source, scratchFolder: (storePath as NSString).deletingLastPathComponent,
-                                                             limits: limits)
-            return .success(try await fields.storeReceived(content, source: source, sentAt: job.sentAt,
-                                                           releasing: job.contextID.map { (job.sender, $0) }, now: job.receivedAt))
+            let content = try FieldStore.readReceivedTaskData(
+                job.zip, source: source, scratchFolder: (storePath as NSString).deletingLastPathComponent,
+                limits: limits)
+            return .success(
+                try await fields.storeReceived(
+                    content, source: source, sentAt: job.sentAt,
+                    releasing: job.contextID.map { (job.sender, $0) }, now: job.receivedAt))
         } catch {
             return .failure(error)
         }

@@ -50,17 +50,19 @@ extension Efdi_Time {
     /// The machine's values, each in its DDI's unit, in the machine's element. Only those the bus gave;
     /// the work state always, "not available" (3) when it is not known.
     static func values(_ machine: MachineReading) -> [Efdi_DataLogValue] {
-        let work: Int64 = switch machine.work {
-        case .working: 1
-        case .notWorking: 0
-        case .unknown: 3
-        }
-        let source: Int64? = switch machine.speedSource {
-        case "wheel"?: 1
-        case "ground"?: 2
-        case "selected"?: 6
-        default: nil
-        }
+        let work: Int64 =
+            switch machine.work {
+            case .working: 1
+            case .notWorking: 0
+            case .unknown: 3
+            }
+        let source: Int64? =
+            switch machine.speedSource {
+            case "wheel"?: 1
+            case "ground"?: 2
+            case "selected"?: 6
+            default: nil
+            }
         // Every reading is within its message's range (`MachineReading`), so each product fits.
         let values: [(UInt32, Int64?)] = [
             (DeviceDescription.DDI.workState, work),
@@ -74,7 +76,10 @@ extension Efdi_Time {
             (DeviceDescription.DDI.effectiveTime, machine.totals.map { Int64($0.effectiveSeconds.rounded(.down)) }),
             (DeviceDescription.DDI.ineffectiveTime, machine.totals.map { Int64($0.ineffectiveSeconds.rounded(.down)) }),
             (DeviceDescription.DDI.totalFuel, machine.totals.map { Int64($0.fuelMillilitres.rounded(.down)) }),
-            (DeviceDescription.DDI.totalEngineHours, machine.totals.map { Int64(($0.engineSeconds / 180).rounded(.down)) }),
+            (
+                DeviceDescription.DDI.totalEngineHours,
+                machine.totals.map { Int64(($0.engineSeconds / 180).rounded(.down)) }
+            ),
         ]
         // Process data values are 32-bit: a total past that (a damaged frame's) is left out, not wrapped.
         return values.compactMap { ddi, number in
@@ -105,7 +110,8 @@ extension Efdi_TimeLog {
     /// one without the machine's element must not be sent values for it (the work switch's first use
     /// gives samples a reading a cycle before the description that has the machine is taken).
     public static func of(_ samples: [PositionSample], correctedBy clock: TrueTime? = nil, withMachine: Bool = true)
-        -> (timeLog: Efdi_TimeLog, untimed: Int) {
+        -> (timeLog: Efdi_TimeLog, untimed: Int)
+    {
         var log = Efdi_TimeLog()
         log.timeLogType = .cBinaryTimelog
         log.time = samples.compactMap { sample in

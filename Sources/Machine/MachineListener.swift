@@ -129,7 +129,8 @@ public struct MachineSnapshot: Sendable, Equatable {
 
     private func scalar(_ signal: MachineSignal) -> Double? {
         switch signals[signal]?.message {
-        case .engineSpeed(let value)?, .engineHours(let value)?, .fuelRate(let value)?, .fuelUsed(let value)?: return value.value
+        case .engineSpeed(let value)?, .engineHours(let value)?, .fuelRate(let value)?, .fuelUsed(let value)?:
+            return value.value
         default: return nil
         }
     }
@@ -199,15 +200,17 @@ public struct MachineListener: Sendable {
             let current = ignoringAge ? bySender : bySender.filter { now - $0.value.time <= signal.lifetime }
             let senders = current.keys.sorted { rank($0, for: signal) < rank($1, for: signal) }
             guard let chosen = senders.first, let reading = current[chosen] else { continue }
-            snapshot.signals[signal] = Observed(message: reading.message, source: chosen, age: max(0, now - reading.time),
-                                                alsoSentBy: senders.dropFirst().sorted())
+            snapshot.signals[signal] = Observed(
+                message: reading.message, source: chosen, age: max(0, now - reading.time),
+                alsoSentBy: senders.dropFirst().sorted())
         }
         return snapshot
     }
 
     private func rank(_ address: UInt8, for signal: MachineSignal) -> (Int, UInt8) {
         let name = names[address]
-        let preferred = signal.fromEngine ? [name?.isEngine, name?.isTractorECU] : [name?.isTractorECU, name?.isEngine]
+        let preferred =
+            signal.fromEngine ? [name?.isEngine, name?.isTractorECU] : [name?.isTractorECU, name?.isEngine]
         return (preferred.firstIndex(of: true) ?? preferred.count, address)
     }
 

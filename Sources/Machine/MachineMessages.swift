@@ -133,7 +133,8 @@ public enum MachineMessage: Sendable, Equatable {
     /// Bytes 1-2 speed (0.001 m/s), 3-6 distance (0.001 m), 8.1 direction: the same in all three.
     private static func speed(_ field: J1939Field) -> MachineSpeed {
         let direction: Measured<Direction> = field.flag(7, shift: 0).map { $0 ? .forward : .reverse }
-        return MachineSpeed(speed: field.u16(0, scale: 0.001), distance: field.u32(2, scale: 0.001), direction: direction)
+        return MachineSpeed(
+            speed: field.u16(0, scale: 0.001), distance: field.u32(2, scale: 0.001), direction: direction)
     }
 
     /// 0 wheel, 1 ground, 2 navigation, 3 blended, 4 simulated; 5 and 6 are reserved.

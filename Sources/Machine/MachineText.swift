@@ -8,7 +8,9 @@ extension MachineMessage {
             var words = Self.text(speed.speed) { String(format: "%.2f m/s (%.1f km/h)", $0, $0 * 3.6) }
             if let direction = speed.direction.value, (speed.speed.value ?? 0) > 0 { words += " " + direction.rawValue }
             if let source = speed.source?.value { words += ", from \(source.rawValue)" }
-            if let operations = speed.implementOperations?.value { words += operations ? ", implements on" : ", implements off" }
+            if let operations = speed.implementOperations?.value {
+                words += operations ? ", implements on" : ", implements off"
+            }
             return words
         case .rearHitch(let hitch), .frontHitch(let hitch):
             let state = Self.text(hitch.inWork) { $0 ? "in work" : "out of work" }

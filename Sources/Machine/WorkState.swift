@@ -58,7 +58,9 @@ public struct WorkRules: Sendable, Equatable {
         case .rearPTO: return snapshot.rearPTO?.engaged.value
         case .frontPTO: return snapshot.frontPTO?.engaged.value
         case .implementOperations:
-            if case .wheelBasedSpeed(let speed)? = snapshot[.wheelBasedSpeed]?.message { return speed.implementOperations?.value }
+            if case .wheelBasedSpeed(let speed)? = snapshot[.wheelBasedSpeed]?.message {
+                return speed.implementOperations?.value
+            }
             return nil
         // Off is the driver's word only on a machine that broadcasts nothing: where the bus spoke and
         // fell silent, a switch left off must not turn "no word" into "not working".
@@ -73,15 +75,18 @@ extension WorkRules {
     /// `receiverSpeed` (metres a second) stands in where the bus gives no speed.
     public func reading(_ snapshot: MachineSnapshot, workSwitch: Bool, receiverSpeed: Double?) -> MachineReading {
         let busSpeed = snapshot.speed
-        let state = state(snapshot, workSwitch: workSwitch, speed: busSpeed?.metresPerSecond ?? receiverSpeed, insideField: nil)
+        let state = state(
+            snapshot, workSwitch: workSwitch, speed: busSpeed?.metresPerSecond ?? receiverSpeed, insideField: nil)
         let work: MachineReading.Work = state == .working ? .working : state == .unknown ? .unknown : .notWorking
-        let source: String? = switch busSpeed?.signal {
-        case .machineSelectedSpeed?: "selected"
-        case .groundBasedSpeed?: "ground"
-        case .wheelBasedSpeed?: "wheel"
-        default: nil
-        }
-        return MachineReading(work: work, speed: busSpeed?.metresPerSecond, speedSource: source, engineSpeed: snapshot.engineSpeed,
-                              engineHours: snapshot.engineHours, fuelRate: snapshot.fuelRate, fuelUsed: snapshot.fuelUsed)
+        let source: String? =
+            switch busSpeed?.signal {
+            case .machineSelectedSpeed?: "selected"
+            case .groundBasedSpeed?: "ground"
+            case .wheelBasedSpeed?: "wheel"
+            default: nil
+            }
+        return MachineReading(
+            work: work, speed: busSpeed?.metresPerSecond, speedSource: source, engineSpeed: snapshot.engineSpeed,
+            engineHours: snapshot.engineHours, fuelRate: snapshot.fuelRate, fuelUsed: snapshot.fuelUsed)
     }
 }

@@ -32,11 +32,15 @@ public struct BusOverlay: Sendable {
         // The finder joins every sender's 129029: the receiver may be chosen only by the message it completes.
         let data = finder.add(frame)
         let pgn = frame.pgn
-        if pgn == GNSSPGN.courseAndSpeed, frame.source == (address ?? finder.chosen?.address), let data = GNSSCourseAndSpeed(frame.data) {
+        if pgn == GNSSPGN.courseAndSpeed, frame.source == (address ?? finder.chosen?.address),
+            let data = GNSSCourseAndSpeed(frame.data)
+        {
             course = (data, now)
             return
         }
-        guard pgn == GNSSPGN.positionData || pgn == GNSSPGN.positionRapid, frame.source == (address ?? finder.chosen?.address) else { return }
+        guard pgn == GNSSPGN.positionData || pgn == GNSSPGN.positionRapid,
+            frame.source == (address ?? finder.chosen?.address)
+        else { return }
         if let data {
             latest = (data, now)
             if data.latitude != nil { positionAt = now }
@@ -65,7 +69,9 @@ public struct BusOverlay: Sendable {
             return data.latitude != nil && data.quality != nil
         }
         if finder.senders[receiver]?.sent(latitude: latitude, longitude: longitude) == true { return true }
-        return !finder.senders.values.contains { $0.address != receiver && $0.sent(latitude: latitude, longitude: longitude) }
+        return !finder.senders.values.contains {
+            $0.address != receiver && $0.sent(latitude: latitude, longitude: longitude)
+        }
     }
 
     /// The report as sampled (`admits`, then `apply`), or nil to set it aside; and one more rule that
@@ -104,7 +110,9 @@ public struct BusOverlay: Sendable {
         guard let (data, at) = latest, now - at <= Self.freshFor, now >= at, data.quality != nil else { return report }
         if report.gpsdMode >= 2 {
             // The same fix: its GNSS time within a second of the report's, where both have one.
-            if let time = report.time, let fixTime = data.time, abs(time.timeIntervalSince1970 - fixTime) > 1 { return report }
+            if let time = report.time, let fixTime = data.time, abs(time.timeIntervalSince1970 - fixTime) > 1 {
+                return report
+            }
             var adjusted = report
             adjusted.gpsdStatus = Self.gpsdStatus(data.method)
             return adjusted
@@ -121,11 +129,14 @@ public struct BusOverlay: Sendable {
         return Self.report(from: data, speed: fresh?.speed, track: fresh?.course)
     }
 
-    static func report(from data: GNSSPositionData, speed: Double? = nil, track: Double? = nil, device: String? = nil) -> PositionReport? {
+    static func report(from data: GNSSPositionData, speed: Double? = nil, track: Double? = nil, device: String? = nil)
+        -> PositionReport?
+    {
         guard data.quality != nil, let latitude = data.latitude, let longitude = data.longitude else { return nil }
-        return PositionReport(time: data.time.map { Date(timeIntervalSince1970: $0) }, gpsdMode: data.altitude == nil ? 2 : 3,
-                              gpsdStatus: Self.gpsdStatus(data.method), latitude: latitude, longitude: longitude,
-                              altitudeHAE: data.altitude, speed: speed, track: track, hdop: data.hdop, pdop: data.pdop,
-                              satellitesUsed: data.satellites, device: device)
+        return PositionReport(
+            time: data.time.map { Date(timeIntervalSince1970: $0) }, gpsdMode: data.altitude == nil ? 2 : 3,
+            gpsdStatus: Self.gpsdStatus(data.method), latitude: latitude, longitude: longitude,
+            altitudeHAE: data.altitude, speed: speed, track: track, hdop: data.hdop, pdop: data.pdop,
+            satellitesUsed: data.satellites, device: device)
     }
 }

@@ -27,7 +27,9 @@ public enum CandumpFile {
 
     /// Reads `path` to its end, handing each frame to `each` as it is read; the log's `frames` holds
     /// those `keeping` asks for.
-    public static func read(_ path: String, keeping: Keeping = .none, each: (CANFrame) -> Void = { _ in }) throws(CandumpFileError) -> CandumpLog {
+    public static func read(_ path: String, keeping: Keeping = .none, each: (CANFrame) -> Void = { _ in })
+        throws(CandumpFileError) -> CandumpLog
+    {
         let descriptor = try open(path)
         defer { close(descriptor) }
         var log = CandumpLog()
@@ -74,7 +76,9 @@ public enum CandumpFile {
                 let end = UnsafeRawPointer(found) - UnsafeRawPointer(base)
                 if lineLength == 0 {
                     // The whole line is in the buffer: no copy.
-                    try take(UnsafeBufferPointer(start: base + start, count: min(end - start, CandumpLog.longestLine)), length: end - start)
+                    try take(
+                        UnsafeBufferPointer(start: base + start, count: min(end - start, CandumpLog.longestLine)),
+                        length: end - start)
                 } else {
                     hold(base + start, count: end - start)
                     try take(UnsafeBufferPointer(start: held.baseAddress!, count: heldCount), length: lineLength)
@@ -84,10 +88,13 @@ public enum CandumpFile {
                 start = end + 1
             }
             if log.readLines == 0 && bytesRead >= judgedBytes {
-                throw .notCandump(path: path, judged: "in its first \(judgedBytes >> 20) MiB", problem: log.firstProblem)
+                throw .notCandump(
+                    path: path, judged: "in its first \(judgedBytes >> 20) MiB", problem: log.firstProblem)
             }
         }
-        if lineLength > 0 { try take(UnsafeBufferPointer(start: held.baseAddress!, count: heldCount), length: lineLength) }
+        if lineLength > 0 {
+            try take(UnsafeBufferPointer(start: held.baseAddress!, count: heldCount), length: lineLength)
+        }
         if log.readLines == 0 && log.unreadableLines > 0 {
             throw .notCandump(path: path, judged: "in it", problem: log.firstProblem)
         }
@@ -117,7 +124,8 @@ public enum CandumpFile {
             while start < whole {
                 let end = bytes[start..<whole].firstIndex(of: 0x0A) ?? whole
                 let line = UnsafeBufferPointer(rebasing: bytes[start..<end])
-                _ = log.take(line: UnsafeBufferPointer(rebasing: line.prefix(CandumpLog.longestLine)), length: line.count)
+                _ = log.take(
+                    line: UnsafeBufferPointer(rebasing: line.prefix(CandumpLog.longestLine)), length: line.count)
                 start = end + 1
             }
         }
@@ -139,7 +147,9 @@ public enum CandumpFile {
         return descriptor
     }
 
-    static func readChunk(_ descriptor: Int32, into buffer: UnsafeMutableBufferPointer<UInt8>, path: String) throws(CandumpFileError) -> Int {
+    static func readChunk(_ descriptor: Int32, into buffer: UnsafeMutableBufferPointer<UInt8>, path: String)
+        throws(CandumpFileError) -> Int
+    {
         while true {
             let count = Foundation.read(descriptor, buffer.baseAddress!, buffer.count)
             if count >= 0 { return count }
@@ -175,14 +185,16 @@ public enum CandumpFileError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .unreadable(let path, let code):
-            return "cannot read \(path): \(String(cString: strerror(code))); give the path of a candump log file (candump -l writes one)"
+            return
+                "cannot read \(path): \(String(cString: strerror(code))); give the path of a candump log file (candump -l writes one)"
         case .notRegular(let path, let kind):
             return "\(path) is \(kind), not a recording; give the path of a candump log file (candump -l writes one)"
         case .notCandump(let path, let judged, let problem):
             return "\(path) is not a candump log: no CAN frame \(judged)\(problem.map { " (\($0))" } ?? ""); "
                 + "expected lines like `(1612345678.123456) can0 09F80102#...` as candump -l writes them, or `<0x09f80102> [8] 36 72 9a 16 02 1a b8 0d`"
         case .tooManyFrames(let path, let limit):
-            return "\(path) holds more than \(limit) frames, more than a replay takes (over an hour at 250 frames a second); "
+            return
+                "\(path) holds more than \(limit) frames, more than a replay takes (over an hour at 250 frames a second); "
                 + "replay a part of it, such as its first \(limit) lines: head -n \(limit) \(path) > part.log"
         }
     }

@@ -26,11 +26,13 @@ public struct CandumpLog: Sendable {
 
     public init(text: Substring) {
         for line in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            let frame = line.withContiguousStorageIfAvailable { bytes in
-                take(line: UnsafeBufferPointer(rebasing: bytes.prefix(Self.longestLine)), length: bytes.count)
-            } ?? Array(line).withUnsafeBufferPointer { bytes in
-                take(line: UnsafeBufferPointer(rebasing: bytes.prefix(Self.longestLine)), length: bytes.count)
-            }
+            let frame =
+                line.withContiguousStorageIfAvailable { bytes in
+                    take(line: UnsafeBufferPointer(rebasing: bytes.prefix(Self.longestLine)), length: bytes.count)
+                }
+                ?? Array(line).withUnsafeBufferPointer { bytes in
+                    take(line: UnsafeBufferPointer(rebasing: bytes.prefix(Self.longestLine)), length: bytes.count)
+                }
             if let frame { frames.append(frame) }
         }
     }
@@ -52,7 +54,9 @@ public struct CandumpLog: Sendable {
             unreadable("longer than \(Self.longestLine) characters (\(length) bytes), skipped")
             return nil
         }
-        if trimmed.isEmpty || trimmed.first == UInt8(ascii: "#") || trimmed.starts(with: "interface =".utf8) { return nil }
+        if trimmed.isEmpty || trimmed.first == UInt8(ascii: "#") || trimmed.starts(with: "interface =".utf8) {
+            return nil
+        }
         switch Self.read(String(decoding: trimmed, as: UTF8.self)) {
         case .frame(let frame):
             framesRead += 1
@@ -95,14 +99,19 @@ public struct CandumpLog: Sendable {
     /// `(seconds.micros) iface ID#DATA`; a 3-digit ID is a standard frame.
     private static func logged(_ line: String) -> Line {
         let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-        guard fields.count == 3, fields[0].hasSuffix(")"), let time = Double(fields[0].dropFirst().dropLast()), time.isFinite, time >= 0 else {
+        guard fields.count == 3, fields[0].hasSuffix(")"), let time = Double(fields[0].dropFirst().dropLast()),
+            time.isFinite, time >= 0
+        else {
             return .unreadable("expected \"(seconds) interface ID#DATA\"")
         }
         let parts = fields[2].split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2, !parts[1].hasPrefix("#") else { return .unreadable("not a classic CAN frame (no ID#DATA, or CAN FD's ##)") }
+        guard parts.count == 2, !parts[1].hasPrefix("#") else {
+            return .unreadable("not a classic CAN frame (no ID#DATA, or CAN FD's ##)")
+        }
         if parts[0].count == 3 { return .standard }
         guard parts[0].count == 8, let identifier = UInt32(parts[0], radix: 16), parts[1].count % 2 == 0,
-              let data = hexBytes(parts[1]), let frame = CANFrame(time: time, identifier: identifier, data: data) else {
+            let data = hexBytes(parts[1]), let frame = CANFrame(time: time, identifier: identifier, data: data)
+        else {
             return .unreadable("an identifier of 8 hex digits and at most 8 data bytes in hex were expected")
         }
         return .frame(frame)
@@ -111,13 +120,18 @@ public struct CandumpLog: Sendable {
     /// `<0xID> [n] b0 b1 …`, the byte count checked against the bytes given.
     private static func bracketed(_ line: String) -> Line {
         let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-        guard fields.count >= 2, fields[0].hasSuffix(">"), let identifier = UInt32(fields[0].dropFirst(3).dropLast(), radix: 16),
-              fields[1].hasPrefix("["), fields[1].hasSuffix("]"), let count = Int(fields[1].dropFirst().dropLast()),
-              count == fields.count - 2, let data = hexBytes(fields.dropFirst(2).joined()), fields.dropFirst(2).allSatisfy({ $0.count == 2 }) else {
+        guard fields.count >= 2, fields[0].hasSuffix(">"),
+            let identifier = UInt32(fields[0].dropFirst(3).dropLast(), radix: 16),
+            fields[1].hasPrefix("["), fields[1].hasSuffix("]"), let count = Int(fields[1].dropFirst().dropLast()),
+            count == fields.count - 2, let data = hexBytes(fields.dropFirst(2).joined()),
+            fields.dropFirst(2).allSatisfy({ $0.count == 2 })
+        else {
             return .unreadable("expected \"<0xID> [n]\" and n bytes in hex")
         }
         if identifier <= 0x7FF, fields[0].count <= 7 { return .standard }
-        guard let frame = CANFrame(identifier: identifier, data: data) else { return .unreadable("more than 8 data bytes or an identifier above 29 bits") }
+        guard let frame = CANFrame(identifier: identifier, data: data) else {
+            return .unreadable("more than 8 data bytes or an identifier above 29 bits")
+        }
         return .frame(frame)
     }
 

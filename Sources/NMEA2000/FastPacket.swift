@@ -20,15 +20,22 @@ public struct FastPacketJoiner: Sendable {
 
     /// The whole message once `frame` completes it.
     public mutating func add(_ frame: CANFrame) -> [UInt8]? {
-        guard let first = frame.data.first else { dropped += 1; return nil }
+        guard let first = frame.data.first else {
+            dropped += 1
+            return nil
+        }
         let key = frame.pgn << 8 | UInt32(frame.source)
         let sequence = first >> 5
         let counter = first & 0x1F
         if counter == 0 {
-            guard frame.data.count >= 2, Int(frame.data[1]) <= Self.longest else { dropped += 1; return nil }
+            guard frame.data.count >= 2, Int(frame.data[1]) <= Self.longest else {
+                dropped += 1
+                return nil
+            }
             if partial[key] != nil { dropped += 1 }  // the one before never completed
             let length = Int(frame.data[1])
-            let start = Partial(sequence: sequence, length: length, next: 1, bytes: Array(frame.data.dropFirst(2).prefix(length)))
+            let start = Partial(
+                sequence: sequence, length: length, next: 1, bytes: Array(frame.data.dropFirst(2).prefix(length)))
             return finish(start, key: key)
         }
         guard var joining = partial[key], joining.sequence == sequence, joining.next == counter else {

@@ -141,7 +141,8 @@ public struct DeviceName: Sendable, Hashable {
 
     /// Makers of receivers found on tractors and boats (canboat's MANUFACTURER_CODE); others by number.
     public static let makers: [Int: String] = [
-        88: "Hemisphere GPS", 135: "Airmar", 137: "Maretron", 140: "Lowrance", 229: "Garmin", 275: "Navico", 305: "NovAtel",
+        88: "Hemisphere GPS", 135: "Airmar", 137: "Maretron", 140: "Lowrance", 229: "Garmin", 275: "Navico",
+        305: "NovAtel",
         717: "Yacht Devices", 1218: "Septentrio", 1851: "Raymarine", 1855: "Furuno", 1856: "Trimble", 1857: "Simrad",
     ]
 

@@ -66,7 +66,9 @@ public struct ReceiverFinder: Sendable {
             if let data = GNSSPositionData(bytes) {
                 sender.positionData += 1
                 sender.lastPositionData = data
-                if let latitude = data.latitude, let longitude = data.longitude { sender.note(latitude: latitude, longitude: longitude) }
+                if let latitude = data.latitude, let longitude = data.longitude {
+                    sender.note(latitude: latitude, longitude: longitude)
+                }
                 return data
             }
         case (GNSSPGN.positionRapid, let bytes?):
@@ -89,8 +91,14 @@ public struct ReceiverFinder: Sendable {
     /// DGNSS, a plain fix, dead reckoning, none); then the one heard most; then the lower address.
     public var receivers: [Sender] {
         senders.values.filter(\.sendsPositions).sorted { a, b in
-            let keyA = (a.positionData > 0 ? 0 : 1, Self.rank(a.lastPositionData?.method), -(a.positionData + a.positionRapid), Int(a.address))
-            let keyB = (b.positionData > 0 ? 0 : 1, Self.rank(b.lastPositionData?.method), -(b.positionData + b.positionRapid), Int(b.address))
+            let keyA = (
+                a.positionData > 0 ? 0 : 1, Self.rank(a.lastPositionData?.method), -(a.positionData + a.positionRapid),
+                Int(a.address)
+            )
+            let keyB = (
+                b.positionData > 0 ? 0 : 1, Self.rank(b.lastPositionData?.method), -(b.positionData + b.positionRapid),
+                Int(b.address)
+            )
             return keyA < keyB
         }
     }
@@ -117,7 +125,9 @@ public struct ReceiverFinder: Sendable {
         guard let chosen else {
             let heard = senders.keys.sorted().map(String.init).joined(separator: ", ")
             let counted = frames == 1 ? "1 frame from address" : "\(frames) frames from addresses"
-            return frames == 0 ? "no frames on the bus" : "no GNSS receiver: \(counted) \(heard), none with a position (PGN 129029 or 129025)"
+            return frames == 0
+                ? "no frames on the bus"
+                : "no GNSS receiver: \(counted) \(heard), none with a position (PGN 129029 or 129025)"
         }
         var line = "GNSS receiver at address \(chosen.label)"
         if !chosen.missing.isEmpty { line += "; it sends no " + chosen.missing.joined(separator: " and no ") }

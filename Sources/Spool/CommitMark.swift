@@ -41,7 +41,8 @@ final class CommitMark {
         guard let bytes = try? StateFile.read(path, limit: 4096), bytes.count == size else { return nil }
         let (id, owed) = (Int64(littleEndianBytes: bytes[0..<8]), Int64(littleEndianBytes: bytes[8..<16]))
         guard (0...largestID).contains(id), (0...id).contains(owed),
-              Int64(littleEndianBytes: bytes[16..<24]) == check(id, owed) else { return nil }
+            Int64(littleEndianBytes: bytes[16..<24]) == check(id, owed)
+        else { return nil }
         return Note(highestID: id, owed: owed)
     }
 

@@ -33,7 +33,8 @@ struct DeliverySQL {
     /// `output`'s state of the row.
     func delivery(_ output: SpoolOutput) -> String {
         guard batchesAcknowledged else { return output.delivery }
-        return "(CASE WHEN \(output.delivery) = 'in_flight' AND \(output.batchID) IN \(Self.acknowledgedBatches(output)) "
+        return
+            "(CASE WHEN \(output.delivery) = 'in_flight' AND \(output.batchID) IN \(Self.acknowledgedBatches(output)) "
             + "THEN 'acknowledged' ELSE \(output.delivery) END)"
     }
 

@@ -15,7 +15,8 @@ public struct DeliveryTally: Sendable, Equatable {
         }
 
         public static func + (lhs: Counts, rhs: Counts) -> Counts {
-            Counts(sent: lhs.sent + rhs.sent, acknowledged: lhs.acknowledged + rhs.acknowledged, lost: lhs.lost + rhs.lost)
+            Counts(
+                sent: lhs.sent + rhs.sent, acknowledged: lhs.acknowledged + rhs.acknowledged, lost: lhs.lost + rhs.lost)
         }
     }
 

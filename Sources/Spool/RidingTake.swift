@@ -12,9 +12,13 @@ struct RidingTake {
     let token: UInt64
     private let continuation: CheckedContinuation<Result<[SpoolBatch], SpoolError>?, Never>
 
-    init(requests: [Spool.BatchRequest], byteBudget: Int, now: Double, token: UInt64,
-         continuation: CheckedContinuation<Result<[SpoolBatch], SpoolError>?, Never>) {
-        (self.requests, self.byteBudget, self.now, self.token, self.continuation) = (requests, byteBudget, now, token, continuation)
+    init(
+        requests: [Spool.BatchRequest], byteBudget: Int, now: Double, token: UInt64,
+        continuation: CheckedContinuation<Result<[SpoolBatch], SpoolError>?, Never>
+    ) {
+        (self.requests, self.byteBudget, self.now, self.token, self.continuation) = (
+            requests, byteBudget, now, token, continuation
+        )
     }
 
     /// The committed take, or nil to take alone.
@@ -27,9 +31,12 @@ extension Spool {
     /// `takeBatches`, written in the commit of the next append if one comes within `seconds` (see
     /// `RidingTake`); alone, as `takeBatches` does, when none does or the append fails. `sleep` waits
     /// the given seconds or until cancelled (a test's clock can stand in).
-    public func takeBatches(_ requests: [BatchRequest], byteBudget: Int, now: Date? = nil, ridingNextAppendWithin seconds: Double,
-                            sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .seconds($0)) })
-        async throws(SpoolError) -> [SpoolBatch] {
+    public func takeBatches(
+        _ requests: [BatchRequest], byteBudget: Int, now: Date? = nil, ridingNextAppendWithin seconds: Double,
+        sleep: @escaping @Sendable (Double) async -> Void = { try? await Task.sleep(for: .seconds($0)) }
+    )
+        async throws(SpoolError) -> [SpoolBatch]
+    {
         let wanted = requests.filter { enabledOutputs.contains($0.output) }
         guard !wanted.isEmpty, seconds > 0, seconds.isFinite, database != nil else {
             return try takeBatches(requests, byteBudget: byteBudget, now: now)
@@ -45,7 +52,8 @@ extension Spool {
             let result = await withCheckedContinuation { continuation in
                 // One publisher takes at a time; an earlier take still waiting goes alone.
                 ridingTake?.finish(nil)
-                ridingTake = RidingTake(requests: wanted, byteBudget: byteBudget, now: moment, token: token, continuation: continuation)
+                ridingTake = RidingTake(
+                    requests: wanted, byteBudget: byteBudget, now: moment, token: token, continuation: continuation)
             }
             group.cancelAll()
             return result

@@ -8,7 +8,9 @@ import GRDB
 /// Each comes by column name and by index (for joins that repeat column names).
 extension Row {
     /// A finite number within `range`, else nil.
-    public func double(_ column: String, in range: ClosedRange<Double>) -> Double? { Self.double(self[column], in: range) }
+    public func double(_ column: String, in range: ClosedRange<Double>) -> Double? {
+        Self.double(self[column], in: range)
+    }
     public func double(at index: Int, in range: ClosedRange<Double>) -> Double? { Self.double(self[index], in: range) }
 
     /// A whole number within `range`, else nil.

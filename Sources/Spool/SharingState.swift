@@ -21,10 +21,11 @@ enum SharingState {
         if paused, current == "paused" { return }
         try SpoolState.set("sharing", number: now, text: paused ? "paused" : "active", in: db)
         if paused {
-            try db.execute(sql: """
-                INSERT INTO spool_state (name, number) VALUES ('paused_after_id', (SELECT \(RowIDs.highestSQL)))
-                ON CONFLICT(name) DO UPDATE SET number = excluded.number
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO spool_state (name, number) VALUES ('paused_after_id', (SELECT \(RowIDs.highestSQL)))
+                    ON CONFLICT(name) DO UPDATE SET number = excluded.number
+                    """)
         } else {
             try db.execute(sql: "DELETE FROM spool_state WHERE name = 'paused_after_id'")
         }

@@ -73,8 +73,10 @@ public actor Spool {
     /// Opens (creating if needed) the spool at `path`. Never fails: a corrupt file is moved aside and
     /// a new spool started; a file that cannot be opened leaves the spool holding samples in memory
     /// and trying again every `reopenInterval`.
-    public init(path: String, configuration: SpoolConfiguration = SpoolConfiguration(),
-                logger: Logger = Logger(label: "agrigps.spool")) {
+    public init(
+        path: String, configuration: SpoolConfiguration = SpoolConfiguration(),
+        logger: Logger = Logger(label: "agrigps.spool")
+    ) {
         self.path = path
         self.configuration = configuration
         self.logger = logger
@@ -87,7 +89,8 @@ public actor Spool {
             self.queued = opened.queued
             self.outputs = opened.outputs
             insertSQL = SampleColumns.insert(outputs: opened.outputs)
-            (mark, markedID) = Self.checkMark(opened, path: path, keeping: configuration.keepsCommitMark, logger: logger)
+            (mark, markedID) = Self.checkMark(
+                opened, path: path, keeping: configuration.keepsCommitMark, logger: logger)
         case .failure(let error):
             logger.error("\(error.description); holding samples in memory until it can be written")
             fault = error
@@ -137,7 +140,8 @@ public actor Spool {
             queued.rows += added.rows
             queued.bytes += added.bytes
             if let recovered {
-                logger.notice("spool writable again after \(recovered.kind.rawValue); wrote \(ring.count) samples held in memory")
+                logger.notice(
+                    "spool writable again after \(recovered.kind.rawValue); wrote \(ring.count) samples held in memory")
             }
             fault = nil
             ring.removeAll()
@@ -160,7 +164,9 @@ public actor Spool {
         guard let mark else { return }
         markedID = max(markedID, id ?? 0)
         let noted = mark.write(CommitMark.Note(highestID: markedID, owed: Int64(max(0, queued.rows))))
-        if !noted, !markFailing { logger.warning("cannot write \(mark.path); a damaged write-ahead log would go uncounted") }
+        if !noted, !markFailing {
+            logger.warning("cannot write \(mark.path); a damaged write-ahead log would go uncounted")
+        }
         markFailing = !noted
     }
 
@@ -172,10 +178,13 @@ public actor Spool {
         guard logger.logLevel <= .debug else { return }
         for (id, sample) in zip(ids, samples) {
             let time = (sample.report?.time ?? sample.sampledAt).timeIntervalSince1970 * 1000
-            logger.debug("committed sample", metadata: [
-                "id": "\(id)", "state": "\(sample.state.name)", "clock": sample.report?.time == nil ? "system" : "receiver",
-                "time_ms": "\(Bounds.whole(time.rounded()) ?? -1)",
-            ])
+            logger.debug(
+                "committed sample",
+                metadata: [
+                    "id": "\(id)", "state": "\(sample.state.name)",
+                    "clock": sample.report?.time == nil ? "system" : "receiver",
+                    "time_ms": "\(Bounds.whole(time.rounded()) ?? -1)",
+                ])
         }
     }
 
@@ -215,13 +224,17 @@ public actor Spool {
         }
         for (sample, _) in ring { tally.count(.lost, at: Self.takenAt(sample)) }
         let shutdown = Shutdown(written: 0, lost: ring.count + droppedEarlier, fault: fault)
-        logger.critical("\(shutdown.lost) samples held in memory are lost at shutdown: \(fault?.description ?? "the spool cannot store")")
+        logger.critical(
+            "\(shutdown.lost) samples held in memory are lost at shutdown: \(fault?.description ?? "the spool cannot store")"
+        )
         return shutdown
     }
 
     /// Inserts and evicts; returns the new row ids and what the transaction adds to the queue.
-    private func insert(_ writes: [(sample: PositionSample, wireSize: Int)], at now: Double,
-                        into db: Database) throws -> ([Int64], (rows: Int, bytes: Int)) {
+    private func insert(
+        _ writes: [(sample: PositionSample, wireSize: Int)], at now: Double,
+        into db: Database
+    ) throws -> ([Int64], (rows: Int, bytes: Int)) {
         let statement = try db.cachedStatement(sql: insertSQL)
         var ids: [Int64] = []
         ids.reserveCapacity(writes.count)
@@ -250,7 +263,8 @@ public actor Spool {
     private func reopenIfDue() -> DatabaseQueue? {
         guard uptime() - lastReopen >= configuration.reopenInterval else { return nil }
         lastReopen = uptime()
-        guard case .success(let opened) = SpoolFile.open(path: path, configuration: configuration, logger: logger) else {
+        guard case .success(let opened) = SpoolFile.open(path: path, configuration: configuration, logger: logger)
+        else {
             return nil
         }
         database = opened.database
@@ -272,14 +286,16 @@ public actor Spool {
     /// A sample taken while the clock read before 2026 with no receiver time has no true time at all:
     /// it is judged as if new (NULL never compares below the cutoff), so it waits to be sent with its
     /// time left out rather than being deleted as 56 years old.
-    static let age = "(CASE WHEN receiver_time IS NULL AND sampled_at < \(Int(TrueTime.plausibleFrom.timeIntervalSince1970)) THEN NULL "
+    static let age =
+        "(CASE WHEN receiver_time IS NULL AND sampled_at < \(Int(TrueTime.plausibleFrom.timeIntervalSince1970)) THEN NULL "
         + "ELSE MAX(sampled_at, COALESCE(receiver_time, sampled_at)) END)"
 
     /// A sample's time on the true clock, for the ages status reports: its GNSS time when it has
     /// one, else its system time less the clock's skew seen when it was taken (a skew out of any
     /// sense counts as none). A sample stamped while the clock read before 2026 with no GNSS time
     /// has no known time (NULL), as for the age cap.
-    static let trueTime = "(CASE WHEN receiver_time IS NOT NULL THEN receiver_time "
+    static let trueTime =
+        "(CASE WHEN receiver_time IS NOT NULL THEN receiver_time "
         + "WHEN sampled_at < \(Int(TrueTime.plausibleFrom.timeIntervalSince1970)) THEN NULL "
         + "ELSE sampled_at - (CASE WHEN ABS(clock_skew) < 3.2e9 THEN clock_skew ELSE 0 END) END)"
 
@@ -294,23 +310,30 @@ public actor Spool {
             // Old by both clocks: a box without a battery-backed clock samples at "1970" until NTP
             // runs, and those samples carry their true GNSS time; a replay's GNSS time is years old
             // while its system time is now. Either keeps a sample.
-            let old = try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?",
-                                       arguments: [cutoff])
+            let old = try Row.fetchOne(
+                db,
+                sql:
+                    "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?",
+                arguments: [cutoff])
             let count: Int = old?[0] ?? 0
             if count > 0 {
-                try self.count(.lost, in: db, where: "\(Self.unsent) AND \(Self.age) < ? AND \(Self.owed)", arguments: [cutoff])
+                try self.count(
+                    .lost, in: db, where: "\(Self.unsent) AND \(Self.age) < ? AND \(Self.owed)", arguments: [cutoff])
                 try db.execute(sql: "DELETE FROM sample WHERE \(Self.unsent) AND \(Self.age) < ?", arguments: [cutoff])
                 try SpoolState.add(count, to: "dropped_age", in: db)
                 added.rows -= count
                 added.bytes -= old?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0
             }
         }
-        while queued.rows + added.rows > configuration.maximumRows || queued.bytes + added.bytes > configuration.maximumBytes {
+        while queued.rows + added.rows > configuration.maximumRows
+            || queued.bytes + added.bytes > configuration.maximumBytes
+        {
             let reason = queued.rows + added.rows > configuration.maximumRows ? "dropped_rows" : "dropped_bytes"
             let excessRows = max(0, queued.rows + added.rows - configuration.maximumRows)
             let excessBytes = max(0, queued.bytes + added.bytes - configuration.maximumBytes)
-            let candidates = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(Self.unsent) ORDER BY id LIMIT ?",
-                                              arguments: [max(excessRows, 1) + 256])
+            let candidates = try Row.fetchAll(
+                db, sql: "SELECT id, wire_size FROM sample WHERE \(Self.unsent) ORDER BY id LIMIT ?",
+                arguments: [max(excessRows, 1) + 256])
             guard !candidates.isEmpty else { return }  // only in-flight rows left: wait for them
             var (count, bytes, lastID): (Int, Int, Int64) = (0, 0, 0)
             for row in candidates where count < excessRows || bytes < excessBytes {
@@ -327,10 +350,14 @@ public actor Spool {
     }
 
     /// Counts `event` for each row `condition` selects, by when it was taken.
-    private func count(_ event: DeliveryTally.Event, in db: Database, where condition: String, arguments: StatementArguments) throws {
-        let times = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt) FROM sample WHERE \(condition)", arguments: arguments)
+    private func count(
+        _ event: DeliveryTally.Event, in db: Database, where condition: String, arguments: StatementArguments
+    ) throws {
+        let times = try Row.fetchCursor(
+            db, sql: "SELECT \(Self.takenAt) FROM sample WHERE \(condition)", arguments: arguments)
         while let row = try times.next() {
-            if let time = row.double(at: 0, in: 0...7_258_118_400) { uncommitted.count(event, at: time) }  // the tally checks the range it keeps
+            // the tally checks the range it keeps
+            if let time = row.double(at: 0, in: 0...7_258_118_400) { uncommitted.count(event, at: time) }
         }
     }
 
@@ -351,12 +378,16 @@ public actor Spool {
     /// publisher, which knows the wire's limits, sets it) and `maximumEntries`, marks them in flight
     /// for it under `id`, and returns them in the order they were taken. Nil when nothing is waiting,
     /// or the output is not enabled.
-    public func takeBatch(for output: SpoolOutput = .gpsInfo, id: String = UUID().uuidString.lowercased(),
-                          byteBudget: Int = .max,
-                          maximumEntries: Int = 20_000, now: Date? = nil) throws(SpoolError) -> SpoolBatch? {
+    public func takeBatch(
+        for output: SpoolOutput = .gpsInfo, id: String = UUID().uuidString.lowercased(),
+        byteBudget: Int = .max,
+        maximumEntries: Int = 20_000, now: Date? = nil
+    ) throws(SpoolError) -> SpoolBatch? {
         guard outputs.contains(output) else { return nil }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
-        return try write { db in try take(for: output, id: id, byteBudget: byteBudget, maximumEntries: maximumEntries, now: now, in: db) }
+        return try write { db in
+            try take(for: output, id: id, byteBudget: byteBudget, maximumEntries: maximumEntries, now: now, in: db)
+        }
     }
 
     /// One output's share of a send cycle: see `takeBatches`.
@@ -378,7 +409,9 @@ public actor Spool {
     /// outputs). Each takes an equal share of what the earlier ones left of `byteBudget`: with both
     /// backlogged they split it, and once one has caught up the next gets all of it. Requests for an
     /// output that is not enabled, or has nothing waiting, give no batch.
-    public func takeBatches(_ requests: [BatchRequest], byteBudget: Int, now: Date? = nil) throws(SpoolError) -> [SpoolBatch] {
+    public func takeBatches(_ requests: [BatchRequest], byteBudget: Int, now: Date? = nil) throws(SpoolError)
+        -> [SpoolBatch]
+    {
         let requests = requests.filter { outputs.contains($0.output) }
         guard !requests.isEmpty else { return [] }
         let now = (now ?? configuration.clock()).timeIntervalSince1970
@@ -392,10 +425,13 @@ public actor Spool {
             let share = remaining / (requests.count - index)
             let batch: SpoolBatch?
             if let cost = request.entryCost, cost > 0 {
-                batch = try take(for: request.output, id: request.id, byteBudget: .max, maximumEntries: max(1, share / cost), now: now, in: db)
+                batch = try take(
+                    for: request.output, id: request.id, byteBudget: .max, maximumEntries: max(1, share / cost),
+                    now: now, in: db)
                 remaining -= (batch?.samples.count ?? 0) * cost
             } else {
-                batch = try take(for: request.output, id: request.id, byteBudget: share, maximumEntries: 20_000, now: now, in: db)
+                batch = try take(
+                    for: request.output, id: request.id, byteBudget: share, maximumEntries: 20_000, now: now, in: db)
                 remaining -= batch?.wireBytes ?? 0
             }
             if let batch { batches.append(batch) }
@@ -403,12 +439,15 @@ public actor Spool {
         return batches
     }
 
-    private func take(for output: SpoolOutput, id: String, byteBudget: Int, maximumEntries: Int, now: Double,
-                      in db: Database) throws -> SpoolBatch? {
+    private func take(
+        for output: SpoolOutput, id: String, byteBudget: Int, maximumEntries: Int, now: Double,
+        in db: Database
+    ) throws -> SpoolBatch? {
         let longest = configuration.maximumRetryDelay
         let (sendable, batchID) = (output.sendable, output.batchID)
-        let rows = try Row.fetchAll(db, sql: "SELECT id, wire_size FROM sample WHERE \(sendable) ORDER BY id LIMIT :limit",
-                                    arguments: ["now": now, "longest": longest, "limit": maximumEntries])
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT id, wire_size FROM sample WHERE \(sendable) ORDER BY id LIMIT :limit",
+            arguments: ["now": now, "longest": longest, "limit": maximumEntries])
         var (bytes, lastID): (Int, Int64?) = (0, nil)
         guard let firstID: Int64 = rows.first?["id"] else { return nil }
         for row in rows {
@@ -420,14 +459,20 @@ public actor Spool {
         guard let lastID else { return nil }
         // Sent for the first time by any output: what the records count as sent.
         let neverSent = SpoolOutput.all.map { "\($0.batchID) IS NULL" }.joined(separator: " AND ")
-        try count(.sent, in: db, where: "\(sendable) AND id <= :last AND \(neverSent)",
-                  arguments: ["now": now, "longest": longest, "last": lastID])
+        try count(
+            .sent, in: db, where: "\(sendable) AND id <= :last AND \(neverSent)",
+            arguments: ["now": now, "longest": longest, "last": lastID])
         // The same predicate over the same prefix of ids marks exactly the rows counted above.
         let number = try SpoolBatches.record(id: id, output: output, first: firstID, last: lastID, sentAt: now, in: db)
-        try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'in_flight', \(batchID) = :batch WHERE \(sendable) AND id BETWEEN :first AND :last",
-                       arguments: ["batch": number, "now": now, "longest": longest, "first": firstID, "last": lastID])
-        let samples = try Row.fetchAll(db, sql: SampleColumns.select + " WHERE id BETWEEN ? AND ? AND \(batchID) = ? AND \(output.delivery) = 'in_flight' ORDER BY id",
-                                       arguments: [firstID, lastID, number])
+        try db.execute(
+            sql:
+                "UPDATE sample SET \(output.delivery) = 'in_flight', \(batchID) = :batch WHERE \(sendable) AND id BETWEEN :first AND :last",
+            arguments: ["batch": number, "now": now, "longest": longest, "first": firstID, "last": lastID])
+        let samples = try Row.fetchAll(
+            db,
+            sql: SampleColumns.select
+                + " WHERE id BETWEEN ? AND ? AND \(batchID) = ? AND \(output.delivery) = 'in_flight' ORDER BY id",
+            arguments: [firstID, lastID, number])
         return SpoolBatch(id: id, output: output, samples: samples.map(SampleColumns.spooled))
     }
 
@@ -450,7 +495,7 @@ public actor Spool {
         let full = fault?.kind == .diskFull
         do {
             return try acknowledge(ids, now: now, clearingNow: full)
-        } catch where error.kind == .diskFull && !full {
+        } catch  where error.kind == .diskFull && !full {
             return try acknowledge(ids, now: now, clearingNow: true)
         }
     }
@@ -474,7 +519,9 @@ public actor Spool {
                 return (finishedNow.count, finishedNow.bytes, false)
             }
             guard !clearing else { return (finishedNow.count, finishedNow.bytes, true) }
-            guard finishedSinceClearing + finishedNow.count >= Self.clearEvery else { return (finishedNow.count, finishedNow.bytes, false) }
+            guard finishedSinceClearing + finishedNow.count >= Self.clearEvery else {
+                return (finishedNow.count, finishedNow.bytes, false)
+            }
             try db.execute(sql: Self.clearAcknowledged)
             return (finishedNow.count, finishedNow.bytes, true)
         }
@@ -490,15 +537,22 @@ public actor Spool {
     /// pending, or failed, before the answer came are written. Samples no other output waits for are
     /// finished: with history kept they are stamped, and on a full disk (`deleting`) deleted, first,
     /// so that what is written after finds room.
-    private func finish(batch id: String, now: Double, deleting: Bool, in db: Database) throws -> (count: Int, bytes: Int) {
+    private func finish(batch id: String, now: Double, deleting: Bool, in db: Database) throws -> (
+        count: Int, bytes: Int
+    ) {
         var finishedNow = (count: 0, bytes: 0)
         for batch in try SpoolBatches.ranges(of: id, in: db) where !batch.acknowledged {
             let output = batch.output
-            let othersDone = SpoolOutput.all.filter { $0 != output }.map { "\(DeliverySQL.migrated.delivery($0)) IN \(DeliveryState.done)" }
-            let rows = (["\(batch.rows) AND acknowledged_at IS NULL AND \(output.delivery) NOT IN \(DeliveryState.done)"] + othersDone)
+            let othersDone = SpoolOutput.all.filter { $0 != output }.map {
+                "\(DeliverySQL.migrated.delivery($0)) IN \(DeliveryState.done)"
+            }
+            let rows =
+                (["\(batch.rows) AND acknowledged_at IS NULL AND \(output.delivery) NOT IN \(DeliveryState.done)"]
+                + othersDone)
                 .joined(separator: " AND ")
             // One pass over the finished rows: how many, their bytes, and when each was taken.
-            let done = try Row.fetchCursor(db, sql: "SELECT \(Self.takenAt), \(SampleColumns.wireSizeSQL) FROM sample WHERE \(rows)")
+            let done = try Row.fetchCursor(
+                db, sql: "SELECT \(Self.takenAt), \(SampleColumns.wireSizeSQL) FROM sample WHERE \(rows)")
             while let row = try done.next() {
                 finishedNow.count += 1
                 finishedNow.bytes += row.int(at: 1, in: 0...1_000_000) ?? 0  // the SQL keeps it in range
@@ -507,7 +561,9 @@ public actor Spool {
             if deleting {
                 try db.execute(sql: "DELETE FROM sample WHERE \(rows)")
             } else if configuration.acknowledgedHistory > 0 {
-                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'acknowledged', acknowledged_at = ? WHERE \(rows)", arguments: [now])
+                try db.execute(
+                    sql: "UPDATE sample SET \(output.delivery) = 'acknowledged', acknowledged_at = ? WHERE \(rows)",
+                    arguments: [now])
             }
             try SpoolBatches.acknowledge(batch, at: now, in: db)
         }
@@ -523,13 +579,17 @@ public actor Spool {
             for batch in try SpoolBatches.ranges(of: id, in: db) where !batch.acknowledged {
                 let output = batch.output
                 let (attempts, delivery) = (output.attempts, output.delivery)
-                try db.execute(sql: """
-                    UPDATE sample SET \(attempts) = \(attempts) + 1, \(output.lastError) = :reason,
-                        \(delivery) = CASE WHEN \(attempts) + 1 >= :park THEN 'parked' ELSE 'failed' END,
-                        \(output.retryAfter) = :now + MIN(:maximum, :delay * (1 << MIN(\(attempts), 30)))
-                    WHERE \(batch.rows) AND \(delivery) = 'in_flight'
-                    """, arguments: ["reason": reason, "park": configuration.parkAfterFailures, "now": now,
-                                     "maximum": configuration.maximumRetryDelay, "delay": configuration.retryDelay])
+                try db.execute(
+                    sql: """
+                        UPDATE sample SET \(attempts) = \(attempts) + 1, \(output.lastError) = :reason,
+                            \(delivery) = CASE WHEN \(attempts) + 1 >= :park THEN 'parked' ELSE 'failed' END,
+                            \(output.retryAfter) = :now + MIN(:maximum, :delay * (1 << MIN(\(attempts), 30)))
+                        WHERE \(batch.rows) AND \(delivery) = 'in_flight'
+                        """,
+                    arguments: [
+                        "reason": reason, "park": configuration.parkAfterFailures, "now": now,
+                        "maximum": configuration.maximumRetryDelay, "delay": configuration.retryDelay,
+                    ])
             }
         }
     }
@@ -572,7 +632,10 @@ public actor Spool {
         try read { db in
             // Read leniently: a damaged batch row gives no batch (its rows are left to the reclaim) or an unknown time.
             try SpoolBatches.inFlight(in: db).map { batch in
-                (id: batch.id, output: batch.output, sentAt: batch.sentAt.map(Date.init(timeIntervalSince1970:)) ?? .distantPast)
+                (
+                    id: batch.id, output: batch.output,
+                    sentAt: batch.sentAt.map(Date.init(timeIntervalSince1970:)) ?? .distantPast
+                )
             }
         }
     }
@@ -584,7 +647,10 @@ public actor Spool {
             let parked = SpoolOutput.all.map { "\($0.delivery) = 'parked'" }.joined(separator: " OR ")
             let samples = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample WHERE \(parked)") ?? 0
             for output in SpoolOutput.all {
-                try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'pending', \(output.attempts) = 0, \(output.retryAfter) = NULL WHERE \(output.delivery) = 'parked'")
+                try db.execute(
+                    sql:
+                        "UPDATE sample SET \(output.delivery) = 'pending', \(output.attempts) = 0, \(output.retryAfter) = NULL WHERE \(output.delivery) = 'parked'"
+                )
             }
             return samples
         }
@@ -596,11 +662,13 @@ public actor Spool {
     /// the user turned sharing off for that time. The setting lives in the database, so another process
     /// (`agrigps pause`) reaches a running daemon through it.
     public func setSharing(paused: Bool) throws(SpoolError) {
-        try write { db in try SharingState.set(paused: paused, at: configuration.clock().timeIntervalSince1970, in: db) }
+        try write { db in try SharingState.set(paused: paused, at: configuration.clock().timeIntervalSince1970, in: db)
+        }
     }
 
     public func isSharingPaused() -> Bool {
-        (try? database?.read { db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'sharing'") }) == "paused"
+        (try? database?.read { db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'sharing'")
+        }) == "paused"
     }
 
     /// The machine's running totals as the newest sample that had them left them; nil before any.
@@ -611,7 +679,10 @@ public actor Spool {
     /// The driver's work switch (`agrigps work`, the cab view), beside the sharing switch: kept across
     /// restarts, read by the daemon at each sample.
     public func setWorkSwitch(on: Bool) throws(SpoolError) {
-        try write { db in try SpoolState.set("work_switch", number: configuration.clock().timeIntervalSince1970, text: on ? "on" : "off", in: db) }
+        try write { db in
+            try SpoolState.set(
+                "work_switch", number: configuration.clock().timeIntervalSince1970, text: on ? "on" : "off", in: db)
+        }
     }
 
     /// The implement's working width as the driver gave it in the cab view's Settings (metres, within
@@ -634,7 +705,9 @@ public actor Spool {
 
     /// Nil until the switch was first set: a machine whose driver never used it has no work state by it.
     public func workSwitch() -> Bool? {
-        switch try? database?.read({ db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'work_switch'") }) {
+        switch try? database?.read({ db in
+            try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'work_switch'")
+        }) {
         case "on"?: true
         case "off"?: false
         default: nil
@@ -668,7 +741,8 @@ public actor Spool {
 
     /// The counts and notes of `status`, read in one transaction; shared with the read-only `SpoolReader`.
     static func readStatus(_ db: Database, now: Date, into status: inout SpoolStatus) throws {
-        let queries = DeliverySQL(readingAsItIs: db).batchesAcknowledged ? StatusQueries.migrated : StatusQueries.unmigrated
+        let queries =
+            DeliverySQL(readingAsItIs: db).batchesAcknowledged ? StatusQueries.migrated : StatusQueries.unmigrated
         // A file of ours is still input: every number is checked before use, so a damaged or
         // edited row gives an unknown, never a trap.
         var oldest: Double?
@@ -676,7 +750,9 @@ public actor Spool {
             let states = SpoolOutput.all.indices.map { row.text(at: 1 + $0, limit: 32) }
             let count = row.int(at: 1 + states.count, in: 0...Int.max) ?? 0
             // Queued: not stamped as history, and some output still owes it.
-            guard row.int(at: 0, in: 0...1) == 1, !states.allSatisfy({ $0.map(DeliveryState.finished.contains) == true }) else {
+            guard row.int(at: 0, in: 0...1) == 1,
+                !states.allSatisfy({ $0.map(DeliveryState.finished.contains) == true })
+            else {
                 status.acknowledgedKept += count
                 continue
             }
@@ -691,7 +767,9 @@ public actor Spool {
                 guard let state, state != DeliveryState.off else { continue }
                 status.byOutput[output.name, default: [:]][state, default: 0] += count
             }
-            if let waiting = row.double(at: 2 + states.count, in: Bounds.epochSeconds) { oldest = min(oldest ?? waiting, waiting) }
+            if let waiting = row.double(at: 2 + states.count, in: Bounds.epochSeconds) {
+                oldest = min(oldest ?? waiting, waiting)
+            }
         }
         // On the true clock on both sides: `now` is the best known UTC (the daemon's, or status's
         // system clock less the skew the daemon last saw), and each sample's time is its GNSS time
@@ -699,7 +777,9 @@ public actor Spool {
         // years old, and one taken under a clock 2 h fast is not 2 h old.
         status.oldestPendingAge = oldest.map { max(0, now.timeIntervalSince1970 - $0) }
         let newest = try Row.fetchOne(db.cachedStatement(sql: "SELECT sampled_at FROM sample ORDER BY id DESC LIMIT 1"))
-        status.lastAppendAt = newest?.double("sampled_at", in: Bounds.epochSeconds).map { Date(timeIntervalSince1970: $0) }
+        status.lastAppendAt = newest?.double("sampled_at", in: Bounds.epochSeconds).map {
+            Date(timeIntervalSince1970: $0)
+        }
         try readNotes(db, into: &status)
     }
 
@@ -719,11 +799,14 @@ public actor Spool {
 
         init(_ delivery: DeliverySQL) {
             let states = SpoolOutput.all.indices.map { "state\($0)" }
-            let perRow = ["acknowledged_at IS NULL AS open"] + zip(SpoolOutput.all, states).map { "\(delivery.delivery($0)) AS \($1)" }
+            let perRow =
+                ["acknowledged_at IS NULL AS open"]
+                + zip(SpoolOutput.all, states).map { "\(delivery.delivery($0)) AS \($1)" }
                 + ["\(Spool.trueTime) AS true_time"]
             // An output's pending and failed rows are so in the row itself: only in-flight ones read their batch.
             let waiting = states.map { "\($0) IN ('pending', 'failed')" }.joined(separator: " OR ")
-            summary = "SELECT open, \(states.joined(separator: ", ")), COUNT(*), MIN(CASE WHEN \(waiting) THEN true_time END) "
+            summary =
+                "SELECT open, \(states.joined(separator: ", ")), COUNT(*), MIN(CASE WHEN \(waiting) THEN true_time END) "
                 + "FROM (SELECT \(perRow.joined(separator: ", ")) FROM sample) GROUP BY open, \(states.joined(separator: ", "))"
         }
     }
@@ -793,7 +876,9 @@ public actor Spool {
 
     /// The most recently appended sample still in the spool, whatever its delivery state.
     public func newestSample() throws(SpoolError) -> SpooledSample? {
-        try read { db in try Row.fetchOne(db, sql: SampleColumns.select + " ORDER BY id DESC LIMIT 1").map(SampleColumns.spooled) }
+        try read { db in
+            try Row.fetchOne(db, sql: SampleColumns.select + " ORDER BY id DESC LIMIT 1").map(SampleColumns.spooled)
+        }
     }
 
     /// Every spooled sample in append order, whatever its delivery state; for inspection and tests.
@@ -803,8 +888,12 @@ public actor Spool {
         let kept = configuration.acknowledgedHistory > 0 ? "" : " WHERE \(Self.queued)"
         let delivery = DeliverySQL.migrated.delivery(.gpsInfo)
         return try read { db in
-            try Row.fetchAll(db, sql: SampleColumns.select.replacingOccurrences(of: " FROM sample", with: ", \(delivery) AS delivery FROM sample") + kept + " ORDER BY id")
-                .map { (SampleColumns.spooled($0), $0.text("delivery", limit: 64) ?? "unreadable") }
+            try Row.fetchAll(
+                db,
+                sql: SampleColumns.select.replacingOccurrences(
+                    of: " FROM sample", with: ", \(delivery) AS delivery FROM sample") + kept + " ORDER BY id"
+            )
+            .map { (SampleColumns.spooled($0), $0.text("delivery", limit: 64) ?? "unreadable") }
         }
     }
 
@@ -817,7 +906,9 @@ public actor Spool {
         }
     }
 
-    private var notOpen: SpoolError { SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path) }
+    private var notOpen: SpoolError {
+        SpoolError(kind: .database, sqliteCode: 0, message: "spool not open", path: path)
+    }
 
     /// One transaction, synced to disk before it returns. Takes and acknowledgements too: a take
     /// lost to a power cut after its batch went out, or an acknowledgement lost after agrirouter
@@ -850,7 +941,9 @@ extension Spool {
     /// counted, kept as `vanished_rows` until the daemon takes them, and their ids are never given out
     /// again. Returns the mark, open for the commits to come when this spool keeps it, and the highest
     /// id noted. When the comparison fails, the mark is left as it is, to be compared at the next open.
-    static func checkMark(_ opened: SpoolFile.Opened, path: String, keeping: Bool, logger: Logger) -> (CommitMark?, Int64) {
+    static func checkMark(_ opened: SpoolFile.Opened, path: String, keeping: Bool, logger: Logger) -> (
+        CommitMark?, Int64
+    ) {
         let (database, owed) = (opened.database, opened.queued.rows)
         let cause = opened.quarantined.map { VanishCause.quarantined(aside: $0) } ?? .damaged
         let markPath = path + "-mark"
@@ -858,7 +951,10 @@ extension Spool {
         let highest: Int64
         do {
             highest = try database.write { db -> Int64 in
-                let highest = try Row.fetchOne(db, sql: "SELECT \(RowIDs.highestSQL)")?.int(at: 0, in: 0...Int.max).map { Int64($0) } ?? 0
+                let highest =
+                    try Row.fetchOne(db, sql: "SELECT \(RowIDs.highestSQL)")?.int(at: 0, in: 0...Int.max).map {
+                        Int64($0)
+                    } ?? 0
                 guard let noted, noted.highestID > highest else { return highest }
                 try recordVanished(from: highest + 1, noted: noted, cause: cause, in: db)
                 return noted.highestID
@@ -870,7 +966,9 @@ extension Spool {
         guard keeping else { return (nil, highest) }
         do {
             let mark = try CommitMark(path: markPath)
-            if !mark.write(CommitMark.Note(highestID: highest, owed: Int64(max(0, owed)))) { logger.warning("cannot write \(markPath)") }
+            if !mark.write(CommitMark.Note(highestID: highest, owed: Int64(max(0, owed)))) {
+                logger.warning("cannot write \(markPath)")
+            }
             return (mark, highest)
         } catch {
             logger.warning("\(error.description); a damaged write-ahead log would go uncounted")
@@ -882,7 +980,9 @@ extension Spool {
     /// owed when the mark was written had not been acknowledged by every output: exactly that many
     /// when every row ever committed was still owed (a box offline, not onboarded), else up to that.
     /// The daemon reports them (`takeLostRows`), whichever process opened the spool first.
-    private static func recordVanished(from first: Int64, noted: CommitMark.Note, cause: VanishCause, in db: Database) throws {
+    private static func recordVanished(from first: Int64, noted: CommitMark.Note, cause: VanishCause, in db: Database)
+        throws
+    {
         let last = noted.highestID
         let gone = last - first + 1
         let lost = min(gone, noted.owed)
@@ -890,18 +990,21 @@ extension Spool {
         let why: String
         switch cause {
         case .damaged: why = "its write-ahead log was deleted or damaged, or the file replaced by an older copy"
-        case .quarantined(let aside): why = "the file was corrupt and moved aside to \(aside), where they may still be read"
+        case .quarantined(let aside):
+            why = "the file was corrupt and moved aside to \(aside), where they may still be read"
         }
-        let reason = exact
+        let reason =
+            exact
             ? "the spool lost \(lost) committed samples (ids \(first) to \(last)) that were never sent: \(why)"
             : "the spool lost up to \(lost) samples not acknowledged by every output, of \(gone) committed (ids \(first) to \(last)) "
                 + "and gone since: \(why)"
         try SpoolState.set("highest_id", number: Double(last), in: db)
         guard lost > 0 else { return }
-        try db.execute(sql: """
-            INSERT INTO spool_state (name, number, text) VALUES ('vanished_rows', ?, ?)
-            ON CONFLICT(name) DO UPDATE SET number = number + excluded.number, text = excluded.text
-            """, arguments: [lost, reason])
+        try db.execute(
+            sql: """
+                INSERT INTO spool_state (name, number, text) VALUES ('vanished_rows', ?, ?)
+                ON CONFLICT(name) DO UPDATE SET number = number + excluded.number, text = excluded.text
+                """, arguments: [lost, reason])
     }
 }
 
@@ -933,18 +1036,22 @@ enum MachineTotalsState {
     static func read(_ db: Database) throws -> MachineTotals? {
         let kept = try Row.fetchOne(db, sql: "SELECT number, text FROM spool_state WHERE name = 'machine_totals'")
         let keptID = kept?.double(at: 0, in: 0...9e15) ?? -1
-        if let row = try Row.fetchOne(db, sql: """
-            SELECT machine_effective_s, machine_ineffective_s, machine_fuel_ml, machine_engine_s FROM sample
-            WHERE id > ? AND machine_effective_s IS NOT NULL ORDER BY id DESC LIMIT 1
-            """, arguments: [keptID]), let totals = SampleColumns.totals(row) {
+        if let row = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT machine_effective_s, machine_ineffective_s, machine_fuel_ml, machine_engine_s FROM sample
+                WHERE id > ? AND machine_effective_s IS NOT NULL ORDER BY id DESC LIMIT 1
+                """, arguments: [keptID]), let totals = SampleColumns.totals(row)
+        {
             return totals
         }
         guard let text = kept?.text(at: 1, limit: 200) else { return nil }
         let words = text.split(separator: " ")
         let numbers = words.compactMap { Double($0) }.filter(range.contains)
         guard numbers.count == words.count, (3...4).contains(numbers.count) else { return nil }
-        return MachineTotals(effectiveSeconds: numbers[0], ineffectiveSeconds: numbers[1], fuelMillilitres: numbers[2],
-                             engineSeconds: numbers.count == 4 ? numbers[3] : 0)
+        return MachineTotals(
+            effectiveSeconds: numbers[0], ineffectiveSeconds: numbers[1], fuelMillilitres: numbers[2],
+            engineSeconds: numbers.count == 4 ? numbers[3] : 0)
     }
 }
 
@@ -952,12 +1059,18 @@ enum MachineTotalsState {
 enum SpoolState {
     static func set(_ name: String, number: Double? = nil, text: String? = nil, in db: Database) throws {
         // Cached: an append runs this in every transaction.
-        try db.cachedStatement(sql: "INSERT INTO spool_state (name, number, text) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET number = excluded.number, text = excluded.text")
-            .execute(arguments: [name, number, text])
+        try db.cachedStatement(
+            sql:
+                "INSERT INTO spool_state (name, number, text) VALUES (?, ?, ?) ON CONFLICT(name) DO UPDATE SET number = excluded.number, text = excluded.text"
+        )
+        .execute(arguments: [name, number, text])
     }
 
     static func add(_ count: Int, to name: String, in db: Database) throws {
-        try db.cachedStatement(sql: "INSERT INTO spool_state (name, number) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET number = number + excluded.number")
-            .execute(arguments: [name, count])
+        try db.cachedStatement(
+            sql:
+                "INSERT INTO spool_state (name, number) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET number = number + excluded.number"
+        )
+        .execute(arguments: [name, count])
     }
 }

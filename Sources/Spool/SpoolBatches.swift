@@ -44,8 +44,8 @@ enum SpoolBatches {
 
         init?(_ row: Row) {
             guard let number = row.int("number", in: 1...Int.max),
-                  let output = row.text("output", limit: 32).flatMap(SpoolOutput.init(name:)),
-                  let first = row.int("first_id", in: 0...Int.max), let last = row.int("last_id", in: first...Int.max)
+                let output = row.text("output", limit: 32).flatMap(SpoolOutput.init(name:)),
+                let first = row.int("first_id", in: 0...Int.max), let last = row.int("last_id", in: first...Int.max)
             else { return nil }
             (self.number, self.output, self.first, self.last) = (number, output, first, last)
             // Anything but NULL counts, as in `DeliverySQL`: the two must agree on a damaged value.
@@ -56,7 +56,10 @@ enum SpoolBatches {
         /// acknowledged batch's stay: they are done.
         func release(in db: Database) throws -> Int {
             guard !acknowledged else { return 0 }
-            try db.execute(sql: "UPDATE sample SET \(output.delivery) = 'pending' WHERE \(rows) AND \(output.delivery) = 'in_flight'")
+            try db.execute(
+                sql:
+                    "UPDATE sample SET \(output.delivery) = 'pending' WHERE \(rows) AND \(output.delivery) = 'in_flight'"
+            )
             return db.changesCount
         }
     }
@@ -65,16 +68,23 @@ enum SpoolBatches {
 
     /// The batches sent under message id `id`: one, unless a caller reused an id.
     static func ranges(of id: String, in db: Database) throws -> [Range] {
-        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(columns) FROM batch WHERE id = ?"), arguments: [id]).compactMap(Range.init)
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT \(columns) FROM batch WHERE id = ?"), arguments: [id])
+            .compactMap(Range.init)
     }
 
     /// Notes a new batch and returns its number. Numbers only grow (the newest batch is never
     /// forgotten), so a row still holding an old number can never be taken for a newer batch's.
-    static func record(id: String, output: SpoolOutput, first: Int64, last: Int64, sentAt: Double, in db: Database) throws -> Int {
-        let highest = try Row.fetchOne(db, sql: "SELECT MAX(number) AS number FROM batch")?.int("number", in: 0...(Int.max - 1)) ?? 0
+    static func record(id: String, output: SpoolOutput, first: Int64, last: Int64, sentAt: Double, in db: Database)
+        throws -> Int
+    {
+        let highest =
+            try Row.fetchOne(db, sql: "SELECT MAX(number) AS number FROM batch")?.int("number", in: 0...(Int.max - 1))
+            ?? 0
         let number = highest + 1
-        try db.cachedStatement(sql: "INSERT INTO batch (number, id, output, first_id, last_id, sent_at) VALUES (?, ?, ?, ?, ?, ?)")
-            .execute(arguments: [number, id, output.name, first, last, sentAt])
+        try db.cachedStatement(
+            sql: "INSERT INTO batch (number, id, output, first_id, last_id, sent_at) VALUES (?, ?, ?, ?, ?, ?)"
+        )
+        .execute(arguments: [number, id, output.name, first, last, sentAt])
         if number % forgetEvery == 0 { try forget(upTo: number - kept, in: db) }
         return number
     }
@@ -85,17 +95,25 @@ enum SpoolBatches {
     static func acknowledge(_ batch: Range, at now: Double, in db: Database) throws {
         try db.execute(sql: "UPDATE batch SET acknowledged_at = ? WHERE number = ?", arguments: [now, batch.number])
         let delivery = batch.output.delivery
-        try db.execute(sql: "UPDATE sample SET \(delivery) = 'acknowledged' WHERE \(batch.rows) AND \(delivery) NOT IN \(DeliveryState.done) AND \(delivery) != 'in_flight'")
+        try db.execute(
+            sql:
+                "UPDATE sample SET \(delivery) = 'acknowledged' WHERE \(batch.rows) AND \(delivery) NOT IN \(DeliveryState.done) AND \(delivery) != 'in_flight'"
+        )
     }
 
     /// Forgets batches up to `number`. Their rows still in flight go back to pending first, or, if
     /// the batch was acknowledged, are written acknowledged: without its row nothing else says so.
     private static func forget(upTo number: Int, in db: Database) throws {
         guard number > 0 else { return }
-        for range in try Row.fetchAll(db, sql: "SELECT \(columns) FROM batch WHERE number <= ?", arguments: [number]).compactMap(Range.init) {
+        for range in try Row.fetchAll(db, sql: "SELECT \(columns) FROM batch WHERE number <= ?", arguments: [number])
+            .compactMap(Range.init)
+        {
             if range.acknowledged {
                 let delivery = range.output.delivery
-                try db.execute(sql: "UPDATE sample SET \(delivery) = 'acknowledged' WHERE \(range.rows) AND \(delivery) = 'in_flight'")
+                try db.execute(
+                    sql:
+                        "UPDATE sample SET \(delivery) = 'acknowledged' WHERE \(range.rows) AND \(delivery) = 'in_flight'"
+                )
             } else {
                 _ = try range.release(in: db)
             }
@@ -107,18 +125,25 @@ enum SpoolBatches {
     /// never be acknowledged or reclaimed: they go back to pending. Run when the spool opens.
     static func releaseOrphans(in db: Database) throws {
         for output in SpoolOutput.all {
-            try db.execute(sql: """
-                UPDATE sample SET \(output.delivery) = 'pending' WHERE \(output.delivery) = 'in_flight'
-                AND (\(output.batchID) IS NULL OR \(output.batchID) NOT IN (SELECT number FROM batch WHERE output = ?))
-                """, arguments: [output.name])
+            try db.execute(
+                sql: """
+                    UPDATE sample SET \(output.delivery) = 'pending' WHERE \(output.delivery) = 'in_flight'
+                    AND (\(output.batchID) IS NULL OR \(output.batchID) NOT IN (SELECT number FROM batch WHERE output = ?))
+                    """, arguments: [output.name])
         }
     }
 
     /// Batches with rows still in flight: their message id, output and send time (nil if damaged).
     static func inFlight(in db: Database) throws -> [(id: String, output: SpoolOutput, sentAt: Double?)] {
-        try Row.fetchAll(db, sql: "SELECT \(columns), id, sent_at FROM batch WHERE acknowledged_at IS NULL ORDER BY number").compactMap { row in
+        try Row.fetchAll(
+            db, sql: "SELECT \(columns), id, sent_at FROM batch WHERE acknowledged_at IS NULL ORDER BY number"
+        ).compactMap { row in
             guard let range = Range(row), let id = row.text("id", limit: 200),
-                  try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM sample WHERE \(range.rows) AND \(range.output.delivery) = 'in_flight')") == true
+                try Bool.fetchOne(
+                    db,
+                    sql:
+                        "SELECT EXISTS (SELECT 1 FROM sample WHERE \(range.rows) AND \(range.output.delivery) = 'in_flight')"
+                ) == true
             else { return nil }
             return (id, range.output, row.double("sent_at", in: Bounds.epochSeconds))
         }
@@ -126,8 +151,12 @@ enum SpoolBatches {
 
     /// Batches not acknowledged and sent before `cutoff`, or whose send time is damaged (as good as expired).
     static func sent(before cutoff: Double, in db: Database) throws -> [Range] {
-        try Row.fetchAll(db, sql: "SELECT \(columns) FROM batch WHERE acknowledged_at IS NULL AND (sent_at < ? OR typeof(sent_at) != 'real')",
-                         arguments: [cutoff])
-            .compactMap(Range.init)
+        try Row.fetchAll(
+            db,
+            sql:
+                "SELECT \(columns) FROM batch WHERE acknowledged_at IS NULL AND (sent_at < ? OR typeof(sent_at) != 'real')",
+            arguments: [cutoff]
+        )
+        .compactMap(Range.init)
     }
 }

@@ -1,6 +1,6 @@
 import GRDB
-import StateFiles
 import Glibc
+import StateFiles
 
 /// What went wrong with the spool's storage. SQLite's code and message are kept for the log.
 public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -51,8 +51,9 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
         case .SQLITE_CORRUPT, .SQLITE_NOTADB: kind = .corrupt
         default: kind = .database
         }
-        self.init(kind: kind, sqliteCode: error.extendedResultCode.rawValue,
-                  message: error.message ?? "SQLite error \(error.extendedResultCode.rawValue)", path: path)
+        self.init(
+            kind: kind, sqliteCode: error.extendedResultCode.rawValue,
+            message: error.message ?? "SQLite error \(error.extendedResultCode.rawValue)", path: path)
     }
 
     public var description: String {

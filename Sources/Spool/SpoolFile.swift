@@ -1,9 +1,9 @@
-import Clocks
 import Bounds
+import Clocks
 import Foundation
-import StateFiles
 import GRDB
 import Logging
+import StateFiles
 
 /// Opening the spool's file: pragmas, the start-up check, quarantine of a corrupt file, migrations.
 enum SpoolFile {
@@ -19,19 +19,24 @@ enum SpoolFile {
     static let rebuildLimit = 16 * 1024 * 1024
 
     /// The open spool; `quarantined` names where a corrupt file was moved on the way.
-    typealias Opened = (database: DatabaseQueue, queued: (rows: Int, bytes: Int), outputs: [SpoolOutput], quarantined: String?)
+    typealias Opened = (
+        database: DatabaseQueue, queued: (rows: Int, bytes: Int), outputs: [SpoolOutput], quarantined: String?
+    )
 
     static func open(path: String, configuration: SpoolConfiguration, logger: Logger) -> Result<Opened, SpoolError> {
         do {
             return .success(try openChecked(path: path, configuration: configuration))
         } catch let error where error.kind == .corrupt {
             let aside = quarantine(path: path)
-            logger.error("spool \(path) is corrupt (\(error.message)); moved it to \(aside ?? "nowhere: rename failed") and started a new spool")
+            logger.error(
+                "spool \(path) is corrupt (\(error.message)); moved it to \(aside ?? "nowhere: rename failed") and started a new spool"
+            )
             guard let aside else { return .failure(error) }
             do {
                 var opened = try openChecked(path: path, configuration: configuration)
                 try opened.database.write { db in
-                    try SpoolState.set("quarantined_file", number: configuration.clock().timeIntervalSince1970, text: aside, in: db)
+                    try SpoolState.set(
+                        "quarantined_file", number: configuration.clock().timeIntervalSince1970, text: aside, in: db)
                 }
                 opened.quarantined = aside
                 return .success(opened)
@@ -51,7 +56,8 @@ enum SpoolFile {
             do {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
-                throw SpoolError(kind: .readOnly, sqliteCode: 0, message: "cannot create directory \(directory)", path: path)
+                throw SpoolError(
+                    kind: .readOnly, sqliteCode: 0, message: "cannot create directory \(directory)", path: path)
             }
         }
         do {
@@ -90,13 +96,17 @@ enum SpoolFile {
             let database = try DatabaseQueue(path: path, configuration: settings)
             let verdict = try database.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
             guard verdict == ["ok"] else {
-                throw SpoolError(kind: .corrupt, sqliteCode: 11, message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))", path: path)
+                throw SpoolError(
+                    kind: .corrupt, sqliteCode: 11,
+                    message: "quick_check: \(verdict.prefix(3).joined(separator: "; "))", path: path)
             }
             // A spool from a newer agrigps (a package downgraded over it) is left as it is.
             if let unknown = try database.read({ db in try SpoolSchema.unknownSteps(db) }), !unknown.isEmpty {
-                throw SpoolError(kind: .newerVersion, sqliteCode: 0, message: "spool \(path) was written by a newer agrigps (schema steps "
-                                 + "\(unknown.prefix(3).joined(separator: ", ")) are unknown to this version); install that version again, "
-                                 + "or move the file aside to start a new spool (what it holds is then not sent)", path: path)
+                throw SpoolError(
+                    kind: .newerVersion, sqliteCode: 0,
+                    message: "spool \(path) was written by a newer agrigps (schema steps "
+                        + "\(unknown.prefix(3).joined(separator: ", ")) are unknown to this version); install that version again, "
+                        + "or move the file aside to start a new spool (what it holds is then not sent)", path: path)
             }
             rebuildWithSmallerPages(database, path: path)
             try SpoolSchema.migrator.migrate(database)
@@ -105,14 +115,19 @@ enum SpoolFile {
             let outputs = try database.write { db in
                 guard let wanted = configuration.outputs else { return try SpoolSchema.storedOutputs(db) }
                 let enabled = SpoolConfiguration.enabled(wanted)
-                try SpoolSchema.applyOutputs(enabled, history: configuration.acknowledgedHistory > 0,
-                                             now: configuration.clock().timeIntervalSince1970, in: db)
+                try SpoolSchema.applyOutputs(
+                    enabled, history: configuration.acknowledgedHistory > 0,
+                    now: configuration.clock().timeIntervalSince1970, in: db)
                 return enabled
             }
             let queued = try database.read { db in
-                try Row.fetchOne(db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(Spool.queued)")
+                try Row.fetchOne(
+                    db, sql: "SELECT COUNT(*), TOTAL(\(SampleColumns.wireSizeSQL)) FROM sample WHERE \(Spool.queued)")
             }
-            return (database, (queued?[0] ?? 0, queued?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0), outputs, nil)
+            return (
+                database, (queued?[0] ?? 0, queued?.double(at: 1, in: 0...1e15).flatMap(Bounds.whole) ?? 0), outputs,
+                nil
+            )
         } catch let error as SpoolError {
             throw error
         } catch let error as DatabaseError {
@@ -128,7 +143,8 @@ enum SpoolFile {
     private static func rebuildWithSmallerPages(_ database: DatabaseQueue, path: String) {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? Int.max
         guard size <= rebuildLimit,
-              let pages = try? database.read({ db in try Int.fetchOne(db, sql: "PRAGMA page_size") }), pages != pageSize else { return }
+            let pages = try? database.read({ db in try Int.fetchOne(db, sql: "PRAGMA page_size") }), pages != pageSize
+        else { return }
         _ = try? database.writeWithoutTransaction { db in
             defer { _ = try? String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
             guard try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE") == "delete" else { return }

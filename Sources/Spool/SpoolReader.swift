@@ -1,7 +1,7 @@
 import BlockingWork
 import Foundation
-import StateFiles
 import GRDB
+import StateFiles
 
 /// The spool seen from another process (`agrigps status`, the cab view): opened read-only, never
 /// migrated, checked or moved aside, so that a reader can neither change nor quarantine the daemon's file.
@@ -35,7 +35,8 @@ public actor SpoolReader {
     /// One row, where `status` would count the whole queue.
     public func workingWidth() throws(SpoolError) -> Double? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT number FROM spool_state WHERE name = 'working_width'").flatMap(Spool.workingWidth)
+            try Row.fetchOne(db, sql: "SELECT number FROM spool_state WHERE name = 'working_width'").flatMap(
+                Spool.workingWidth)
         }
     }
 
@@ -43,7 +44,8 @@ public actor SpoolReader {
     public func newest(limit: Int) throws(SpoolError) -> [SpooledSample] {
         let limit = max(0, min(limit, 100_000))
         return try read { db in
-            try Row.fetchAll(db.cachedStatement(sql: Self.select(db) + " ORDER BY id DESC LIMIT ?"), arguments: [limit]).map(SampleColumns.spooled)
+            try Row.fetchAll(db.cachedStatement(sql: Self.select(db) + " ORDER BY id DESC LIMIT ?"), arguments: [limit])
+                .map(SampleColumns.spooled)
         }
     }
 
@@ -52,12 +54,16 @@ public actor SpoolReader {
     /// and the version it saw it at. With `statusAt`, the same read also gives `status(now:)` at
     /// that time: the cab view's look at each sample is then one transaction, not two.
     public func newestWithVersion(after rowID: Int64, limit: Int, statusAt: Date? = nil)
-        throws(SpoolError) -> (rows: [SpooledSample], version: Int64, status: SpoolStatus?) {
+        throws(SpoolError) -> (rows: [SpooledSample], version: Int64, status: SpoolStatus?)
+    {
         let limit = max(0, min(limit, 100_000))
         return try read { db in
             let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
-            let rows = try Row.fetchAll(db.cachedStatement(sql: Self.select(db) + " WHERE id > ? ORDER BY id DESC LIMIT ?"), arguments: [rowID, limit])
-                .map(SampleColumns.spooled)
+            let rows = try Row.fetchAll(
+                db.cachedStatement(sql: Self.select(db) + " WHERE id > ? ORDER BY id DESC LIMIT ?"),
+                arguments: [rowID, limit]
+            )
+            .map(SampleColumns.spooled)
             guard let statusAt else { return (rows, version, nil) }
             var status = SpoolStatus()
             try Spool.readStatus(db, now: statusAt, into: &status)
@@ -80,7 +86,8 @@ public actor SpoolReader {
         var info = stat()
         guard stat(path, &info) == 0 else {
             database = nil
-            throw SpoolError(kind: .readOnly, sqliteCode: 14, message: "no spool yet: the daemon has not run here", path: path)
+            throw SpoolError(
+                kind: .readOnly, sqliteCode: 14, message: "no spool yet: the daemon has not run here", path: path)
         }
         if let database, UInt64(info.st_ino) == inode { return database }
         do {

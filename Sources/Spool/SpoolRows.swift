@@ -29,21 +29,27 @@ public enum AppendOutcome: Sendable, Equatable {
 }
 
 enum SampleColumns {
-    private static let columns = [
-        "sampled_at", "receiver_time", "state", "state_reason", "gpsd_mode", "gpsd_status",
-        "latitude", "longitude", "altitude_hae", "altitude_msl", "speed", "track", "hdop", "pdop", "satellites_used",
-        "device", "clock_skew", "detail", "wire_size", "sampled_uptime",
-    ] + machineColumns
+    private static let columns =
+        [
+            "sampled_at", "receiver_time", "state", "state_reason", "gpsd_mode", "gpsd_status",
+            "latitude", "longitude", "altitude_hae", "altitude_msl", "speed", "track", "hdop", "pdop",
+            "satellites_used",
+            "device", "clock_skew", "detail", "wire_size", "sampled_uptime",
+        ] + machineColumns
 
     /// What the machine's controllers said at the sample (`MachineReading`); all NULL without one.
-    static let machineColumns = ["machine_work", "machine_speed", "machine_speed_source", "engine_speed", "engine_hours", "fuel_rate", "fuel_used",
-                                 "machine_effective_s", "machine_ineffective_s", "machine_fuel_ml", "machine_engine_s"]
+    static let machineColumns = [
+        "machine_work", "machine_speed", "machine_speed_source", "engine_speed", "engine_hours", "fuel_rate",
+        "fuel_used",
+        "machine_effective_s", "machine_ineffective_s", "machine_fuel_ml", "machine_engine_s",
+    ]
 
     /// A sample taken while sharing is paused is withheld for good. The state is read by the insert
     /// itself, inside the transaction, because `agrigps pause` in another process may just have set it.
     /// Outputs not enabled are "off" for the sample: it never waits for them.
     static func insert(outputs: [SpoolOutput]) -> String {
-        let state = "CASE (SELECT text FROM spool_state WHERE name = 'sharing') WHEN 'paused' THEN 'withheld' ELSE 'pending' END"
+        let state =
+            "CASE (SELECT text FROM spool_state WHERE name = 'sharing') WHEN 'paused' THEN 'withheld' ELSE 'pending' END"
         let deliveries = SpoolOutput.all.map { outputs.contains($0) ? state : "'\(DeliveryState.off)'" }
         return """
             INSERT INTO sample (id, \(columns.joined(separator: ", ")), \(SpoolOutput.all.map(\.delivery).joined(separator: ", ")))
@@ -56,7 +62,8 @@ enum SampleColumns {
     /// The select for a file with or without (some of) the machine's columns: a reader in another
     /// process may open a spool the daemon has not migrated yet. `present` nil: all of them.
     static func select(present: Set<String>?) -> String {
-        let machine = machineColumns.map { present?.contains($0) ?? true ? $0 : "NULL AS \($0)" }.joined(separator: ", ")
+        let machine = machineColumns.map { present?.contains($0) ?? true ? $0 : "NULL AS \($0)" }.joined(
+            separator: ", ")
         return """
             SELECT id, sampled_at, receiver_time, state, state_reason, gpsd_mode, gpsd_status,
                 latitude, longitude, altitude_hae, altitude_msl, speed, track, hdop, pdop, satellites_used,
@@ -88,18 +95,25 @@ enum SampleColumns {
     /// drops what is out of range), so a damaged row is sent as what can still be trusted of it.
     static func spooled(_ row: Row) -> SpooledSample {
         let time = row.date("receiver_time")
-        let state = row.text("state", limit: 64).flatMap { name in
-            FixState(name: name, noReceiverReason: row.text("state_reason", limit: 64).flatMap(NoReceiverReason.init))
-        } ?? .noFix
+        let state =
+            row.text("state", limit: 64).flatMap { name in
+                FixState(
+                    name: name, noReceiverReason: row.text("state_reason", limit: 64).flatMap(NoReceiverReason.init))
+            } ?? .noFix
         let mode = row.int("gpsd_mode", in: 0...3) ?? 0
         let hasReport = time != nil || mode != 0 || !row.hasNull("latitude") || !row.hasNull("hdop")
-        let report = hasReport ? PositionReport(
-            time: time, gpsdMode: mode, gpsdStatus: row.int("gpsd_status", in: 0...255) ?? 0,
-            latitude: row.double("latitude", in: Bounds.latitude), longitude: row.double("longitude", in: Bounds.longitude),
-            altitudeHAE: row.double("altitude_hae", in: Bounds.altitude), altitudeMSL: row.double("altitude_msl", in: Bounds.altitude),
-            speed: row.double("speed", in: Bounds.speed), track: row.double("track", in: Bounds.track),
-            hdop: row.double("hdop", in: Bounds.dop), pdop: row.double("pdop", in: Bounds.dop),
-            satellitesUsed: row.int("satellites_used", in: Bounds.satellites), device: row.text("device", limit: 512)) : nil
+        let report =
+            hasReport
+            ? PositionReport(
+                time: time, gpsdMode: mode, gpsdStatus: row.int("gpsd_status", in: 0...255) ?? 0,
+                latitude: row.double("latitude", in: Bounds.latitude),
+                longitude: row.double("longitude", in: Bounds.longitude),
+                altitudeHAE: row.double("altitude_hae", in: Bounds.altitude),
+                altitudeMSL: row.double("altitude_msl", in: Bounds.altitude),
+                speed: row.double("speed", in: Bounds.speed), track: row.double("track", in: Bounds.track),
+                hdop: row.double("hdop", in: Bounds.dop), pdop: row.double("pdop", in: Bounds.dop),
+                satellitesUsed: row.int("satellites_used", in: Bounds.satellites),
+                device: row.text("device", limit: 512)) : nil
         // The system time of a sample is never absent; a damaged one falls back to the receiver's, then
         // to the start of GNSS time, which the age cap then treats as very old rather than as a trap.
         let sampledAt = row.date("sampled_at") ?? time ?? Date(timeIntervalSince1970: Bounds.epochSeconds.lowerBound)
@@ -115,12 +129,15 @@ enum SampleColumns {
     static func machine(_ row: Row) -> MachineReading? {
         guard machineColumns.contains(where: { !row.hasNull($0) }) else { return nil }
         let work = row.text("machine_work", limit: 32).flatMap(MachineReading.Work.init(rawValue:)) ?? .unknown
-        var reading = MachineReading(work: work, speed: row.double("machine_speed", in: MachineReading.speedRange),
-                                     speedSource: row.text("machine_speed_source", limit: 16).flatMap { ["wheel", "ground", "selected"].contains($0) ? $0 : nil },
-                                     engineSpeed: row.double("engine_speed", in: MachineReading.engineSpeedRange),
-                                     engineHours: row.double("engine_hours", in: MachineReading.engineHoursRange),
-                                     fuelRate: row.double("fuel_rate", in: MachineReading.fuelRateRange),
-                                     fuelUsed: row.double("fuel_used", in: MachineReading.fuelUsedRange))
+        var reading = MachineReading(
+            work: work, speed: row.double("machine_speed", in: MachineReading.speedRange),
+            speedSource: row.text("machine_speed_source", limit: 16).flatMap {
+                ["wheel", "ground", "selected"].contains($0) ? $0 : nil
+            },
+            engineSpeed: row.double("engine_speed", in: MachineReading.engineSpeedRange),
+            engineHours: row.double("engine_hours", in: MachineReading.engineHoursRange),
+            fuelRate: row.double("fuel_rate", in: MachineReading.fuelRateRange),
+            fuelUsed: row.double("fuel_used", in: MachineReading.fuelUsedRange))
         reading.totals = totals(row)
         return reading
     }
@@ -128,17 +145,21 @@ enum SampleColumns {
     /// The running totals, each within what EFDI's 32-bit values can carry (seconds, millilitres).
     static func totals(_ row: Row) -> MachineTotals? {
         let range = MachineTotalsState.range
-        guard let effective = row.double("machine_effective_s", in: range), let ineffective = row.double("machine_ineffective_s", in: range),
-              let fuel = row.double("machine_fuel_ml", in: range) else { return nil }
+        guard let effective = row.double("machine_effective_s", in: range),
+            let ineffective = row.double("machine_ineffective_s", in: range),
+            let fuel = row.double("machine_fuel_ml", in: range)
+        else { return nil }
         // A row from before the engine's total was kept has none: it counts from 0.
-        return MachineTotals(effectiveSeconds: effective, ineffectiveSeconds: ineffective, fuelMillilitres: fuel,
-                             engineSeconds: row.double("machine_engine_s", in: range) ?? 0)
+        return MachineTotals(
+            effectiveSeconds: effective, ineffectiveSeconds: ineffective, fuelMillilitres: fuel,
+            engineSeconds: row.double("machine_engine_s", in: range) ?? 0)
     }
 
     /// The stored encoded size; a damaged one counts as a large entry, so that a batch stays under the
     /// payload cap whatever the file says.
     /// The same rule in SQL, for sums: a damaged size counts 1024, so TOTAL stays a sane number.
-    static let wireSizeSQL = "CASE WHEN typeof(wire_size) = 'integer' AND wire_size BETWEEN 0 AND 1000000 THEN wire_size ELSE 1024 END"
+    static let wireSizeSQL =
+        "CASE WHEN typeof(wire_size) = 'integer' AND wire_size BETWEEN 0 AND 1000000 THEN wire_size ELSE 1024 END"
 
     static func wireSize(_ row: Row) -> Int {
         row.int("wire_size", in: 0...1_000_000) ?? 1024

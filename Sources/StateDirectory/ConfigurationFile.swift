@@ -147,7 +147,9 @@ public struct ConfigurationFile: Sendable, Equatable {
     ]
 
     /// The signals `[machine] work_signals` may name, as the `Machine` module's `WorkSignal` names them.
-    public static let workSignals = ["rear-hitch", "front-hitch", "rear-pto", "front-pto", "implement-operations", "switch"]
+    public static let workSignals = [
+        "rear-hitch", "front-hitch", "rear-pto", "front-pto", "implement-operations", "switch",
+    ]
 
     public let path: String
     /// Values by "section.name".
@@ -165,8 +167,11 @@ public struct ConfigurationFile: Sendable, Equatable {
             return ConfigurationFile(path: path)
         }
         if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber,
-           size.intValue > ConfigurationText.maximumBytes {
-            throw ConfigurationError(path: path, key: "", problem: "is \(size.intValue) bytes; a configuration file is at most \(ConfigurationText.maximumBytes)")
+            size.intValue > ConfigurationText.maximumBytes
+        {
+            throw ConfigurationError(
+                path: path, key: "",
+                problem: "is \(size.intValue) bytes; a configuration file is at most \(ConfigurationText.maximumBytes)")
         }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError(path: path, key: "", problem: "cannot be read; check its permissions")
@@ -183,19 +188,22 @@ public struct ConfigurationFile: Sendable, Equatable {
         do {
             entries = try ConfigurationText.parse(bytes)
         } catch {
-            throw ConfigurationError(path: path, key: "", problem: error.line > 0 ? "line \(error.line): \(error.reason)" : error.reason)
+            throw ConfigurationError(
+                path: path, key: "", problem: error.line > 0 ? "line \(error.line): \(error.reason)" : error.reason)
         }
         var file = ConfigurationFile(path: path)
         let sections = Array(Set(keys.map(\.section))).sorted()
         for entry in entries {
             guard sections.contains(entry.section) else {
-                throw ConfigurationError(path: path, key: "[\(TerminalText.safe(entry.section, limit: 40))]",
-                                         problem: "unknown section; the sections are \(sections.map { "[\($0)]" }.joined(separator: ", "))")
+                throw ConfigurationError(
+                    path: path, key: "[\(TerminalText.safe(entry.section, limit: 40))]",
+                    problem: "unknown section; the sections are \(sections.map { "[\($0)]" }.joined(separator: ", "))")
             }
             let known = keys.filter { $0.section == entry.section }
             guard let key = known.first(where: { $0.name == entry.key }) else {
-                throw ConfigurationError(path: path, key: "[\(entry.section)] \(TerminalText.safe(entry.key, limit: 40))",
-                                         problem: "unknown key; [\(entry.section)] takes \(known.map(\.name).joined(separator: ", "))")
+                throw ConfigurationError(
+                    path: path, key: "[\(entry.section)] \(TerminalText.safe(entry.key, limit: 40))",
+                    problem: "unknown key; [\(entry.section)] takes \(known.map(\.name).joined(separator: ", "))")
             }
             do {
                 file.values["\(entry.section).\(entry.key)"] = try value(entry.value, for: key)
@@ -219,30 +227,39 @@ public struct ConfigurationFile: Sendable, Equatable {
         case .integer(let number): shown = String(number)
         case .float(let number): shown = Bounds.show(number)
         case .boolean(let flag): shown = String(flag)
-        case .strings(let items): shown = "[" + items.map { "\"" + TerminalText.safe($0, limit: 30) + "\"" }.joined(separator: ", ") + "]"
+        case .strings(let items):
+            shown = "[" + items.map { "\"" + TerminalText.safe($0, limit: 30) + "\"" }.joined(separator: ", ") + "]"
         }
-        return try value(of: key, number: raw.number, text: { if case .string(let text) = raw { text } else { nil } }(), shown: shown,
-                         isInteger: { if case .integer = raw { true } else { false } }(),
-                         items: { if case .strings(let items) = raw { items } else { nil } }())
+        return try value(
+            of: key, number: raw.number, text: { if case .string(let text) = raw { text } else { nil } }(),
+            shown: shown,
+            isInteger: { if case .integer = raw { true } else { false } }(),
+            items: { if case .strings(let items) = raw { items } else { nil } }())
     }
 
     /// The one check a key's value passes, whether it comes from the file or from a flag.
-    static func value(of key: Key, number: Double?, text: String?, shown: String, isInteger: Bool, items: [String]? = nil) throws(Refusal) -> Value {
+    static func value(
+        of key: Key, number: Double?, text: String?, shown: String, isInteger: Bool, items: [String]? = nil
+    ) throws(Refusal) -> Value {
         func refuse(_ allowed: String) -> Refusal { Refusal(problem: "must be \(allowed), got \(shown)") }
         switch key.kind {
         case .number(let range, let unit):
             guard let number, let checked = Bounds.check(number, in: range) else {
-                throw refuse("a number of \(unit) from \(Bounds.show(range.lowerBound)) to \(Bounds.show(range.upperBound))")
+                throw refuse(
+                    "a number of \(unit) from \(Bounds.show(range.lowerBound)) to \(Bounds.show(range.upperBound))")
             }
             return .number(checked)
         case .integer(let range):
-            guard let number, isInteger || number == number.rounded(), let whole = Bounds.whole(number), range.contains(whole) else {
+            guard let number, isInteger || number == number.rounded(), let whole = Bounds.whole(number),
+                range.contains(whole)
+            else {
                 throw refuse("a whole number from \(range.lowerBound) to \(range.upperBound)")
             }
             return .number(Double(whole))
         case .choices(let choices):
             guard let items, !items.isEmpty, items.allSatisfy(choices.contains), Set(items).count == items.count else {
-                throw refuse("a list of one or more of \(choices.map { "\"\($0)\"" }.joined(separator: ", ")), each once")
+                throw refuse(
+                    "a list of one or more of \(choices.map { "\"\($0)\"" }.joined(separator: ", ")), each once")
             }
             return .list(items)
         case .choice(let choices):
@@ -251,8 +268,12 @@ public struct ConfigurationFile: Sendable, Equatable {
             }
             return .text(text)
         case .text:
-            guard let text, !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw refuse("a non-empty string") }
-            guard TerminalText.isSafe(text, limit: 200) else { throw refuse("at most 200 characters with no control characters") }
+            guard let text, !text.trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw refuse("a non-empty string")
+            }
+            guard TerminalText.isSafe(text, limit: 200) else {
+                throw refuse("at most 200 characters with no control characters")
+            }
             return .text(text)
         case .address:
             guard let text else { throw refuse("a string \"host:port\"") }
@@ -269,7 +290,8 @@ public struct ConfigurationFile: Sendable, Equatable {
             return .text(text)
         case .interface:
             guard let text, ReceiverSource.isInterfaceName(text) else {
-                throw refuse("a CAN interface's name in quotes, such as \"can0\" (1 to 15 letters, digits, '-', '_' or '.')")
+                throw refuse(
+                    "a CAN interface's name in quotes, such as \"can0\" (1 to 15 letters, digits, '-', '_' or '.')")
             }
             return .text(text)
         case .receiverSource:
@@ -277,7 +299,8 @@ public struct ConfigurationFile: Sendable, Equatable {
             do {
                 _ = try ReceiverSource(parsing: text)
             } catch {
-                throw error.description == ReceiverSource.expected ? refuse(ReceiverSource.expected) : Refusal(problem: "\(error.description), got \(shown)")
+                throw error.description == ReceiverSource.expected
+                    ? refuse(ReceiverSource.expected) : Refusal(problem: "\(error.description), got \(shown)")
             }
             return .text(text)
         }
@@ -285,7 +308,9 @@ public struct ConfigurationFile: Sendable, Equatable {
 
     /// A flag that stands for a key of the file (`--interval` for [sampling] interval) is checked by
     /// the same rule, so the two can never disagree on what is allowed.
-    public static func checkFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> Double {
+    public static func checkFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError)
+        -> Double
+    {
         guard case .number(let number) = try checkedFlag(flag, text, section: section, name: name) else {
             preconditionFailure("[\(section)] \(name) is not a number")
         }
@@ -293,7 +318,9 @@ public struct ConfigurationFile: Sendable, Equatable {
     }
 
     /// The same for a key whose value is text (a time zone, say).
-    public static func checkTextFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> String {
+    public static func checkTextFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError)
+        -> String
+    {
         guard case .text(let checked) = try checkedFlag(flag, text, section: section, name: name) else {
             preconditionFailure("[\(section)] \(name) is not text")
         }
@@ -301,14 +328,21 @@ public struct ConfigurationFile: Sendable, Equatable {
     }
 
     /// The same for a key whose value is a list: the flag gives it comma-separated ("rear-hitch,switch").
-    public static func checkListFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> [String] {
+    public static func checkListFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError)
+        -> [String]
+    {
         guard let key = keys.first(where: { $0.section == section && $0.name == name }) else {
             preconditionFailure("no configuration key [\(section)] \(name)")
         }
-        let items = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let items = text.split(separator: ",", omittingEmptySubsequences: false).map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
         do {
-            guard case .list(let checked) = try value(of: key, number: nil, text: nil, shown: "'\(TerminalText.safe(text, limit: 80))'",
-                                                      isInteger: false, items: items) else {
+            guard
+                case .list(let checked) = try value(
+                    of: key, number: nil, text: nil, shown: "'\(TerminalText.safe(text, limit: 80))'",
+                    isInteger: false, items: items)
+            else {
                 preconditionFailure("[\(section)] \(name) is not a list")
             }
             return checked
@@ -317,14 +351,17 @@ public struct ConfigurationFile: Sendable, Equatable {
         }
     }
 
-    private static func checkedFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError) -> Value {
+    private static func checkedFlag(_ flag: String, _ text: String, section: String, name: String) throws(FlagError)
+        -> Value
+    {
         guard let key = keys.first(where: { $0.section == section && $0.name == name }) else {
             preconditionFailure("no configuration key [\(section)] \(name)")
         }
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         do {
-            return try value(of: key, number: Double(trimmed), text: text, shown: "'\(TerminalText.safe(text, limit: 40))'",
-                             isInteger: Int(trimmed) != nil)
+            return try value(
+                of: key, number: Double(trimmed), text: text, shown: "'\(TerminalText.safe(text, limit: 40))'",
+                isInteger: Int(trimmed) != nil)
         } catch {
             throw FlagError(description: "\(flag) \(error.problem)")
         }
@@ -333,11 +370,14 @@ public struct ConfigurationFile: Sendable, Equatable {
     /// A warning threshold must come before its critical one, the defaults included.
     private func checkThresholds() throws(ConfigurationError) {
         let merged = thresholds
-        for (warning, critical, low, high) in [("fix_age_warning", "fix_age_critical", merged.fixAgeWarning, merged.fixAgeCritical),
-                                               ("queue_age_warning", "queue_age_critical", merged.queueAgeWarning, merged.queueAgeCritical)]
+        for (warning, critical, low, high) in [
+            ("fix_age_warning", "fix_age_critical", merged.fixAgeWarning, merged.fixAgeCritical),
+            ("queue_age_warning", "queue_age_critical", merged.queueAgeWarning, merged.queueAgeCritical),
+        ]
         where low >= high {
-            throw ConfigurationError(path: path, key: "[status] \(warning)",
-                                     problem: "must be less than [status] \(critical) (\(Bounds.show(high))), got \(Bounds.show(low))")
+            throw ConfigurationError(
+                path: path, key: "[status] \(warning)",
+                problem: "must be less than [status] \(critical) (\(Bounds.show(high))), got \(Bounds.show(low))")
         }
     }
 
@@ -385,7 +425,9 @@ public struct ConfigurationFile: Sendable, Equatable {
         if let zone = trackTimeZone { configuration.calendar.timeZone = zone }
         if let days = number("track", "retention_days") { configuration.retention = days * 86_400 }
         // Checked by the file's range (at most 10^8), so this conversion cannot trap.
-        if let points = number("track", "max_points") { configuration.maximumPoints = Bounds.whole(points) ?? configuration.maximumPoints }
+        if let points = number("track", "max_points") {
+            configuration.maximumPoints = Bounds.whole(points) ?? configuration.maximumPoints
+        }
         return configuration
     }
 

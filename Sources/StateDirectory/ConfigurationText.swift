@@ -35,13 +35,16 @@ enum ConfigurationText {
     static let maximumBytes = 65_536
 
     /// Values by section, then key, in the order of the file.
-    static func parse(_ bytes: [UInt8]) throws(ParseError) -> [(section: String, key: String, value: Value, line: Int)] {
+    static func parse(_ bytes: [UInt8]) throws(ParseError) -> [(section: String, key: String, value: Value, line: Int)]
+    {
         guard bytes.count <= maximumBytes else {
-            throw ParseError(line: 0, reason: "the file is \(bytes.count) bytes; a configuration file is at most \(maximumBytes)")
+            throw ParseError(
+                line: 0, reason: "the file is \(bytes.count) bytes; a configuration file is at most \(maximumBytes)")
         }
         if let nul = bytes.firstIndex(of: 0) {
-            throw ParseError(line: bytes[..<nul].count { $0 == UInt8(ascii: "\n") } + 1,
-                             reason: "a NUL byte: the file is damaged or not text")
+            throw ParseError(
+                line: bytes[..<nul].count { $0 == UInt8(ascii: "\n") } + 1,
+                reason: "a NUL byte: the file is damaged or not text")
         }
         guard var text = String(validating: bytes, as: UTF8.self) else {
             throw ParseError(line: 0, reason: "not UTF-8 text")
@@ -54,7 +57,9 @@ enum ConfigurationText {
         var seenKeys: Set<String> = []
         // Split by scalars: Swift counts "\r\n" as one Character, so a file saved with Windows line
         // ends would not split on "\n" at all.
-        for (index, scalars) in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, scalars) in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false)
+            .enumerated()
+        {
             let number = index + 1
             let rawLine = String(String.UnicodeScalarView(scalars.last == "\r" ? scalars.dropLast() : scalars))
             var line = Scanner(Substring(rawLine), line: number)
@@ -62,24 +67,33 @@ enum ConfigurationText {
             if line.atEndOrComment { continue }
             if line.peek == "[" {
                 let name = try line.sectionHeader()
-                guard seenSections.insert(name).inserted else { throw ParseError(line: number, reason: "section [\(name)] appears twice") }
+                guard seenSections.insert(name).inserted else {
+                    throw ParseError(line: number, reason: "section [\(name)] appears twice")
+                }
                 section = name
                 continue
             }
             let key = try line.bareKey()
             guard let section else {
-                throw ParseError(line: number, reason: "\(TerminalText.safe(key, limit: 40)) is outside any section; put it under its section, e.g. [sampling]")
+                throw ParseError(
+                    line: number,
+                    reason:
+                        "\(TerminalText.safe(key, limit: 40)) is outside any section; put it under its section, e.g. [sampling]"
+                )
             }
             guard seenKeys.insert(section + "." + key).inserted else {
                 throw ParseError(line: number, reason: "[\(section)] \(TerminalText.safe(key, limit: 40)) is set twice")
             }
             line.skipSpace()
-            guard line.take("=") else { throw ParseError(line: number, reason: "expected = after \(TerminalText.safe(key, limit: 40))") }
+            guard line.take("=") else {
+                throw ParseError(line: number, reason: "expected = after \(TerminalText.safe(key, limit: 40))")
+            }
             line.skipSpace()
             let value = try line.value()
             line.skipSpace()
             guard line.atEndOrComment else {
-                throw ParseError(line: number, reason: "unexpected \(TerminalText.safe(line.rest, limit: 30)) after the value")
+                throw ParseError(
+                    line: number, reason: "unexpected \(TerminalText.safe(line.rest, limit: 30)) after the value")
             }
             entries.append((section, key, value, number))
         }
@@ -119,36 +133,50 @@ enum ConfigurationText {
         mutating func bareKey() throws(ParseError) -> String {
             let key = rest_.prefix(while: Self.isBare)
             guard !key.isEmpty else {
-                if rest_.first == "\"" || rest_.first == "'" { throw fail("quoted keys are not used here; write the key bare, e.g. interval = 1") }
+                if rest_.first == "\"" || rest_.first == "'" {
+                    throw fail("quoted keys are not used here; write the key bare, e.g. interval = 1")
+                }
                 throw fail("expected a key, found \(TerminalText.safe(rest_, limit: 30))")
             }
             rest_ = rest_.dropFirst(key.count)
-            if rest_.first == "." { throw fail("dotted keys are not used here; write [section] on its own line, then key = value") }
+            if rest_.first == "." {
+                throw fail("dotted keys are not used here; write [section] on its own line, then key = value")
+            }
             return String(key)
         }
 
         mutating func sectionHeader() throws(ParseError) -> String {
             _ = take("[")
-            if rest_.first == "[" { throw fail("arrays of tables ([[...]]) are not used here; write a plain [section]") }
+            if rest_.first == "[" {
+                throw fail("arrays of tables ([[...]]) are not used here; write a plain [section]")
+            }
             skipSpace()
             let name = rest_.prefix(while: Self.isBare)
             rest_ = rest_.dropFirst(name.count)
             skipSpace()
             guard !name.isEmpty, take("]") else {
-                throw fail("a section header is [name] with letters, digits, _ or -; found \(TerminalText.safe(rest_, limit: 30))")
+                throw fail(
+                    "a section header is [name] with letters, digits, _ or -; found \(TerminalText.safe(rest_, limit: 30))"
+                )
             }
             skipSpace()
-            guard atEndOrComment else { throw fail("unexpected \(TerminalText.safe(rest_, limit: 30)) after [\(name)]") }
+            guard atEndOrComment else {
+                throw fail("unexpected \(TerminalText.safe(rest_, limit: 30)) after [\(name)]")
+            }
             return String(name)
         }
 
         mutating func value() throws(ParseError) -> Value {
             switch rest_.first {
             case "\"":
-                if rest_.hasPrefix("\"\"\"") { throw fail("multi-line strings are not used here; keep the value on one line") }
+                if rest_.hasPrefix("\"\"\"") {
+                    throw fail("multi-line strings are not used here; keep the value on one line")
+                }
                 return .string(try basicString())
             case "'":
-                if rest_.hasPrefix("'''") { throw fail("multi-line strings are not used here; keep the value on one line") }
+                if rest_.hasPrefix("'''") {
+                    throw fail("multi-line strings are not used here; keep the value on one line")
+                }
                 rest_.removeFirst()
                 guard let end = rest_.firstIndex(of: "'") else { throw fail("the string has no closing '") }
                 let text = rest_[..<end]
@@ -163,7 +191,9 @@ enum ConfigurationText {
                 if word == "true" { return .boolean(true) }
                 if word == "false" { return .boolean(false) }
                 if let number = Self.number(word) { return number }
-                throw fail("\(TerminalText.safe(word, limit: 40)) is not a value; write a number, true/false, or text in double quotes")
+                throw fail(
+                    "\(TerminalText.safe(word, limit: 40)) is not a value; write a number, true/false, or text in double quotes"
+                )
             }
         }
 
@@ -211,10 +241,14 @@ enum ConfigurationText {
                     case "f": out.append("\u{C}")
                     case "u", "U":
                         let digits = rest_.prefix(escape == "u" ? 4 : 8)
-                        guard digits.count == (escape == "u" ? 4 : 8), digits.allSatisfy(\.isHexDigit), let code = UInt32(digits, radix: 16),
-                              let scalar = Unicode.Scalar(code) else { throw fail("a \\\(escape) escape needs hexadecimal digits of a character") }
+                        guard digits.count == (escape == "u" ? 4 : 8), digits.allSatisfy(\.isHexDigit),
+                            let code = UInt32(digits, radix: 16),
+                            let scalar = Unicode.Scalar(code)
+                        else { throw fail("a \\\(escape) escape needs hexadecimal digits of a character") }
                         // A control character is no part of any value here (a NUL would cut a C string short).
-                        guard code >= 0x20, code != 0x7F else { throw fail("a \\\(escape) escape of a control character") }
+                        guard code >= 0x20, code != 0x7F else {
+                            throw fail("a \\\(escape) escape of a control character")
+                        }
                         rest_ = rest_.dropFirst(digits.count)
                         out.unicodeScalars.append(scalar)
                     default: throw fail("\\\(TerminalText.safe(String(escape), limit: 4)) is not an escape TOML knows")
@@ -236,14 +270,17 @@ enum ConfigurationText {
             let plain = String(word.filter { $0 != "_" })
             for (prefix, radix) in [("0x", 16), ("0o", 8), ("0b", 2)] where plain.hasPrefix(prefix) {
                 let digits = plain.dropFirst(2)
-                guard !digits.isEmpty, digits.allSatisfy({ $0.hexDigitValue.map { $0 < radix } ?? false }) else { return nil }
+                guard !digits.isEmpty, digits.allSatisfy({ $0.hexDigitValue.map { $0 < radix } ?? false }) else {
+                    return nil
+                }
                 return Int(digits, radix: radix).map(Value.integer)
             }
             let unsigned = plain.hasPrefix("+") || plain.hasPrefix("-") ? plain.dropFirst() : Substring(plain)
             if unsigned == "inf" { return .float(plain.hasPrefix("-") ? -.infinity : .infinity) }
             if unsigned == "nan" { return .float(.nan) }
             guard let first = unsigned.first, first.isASCII, first.isNumber,
-                  unsigned.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) }) else { return nil }
+                unsigned.allSatisfy({ $0.isASCII && ($0.isNumber || ".eE+-".contains($0)) })
+            else { return nil }
             if unsigned.allSatisfy({ $0.isNumber }) {
                 if unsigned.count > 1, unsigned.hasPrefix("0") { return nil }  // TOML forbids leading zeros
                 return Int(plain).map(Value.integer)

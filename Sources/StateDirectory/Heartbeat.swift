@@ -2,10 +2,10 @@ import BlockingWork
 import Bounds
 import Clocks
 import Foundation
-import StateFiles
 import GNSS
 import Logging
 import Spool
+import StateFiles
 
 /// What the running daemon last said about itself, written to a small JSON file in the state
 /// directory. `agrigps status` and `agrigps others` read it; no server is needed, and an old
@@ -123,21 +123,32 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         /// A bus of the machine's own (`[machine] bus`) that cannot be read now, and why.
         public var busProblem: String?
 
-        public init(work: String, tractorECU: Int?, engine: Int?, signals: [Signal], notHeard: [String], busProblem: String? = nil) {
-            (self.work, self.tractorECU, self.engine, self.signals, self.notHeard) = (work, tractorECU, engine, signals, notHeard)
+        public init(
+            work: String, tractorECU: Int?, engine: Int?, signals: [Signal], notHeard: [String],
+            busProblem: String? = nil
+        ) {
+            (self.work, self.tractorECU, self.engine, self.signals, self.notHeard) = (
+                work, tractorECU, engine, signals, notHeard
+            )
             self.busProblem = busProblem
         }
 
         /// Every text safe for a terminal and short, every number in range: the file may be damaged.
         func checked() -> MachineStatus {
             let word = { (text: String) in TerminalText.safe(text, limit: 40) }
-            return MachineStatus(work: word(work), tractorECU: tractorECU.flatMap { (0...253).contains($0) ? $0 : nil },
-                                 engine: engine.flatMap { (0...253).contains($0) ? $0 : nil },
-                                 signals: signals.prefix(16).compactMap { signal in
-                                     guard (0...253).contains(signal.source), let age = Bounds.check(signal.ageSeconds, in: Bounds.duration) else { return nil }
-                                     return Signal(signal: word(signal.signal), value: TerminalText.safe(signal.value, limit: 80), source: signal.source, ageSeconds: age)
-                                 },
-                                 notHeard: notHeard.prefix(16).map(word), busProblem: busProblem.map { TerminalText.safe($0, limit: 300) })
+            return MachineStatus(
+                work: word(work), tractorECU: tractorECU.flatMap { (0...253).contains($0) ? $0 : nil },
+                engine: engine.flatMap { (0...253).contains($0) ? $0 : nil },
+                signals: signals.prefix(16).compactMap { signal in
+                    guard (0...253).contains(signal.source),
+                        let age = Bounds.check(signal.ageSeconds, in: Bounds.duration)
+                    else { return nil }
+                    return Signal(
+                        signal: word(signal.signal), value: TerminalText.safe(signal.value, limit: 80),
+                        source: signal.source, ageSeconds: age)
+                },
+                notHeard: notHeard.prefix(16).map(word),
+                busProblem: busProblem.map { TerminalText.safe($0, limit: 300) })
         }
     }
 
@@ -168,14 +179,17 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         public var lastProblem: String?
 
         public init(imported: Int, refused: Int, older: Int, expired: Int, lastProblem: String? = nil) {
-            (self.imported, self.refused, self.older, self.expired, self.lastProblem) = (imported, refused, older, expired, lastProblem)
+            (self.imported, self.refused, self.older, self.expired, self.lastProblem) = (
+                imported, refused, older, expired, lastProblem
+            )
         }
 
         /// Counts read back from the file are input: none negative, the text bounded.
         public var checked: TaskDataCounts? {
             guard [imported, refused, older, expired].allSatisfy({ $0 >= 0 }) else { return nil }
-            return TaskDataCounts(imported: imported, refused: refused, older: older, expired: expired,
-                                  lastProblem: lastProblem.map { TerminalText.safe($0, limit: 400) })
+            return TaskDataCounts(
+                imported: imported, refused: refused, older: older, expired: expired,
+                lastProblem: lastProblem.map { TerminalText.safe($0, limit: 400) })
         }
     }
 
@@ -209,13 +223,18 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         public var refused: Int?
         public var lastRefusal: String?
 
-        public init(active: Int, stale: Int, gone: Int, ownName: String? = nil, refused: Int? = nil, lastRefusal: String? = nil) {
-            (self.active, self.stale, self.gone, self.ownName, self.refused, self.lastRefusal) = (active, stale, gone, ownName, refused, lastRefusal)
+        public init(
+            active: Int, stale: Int, gone: Int, ownName: String? = nil, refused: Int? = nil, lastRefusal: String? = nil
+        ) {
+            (self.active, self.stale, self.gone, self.ownName, self.refused, self.lastRefusal) = (
+                active, stale, gone, ownName, refused, lastRefusal
+            )
         }
 
         public init(_ view: OthersView) {
-            self.init(active: view.count(.active), stale: view.count(.stale), gone: view.count(.gone), ownName: view.ownName,
-                      refused: view.refusedMessages, lastRefusal: view.lastRefusal)
+            self.init(
+                active: view.count(.active), stale: view.count(.stale), gone: view.count(.gone), ownName: view.ownName,
+                refused: view.refusedMessages, lastRefusal: view.lastRefusal)
         }
     }
 
@@ -264,7 +283,8 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         let json = data[data.startIndex..<newline]
         let trailer = data[data.index(after: newline)...].prefix { $0 != UInt8(ascii: "\n") }
         guard trailer.first == UInt8(ascii: "#"), trailer.count <= 17,
-              UInt64(String(decoding: trailer.dropFirst(), as: UTF8.self), radix: 16) == FNV1a.hash(json) else { return nil }
+            UInt64(String(decoding: trailer.dropFirst(), as: UTF8.self), radix: 16) == FNV1a.hash(json)
+        else { return nil }
         return Data(json)
     }
 
@@ -278,20 +298,29 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         heartbeat.taskData = taskData?.checked
         if var spool = heartbeat.spool {
             spool.oldestPendingAge = spool.oldestPendingAge.flatMap { Bounds.check($0, in: Bounds.duration) }
-            for keyPath in [\SpoolCounts.pending, \.inFlight, \.failed, \.parked, \.withheld, \.dropped, \.heldInMemory] {
+            for keyPath in [
+                \SpoolCounts.pending, \.inFlight, \.failed, \.parked, \.withheld, \.dropped, \.heldInMemory,
+            ] {
                 spool[keyPath: keyPath] = max(0, spool[keyPath: keyPath])
             }
             spool.byOutput = spool.byOutput.map { outputs in
-                Dictionary(outputs.prefix(8).map { output, states in
-                    (TerminalText.safe(output, limit: 20), Dictionary(states.prefix(8).map { (TerminalText.safe($0, limit: 20), max(0, $1)) }, uniquingKeysWith: +))
-                }, uniquingKeysWith: { first, _ in first })
+                Dictionary(
+                    outputs.prefix(8).map { output, states in
+                        (
+                            TerminalText.safe(output, limit: 20),
+                            Dictionary(
+                                states.prefix(8).map { (TerminalText.safe($0, limit: 20), max(0, $1)) },
+                                uniquingKeysWith: +)
+                        )
+                    }, uniquingKeysWith: { first, _ in first })
             }
             heartbeat.spool = spool
         }
         heartbeat.efdi = efdi.map { state in
-            EFDIDescription(teamSetContextID: TerminalText.safe(state.teamSetContextID, limit: 64),
-                            acceptedAt: state.acceptedAt.flatMap { Bounds.date(secondsSince1970: $0.timeIntervalSince1970) },
-                            refusal: state.refusal.map { $0.prefix(8).map { TerminalText.safe($0, limit: 40) } })
+            EFDIDescription(
+                teamSetContextID: TerminalText.safe(state.teamSetContextID, limit: 64),
+                acceptedAt: state.acceptedAt.flatMap { Bounds.date(secondsSince1970: $0.timeIntervalSince1970) },
+                refusal: state.refusal.map { $0.prefix(8).map { TerminalText.safe($0, limit: 40) } })
         }
         heartbeat.lastError = lastError.map { TerminalText.safe($0, limit: 500) }
         if var others = heartbeat.others {
@@ -336,11 +365,15 @@ public struct Heartbeat: Codable, Sendable, Equatable {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw HeartbeatWriteError(path: path, errno: errno) }
         // Created under a tight umask: the group may read it all the same.
-        if status.st_mode & 0o777 != 0o640, fchmod(descriptor, 0o640) != 0 { throw HeartbeatWriteError(path: path, errno: errno) }
+        if status.st_mode & 0o777 != 0o640, fchmod(descriptor, 0o640) != 0 {
+            throw HeartbeatWriteError(path: path, errno: errno)
+        }
         // Spaces over a longer past, unless it is far longer (a file not of our making): then it is cut.
         let excess = Int(clamping: status.st_size) - text.count
         if excess > 4096 {
-            guard ftruncate(descriptor, off_t(text.count)) == 0 else { throw HeartbeatWriteError(path: path, errno: errno) }
+            guard ftruncate(descriptor, off_t(text.count)) == 0 else {
+                throw HeartbeatWriteError(path: path, errno: errno)
+            }
         } else if excess > 0 {
             text += repeatElement(UInt8(ascii: " "), count: excess)
         }
@@ -372,7 +405,8 @@ public struct Heartbeat: Codable, Sendable, Equatable {
             let container = try decoder.singleValueContainer()
             let text = try container.decode(String.self)
             guard let date = ISO8601UTC.date(from: text) else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "not an ISO 8601 UTC time: \(text)")
+                throw DecodingError.dataCorruptedError(
+                    in: container, debugDescription: "not an ISO 8601 UTC time: \(text)")
             }
             return date
         }

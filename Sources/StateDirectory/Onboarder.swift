@@ -1,5 +1,5 @@
-import AgrirouterWire
 import AgrirouterLink
+import AgrirouterWire
 import Foundation
 
 /// Onboarding as `agrigps onboard` and the cab view both do it: one path from a TAN to stored
@@ -14,10 +14,13 @@ public struct Onboarder: Sendable {
     }
 
     /// The application and certification version ids: a flag, else the environment variable, else the file.
-    public static func settings(file: ConfigurationFile, applicationID: String? = nil, certificationVersionID: String? = nil,
-                                environment: [String: String] = ProcessInfo.processInfo.environment) -> OnboardingSettings {
+    public static func settings(
+        file: ConfigurationFile, applicationID: String? = nil, certificationVersionID: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> OnboardingSettings {
         OnboardingSettings(
-            applicationID: applicationID ?? environment["AGRIGPS_APPLICATION_ID"] ?? file.text("agrirouter", "application_id") ?? "",
+            applicationID: applicationID ?? environment["AGRIGPS_APPLICATION_ID"] ?? file.text(
+                "agrirouter", "application_id") ?? "",
             certificationVersionID: certificationVersionID ?? environment["AGRIGPS_CERTIFICATION_VERSION_ID"]
                 ?? file.text("agrirouter", "certification_version_id") ?? "")
     }
@@ -27,7 +30,9 @@ public struct Onboarder: Sendable {
     /// (disconnect first), or when `transport` is not the one the endpoint was first onboarded with:
     /// agrirouter keeps an endpoint's transport. Without `transport` the recorded one is kept (REST
     /// for a first onboarding).
-    public func onboard(tan: String, to target: AgrirouterEnvironment, transport: Transport? = nil) async throws(OnboardingError) -> OnboardingResponse {
+    public func onboard(tan: String, to target: AgrirouterEnvironment, transport: Transport? = nil)
+        async throws(OnboardingError) -> OnboardingResponse
+    {
         guard OnboardingClient.isPlausibleTAN(tan) else { throw .invalidTAN }
         let existing = try store.load()
         if let existing, existing.environment != target.name {
@@ -46,9 +51,14 @@ public struct Onboarder: Sendable {
     /// A local agrirouter named in the file ([agrirouter] onboarding_url and ca_file), if one is.
     public static func localEnvironment(file: ConfigurationFile) throws(OnboardingError) -> AgrirouterEnvironment? {
         guard let url = file.text("agrirouter", "onboarding_url") else { return nil }
-        guard url.hasPrefix("https://") else { throw .configuration("[agrirouter] onboarding_url must start with https://") }
-        guard let caFile = file.text("agrirouter", "ca_file"), let pem = try? String(contentsOfFile: caFile, encoding: .utf8) else {
-            throw .configuration("[agrirouter] onboarding_url needs ca_file, the local agrirouter's CA certificate, readable")
+        guard url.hasPrefix("https://") else {
+            throw .configuration("[agrirouter] onboarding_url must start with https://")
+        }
+        guard let caFile = file.text("agrirouter", "ca_file"),
+            let pem = try? String(contentsOfFile: caFile, encoding: .utf8)
+        else {
+            throw .configuration(
+                "[agrirouter] onboarding_url needs ca_file, the local agrirouter's CA certificate, readable")
         }
         return .local(onboardingURL: url, caCertificatePEM: pem)
     }

@@ -27,8 +27,10 @@ public struct OtherMachine: Sendable, Equatable {
     public var leftListAt: Date?
     public var activity: Activity
 
-    public init(endpointID: String, name: String?, lastReport: ReportedPosition?, lastPosition: ReportedPosition?,
-                lastReceivedAt: Date?, leftListAt: Date?, activity: Activity) {
+    public init(
+        endpointID: String, name: String?, lastReport: ReportedPosition?, lastPosition: ReportedPosition?,
+        lastReceivedAt: Date?, leftListAt: Date?, activity: Activity
+    ) {
         self.endpointID = endpointID
         self.name = name
         self.lastReport = lastReport
@@ -65,8 +67,11 @@ public struct OthersView: Sendable, Equatable {
     public var refusedMessages: Int
     public var lastRefusal: String?
 
-    public init(machines: [OtherMachine] = [], ownName: String? = nil, endpointsListedAt: Date? = nil, lastReceivedAt: Date? = nil,
-                refusedMessages: Int = 0, lastRefusal: String? = nil) {
+    public init(
+        machines: [OtherMachine] = [], ownName: String? = nil, endpointsListedAt: Date? = nil,
+        lastReceivedAt: Date? = nil,
+        refusedMessages: Int = 0, lastRefusal: String? = nil
+    ) {
         self.machines = machines
         self.ownName = ownName
         self.endpointsListedAt = endpointsListedAt

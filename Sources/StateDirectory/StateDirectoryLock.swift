@@ -42,7 +42,8 @@ public struct StateDirectoryLock: ~Copyable {
             let count = pread(descriptor, &buffer, buffer.count, 0)
             close(descriptor)
             guard code == EWOULDBLOCK else { throw Failed(path: path, errno: code) }
-            let holder = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let holder = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).trimmingCharacters(
+                in: .whitespacesAndNewlines)
             throw Held(directory: directory, holder: Int32(holder).map(String.init))
         }
         // Who holds it, for the next one's message; the lock, not this text, is what counts.

@@ -23,7 +23,9 @@ public struct FileStamp: Equatable, Sendable {
     public static func of(_ path: String) -> FileStamp {
         var info = stat()
         guard stat(path, &info) == 0 else { return absent }
-        return FileStamp(inode: UInt64(truncatingIfNeeded: info.st_ino), size: Int64(truncatingIfNeeded: info.st_size),
-                         seconds: Int64(truncatingIfNeeded: info.st_mtim.tv_sec), nanoseconds: Int64(truncatingIfNeeded: info.st_mtim.tv_nsec))
+        return FileStamp(
+            inode: UInt64(truncatingIfNeeded: info.st_ino), size: Int64(truncatingIfNeeded: info.st_size),
+            seconds: Int64(truncatingIfNeeded: info.st_mtim.tv_sec),
+            nanoseconds: Int64(truncatingIfNeeded: info.st_mtim.tv_nsec))
     }
 }

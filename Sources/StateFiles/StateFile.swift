@@ -19,7 +19,9 @@ public enum StateFile {
         // command run as root) never write into or remove each other's.
         var template = Array((path + temporaryInfix + "XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else { throw StateFileError(path: path + temporaryInfix + "XXXXXX", call: "mkstemp", code: errno) }
+        guard descriptor >= 0 else {
+            throw StateFileError(path: path + temporaryInfix + "XXXXXX", call: "mkstemp", code: errno)
+        }
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var failure: StateFileError?
@@ -27,17 +29,26 @@ public enum StateFile {
         if geteuid() == 0, stat(directory, &owner) == 0, fchown(descriptor, owner.st_uid, owner.st_gid) != 0 {
             failure = StateFileError(path: temporary, call: "fchown", code: errno)
         }
-        if failure == nil, fchmod(descriptor, mode) != 0 { failure = StateFileError(path: temporary, call: "fchmod", code: errno) }
+        if failure == nil, fchmod(descriptor, mode) != 0 {
+            failure = StateFileError(path: temporary, call: "fchmod", code: errno)
+        }
         var offset = 0
         while failure == nil, offset < bytes.count {
             let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + offset, $0.count - offset) }
             if count < 0, errno == EINTR { continue }
-            guard count > 0 else { failure = StateFileError(path: temporary, call: "write", code: count < 0 ? errno : EIO); break }
+            guard count > 0 else {
+                failure = StateFileError(path: temporary, call: "write", code: count < 0 ? errno : EIO)
+                break
+            }
             offset += count
         }
-        if failure == nil, fsync(descriptor) != 0 { failure = StateFileError(path: temporary, call: "fsync", code: errno) }
+        if failure == nil, fsync(descriptor) != 0 {
+            failure = StateFileError(path: temporary, call: "fsync", code: errno)
+        }
         close(descriptor)
-        if failure == nil, rename(temporary, path) != 0 { failure = StateFileError(path: path, call: "rename", code: errno) }
+        if failure == nil, rename(temporary, path) != 0 {
+            failure = StateFileError(path: path, call: "rename", code: errno)
+        }
         if let failure {
             unlink(temporary)
             throw failure
@@ -66,15 +77,21 @@ public enum StateFile {
     static func removeLeftovers(of path: String, olderThan age: Double = 60) {
         let directory = (path as NSString).deletingLastPathComponent
         let prefix = (path as NSString).lastPathComponent + temporaryInfix
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory) else { return }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)
+        else { return }
         let now = Date().timeIntervalSince1970
         for name in names where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6 {
             let suffix = name.utf8.suffix(6)
-            guard suffix.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) }) else { continue }
+            guard
+                suffix.allSatisfy({
+                    (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+                })
+            else { continue }
             let leftover = (directory as NSString).appendingPathComponent(name)
             var status = stat()
             guard lstat(leftover, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
-                  now - Double(status.st_mtim.tv_sec) > age else { continue }
+                now - Double(status.st_mtim.tv_sec) > age
+            else { continue }
             unlink(leftover)
         }
     }
@@ -88,7 +105,9 @@ public enum StateFile {
             throw StateFileError(path: path, call: "lstat", code: errno)
         }
         if status.st_mode & S_IFMT == S_IFLNK { throw StateFileError(path: path, call: "open", code: ELOOP) }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw StateFileError(path: path, call: "open", code: EINVAL, notRegular: true) }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw StateFileError(path: path, call: "open", code: EINVAL, notRegular: true)
+        }
     }
 
     /// A SQLite database and the files SQLite keeps beside it: each must be missing or regular.
@@ -103,7 +122,9 @@ public enum StateFile {
     public static func openForWriting(_ path: String, mode: mode_t) throws(StateFileError) -> Int32 {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode)
         // ENXIO: a FIFO that nobody reads, which a blocking open would have waited on for ever.
-        guard descriptor >= 0 else { throw StateFileError(path: path, call: "open", code: errno, notRegular: errno == ENXIO) }
+        guard descriptor >= 0 else {
+            throw StateFileError(path: path, call: "open", code: errno, notRegular: errno == ENXIO)
+        }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let code = errno
@@ -123,7 +144,8 @@ public enum StateFile {
     /// A FIFO, a device, a symbolic link or a larger file is an error: opened without blocking and
     /// without following links, it is refused before anything is read from it. A file a person
     /// names (a recording) may be reached through links: `followingLinks`.
-    public static func read(_ path: String, limit: Int, followingLinks: Bool = false) throws(StateFileError) -> [UInt8]? {
+    public static func read(_ path: String, limit: Int, followingLinks: Bool = false) throws(StateFileError) -> [UInt8]?
+    {
         let descriptor = open(path, O_RDONLY | (followingLinks ? 0 : O_NOFOLLOW) | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else {
             if errno == ENOENT { return nil }
@@ -132,12 +154,16 @@ public enum StateFile {
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw StateFileError(path: path, call: "fstat", code: errno) }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw StateFileError(path: path, call: "open", code: EINVAL, notRegular: true) }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw StateFileError(path: path, call: "open", code: EINVAL, notRegular: true)
+        }
         guard status.st_size <= off_t(limit) else { throw StateFileError(path: path, call: "read", code: EFBIG) }
         var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
         var offset = 0
         while offset < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + offset, $0.count - offset) }
+            let count = bytes.withUnsafeMutableBytes {
+                Glibc.read(descriptor, $0.baseAddress! + offset, $0.count - offset)
+            }
             if count < 0, errno == EINTR { continue }
             guard count >= 0 else { throw StateFileError(path: path, call: "read", code: errno) }
             if count == 0 { break }

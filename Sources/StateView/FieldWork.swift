@@ -35,7 +35,9 @@ public struct FieldWork: Sendable {
     public func rows(_ points: [TrackPoint], calendar: Calendar, rules: TrackRules = TrackRules()) -> [Row] {
         let tally = PlaceTally.figures(points, calendar: calendar, rules: rules) { fieldID(of: $0) }
         let rows = tally.map { key, figures in
-            Row(day: key.day, field: key.place.flatMap { byID[$0] }, figures: key.place == nil ? figures : Self.unlessBrushed(figures))
+            Row(
+                day: key.day, field: key.place.flatMap { byID[$0] },
+                figures: key.place == nil ? figures : Self.unlessBrushed(figures))
         }
         return rows.sorted { left, right in
             if left.day != right.day { return left.day < right.day }
@@ -75,7 +77,9 @@ public struct FieldWork: Sendable {
     public func field(named text: String) throws(FieldChoiceError) -> StoredField {
         let wanted = text.trimmingCharacters(in: .whitespaces)
         if let id = Int64(wanted), let field = byID[id] { return field }
-        let matches = fields.filter { $0.field.name.compare(wanted, options: [.caseInsensitive, .diacriticInsensitive]) == .orderedSame }
+        let matches = fields.filter {
+            $0.field.name.compare(wanted, options: [.caseInsensitive, .diacriticInsensitive]) == .orderedSame
+        }
         if matches.count == 1 { return matches[0] }
         if matches.isEmpty { throw .unknown(wanted, known: fields.count) }
         throw .ambiguous(wanted, ids: matches.map(\.id))
@@ -90,7 +94,8 @@ public enum FieldChoiceError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .unknown(let name, let known) where known == 0:
-            return "no field '\(TerminalText.safe(name))': no fields are stored; import the farm's with `agrigps fields import FILE`"
+            return
+                "no field '\(TerminalText.safe(name))': no fields are stored; import the farm's with `agrigps fields import FILE`"
         case .unknown(let name, _):
             return "no field '\(TerminalText.safe(name))'; `agrigps fields` lists them with their numbers"
         case .ambiguous(let name, let ids):

@@ -47,16 +47,20 @@ public struct OthersDocument: Encodable, Sendable {
         let finite = { (number: Double?) in number.flatMap { $0.isFinite ? $0 : nil } }
         machines = listing.entries.map { entry in
             let machine = entry.machine
-            return Machine(endpoint_id: machine.endpointID, name: machine.name, state: machine.activity.rawValue,
-                           fix: machine.lastReport?.statusDescription, position_status: machine.lastReport?.status,
-                           latitude: finite(machine.lastPosition?.latitude), longitude: finite(machine.lastPosition?.longitude),
-                           altitude_m: finite(machine.lastPosition?.altitude), position_time: date(machine.lastPosition?.gnssTime),
-                           report_time: date(machine.lastReport?.gnssTime), last_received_at: date(machine.lastReceivedAt),
-                           age_s: finite(entry.age.map { ($0 * 10).rounded() / 10 }), distance_m: finite(entry.distance?.rounded()),
-                           bearing_deg: finite(entry.bearing?.rounded()))
+            return Machine(
+                endpoint_id: machine.endpointID, name: machine.name, state: machine.activity.rawValue,
+                fix: machine.lastReport?.statusDescription, position_status: machine.lastReport?.status,
+                latitude: finite(machine.lastPosition?.latitude), longitude: finite(machine.lastPosition?.longitude),
+                altitude_m: finite(machine.lastPosition?.altitude), position_time: date(machine.lastPosition?.gnssTime),
+                report_time: date(machine.lastReport?.gnssTime), last_received_at: date(machine.lastReceivedAt),
+                age_s: finite(entry.age.map { ($0 * 10).rounded() / 10 }),
+                distance_m: finite(entry.distance?.rounded()),
+                bearing_deg: finite(entry.bearing?.rounded()))
         }
         generated_at = date(now)
-        own_position = ownFix?.coordinate.map { OwnPosition(latitude: $0.latitude, longitude: $0.longitude, time: date(ownFix?.time)) }
+        own_position = ownFix?.coordinate.map {
+            OwnPosition(latitude: $0.latitude, longitude: $0.longitude, time: date(ownFix?.time))
+        }
         own_name = view.ownName
         last_update = date([view.lastReceivedAt, view.endpointsListedAt].compactMap { $0 }.max())
         not_shown = NotShown(inactive: listing.hiddenInactive, unlocated: listing.hiddenUnlocated)

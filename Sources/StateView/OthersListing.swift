@@ -24,13 +24,16 @@ public struct OthersListing: Sendable {
     /// Left out by `near` because their distance is unknown.
     public var hiddenUnlocated: Int
 
-    public init(view: OthersView, ownPosition: Coordinate?, now: Date, near: Double? = nil,
-                order: Order = .distance, includeStale: Bool = false) {
+    public init(
+        view: OthersView, ownPosition: Coordinate?, now: Date, near: Double? = nil,
+        order: Order = .distance, includeStale: Bool = false
+    ) {
         var all = view.machines.map { machine in
             let distance = both(ownPosition, machine.coordinate).map { $0.distance(to: $1) }
-            return Entry(machine: machine, distance: distance,
-                         bearing: both(ownPosition, machine.coordinate).map { $0.bearing(to: $1) },
-                         age: machine.lastReceivedAt.map { now.timeIntervalSince($0) })
+            return Entry(
+                machine: machine, distance: distance,
+                bearing: both(ownPosition, machine.coordinate).map { $0.bearing(to: $1) },
+                age: machine.lastReceivedAt.map { now.timeIntervalSince($0) })
         }
         let inactive = all.filter { $0.machine.activity != .active }.count
         if !includeStale { all.removeAll { $0.machine.activity != .active } }
@@ -46,7 +49,9 @@ public struct OthersListing: Sendable {
 
     /// Unknown values sort last; ties fall back to the name, then the endpoint id, so output is stable.
     private static func ordering(_ order: Order) -> (Entry, Entry) -> Bool {
-        func label(_ entry: Entry) -> String { (entry.machine.name ?? "\u{10FFFF}") + "\u{0}" + entry.machine.endpointID }
+        func label(_ entry: Entry) -> String {
+            (entry.machine.name ?? "\u{10FFFF}") + "\u{0}" + entry.machine.endpointID
+        }
         func key(_ entry: Entry) -> Double {
             switch order {
             case .distance: return entry.distance ?? .infinity
@@ -88,9 +93,11 @@ public enum DistanceText {
         public var description: String {
             switch self {
             case .empty: return "a distance is needed, e.g. 500m or 2km"
-            case .notANumber(let text): return "'\(text)' is not a distance; write a number and a unit, e.g. 500m or 2km"
+            case .notANumber(let text):
+                return "'\(text)' is not a distance; write a number and a unit, e.g. 500m or 2km"
             case .negative(let text): return "'\(text)' is negative; a distance must be 0 or more"
-            case .unknownUnit(let text, let unit): return "unknown unit '\(unit)' in '\(text)'; use m, km or mi (e.g. 500m, 2km)"
+            case .unknownUnit(let text, let unit):
+                return "unknown unit '\(unit)' in '\(text)'; use m, km or mi (e.g. 500m, 2km)"
             }
         }
     }

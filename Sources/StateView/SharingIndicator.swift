@@ -63,7 +63,8 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
         let now = snapshot.takenAt
         // Offline: samples wait and the last request failed after the last acknowledgement, or
         // agrirouter has taken nothing for longer than status allows.
-        let failedLast = both(heartbeat?.lastErrorAt, heartbeat?.lastAcknowledgedAt).map { $0 > $1 }
+        let failedLast =
+            both(heartbeat?.lastErrorAt, heartbeat?.lastAcknowledgedAt).map { $0 > $1 }
             ?? (heartbeat?.lastErrorAt != nil)
         let quiet = snapshot.secondsWithoutAcknowledgement().map { $0 > thresholds.ackAgeWarning } ?? false
         let backingOff = heartbeat?.nextAttemptAt.map { $0 > now } ?? false
@@ -97,7 +98,6 @@ public struct SharingIndicator: Sendable, Equatable, Codable {
         since = Self.since(state, snapshot).map { ISO8601UTC.string(from: snapshot.sinceBootAtMost($0)) }
         text = Self.text(state, waiting: waiting, pausedSince: pausedSince, kept: kept ?? 0)
     }
-
 
     static func since(_ state: State, _ snapshot: StatusSnapshot) -> Date? {
         switch state {

@@ -24,7 +24,8 @@ public struct StatusDocument: Encodable, Sendable {
 
         func encode(to encoder: any Encoder) throws {
             switch self {
-            case .live(let state, let pid, let age): try Live(state: state, pid: pid, heartbeat_age_s: age).encode(to: encoder)
+            case .live(let state, let pid, let age):
+                try Live(state: state, pid: pid, heartbeat_age_s: age).encode(to: encoder)
             case .notRunning(let last): try NotRunning(last_heartbeat: last).encode(to: encoder)
             }
         }
@@ -143,35 +144,57 @@ public struct StatusDocument: Encodable, Sendable {
         (transport, connection) = (heartbeat?.transport, heartbeat?.connection)
         endpoint_name = snapshot.othersCounts.ownName
         last_sample = heartbeat?.lastSample.map { LastSample(state: $0.state, time: date($0.time)) }
-        last_fix = heartbeat?.lastFix.map { LastFix(latitude: $0.latitude, longitude: $0.longitude, time: date($0.time), sampled_at: date($0.sampledAt)) }
+        last_fix = heartbeat?.lastFix.map {
+            LastFix(latitude: $0.latitude, longitude: $0.longitude, time: date($0.time), sampled_at: date($0.sampledAt))
+        }
         clock_skew_s = heartbeat?.lastSample?.clockSkew
         receiver_bus = heartbeat?.receiverBus
         let workSwitch = snapshot.spool?.workSwitch.map { $0 ? "on" : "off" }
         machine = heartbeat?.machine.map { machine in
-            Machine(work: machine.work, tractor_ecu: machine.tractorECU, engine: machine.engine,
-                    signals: machine.signals.map { Machine.Signal(signal: $0.signal, value: $0.value, source: $0.source, age_s: $0.ageSeconds) },
-                    not_heard: machine.notHeard, work_switch: workSwitch, bus_problem: machine.busProblem)
+            Machine(
+                work: machine.work, tractor_ecu: machine.tractorECU, engine: machine.engine,
+                signals: machine.signals.map {
+                    Machine.Signal(signal: $0.signal, value: $0.value, source: $0.source, age_s: $0.ageSeconds)
+                },
+                not_heard: machine.notHeard, work_switch: workSwitch, bus_problem: machine.busProblem)
         }
-        (last_acknowledged_at, last_error, next_attempt_at) = (date(heartbeat?.lastAcknowledgedAt), heartbeat?.lastError, date(heartbeat?.nextAttemptAt))
+        (last_acknowledged_at, last_error, next_attempt_at) = (
+            date(heartbeat?.lastAcknowledgedAt), heartbeat?.lastError, date(heartbeat?.nextAttemptAt)
+        )
         transport_failures = heartbeat?.transportFailures ?? 0
         dropped_inbound = heartbeat?.droppedInbound ?? 0
         lost_samples = heartbeat?.lostSamples ?? 0
-        (endpoint_deleted_at, certificate_not_after) = (date(heartbeat?.endpointDeletedAt), date(snapshot.certificateNotAfter))
+        (endpoint_deleted_at, certificate_not_after) = (
+            date(heartbeat?.endpointDeletedAt), date(snapshot.certificateNotAfter)
+        )
         disk_free_bytes = snapshot.diskFree
-        efdi_description = heartbeat?.efdi.map { EFDI(team_set_context_id: $0.teamSetContextID, accepted_at: date($0.acceptedAt), refusal: $0.refusal) }
+        efdi_description = heartbeat?.efdi.map {
+            EFDI(team_set_context_id: $0.teamSetContextID, accepted_at: date($0.acceptedAt), refusal: $0.refusal)
+        }
         let counts = snapshot.othersCounts
-        others = Others(active: counts.active, stale: counts.stale, gone: counts.gone, refused_messages: counts.refused ?? 0, last_refusal: counts.lastRefusal)
-        task_data = heartbeat?.taskData.map { TaskData(imported: $0.imported, refused: $0.refused, older: $0.older, expired: $0.expired,
-                                                       last_problem: $0.lastProblem) }
+        others = Others(
+            active: counts.active, stale: counts.stale, gone: counts.gone, refused_messages: counts.refused ?? 0,
+            last_refusal: counts.lastRefusal)
+        task_data = heartbeat?.taskData.map {
+            TaskData(
+                imported: $0.imported, refused: $0.refused, older: $0.older, expired: $0.expired,
+                last_problem: $0.lastProblem)
+        }
         sharing = snapshot.spool.map { $0.sharingPaused ? "paused" : "active" }
-        spool = snapshot.spool.map {
-            .counts(Spool.Counts(pending: $0.pending, in_flight: $0.inFlight, parked: $0.parked, dropped: $0.droppedTotal, withheld: $0.withheld,
-                                 held_in_memory: $0.heldInMemory, oldest_pending_age_s: $0.oldestPendingAge?.rounded(), outputs: $0.byOutput))
-        } ?? .problem(snapshot.spoolProblem ?? "")
+        spool =
+            snapshot.spool.map {
+                .counts(
+                    Spool.Counts(
+                        pending: $0.pending, in_flight: $0.inFlight, parked: $0.parked, dropped: $0.droppedTotal,
+                        withheld: $0.withheld,
+                        held_in_memory: $0.heldInMemory, oldest_pending_age_s: $0.oldestPendingAge?.rounded(),
+                        outputs: $0.byOutput))
+            } ?? .problem(snapshot.spoolProblem ?? "")
     }
 
     /// The document as one line of JSON; should it not encode, a document that says so.
     public func json() -> String {
-        (try? JSONLine.encode(self)) ?? #"{"exit_code":3,"health":"UNKNOWN","reasons":["the status could not be written as JSON"]}"#
+        (try? JSONLine.encode(self))
+            ?? #"{"exit_code":3,"health":"UNKNOWN","reasons":["the status could not be written as JSON"]}"#
     }
 }

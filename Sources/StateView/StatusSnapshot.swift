@@ -1,14 +1,14 @@
-import AgrirouterWire
 import AgrirouterLink
+import AgrirouterWire
 import BlockingWork
 import Bounds
 import Clocks
 import Foundation
 import GNSS
-import Synchronization
 import Spool
 import StateDirectory
 import StateFiles
+import Synchronization
 
 /// What `agrigps status` reports, read from the state directory alone: the daemon's heartbeat, the
 /// credentials (never the secret), the spool and the store of other machines.
@@ -79,7 +79,10 @@ public struct StatusSnapshot: Sendable {
 
         /// `executor`: the thread the small files are read on; the cab view gives the one its
         /// readers share, so that a look switches no thread.
-        public init(spool: SpoolReader, others: OtherMachinesStore, executor: DedicatedThreadExecutor = DedicatedThreadExecutor(name: "agrigps-look")) {
+        public init(
+            spool: SpoolReader, others: OtherMachinesStore,
+            executor: DedicatedThreadExecutor = DedicatedThreadExecutor(name: "agrigps-look")
+        ) {
             self.spool = spool
             self.others = others
             files = FileReads(executor: executor)
@@ -115,35 +118,50 @@ public struct StatusSnapshot: Sendable {
     /// Runs on the caller's actor: the cab view's shares its thread with its readers, and a look then
     /// switches no thread at all.
     /// `sinceBoot` is the monotonic clock's reading at `now`: a test gives its own, to look in virtual time.
-    public static func gather(_ paths: Paths, now: Date = Date(), sinceBoot: Double? = uptime(), heartbeatLimit: Double = 120, staleAfter: Double = 300,
-                              readers: Readers? = nil, isolation: isolated (any Actor)? = #isolation) async -> StatusSnapshot {
+    public static func gather(
+        _ paths: Paths, now: Date = Date(), sinceBoot: Double? = uptime(), heartbeatLimit: Double = 120,
+        staleAfter: Double = 300,
+        readers: Readers? = nil, isolation: isolated (any Actor)? = #isolation
+    ) async -> StatusSnapshot {
         // File reads, and the key's decryption to check the certificate: blocking work, off the pool.
-        var snapshot = if let readers {
-            await readers.files.read(paths, now: now, sinceBoot: sinceBoot, heartbeatLimit: heartbeatLimit)
-        } else {
-            await onOwnThread { readFiles(paths, now: now, sinceBoot: sinceBoot, heartbeatLimit: heartbeatLimit) }
-        }
+        var snapshot =
+            if let readers {
+                await readers.files.read(paths, now: now, sinceBoot: sinceBoot, heartbeatLimit: heartbeatLimit)
+            } else {
+                await onOwnThread { readFiles(paths, now: now, sinceBoot: sinceBoot, heartbeatLimit: heartbeatLimit) }
+            }
         let heartbeat = snapshot.heartbeat
         if snapshot.spoolProblem == nil {
             // Read-only: a look must never change, migrate or move aside the daemon's file.
             do {
                 try await snapshot.readSpool(readers?.spool ?? SpoolReader(path: paths.spool))
             } catch {
-                if let counts = heartbeat?.spool { snapshot.spool = SpoolStatus(counts) } else { snapshot.spoolProblem = error.description }
+                if let counts = heartbeat?.spool {
+                    snapshot.spool = SpoolStatus(counts)
+                } else {
+                    snapshot.spoolProblem = error.description
+                }
             }
         }
         do {
-            snapshot.others = try await (readers?.others ?? OtherMachinesStore(readingOnly: paths.others)).view(now: now, staleAfter: staleAfter)
+            snapshot.others = try await (readers?.others ?? OtherMachinesStore(readingOnly: paths.others)).view(
+                now: now, staleAfter: staleAfter)
             snapshot.othersCounts = Heartbeat.OthersCounts(snapshot.others)
         } catch {
-            if let counts = heartbeat?.others { snapshot.othersCounts = counts } else { snapshot.othersProblem = error.description }
+            if let counts = heartbeat?.others {
+                snapshot.othersCounts = counts
+            } else {
+                snapshot.othersProblem = error.description
+            }
         }
         return snapshot
     }
 
     /// The spool's counts, on the clock its samples were measured with, and what only the running
     /// daemon knows of them from its heartbeat.
-    mutating func readSpool(_ reader: SpoolReader, isolation: isolated (any Actor)? = #isolation) async throws(SpoolError) {
+    mutating func readSpool(_ reader: SpoolReader, isolation: isolated (any Actor)? = #isolation)
+        async throws(SpoolError)
+    {
         takeSpool(try await reader.status(now: spoolTime))
     }
 
@@ -177,23 +195,32 @@ public struct StatusSnapshot: Sendable {
     }
 
     /// The small files and the credentials: everything but the two databases.
-    static func readFiles(_ paths: Paths, now: Date, sinceBoot: Double?, heartbeatLimit: Double,
-                          readHeartbeat: (String) -> Heartbeat? = Heartbeat.read(from:)) -> StatusSnapshot {
+    static func readFiles(
+        _ paths: Paths, now: Date, sinceBoot: Double?, heartbeatLimit: Double,
+        readHeartbeat: (String) -> Heartbeat? = Heartbeat.read(from:)
+    ) -> StatusSnapshot {
         let heartbeat = readHeartbeat(paths.heartbeat)
-        var snapshot = StatusSnapshot(takenAt: now, daemon: daemonState(heartbeat, now: now, sinceBoot: sinceBoot, limit: heartbeatLimit),
-                                      heartbeat: heartbeat, others: OthersView())
+        var snapshot = StatusSnapshot(
+            takenAt: now, daemon: daemonState(heartbeat, now: now, sinceBoot: sinceBoot, limit: heartbeatLimit),
+            heartbeat: heartbeat, others: OthersView())
         snapshot.sinceBoot = sinceBoot
-        for path in [paths.heartbeat, paths.stateDirectory + "/endpoint.json", paths.stateDirectory + "/endpoint.secret", paths.spool + "-mark"] {
+        for path in [
+            paths.heartbeat, paths.stateDirectory + "/endpoint.json", paths.stateDirectory + "/endpoint.secret",
+            paths.spool + "-mark",
+        ] {
             do { try StateFile.checkKind(path) } catch { snapshot.fileProblems.append(error.description) }
         }
         for path in [paths.spool, paths.others] {
             do { try StateFile.checkDatabase(path) } catch { snapshot.fileProblems.append(error.description) }
         }
         var isDirectory: ObjCBool = false
-        if !FileManager.default.fileExists(atPath: paths.stateDirectory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+        if !FileManager.default.fileExists(atPath: paths.stateDirectory, isDirectory: &isDirectory)
+            || !isDirectory.boolValue
+        {
             snapshot.unreadable = "no state directory at \(paths.stateDirectory)"
         } else if access(paths.stateDirectory, R_OK | X_OK) != 0 {
-            snapshot.unreadable = "cannot read the state directory \(paths.stateDirectory): run as its owner or a member of its group"
+            snapshot.unreadable =
+                "cannot read the state directory \(paths.stateDirectory): run as its owner or a member of its group"
         }
         if !FileManager.default.fileExists(atPath: paths.spool) {
             snapshot.spoolProblem = "no spool yet at \(paths.spool): the daemon has not run here"
@@ -216,7 +243,11 @@ public struct StatusSnapshot: Sendable {
                 }
             }
         } catch {
-            if let heartbeat { snapshot.environment = heartbeat.environment } else { snapshot.credentialsProblem = error.description }
+            if let heartbeat {
+                snapshot.environment = heartbeat.environment
+            } else {
+                snapshot.credentialsProblem = error.description
+            }
             snapshot.certificateNotAfter = heartbeat?.certificateNotAfter
         }
         return snapshot
@@ -224,7 +255,9 @@ public struct StatusSnapshot: Sendable {
 
     /// What the credentials said at the last look, by state directory, with the files' fingerprint
     /// (inode, size and time of both): a look a second must not decrypt the key every time.
-    private static let credentialsSeen = Mutex<[String: (fingerprint: [FileStamp], environment: String?, notAfter: Date?)]>([:])
+    private static let credentialsSeen = Mutex<
+        [String: (fingerprint: [FileStamp], environment: String?, notAfter: Date?)]
+    >([:])
 
     /// The system clock corrected by the error the running daemon knows it to have (from a fix or
     /// agrirouter's clock), or else by the skew its last sample saw, so that the spool's ages read on
@@ -232,7 +265,8 @@ public struct StatusSnapshot: Sendable {
     /// nothing is known.
     static func trueNow(_ now: Date, heartbeat: Heartbeat?, daemon: Daemon) -> Date {
         guard case .running = daemon,
-              let error = heartbeat?.systemClockError ?? heartbeat?.lastSample?.clockSkew, abs(error) < 3.2e9 else { return now }
+            let error = heartbeat?.systemClockError ?? heartbeat?.lastSample?.clockSkew, abs(error) < 3.2e9
+        else { return now }
         return now.addingTimeInterval(-error)
     }
 
@@ -247,11 +281,14 @@ public struct StatusSnapshot: Sendable {
     static func daemonState(_ heartbeat: Heartbeat?, now: Date, sinceBoot: Double? = nil, limit: Double) -> Daemon {
         guard let heartbeat else { return .notRunning(lastHeartbeat: nil) }
         // Signal 0 asks only whether the process exists; EPERM means it does, under another user.
-        guard kill(heartbeat.pid, 0) == 0 || errno == EPERM else { return .notRunning(lastHeartbeat: heartbeat.updatedAt) }
+        guard kill(heartbeat.pid, 0) == 0 || errno == EPERM else {
+            return .notRunning(lastHeartbeat: heartbeat.updatedAt)
+        }
         // A process that runs started in this boot, and wrote its heartbeat since: a stamp older
         // than the boot was made on a clock set forward since (from 1970, by NTP or a fix).
         let age = min(now.timeIntervalSince(heartbeat.updatedAt), sinceBoot ?? .infinity)
-        return age > limit ? .stalled(pid: heartbeat.pid, heartbeatAge: age) : .running(pid: heartbeat.pid, heartbeatAge: age)
+        return age > limit
+            ? .stalled(pid: heartbeat.pid, heartbeatAge: age) : .running(pid: heartbeat.pid, heartbeatAge: age)
     }
 }
 
@@ -290,7 +327,9 @@ extension StatusSnapshot {
     /// drains (oldest first, so its oldest stays old) are not late. The cab's label and `status`
     /// both go by this, so the two never disagree.
     public func positionsLate() -> (waited: Double, quiet: Double)? {
-        guard let waited = spool?.oldestPendingAge, let heartbeat, let quiet = secondsWithoutAcknowledgement() else { return nil }
+        guard let waited = spool?.oldestPendingAge, let heartbeat, let quiet = secondsWithoutAcknowledgement() else {
+            return nil
+        }
         let lateAfter = Self.lateAfter(sendInterval: heartbeat.sendInterval)
         return waited > lateAfter && quiet > lateAfter ? (waited, quiet) : nil
     }
@@ -345,7 +384,9 @@ extension StatusSnapshot {
     /// The sharing label's state, judged here as the cab view judges it (from `lastState`, the spool's
     /// newest sample when the caller has it, else the heartbeat's last), sets the least it says: what
     /// the label calls act now is CRITICAL, whatever else is found, with what to do.
-    public func verdict(_ thresholds: StatusThresholds, lastState: FixState? = nil) -> (health: Health, reasons: [String]) {
+    public func verdict(_ thresholds: StatusThresholds, lastState: FixState? = nil) -> (
+        health: Health, reasons: [String]
+    ) {
         // Without the state directory nothing else was read: a missing heartbeat then proves nothing.
         if let unreadable { return (.unknown, [unreadable]) }
         var findings: [(Health, String)] = []
@@ -353,15 +394,24 @@ extension StatusSnapshot {
         switch daemon {
         case .notRunning: findings.append((.critical, "daemon not running"))
         case .stalled(_, let age) where diskFull:
-            findings.append((.critical, "no heartbeat for \(Self.whole(age)) s: the daemon cannot write it to a full disk"))
+            findings.append(
+                (.critical, "no heartbeat for \(Self.whole(age)) s: the daemon cannot write it to a full disk"))
         case .stalled(_, let age): findings.append((.critical, "daemon stalled: no heartbeat for \(Self.whole(age)) s"))
         case .running: break
         }
         if let free = diskFree, diskFull {
-            findings.append((.critical, "the disk holding \(TerminalText.safe(stateDirectory, limit: 200)) is full (\(free / 1024) KiB free): "
-                             + "new samples are held in memory only and are lost if the daemon stops; free space there"))
+            findings.append(
+                (
+                    .critical,
+                    "the disk holding \(TerminalText.safe(stateDirectory, limit: 200)) is full (\(free / 1024) KiB free): "
+                        + "new samples are held in memory only and are lost if the daemon stops; free space there"
+                ))
         } else if let free = diskFree, free < Self.diskLowBelow {
-            findings.append((.warning, "only \(free >> 20) MiB free on the disk holding \(TerminalText.safe(stateDirectory, limit: 200))"))
+            findings.append(
+                (
+                    .warning,
+                    "only \(free >> 20) MiB free on the disk holding \(TerminalText.safe(stateDirectory, limit: 200))"
+                ))
         }
         for problem in fileProblems { findings.append((.critical, problem)) }
         // A spool file of the wrong kind is among the file problems already: said once.
@@ -369,28 +419,45 @@ extension StatusSnapshot {
             findings.append((.critical, "spool: \(problem)"))
         }
         if let lost = heartbeat?.lostSamples, lost > 0,
-           heartbeat?.lostAt.map({ takenAt.timeIntervalSince($0) < Heartbeat.lossReported }) ?? true {
-            findings.append((.critical, "\(lost) samples lost: " + (heartbeat?.lossReason ?? "the spool could not store them")))
+            heartbeat?.lostAt.map({ takenAt.timeIntervalSince($0) < Heartbeat.lossReported }) ?? true
+        {
+            findings.append(
+                (.critical, "\(lost) samples lost: " + (heartbeat?.lossReason ?? "the spool could not store them")))
         }
         let label = SharingIndicator(self, lastState: lastState ?? lastSampleState, thresholds: thresholds)
         switch label.state {
-        case .noReceiver: findings.append((.critical, "no receiver: gpsd sees none, so no position is taken; check the receiver's cable and power"))
-        case .gpsdUnreachable: findings.append((.critical, "gpsd unreachable, so no position is taken; check that gpsd runs: systemctl status gpsd"))
+        case .noReceiver:
+            findings.append(
+                (
+                    .critical,
+                    "no receiver: gpsd sees none, so no position is taken; check the receiver's cable and power"
+                ))
+        case .gpsdUnreachable:
+            findings.append(
+                (.critical, "gpsd unreachable, so no position is taken; check that gpsd runs: systemctl status gpsd"))
         default: break  // said below in status's own words, or OK (see `SharingIndicator.State.health`)
         }
         if environment == nil, credentialsProblem == nil { findings.append((.warning, "not onboarded")) }
         if credentialsNotTaken {
-            findings.append((.warning, "onboarded, but the running daemon has not taken the credentials; restart it: systemctl restart agrigps"))
+            findings.append(
+                (
+                    .warning,
+                    "onboarded, but the running daemon has not taken the credentials; restart it: systemctl restart agrigps"
+                ))
         }
         if case .running = daemon {
             let fixAge = heartbeat?.lastFix.map { age(since: $0.sampledAt ?? $0.time) }
             switch fixAge {
             case nil: findings.append((.warning, "no fix yet"))
-            case let age? where age > thresholds.fixAgeCritical: findings.append((.critical, "no fix for \(Self.whole(age)) s"))
-            case let age? where age > thresholds.fixAgeWarning: findings.append((.warning, "no fix for \(Self.whole(age)) s"))
+            case let age? where age > thresholds.fixAgeCritical:
+                findings.append((.critical, "no fix for \(Self.whole(age)) s"))
+            case let age? where age > thresholds.fixAgeWarning:
+                findings.append((.warning, "no fix for \(Self.whole(age)) s"))
             default: break
             }
-            if let skew = heartbeat?.lastSample?.clockSkew { findings.append((.warning, "system clock off by \(Self.whole(skew)) s")) }
+            if let skew = heartbeat?.lastSample?.clockSkew {
+                findings.append((.warning, "system clock off by \(Self.whole(skew)) s"))
+            }
         }
         var linkSaid = false  // whether a finding below says why positions wait
         if let spool {
@@ -403,58 +470,101 @@ extension StatusSnapshot {
             if let fault = spool.storageFault?.description ?? storageFault {
                 findings.append((.warning, "the spool cannot store: \(TerminalText.safe(fault, limit: 300))"))
             }
-            if spool.heldInMemory > 0 { findings.append((.warning, "\(spool.heldInMemory) samples held in memory only")) }
-            if let lost = spool.dropped["memory"], lost > 0 {
-                findings.append((.critical, "\(lost) samples lost: the memory ring overflowed while the spool could not store"))
+            if spool.heldInMemory > 0 {
+                findings.append((.warning, "\(spool.heldInMemory) samples held in memory only"))
             }
-            if spool.parked > 0 { findings.append((.warning, "\(spool.parked) samples parked after repeated refusals")) }
+            if let lost = spool.dropped["memory"], lost > 0 {
+                findings.append(
+                    (.critical, "\(lost) samples lost: the memory ring overflowed while the spool could not store"))
+            }
+            if spool.parked > 0 {
+                findings.append((.warning, "\(spool.parked) samples parked after repeated refusals"))
+            }
             if let refusal = heartbeat?.efdi?.refusal {
-                findings.append((.warning, "agrirouter refused the EFDI device description (\(refusal.joined(separator: ", "))); "
-                                 + "TimeLogs wait until it takes one, and it is tried again every 5 minutes"))
+                findings.append(
+                    (
+                        .warning,
+                        "agrirouter refused the EFDI device description (\(refusal.joined(separator: ", "))); "
+                            + "TimeLogs wait until it takes one, and it is tried again every 5 minutes"
+                    ))
             }
             let capped = spool.droppedTotal - (spool.dropped["memory"] ?? 0)
             if capped > 0 { findings.append((.warning, "\(capped) samples dropped by the spool's caps")) }
-            if let file = spool.quarantinedFile, spool.quarantinedAt.map({ takenAt.timeIntervalSince($0) < 86_400 }) ?? true {
-                findings.append((.warning, "a damaged spool was moved aside as \(TerminalText.safe(file, limit: 200)); what it held was not sent"))
+            if let file = spool.quarantinedFile,
+                spool.quarantinedAt.map({ takenAt.timeIntervalSince($0) < 86_400 }) ?? true
+            {
+                findings.append(
+                    (
+                        .warning,
+                        "a damaged spool was moved aside as \(TerminalText.safe(file, limit: 200)); what it held was not sent"
+                    ))
             }
             // Onboarded with samples waiting, and agrirouter has taken none for a while: an outage,
             // even if the daemon itself is fine.
-            if environment != nil, spool.waiting > 0, case .running = daemon, let heartbeat, let quiet = secondsWithoutAcknowledgement() {
+            if environment != nil, spool.waiting > 0, case .running = daemon, let heartbeat,
+                let quiet = secondsWithoutAcknowledgement()
+            {
                 let failing = (heartbeat.transportFailures ?? 0) > 0  // said below, with the reason
                 if quiet > thresholds.ackAgeWarning {
                     var reason = "nothing acknowledged for \(Self.whole(quiet)) s"
-                    if let next = heartbeat.nextAttemptAt, next > takenAt { reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s" }
+                    if let next = heartbeat.nextAttemptAt, next > takenAt {
+                        reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s"
+                    }
                     findings.append((.warning, reason))
                     linkSaid = true
                 } else if !failing, let late = positionsLate() {
                     // What the cab's label calls offline, before any request has failed.
-                    findings.append((.warning, "positions late: the oldest waited \(Self.whole(late.waited)) s, "
-                                     + "nothing acknowledged for \(Self.whole(late.quiet)) s; agrirouter or the network does not answer"))
+                    findings.append(
+                        (
+                            .warning,
+                            "positions late: the oldest waited \(Self.whole(late.waited)) s, "
+                                + "nothing acknowledged for \(Self.whole(late.quiet)) s; agrirouter or the network does not answer"
+                        ))
                     linkSaid = true
                 }
             }
         }
         // Failing now: said at once, not only after `ackAgeWarning` without an acknowledgement.
-        if environment != nil, case .running = daemon, let heartbeat, let failures = heartbeat.transportFailures, failures > 0 {
-            var reason = "agrirouter unreachable: " + (heartbeat.lastError.map { TerminalText.safe($0, limit: 200) } ?? "requests fail")
+        if environment != nil, case .running = daemon, let heartbeat, let failures = heartbeat.transportFailures,
+            failures > 0
+        {
+            var reason =
+                "agrirouter unreachable: "
+                + (heartbeat.lastError.map { TerminalText.safe($0, limit: 200) } ?? "requests fail")
             reason += " (\(failures) failed request\(failures == 1 ? "" : "s") in a row)"
-            if let next = heartbeat.nextAttemptAt, next > takenAt { reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s" }
+            if let next = heartbeat.nextAttemptAt, next > takenAt {
+                reason += "; next attempt in \(Self.whole(next.timeIntervalSince(takenAt))) s"
+            }
             findings.append((.warning, reason))
             linkSaid = true
         }
-        if environment != nil, heartbeat?.transport == "mqtt", let connection = heartbeat?.connection, connection.hasPrefix("taken over") {
+        if environment != nil, heartbeat?.transport == "mqtt", let connection = heartbeat?.connection,
+            connection.hasPrefix("taken over")
+        {
             findings.append((.warning, "agrirouter MQTT connection \(connection)"))
         }
         if environment != nil, let deleted = heartbeat?.endpointDeletedAt {
-            findings.append((.critical, "agrirouter no longer knows this endpoint (since \(ISO8601UTC.string(from: deleted).prefix(16))Z): "
-                             + "it was deleted or offboarded; onboard again with a new TAN"))
+            findings.append(
+                (
+                    .critical,
+                    "agrirouter no longer knows this endpoint (since \(ISO8601UTC.string(from: deleted).prefix(16))Z): "
+                        + "it was deleted or offboarded; onboard again with a new TAN"
+                ))
         }
         if environment != nil, let notAfter = certificateNotAfter {
             let left = notAfter.timeIntervalSince(takenAt)
             if left <= 0 {
-                findings.append((.critical, "the endpoint certificate expired on \(ISO8601UTC.string(from: notAfter).prefix(10)); onboard again"))
+                findings.append(
+                    (
+                        .critical,
+                        "the endpoint certificate expired on \(ISO8601UTC.string(from: notAfter).prefix(10)); onboard again"
+                    ))
             } else if left < thresholds.certificateWarning {
-                findings.append((.warning, "the endpoint certificate expires in \(Self.whole(left / 86_400)) d; onboard again before then"))
+                findings.append(
+                    (
+                        .warning,
+                        "the endpoint certificate expires in \(Self.whole(left / 86_400)) d; onboard again before then"
+                    ))
             }
         }
         // Offline by the label's own rule (a request failed after the last acknowledgement, with no
@@ -462,8 +572,14 @@ extension StatusSnapshot {
         // label's amber is never an OK.
         if label.state == .offline, !linkSaid {
             let waiting = label.waiting
-            findings.append((.warning, "offline: \(waiting) sample\(waiting == 1 ? "" : "s") wait\(waiting == 1 ? "s" : "") to be sent"
-                             + (heartbeat?.lastError.map { "; the last request failed: " + TerminalText.safe($0, limit: 200) } ?? "")))
+            findings.append(
+                (
+                    .warning,
+                    "offline: \(waiting) sample\(waiting == 1 ? "" : "s") wait\(waiting == 1 ? "s" : "") to be sent"
+                        + (heartbeat?.lastError.map {
+                            "; the last request failed: " + TerminalText.safe($0, limit: 200)
+                        } ?? "")
+                ))
         }
         let sorted = findings.sorted { $0.0 > $1.0 }
         return (sorted.first?.0 ?? .ok, sorted.map(\.1))

@@ -31,36 +31,49 @@ public enum StatsReport {
         byField && line.field == nil && terms.fieldsKnown ? line.figures.secondsMovingIdle : nil
     }
 
-    public static func text(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period,
-                            terms: MachineTerms = MachineTerms()) -> [String] {
+    public static func text(
+        _ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period,
+        terms: MachineTerms = MachineTerms()
+    ) -> [String] {
         text(periods.map { Line(period: $0.label, figures: $0.figures) }, by: period, byField: false, terms: terms)
     }
 
-    public static func text(_ lines: [Line], by period: WorkLedger.Period, byField: Bool, terms: MachineTerms = MachineTerms()) -> [String] {
+    public static func text(
+        _ lines: [Line], by period: WorkLedger.Period, byField: Bool, terms: MachineTerms = MachineTerms()
+    ) -> [String] {
         guard !lines.isEmpty else { return ["No track recorded in this time."] }
         // A machine whose bus and work switch never said anything keeps the receiver's table alone.
         let machine = lines.contains { $0.figures.hasMachine }
-        let header = [period.rawValue] + (byField ? ["field"] : [])
-            + ["fix h", "RTK fixed h", "RTK float h", "DGPS h", "autonomous h", "no fix min", "no receiver min",
-               "moving h", "km", "samples"] + (byField ? [] : ["sent", "acked", "lost"])
-            + (machine ? ["working h", "not working h"] + (byField ? ["road h"] : []) + (terms.width == nil ? [] : ["worked ha"])
-                + ["engine h", "fuel l"] : [])
+        let header =
+            [period.rawValue] + (byField ? ["field"] : [])
+            + [
+                "fix h", "RTK fixed h", "RTK float h", "DGPS h", "autonomous h", "no fix min", "no receiver min",
+                "moving h", "km", "samples",
+            ] + (byField ? [] : ["sent", "acked", "lost"])
+            + (machine
+                ? ["working h", "not working h"] + (byField ? ["road h"] : [])
+                    + (terms.width == nil ? [] : ["worked ha"])
+                    + ["engine h", "fuel l"] : [])
         var rows = [header]
         for line in lines {
             let figures = line.figures
             var cells = [line.period]
             // Deliveries are counted per sample's day, not per place, so a field's line has none.
             if byField { cells.append(line.field.map { "\($0.name) (\($0.id))" } ?? "(no field)") }
-            cells += [hours(figures.secondsWithFix), hours(figures.secondsByQuality[.rtkFixed] ?? 0),
-                      hours(figures.secondsByQuality[.rtkFloat] ?? 0), hours(figures.secondsByQuality[.dgps] ?? 0),
-                      hours(figures.secondsByQuality[.autonomous] ?? 0), minutes(figures.secondsWithoutFix),
-                      minutes(figures.secondsWithoutReceiver), hours(figures.secondsMoving),
-                      String(format: "%.1f", figures.metresDriven / 1000), String(figures.samples)]
+            cells += [
+                hours(figures.secondsWithFix), hours(figures.secondsByQuality[.rtkFixed] ?? 0),
+                hours(figures.secondsByQuality[.rtkFloat] ?? 0), hours(figures.secondsByQuality[.dgps] ?? 0),
+                hours(figures.secondsByQuality[.autonomous] ?? 0), minutes(figures.secondsWithoutFix),
+                minutes(figures.secondsWithoutReceiver), hours(figures.secondsMoving),
+                String(format: "%.1f", figures.metresDriven / 1000), String(figures.samples),
+            ]
             if !byField { cells += [String(figures.sent), String(figures.acknowledged), String(figures.lost)] }
             if machine {
                 cells += [hours(figures.secondsWorking), hours(figures.secondsNotWorking)]
                 if byField { cells.append(road(line, byField: true, terms: terms).map(hours) ?? "") }
-                if let width = terms.width { cells.append(String(format: "%.2f", figures.hectaresWorked(width: width))) }
+                if let width = terms.width {
+                    cells.append(String(format: "%.2f", figures.hectaresWorked(width: width)))
+                }
                 cells += [hours(figures.secondsEngineRunning), String(format: "%.1f", figures.litresFuel)]
             }
             rows.append(cells)
@@ -76,13 +89,17 @@ public enum StatsReport {
     }
 
     /// One object per period, seconds and metres unrounded.
-    public static func json(_ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period,
-                            terms: MachineTerms = MachineTerms()) -> String {
+    public static func json(
+        _ periods: [(label: String, figures: WorkFigures)], by period: WorkLedger.Period,
+        terms: MachineTerms = MachineTerms()
+    ) -> String {
         json(periods.map { Line(period: $0.label, figures: $0.figures) }, by: period, byField: false, terms: terms)
     }
 
     /// With `byField`, each object has "field": {"id", "name"}, or null off every field.
-    public static func json(_ lines: [Line], by period: WorkLedger.Period, byField: Bool, terms: MachineTerms = MachineTerms()) -> String {
+    public static func json(
+        _ lines: [Line], by period: WorkLedger.Period, byField: Bool, terms: MachineTerms = MachineTerms()
+    ) -> String {
         let objects = lines.map { entry in
             let figures = entry.figures
             var line = JSONLine()
@@ -99,7 +116,9 @@ public enum StatsReport {
             }
             line.add("seconds_with_fix", figures.secondsWithFix)
             var qualities = JSONLine()
-            for quality in WorkFigures.Quality.allCases { qualities.add(quality.rawValue, figures.secondsByQuality[quality] ?? 0) }
+            for quality in WorkFigures.Quality.allCases {
+                qualities.add(quality.rawValue, figures.secondsByQuality[quality] ?? 0)
+            }
             line.add("seconds_by_quality", json: qualities.text)
             line.add("seconds_without_fix", figures.secondsWithoutFix)
             line.add("seconds_without_receiver", figures.secondsWithoutReceiver)
@@ -120,7 +139,8 @@ public enum StatsReport {
             line.add("litres_fuel", figures.litresFuel)
             return line.text
         }
-        return "{\"by\":\(JSONLine.quote(period.rawValue)),\(byField ? "\"by_field\":true," : "")\"periods\":[" + objects.joined(separator: ",") + "]}"
+        return "{\"by\":\(JSONLine.quote(period.rawValue)),\(byField ? "\"by_field\":true," : "")\"periods\":["
+            + objects.joined(separator: ",") + "]}"
     }
 
     static func hours(_ seconds: Double) -> String { String(format: "%.2f", seconds / 3600) }

@@ -16,13 +16,16 @@ public enum TimeText {
 
         public var description: String {
             if let hint { return "'\(text)' is not a time: \(hint)" }
-            return "'\(text)' is not a time: use now, today, yesterday, a span back from now (8h, 30m, 2d, 90s), a date (2026-11-25) or a date and time (2026-11-25T08:30, or ...Z for UTC)"
+            return
+                "'\(text)' is not a time: use now, today, yesterday, a span back from now (8h, 30m, 2d, 90s), a date (2026-11-25) or a date and time (2026-11-25T08:30, or ...Z for UTC)"
         }
     }
 
     /// The moment `text` names. A day names its start, or with `endOfDay` its end (the next day's
     /// start), so that `--since yesterday --until yesterday` is all of yesterday.
-    public static func date(_ text: String, now: Date, calendar: Calendar, endOfDay: Bool = false) throws(ParseError) -> Date {
+    public static func date(_ text: String, now: Date, calendar: Calendar, endOfDay: Bool = false) throws(ParseError)
+        -> Date
+    {
         let text = text.trimmingCharacters(in: .whitespaces).lowercased()
         let today = calendar.startOfDay(for: now)
         func day(_ start: Date) throws(ParseError) -> Date {
@@ -39,7 +42,8 @@ public enum TimeText {
         default: break
         }
         if text.hasPrefix("-"), span(String(text.dropFirst())) != nil {
-            throw ParseError(text: text, hint: "a span already counts back from now; write \(text.dropFirst()) without the minus")
+            throw ParseError(
+                text: text, hint: "a span already counts back from now; write \(text.dropFirst()) without the minus")
         }
         if let seconds = span(text) { return now.addingTimeInterval(-seconds) }
         if let start = localDate(text, calendar: calendar) { return try day(start) }
@@ -51,8 +55,9 @@ public enum TimeText {
     static func span(_ text: String) -> Double? {
         let number = text.dropLast()
         guard let unit = text.last, number.contains(where: \.isASCIIDigit), number.count { $0 == "." } <= 1,
-              number.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
-              let count = Double(number), count.isFinite, count >= 0 else { return nil }
+            number.allSatisfy({ $0.isASCIIDigit || $0 == "." }),
+            let count = Double(number), count.isFinite, count >= 0
+        else { return nil }
         let seconds: Double
         switch unit {
         case "s": seconds = count
@@ -75,19 +80,23 @@ public enum TimeText {
         guard halves.count == 2, let (year, month, day) = dayParts(String(halves[0])) else { return nil }
         let clock = halves[1].split(separator: ":", omittingEmptySubsequences: false)
         guard (2...3).contains(clock.count), clock.allSatisfy({ $0.count == 2 && $0.allSatisfy(\.isASCIIDigit) }),
-              let hour = Int(clock[0]), let minute = Int(clock[1]), let second = clock.count == 3 ? Int(clock[2]) : 0,
-              hour < 24, minute < 60, second < 60 else { return nil }
+            let hour = Int(clock[0]), let minute = Int(clock[1]), let second = clock.count == 3 ? Int(clock[2]) : 0,
+            hour < 24, minute < 60, second < 60
+        else { return nil }
         var zoned = calendar
         if utc { zoned.timeZone = TimeZone(identifier: "UTC")! }
-        return exact(DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: second), calendar: zoned)
+        return exact(
+            DateComponents(year: year, month: month, day: day, hour: hour, minute: minute, second: second),
+            calendar: zoned)
     }
 
     private static func dayParts(_ text: String) -> (Int, Int, Int)? {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              parts.allSatisfy({ $0.allSatisfy(\.isASCIIDigit) }),
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-              (1970...2200).contains(year), (1...12).contains(month), (1...31).contains(day) else { return nil }
+            parts.allSatisfy({ $0.allSatisfy(\.isASCIIDigit) }),
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            (1970...2200).contains(year), (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
         return (year, month, day)
     }
 
@@ -95,7 +104,8 @@ public enum TimeText {
     /// time skipped when the clocks went forward.
     private static func exact(_ components: DateComponents, calendar: Calendar) -> Date? {
         guard let date = calendar.date(from: components) else { return nil }
-        let fields: Set<Calendar.Component> = components.hour == nil ? [.year, .month, .day] : [.year, .month, .day, .hour, .minute, .second]
+        let fields: Set<Calendar.Component> =
+            components.hour == nil ? [.year, .month, .day] : [.year, .month, .day, .hour, .minute, .second]
         var back = calendar.dateComponents(fields, from: date)
         back.calendar = nil
         back.timeZone = nil

@@ -21,8 +21,10 @@ public enum TrackFormat: String, Sendable, CaseIterable {
 public enum TrackExport {
     /// `keep` cuts the track to a place (a field): the points it refuses are left out, and the line
     /// breaks where they were.
-    public static func text(_ points: [TrackPoint], as format: TrackFormat, name: String, rules: TrackRules = TrackRules(),
-                            keep: (TrackPoint) -> Bool = { _ in true }) -> String {
+    public static func text(
+        _ points: [TrackPoint], as format: TrackFormat, name: String, rules: TrackRules = TrackRules(),
+        keep: (TrackPoint) -> Bool = { _ in true }
+    ) -> String {
         switch format {
         case .gpx: return gpx(points, name: name, rules: rules, keep: keep)
         case .geojson: return geoJSON(points, name: name, rules: rules, keep: keep)
@@ -35,17 +37,19 @@ public enum TrackExport {
 
     /// GPX 1.1: one track, one segment per run of fixes. A point whose work state is known has it as
     /// an extension, `<agrigps:work>working</agrigps:work>`, which readers that do not know it skip.
-    public static func gpx(_ points: [TrackPoint], name: String, rules: TrackRules = TrackRules(),
-                           keep: (TrackPoint) -> Bool = { _ in true }) -> String {
+    public static func gpx(
+        _ points: [TrackPoint], name: String, rules: TrackRules = TrackRules(),
+        keep: (TrackPoint) -> Bool = { _ in true }
+    ) -> String {
         var out = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <gpx version="1.1" creator="agrigps" xmlns="http://www.topografix.com/GPX/1/1" \
-        xmlns:agrigps="\(gpxNamespace)" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
-        xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
-        <trk>
-        <name>\(xmlEscaped(name))</name>
+            <?xml version="1.0" encoding="UTF-8"?>
+            <gpx version="1.1" creator="agrigps" xmlns="http://www.topografix.com/GPX/1/1" \
+            xmlns:agrigps="\(gpxNamespace)" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
+            xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
+            <trk>
+            <name>\(xmlEscaped(name))</name>
 
-        """
+            """
         for segment in TrackSegments.split(points, rules: rules, keep: keep) {
             out += "<trkseg>\n"
             for point in segment {
@@ -54,7 +58,9 @@ public enum TrackExport {
                 if let altitude = point.altitude { out += "<ele>\(String(format: "%.2f", altitude))</ele>" }
                 out += "<time>\(ISO8601UTC.string(from: point.time))</time>"
                 if let fix = gpxFix(point.state) { out += "<fix>\(fix)</fix>" }
-                if let work = point.work { out += "<extensions><agrigps:work>\(work.rawValue)</agrigps:work></extensions>" }
+                if let work = point.work {
+                    out += "<extensions><agrigps:work>\(work.rawValue)</agrigps:work></extensions>"
+                }
                 out += "</trkpt>\n"
             }
             out += "</trkseg>\n"
@@ -75,8 +81,10 @@ public enum TrackExport {
 
     /// RFC 7946 GeoJSON: a FeatureCollection with the track as a MultiLineString, one line per run of
     /// two or more fixes; a lone fix between losses is a MultiPoint beside it, as a line needs two.
-    public static func geoJSON(_ points: [TrackPoint], name: String, rules: TrackRules = TrackRules(),
-                               keep: (TrackPoint) -> Bool = { _ in true }) -> String {
+    public static func geoJSON(
+        _ points: [TrackPoint], name: String, rules: TrackRules = TrackRules(),
+        keep: (TrackPoint) -> Bool = { _ in true }
+    ) -> String {
         let segments = TrackSegments.split(points, rules: rules, keep: keep)
         let lines = segments.filter { $0.count >= 2 }
         let lone = segments.filter { $0.count == 1 }.map { $0[0] }
@@ -84,7 +92,9 @@ public enum TrackExport {
             guard let coordinate = point.coordinate else { return "[]" }
             return "[\(degrees(coordinate.longitude)),\(degrees(coordinate.latitude))]"
         }
-        func times(_ run: [TrackPoint]) -> String { "[" + run.map { "\"\(ISO8601UTC.string(from: $0.time))\"" }.joined(separator: ",") + "]" }
+        func times(_ run: [TrackPoint]) -> String {
+            "[" + run.map { "\"\(ISO8601UTC.string(from: $0.time))\"" }.joined(separator: ",") + "]"
+        }
         var properties = JSONLine()
         properties.add("name", name)
         let kept = points.filter(keep)
@@ -94,19 +104,22 @@ public enum TrackExport {
         properties.add("times", json: "[" + lines.map(times).joined(separator: ",") + "]")
         // What the machine did at each point, beside "times", when anything said.
         if lines.contains(where: { $0.contains { $0.work != nil } }) {
-            func works(_ run: [TrackPoint]) -> String { "[" + run.map { $0.work.map { JSONLine.quote($0.rawValue) } ?? "null" }.joined(separator: ",") + "]" }
+            func works(_ run: [TrackPoint]) -> String {
+                "[" + run.map { $0.work.map { JSONLine.quote($0.rawValue) } ?? "null" }.joined(separator: ",") + "]"
+            }
             properties.add("work", json: "[" + lines.map(works).joined(separator: ",") + "]")
         }
         let track = """
-        {"type":"Feature","properties":\(properties.text),\
-        "geometry":{"type":"MultiLineString","coordinates":[\(lines.map { "[" + $0.map(position).joined(separator: ",") + "]" }.joined(separator: ","))]}}
-        """
+            {"type":"Feature","properties":\(properties.text),\
+            "geometry":{"type":"MultiLineString","coordinates":[\(lines.map { "[" + $0.map(position).joined(separator: ",") + "]" }.joined(separator: ","))]}}
+            """
         var features = [track]
         if !lone.isEmpty {
-            features.append("""
-            {"type":"Feature","properties":{"name":\(JSONLine.quote(name + ": lone fixes")),"times":\(times(lone))},\
-            "geometry":{"type":"MultiPoint","coordinates":[\(lone.map(position).joined(separator: ","))]}}
-            """)
+            features.append(
+                """
+                {"type":"Feature","properties":{"name":\(JSONLine.quote(name + ": lone fixes")),"times":\(times(lone))},\
+                "geometry":{"type":"MultiPoint","coordinates":[\(lone.map(position).joined(separator: ","))]}}
+                """)
         }
         return "{\"type\":\"FeatureCollection\",\"features\":[" + features.joined(separator: ",") + "]}\n"
     }
@@ -117,8 +130,10 @@ public enum TrackExport {
         for point in points {
             let fields = [
                 ISO8601UTC.string(from: point.time), point.state.name,
-                point.coordinate.map { degrees($0.latitude) } ?? "", point.coordinate.map { degrees($0.longitude) } ?? "",
-                point.altitude.map { String(format: "%.2f", $0) } ?? "", point.speed.map { String(format: "%.3f", $0) } ?? "",
+                point.coordinate.map { degrees($0.latitude) } ?? "",
+                point.coordinate.map { degrees($0.longitude) } ?? "",
+                point.altitude.map { String(format: "%.2f", $0) } ?? "",
+                point.speed.map { String(format: "%.3f", $0) } ?? "",
                 point.work?.rawValue ?? "", point.engineSpeed.map { String(format: "%.3f", $0) } ?? "",
                 point.fuelRate.map { String(format: "%.2f", $0) } ?? "",
             ]

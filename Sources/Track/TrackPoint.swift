@@ -20,8 +20,10 @@ public struct TrackPoint: Sendable, Equatable {
     /// Litres an hour, from the bus.
     public var fuelRate: Double?
 
-    public init(time: Date, state: FixState, coordinate: Coordinate? = nil, altitude: Double? = nil, speed: Double? = nil,
-                work: MachineReading.Work? = nil, engineSpeed: Double? = nil, fuelRate: Double? = nil) {
+    public init(
+        time: Date, state: FixState, coordinate: Coordinate? = nil, altitude: Double? = nil, speed: Double? = nil,
+        work: MachineReading.Work? = nil, engineSpeed: Double? = nil, fuelRate: Double? = nil
+    ) {
         self.time = time
         self.state = state
         self.coordinate = state.hasPosition ? coordinate : nil
@@ -37,10 +39,13 @@ public struct TrackPoint: Sendable, Equatable {
     public init(_ sample: PositionSample, time: Date) {
         let report = sample.report
         let coordinate = report.flatMap { report in
-            report.latitude.flatMap { latitude in report.longitude.map { Coordinate(latitude: latitude, longitude: $0) } }
+            report.latitude.flatMap { latitude in report.longitude.map { Coordinate(latitude: latitude, longitude: $0) }
+            }
         }
-        self.init(time: time, state: sample.state, coordinate: coordinate, altitude: report?.altitudeMSL, speed: report?.speed,
-                  work: sample.machine?.work, engineSpeed: sample.machine?.engineSpeed, fuelRate: sample.machine?.fuelRate)
+        self.init(
+            time: time, state: sample.state, coordinate: coordinate, altitude: report?.altitudeMSL,
+            speed: report?.speed,
+            work: sample.machine?.work, engineSpeed: sample.machine?.engineSpeed, fuelRate: sample.machine?.fuelRate)
     }
 
     /// Whether the machine was working: only when its bus or the work switch said so.
@@ -84,8 +89,10 @@ public struct TrackRules: Sendable, Equatable {
 public enum TrackSegments {
     /// `keep` cuts the track to a place: a point it refuses breaks the run as a lost fix does, so that
     /// a track cut to a field never crosses the land outside it in a straight line.
-    public static func split(_ points: [TrackPoint], rules: TrackRules = TrackRules(),
-                             keep: (TrackPoint) -> Bool = { _ in true }) -> [[TrackPoint]] {
+    public static func split(
+        _ points: [TrackPoint], rules: TrackRules = TrackRules(),
+        keep: (TrackPoint) -> Bool = { _ in true }
+    ) -> [[TrackPoint]] {
         var segments: [[TrackPoint]] = []
         var current: [TrackPoint] = []
         for point in points {

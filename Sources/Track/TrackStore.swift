@@ -1,8 +1,8 @@
 import BlockingWork
 import Foundation
-import StateFiles
 import GNSS
 import GRDB
+import StateFiles
 
 /// Why the machine's own track could not be kept or read, with SQLite's code.
 public struct TrackStoreError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -137,38 +137,50 @@ public actor TrackStore {
     /// new point counts if they are close enough.
     private func resume() throws(TrackStoreError) {
         resumed = true
-        let newest = try read { db in try Row.fetchOne(db, sql: "SELECT * FROM point ORDER BY time_ms DESC LIMIT 1").flatMap(TrackRow.point) }
+        let newest = try read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM point ORDER BY time_ms DESC LIMIT 1").flatMap(TrackRow.point)
+        }
         if let newest = newest ?? nil { ledger.resume(after: newest) }
     }
 
     private static func insert(_ points: [TrackPoint], into db: Database) throws {
-        let statement = try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO point (time_ms, state, reason, latitude, longitude, altitude, speed, work, engine_speed, fuel_rate)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """)
+        let statement = try db.cachedStatement(
+            sql: """
+                INSERT OR REPLACE INTO point (time_ms, state, reason, latitude, longitude, altitude, speed, work, engine_speed, fuel_rate)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
         for point in points {
             guard let key = TrackRow.key(point.time) else { continue }
-            try statement.execute(arguments: [key, point.state.name, point.state.noReceiverReason?.rawValue,
-                                              point.coordinate?.latitude, point.coordinate?.longitude, point.altitude, point.speed,
-                                              point.work.map(TrackRow.workCode), point.engineSpeed, point.fuelRate])
+            try statement.execute(arguments: [
+                key, point.state.name, point.state.noReceiverReason?.rawValue,
+                point.coordinate?.latitude, point.coordinate?.longitude, point.altitude, point.speed,
+                point.work.map(TrackRow.workCode), point.engineSpeed, point.fuelRate,
+            ])
         }
     }
 
     private static func add(_ days: [LocalDay: WorkFigures], into db: Database) throws {
         for (day, figures) in days {
-            var stored = try Row.fetchOne(db, sql: "SELECT * FROM day WHERE day = ?", arguments: [day.description]).map(TrackRow.figures) ?? WorkFigures()
+            var stored =
+                try Row.fetchOne(db, sql: "SELECT * FROM day WHERE day = ?", arguments: [day.description]).map(
+                    TrackRow.figures) ?? WorkFigures()
             stored = stored + figures
-            try db.execute(sql: """
-                INSERT OR REPLACE INTO day (day, samples, rtk_fixed, rtk_float, dgps, autonomous, other_fix, without_fix,
-                                            without_receiver, moving, metres, sent, acknowledged, lost,
-                                            working, working_metres, work_known, moving_idle, engine_running, fuel)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [day.description, stored.samples, stored.secondsByQuality[.rtkFixed] ?? 0, stored.secondsByQuality[.rtkFloat] ?? 0,
-                                 stored.secondsByQuality[.dgps] ?? 0, stored.secondsByQuality[.autonomous] ?? 0,
-                                 stored.secondsByQuality[.other] ?? 0, stored.secondsWithoutFix, stored.secondsWithoutReceiver,
-                                 stored.secondsMoving, stored.metresDriven, stored.sent, stored.acknowledged, stored.lost,
-                                 stored.secondsWorking, stored.metresWorking, stored.secondsWorkKnown, stored.secondsMovingIdle,
-                                 stored.secondsEngineRunning, stored.litresFuel])
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO day (day, samples, rtk_fixed, rtk_float, dgps, autonomous, other_fix, without_fix,
+                                                without_receiver, moving, metres, sent, acknowledged, lost,
+                                                working, working_metres, work_known, moving_idle, engine_running, fuel)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    day.description, stored.samples, stored.secondsByQuality[.rtkFixed] ?? 0,
+                    stored.secondsByQuality[.rtkFloat] ?? 0,
+                    stored.secondsByQuality[.dgps] ?? 0, stored.secondsByQuality[.autonomous] ?? 0,
+                    stored.secondsByQuality[.other] ?? 0, stored.secondsWithoutFix, stored.secondsWithoutReceiver,
+                    stored.secondsMoving, stored.metresDriven, stored.sent, stored.acknowledged, stored.lost,
+                    stored.secondsWorking, stored.metresWorking, stored.secondsWorkKnown, stored.secondsMovingIdle,
+                    stored.secondsEngineRunning, stored.litresFuel,
+                ])
         }
     }
 
@@ -184,8 +196,9 @@ public actor TrackStore {
         }
         let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM point") ?? 0
         if count > configuration.maximumPoints {
-            try db.execute(sql: "DELETE FROM point WHERE time_ms IN (SELECT time_ms FROM point ORDER BY time_ms LIMIT ?)",
-                           arguments: [count - configuration.maximumPoints])
+            try db.execute(
+                sql: "DELETE FROM point WHERE time_ms IN (SELECT time_ms FROM point ORDER BY time_ms LIMIT ?)",
+                arguments: [count - configuration.maximumPoints])
         }
         let oldestDay = LocalDay(now.addingTimeInterval(-configuration.dayRetention), in: configuration.calendar)
         try db.execute(sql: "DELETE FROM day WHERE day < ?", arguments: [oldestDay.description])
@@ -197,22 +210,27 @@ public actor TrackStore {
     public func points(from start: Date, to end: Date) throws(TrackStoreError) -> [TrackPoint] {
         let held = self.held.filter { $0.time >= start && $0.time <= end }
         guard let low = TrackRow.key(start), let high = TrackRow.key(end) else { return held }
-        let stored = try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM point WHERE time_ms BETWEEN ? AND ? ORDER BY time_ms", arguments: [low, high])
+        let stored =
+            try read { db in
+                try Row.fetchAll(
+                    db, sql: "SELECT * FROM point WHERE time_ms BETWEEN ? AND ? ORDER BY time_ms",
+                    arguments: [low, high]
+                )
                 .compactMap(TrackRow.point)
-        } ?? []
+            } ?? []
         return stored + held.filter { point in stored.last.map { point.time > $0.time } ?? true }
     }
 
     /// Each stored day's figures, with those of points not yet written.
     public func days() throws(TrackStoreError) -> [LocalDay: WorkFigures] {
         var days: [LocalDay: WorkFigures] = [:]
-        let stored = try read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM day").compactMap { row -> (LocalDay, WorkFigures)? in
-                guard let label = TrackRow.text(row, "day"), let day = LocalDay(label: label) else { return nil }
-                return (day, TrackRow.figures(row))
-            }
-        } ?? []
+        let stored =
+            try read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM day").compactMap { row -> (LocalDay, WorkFigures)? in
+                    guard let label = TrackRow.text(row, "day"), let day = LocalDay(label: label) else { return nil }
+                    return (day, TrackRow.figures(row))
+                }
+            } ?? []
         for (day, figures) in stored { days[day] = figures }
         days.merge(ledger.days, uniquingKeysWith: +)
         return days
@@ -257,7 +275,9 @@ public actor TrackStore {
             }
             if !readOnly {
                 let directory = (path as NSString).deletingLastPathComponent
-                if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+                if !directory.isEmpty {
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                }
             }
             let database = try DatabaseQueue(path: path, configuration: settings)
             if !readOnly { try Self.migrator.migrate(database) }
@@ -272,36 +292,39 @@ public actor TrackStore {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             // Keyed by its time in milliseconds: the rowid itself, so a point costs its values and no index.
-            try db.execute(sql: """
-                CREATE TABLE point (time_ms INTEGER PRIMARY KEY, state TEXT NOT NULL, reason TEXT,
-                                    latitude REAL, longitude REAL, altitude REAL, speed REAL);
-                CREATE TABLE day (day TEXT PRIMARY KEY, samples INTEGER NOT NULL, rtk_fixed REAL NOT NULL, rtk_float REAL NOT NULL,
-                                  dgps REAL NOT NULL, autonomous REAL NOT NULL, other_fix REAL NOT NULL, without_fix REAL NOT NULL,
-                                  without_receiver REAL NOT NULL, moving REAL NOT NULL, metres REAL NOT NULL) WITHOUT ROWID;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE point (time_ms INTEGER PRIMARY KEY, state TEXT NOT NULL, reason TEXT,
+                                        latitude REAL, longitude REAL, altitude REAL, speed REAL);
+                    CREATE TABLE day (day TEXT PRIMARY KEY, samples INTEGER NOT NULL, rtk_fixed REAL NOT NULL, rtk_float REAL NOT NULL,
+                                      dgps REAL NOT NULL, autonomous REAL NOT NULL, other_fix REAL NOT NULL, without_fix REAL NOT NULL,
+                                      without_receiver REAL NOT NULL, moving REAL NOT NULL, metres REAL NOT NULL) WITHOUT ROWID;
+                    """)
         }
         // What became of each day's samples: sent, acknowledged, lost. Days counted before have none.
         migrator.registerMigration("v2-deliveries") { db in
-            try db.execute(sql: """
-                ALTER TABLE day ADD COLUMN sent INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE day ADD COLUMN acknowledged INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE day ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE day ADD COLUMN sent INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE day ADD COLUMN acknowledged INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE day ADD COLUMN lost INTEGER NOT NULL DEFAULT 0;
+                    """)
         }
         // What the machine was doing at each point, and each day's working, engine and fuel figures.
         // Points and days counted before have none: NULL and 0.
         migrator.registerMigration("v3-machine") { db in
-            try db.execute(sql: """
-                ALTER TABLE point ADD COLUMN work INTEGER;
-                ALTER TABLE point ADD COLUMN engine_speed REAL;
-                ALTER TABLE point ADD COLUMN fuel_rate REAL;
-                ALTER TABLE day ADD COLUMN working REAL NOT NULL DEFAULT 0;
-                ALTER TABLE day ADD COLUMN working_metres REAL NOT NULL DEFAULT 0;
-                ALTER TABLE day ADD COLUMN work_known REAL NOT NULL DEFAULT 0;
-                ALTER TABLE day ADD COLUMN moving_idle REAL NOT NULL DEFAULT 0;
-                ALTER TABLE day ADD COLUMN engine_running REAL NOT NULL DEFAULT 0;
-                ALTER TABLE day ADD COLUMN fuel REAL NOT NULL DEFAULT 0;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE point ADD COLUMN work INTEGER;
+                    ALTER TABLE point ADD COLUMN engine_speed REAL;
+                    ALTER TABLE point ADD COLUMN fuel_rate REAL;
+                    ALTER TABLE day ADD COLUMN working REAL NOT NULL DEFAULT 0;
+                    ALTER TABLE day ADD COLUMN working_metres REAL NOT NULL DEFAULT 0;
+                    ALTER TABLE day ADD COLUMN work_known REAL NOT NULL DEFAULT 0;
+                    ALTER TABLE day ADD COLUMN moving_idle REAL NOT NULL DEFAULT 0;
+                    ALTER TABLE day ADD COLUMN engine_running REAL NOT NULL DEFAULT 0;
+                    ALTER TABLE day ADD COLUMN fuel REAL NOT NULL DEFAULT 0;
+                    """)
         }
         return migrator
     }
@@ -341,20 +364,23 @@ enum TrackRow {
 
     static func point(_ row: Row) -> TrackPoint? {
         guard let key = integer(row, "time_ms"), key >= 0, key < 7_258_118_400_000,
-              let name = text(row, "state"),
-              let state = FixState(name: name, noReceiverReason: text(row, "reason").flatMap(NoReceiverReason.init(rawValue:)))
+            let name = text(row, "state"),
+            let state = FixState(
+                name: name, noReceiverReason: text(row, "reason").flatMap(NoReceiverReason.init(rawValue:)))
         else { return nil }
         var coordinate: Coordinate?
         if let latitude = number(row, "latitude"), let longitude = number(row, "longitude"),
-           (-90...90).contains(latitude), (-180...180).contains(longitude) {
+            (-90...90).contains(latitude), (-180...180).contains(longitude)
+        {
             coordinate = Coordinate(latitude: latitude, longitude: longitude)
         }
         let altitude = number(row, "altitude").flatMap { (-1_000...100_000).contains($0) ? $0 : nil }
         let speed = number(row, "speed").flatMap { (0...1_000).contains($0) ? $0 : nil }
         // TrackPoint's initialiser drops engine speeds and fuel rates outside their messages' ranges.
-        return TrackPoint(time: Date(timeIntervalSince1970: Double(key) / 1000), state: state, coordinate: coordinate,
-                          altitude: altitude, speed: speed, work: integer(row, "work").flatMap(work(code:)),
-                          engineSpeed: number(row, "engine_speed"), fuelRate: number(row, "fuel_rate"))
+        return TrackPoint(
+            time: Date(timeIntervalSince1970: Double(key) / 1000), state: state, coordinate: coordinate,
+            altitude: altitude, speed: speed, work: integer(row, "work").flatMap(work(code:)),
+            engineSpeed: number(row, "engine_speed"), fuelRate: number(row, "fuel_rate"))
     }
 
     /// The work state as DDI 141 numbers it: 1 working, 0 not, 3 not known. One byte a point.
@@ -382,13 +408,17 @@ enum TrackRow {
             return value
         }
         var figures = WorkFigures()
-        func count(_ column: String) -> Int { integer(row, column).flatMap { (0...1_000_000).contains($0) ? Int($0) : nil } ?? 0 }
+        func count(_ column: String) -> Int {
+            integer(row, column).flatMap { (0...1_000_000).contains($0) ? Int($0) : nil } ?? 0
+        }
         figures.samples = count("samples")
         figures.sent = count("sent")
         figures.acknowledged = count("acknowledged")
         figures.lost = count("lost")
-        for (quality, column) in [(WorkFigures.Quality.rtkFixed, "rtk_fixed"), (.rtkFloat, "rtk_float"), (.dgps, "dgps"),
-                                  (.autonomous, "autonomous"), (.other, "other_fix")] where seconds(column) > 0 {
+        for (quality, column) in [
+            (WorkFigures.Quality.rtkFixed, "rtk_fixed"), (.rtkFloat, "rtk_float"), (.dgps, "dgps"),
+            (.autonomous, "autonomous"), (.other, "other_fix"),
+        ] where seconds(column) > 0 {
             figures.secondsByQuality[quality] = seconds(column)
         }
         figures.secondsWithoutFix = seconds("without_fix")
@@ -396,7 +426,9 @@ enum TrackRow {
         figures.secondsMoving = seconds("moving")
         if let metres = number(row, "metres"), (0...10_000_000).contains(metres) { figures.metresDriven = metres }
         figures.secondsWorking = seconds("working")
-        if let metres = number(row, "working_metres"), (0...10_000_000).contains(metres) { figures.metresWorking = metres }
+        if let metres = number(row, "working_metres"), (0...10_000_000).contains(metres) {
+            figures.metresWorking = metres
+        }
         figures.secondsWorkKnown = seconds("work_known")
         figures.secondsMovingIdle = seconds("moving_idle")
         figures.secondsEngineRunning = seconds("engine_running")

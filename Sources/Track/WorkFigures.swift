@@ -133,8 +133,9 @@ public struct LocalDay: Sendable, Hashable, Comparable, CustomStringConvertible 
     public init?(label: String) {
         let parts = label.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-              (1970...2200).contains(year), (1...12).contains(month), (1...31).contains(day) else { return nil }
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            (1970...2200).contains(year), (1...12).contains(month), (1...31).contains(day)
+        else { return nil }
         self.init(year: year, month: month, day: day)
     }
 
@@ -159,7 +160,8 @@ public struct LocalDay: Sendable, Hashable, Comparable, CustomStringConvertible 
     }()
 
     private var noonUTC: Date {
-        Self.isoCalendar.date(from: DateComponents(year: year, month: month, day: day, hour: 12)) ?? Date(timeIntervalSince1970: 0)
+        Self.isoCalendar.date(from: DateComponents(year: year, month: month, day: day, hour: 12))
+            ?? Date(timeIntervalSince1970: 0)
     }
 
     /// Whether the calendar has this day (not 31 April, not 29 February 2026).
@@ -181,7 +183,9 @@ public struct LocalDay: Sendable, Hashable, Comparable, CustomStringConvertible 
     public func span(in calendar: Calendar) -> (start: Date, end: Date)? {
         guard let start = calendar.date(from: DateComponents(year: year, month: month, day: day)) else { return nil }
         let next = adding(days: 1)
-        guard let end = calendar.date(from: DateComponents(year: next.year, month: next.month, day: next.day)) else { return nil }
+        guard let end = calendar.date(from: DateComponents(year: next.year, month: next.month, day: next.day)) else {
+            return nil
+        }
         return (start, end)
     }
 
@@ -278,7 +282,9 @@ public struct WorkLedger: Sendable {
     }
 
     /// Days' figures summed by `period`, oldest first.
-    public static func sum(_ days: [LocalDay: WorkFigures], by period: Period) -> [(label: String, figures: WorkFigures)] {
+    public static func sum(_ days: [LocalDay: WorkFigures], by period: Period) -> [(
+        label: String, figures: WorkFigures
+    )] {
         var sums: [String: WorkFigures] = [:]
         for (day, figures) in days {
             let label = period.label(of: day)
@@ -298,8 +304,10 @@ public enum PlaceTally {
         public var place: Place?
     }
 
-    public static func figures<Place: Hashable & Sendable>(_ points: [TrackPoint], calendar: Calendar, rules: TrackRules = TrackRules(),
-                                                         place: (TrackPoint) -> Place?) -> [Key<Place>: WorkFigures] {
+    public static func figures<Place: Hashable & Sendable>(
+        _ points: [TrackPoint], calendar: Calendar, rules: TrackRules = TrackRules(),
+        place: (TrackPoint) -> Place?
+    ) -> [Key<Place>: WorkFigures] {
         var figures: [Key<Place>: WorkFigures] = [:]
         for (index, point) in points.enumerated() {
             let key = Key(day: LocalDay(point.time, in: calendar), place: point.isFix ? place(point) : nil)

@@ -38,7 +38,9 @@ struct Web: AsyncParsableCommand {
 struct WebServe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "serve", abstract: "Serve the page (the default).")
 
-    @Option(help: ArgumentHelp("Address to listen on (default: [web] listen, else 127.0.0.1:8080).", valueName: "host:port"))
+    @Option(
+        help: ArgumentHelp("Address to listen on (default: [web] listen, else 127.0.0.1:8080).", valueName: "host:port")
+    )
     var listen: String?
 
     @OptionGroup var config: ConfigurationOption
@@ -53,10 +55,14 @@ struct WebServe: AsyncParsableCommand {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         var hostPart = trimmed
         var port = 8080
-        if let colon = trimmed.lastIndex(of: ":"), !trimmed.hasSuffix("]"), trimmed.first == "[" || trimmed.firstIndex(of: ":") == colon {
+        if let colon = trimmed.lastIndex(of: ":"), !trimmed.hasSuffix("]"),
+            trimmed.first == "[" || trimmed.firstIndex(of: ":") == colon
+        {
             let portText = trimmed[trimmed.index(after: colon)...]
             guard let number = Int(portText), (0...65535).contains(number) else {
-                throw ValidationError("--listen: '\(TerminalText.safe(String(portText), limit: 20))' is not a port; use a number from 1 to 65535")
+                throw ValidationError(
+                    "--listen: '\(TerminalText.safe(String(portText), limit: 20))' is not a port; use a number from 1 to 65535"
+                )
             }
             port = number
             hostPart = String(trimmed[..<colon])
@@ -70,18 +76,26 @@ struct WebServe: AsyncParsableCommand {
 
     func run() async throws {
         let file = try config.load()
-        var configuration = CabConfiguration(paths: StatusSnapshot.Paths(stateDirectory: state.resolved, spool: state.spoolPath,
-                                                                      others: state.othersPath, heartbeat: state.heartbeatPath))
-        if let text = listen ?? file.text("web", "listen") { (configuration.host, configuration.port) = try Self.address(text) }
+        var configuration = CabConfiguration(
+            paths: StatusSnapshot.Paths(
+                stateDirectory: state.resolved, spool: state.spoolPath,
+                others: state.othersPath, heartbeat: state.heartbeatPath))
+        if let text = listen ?? file.text("web", "listen") {
+            (configuration.host, configuration.port) = try Self.address(text)
+        }
         if let tiles = file.text("web", "tiles") { configuration.tiles = tiles == "none" ? nil : tiles }
         configuration.basemap = file.text("web", "basemap")
         // Checked by the file's range (0 to 10,000), so the conversion cannot trap.
-        if let megabytes = file.number("web", "tile_cache_mb") { configuration.tileCacheMegabytes = Int(exactly: megabytes) ?? 0 }
+        if let megabytes = file.number("web", "tile_cache_mb") {
+            configuration.tileCacheMegabytes = Int(exactly: megabytes) ?? 0
+        }
         configuration.softwareVersion = AgrigpsVersion.current
         if let directory = file.text("web", "leaflet_directory") { configuration.leafletDirectory = directory }
         if let hours = file.number("web", "session_hours") { configuration.sessionLifetime = hours * 3600 }
         if let minutes = file.number("web", "not_moving_minutes") { configuration.notMovingAfter = minutes * 60 }
-        if let signals = file.list("machine", "work_signals") { configuration.workSwitchCounts = signals.contains("switch") }
+        if let signals = file.list("machine", "work_signals") {
+            configuration.workSwitchCounts = signals.contains("switch")
+        }
         configuration.workingWidth = file.number("machine", "working_width")
         configuration.thresholds = file.thresholds
         configuration.trackTimeZone = file.trackTimeZone
@@ -101,7 +115,10 @@ struct WebServe: AsyncParsableCommand {
         do {
             try await server.run { port in Output.line("agrigps web: serving the cab view at http://\(host):\(port)/") }
         } catch {
-            throw CommandFailure(description: "the cab view could not be served on \(configuration.host):\(configuration.port): \(error)", exitCode: 69)
+            throw CommandFailure(
+                description:
+                    "the cab view could not be served on \(configuration.host):\(configuration.port): \(error)",
+                exitCode: 69)
         }
     }
 }
@@ -110,7 +127,9 @@ struct WebSetPassword: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set-password",
         abstract: "Set the cab view's password, read from standard input (at least 8 characters).",
-        discussion: "Only a salted hash is stored, in STATE-DIR/web-password (mode 0600). Sessions already open stay open until they expire.")
+        discussion:
+            "Only a salted hash is stored, in STATE-DIR/web-password (mode 0600). Sessions already open stay open until they expire."
+    )
 
     @OptionGroup var state: StateDirectoryOption
 
@@ -127,6 +146,8 @@ struct WebSetPassword: AsyncParsableCommand {
         } catch {
             throw CommandFailure(description: error.description, exitCode: 64)
         }
-        Output.line("Password set for the cab view. Restart agrigps-web to listen beyond this machine, if [web] listen says so.")
+        Output.line(
+            "Password set for the cab view. Restart agrigps-web to listen beyond this machine, if [web] listen says so."
+        )
     }
 }

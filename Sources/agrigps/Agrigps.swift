@@ -1,7 +1,7 @@
 import ArgumentParser
 import Bounds
-import Foundation
 import CommandSupport
+import Foundation
 
 struct Agrigps: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,7 +13,11 @@ struct Agrigps: AsyncParsableCommand {
             autonomous, dgps, rtk_fixed, rtk_float, dead_reckoning, simulated or manual.
             """,
         version: AgrigpsVersion.current,
-        subcommands: [Run.self, Watch.self, Replay.self, Onboard.self, Disconnect.self, Pause.self, Resume.self, WorkSwitchCommand.self, Status.self, Others.self, Bus.self, FieldsCommand.self, TrackExportCommand.self, StatsCommand.self, Web.self]
+        subcommands: [
+            Run.self, Watch.self, Replay.self, Onboard.self, Disconnect.self, Pause.self, Resume.self,
+            WorkSwitchCommand.self, Status.self, Others.self, Bus.self, FieldsCommand.self, TrackExportCommand.self,
+            StatsCommand.self, Web.self,
+        ]
     )
 }
 

@@ -7,7 +7,8 @@ import NMEA2000
 
 struct Bus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Listen to a CAN bus (NMEA 2000 / ISOBUS): which sender is the GNSS receiver, and what the machine broadcasts.",
+        abstract:
+            "Listen to a CAN bus (NMEA 2000 / ISOBUS): which sender is the GNSS receiver, and what the machine broadcasts.",
         discussion: """
             Reads the interface for a few seconds, or a recording made with candump -l, and lists \
             every sender of positions (PGN 129029 or 129025) with what it sends, its maker where its \
@@ -37,17 +38,22 @@ struct Bus: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The CAN interface, such as can0.", valueName: "interface"))
     var interface: String?
 
-    @Option(help: ArgumentHelp("Read a candump recording (candump -l, or the older <0xID> [n] form) instead.", valueName: "log"))
+    @Option(
+        help: ArgumentHelp(
+            "Read a candump recording (candump -l, or the older <0xID> [n] form) instead.", valueName: "log"))
     var file: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to listen (1 to 60, default 5).", valueName: "seconds"))
+    @Option(
+        parsing: .unconditional, help: ArgumentHelp("Seconds to listen (1 to 60, default 5).", valueName: "seconds"))
     var seconds: String?
 
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
     func validate() throws {
-        guard (interface == nil) != (file == nil) else { throw ValidationError("give a CAN interface or --file LOG, one of them") }
+        guard (interface == nil) != (file == nil) else {
+            throw ValidationError("give a CAN interface or --file LOG, one of them")
+        }
         if let interface {
             do { try SocketCANReader.checkName(interface) } catch { throw ValidationError(error.description) }
         }
@@ -140,20 +146,25 @@ struct BusReport: Encodable {
     init(_ heard: BusScan.Heard, interface: String?) {
         let finder = heard.finder
         let snapshot = heard.machine.snapshot(at: heard.lastTime ?? 0, ignoringAge: true)
-        machine = Machine(tractor_ecu: snapshot.tractorECU.map(Int.init), engine: snapshot.engine.map(Int.init),
-                          signals: snapshot.heard.map { signal, seen in
-                              Machine.Signal(signal: signal.rawValue, value: seen.message.text, source: Int(seen.source),
-                                             age_seconds: (seen.age * 10).rounded() / 10, also_sent_by: seen.alsoSentBy.map(Int.init))
-                          },
-                          not_heard: snapshot.notHeard.map(\.rawValue))
+        machine = Machine(
+            tractor_ecu: snapshot.tractorECU.map(Int.init), engine: snapshot.engine.map(Int.init),
+            signals: snapshot.heard.map { signal, seen in
+                Machine.Signal(
+                    signal: signal.rawValue, value: seen.message.text, source: Int(seen.source),
+                    age_seconds: (seen.age * 10).rounded() / 10, also_sent_by: seen.alsoSentBy.map(Int.init))
+            },
+            not_heard: snapshot.notHeard.map(\.rawValue))
         self.interface = interface
         frames = finder.frames
         senders = finder.senders.keys.sorted().map(Int.init)
         receivers = finder.receivers.map { sender in
-            Receiver(address: Int(sender.address), manufacturer: sender.name?.manufacturer, manufacturer_code: sender.name?.manufacturerCode,
-                     frames: sender.frames, position_data: sender.positionData, position_rapid: sender.positionRapid, dops: sender.dops,
-                     method: sender.lastPositionData.map { Self.words($0.method) }, latitude: sender.lastPosition?.latitude,
-                     longitude: sender.lastPosition?.longitude, missing: sender.missing)
+            Receiver(
+                address: Int(sender.address), manufacturer: sender.name?.manufacturer,
+                manufacturer_code: sender.name?.manufacturerCode,
+                frames: sender.frames, position_data: sender.positionData, position_rapid: sender.positionRapid,
+                dops: sender.dops,
+                method: sender.lastPositionData.map { Self.words($0.method) }, latitude: sender.lastPosition?.latitude,
+                longitude: sender.lastPosition?.longitude, missing: sender.missing)
         }
         chosen = finder.chosen.map { Int($0.address) }
         if let interface, let chosen { source = "nmea2000://\(interface):\(chosen)" }
@@ -177,7 +188,9 @@ struct BusReport: Encodable {
     }
 
     var text: String {
-        var lines = ["\(interface.map { "Bus \($0)" } ?? "Recording"): \(frames) frame\(frames == 1 ? "" : "s") from \(senders.count) sender\(senders.count == 1 ? "" : "s")."]
+        var lines = [
+            "\(interface.map { "Bus \($0)" } ?? "Recording"): \(frames) frame\(frames == 1 ? "" : "s") from \(senders.count) sender\(senders.count == 1 ? "" : "s")."
+        ]
         lines.append(summary + ".")
         for receiver in receivers {
             var line = "  \(receiver.address)" + (receiver.manufacturer.map { " (\($0))" } ?? "") + ": "
@@ -196,14 +209,18 @@ struct BusReport: Encodable {
         guard !machine.signals.isEmpty else {
             return ["Machine: none of its broadcasts heard (speeds, hitches, PTOs, engine, fuel)."]
         }
-        let controllers = [machine.tractor_ecu.map { "tractor ECU at address \($0)" } ?? "no tractor ECU claimed an address",
-                           machine.engine.map { "engine controller at \($0)" }].compactMap { $0 }
+        let controllers = [
+            machine.tractor_ecu.map { "tractor ECU at address \($0)" } ?? "no tractor ECU claimed an address",
+            machine.engine.map { "engine controller at \($0)" },
+        ].compactMap { $0 }
         var lines = ["Machine: " + controllers.joined(separator: ", ") + "."]
         for seen in machine.signals {
             let label = MachineSignal(rawValue: seen.signal)?.label ?? seen.signal
             var line = "  \(label): \(seen.value) (from \(seen.source)"
             if seen.age_seconds > 0 { line += String(format: ", %.1f s before the end", seen.age_seconds) }
-            if !seen.also_sent_by.isEmpty { line += "; also sent by " + seen.also_sent_by.map(String.init).joined(separator: ", ") }
+            if !seen.also_sent_by.isEmpty {
+                line += "; also sent by " + seen.also_sent_by.map(String.init).joined(separator: ", ")
+            }
             lines.append(line + ")")
         }
         let missing = machine.not_heard.compactMap { MachineSignal(rawValue: $0)?.label }

@@ -52,7 +52,9 @@ struct CANReplay {
 
     /// A candump recording read by agrigps itself, with no interface and no gpsd (`BusReplay`): its
     /// events, and the bus listener they go through.
-    static func withoutInterface(_ path: String, address: UInt8? = nil, realTime: Bool) throws(CommandFailure) -> (stream: ReplayStream, bus: BusWatcher) {
+    static func withoutInterface(_ path: String, address: UInt8? = nil, realTime: Bool) throws(CommandFailure) -> (
+        stream: ReplayStream, bus: BusWatcher
+    ) {
         let (log, problem) = try readRecording(path)
         if let problem { Output.warning(problem) }
         let bus = BusWatcher(interface: "recording", address: address, withoutGPSD: true)
@@ -73,7 +75,8 @@ struct CANReplay {
     /// "N lines not read (line 3: why)", or nil when every line was read.
     static func problem(in log: CandumpLog, path: String) -> String? {
         guard log.unreadableLines > 0 else { return nil }
-        return "\(path): \(log.unreadableLines) line\(log.unreadableLines == 1 ? "" : "s") not read (\(log.firstProblem ?? ""))"
+        return
+            "\(path): \(log.unreadableLines) line\(log.unreadableLines == 1 ? "" : "s") not read (\(log.firstProblem ?? ""))"
     }
 
     /// A missing virtual interface gets the commands that make one.

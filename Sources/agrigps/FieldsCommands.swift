@@ -52,20 +52,31 @@ struct FieldsList: AsyncParsableCommand {
             do {
                 Output.line(try JSONLine.encode(FieldsDocument(stored)))
             } catch {
-                throw CommandFailure(description: "the stored fields could not be written as JSON; run 'agrigps fields' for the text view", exitCode: 70)
+                throw CommandFailure(
+                    description:
+                        "the stored fields could not be written as JSON; run 'agrigps fields' for the text view",
+                    exitCode: 70)
             }
             return
         }
         guard !stored.isEmpty else {
-            Output.line("No fields yet. Export them from the farm software as ISOXML TaskData and run 'agrigps fields import FILE'.")
+            Output.line(
+                "No fields yet. Export them from the farm software as ISOXML TaskData and run 'agrigps fields import FILE'."
+            )
             return
         }
         // Names come from other people's files: shown escaped and cut, never raw.
         let rows = stored.map { entry -> [String] in
-            [String(entry.id), TerminalText.safe(entry.field.name, limit: 40), entry.field.farm.map { TerminalText.safe($0, limit: 30) } ?? "-",
-             String(format: "%.2f", entry.field.hectares), String(entry.field.pointCount), TerminalText.safe(entry.source, limit: 60)]
+            [
+                String(entry.id), TerminalText.safe(entry.field.name, limit: 40),
+                entry.field.farm.map { TerminalText.safe($0, limit: 30) } ?? "-",
+                String(format: "%.2f", entry.field.hectares), String(entry.field.pointCount),
+                TerminalText.safe(entry.source, limit: 60),
+            ]
         }
-        for line in OthersReport.table(header: ["ID", "NAME", "FARM", "AREA (ha)", "POINTS", "SOURCE"], rows: rows) { Output.line(line) }
+        for line in OthersReport.table(header: ["ID", "NAME", "FARM", "AREA (ha)", "POINTS", "SOURCE"], rows: rows) {
+            Output.line(line)
+        }
         let total = stored.reduce(0) { $0 + $1.field.hectares }
         Output.line("\(stored.count) field\(stored.count == 1 ? "" : "s"), \(String(format: "%.2f", total)) ha")
     }
@@ -94,10 +105,14 @@ struct FieldsDocument: Encodable, Sendable {
 
     init(_ stored: [StoredField]) {
         fields = stored.map { entry in
-            Entry(id: entry.id, partfield_id: entry.field.partfieldID, name: entry.field.name, farm: entry.field.farm, customer: entry.field.customer,
-                  area_ha: Self.hundredths(entry.field.hectares), declared_area_ha: entry.field.declaredArea.map { Self.hundredths($0 / 10_000) },
-                  points: entry.field.pointCount, holes: entry.field.holes.count, guidance_lines: entry.field.guidanceLines.count,
-                  source: entry.source, imported_at: ISO8601UTC.string(from: entry.importedAt))
+            Entry(
+                id: entry.id, partfield_id: entry.field.partfieldID, name: entry.field.name, farm: entry.field.farm,
+                customer: entry.field.customer,
+                area_ha: Self.hundredths(entry.field.hectares),
+                declared_area_ha: entry.field.declaredArea.map { Self.hundredths($0 / 10_000) },
+                points: entry.field.pointCount, holes: entry.field.holes.count,
+                guidance_lines: entry.field.guidanceLines.count,
+                source: entry.source, imported_at: ISO8601UTC.string(from: entry.importedAt))
         }
     }
 
@@ -107,7 +122,8 @@ struct FieldsDocument: Encodable, Sendable {
 struct FieldsImport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import fields from an ISOXML TaskData export: a zip, a folder holding TASKDATA.XML, or TASKDATA.XML itself.",
+        abstract:
+            "Import fields from an ISOXML TaskData export: a zip, a folder holding TASKDATA.XML, or TASKDATA.XML itself.",
         discussion: """
             Reads every partfield (PFD) with a boundary, its holes (interior rings, water, buildings, \
             roads, obstacles), its farm and customer, and its guidance lines. Importing a file of the same \
@@ -136,12 +152,18 @@ struct FieldsImport: AsyncParsableCommand {
         }
         let elapsed = ContinuousClock.now - started
         let hectares = report.imported.reduce(0) { $0 + $1.hectares }
-        let origin = [report.software.map { TerminalText.safe($0, limit: 40) }, report.version.map { "ISOXML \(TerminalText.safe($0, limit: 10))" }]
-            .compactMap { $0 }.joined(separator: ", ")
-        Output.line("Imported \(report.imported.count) field\(report.imported.count == 1 ? "" : "s") (\(String(format: "%.2f", hectares)) ha) from "
-                    + "\(TerminalText.safe(report.source, limit: 80))\(origin.isEmpty ? "" : " (\(origin))")"
-                    + (report.replaced > 0 ? ", replacing the \(report.replaced) imported from it before" : "")
-                    + String(format: " in %.2f s.", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
+        let origin = [
+            report.software.map { TerminalText.safe($0, limit: 40) },
+            report.version.map { "ISOXML \(TerminalText.safe($0, limit: 10))" },
+        ]
+        .compactMap { $0 }.joined(separator: ", ")
+        Output.line(
+            "Imported \(report.imported.count) field\(report.imported.count == 1 ? "" : "s") (\(String(format: "%.2f", hectares)) ha) from "
+                + "\(TerminalText.safe(report.source, limit: 80))\(origin.isEmpty ? "" : " (\(origin))")"
+                + (report.replaced > 0 ? ", replacing the \(report.replaced) imported from it before" : "")
+                + String(
+                    format: " in %.2f s.",
+                    Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18))
         if !report.skipped.isEmpty {
             Output.line("Skipped \(report.skipped.count) partfield\(report.skipped.count == 1 ? "" : "s"):")
             for skipped in report.skipped { Output.line("  \(TerminalText.safe(skipped.description, limit: 200))") }
@@ -167,8 +189,9 @@ enum ExportPath {
             try checkFiles(in: path)
             try checkFiles(in: (path as NSString).appendingPathComponent("TASKDATA"))
         default:
-            throw CommandFailure(description: "\(path) is \(kind(status.st_mode)), not a TaskData export; "
-                                 + "give a zip, a folder with TASKDATA.XML, or TASKDATA.XML itself", exitCode: 66)
+            throw CommandFailure(
+                description: "\(path) is \(kind(status.st_mode)), not a TaskData export; "
+                    + "give a zip, a folder with TASKDATA.XML, or TASKDATA.XML itself", exitCode: 66)
         }
     }
 
@@ -184,8 +207,9 @@ enum ExportPath {
             guard stat(file, &status) == 0 else { continue }
             let type = status.st_mode & S_IFMT
             guard type != S_IFREG && type != S_IFDIR else { continue }
-            throw CommandFailure(description: "\(file) is \(kind(status.st_mode)), not a file of a TaskData export; "
-                                 + "copy the export from the farm software again, as files", exitCode: 66)
+            throw CommandFailure(
+                description: "\(file) is \(kind(status.st_mode)), not a file of a TaskData export; "
+                    + "copy the export from the farm software again, as files", exitCode: 66)
         }
     }
 
@@ -217,11 +241,14 @@ struct FieldsRemove: AsyncParsableCommand {
 
     func validate() throws {
         switch (id, all) {
-        case (nil, false): throw ValidationError("give a field's ID (see 'agrigps fields'), or --all to remove every field")
+        case (nil, false):
+            throw ValidationError("give a field's ID (see 'agrigps fields'), or --all to remove every field")
         case (.some, true): throw ValidationError("give either an ID or --all, not both")
         case let (.some(text), false):
             guard let number = Int64(text), number > 0 else {
-                throw ValidationError("'\(TerminalText.safe(text, limit: 40))' is not a field ID; IDs are the whole numbers 'agrigps fields' lists")
+                throw ValidationError(
+                    "'\(TerminalText.safe(text, limit: 40))' is not a field ID; IDs are the whole numbers 'agrigps fields' lists"
+                )
             }
             _ = number
         case (nil, true): break
@@ -238,7 +265,8 @@ struct FieldsRemove: AsyncParsableCommand {
             }
             guard let id = id.flatMap({ Int64($0) }) else { return }
             guard try await store.remove(id: id) else {
-                throw CommandFailure(description: "there is no field with ID \(id); 'agrigps fields' lists the IDs", exitCode: 65)
+                throw CommandFailure(
+                    description: "there is no field with ID \(id); 'agrigps fields' lists the IDs", exitCode: 65)
             }
             Output.line("Removed field \(id).")
         } catch let error as FieldsError {

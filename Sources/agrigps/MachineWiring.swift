@@ -11,8 +11,10 @@ import StateDirectory
 enum MachineWiring {
     /// `ownBus`: the watcher listens to a bus of the machine's alone (`[machine] bus`), whose problems
     /// status says even before anything was heard.
-    static func attach(_ watcher: BusWatcher, rules: WorkRules = WorkRules(), ownBus: Bool = false,
-                       to configuration: inout GatewayDaemon.Configuration) {
+    static func attach(
+        _ watcher: BusWatcher, rules: WorkRules = WorkRules(), ownBus: Bool = false,
+        to configuration: inout GatewayDaemon.Configuration
+    ) {
         configuration.machine = { sample, workSwitch in
             // As the machine was at the sample's fix: the sample may be taken a while after it came.
             let snapshot = sample.report?.time.flatMap(watcher.machineSnapshot(atFix:)) ?? watcher.machineSnapshot()
@@ -25,10 +27,12 @@ enum MachineWiring {
             guard snapshot.everHeard || problem != nil else { return nil }
             // The work state itself is the newest sample's, with the switch: the heartbeat puts it in.
             return Heartbeat.MachineStatus(
-                work: MachineReading.Work.unknown.rawValue, tractorECU: snapshot.tractorECU.map(Int.init), engine: snapshot.engine.map(Int.init),
+                work: MachineReading.Work.unknown.rawValue, tractorECU: snapshot.tractorECU.map(Int.init),
+                engine: snapshot.engine.map(Int.init),
                 signals: snapshot.heard.map { signal, observed in
-                    .init(signal: signal.rawValue, value: observed.message.text, source: Int(observed.source),
-                          ageSeconds: (observed.age * 10).rounded() / 10)
+                    .init(
+                        signal: signal.rawValue, value: observed.message.text, source: Int(observed.source),
+                        ageSeconds: (observed.age * 10).rounded() / 10)
                 },
                 notHeard: snapshot.notHeard.map(\.rawValue), busProblem: problem)
         }

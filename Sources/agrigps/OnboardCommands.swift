@@ -1,5 +1,5 @@
-import AgrirouterWire
 import AgrirouterLink
+import AgrirouterWire
 import ArgumentParser
 import Bounds
 import CommandSupport
@@ -14,12 +14,12 @@ enum EnvironmentChoice: String, ExpressibleByArgument, CaseIterable {
 extension OnboardingError: HasExitCode {
     public var exitCode: Int32 {
         switch self {
-        case .missingSettings, .configuration: return 78    // EX_CONFIG
+        case .missingSettings, .configuration: return 78  // EX_CONFIG
         case .invalidTAN, .alreadyOnboarded, .transportFixed: return 64
-        case .agrirouter: return 77             // EX_NOPERM
+        case .agrirouter: return 77  // EX_NOPERM
         case .transport, .unreadableResponse: return 69
-        case .storage: return 73                // EX_CANTCREAT
-        case .mqttSetup: return 69              // EX_UNAVAILABLE
+        case .storage: return 73  // EX_CANTCREAT
+        case .mqttSetup: return 69  // EX_UNAVAILABLE
         }
     }
 }
@@ -49,19 +49,30 @@ struct Onboard: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The TAN from the agrirouter UI (also AGRIGPS_TAN).", valueName: "tan"))
     var tan: String?
 
-    @Option(name: .customLong("env"), help: ArgumentHelp("qa, production or local (default: the configuration file's, else qa).", valueName: "environment"))
+    @Option(
+        name: .customLong("env"),
+        help: ArgumentHelp(
+            "qa, production or local (default: the configuration file's, else qa).", valueName: "environment"))
     var environment: EnvironmentChoice?
 
-    @Option(name: .customLong("application-id"), help: ArgumentHelp("Your application id in this environment.", valueName: "id"))
+    @Option(
+        name: .customLong("application-id"),
+        help: ArgumentHelp("Your application id in this environment.", valueName: "id"))
     var applicationID: String?
 
-    @Option(name: .customLong("certification-version-id"), help: ArgumentHelp("Your certification version id in this environment.", valueName: "id"))
+    @Option(
+        name: .customLong("certification-version-id"),
+        help: ArgumentHelp("Your certification version id in this environment.", valueName: "id"))
     var certificationVersionID: String?
 
-    @Option(name: .customLong("onboarding-url"), help: ArgumentHelp("With --env local: the local agrirouter's onboarding URL.", valueName: "url"))
+    @Option(
+        name: .customLong("onboarding-url"),
+        help: ArgumentHelp("With --env local: the local agrirouter's onboarding URL.", valueName: "url"))
     var onboardingURL: String?
 
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("With --env local: the CA certificate the local agrirouter signs with.", valueName: "path"))
+    @Option(
+        name: .customLong("ca-file"),
+        help: ArgumentHelp("With --env local: the CA certificate the local agrirouter signs with.", valueName: "path"))
     var caFile: String?
 
     @Option(help: ArgumentHelp("rest or mqtt (default: as first onboarded, else rest).", valueName: "transport"))
@@ -93,15 +104,21 @@ struct Onboard: AsyncParsableCommand {
         let store = CredentialStore(directory: state.resolved)
         let file = try config.load()
         do throws(OnboardingError) {
-            let target = try resolveEnvironment(environment ?? file.text("agrirouter", "environment").flatMap(EnvironmentChoice.init) ?? .qa)
-            let settings = Onboarder.settings(file: file, applicationID: applicationID, certificationVersionID: certificationVersionID)
-            let response = try await Onboarder(store: store, settings: settings).onboard(tan: effectiveTAN, to: target, transport: transport)
-            Output.line("Onboarded to agrirouter \(target.name) as endpoint \(TerminalText.safe(response.deviceAlternateId)), over \(response.transport?.description ?? "REST").")
+            let target = try resolveEnvironment(
+                environment ?? file.text("agrirouter", "environment").flatMap(EnvironmentChoice.init) ?? .qa)
+            let settings = Onboarder.settings(
+                file: file, applicationID: applicationID, certificationVersionID: certificationVersionID)
+            let response = try await Onboarder(store: store, settings: settings).onboard(
+                tan: effectiveTAN, to: target, transport: transport)
+            Output.line(
+                "Onboarded to agrirouter \(target.name) as endpoint \(TerminalText.safe(response.deviceAlternateId)), over \(response.transport?.description ?? "REST")."
+            )
             Output.line("Credentials stored in \(store.directory) (readable by this user only).")
         } catch {
             var text = error.description
             if case .missingSettings = error {
-                text += " (give --application-id and --certification-version-id, or AGRIGPS_APPLICATION_ID and AGRIGPS_CERTIFICATION_VERSION_ID)"
+                text +=
+                    " (give --application-id and --certification-version-id, or AGRIGPS_APPLICATION_ID and AGRIGPS_CERTIFICATION_VERSION_ID)"
             }
             throw CommandFailure(description: text, exitCode: error.exitCode)
         }
@@ -113,7 +130,8 @@ struct Onboard: AsyncParsableCommand {
         case .production: return .production
         case .local:
             guard let caFile, let onboardingURL, let pem = try? String(contentsOfFile: caFile, encoding: .utf8) else {
-                throw .configuration("cannot read --ca-file; give a readable PEM file of the CA that signed the onboarding server")
+                throw .configuration(
+                    "cannot read --ca-file; give a readable PEM file of the CA that signed the onboarding server")
             }
             return .local(onboardingURL: onboardingURL, caCertificatePEM: pem)
         }
@@ -143,16 +161,22 @@ struct Disconnect: ParsableCommand {
             }
             if !yes {
                 guard isatty(0) != 0 else {
-                    throw CommandFailure(description: "disconnect removes the credentials; confirm with --yes", exitCode: 64)
+                    throw CommandFailure(
+                        description: "disconnect removes the credentials; confirm with --yes", exitCode: 64)
                 }
-                FileHandle.standardOutput.write(Data("Remove the agrirouter credentials of endpoint \(TerminalText.safe(endpoint.response.deviceAlternateId))? [y/N] ".utf8))
+                FileHandle.standardOutput.write(
+                    Data(
+                        "Remove the agrirouter credentials of endpoint \(TerminalText.safe(endpoint.response.deviceAlternateId))? [y/N] "
+                            .utf8))
                 guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
                     Output.line("Nothing removed.")
                     return
                 }
             }
             try store.delete()
-            Output.line("Removed the credentials of endpoint \(TerminalText.safe(endpoint.response.deviceAlternateId)) (agrirouter \(TerminalText.safe(endpoint.environment))).")
+            Output.line(
+                "Removed the credentials of endpoint \(TerminalText.safe(endpoint.response.deviceAlternateId)) (agrirouter \(TerminalText.safe(endpoint.environment)))."
+            )
             Output.line("Now delete this endpoint in the agrirouter UI too, or it stays listed there.")
         } catch let error as OnboardingError {
             throw CommandFailure(error)

@@ -33,7 +33,9 @@ enum KeyedFlag {
     }
 
     /// The flag's value if it was given, else the file's, else `fallback`.
-    static func value(_ flag: String, _ text: String?, section: String, name: String, file: ConfigurationFile, fallback: Double) throws -> Double {
+    static func value(
+        _ flag: String, _ text: String?, section: String, name: String, file: ConfigurationFile, fallback: Double
+    ) throws -> Double {
         if let text { return try value(flag, text, section: section, name: name) }
         return file.number(section, name) ?? fallback
     }

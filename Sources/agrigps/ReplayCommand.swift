@@ -1,13 +1,14 @@
-import CommandSupport
 import ArgumentParser
+import CANBus
+import CommandSupport
 import Foundation
 import GNSS
-import CANBus
 import GPSDReplay
 
 struct Replay: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Replay a recorded NMEA log, or a candump recording of a CAN bus, through a private gpsd and print the samples.",
+        abstract:
+            "Replay a recorded NMEA log, or a candump recording of a CAN bus, through a private gpsd and print the samples.",
         discussion: """
             Starts gpsd on a free loopback port (never the system gpsd's 2947), feeds it the log \
             over TCP, prints what agrigps makes of it, and exits 0 at the end of the log.
@@ -28,8 +29,10 @@ struct Replay: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The recorded NMEA log, or candump recording.", valueName: "log"))
     var log: String
 
-    @Option(name: .customLong("can"), parsing: .unconditional,
-            help: ArgumentHelp("The virtual CAN interface a candump recording is replayed onto (default vcan0).", valueName: "interface"))
+    @Option(
+        name: .customLong("can"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "The virtual CAN interface a candump recording is replayed onto (default vcan0).", valueName: "interface"))
     var canInterface: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample (default 1).", valueName: "seconds"))

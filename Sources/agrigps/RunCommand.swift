@@ -1,20 +1,20 @@
-import StateFiles
-import AgrirouterWire
 import AgrirouterLink
+import AgrirouterWire
 import ArgumentParser
-import CANBus
 import Bounds
+import CANBus
 import Clocks
 import CommandSupport
 import Foundation
-import Gateway
 import GNSS
 import GPSDReplay
-import Machine
+import Gateway
 import Logging
+import Machine
 import ServiceLifecycle
 import Spool
 import StateDirectory
+import StateFiles
 import Track
 
 struct Run: AsyncParsableCommand {
@@ -42,8 +42,10 @@ struct Run: AsyncParsableCommand {
     @Option(help: ArgumentHelp("gpsd address (default 127.0.0.1:2947).", valueName: "host:port"))
     var gpsd: String?
 
-    @Option(help: ArgumentHelp("Where the receiver is: gpsd (its devices), or nmea2000://IFACE[:ADDRESS] for one on a CAN bus, which gpsd reads and agrigps listens to beside it.",
-                               valueName: "source"))
+    @Option(
+        help: ArgumentHelp(
+            "Where the receiver is: gpsd (its devices), or nmea2000://IFACE[:ADDRESS] for one on a CAN bus, which gpsd reads and agrigps listens to beside it.",
+            valueName: "source"))
     var source: String?
 
     @Option(help: ArgumentHelp("Replay this NMEA log instead of reading gpsd.", valueName: "log"))
@@ -65,34 +67,50 @@ struct Run: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample (default 1).", valueName: "seconds"))
     var interval: String?
 
-    @Option(name: .customLong("send-interval"), parsing: .unconditional,
-            help: ArgumentHelp("Seconds between send cycles without a backlog (5, 10 or 20; default 10, 5 with [publishing] profile = \"live\").",
-                               valueName: "seconds"))
+    @Option(
+        name: .customLong("send-interval"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Seconds between send cycles without a backlog (5, 10 or 20; default 10, 5 with [publishing] profile = \"live\").",
+            valueName: "seconds"))
     var sendInterval: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Least seconds between two requests; defaults to 10 on QA, 5 in production, 0.2 locally.", valueName: "seconds"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Least seconds between two requests; defaults to 10 on QA, 5 in production, 0.2 locally.",
+            valueName: "seconds"))
     var spacing: String?
 
-    @Option(name: .customLong("feed-query-interval"), parsing: .unconditional,
-            help: ArgumentHelp("Seconds between safety feed queries, for pushes that expired unread (default 3600).", valueName: "seconds"))
+    @Option(
+        name: .customLong("feed-query-interval"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Seconds between safety feed queries, for pushes that expired unread (default 3600).", valueName: "seconds")
+    )
     var feedQueryInterval: String?
 
-    @Option(name: .customLong("history-hours"), parsing: .unconditional,
-            help: ArgumentHelp("Hours of other machines' positions to keep (default 24).", valueName: "hours"))
+    @Option(
+        name: .customLong("history-hours"), parsing: .unconditional,
+        help: ArgumentHelp("Hours of other machines' positions to keep (default 24).", valueName: "hours"))
     var historyHours: String?
 
-    @Option(name: .customLong("work-signals"), parsing: .unconditional,
-            help: ArgumentHelp("What says an implement is in work, comma-separated: rear-hitch, front-hitch, rear-pto, front-pto, implement-operations, switch (default all).",
-                               valueName: "signals"))
+    @Option(
+        name: .customLong("work-signals"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "What says an implement is in work, comma-separated: rear-hitch, front-hitch, rear-pto, front-pto, implement-operations, switch (default all).",
+            valueName: "signals"))
     var workSignals: String?
 
-    @Option(name: .customLong("minimum-work-speed"), parsing: .unconditional,
-            help: ArgumentHelp("km/h below which the machine stands and does not work (0.1 to 20, default 1).", valueName: "km/h"))
+    @Option(
+        name: .customLong("minimum-work-speed"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "km/h below which the machine stands and does not work (0.1 to 20, default 1).", valueName: "km/h"))
     var minimumWorkSpeed: String?
 
-    @Option(name: .customLong("machine-bus"),
-            help: ArgumentHelp("The tractor's CAN interface when the receiver is not on it, such as can1: listened to for the machine, never sent on (default: [machine] bus).",
-                               valueName: "interface"))
+    @Option(
+        name: .customLong("machine-bus"),
+        help: ArgumentHelp(
+            "The tractor's CAN interface when the receiver is not on it, such as can1: listened to for the machine, never sent on (default: [machine] bus).",
+            valueName: "interface"))
     var machineBus: String?
 
     @OptionGroup var config: ConfigurationOption
@@ -101,25 +119,33 @@ struct Run: AsyncParsableCommand {
     /// Each flag is checked by the rule of the configuration key it overrides.
     static var keyedFlags: [(flag: String, value: KeyPath<Run, String?>, section: String, name: String)] {
         [
-        ("--interval", \.interval, "sampling", "interval"),
-        ("--send-interval", \.sendInterval, "sending", "interval"),
-        ("--spacing", \.spacing, "sending", "spacing"),
-        ("--feed-query-interval", \.feedQueryInterval, "others", "feed_query_interval"),
-        ("--history-hours", \.historyHours, "others", "history_hours"),
-        ("--minimum-work-speed", \.minimumWorkSpeed, "machine", "minimum_speed"),
+            ("--interval", \.interval, "sampling", "interval"),
+            ("--send-interval", \.sendInterval, "sending", "interval"),
+            ("--spacing", \.spacing, "sending", "spacing"),
+            ("--feed-query-interval", \.feedQueryInterval, "others", "feed_query_interval"),
+            ("--history-hours", \.historyHours, "others", "history_hours"),
+            ("--minimum-work-speed", \.minimumWorkSpeed, "machine", "minimum_speed"),
         ]
     }
 
     func validate() throws {
         for keyed in Self.keyedFlags {
-            if let text = self[keyPath: keyed.value] { _ = try KeyedFlag.value(keyed.flag, text, section: keyed.section, name: keyed.name) }
+            if let text = self[keyPath: keyed.value] {
+                _ = try KeyedFlag.value(keyed.flag, text, section: keyed.section, name: keyed.name)
+            }
         }
         if let gpsd { _ = try GPSDAddress.parseOption(gpsd) }
-        if let workSignals { _ = try KeyedFlag.list("--work-signals", workSignals, section: "machine", name: "work_signals") }
+        if let workSignals {
+            _ = try KeyedFlag.list("--work-signals", workSignals, section: "machine", name: "work_signals")
+        }
         if let machineBus { _ = try KeyedFlag.text("--machine-bus", machineBus, section: "machine", name: "bus") }
-        if retime && replay == nil { throw ValidationError("--retime moves a replayed log's times; give --replay LOG too") }
+        if retime && replay == nil {
+            throw ValidationError("--retime moves a replayed log's times; give --replay LOG too")
+        }
         if retime, let replay, CANReplay.isCandump(replay) {
-            throw ValidationError("--retime moves an NMEA log's times; a candump recording is replayed with the times it was recorded with")
+            throw ValidationError(
+                "--retime moves an NMEA log's times; a candump recording is replayed with the times it was recorded with"
+            )
         }
         if let source {
             do {
@@ -128,7 +154,9 @@ struct Run: AsyncParsableCommand {
                 throw ValidationError(error.description)
             }
             if let replay, source != "gpsd", !CANReplay.isCandump(replay) {
-                throw ValidationError("--replay of an NMEA log reads it through a gpsd of its own; --source nmea2000://IFACE names the virtual interface a candump recording is replayed onto")
+                throw ValidationError(
+                    "--replay of an NMEA log reads it through a gpsd of its own; --source nmea2000://IFACE names the virtual interface a candump recording is replayed onto"
+                )
             }
         }
         _ = try lifetime()
@@ -136,8 +164,11 @@ struct Run: AsyncParsableCommand {
 
     /// A flag's checked value, else the file's, else the default.
     private func keyed(_ flag: String, _ file: ConfigurationFile, fallback: Double) throws -> Double {
-        guard let keyed = Self.keyedFlags.first(where: { $0.flag == flag }) else { preconditionFailure("no flag \(flag)") }
-        return try KeyedFlag.value(flag, self[keyPath: keyed.value], section: keyed.section, name: keyed.name, file: file, fallback: fallback)
+        guard let keyed = Self.keyedFlags.first(where: { $0.flag == flag }) else {
+            preconditionFailure("no flag \(flag)")
+        }
+        return try KeyedFlag.value(
+            flag, self[keyPath: keyed.value], section: keyed.section, name: keyed.name, file: file, fallback: fallback)
     }
 
     func run() async throws {
@@ -146,13 +177,15 @@ struct Run: AsyncParsableCommand {
         do {
             lock = try StateDirectoryLock(directory: state.resolved)
         } catch let held as StateDirectoryLock.Held {
-            throw CommandFailure(description: held.description, exitCode: 75)  // EX_TEMPFAIL: try again once the other one stops
+            // EX_TEMPFAIL: try again once the other one stops
+            throw CommandFailure(description: held.description, exitCode: 75)
         } catch {
             throw CommandFailure(description: "\(error)", exitCode: 73)
         }
         // A live receiver's GNSS time disciplines every timestamp sent; a replay's is the recording's,
         // unless it was moved to now.
-        let clock = TrueTime(followsGNSS: replay == nil || retime, wall: clockOffsetFile.map(WallClock.shifted(byFile:)) ?? .system)
+        let clock = TrueTime(
+            followsGNSS: replay == nil || retime, wall: clockOffsetFile.map(WallClock.shifted(byFile:)) ?? .system)
         var spoolConfiguration = spoolConfiguration(file)
         spoolConfiguration.clock = { clock.bestGuess() }  // ages and retries survive a wrong or stepped system clock
         spoolConfiguration.keepsCommitMark = true
@@ -191,14 +224,19 @@ struct Run: AsyncParsableCommand {
             } else {
                 MachineWiring.attachSwitch(rules: try workRules(file), to: &configuration)
             }
-            let daemon = GatewayDaemon(spool: spool, connection: link?.connection, setup: link?.setup, others: others,
-                                       configuration: configuration)
+            let daemon = GatewayDaemon(
+                spool: spool, connection: link?.connection, setup: link?.setup, others: others,
+                configuration: configuration)
             // A live daemon picks up an onboarding or a disconnect (by the CLI or the cab view) by
             // itself: the watcher ends the daemon's services, which start again with the new
             // credentials, the spool as it was.
-            let watcher = replay == nil
-                ? [ServiceGroupConfiguration.ServiceConfiguration(service: CredentialWatcher(store: credentials, fingerprint: fingerprint),
-                                                                  successTerminationBehavior: .gracefullyShutdownGroup)]
+            let watcher =
+                replay == nil
+                ? [
+                    ServiceGroupConfiguration.ServiceConfiguration(
+                        service: CredentialWatcher(store: credentials, fingerprint: fingerprint),
+                        successTerminationBehavior: .gracefullyShutdownGroup)
+                ]
                 : []
             // SIGTERM and SIGINT shut the services down gracefully, in the group's order.
             let onStart: @Sendable (ServiceGroup) async -> Void = { group in
@@ -207,14 +245,18 @@ struct Run: AsyncParsableCommand {
             if let started {
                 replayFinish = started.finish
                 // A recording's time is not now: no skew check, unless it was moved to now.
-                summary.add(await daemon.run(events: started.events, skewLimit: retime ? 60 : nil, alongside: watcher, started: onStart))
+                summary.add(
+                    await daemon.run(
+                        events: started.events, skewLimit: retime ? 60 : nil, alongside: watcher, started: onStart))
             } else {
                 var gpsdConfiguration = GPSDSource.Configuration(address: gpsdAddress)
                 if let bus {
                     gpsdConfiguration.adjust = { bus.adjust($0) }
                     gpsdConfiguration.standIn = { bus.standIn() }
                 }
-                summary.add(await daemon.run(gpsd: GPSDSource(configuration: gpsdConfiguration), alongside: watcher, started: onStart))
+                summary.add(
+                    await daemon.run(
+                        gpsd: GPSDSource(configuration: gpsdConfiguration), alongside: watcher, started: onStart))
             }
             // An MQTT connection ends with the daemon's run: a new one comes with the new credentials.
             link?.connection.link.close()
@@ -224,11 +266,13 @@ struct Run: AsyncParsableCommand {
         _ = consume trap
         await replayFinish?()
         let status = await spool.status()
-        Output.line("agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
-                    + "\(status.waiting) waiting in the spool; "
-                    + "\(summary.othersStored) message\(summary.othersStored == 1 ? "" : "s") from other machines received"
-                    + (summary.lostAtShutdown > 0
-                       ? "; \(summary.lostAtShutdown) samples held in memory LOST: \(summary.lossReason ?? "the spool could not store them")" : ""))
+        Output.line(
+            "agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
+                + "\(status.waiting) waiting in the spool; "
+                + "\(summary.othersStored) message\(summary.othersStored == 1 ? "" : "s") from other machines received"
+                + (summary.lostAtShutdown > 0
+                    ? "; \(summary.lostAtShutdown) samples held in memory LOST: \(summary.lossReason ?? "the spool could not store them")"
+                    : ""))
         _ = consume lock  // held until the daemon has stopped
         // Stopped by a signal: the shell's convention, 128 + its number (143 for SIGTERM, 130 for SIGINT).
         if let signal = interruption.signal { throw ExitCode(128 + signal) }
@@ -236,7 +280,8 @@ struct Run: AsyncParsableCommand {
 
     /// The work state's rules: [machine] in the file, the flags over it.
     private func workRules(_ file: ConfigurationFile) throws -> WorkRules {
-        let names = try workSignals.map { try KeyedFlag.list("--work-signals", $0, section: "machine", name: "work_signals") }
+        let names =
+            try workSignals.map { try KeyedFlag.list("--work-signals", $0, section: "machine", name: "work_signals") }
             ?? file.list("machine", "work_signals") ?? ConfigurationFile.workSignals
         let speed = try keyed("--minimum-work-speed", file, fallback: WorkRules.defaultMinimumSpeed * 3.6)
         return WorkRules(signals: Set(names.compactMap(WorkSignal.init(rawValue:))), minimumSpeed: speed / 3.6)
@@ -247,7 +292,9 @@ struct Run: AsyncParsableCommand {
         let chosen = try source.map { try ReceiverSource(parsing: $0) } ?? file.receiverSource
         guard replay == nil, case .nmea2000(let interface, let address) = chosen else { return nil }
         let watcher = BusWatcher(interface: interface, address: address)
-        guard watcher.start() else { throw CommandFailure(description: "no thread could be started to read \(interface)", exitCode: 71) }
+        guard watcher.start() else {
+            throw CommandFailure(description: "no thread could be started to read \(interface)", exitCode: 71)
+        }
         return watcher
     }
 
@@ -256,10 +303,16 @@ struct Run: AsyncParsableCommand {
     /// interface that is not there yet (an adapter plugged in later) is tried again every few
     /// seconds, and status says why meanwhile.
     private func machineBusWatcher(_ file: ConfigurationFile, beside receiverBus: BusWatcher?) throws -> BusWatcher? {
-        guard let interface = try machineBus.map({ try KeyedFlag.text("--machine-bus", $0, section: "machine", name: "bus") })
-            ?? file.text("machine", "bus"), interface != receiverBus?.interface else { return nil }
+        guard
+            let interface = try machineBus.map({
+                try KeyedFlag.text("--machine-bus", $0, section: "machine", name: "bus")
+            })
+                ?? file.text("machine", "bus"), interface != receiverBus?.interface
+        else { return nil }
         let watcher = BusWatcher(interface: interface, address: nil, machineOnly: true)
-        guard watcher.start() else { throw CommandFailure(description: "no thread could be started to read \(interface)", exitCode: 71) }
+        guard watcher.start() else {
+            throw CommandFailure(description: "no thread could be started to read \(interface)", exitCode: 71)
+        }
         return watcher
     }
 
@@ -275,7 +328,9 @@ struct Run: AsyncParsableCommand {
     private func startReplay(_ path: String) async throws -> StartedReplay {
         if CANReplay.isCandump(path) {
             var (interface, address, named): (String, UInt8?, Bool) = ("vcan0", nil, false)
-            if let source, case .nmea2000(let given, let at)? = try? ReceiverSource(parsing: source) { (interface, address, named) = (given, at, true) }
+            if let source, case .nmea2000(let given, let at)? = try? ReceiverSource(parsing: source) {
+                (interface, address, named) = (given, at, true)
+            }
             // An interface named but missing is an error that says how to make it; vcan0, the
             // default, missing means the recording is read here.
             guard named || BusReplay.interfaceExists(interface) else {
@@ -289,7 +344,8 @@ struct Run: AsyncParsableCommand {
             let log = try NMEALog(contentsOf: path)
             var options = ReplayGPSD.Options()
             options.realTime = retime
-            let gpsd = try await ReplayGPSD.start(log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
+            let gpsd = try await ReplayGPSD.start(
+                log: retime ? try log.retimed(startingAt: Date().addingTimeInterval(-1)) : log, options: options)
             return StartedReplay(events: gpsd.stream().events, finish: { await gpsd.finish() }, bus: nil)
         } catch {
             throw CommandFailure(error)
@@ -317,13 +373,17 @@ struct Run: AsyncParsableCommand {
     private func lifetime() throws -> Double {
         guard let outboxLifetime else { return AgrirouterLimits.outboxLifetime }
         guard let seconds = Double(outboxLifetime), seconds >= 10, seconds <= AgrirouterLimits.outboxLifetime else {
-            throw ValidationError("--outbox-lifetime: '\(outboxLifetime)' is not a number of seconds from 10 to \(Int(AgrirouterLimits.outboxLifetime))")
+            throw ValidationError(
+                "--outbox-lifetime: '\(outboxLifetime)' is not a number of seconds from 10 to \(Int(AgrirouterLimits.outboxLifetime))"
+            )
         }
         return seconds
     }
 
     /// A flag wins over the file, the file over the default.
-    private func daemonConfiguration(_ file: ConfigurationFile, environment: String?) throws -> GatewayDaemon.Configuration {
+    private func daemonConfiguration(_ file: ConfigurationFile, environment: String?) throws
+        -> GatewayDaemon.Configuration
+    {
         var configuration = GatewayDaemon.Configuration()
         configuration.samplingInterval = try keyed("--interval", file, fallback: 1)
         configuration.sendInterval = try keyed("--send-interval", file, fallback: file.defaultSendInterval)
@@ -347,7 +407,9 @@ struct Run: AsyncParsableCommand {
         configuration.wireSize = GPSEntry.wireSize(of:)
         configuration.outputs = file.outputs
         // Checked by the file's ranges (at most 10^8 rows, 10^5 MiB), so these conversions cannot trap.
-        if let rows = file.number("spool", "max_samples") { configuration.maximumRows = Bounds.whole(rows) ?? configuration.maximumRows }
+        if let rows = file.number("spool", "max_samples") {
+            configuration.maximumRows = Bounds.whole(rows) ?? configuration.maximumRows
+        }
         if let megabytes = file.number("spool", "max_megabytes") {
             configuration.maximumBytes = Bounds.whole(megabytes * 1_048_576) ?? configuration.maximumBytes
         }
@@ -357,7 +419,8 @@ struct Run: AsyncParsableCommand {
 
     /// The agrirouter connection, when the machine is onboarded.
     private func link(_ file: ConfigurationFile, clock: TrueTime) throws
-        -> (connection: AgrirouterConnection, setup: EndpointSetup, environment: String, certificateNotAfter: Date?)? {
+        -> (connection: AgrirouterConnection, setup: EndpointSetup, environment: String, certificateNotAfter: Date?)?
+    {
         let loaded: StoredEndpoint?
         do {
             loaded = try CredentialStore(directory: state.resolved).load()
@@ -365,18 +428,24 @@ struct Run: AsyncParsableCommand {
             throw CommandFailure(error)
         }
         guard let stored = loaded else { return nil }
-        let gap = try keyed("--spacing", file,
-                            fallback: stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
+        let gap = try keyed(
+            "--spacing", file,
+            fallback: stored.environment == "local" ? 0.2 : AgrirouterConnection.spacing(for: stored.environment))
         let connection: AgrirouterConnection
         do {
-            connection = try AgrirouterConnection.open(stored, directory: state.resolved, minimumSpacing: gap, clock: clock)
+            connection = try AgrirouterConnection.open(
+                stored, directory: state.resolved, minimumSpacing: gap, clock: clock)
         } catch {
             throw CommandFailure(error)
         }
         let settings = stored.settings ?? OnboardingSettings(applicationID: "", certificationVersionID: "")
-        return (connection, EndpointSetup(applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID,
-                                          outputs: file.outputs),
-                stored.environment, try? stored.credentials?.check().notAfter)
+        return (
+            connection,
+            EndpointSetup(
+                applicationID: settings.applicationID, certificationVersionID: settings.certificationVersionID,
+                outputs: file.outputs),
+            stored.environment, try? stored.credentials?.check().notAfter
+        )
     }
 }
 
@@ -387,7 +456,9 @@ struct CredentialWatcher: Service {
     var fingerprint: [FileStamp]
 
     func run() async {
-        _ = await cancelWhenGracefulShutdown { [store, fingerprint] in await Run.waitForChange(of: store, from: fingerprint) }
+        _ = await cancelWhenGracefulShutdown { [store, fingerprint] in
+            await Run.waitForChange(of: store, from: fingerprint)
+        }
     }
 }
 
@@ -399,7 +470,9 @@ struct Pause: AsyncParsableCommand {
 
     func run() async throws {
         try await setSharing(paused: true, state: state)
-        Output.line("Sharing paused: positions taken from now on stay on this machine and are never sent. 'agrigps resume' turns it back on.")
+        Output.line(
+            "Sharing paused: positions taken from now on stay on this machine and are never sent. 'agrigps resume' turns it back on."
+        )
     }
 }
 
@@ -441,7 +514,8 @@ struct WorkSwitchCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure(description: error.description, exitCode: 73)
         }
-        Output.line(position == .on ? "Work switch on: the machine counts as working while it moves." : "Work switch off.")
+        Output.line(
+            position == .on ? "Work switch on: the machine counts as working while it moves." : "Work switch off.")
     }
 }
 

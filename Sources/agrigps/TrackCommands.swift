@@ -12,17 +12,24 @@ import Track
 /// --since, --until and --time-zone, shared by `track` and `stats`.
 struct TimeRangeOptions: ParsableArguments {
     // Unconditional: a value that starts with a dash ("-1h") is this option's, and refused in words.
-    @Option(parsing: .unconditional,
-            help: ArgumentHelp("Start: now, today, yesterday, 8h (back from now), 2026-11-25 or 2026-11-25T08:30 (local; ...Z for UTC). Default: today for track, ten years back for stats.",
-                               valueName: "time"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Start: now, today, yesterday, 8h (back from now), 2026-11-25 or 2026-11-25T08:30 (local; ...Z for UTC). Default: today for track, ten years back for stats.",
+            valueName: "time"))
     var since: String?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("End, in the same forms; a date means the end of that day (default: now).", valueName: "time"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "End, in the same forms; a date means the end of that day (default: now).", valueName: "time"))
     var until: String?
 
-    @Option(name: .customLong("time-zone"),
-            help: ArgumentHelp("Time zone of local days and times, such as Europe/Berlin (default: [track] time_zone, else TZ, else the system's).",
-                               valueName: "zone"))
+    @Option(
+        name: .customLong("time-zone"),
+        help: ArgumentHelp(
+            "Time zone of local days and times, such as Europe/Berlin (default: [track] time_zone, else TZ, else the system's).",
+            valueName: "zone"))
     var timeZone: String?
 
     func validate() throws {
@@ -39,7 +46,10 @@ struct TimeRangeOptions: ParsableArguments {
     func range(now: Date, calendar: Calendar, defaultSince: String) throws -> ClosedRange<Date> {
         do {
             let start = try TimeText.date(since ?? defaultSince, now: now, calendar: calendar)
-            let end = try until.map { text throws(TimeText.ParseError) in try TimeText.date(text, now: now, calendar: calendar, endOfDay: true) } ?? now
+            let end =
+                try until.map { text throws(TimeText.ParseError) in
+                    try TimeText.date(text, now: now, calendar: calendar, endOfDay: true)
+                } ?? now
             guard start <= end else { throw ValidationError("--since is after --until: nothing lies between them") }
             return start...end
         } catch let error as TimeText.ParseError {
@@ -66,8 +76,10 @@ struct TrackExportCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
     var output: String?
 
-    @Option(help: ArgumentHelp("Only the track inside this field: its ID or its name, as 'agrigps fields' lists them. The line breaks where the machine left the field.",
-                               valueName: "field"))
+    @Option(
+        help: ArgumentHelp(
+            "Only the track inside this field: its ID or its name, as 'agrigps fields' lists them. The line breaks where the machine left the field.",
+            valueName: "field"))
     var field: String?
 
     @OptionGroup var time: TimeRangeOptions
@@ -79,11 +91,13 @@ struct TrackExportCommand: AsyncParsableCommand {
         let range = try time.range(now: Date(), calendar: calendar, defaultSince: "today")
         let points: [TrackPoint]
         do {
-            points = try await TrackStore(readingOnly: state.trackPath, calendar: calendar).points(from: range.lowerBound, to: range.upperBound)
+            points = try await TrackStore(readingOnly: state.trackPath, calendar: calendar).points(
+                from: range.lowerBound, to: range.upperBound)
         } catch {
             throw CommandFailure(description: error.description, exitCode: 74)
         }
-        var name = "agrigps \(ISO8601UTC.string(from: range.lowerBound)) to \(ISO8601UTC.string(from: range.upperBound))"
+        var name =
+            "agrigps \(ISO8601UTC.string(from: range.lowerBound)) to \(ISO8601UTC.string(from: range.upperBound))"
         var keep: @Sendable (TrackPoint) -> Bool = { _ in true }
         if let field {
             let work = try await FieldWorkLoader.load(state)
@@ -104,8 +118,10 @@ struct TrackExportCommand: AsyncParsableCommand {
         do {
             try Data(text.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
         } catch {
-            throw CommandFailure(description: "cannot write \(output): \(error.localizedDescription); check the directory and its permissions",
-                                 exitCode: 73)
+            throw CommandFailure(
+                description:
+                    "cannot write \(output): \(error.localizedDescription); check the directory and its permissions",
+                exitCode: 73)
         }
         FileHandle.standardError.write(Data("\(points.filter(keep).count) samples written to \(output)\n".utf8))
     }
@@ -131,15 +147,20 @@ struct StatsCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: ArgumentHelp("Metres the implement works across, for the worked area (0.1 to 60; default: [machine] working_width, "
-                               + "else the cab view's Settings, else no area).",
-                               valueName: "metres"))
+    @Option(
+        help: ArgumentHelp(
+            "Metres the implement works across, for the worked area (0.1 to 60; default: [machine] working_width, "
+                + "else the cab view's Settings, else no area).",
+            valueName: "metres"))
     var workingWidth: String?
 
     @Option(help: ArgumentHelp("One line per local day, ISO week, month or year.", valueName: "period"))
     var by: WorkLedger.Period = .day
 
-    @Flag(help: "One line per period and field: the farm's fields ('agrigps fields'), and (no field) for the time off them or without a fix.")
+    @Flag(
+        help:
+            "One line per period and field: the farm's fields ('agrigps fields'), and (no field) for the time off them or without a fix."
+    )
     var byField = false
 
     @Flag(help: "Print JSON for scripts.")
@@ -150,13 +171,17 @@ struct StatsCommand: AsyncParsableCommand {
     @OptionGroup var state: StateDirectoryOption
 
     func validate() throws {
-        if let workingWidth { _ = try KeyedFlag.value("--working-width", workingWidth, section: "machine", name: "working_width") }
+        if let workingWidth {
+            _ = try KeyedFlag.value("--working-width", workingWidth, section: "machine", name: "working_width")
+        }
     }
 
     /// The flag's width, else the configuration's, else the one the driver gave in the cab view
     /// (kept in the spool, read without changing it); nil, none.
     private func width(_ file: ConfigurationFile) async throws -> Double? {
-        if let workingWidth { return try KeyedFlag.value("--working-width", workingWidth, section: "machine", name: "working_width") }
+        if let workingWidth {
+            return try KeyedFlag.value("--working-width", workingWidth, section: "machine", name: "working_width")
+        }
         if let configured = file.number("machine", "working_width") { return configured }
         guard FileManager.default.fileExists(atPath: state.spoolPath) else { return nil }
         return (try? await SpoolReader(path: state.spoolPath).workingWidth()) ?? nil
@@ -175,7 +200,8 @@ struct StatsCommand: AsyncParsableCommand {
             throw CommandFailure(description: error.description, exitCode: 74)
         }
         // A day is in when it overlaps the range.
-        let first = LocalDay(range.lowerBound, in: calendar), last = LocalDay(range.upperBound.addingTimeInterval(-0.001), in: calendar)
+        let first = LocalDay(range.lowerBound, in: calendar),
+            last = LocalDay(range.upperBound.addingTimeInterval(-0.001), in: calendar)
         let periods = WorkLedger.sum(days.filter { $0.key >= first && $0.key <= last }, by: by)
         let terms = StatsReport.MachineTerms(width: width)
         if json {
@@ -193,7 +219,8 @@ extension StatsCommand {
         let work = try await FieldWorkLoader.load(state)
         let points: [TrackPoint]
         do {
-            points = try await TrackStore(readingOnly: state.trackPath, calendar: calendar).points(from: range.lowerBound, to: range.upperBound)
+            points = try await TrackStore(readingOnly: state.trackPath, calendar: calendar).points(
+                from: range.lowerBound, to: range.upperBound)
         } catch {
             throw CommandFailure(description: error.description, exitCode: 74)
         }
@@ -207,7 +234,9 @@ extension StatsCommand {
             } else {
                 at[key] = lines.count
                 let name = row.field.map { json ? $0.field.name : TerminalText.safe($0.field.name, limit: 40) }
-                lines.append(StatsReport.Line(period: period, field: row.field.map { ($0.id, name ?? "") }, figures: row.figures))
+                lines.append(
+                    StatsReport.Line(period: period, field: row.field.map { ($0.id, name ?? "") }, figures: row.figures)
+                )
             }
         }
         let terms = StatsReport.MachineTerms(width: width, fieldsKnown: !work.fields.isEmpty)
@@ -216,7 +245,9 @@ extension StatsCommand {
             return
         }
         if work.fields.isEmpty {
-            Output.line("No fields yet. Import the farm's with 'agrigps fields import FILE'; until then all time is (no field).")
+            Output.line(
+                "No fields yet. Import the farm's with 'agrigps fields import FILE'; until then all time is (no field)."
+            )
         }
         for line in StatsReport.text(lines, by: by, byField: true, terms: terms) { Output.line(line) }
     }

@@ -16,10 +16,14 @@ struct Watch: AsyncParsableCommand {
     @Option(help: ArgumentHelp("gpsd address.", valueName: "host:port"))
     var gpsd = "127.0.0.1:2947"
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds per sample (1, 5, 10 or 20 are usual).", valueName: "seconds"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Seconds per sample (1, 5, 10 or 20 are usual).", valueName: "seconds"))
     var interval = "1"
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds without a report before the receiver counts as gone.", valueName: "seconds"))
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("Seconds without a report before the receiver counts as gone.", valueName: "seconds"))
     var silence = "5"
 
     @Flag(help: "Print JSON lines instead of text.")
@@ -29,7 +33,9 @@ struct Watch: AsyncParsableCommand {
         _ = try GPSDAddress.parseOption(gpsd)
         _ = try IntervalOption.parse(interval)
         guard let seconds = Double(silence), Bounds.check(seconds, in: 0.1...3600) != nil else {
-            throw ValidationError("--silence must be a number of seconds from 0.1 to 3600, got '\(TerminalText.safe(silence, limit: 40))'")
+            throw ValidationError(
+                "--silence must be a number of seconds from 0.1 to 3600, got '\(TerminalText.safe(silence, limit: 40))'"
+            )
         }
     }
 

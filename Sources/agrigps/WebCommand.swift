@@ -19,10 +19,13 @@ struct Web: ParsableCommand {
     var arguments: [String] = []
 
     func run() throws {
-        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let own =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let program = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("agrigps-web").path
         guard FileManager.default.isExecutableFile(atPath: program) else {
-            throw CommandFailure(description: "\(program) is missing: the cab view is a program of its own, installed with agrigps", exitCode: 69)
+            throw CommandFailure(
+                description: "\(program) is missing: the cab view is a program of its own, installed with agrigps",
+                exitCode: 69)
         }
         let argv = ([program] + arguments).map { strdup($0) } + [nil]
         execv(program, argv)

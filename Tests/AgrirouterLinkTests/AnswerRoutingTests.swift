@@ -1,8 +1,9 @@
 import AgrirouterSim
 import AgrirouterWire
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import AgrirouterLink
 
 /// Outbox answers go to whoever sent the message, by its application message id; pushes to the feed
@@ -10,14 +11,23 @@ import TestSupport
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct AnswerRoutingTests {
     /// A local agrirouter and a REST connection of an endpoint onboarded to it.
-    static func connected(as externalID: String, timeout: Double = 10,
-                          backoff: Backoff = Backoff()) async throws -> (AgrirouterSimulator, AgrirouterConnection) {
+    static func connected(
+        as externalID: String, timeout: Double = 10,
+        backoff: Backoff = Backoff()
+    ) async throws -> (AgrirouterSimulator, AgrirouterConnection) {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
-        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
-            .onboard(tan: "TAN0000001", externalID: externalID)
-        return (simulator, try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02,
-                                                    timeout: timeout, backoff: backoff))
+        let environment = AgrirouterEnvironment.local(
+            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let endpoint = try await OnboardingClient(
+            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v")
+        )
+        .onboard(tan: "TAN0000001", externalID: externalID)
+        return (
+            simulator,
+            try AgrirouterConnection(
+                endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02,
+                timeout: timeout, backoff: backoff)
+        )
     }
 
     @Test func oneOutboxPollSortsEachAnswerForItsSender() async throws {
@@ -36,12 +46,15 @@ struct AnswerRoutingTests {
             let setupPing = try await connection.send(TechnicalMessageType.ping, payload: nil, for: .setup)
             await simulator.deliver(Data(), from: "someone", to: connection.endpoint.deviceAlternateId)
             // A batch a killed run sent: its answer is in the outbox, and nobody in this run sent it.
-            let earlier = try AgrirouterConnection(endpoint: connection.endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02)
+            let earlier = try AgrirouterConnection(
+                endpoint: connection.endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02)
             let orphan = try await earlier.send(TechnicalMessageType.ping, payload: nil, for: .check)
 
             let undecodable = try await connection.poll()
             #expect(undecodable.isEmpty)
-            let ids = { (recipient: AgrirouterConnection.Recipient) async in await connection.answers(for: recipient).map(\.applicationMessageID) }
+            let ids = { (recipient: AgrirouterConnection.Recipient) async in
+                await connection.answers(for: recipient).map(\.applicationMessageID)
+            }
             #expect(await ids(.check) == [ping.applicationMessageID])
             #expect(await ids(.setup) == [setupPing.applicationMessageID])
             #expect(await ids(.reader) == [listing.applicationMessageID, nil], "its answer, and the push")
@@ -53,7 +66,9 @@ struct AnswerRoutingTests {
         }
     }
 
-    @Test("a task being cancelled (the daemon stopping) begins no outbox GET and no send, whose answers nothing would record")
+    @Test(
+        "a task being cancelled (the daemon stopping) begins no outbox GET and no send, whose answers nothing would record"
+    )
     func noRequestWhileStopping() async throws {
         let (simulator, connection) = try await Self.connected(as: "urn:agrigps:stopping")
         try await tearingDown({ await simulator.shutdown() }) {
@@ -64,16 +79,22 @@ struct AnswerRoutingTests {
                 withUnsafeCurrentTask { $0?.cancel() }
                 var errors: [GatewayError] = []
                 do throws(GatewayError) { try await connection.poll() } catch { errors.append(error) }
-                do throws(GatewayError) { try await connection.send(TechnicalMessageType.ping, payload: nil) } catch { errors.append(error) }
+                do throws(GatewayError) { try await connection.send(TechnicalMessageType.ping, payload: nil) } catch {
+                    errors.append(error)
+                }
                 return errors
             }
             #expect(await stopped.value == [.transport(.stopping), .transport(.stopping)])
-            #expect(await simulator.requestCount(endpoint: endpoint.deviceAlternateId) == before, "a request went out while stopping")
+            #expect(
+                await simulator.requestCount(endpoint: endpoint.deviceAlternateId) == before,
+                "a request went out while stopping")
             #expect(await connection.consecutiveFailures == 0, "stopping is no failure of the link")
         }
     }
 
-    @Test("an endpoint id that cannot be read is an error, never replaced by a new one (which would onboard a second endpoint)")
+    @Test(
+        "an endpoint id that cannot be read is an error, never replaced by a new one (which would onboard a second endpoint)"
+    )
     func unreadableEndpointIDIsKept() throws {
         let directory = NSTemporaryDirectory() + "agrigps-id-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -1,8 +1,9 @@
 import AgrirouterSim
 import AgrirouterWire
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import AgrirouterLink
 
 /// The backoff after a transport error, and how it ends: a failure to connect at all is ended by a
@@ -12,9 +13,12 @@ struct BackoffTests {
     /// A backoff long enough that ending it early cannot be mistaken for its running out.
     static let long = Backoff(first: 60, maximum: 60, jitter: 0)
 
-    @Test("a refused port: the backoff ends within seconds of agrirouter's return, found by a handshake, not by a request")
+    @Test(
+        "a refused port: the backoff ends within seconds of agrirouter's return, found by a handshake, not by a request"
+    )
     func theWayBackEndsTheBackoff() async throws {
-        let (simulator, connection) = try await AnswerRoutingTests.connected(as: "urn:agrigps:way-back", backoff: Self.long)
+        let (simulator, connection) = try await AnswerRoutingTests.connected(
+            as: "urn:agrigps:way-back", backoff: Self.long)
         try await tearingDown({ await simulator.shutdown() }) {
             let endpoint = connection.endpoint.deviceAlternateId
             try await connection.poll()
@@ -30,10 +34,14 @@ struct BackoffTests {
             #expect(await connection.backingOff().map { $0 > 40 } == true, "a failed probe ended the backoff")
             try await simulator.resumeGateway()
             let waited = await waiting.value
-            print("backoff of 60 s after a refused port ended \(String(format: "%.1f", waited - 7)) s after the port reopened")
+            print(
+                "backoff of 60 s after a refused port ended \(String(format: "%.1f", waited - 7)) s after the port reopened"
+            )
             #expect(waited < 20, "waited \(waited) s of a 60 s backoff")
             #expect(await connection.backingOff() == nil)
-            #expect(await simulator.requestCount(endpoint: endpoint) == requests, "the probes made requests of agrirouter's API")
+            #expect(
+                await simulator.requestCount(endpoint: endpoint) == requests,
+                "the probes made requests of agrirouter's API")
             try await connection.poll()
             #expect(await connection.consecutiveFailures == 0)
         }
@@ -41,7 +49,8 @@ struct BackoffTests {
 
     @Test("a server that takes the connection and never answers is not probed: its backoff runs its course")
     func aHungServerKeepsItsBackoff() async throws {
-        let (simulator, connection) = try await AnswerRoutingTests.connected(as: "urn:agrigps:hung", timeout: 2, backoff: Self.long)
+        let (simulator, connection) = try await AnswerRoutingTests.connected(
+            as: "urn:agrigps:hung", timeout: 2, backoff: Self.long)
         try await tearingDown({ await simulator.shutdown() }) {
             try await connection.poll()
             await simulator.stallGateway(for: 4)

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import AgrirouterLink
 
 /// The libraries that bring TLS with them stay out of a process until it needs them: libcurl (and
@@ -20,7 +21,10 @@ struct LibraryLoadingTests {
             let thrown = #expect(throws: TransportError.self) {
                 _ = try client.perform(method: "GET", url: "https://127.0.0.1:1/")
             }
-            if case .cannotConnect = thrown {} else { Issue.record("expected cannotConnect, got \(String(describing: thrown))") }
+            if case .cannotConnect = thrown {
+            } else {
+                Issue.record("expected cannotConnect, got \(String(describing: thrown))")
+            }
             #expect(mappedFiles(named: "libcurl.so.4").count == 1)
             #expect(mappedFiles(named: "libgnutls").count == 1)
         }
@@ -32,8 +36,9 @@ struct LibraryLoadingTests {
             for name in ["libcrypto", "libssl", "libmosquitto"] {
                 #expect(mappedFiles(named: name).isEmpty, "\(name) mapped at start: \(mappedFiles(named: name))")
             }
-            let credentials = ClientCredentials(certificatePEM: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-                                                encryptedKeyPEM: "not a key", secret: "secret")
+            let credentials = ClientCredentials(
+                certificatePEM: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+                encryptedKeyPEM: "not a key", secret: "secret")
             #expect(throws: CredentialProblem.keyDoesNotOpen) { try credentials.check() }
             #expect(mappedFiles(named: "libcrypto.so.3").count == 1)
             #expect(mappedFiles(named: "libssl").isEmpty && mappedFiles(named: "libmosquitto").isEmpty)
@@ -41,14 +46,20 @@ struct LibraryLoadingTests {
     }
 
     @Test func unloadableLibrariesSayWhatToInstall() {
-        let mosquitto = MQTTSetupError.libmosquittoUnavailable("libmosquitto.so.1: cannot open shared object file: No such file or directory")
-        #expect(mosquitto.description.contains("install Debian's libmosquitto1") && mosquitto.description.contains("No such file"))
-        let crypto = CredentialProblem.libcryptoUnavailable("libcrypto.so.3: cannot open shared object file: No such file or directory")
-        #expect(crypto.description.contains("install the libssl3 package") && crypto.description.contains("No such file"))
+        let mosquitto = MQTTSetupError.libmosquittoUnavailable(
+            "libmosquitto.so.1: cannot open shared object file: No such file or directory")
+        #expect(
+            mosquitto.description.contains("install Debian's libmosquitto1")
+                && mosquitto.description.contains("No such file"))
+        let crypto = CredentialProblem.libcryptoUnavailable(
+            "libcrypto.so.3: cannot open shared object file: No such file or directory")
+        #expect(
+            crypto.description.contains("install the libssl3 package") && crypto.description.contains("No such file"))
     }
 
     @Test func anUnloadableLibcurlSaysWhatToInstall() {
-        let error = TransportError.libcurlUnavailable("libcurl.so.4: cannot open shared object file: No such file or directory")
+        let error = TransportError.libcurlUnavailable(
+            "libcurl.so.4: cannot open shared object file: No such file or directory")
         #expect(error.description.contains("install the libcurl4 package"))
         #expect(error.description.contains("No such file"))
     }

@@ -2,8 +2,9 @@ import AgrirouterSim
 import AgrirouterWire
 import Clocks
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import AgrirouterLink
 
 /// The MQTT transport against the local agrirouter's real broker (Debian's mosquitto, TLS with
@@ -21,14 +22,20 @@ struct MQTTLinkTests {
         var (inbox, bytes, dropped) = ([Data](), 0, 0)
         let answer = Data(repeating: 1, count: 300)
         MQTTLink.admit(answer, to: &inbox, bytes: &bytes, dropped: &dropped)
-        for _ in 0..<200 { MQTTLink.admit(Data(repeating: 2, count: 65_000), to: &inbox, bytes: &bytes, dropped: &dropped) }
+        for _ in 0..<200 {
+            MQTTLink.admit(Data(repeating: 2, count: 65_000), to: &inbox, bytes: &bytes, dropped: &dropped)
+        }
         MQTTLink.admit(answer, to: &inbox, bytes: &bytes, dropped: &dropped)
-        for _ in 0..<200 { MQTTLink.admit(Data(repeating: 2, count: 65_000), to: &inbox, bytes: &bytes, dropped: &dropped) }
+        for _ in 0..<200 {
+            MQTTLink.admit(Data(repeating: 2, count: 65_000), to: &inbox, bytes: &bytes, dropped: &dropped)
+        }
         #expect(inbox.filter { $0.count == 300 }.count == 2, "an answer was dropped for a push")
         #expect(bytes == inbox.reduce(0) { $0 + $1.count } && bytes <= MQTTLink.inboxByteLimit)
         #expect(dropped == 402 - inbox.count)
         // Past the count, the oldest go, whatever their size.
-        for _ in 0..<MQTTLink.inboxLimit { MQTTLink.admit(Data(repeating: 3, count: 10), to: &inbox, bytes: &bytes, dropped: &dropped) }
+        for _ in 0..<MQTTLink.inboxLimit {
+            MQTTLink.admit(Data(repeating: 3, count: 10), to: &inbox, bytes: &bytes, dropped: &dropped)
+        }
         #expect(inbox.count == MQTTLink.inboxLimit && inbox.allSatisfy { $0.count == 10 })
     }
 
@@ -40,11 +47,15 @@ struct MQTTLinkTests {
     }
 
     static func onboard(_ simulator: AgrirouterSimulator, tan: String, id: String) async throws -> Machine {
-        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
-            .onboard(tan: tan, externalID: id, transport: .mqtt)
+        let environment = AgrirouterEnvironment.local(
+            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let endpoint = try await OnboardingClient(
+            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v")
+        )
+        .onboard(tan: tan, externalID: id, transport: .mqtt)
         let directory = NSTemporaryDirectory() + "/mqtt-link-\(UUID().uuidString)"
-        let stored = StoredEndpoint(environment: "local", response: endpoint, settings: nil, trustedCAPEM: simulator.caCertificatePEM)
+        let stored = StoredEndpoint(
+            environment: "local", response: endpoint, settings: nil, trustedCAPEM: simulator.caCertificatePEM)
         let connection = try AgrirouterConnection.open(stored, directory: directory, minimumSpacing: 0.02)
         return Machine(endpoint: endpoint, connection: connection, directory: directory)
     }
@@ -58,8 +69,10 @@ struct MQTTLinkTests {
         return false
     }
 
-    static func answers(_ connection: AgrirouterConnection, for recipient: AgrirouterConnection.Recipient,
-                        count: Int, within seconds: Double = 10) async throws -> [DecodedResponse] {
+    static func answers(
+        _ connection: AgrirouterConnection, for recipient: AgrirouterConnection.Recipient,
+        count: Int, within seconds: Double = 10
+    ) async throws -> [DecodedResponse] {
         var collected: [DecodedResponse] = []
         let deadline = Date().addingTimeInterval(seconds)
         while collected.count < count && Date() < deadline {
@@ -89,7 +102,9 @@ struct MQTTLinkTests {
             #expect(!pem.contains(machine.endpoint.authentication.secret))
             var info = stat()
             #expect(stat(machine.directory + "/mqtt-credential.pem", &info) == 0 && info.st_mode & 0o077 == 0)
-            #expect(await Self.waitUntilConnected(machine.connection.link), "connected with the encrypted key and the secret through the callback")
+            #expect(
+                await Self.waitUntilConnected(machine.connection.link),
+                "connected with the encrypted key and the secret through the callback")
         }
     }
 
@@ -124,8 +139,10 @@ struct MQTTLinkTests {
             var forged = tractor.endpoint
             forged.connectionCriteria.measures = harvester.endpoint.connectionCriteria.measures
             forged.connectionCriteria.clientId = tractor.endpoint.deviceAlternateId + "-forged"
-            let stored = StoredEndpoint(environment: "local", response: forged, settings: nil, trustedCAPEM: simulator.caCertificatePEM)
-            let intruder = try AgrirouterConnection.open(stored, directory: tractor.directory + "-forged", minimumSpacing: 0.02)
+            let stored = StoredEndpoint(
+                environment: "local", response: forged, settings: nil, trustedCAPEM: simulator.caCertificatePEM)
+            let intruder = try AgrirouterConnection.open(
+                stored, directory: tractor.directory + "-forged", minimumSpacing: 0.02)
             defer { intruder.link.close() }
             #expect(await Self.waitUntilConnected(intruder.link))
             #expect(await Self.waitUntilConnected(harvester.connection.link))
@@ -134,7 +151,8 @@ struct MQTTLinkTests {
             let ownPing = try await harvester.connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
             let answered = try await Self.answers(harvester.connection, for: .check, count: 1)
             #expect(answered.map(\.applicationMessageID) == [ownPing.applicationMessageID])
-            let received = await simulator.sentMessages(endpoint: harvester.endpoint.deviceAlternateId).map(\.envelope.applicationMessageID)
+            let received = await simulator.sentMessages(endpoint: harvester.endpoint.deviceAlternateId).map(
+                \.envelope.applicationMessageID)
             #expect(received == [ownPing.applicationMessageID])
             #expect(!received.contains(forgedPing.applicationMessageID))
             let log = try String(contentsOfFile: try #require(simulator.brokerLogPath), encoding: .utf8)
@@ -152,7 +170,9 @@ struct MQTTLinkTests {
             #expect(await machine.connection.looks == 1)
             let restart = Task { try await simulator.restartBroker(after: 3) }
             let deadline = uptime() + 10
-            while machine.connection.link.state == .connected, uptime() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            while machine.connection.link.state == .connected, uptime() < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
             // Disconnected, nothing can arrive: a collection then is no look that an answer could have come with.
             _ = try await machine.connection.fetchOutbox()
             #expect(await machine.connection.looks == 1)

@@ -2,8 +2,9 @@ import AgrirouterLink
 import AgrirouterWire
 import Foundation
 import SwiftProtobuf
-import Testing
 import TestSupport
+import Testing
+
 @testable import AgrirouterSim
 
 /// Where the local agrirouter once answered otherwise than DKE's interface documentation and the
@@ -12,7 +13,8 @@ import TestSupport
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct FidelityTests {
     /// A and B onboarded, each with gps:info both ways and push on, B subscribed to gps:info.
-    static func pair(_ codes: SimResponseCodes = .documented) async throws -> (AgrirouterSimulator, Endpoint, Endpoint) {
+    static func pair(_ codes: SimResponseCodes = .documented) async throws -> (AgrirouterSimulator, Endpoint, Endpoint)
+    {
         var configuration = SimConfiguration(tans: ["TAN0000001": "A", "TAN0000002": "B"])
         configuration.responseCodes = codes
         let simulator = try await AgrirouterSimulator.start(configuration)
@@ -35,7 +37,9 @@ struct FidelityTests {
 
     struct PushMissing: Error {}
 
-    @Test("a push notification's response code is 200 (0 in the earlier answers)", arguments: [SimResponseCodes.documented, .earlier])
+    @Test(
+        "a push notification's response code is 200 (0 in the earlier answers)",
+        arguments: [SimResponseCodes.documented, .earlier])
     func pushCode(codes: SimResponseCodes) async throws {
         let expected: Int32 = codes == .documented ? 200 : 0
         let (simulator, a, b) = try await Self.pair(codes)
@@ -47,19 +51,26 @@ struct FidelityTests {
         }
     }
 
-    @Test("a published message is answered ACK 201 (200 in the earlier answers)", arguments: [SimResponseCodes.documented, .earlier])
+    @Test(
+        "a published message is answered ACK 201 (200 in the earlier answers)",
+        arguments: [SimResponseCodes.documented, .earlier])
     func publishCode(codes: SimResponseCodes) async throws {
         let expected: Int32 = codes == .documented ? 201 : 200
         let (simulator, a, _) = try await Self.pair(codes)
         var sender = a
         try await tearingDown({ await simulator.shutdown() }) {
-            let sent = try await sender.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 52))
+            let sent = try await sender.send(
+                TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 52))
             let answer = try #require(try await sender.outbox().first)
-            #expect(answer.body == .ack && answer.envelope.responseCode == expected && answer.applicationMessageID == sent.applicationMessageID)
+            #expect(
+                answer.body == .ack && answer.envelope.responseCode == expected
+                    && answer.applicationMessageID == sent.applicationMessageID)
         }
     }
 
-    @Test("a feed delete: 201 with VAL_000209 and the id in args; nothing to delete: 204, \"Feed does not contain any data to be deleted.\"")
+    @Test(
+        "a feed delete: 201 with VAL_000209 and the id in args; nothing to delete: 204, \"Feed does not contain any data to be deleted.\""
+    )
     func feedDelete() async throws {
         let (simulator, a, b) = try await Self.pair()
         var (sender, receiver) = (a, b)
@@ -69,14 +80,20 @@ struct FidelityTests {
             delete.messageIds = [id]
             _ = try await receiver.send(TechnicalMessageType.feedDelete, payload: delete)
             let deleted = try #require(try await receiver.outbox().first)
-            guard case .ackWithMessages(let messages) = deleted.body else { Issue.record("\(deleted.body)"); return }
+            guard case .ackWithMessages(let messages) = deleted.body else {
+                Issue.record("\(deleted.body)")
+                return
+            }
             #expect(deleted.envelope.responseCode == 201)
             #expect(messages.map(\.messageCode) == ["VAL_000209"] && messages.first?.args == ["messageId": id])
             #expect(messages.first?.message == "Message %messageId% deleted")
 
             _ = try await receiver.send(TechnicalMessageType.feedDelete, payload: delete)
             let nothing = try #require(try await receiver.outbox().first)
-            guard case .ackWithMessages(let none) = nothing.body else { Issue.record("\(nothing.body)"); return }
+            guard case .ackWithMessages(let none) = nothing.body else {
+                Issue.record("\(nothing.body)")
+                return
+            }
             #expect(nothing.envelope.responseCode == 204 && none.map(\.messageCode) == ["VAL_000208"])
             #expect(none.first?.message == "Feed does not contain any data to be deleted.")
         }
@@ -92,11 +109,18 @@ struct FidelityTests {
             confirm.messageIds = [id, "no-such-message"]
             _ = try await receiver.send(TechnicalMessageType.feedConfirm, payload: confirm)
             let answer = try #require(try await receiver.outbox().first)
-            guard case .ackWithMessages(let messages) = answer.body else { Issue.record("\(answer.body)"); return }
+            guard case .ackWithMessages(let messages) = answer.body else {
+                Issue.record("\(answer.body)")
+                return
+            }
             #expect(answer.envelope.responseCode == 200)
             #expect(messages.map(\.messageCode) == ["VAL_000206", "VAL_000205"])
             #expect(messages.map(\.args) == [["messageId": id], ["messageId": "no-such-message"]])
-            #expect(messages.map(\.message) == ["Message %messageId% delivery had been confirmed.", "Message %messageId% not found. This ID will be ignored."])
+            #expect(
+                messages.map(\.message) == [
+                    "Message %messageId% delivery had been confirmed.",
+                    "Message %messageId% not found. This ID will be ignored.",
+                ])
         }
     }
 
@@ -107,11 +131,15 @@ struct FidelityTests {
         try await tearingDown({ await simulator.shutdown() }) {
             var encoder = MessageEncoder()
             let recorded = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 3600).rounded(.down))
-            let message = try encoder.encode(technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish,
-                                             payload: gpsList(latitude: 52), at: recorded)
+            let message = try encoder.encode(
+                technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish,
+                payload: gpsList(latitude: 52), at: recorded)
             let before = Date().addingTimeInterval(-1)
             try await a.post([message])
-            guard case .pushNotification(let push)? = try await receiver.outbox().first?.body else { Issue.record("no push"); return }
+            guard case .pushNotification(let push)? = try await receiver.outbox().first?.body else {
+                Issue.record("no push")
+                return
+            }
             let header = try #require(push.messages.first?.header)
             #expect(header.sentTimestamp.seconds == Int64(recorded.timeIntervalSince1970))
             #expect(header.createdAt.date >= before && header.createdAt.date <= Date().addingTimeInterval(1))
@@ -119,27 +147,41 @@ struct FidelityTests {
             var query = Agrirouter_Feed_Request_MessageQuery()
             query.messageIds = [header.messageID]
             _ = try await receiver.send(TechnicalMessageType.feedMessageQuery, payload: query)
-            guard case .feedMessages(let page)? = try await receiver.outbox().first?.body else { Issue.record("no feed answer"); return }
+            guard case .feedMessages(let page)? = try await receiver.outbox().first?.body else {
+                Issue.record("no feed answer")
+                return
+            }
             #expect(page.messages.first?.header.sentTimestamp.seconds == Int64(recorded.timeIntervalSince1970))
         }
     }
 
-    @Test("onboarding as the documented request of a communication unit, without UTCTimestamp or timeZone, is taken; a future UTCTimestamp is not")
+    @Test(
+        "onboarding as the documented request of a communication unit, without UTCTimestamp or timeZone, is taken; a future UTCTimestamp is not"
+    )
     func onboardingWithoutTimestamp() async throws {
-        let state = SimState(configuration: SimConfiguration(tans: ["TAN0000001": "A", "TAN0000002": "B"]), authority: try CertificateAuthority())
-        let documented = try JSONSerialization.data(withJSONObject: ["id": "mydeviceid", "applicationId": "e0eb00ff-e2ef-4429-85f5-2559aceedd6d",
-                                                                   "certificationVersionId": "e0eb00ff-e2ef-4429-85f5-2559aceedd6d",
-                                                                   "gatewayId": "3", "certificateType": "PEM"])
+        let state = SimState(
+            configuration: SimConfiguration(tans: ["TAN0000001": "A", "TAN0000002": "B"]),
+            authority: try CertificateAuthority())
+        let documented = try JSONSerialization.data(withJSONObject: [
+            "id": "mydeviceid", "applicationId": "e0eb00ff-e2ef-4429-85f5-2559aceedd6d",
+            "certificationVersionId": "e0eb00ff-e2ef-4429-85f5-2559aceedd6d",
+            "gatewayId": "3", "certificateType": "PEM",
+        ])
         #expect(await state.onboard(authorization: "Bearer TAN0000001", body: documented).status == 201)
-        let future = await state.onboard(authorization: "Bearer TAN0000002", body: onboardingBody(id: "x", timestamp: Date().addingTimeInterval(120)))
+        let future = await state.onboard(
+            authorization: "Bearer TAN0000002", body: onboardingBody(id: "x", timestamp: Date().addingTimeInterval(120))
+        )
         #expect(future.status == 400 && String(decoding: future.body, as: UTF8.self).contains("0110"))
     }
 
-    @Test("a measure's timestamp is read as seconds, milliseconds or ISO 8601, and in each form refused ahead of the clock")
+    @Test(
+        "a measure's timestamp is read as seconds, milliseconds or ISO 8601, and in each form refused ahead of the clock"
+    )
     func measureTimestamps() async throws {
         let now = Date()
         let ahead = now.addingTimeInterval(3600)
-        #expect(SimState.measureTime(String(Int(now.timeIntervalSince1970))) == now.timeIntervalSince1970.rounded(.down))
+        #expect(
+            SimState.measureTime(String(Int(now.timeIntervalSince1970))) == now.timeIntervalSince1970.rounded(.down))
         #expect(SimState.measureTime("1547668247000") == 1_547_668_247)
         #expect(SimState.measureTime("2019-01-16T19:50:47.000000Z") == 1_547_668_247)
         for bad in ["", "soon", "-5", "1e9"] { #expect(SimState.measureTime(bad) == nil, "\(bad)") }
@@ -149,15 +191,19 @@ struct FidelityTests {
         try await tearingDown({ await simulator.shutdown() }) {
             let iso = ISO8601DateFormatter()
             iso.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            for (form, refused) in [(iso.string(from: ahead), true), (String(Int64(ahead.timeIntervalSince1970 * 1000)), true),
-                                    (iso.string(from: now.addingTimeInterval(-10)), false)] {
-                let message = try sender.encoder.encode(technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 52))
+            for (form, refused) in [
+                (iso.string(from: ahead), true), (String(Int64(ahead.timeIntervalSince1970 * 1000)), true),
+                (iso.string(from: now.addingTimeInterval(-10)), false),
+            ] {
+                let message = try sender.encoder.encode(
+                    technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 52))
                 let body = try JSONSerialization.data(withJSONObject: [
                     "sensorAlternateId": sender.sensorID, "capabilityAlternateId": sender.capabilityID,
                     "measures": [["message": message.base64, "timestamp": form]],
                 ])
-                _ = try await sender.client.send(method: "POST", url: sender.measuresURL, body: body,
-                                                 headers: ["Content-Type: application/json"], credentials: sender.credentials)
+                _ = try await sender.client.send(
+                    method: "POST", url: sender.measuresURL, body: body,
+                    headers: ["Content-Type: application/json"], credentials: sender.credentials)
                 let answer = try #require(try await sender.outbox().first)
                 #expect((answer.messageCodes == ["VAL_000300"]) == refused, "\(form): \(answer.body)")
             }

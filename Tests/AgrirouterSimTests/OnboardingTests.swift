@@ -1,9 +1,10 @@
-@testable import AgrirouterLink
 import AgrirouterWire
 import Crypto
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import AgrirouterLink
 @testable import AgrirouterSim
 
 @Suite(.serialized, .timeLimit(.minutes(2)))
@@ -11,10 +12,13 @@ struct OnboardingTests {
     let settings = OnboardingSettings(applicationID: "app", certificationVersionID: "version")
 
     @Test func onboardsAndReonboardsTheSameEndpoint() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Tractor"]))
+        let simulator = try await AgrirouterSimulator.start(
+            SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Tractor"]))
         try await tearingDown({ await simulator.shutdown() }) {
-            let client = OnboardingClient(environment: .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
-                                          settings: settings)
+            let client = OnboardingClient(
+                environment: .local(
+                    onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
+                settings: settings)
             let first = try await client.onboard(tan: "TAN0000001", externalID: "urn:agrigps:endpoint:1")
             #expect(first.authentication.type == "PEM")
             #expect(first.authentication.certificate.hasPrefix("-----BEGIN ENCRYPTED PRIVATE KEY-----"))
@@ -29,12 +33,14 @@ struct OnboardingTests {
     func keyOpensWithOpenSSL() async throws {
         let key = P256.Signing.PrivateKey()
         let pem = try KeyEncryption.encryptedPEM(key, secret: "Secret-1234")
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-key-\(UUID().uuidString).pem").path
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-key-\(UUID().uuidString).pem")
+            .path
         defer { unlink(file) }
         try Data(pem.utf8).write(to: URL(fileURLWithPath: file))
         func open(_ secret: String) async throws -> (code: Int32?, output: String) {
-            try await SystemTool.run("/usr/bin/openssl", ["pkey", "-in", file, "-passin", "env:KEY_SECRET", "-noout", "-text"],
-                                     environment: SystemTool.path.merging(["KEY_SECRET": secret]) { $1 })
+            try await SystemTool.run(
+                "/usr/bin/openssl", ["pkey", "-in", file, "-passin", "env:KEY_SECRET", "-noout", "-text"],
+                environment: SystemTool.path.merging(["KEY_SECRET": secret]) { $1 })
         }
         let opened = try await open("Secret-1234")
         #expect(opened.code == 0, "\(opened.output)")
@@ -47,9 +53,11 @@ struct OnboardingTests {
     }
 
     @Test func refusalsCarryAgrirouterCodesAndAdvice() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"], applicationID: "app"))
+        let simulator = try await AgrirouterSimulator.start(
+            SimConfiguration(tans: ["TAN0000001": "Tractor"], applicationID: "app"))
         await tearingDown({ await simulator.shutdown() }) {
-            let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+            let environment = AgrirouterEnvironment.local(
+                onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
             let client = OnboardingClient(environment: environment, settings: settings)
 
             await #expect(throws: OnboardingError.agrirouter(status: 401, code: "0401", message: "Bearer not found")) {
@@ -57,33 +65,49 @@ struct OnboardingTests {
             }
             // A clock running two minutes fast makes even "10 s in the past" a future timestamp.
             do throws(OnboardingError) {
-                _ = try await client.onboard(tan: "TAN0000001", externalID: "urn:x", now: Date().addingTimeInterval(120))
+                _ = try await client.onboard(
+                    tan: "TAN0000001", externalID: "urn:x", now: Date().addingTimeInterval(120))
                 Issue.record("a future timestamp was accepted")
             } catch {
-                guard case .agrirouter(400, "0110", _) = error else { Issue.record("\(error)"); return }
+                guard case .agrirouter(400, "0110", _) = error else {
+                    Issue.record("\(error)")
+                    return
+                }
                 #expect(error.description.contains("clock"))
             }
-            let otherApplication = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "other", certificationVersionID: "v"))
+            let otherApplication = OnboardingClient(
+                environment: environment,
+                settings: OnboardingSettings(applicationID: "other", certificationVersionID: "v"))
             do throws(OnboardingError) {
                 _ = try await otherApplication.onboard(tan: "TAN0000001", externalID: "urn:x")
                 Issue.record("a wrong application id was accepted")
             } catch {
-                guard case .agrirouter(400, "0105", _) = error else { Issue.record("\(error)"); return }
+                guard case .agrirouter(400, "0105", _) = error else {
+                    Issue.record("\(error)")
+                    return
+                }
             }
-            let unconfigured = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "", certificationVersionID: ""))
+            let unconfigured = OnboardingClient(
+                environment: environment, settings: OnboardingSettings(applicationID: "", certificationVersionID: ""))
             await #expect(throws: OnboardingError.missingSettings(["applicationId", "certificationVersionId"])) {
                 _ = try await unconfigured.onboard(tan: "TAN0000001", externalID: "urn:x")
             }
-            await #expect(throws: OnboardingError.invalidTAN) { _ = try await client.onboard(tan: "TAN 0001!", externalID: "urn:x") }
+            await #expect(throws: OnboardingError.invalidTAN) {
+                _ = try await client.onboard(tan: "TAN 0001!", externalID: "urn:x")
+            }
             // None of the refusals repeats the TAN.
-            for error in [OnboardingError.agrirouter(status: 401, code: "0401", message: "Bearer not found"), .invalidTAN] {
+            for error in [
+                OnboardingError.agrirouter(status: 401, code: "0401", message: "Bearer not found"), .invalidTAN,
+            ] {
                 #expect(!error.description.contains("TAN0000001") && !error.description.contains("WRONG00000"))
             }
         }
     }
 
     @Test func credentialStoreKeepsSecretsApartAndPrivate() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-store-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-store-\(UUID().uuidString)"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = CredentialStore(directory: directory)
         let id = try store.externalID()
@@ -92,14 +116,18 @@ struct OnboardingTests {
         let response = OnboardingResponse(
             deviceAlternateId: "device", capabilityAlternateId: "capability", sensorAlternateId: "sensor",
             connectionCriteria: .init(gatewayId: "3", measures: "https://m", commands: "https://c"),
-            authentication: .init(type: "PEM", secret: "s3cr3t-value",
-                                  certificate: "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAA\n-----END ENCRYPTED PRIVATE KEY-----\n-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n"))
+            authentication: .init(
+                type: "PEM", secret: "s3cr3t-value",
+                certificate:
+                    "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAA\n-----END ENCRYPTED PRIVATE KEY-----\n-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n"
+            ))
         try store.save(response, environment: "qa")
         let json = try String(contentsOfFile: directory + "/endpoint.json", encoding: .utf8)
         #expect(!json.contains("s3cr3t-value"))
         #expect(json.contains("ENCRYPTED PRIVATE KEY"))
         for file in ["", "/endpoint-id", "/endpoint.json", "/endpoint.secret"] {
-            let mode = (try FileManager.default.attributesOfItem(atPath: directory + file)[.posixPermissions] as? Int) ?? 0
+            let mode =
+                (try FileManager.default.attributesOfItem(atPath: directory + file)[.posixPermissions] as? Int) ?? 0
             #expect(mode == (file.isEmpty ? 0o700 : 0o600), "\(file) has mode \(String(mode, radix: 8))")
         }
         let loaded = try #require(try store.load())
@@ -114,16 +142,21 @@ struct OnboardingTests {
     /// start finds the old credential or the new one, and its key opens; or, before the first
     /// onboarding's commit, none at all. Never a key with the wrong secret.
     @Test func aSaveCutShortLeavesAWholeCredentialOrNone() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Tractor"]))
+        let simulator = try await AgrirouterSimulator.start(
+            SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Tractor"]))
         try await tearingDown({ await simulator.shutdown() }) {
-            let client = OnboardingClient(environment: .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
-                                          settings: settings)
+            let client = OnboardingClient(
+                environment: .local(
+                    onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
+                settings: settings)
             let old = try await client.onboard(tan: "TAN0000001", externalID: "urn:agrigps:endpoint:cut")
             let new = try await client.onboard(tan: "TAN0000002", externalID: "urn:agrigps:endpoint:cut")
             for (before, expectedAfterCommit) in [(OnboardingResponse?.none, new), (old, new)] {
                 let steps = CredentialStore.SaveStep.allCases
                 for done in 0...steps.count {
-                    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-cut-\(UUID().uuidString)").path
+                    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+                        "agrigps-cut-\(UUID().uuidString)"
+                    ).path
                     defer { try? FileManager.default.removeItem(atPath: directory) }
                     let store = CredentialStore(directory: directory)
                     if let before { try store.save(before, environment: "local", settings: settings) }
@@ -132,10 +165,14 @@ struct OnboardingTests {
                     let loaded = try store.load()
                     let committed = done >= 2
                     let expected = committed ? expectedAfterCommit : before
-                    #expect(loaded?.response.authentication.certificate == expected?.authentication.certificate,
-                            "after \(done) of \(steps.count) steps, \(before == nil ? "first onboarding" : "re-onboarding")")
+                    #expect(
+                        loaded?.response.authentication.certificate == expected?.authentication.certificate,
+                        "after \(done) of \(steps.count) steps, \(before == nil ? "first onboarding" : "re-onboarding")"
+                    )
                     if let loaded {
-                        #expect(throws: Never.self, "the key opens after \(done) steps") { try #require(loaded.credentials).check() }
+                        #expect(throws: Never.self, "the key opens after \(done) steps") {
+                            try #require(loaded.credentials).check()
+                        }
                     }
                 }
             }

@@ -1,8 +1,9 @@
 import AgrirouterWire
 import Foundation
 import SwiftProtobuf
-import Testing
 import TestSupport
+import Testing
+
 @testable import AgrirouterSim
 
 /// The local agrirouter's EFDI rules, checked with messages shaped like a real terminal's: a
@@ -11,7 +12,8 @@ import TestSupport
 struct SimulatorEFDITests {
     static let efdiTypes = [TechnicalMessageType.deviceDescription, TechnicalMessageType.timeLog]
 
-    func efdiCapabilities(_ types: [String] = efdiTypes) -> Agrirouter_Request_Payload_Endpoint_CapabilitySpecification {
+    func efdiCapabilities(_ types: [String] = efdiTypes) -> Agrirouter_Request_Payload_Endpoint_CapabilitySpecification
+    {
         var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
         specification.capabilities = types.map { type in
             var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
@@ -37,7 +39,9 @@ struct SimulatorEFDITests {
 
     /// A combine's description: the device, and a boom with sections under it, with the process data
     /// a terminal logs.
-    static func terminalDescription(ddis: [UInt32] = [397, 141, 1, 2, 90, 183, 184, 271, 272, 308]) -> Efdi_ISO11783_TaskData {
+    static func terminalDescription(ddis: [UInt32] = [397, 141, 1, 2, 90, 183, 184, 271, 272, 308])
+        -> Efdi_ISO11783_TaskData
+    {
         var device = Efdi_Device()
         device.deviceID.number = -1
         device.deviceID.uri = ["DVC-1"]
@@ -109,8 +113,11 @@ struct SimulatorEFDITests {
         return Pair(terminal: terminal, listener: listener)
     }
 
-    func codes(_ endpoint: inout Endpoint, _ type: String, _ payload: any SwiftProtobuf.Message, teamSet: String) async throws -> [String] {
-        let message = try endpoint.encoder.encode(technicalMessageType: type, mode: .publish, payload: payload, teamSetContextID: teamSet)
+    func codes(_ endpoint: inout Endpoint, _ type: String, _ payload: any SwiftProtobuf.Message, teamSet: String)
+        async throws -> [String]
+    {
+        let message = try endpoint.encoder.encode(
+            technicalMessageType: type, mode: .publish, payload: payload, teamSetContextID: teamSet)
         try await endpoint.post([message])
         let answers = try await endpoint.outbox().filter { $0.applicationMessageID == message.applicationMessageID }
         guard let answer = answers.first else { return ["no answer"] }
@@ -119,66 +126,108 @@ struct SimulatorEFDITests {
     }
 
     @Test func aTerminalsDescriptionAndTimeLogsAreCheckedAndRoutedWithTheirTeamSet() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Combine", "TAN0000002": "Office"]))
+        let simulator = try await AgrirouterSimulator.start(
+            SimConfiguration(tans: ["TAN0000001": "Combine", "TAN0000002": "Office"]))
         try await tearingDown({ await simulator.shutdown() }) {
             var pair = try await pair(simulator)
             let teamSet = "3f0a4c7e-6f0b-5d43-9d2e-8a1c2b3d4e5f"
             let log = Self.terminalTimeLog(count: 60, values: 40)
 
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: teamSet) == ["VAL_000020"],
-                    "a TimeLog before its team set's description")
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: "") == ["VAL_000016"])
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Efdi_ISO11783_TaskData(), teamSet: teamSet) == ["VAL_000015"])
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(ddis: [397, 0]), teamSet: teamSet)
+            #expect(
+                try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: teamSet) == ["VAL_000020"],
+                "a TimeLog before its team set's description")
+            #expect(
+                try await codes(
+                    &pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: "")
+                    == ["VAL_000016"])
+            #expect(
+                try await codes(
+                    &pair.terminal, TechnicalMessageType.deviceDescription, Efdi_ISO11783_TaskData(), teamSet: teamSet)
+                    == ["VAL_000015"])
+            #expect(
+                try await codes(
+                    &pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(ddis: [397, 0]),
+                    teamSet: teamSet)
                     == ["VAL_000027"])
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: teamSet) == [])
+            #expect(
+                try await codes(
+                    &pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: teamSet
+                ) == [])
             #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: teamSet) == [])
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, Self.terminalTimeLog(count: 2, values: 3, ddi: 65535), teamSet: teamSet)
+            #expect(
+                try await codes(
+                    &pair.terminal, TechnicalMessageType.timeLog, Self.terminalTimeLog(count: 2, values: 3, ddi: 65535),
+                    teamSet: teamSet)
                     == ["VAL_000027"])
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: "another-team-set") == ["VAL_000020"])
+            #expect(
+                try await codes(&pair.terminal, TechnicalMessageType.timeLog, log, teamSet: "another-team-set") == [
+                    "VAL_000020"
+                ])
 
             // The listener got exactly what was taken, byte for byte, under the sender's team set.
             let feed = await simulator.feed(endpoint: pair.listener.deviceID)
             #expect(feed.map(\.header.technicalMessageType) == Self.efdiTypes)
-            #expect(feed.allSatisfy { $0.header.teamSetContextID == teamSet && $0.header.senderID == pair.terminal.deviceID })
+            #expect(
+                feed.allSatisfy {
+                    $0.header.teamSetContextID == teamSet && $0.header.senderID == pair.terminal.deviceID
+                })
             let received = try Efdi_TimeLog(serializedBytes: try #require(feed.last).content.value)
-            #expect(received == log && received.time.count == 60 && received.time.allSatisfy { $0.dataLogValue.count == 40 })
+            #expect(
+                received == log && received.time.count == 60 && received.time.allSatisfy { $0.dataLogValue.count == 40 }
+            )
             let description = try Efdi_ISO11783_TaskData(serializedBytes: try #require(feed.first).content.value)
-            #expect(description.device.first?.deviceDesignator == "Combine 7" && description.device.first?.deviceElement.count == 9)
+            #expect(
+                description.device.first?.deviceDesignator == "Combine 7"
+                    && description.device.first?.deviceElement.count == 9)
         }
     }
 
     @Test func efdiIsNeverChunkedNorBase64NorSentWithoutTheCapability() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Combine", "TAN0000002": "Office"]))
+        let simulator = try await AgrirouterSimulator.start(
+            SimConfiguration(tans: ["TAN0000001": "Combine", "TAN0000002": "Office"]))
         try await tearingDown({ await simulator.shutdown() }) {
             var pair = try await pair(simulator)
             let teamSet = "team-1"
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: teamSet) == [])
+            #expect(
+                try await codes(
+                    &pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: teamSet
+                ) == [])
 
             // Chunked: the envelope says it is part 1 of 2.
             let log = Self.terminalTimeLog(count: 5, values: 10)
-            var request = try RequestDecoder.decode(base64: try pair.terminal.encoder.encode(technicalMessageType: TechnicalMessageType.timeLog,
-                                                                                              mode: .publish, payload: log, teamSetContextID: teamSet).base64)
+            var request = try RequestDecoder.decode(
+                base64: try pair.terminal.encoder.encode(
+                    technicalMessageType: TechnicalMessageType.timeLog,
+                    mode: .publish, payload: log, teamSetContextID: teamSet
+                ).base64)
             request.envelope.chunkInfo.current = 1
             request.envelope.chunkInfo.total = 2
             request.envelope.chunkInfo.contextID = "chunks"
             #expect(try await post(&pair.terminal, request, payload: request.payload) == ["VAL_000019"])
             // The payload as base64 text instead of raw protobuf.
             request.envelope.clearChunkInfo()
-            #expect(try await post(&pair.terminal, request, payload: Data(request.payload.base64EncodedString().utf8)) == ["VAL_000300"])
+            #expect(
+                try await post(&pair.terminal, request, payload: Data(request.payload.base64EncodedString().utf8)) == [
+                    "VAL_000300"
+                ])
 
             // An endpoint whose capabilities lack time_log.
             var office = pair.listener
-            _ = try await office.send(TechnicalMessageType.capabilities, payload: efdiCapabilities([TechnicalMessageType.deviceDescription]))
+            _ = try await office.send(
+                TechnicalMessageType.capabilities, payload: efdiCapabilities([TechnicalMessageType.deviceDescription]))
             _ = try await office.outbox()
             #expect(try await codes(&office, TechnicalMessageType.timeLog, log, teamSet: teamSet) == ["VAL_000004"])
-            #expect(await simulator.feed(endpoint: pair.listener.deviceID).map(\.header.technicalMessageType) == [TechnicalMessageType.deviceDescription],
-                    "nothing refused was routed")
+            #expect(
+                await simulator.feed(endpoint: pair.listener.deviceID).map(\.header.technicalMessageType) == [
+                    TechnicalMessageType.deviceDescription
+                ],
+                "nothing refused was routed")
         }
     }
 
     @Test func acceptedEFDIIsRecordedAndKeptAsSentAndRefusedEFDIIsNot() async throws {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("received-efdi-\(UUID().uuidString)").path
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("received-efdi-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: work) }
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         var configuration = SimConfiguration(tans: ["TAN0000001": "Combine", "TAN0000002": "Office"])
@@ -188,12 +237,18 @@ struct SimulatorEFDITests {
         try await tearingDown({ await simulator.shutdown() }) {
             var pair = try await pair(simulator)
             let timeLog = Self.terminalTimeLog(count: 3, values: 40)
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, timeLog, teamSet: "t") == ["VAL_000020"])
-            #expect(try await codes(&pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: "t") == [])
+            #expect(
+                try await codes(&pair.terminal, TechnicalMessageType.timeLog, timeLog, teamSet: "t") == ["VAL_000020"])
+            #expect(
+                try await codes(
+                    &pair.terminal, TechnicalMessageType.deviceDescription, Self.terminalDescription(), teamSet: "t")
+                    == [])
             #expect(try await codes(&pair.terminal, TechnicalMessageType.timeLog, timeLog, teamSet: "t") == [])
 
             let lines = try String(contentsOfFile: work + "/received.jsonl", encoding: .utf8).split(separator: "\n")
-            let records = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+            let records = try lines.map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
             #expect(records.map { $0["format"] as? String } == ["device_description", "time_log"])
             #expect(records.first?["designator"] as? String == "Combine 7")
             let entries = try #require(records.last?["entries"] as? [[String: Any]])
@@ -219,9 +274,13 @@ struct SimulatorEFDITests {
         var wrapper = Agrirouter_Request_RequestPayloadWrapper()
         wrapper.details = details
         let frames = DelimitedFrames.join([try envelope.serializedBytes(), try wrapper.serializedBytes()])
-        try await endpoint.post([EncodedMessage(applicationMessageID: envelope.applicationMessageID, sequenceNumber: envelope.applicationMessageSeqNo,
-                                                technicalMessageType: envelope.technicalMessageType, base64: frames.base64EncodedString(),
-                                                payloadSize: payload.count)])
-        return try await endpoint.outbox().filter { $0.applicationMessageID == envelope.applicationMessageID }.flatMap(\.messageCodes)
+        try await endpoint.post([
+            EncodedMessage(
+                applicationMessageID: envelope.applicationMessageID, sequenceNumber: envelope.applicationMessageSeqNo,
+                technicalMessageType: envelope.technicalMessageType, base64: frames.base64EncodedString(),
+                payloadSize: payload.count)
+        ])
+        return try await endpoint.outbox().filter { $0.applicationMessageID == envelope.applicationMessageID }.flatMap(
+            \.messageCodes)
     }
 }

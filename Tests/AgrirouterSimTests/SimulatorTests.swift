@@ -1,13 +1,14 @@
-import AgrirouterWire
 import AgrirouterLink
+import AgrirouterWire
 import Foundation
-import Gateway
 import GNSS
+import Gateway
 import SwiftASN1
 import SwiftProtobuf
-import Testing
 import TestSupport
+import Testing
 import X509
+
 @testable import AgrirouterSim
 
 /// An endpoint onboarded at the simulator, talking to it through libcurl over real TLS.
@@ -21,16 +22,22 @@ struct Endpoint {
     var client: HTTPSClient
     var encoder = MessageEncoder()
 
-    mutating func send(_ type: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
-                       payload: (any SwiftProtobuf.Message)?) async throws -> EncodedMessage {
+    mutating func send(
+        _ type: String, mode: Agrirouter_Request_RequestEnvelope.Mode = .direct,
+        payload: (any SwiftProtobuf.Message)?
+    ) async throws -> EncodedMessage {
         let message = try encoder.encode(technicalMessageType: type, mode: mode, payload: payload)
         try await post([message])
         return message
     }
 
     func post(_ messages: [EncodedMessage]) async throws {
-        let body = try MeasuresBody(sensorAlternateID: sensorID, capabilityAlternateID: capabilityID, messages: messages).json()
-        _ = try await client.send(method: "POST", url: measuresURL, body: body, headers: ["Content-Type: application/json"], credentials: credentials)
+        let body = try MeasuresBody(
+            sensorAlternateID: sensorID, capabilityAlternateID: capabilityID, messages: messages
+        ).json()
+        _ = try await client.send(
+            method: "POST", url: measuresURL, body: body, headers: ["Content-Type: application/json"],
+            credentials: credentials)
     }
 
     func outbox() async throws -> [DecodedResponse] {
@@ -42,24 +49,29 @@ struct Endpoint {
 func onboardingBody(id: String, timestamp: Date = Date().addingTimeInterval(-10), drop field: String? = nil) -> Data {
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    var body: [String: String] = ["id": id, "applicationId": "app", "certificationVersionId": "version", "gatewayId": "3",
-                                  "certificateType": "PEM", "UTCTimestamp": formatter.string(from: timestamp), "timeZone": "+00:00"]
+    var body: [String: String] = [
+        "id": id, "applicationId": "app", "certificationVersionId": "version", "gatewayId": "3",
+        "certificateType": "PEM", "UTCTimestamp": formatter.string(from: timestamp), "timeZone": "+00:00",
+    ]
     if let field { body[field] = nil }
     return try! JSONSerialization.data(withJSONObject: body)
 }
 
 func onboard(_ simulator: AgrirouterSimulator, tan: String, id: String) async throws -> Endpoint {
     let client = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 20)
-    let response = try await client.send(method: "POST", url: simulator.onboardingURL, body: onboardingBody(id: id),
-                                         headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"])
+    let response = try await client.send(
+        method: "POST", url: simulator.onboardingURL, body: onboardingBody(id: id),
+        headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"])
     let reply = try #require(try JSONSerialization.jsonObject(with: response.body) as? [String: Any])
     let criteria = try #require(reply["connectionCriteria"] as? [String: String])
     let authentication = try #require(reply["authentication"] as? [String: String])
-    let credentials = try #require(ClientCredentials(agrirouterPEM: authentication["certificate"] ?? "", secret: authentication["secret"] ?? ""))
-    return Endpoint(deviceID: try #require(reply["deviceAlternateId"] as? String),
-                    measuresURL: try #require(criteria["measures"]), commandsURL: try #require(criteria["commands"]),
-                    sensorID: try #require(reply["sensorAlternateId"] as? String),
-                    capabilityID: try #require(reply["capabilityAlternateId"] as? String), credentials: credentials, client: client)
+    let credentials = try #require(
+        ClientCredentials(agrirouterPEM: authentication["certificate"] ?? "", secret: authentication["secret"] ?? ""))
+    return Endpoint(
+        deviceID: try #require(reply["deviceAlternateId"] as? String),
+        measuresURL: try #require(criteria["measures"]), commandsURL: try #require(criteria["commands"]),
+        sensorID: try #require(reply["sensorAlternateId"] as? String),
+        capabilityID: try #require(reply["capabilityAlternateId"] as? String), credentials: credentials, client: client)
 }
 
 func capabilities(push: Bool = true) -> Agrirouter_Request_Payload_Endpoint_CapabilitySpecification {
@@ -83,7 +95,8 @@ func gpsSubscription() -> Agrirouter_Request_Payload_Endpoint_Subscription {
 }
 
 func gpsList(latitude: Double) -> Agrirouter_Technicalmessagetype_GPSList {
-    let report = PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 3, latitude: latitude, longitude: 11.5, altitudeHAE: 500)
+    let report = PositionReport(
+        time: Date(), gpsdMode: 3, gpsdStatus: 3, latitude: latitude, longitude: 11.5, altitudeHAE: 500)
     var list = Agrirouter_Technicalmessagetype_GPSList()
     list.gpsEntries = [GPSEntry(PositionSample(sampledAt: Date(), state: report.fixState, report: report))]
     return list
@@ -98,7 +111,10 @@ struct SimulatorTests {
         #expect(ISO8601.parse("2026-03-26T05:08:58+02:00") == instant)
         #expect(ISO8601.parse("2026-03-25T23:38:58-03:30") == instant)
         #expect(ISO8601.parse("2026-03-26T05:08:58.250+02:00") == instant.addingTimeInterval(0.25))
-        for bad in ["2026-03-26T03:08:58", "2026-03-26T03:08:58+2:00", "2026-03-26T03:08:58+24:00", "2026-03-26 03:08:58Z", "+02:00", ""] {
+        for bad in [
+            "2026-03-26T03:08:58", "2026-03-26T03:08:58+2:00", "2026-03-26T03:08:58+24:00", "2026-03-26 03:08:58Z",
+            "+02:00", "",
+        ] {
             #expect(ISO8601.parse(bad) == nil, "\(bad)")
         }
     }
@@ -106,21 +122,26 @@ struct SimulatorTests {
     @Test func clientCertificateIsRequiredAndMustComeFromTheSimulatorsCA() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
         let other = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000002": "Stranger"]))
-        try await tearingDown({ await simulator.shutdown(); await other.shutdown() }) {
+        try await tearingDown({
+            await simulator.shutdown()
+            await other.shutdown()
+        }) {
             let endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
             #expect(try await endpoint.outbox().isEmpty)
 
             let stranger = try await onboard(other, tan: "TAN0000002", id: "urn:agrigps:b")
             for credentials in [nil, stranger.credentials] as [ClientCredentials?] {
                 await #expect {
-                    _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL, credentials: credentials)
+                    _ = try await endpoint.client.send(
+                        method: "GET", url: endpoint.commandsURL, credentials: credentials)
                 } throws: { error in
                     guard case .clientCertificateRejected = error as? TransportError else { return false }
                     return true
                 }
             }
-            let wrongSecret = ClientCredentials(certificatePEM: endpoint.credentials.certificatePEM,
-                                                encryptedKeyPEM: endpoint.credentials.encryptedKeyPEM, secret: "not the secret")
+            let wrongSecret = ClientCredentials(
+                certificatePEM: endpoint.credentials.certificatePEM,
+                encryptedKeyPEM: endpoint.credentials.encryptedKeyPEM, secret: "not the secret")
             await #expect {
                 _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL, credentials: wrongSecret)
             } throws: { error in
@@ -129,7 +150,8 @@ struct SimulatorTests {
             }
             // A client that trusts only the system's CAs does not trust the simulator: no insecure fallback.
             await #expect {
-                _ = try await HTTPSClient().send(method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
+                _ = try await HTTPSClient().send(
+                    method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
             } throws: { error in
                 guard case .serverNotTrusted = error as? TransportError else { return false }
                 return true
@@ -139,28 +161,43 @@ struct SimulatorTests {
     }
 
     @Test func onboardingErrorsUseAgrirouterCodes() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Again"]))
+        let simulator = try await AgrirouterSimulator.start(
+            SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Again"]))
         try await tearingDown({ await simulator.shutdown() }) {
             let client = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM)
             func attempt(tan: String, body: Data) async -> (Int, String?) {
                 do {
-                    let response = try await client.send(method: "POST", url: simulator.onboardingURL, body: body,
-                                                         headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"])
+                    let response = try await client.send(
+                        method: "POST", url: simulator.onboardingURL, body: body,
+                        headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"])
                     return (response.status, nil)
                 } catch {
                     return (0, "\(error)")
                 }
             }
             // The transport turns 4xx into typed errors; the onboarding body is read from the simulator's state here.
-            let state = SimState(configuration: SimConfiguration(tans: ["TAN0000003": "Direct"]), authority: try CertificateAuthority())
+            let state = SimState(
+                configuration: SimConfiguration(tans: ["TAN0000003": "Direct"]), authority: try CertificateAuthority())
             func code(_ response: SimResponse) -> String? {
-                ((try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["error"] as? [String: Any])?["code"] as? String
+                ((try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["error"] as? [String: Any])?[
+                    "code"] as? String
             }
             #expect(code(await state.onboard(authorization: "Bearer WRONG", body: onboardingBody(id: "x"))) == "0401")
-            #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x", timestamp: Date().addingTimeInterval(120)))) == "0110")
-            #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x", drop: "certificationVersionId"))) == "0100")
-            #expect(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x")).status == 201)
-            #expect(code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x"))) == "0401", "a TAN works once")
+            #expect(
+                code(
+                    await state.onboard(
+                        authorization: "Bearer TAN0000003",
+                        body: onboardingBody(id: "x", timestamp: Date().addingTimeInterval(120)))) == "0110")
+            #expect(
+                code(
+                    await state.onboard(
+                        authorization: "Bearer TAN0000003",
+                        body: onboardingBody(id: "x", drop: "certificationVersionId"))) == "0100")
+            #expect(
+                await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x")).status == 201)
+            #expect(
+                code(await state.onboard(authorization: "Bearer TAN0000003", body: onboardingBody(id: "x"))) == "0401",
+                "a TAN works once")
 
             let (status, error) = await attempt(tan: "WRONG", body: onboardingBody(id: "y"))
             #expect(status == 0 && error == "\(TransportError.unauthorized)")
@@ -175,7 +212,8 @@ struct SimulatorTests {
     }
 
     @Test func capabilitiesSubscriptionPublishAndPush() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor A", "TAN0000002": "Tractor B"]))
+        let simulator = try await AgrirouterSimulator.start(
+            SimConfiguration(tans: ["TAN0000001": "Tractor A", "TAN0000002": "Tractor B"]))
         try await tearingDown({ await simulator.shutdown() }) {
             var a = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
             var b = try await onboard(simulator, tan: "TAN0000002", id: "urn:agrigps:b")
@@ -189,7 +227,9 @@ struct SimulatorTests {
                 var endpoint = endpoint
                 let sent = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
                 let answer = try await endpoint.outbox()
-                #expect(answer.first?.envelope.responseCode == 201 && answer.first?.body == .ack && answer.first?.applicationMessageID == sent.applicationMessageID)
+                #expect(
+                    answer.first?.envelope.responseCode == 201 && answer.first?.body == .ack
+                        && answer.first?.applicationMessageID == sent.applicationMessageID)
                 _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
                 #expect(try await endpoint.outbox().first?.messageCodes == ["VAL_000022"])
                 _ = try await endpoint.send(TechnicalMessageType.subscription, payload: gpsSubscription())
@@ -198,20 +238,36 @@ struct SimulatorTests {
             }
             #expect(await simulator.subscriptions(endpoint: b.deviceID) == [TechnicalMessageType.gpsInfo])
 
-            let published = try await a.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 48.25))
+            let published = try await a.send(
+                TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 48.25))
             let ack = try await a.outbox()
-            #expect(ack.count == 1 && ack.first?.body == .ack && ack.first?.applicationMessageID == published.applicationMessageID)
+            #expect(
+                ack.count == 1 && ack.first?.body == .ack
+                    && ack.first?.applicationMessageID == published.applicationMessageID)
             let pushed = try await b.outbox()
-            guard case .pushNotification(let push)? = pushed.first?.body else { Issue.record("no push: \(pushed)"); return }
+            guard case .pushNotification(let push)? = pushed.first?.body else {
+                Issue.record("no push: \(pushed)")
+                return
+            }
             let message = try #require(push.messages.first)
-            #expect(message.header.senderID == a.deviceID && message.header.technicalMessageType == TechnicalMessageType.gpsInfo)
+            #expect(
+                message.header.senderID == a.deviceID
+                    && message.header.technicalMessageType == TechnicalMessageType.gpsInfo)
             #expect(try GPSInfoContent.gpsList(from: message.content.value).gpsEntries.map(\.positionNorth) == [48.25])
 
-            _ = try await b.send(TechnicalMessageType.listEndpoints, payload: Agrirouter_Request_Payload_Account_ListEndpointsQuery())
-            guard case .endpoints(let listing)? = try await b.outbox().first?.body else { Issue.record("no listing"); return }
+            _ = try await b.send(
+                TechnicalMessageType.listEndpoints, payload: Agrirouter_Request_Payload_Account_ListEndpointsQuery())
+            guard case .endpoints(let listing)? = try await b.outbox().first?.body else {
+                Issue.record("no listing")
+                return
+            }
             #expect(listing.endpoints.map(\.endpointName) == ["Tractor A", "Tractor B"])
-            #expect(await simulator.sentMessages(endpoint: a.deviceID).map(\.envelope.technicalMessageType)
-                == [TechnicalMessageType.capabilities, TechnicalMessageType.capabilities, TechnicalMessageType.subscription, TechnicalMessageType.gpsInfo])
+            #expect(
+                await simulator.sentMessages(endpoint: a.deviceID).map(\.envelope.technicalMessageType)
+                    == [
+                        TechnicalMessageType.capabilities, TechnicalMessageType.capabilities,
+                        TechnicalMessageType.subscription, TechnicalMessageType.gpsInfo,
+                    ])
         }
     }
 
@@ -223,7 +279,9 @@ struct SimulatorTests {
             _ = try await endpoint.outbox()
 
             // Undecodable: VAL_000300 with no application_message_id.
-            let garbage = EncodedMessage(applicationMessageID: "", sequenceNumber: 0, technicalMessageType: "", base64: Data([1, 2, 3]).base64EncodedString(), payloadSize: 0)
+            let garbage = EncodedMessage(
+                applicationMessageID: "", sequenceNumber: 0, technicalMessageType: "",
+                base64: Data([1, 2, 3]).base64EncodedString(), payloadSize: 0)
             try await endpoint.post([garbage])
             let undecodable = try await endpoint.outbox()
             #expect(undecodable.first?.applicationMessageID == nil && undecodable.first?.messageCodes == ["VAL_000300"])
@@ -235,7 +293,10 @@ struct SimulatorTests {
             #expect(repeated.count == 2)
             #expect(repeated.first?.body == .ack)
             #expect(repeated.last?.messageCodes == ["VAL_000300"], "a repeated application_message_id is refused")
-            var request = try RequestDecoder.decode(base64: try endpoint.encoder.encode(technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 1)).base64)
+            var request = try RequestDecoder.decode(
+                base64: try endpoint.encoder.encode(
+                    technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: 1)
+                ).base64)
             var details = Google_Protobuf_Any()
             details.typeURL = request.payloadTypeURL
             details.value = Data(request.payload.base64EncodedString().utf8)
@@ -243,15 +304,23 @@ struct SimulatorTests {
             wrapper.details = details
             request.envelope.applicationMessageID = UUID().uuidString.lowercased()
             let frames = DelimitedFrames.join([try request.envelope.serializedBytes(), try wrapper.serializedBytes()])
-            try await endpoint.post([EncodedMessage(applicationMessageID: request.envelope.applicationMessageID, sequenceNumber: 9,
-                                                    technicalMessageType: TechnicalMessageType.gpsInfo, base64: frames.base64EncodedString(), payloadSize: 0)])
+            try await endpoint.post([
+                EncodedMessage(
+                    applicationMessageID: request.envelope.applicationMessageID, sequenceNumber: 9,
+                    technicalMessageType: TechnicalMessageType.gpsInfo, base64: frames.base64EncodedString(),
+                    payloadSize: 0)
+            ])
             let base64Answer = try await endpoint.outbox()
-            guard case .ackWithFailure(let messages)? = base64Answer.first?.body else { Issue.record("base64 gps:info accepted"); return }
+            guard case .ackWithFailure(let messages)? = base64Answer.first?.body else {
+                Issue.record("base64 gps:info accepted")
+                return
+            }
             #expect(messages.first?.message.contains("not base64") == true)
 
             // Over the SDKs' payload cap: HTTP 413.
-            let huge = EncodedMessage(applicationMessageID: "x", sequenceNumber: 1, technicalMessageType: "gps:info",
-                                      base64: String(repeating: "A", count: SimState.maximumMessageCharacters + 8192), payloadSize: 0)
+            let huge = EncodedMessage(
+                applicationMessageID: "x", sequenceNumber: 1, technicalMessageType: "gps:info",
+                base64: String(repeating: "A", count: SimState.maximumMessageCharacters + 8192), payloadSize: 0)
             await #expect(throws: TransportError.payloadTooLarge) { try await endpoint.post([huge]) }
         }
     }
@@ -278,7 +347,9 @@ struct SimulatorTests {
         }
     }
 
-    @Test("a POST taken by the server and then cut off is never sent again behind the client's back, and is reported as possibly arrived")
+    @Test(
+        "a POST taken by the server and then cut off is never sent again behind the client's back, and is reported as possibly arrived"
+    )
     func aPostCutOffAfterArrivalIsNotResent() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
         try await tearingDown({ await simulator.shutdown() }) {
@@ -292,12 +363,15 @@ struct SimulatorTests {
                 guard case .brokenAfterSending = error as? TransportError else { return false }
                 return true
             }
-            #expect(await simulator.sentMessages(endpoint: endpoint.deviceID).count == before + 1, "taken once, not resent")
+            #expect(
+                await simulator.sentMessages(endpoint: endpoint.deviceID).count == before + 1, "taken once, not resent")
             #expect(try await endpoint.outbox().count == 1, "its answer waits in the outbox")
         }
     }
 
-    @Test("outages: a hung gateway takes requests and never answers them; a suspended one refuses connections until resumed")
+    @Test(
+        "outages: a hung gateway takes requests and never answers them; a suspended one refuses connections until resumed"
+    )
     func outages() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
         try await tearingDown({ await simulator.shutdown() }) {
@@ -313,8 +387,9 @@ struct SimulatorTests {
 
             await simulator.suspendGateway()
             await #expect {
-                _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(method: "GET", url: endpoint.commandsURL,
-                                                                                        credentials: endpoint.credentials)
+                _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(
+                    method: "GET", url: endpoint.commandsURL,
+                    credentials: endpoint.credentials)
             } throws: { error in
                 guard case .cannotConnect = error as? TransportError else { return false }
                 return true
@@ -325,7 +400,9 @@ struct SimulatorTests {
         }
     }
 
-    @Test("a cancellable request waiting on a hung gateway ends when its task is cancelled: a GET as not sent, a POST whose body went out as maybe taken; any other waits")
+    @Test(
+        "a cancellable request waiting on a hung gateway ends when its task is cancelled: a GET as not sent, a POST whose body went out as maybe taken; any other waits"
+    )
     func cancelledRequestsEnd() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
         try await tearingDown({ await simulator.shutdown() }) {
@@ -335,8 +412,9 @@ struct SimulatorTests {
             for (method, body) in [("GET", nil), ("POST", Data("{}".utf8))] as [(String, Data?)] {
                 let started = ContinuousClock.now
                 let request = Task {
-                    try await client.send(method: method, url: method == "GET" ? endpoint.commandsURL : endpoint.measuresURL, body: body,
-                                          credentials: endpoint.credentials, cancellable: true)
+                    try await client.send(
+                        method: method, url: method == "GET" ? endpoint.commandsURL : endpoint.measuresURL, body: body,
+                        credentials: endpoint.credentials, cancellable: true)
                 }
                 try await Task.sleep(for: .milliseconds(500))
                 request.cancel()
@@ -344,7 +422,8 @@ struct SimulatorTests {
                 let ended = ContinuousClock.now - started
                 #expect(ended < .seconds(5), "\(method) ended \(ended) after it began, not at the 60 s timeout")
                 switch (method, result) {
-                case ("GET", .failure(TransportError.stopping)), ("POST", .failure(TransportError.brokenAfterSending)): break
+                case ("GET", .failure(TransportError.stopping)), ("POST", .failure(TransportError.brokenAfterSending)):
+                    break
                 default: Issue.record("\(method): \(result)")
                 }
             }
@@ -357,7 +436,8 @@ struct SimulatorTests {
             try await Task.sleep(for: .milliseconds(300))
             patient.cancel()
             if case .success = await patient.result { Issue.record("a hung GET succeeded") }
-            #expect(ContinuousClock.now - started > .milliseconds(1500), "ended by its own timeout, not the cancellation")
+            #expect(
+                ContinuousClock.now - started > .milliseconds(1500), "ended by its own timeout, not the cancellation")
         }
     }
 
@@ -375,8 +455,9 @@ struct SimulatorTests {
             // A drop on a connection of its own is an error (a reused one is retried: see requestsShareOneConnection).
             await simulator.inject(.dropAfterBody)
             await #expect {
-                _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(method: "GET", url: endpoint.commandsURL,
-                                                                                        credentials: endpoint.credentials)
+                _ = try await HTTPSClient(trustedCAPEM: simulator.caCertificatePEM).send(
+                    method: "GET", url: endpoint.commandsURL,
+                    credentials: endpoint.credentials)
             } throws: { error in
                 guard case .connectionFailed = error as? TransportError else { return false }
                 return true
@@ -385,7 +466,8 @@ struct SimulatorTests {
             await simulator.inject(.stall(seconds: 3))
             let impatient = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 2, totalTimeout: 1)
             await #expect(throws: TransportError.timedOut) {
-                _ = try await impatient.send(method: "POST", url: endpoint.measuresURL, body: Data("{}".utf8), credentials: endpoint.credentials)
+                _ = try await impatient.send(
+                    method: "POST", url: endpoint.measuresURL, body: Data("{}".utf8), credentials: endpoint.credentials)
             }
 
             await simulator.inject(.ackWithFailure(code: "VAL_000004"))
@@ -415,7 +497,8 @@ struct SimulatorFeedTests {
     }
 
     @Test func feedQueryPagesConfirmAndDelete() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "A", "TAN0000002": "B"]))
+        let simulator = try await AgrirouterSimulator.start(
+            SimConfiguration(tans: ["TAN0000001": "A", "TAN0000002": "B"]))
         try await tearingDown({ await simulator.shutdown() }) {
             var a = try await onboard(simulator, tan: "TAN0000001", id: "urn:a")
             var b = try await onboard(simulator, tan: "TAN0000002", id: "urn:b")
@@ -425,7 +508,8 @@ struct SimulatorFeedTests {
             _ = try await a.outbox()
             _ = try await b.outbox()
             for index in 0..<30 {
-                _ = try await a.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: Double(index)))
+                _ = try await a.send(
+                    TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(latitude: Double(index)))
             }
             #expect(try await b.outbox().isEmpty, "push is off for B: nothing in its outbox")
 
@@ -438,9 +522,14 @@ struct SimulatorFeedTests {
             var query = Agrirouter_Feed_Request_MessageQuery()
             query.validityPeriod = period(from: Date().addingTimeInterval(-900), to: Date().addingTimeInterval(5))
             _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
-            guard case .feedMessages(let page)? = try await b.outbox().first?.body else { Issue.record("no feed answer"); return }
+            guard case .feedMessages(let page)? = try await b.outbox().first?.body else {
+                Issue.record("no feed answer")
+                return
+            }
             #expect(page.messages.count == 25 && page.page.total == 2 && page.queryMetrics.totalMessagesInQuery == 30)
-            #expect(try page.messages.map { try GPSInfoContent.gpsList(from: $0.content.value).gpsEntries[0].positionNorth } == (0..<25).map(Double.init))
+            #expect(
+                try page.messages.map { try GPSInfoContent.gpsList(from: $0.content.value).gpsEntries[0].positionNorth }
+                    == (0..<25).map(Double.init))
 
             var confirm = Agrirouter_Feed_Request_MessageConfirm()
             confirm.messageIds = page.messages.map(\.header.messageID) + ["unknown-id"]
@@ -449,7 +538,10 @@ struct SimulatorFeedTests {
             #expect(confirmed.filter { $0 == "VAL_000206" }.count == 25 && confirmed.last == "VAL_000205")
 
             _ = try await b.send(TechnicalMessageType.feedMessageQuery, payload: query)
-            guard case .feedMessages(let rest)? = try await b.outbox().first?.body else { Issue.record("no second page"); return }
+            guard case .feedMessages(let rest)? = try await b.outbox().first?.body else {
+                Issue.record("no second page")
+                return
+            }
             #expect(rest.messages.count == 5 && rest.page.total == 1)
 
             var delete = Agrirouter_Feed_Request_MessageDelete()
@@ -473,16 +565,28 @@ struct SimulatorFeedTests {
             envelope.applicationMessageID = UUID().uuidString.lowercased()
             envelope.applicationMessageSeqNo = 0
             envelope.technicalMessageType = TechnicalMessageType.ping
-            let zero = DelimitedFrames.join([try envelope.serializedBytes(), try Agrirouter_Request_RequestPayloadWrapper().serializedBytes()])
-            try await endpoint.post([EncodedMessage(applicationMessageID: envelope.applicationMessageID, sequenceNumber: 0,
-                                                    technicalMessageType: TechnicalMessageType.ping, base64: zero.base64EncodedString(), payloadSize: 0)])
-            guard case .ackWithFailure(let messages)? = try await endpoint.outbox().first?.body else { Issue.record("seq 0 accepted"); return }
+            let zero = DelimitedFrames.join([
+                try envelope.serializedBytes(), try Agrirouter_Request_RequestPayloadWrapper().serializedBytes(),
+            ])
+            try await endpoint.post([
+                EncodedMessage(
+                    applicationMessageID: envelope.applicationMessageID, sequenceNumber: 0,
+                    technicalMessageType: TechnicalMessageType.ping, base64: zero.base64EncodedString(), payloadSize: 0)
+            ])
+            guard case .ackWithFailure(let messages)? = try await endpoint.outbox().first?.body else {
+                Issue.record("seq 0 accepted")
+                return
+            }
             #expect(messages.first?.message.contains("greater than 0") == true)
             _ = try await endpoint.send("dke:no_such_type", payload: nil)
-            guard case .ackWithFailure(let unknown)? = try await endpoint.outbox().first?.body else { Issue.record("unknown type accepted"); return }
+            guard case .ackWithFailure(let unknown)? = try await endpoint.outbox().first?.body else {
+                Issue.record("unknown type accepted")
+                return
+            }
             #expect(unknown.first?.message.contains("Unknown technical message type") == true)
             await #expect(throws: TransportError.notFound) {
-                _ = try await endpoint.client.send(method: "GET", url: endpoint.commandsURL + "/extra", credentials: endpoint.credentials)
+                _ = try await endpoint.client.send(
+                    method: "GET", url: endpoint.commandsURL + "/extra", credentials: endpoint.credentials)
             }
         }
     }
@@ -494,12 +598,24 @@ struct SimulatorFeedTests {
         var encoder = MessageEncoder()
         let now = Date()
         func request(at time: Date) throws -> DecodedRequest {
-            try RequestDecoder.decode(base64: try encoder.encode(technicalMessageType: TechnicalMessageType.ping, mode: .direct, payload: nil, at: time).base64)
+            try RequestDecoder.decode(
+                base64: try encoder.encode(
+                    technicalMessageType: TechnicalMessageType.ping, mode: .direct, payload: nil, at: time
+                ).base64)
         }
-        #expect(SimState.futureTimestamp(try request(at: now.addingTimeInterval(-3600)), sentAt: now.timeIntervalSince1970 - 3600, now: now) == nil)
-        #expect(SimState.futureTimestamp(try request(at: now.addingTimeInterval(0.5)), sentAt: nil, now: now) == nil, "within a second")
-        #expect(SimState.futureTimestamp(try request(at: now.addingTimeInterval(7200)), sentAt: nil, now: now)?.contains("envelope") == true)
-        #expect(SimState.futureTimestamp(try request(at: now), sentAt: now.timeIntervalSince1970 + 60, now: now)?.contains("measure") == true)
+        #expect(
+            SimState.futureTimestamp(
+                try request(at: now.addingTimeInterval(-3600)), sentAt: now.timeIntervalSince1970 - 3600, now: now)
+                == nil)
+        #expect(
+            SimState.futureTimestamp(try request(at: now.addingTimeInterval(0.5)), sentAt: nil, now: now) == nil,
+            "within a second")
+        #expect(
+            SimState.futureTimestamp(try request(at: now.addingTimeInterval(7200)), sentAt: nil, now: now)?.contains(
+                "envelope") == true)
+        #expect(
+            SimState.futureTimestamp(try request(at: now), sentAt: now.timeIntervalSince1970 + 60, now: now)?.contains(
+                "measure") == true)
     }
 }
 
@@ -508,7 +624,8 @@ struct SimulatorFeedTests {
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct SimulatorForOtherHostsTests {
     @Test func anAdvertisedAddressGoesIntoTheURLsAndTheServerCertificate() async throws {
-        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]), advertisedHost: "10.0.2.2")
+        let simulator = try await AgrirouterSimulator.start(
+            SimConfiguration(tans: ["TAN0000001": "Tractor"]), advertisedHost: "10.0.2.2")
         try await tearingDown({ await simulator.shutdown() }) {
             #expect(simulator.onboardingURL.hasPrefix("https://10.0.2.2:"))
 
@@ -517,7 +634,9 @@ struct SimulatorForOtherHostsTests {
                 let certificate = try authority.issueServerCertificate(alsoFor: host).certificate
                 return Array(try #require(try certificate.extensions.subjectAlternativeNames))
             }
-            let loopback: [GeneralName] = [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))]
+            let loopback: [GeneralName] = [
+                .dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
+            ]
             #expect(try names(nil) == loopback)
             #expect(try names("127.0.0.1") == loopback)
             #expect(try names("10.0.2.2") == loopback + [.ipAddress(ASN1OctetString(contentBytes: [10, 0, 2, 2]))])
@@ -527,7 +646,8 @@ struct SimulatorForOtherHostsTests {
     }
 
     @Test func acceptedPositionsAreRecordedBeforeTheyAreAcknowledged() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("received-\(UUID().uuidString).jsonl").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("received-\(UUID().uuidString).jsonl")
+            .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
         configuration.onAcceptedGPSInfo = try #require(ReceivedLog(path: path)).record
@@ -537,7 +657,10 @@ struct SimulatorForOtherHostsTests {
             _ = try await endpoint.send(TechnicalMessageType.capabilities, payload: capabilities())
             _ = try await endpoint.outbox()
             var list = gpsList(latitude: 48.25)
-            list.gpsEntries.append(GPSEntry(PositionSample(sampledAt: Date(timeIntervalSince1970: 1_790_000_000.25), state: .noReceiver(.removed))))
+            list.gpsEntries.append(
+                GPSEntry(
+                    PositionSample(
+                        sampledAt: Date(timeIntervalSince1970: 1_790_000_000.25), state: .noReceiver(.removed))))
             let published = try await endpoint.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: list)
             #expect(try await endpoint.outbox().first?.body == .ack)
 

@@ -1,6 +1,7 @@
 import Foundation
 import SwiftProtobuf
 import Testing
+
 @testable import AgrirouterWire
 
 @Suite struct CodecTests {
@@ -51,7 +52,8 @@ import Testing
         var encoder = MessageEncoder()
         var ids: Set<String> = []
         for (index, (type, payload)) in requests().enumerated() {
-            let mode: Agrirouter_Request_RequestEnvelope.Mode = type == TechnicalMessageType.gpsInfo ? .publish : .direct
+            let mode: Agrirouter_Request_RequestEnvelope.Mode =
+                type == TechnicalMessageType.gpsInfo ? .publish : .direct
             let encoded = try encoder.encode(technicalMessageType: type, mode: mode, payload: payload)
             #expect(encoded.sequenceNumber == Int64(index + 1), "sequence numbers start at 1 and count up")
             #expect(!encoded.base64.contains("\n"))
@@ -64,7 +66,8 @@ import Testing
             #expect(decoded.envelope.hasTimestamp)
             if let payload {
                 #expect(decoded.payloadTypeURL == TypeURL.of(Swift.type(of: payload).protoMessageName))
-                #expect(decoded.payload == (try payload.serializedBytes() as Data), "\(type): payload bytes are sent raw")
+                #expect(
+                    decoded.payload == (try payload.serializedBytes() as Data), "\(type): payload bytes are sent raw")
             } else {
                 #expect(decoded.payload.isEmpty)
             }
@@ -77,7 +80,10 @@ import Testing
     @Test func gpsInfoPayloadIsRawProtobufNotBase64() throws {
         var encoder = MessageEncoder()
         let list = gpsList()
-        let decoded = try RequestDecoder.decode(base64: try encoder.encode(technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish, payload: list).base64)
+        let decoded = try RequestDecoder.decode(
+            base64: try encoder.encode(
+                technicalMessageType: TechnicalMessageType.gpsInfo, mode: .publish, payload: list
+            ).base64)
         #expect(decoded.payloadTypeURL == "types.agrirouter.com/agrirouter.technicalmessagetype.GPSList")
         #expect(try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: decoded.payload) == list)
         #expect(Data(base64Encoded: decoded.payload) == nil)
@@ -118,17 +124,18 @@ import Testing
         pushed.content.value = try gpsList().serializedBytes() + Data([0, 0, 0])
         push.messages = [pushed]
 
-        let cases: [(Agrirouter_Response_ResponseEnvelope.ResponseBodyType, (any SwiftProtobuf.Message)?, ResponseBody)] = [
-            (.ack, nil, .ack),
-            (.ackWithMessages, messages, .ackWithMessages(messages.messages)),
-            (.ackWithFailure, messages, .ackWithFailure(messages.messages)),
-            (.ackForFeedHeaderList, headers, .feedHeaders(headers)),
-            (.ackForFeedMessage, feed, .feedMessages(feed)),
-            (.ackForFeedFailedMessage, failed, .failedFeedMessages(failed)),
-            (.endpointsListing, endpoints, .endpoints(endpoints)),
-            (.pushNotification, push, .pushNotification(push)),
-            (.cloudRegistrations, nil, .unhandled(type: 11)),
-        ]
+        let cases:
+            [(Agrirouter_Response_ResponseEnvelope.ResponseBodyType, (any SwiftProtobuf.Message)?, ResponseBody)] = [
+                (.ack, nil, .ack),
+                (.ackWithMessages, messages, .ackWithMessages(messages.messages)),
+                (.ackWithFailure, messages, .ackWithFailure(messages.messages)),
+                (.ackForFeedHeaderList, headers, .feedHeaders(headers)),
+                (.ackForFeedMessage, feed, .feedMessages(feed)),
+                (.ackForFeedFailedMessage, failed, .failedFeedMessages(failed)),
+                (.endpointsListing, endpoints, .endpoints(endpoints)),
+                (.pushNotification, push, .pushNotification(push)),
+                (.cloudRegistrations, nil, .unhandled(type: 11)),
+            ]
         for (type, payload, expected) in cases {
             for typeURL in ["types.agrirouter.com/x", ""] {  // agrirouter 2.0 may leave type_url empty
                 var envelope = Agrirouter_Response_ResponseEnvelope()
@@ -140,7 +147,8 @@ import Testing
                     wrapper.details.typeURL = typeURL
                     wrapper.details.value = try payload.serializedBytes()
                 }
-                let base64 = DelimitedFrames.join([try envelope.serializedBytes(), try wrapper.serializedBytes()]).base64EncodedString()
+                let base64 = DelimitedFrames.join([try envelope.serializedBytes(), try wrapper.serializedBytes()])
+                    .base64EncodedString()
                 let decoded = try OutboxDecoder.decode(base64: base64)
                 #expect(decoded.body == expected, "\(type) with type_url '\(typeURL)'")
                 #expect(decoded.applicationMessageID == "app-id")
@@ -152,22 +160,30 @@ import Testing
 
     @Test func malformedInputIsATypedError() {
         #expect(throws: CodecError.notBase64) { try OutboxDecoder.decode(base64: "not base64!") }
-        #expect(throws: CodecError.truncatedFrame(index: 0)) { try OutboxDecoder.decode(base64: Data([0x10, 0x08]).base64EncodedString()) }
-        #expect(throws: CodecError.self) { try OutboxDecoder.decode(base64: Data([0x02, 0xFF, 0xFF]).base64EncodedString()) }
+        #expect(throws: CodecError.truncatedFrame(index: 0)) {
+            try OutboxDecoder.decode(base64: Data([0x10, 0x08]).base64EncodedString())
+        }
+        #expect(throws: CodecError.self) {
+            try OutboxDecoder.decode(base64: Data([0x02, 0xFF, 0xFF]).base64EncodedString())
+        }
         #expect(throws: CodecError.self) { try OutboxItem.list(from: Data("{\"not\":\"a list\"}".utf8)) }
         #expect(throws: CodecError.self) { try GPSInfoContent.gpsList(from: Data([0xFF, 0xFF, 0xFF])) }
     }
 
     @Test func framingHandlesMultiByteLengths() throws {
-        let frames = [Data(count: 0), Data(repeating: 7, count: 127), Data(repeating: 9, count: 128), Data(repeating: 1, count: 70_000)]
+        let frames = [
+            Data(count: 0), Data(repeating: 7, count: 127), Data(repeating: 9, count: 128),
+            Data(repeating: 1, count: 70_000),
+        ]
         #expect(try DelimitedFrames.split(DelimitedFrames.join(frames)) == frames)
     }
 
     @Test func measuresBodyUsesTheObjectFormWithEpochSeconds() throws {
         var encoder = MessageEncoder()
         let message = try encoder.encode(technicalMessageType: TechnicalMessageType.ping, payload: nil)
-        let body = MeasuresBody(sensorAlternateID: "sensor", capabilityAlternateID: "capability", messages: [message],
-                                at: Date(timeIntervalSince1970: 1_790_000_000.9))
+        let body = MeasuresBody(
+            sensorAlternateID: "sensor", capabilityAlternateID: "capability", messages: [message],
+            at: Date(timeIntervalSince1970: 1_790_000_000.9))
         let json = try body.json()
         let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
         #expect(object["sensorAlternateId"] as? String == "sensor")
@@ -177,15 +193,20 @@ import Testing
         #expect(!String(decoding: json, as: UTF8.self).contains("\\/"))
     }
 
-    @Test("a measures body is read in the SDKs' object form and in the documentation's array form, its timestamp a string or a number")
+    @Test(
+        "a measures body is read in the SDKs' object form and in the documentation's array form, its timestamp a string or a number"
+    )
     func measuresBodyReadsBothForms() throws {
-        let json = #"{"sensorAlternateId":"s","capabilityAlternateId":"c","measures":[["AAA=","1790000000123"],["BBB=",1790000000],{"message":"CCC=","timestamp":"1790000001"},{"message":"DDD=","timestamp":1790000002.5}]}"#
+        let json =
+            #"{"sensorAlternateId":"s","capabilityAlternateId":"c","measures":[["AAA=","1790000000123"],["BBB=",1790000000],{"message":"CCC=","timestamp":"1790000001"},{"message":"DDD=","timestamp":1790000002.5}]}"#
         let body = try JSONDecoder().decode(MeasuresBody.self, from: Data(json.utf8))
         #expect(body.measures.map(\.message) == ["AAA=", "BBB=", "CCC=", "DDD="])
         #expect(body.measures.map(\.timestamp) == ["1790000000123", "1790000000", "1790000001", "1790000002.5"])
         for broken in [#"[["AAA="]]"#, #"[[1, "1"]]"#, #"[{"message":"AAA="}]"#, #"["AAA="]"#] {
             let text = #"{"sensorAlternateId":"s","capabilityAlternateId":"c","measures":"# + broken + "}"
-            #expect(throws: DecodingError.self, "\(broken)") { try JSONDecoder().decode(MeasuresBody.self, from: Data(text.utf8)) }
+            #expect(throws: DecodingError.self, "\(broken)") {
+                try JSONDecoder().decode(MeasuresBody.self, from: Data(text.utf8))
+            }
         }
     }
 

@@ -2,6 +2,7 @@ import Bounds
 import Foundation
 import SwiftProtobuf
 import Testing
+
 @testable import AgrirouterWire
 
 /// agrirouter's efdi.proto as we wrote it down, and other machines' TimeLogs and descriptions read
@@ -29,7 +30,9 @@ import Testing
 
     // MARK: - Reading other machines' TimeLogs
 
-    func time(north: Double, east: Double, status: Efdi_Position.PositionStatus, gnss: Date? = nil, start: Date? = nil) -> Efdi_Time {
+    func time(north: Double, east: Double, status: Efdi_Position.PositionStatus, gnss: Date? = nil, start: Date? = nil)
+        -> Efdi_Time
+    {
         var time = Efdi_Time()
         if let start { time.start = Google_Protobuf_Timestamp(date: start) }
         time.positionStart.positionNorth = north
@@ -41,8 +44,11 @@ import Testing
 
     @Test func aTerminalsPositionCountsWhateverItsStatusSaysUnlessItIsAnError() throws {
         // As a Krone terminal sends them: valid coordinates with D_NOT_AVAILABLE, the time only in `start`.
-        let krone = try #require(try ReportedPosition(checking: time(north: 52.25, east: 7.5, status: .dNotAvailable, start: fixTime)))
-        #expect(krone.latitude == 52.25 && krone.longitude == 7.5 && krone.status == "D_NOT_AVAILABLE" && krone.gnssTime == fixTime)
+        let krone = try #require(
+            try ReportedPosition(checking: time(north: 52.25, east: 7.5, status: .dNotAvailable, start: fixTime)))
+        #expect(
+            krone.latitude == 52.25 && krone.longitude == 7.5 && krone.status == "D_NOT_AVAILABLE"
+                && krone.gnssTime == fixTime)
         #expect(try ReportedPosition(checking: time(north: 52.25, east: 7.5, status: .dNoGps))?.hasPosition == true)
         #expect(try ReportedPosition(checking: time(north: 0, east: 0, status: .dRtkFinteger, start: fixTime)) == nil)
         #expect(try ReportedPosition(checking: time(north: 52.25, east: 7.5, status: .dError)) == nil)
@@ -57,7 +63,9 @@ import Testing
 
     @Test func valuesOutOfRangeRefuseTheTime() {
         #expect(throws: OutOfBounds.self) { try ReportedPosition(checking: time(north: 91, east: 7.5, status: .dGnss)) }
-        #expect(throws: OutOfBounds.self) { try ReportedPosition(checking: time(north: 52, east: .nan, status: .dGnss)) }
+        #expect(throws: OutOfBounds.self) {
+            try ReportedPosition(checking: time(north: 52, east: .nan, status: .dGnss))
+        }
         var far = time(north: 52, east: 7, status: .dGnss)
         far.positionStart.gpsUtcTimestamp = Google_Protobuf_Timestamp(seconds: Int64.max, nanos: 0)
         #expect(throws: OutOfBounds.self) { try ReportedPosition(checking: far) }

@@ -1,8 +1,9 @@
-@testable import AgrirouterWire
 import Bounds
 import Foundation
 import SwiftProtobuf
 import Testing
+
+@testable import AgrirouterWire
 
 @Suite("Received gps:info")
 struct ReceivedFeedMessageTests {
@@ -17,8 +18,11 @@ struct ReceivedFeedMessageTests {
         entry.numberOfSatellites = 14
         entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date(timeIntervalSince1970: 1_790_000_000.25))
         let position = try ReportedPosition(checking: entry)
-        #expect(position == ReportedPosition(status: "D_RTK_FINTEGER", latitude: 52.1, longitude: 8.2, altitude: 101.25,
-                                             gnssTime: Date(timeIntervalSince1970: 1_790_000_000.25), hdop: 0.8, satellites: 14))
+        #expect(
+            position
+                == ReportedPosition(
+                    status: "D_RTK_FINTEGER", latitude: 52.1, longitude: 8.2, altitude: 101.25,
+                    gnssTime: Date(timeIntervalSince1970: 1_790_000_000.25), hdop: 0.8, satellites: 14))
         #expect(position.statusDescription == "rtk_fixed")
     }
 
@@ -44,16 +48,24 @@ struct ReceivedFeedMessageTests {
         pushed.content.value = Data([1, 2, 3])
         var push = Agrirouter_Feed_Push_Notification_PushNotification()
         push.messages = [pushed]
-        let queried = try Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage(serializedBytes: try pushed.serializedBytes() as Data)
+        let queried = try Agrirouter_Feed_Response_MessageQueryResponse.FeedMessage(
+            serializedBytes: try pushed.serializedBytes() as Data)
         var page = Agrirouter_Feed_Response_MessageQueryResponse()
         page.messages = [queried]
-        let expected = ReceivedFeedMessage(messageID: "m1", senderID: "peer", technicalMessageType: "gps:info",
-                                           sentAt: Date(timeIntervalSince1970: 1_790_000_000), content: Data([1, 2, 3]))
+        let expected = ReceivedFeedMessage(
+            messageID: "m1", senderID: "peer", technicalMessageType: "gps:info",
+            sentAt: Date(timeIntervalSince1970: 1_790_000_000), content: Data([1, 2, 3]))
         var envelope = Agrirouter_Response_ResponseEnvelope()
         envelope.type = .pushNotification
-        #expect(DecodedResponse(envelope: envelope, payloadTypeURL: "", body: .pushNotification(push)).feedMessages == [expected])
+        #expect(
+            DecodedResponse(envelope: envelope, payloadTypeURL: "", body: .pushNotification(push)).feedMessages == [
+                expected
+            ])
         envelope.type = .ackForFeedMessage
-        #expect(DecodedResponse(envelope: envelope, payloadTypeURL: "", body: .feedMessages(page)).feedMessages == [expected])
+        #expect(
+            DecodedResponse(envelope: envelope, payloadTypeURL: "", body: .feedMessages(page)).feedMessages == [
+                expected
+            ])
         #expect(DecodedResponse(envelope: envelope, payloadTypeURL: "", body: .ack).feedMessages.isEmpty)
     }
 
@@ -89,8 +101,9 @@ struct ReceivedFeedMessageTests {
         ("number_of_satellites", { $0.numberOfSatellites = .max }),
     ]
 
-    @Test("what no receiver reports is refused, naming the field: extreme times, positions off WGS84, absurd altitudes and DOPs",
-          arguments: hostile.indices)
+    @Test(
+        "what no receiver reports is refused, naming the field: extreme times, positions off WGS84, absurd altitudes and DOPs",
+        arguments: hostile.indices)
     func refused(_ index: Int) {
         let (field, change) = Self.hostile[index]
         #expect(throws: OutOfBounds.self) { try ReportedPosition(checking: Self.entry(change)) }
@@ -103,7 +116,12 @@ struct ReceivedFeedMessageTests {
 
     @Test("the edges of the ranges are accepted")
     func edges() throws {
-        let corner = try ReportedPosition(checking: Self.entry { $0.positionNorth = -90; $0.positionEast = 180; $0.positionUp = -1_000_000 })
+        let corner = try ReportedPosition(
+            checking: Self.entry {
+                $0.positionNorth = -90
+                $0.positionEast = 180
+                $0.positionUp = -1_000_000
+            })
         #expect(corner.latitude == -90 && corner.longitude == 180 && corner.altitude == -1000)
     }
 

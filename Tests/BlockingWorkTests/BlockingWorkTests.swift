@@ -1,8 +1,8 @@
 import BlockingWork
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// An actor like the stores: synchronous, blocking work in its methods, run on a dedicated thread.
 private actor BlockingStore {
@@ -45,7 +45,12 @@ private func poolTicks(during work: @Sendable () async -> Void) async -> Int {
 /// How many bodies run at once, and the most that ever did.
 private final class Overlap: Sendable {
     private let counts = Mutex<(now: Int, most: Int)>((0, 0))
-    func enter() { counts.withLock { $0.now += 1; $0.most = max($0.most, $0.now) } }
+    func enter() {
+        counts.withLock {
+            $0.now += 1
+            $0.most = max($0.most, $0.now)
+        }
+    }
     func leave() { counts.withLock { $0.now -= 1 } }
     var most: Int { counts.withLock { $0.most } }
 }

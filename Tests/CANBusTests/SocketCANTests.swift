@@ -1,12 +1,14 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CSocketCAN
 import Foundation
 import NMEA2000
-import Testing
 import TestSupport
+import Testing
+
 @testable import CANBus
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The CAN socket's parts that need no interface: the kernel's PGN filters, and the refusals of the
 /// replay's writer.
@@ -22,7 +24,8 @@ struct SocketCANTests {
     func filters() {
         #expect(Self.passes(129_029, 0x0DF8_0502) && Self.passes(129_029, 0x0DF8_05FE))
         #expect(!Self.passes(129_029, 0x09F8_0102), "129025")
-        #expect(Self.passes(60_928, 0x18EE_FF01) && Self.passes(60_928, 0x18EE_0023), "an address claim to all and to one")
+        #expect(
+            Self.passes(60_928, 0x18EE_FF01) && Self.passes(60_928, 0x18EE_0023), "an address claim to all and to one")
         #expect(!Self.passes(60_928, 0x18EA_FF01), "a request (59904)")
         let standard = SocketCANReader.filter(for: 129_029)
         #expect(0x0DF & standard.can_mask != standard.can_id & standard.can_mask, "a standard frame has no EFF flag")
@@ -30,7 +33,8 @@ struct SocketCANTests {
 
     @Test("over gpsd's recording, exactly the frames of the PGNs the listener keeps pass")
     func recording() throws {
-        let log = CandumpLog(text: try String(contentsOfFile: Fixtures.can("logfile_20140914_365495765_can.log"), encoding: .utf8))
+        let log = CandumpLog(
+            text: try String(contentsOfFile: Fixtures.can("logfile_20140914_365495765_can.log"), encoding: .utf8))
         let kept = log.frames.filter { frame in BusWatcher.wanted.contains { Self.passes($0, frame.identifier) } }
         #expect(kept.count == log.frames.filter { BusWatcher.wanted.contains($0.pgn) }.count)
         #expect(kept.allSatisfy { BusWatcher.wanted.contains($0.pgn) })

@@ -2,18 +2,26 @@ import Foundation
 import GRDB
 import TestSupport
 import Testing
+
 @testable import CabView
 
 /// An MBTiles file made here: `tiles` by zoom, column and row counted from the bottom, as the spec has it.
-func makeMBTiles(at path: String, metadata: [String: String] = ["name": "Farm", "format": "png", "attribution": "Farm map <b>2026</b>"],
-                 tiles: [(z: Int, x: Int, row: Int, data: Data)]) throws {
+func makeMBTiles(
+    at path: String,
+    metadata: [String: String] = ["name": "Farm", "format": "png", "attribution": "Farm map <b>2026</b>"],
+    tiles: [(z: Int, x: Int, row: Int, data: Data)]
+) throws {
     let database = try DatabaseQueue(path: path)
     try database.write { db in
         try db.execute(sql: "CREATE TABLE metadata (name TEXT, value TEXT)")
-        try db.execute(sql: "CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB)")
-        for (name, value) in metadata { try db.execute(sql: "INSERT INTO metadata VALUES (?, ?)", arguments: [name, value]) }
+        try db.execute(
+            sql: "CREATE TABLE tiles (zoom_level INTEGER, tile_column INTEGER, tile_row INTEGER, tile_data BLOB)")
+        for (name, value) in metadata {
+            try db.execute(sql: "INSERT INTO metadata VALUES (?, ?)", arguments: [name, value])
+        }
         for tile in tiles {
-            try db.execute(sql: "INSERT INTO tiles VALUES (?, ?, ?, ?)", arguments: [tile.z, tile.x, tile.row, tile.data])
+            try db.execute(
+                sql: "INSERT INTO tiles VALUES (?, ?, ?, ?)", arguments: [tile.z, tile.x, tile.row, tile.data])
         }
     }
 }
@@ -35,7 +43,8 @@ struct BasemapTests {
     func rowsAreFlipped() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/farm.mbtiles"
-        try makeMBTiles(at: path, tiles: [(2, 1, 3, pngTile("top")), (2, 1, 0, pngTile("bottom")), (4, 0, 0, pngTile("deep"))])
+        try makeMBTiles(
+            at: path, tiles: [(2, 1, 3, pngTile("top")), (2, 1, 0, pngTile("bottom")), (4, 0, 0, pngTile("deep"))])
         let basemap = Basemap(path: path)
         let info = try await basemap.open()
         #expect(info == Basemap.Info(name: "Farm", attribution: "Farm map <b>2026</b>", minZoom: 2, maxZoom: 4))
@@ -52,30 +61,45 @@ struct BasemapTests {
     func hostileFiles() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let text = directory + "/notes.mbtiles"
-        try Data("this is not a database, it is a shopping list\n".utf8 + Data(repeating: 0x41, count: 4096)).write(to: URL(fileURLWithPath: text))
-        await #expect(throws: BasemapError.notMBTiles(path: text, reason: "it is not an SQLite file")) { try await Basemap(path: text).open() }
+        try Data("this is not a database, it is a shopping list\n".utf8 + Data(repeating: 0x41, count: 4096)).write(
+            to: URL(fileURLWithPath: text))
+        await #expect(throws: BasemapError.notMBTiles(path: text, reason: "it is not an SQLite file")) {
+            try await Basemap(path: text).open()
+        }
 
         let missing = directory + "/gone.mbtiles"
         await #expect(throws: BasemapError.missing(path: missing)) { try await Basemap(path: missing).open() }
 
         let vector = directory + "/vector.mbtiles"
         try makeMBTiles(at: vector, metadata: ["format": "pbf"], tiles: [(0, 0, 0, Data([0x1F, 0x8B, 0x08]))])
-        await #expect(throws: BasemapError.unsupportedFormat(path: vector, format: "pbf")) { try await Basemap(path: vector).open() }
+        await #expect(throws: BasemapError.unsupportedFormat(path: vector, format: "pbf")) {
+            try await Basemap(path: vector).open()
+        }
 
         let empty = directory + "/empty.mbtiles"
         try makeMBTiles(at: empty, tiles: [])
-        await #expect(throws: BasemapError.notMBTiles(path: empty, reason: "it holds no tiles at zoom levels 0 to 24")) { try await Basemap(path: empty).open() }
+        await #expect(throws: BasemapError.notMBTiles(path: empty, reason: "it holds no tiles at zoom levels 0 to 24"))
+        { try await Basemap(path: empty).open() }
 
         // A file whose metadata says png but whose tiles are HTML, or far too big.
         let lying = directory + "/lying.mbtiles"
-        try makeMBTiles(at: lying, tiles: [(1, 0, 0, Data("<html>".utf8)), (1, 1, 0, pngTile("x") + Data(count: Basemap.maximumTileBytes))])
+        try makeMBTiles(
+            at: lying,
+            tiles: [(1, 0, 0, Data("<html>".utf8)), (1, 1, 0, pngTile("x") + Data(count: Basemap.maximumTileBytes))])
         let basemap = Basemap(path: lying)
         _ = try await basemap.open()
-        await #expect(throws: BasemapError.unsupportedTile(path: lying, z: 1, x: 0, y: 1)) { try await basemap.tile(z: 1, x: 0, y: 1) }
-        await #expect(throws: BasemapError.tileTooLarge(path: lying, z: 1, x: 1, y: 1, bytes: Int64(Basemap.maximumTileBytes + 9))) {
+        await #expect(throws: BasemapError.unsupportedTile(path: lying, z: 1, x: 0, y: 1)) {
+            try await basemap.tile(z: 1, x: 0, y: 1)
+        }
+        await #expect(
+            throws: BasemapError.tileTooLarge(path: lying, z: 1, x: 1, y: 1, bytes: Int64(Basemap.maximumTileBytes + 9))
+        ) {
             try await basemap.tile(z: 1, x: 1, y: 1)
         }
-        for error in [BasemapError.notMBTiles(path: text, reason: "r"), .missing(path: missing), .unsupportedFormat(path: vector, format: "pbf")] {
+        for error in [
+            BasemapError.notMBTiles(path: text, reason: "r"), .missing(path: missing),
+            .unsupportedFormat(path: vector, format: "pbf"),
+        ] {
             #expect(error.description.contains(";"), "says what to do: \(error)")
         }
     }
@@ -95,7 +119,8 @@ struct BasemapTests {
             #expect(session.json?["maxZoom"] as? Int == 1)
             #expect(session.json?["basemapProblem"] is NSNull)
             let tile = try await fixture.get("/basemap/1/0/0")
-            #expect(tile.status == 200 && tile.body == pngTile("north-west") && tile.header("Content-Type") == "image/png")
+            #expect(
+                tile.status == 200 && tile.body == pngTile("north-west") && tile.header("Content-Type") == "image/png")
             #expect(try await fixture.get("/basemap/1/1/1").status == 404)
             #expect(try await fixture.get("/basemap/one/0/0").status == 400)
         }
@@ -123,24 +148,34 @@ struct BasemapTests {
 
 @Suite("tiles through the box", .timeLimit(.minutes(1)))
 struct CabTileCacheTests {
-    @Test("with [web] tiles the page gets its tiles from the box, which fetches each once and still serves it when the upstream is gone")
+    @Test(
+        "with [web] tiles the page gets its tiles from the box, which fetches each once and still serves it when the upstream is gone"
+    )
     func throughTheBox() async throws {
-        let upstream = try LoopbackTileServer { _ in .answer(status: 200, headers: ["Content-Type: image/png"], body: pngTile("upstream")) }
+        let upstream = try LoopbackTileServer { _ in
+            .answer(status: 200, headers: ["Content-Type: image/png"], body: pngTile("upstream"))
+        }
         let fixture = try CabFixture()
         fixture.configuration.tiles = upstream.template
         fixture.configuration.tileCacheMegabytes = 1
         try await fixture.start()
-        try await tearingDown({ await fixture.stop(); upstream.stop() }) {
+        try await tearingDown({
+            await fixture.stop()
+            upstream.stop()
+        }) {
             let session = try await fixture.get("/api/session")
             #expect(session.json?["tiles"] as? String == "/tiles/{z}/{x}/{y}")
             #expect(session.json?["map"] as? String == "live")
             let first = try await fixture.get("/tiles/3/2/1")
             #expect(first.status == 200 && first.body == pngTile("upstream"), "\(first.text)")
             #expect(upstream.requests.map(\.path) == ["/3/2/1.png"])
-            #expect(upstream.requests.first?.headers.first { $0.key.lowercased() == "user-agent" }?.value.hasPrefix("agrigps/") == true)
+            #expect(
+                upstream.requests.first?.headers.first { $0.key.lowercased() == "user-agent" }?.value.hasPrefix(
+                    "agrigps/") == true)
             upstream.stop()
             let again = try await fixture.get("/tiles/3/2/1")
-            #expect(again.status == 200 && again.body == pngTile("upstream"), "served from the box with the upstream gone")
+            #expect(
+                again.status == 200 && again.body == pngTile("upstream"), "served from the box with the upstream gone")
             let missing = try await fixture.get("/tiles/3/2/2")
             #expect(missing.status == 503 && missing.header("Retry-After") == "15", "\(missing.status) \(missing.text)")
             #expect(try await fixture.get("/tiles/3/9/0").status == 404)
@@ -151,7 +186,9 @@ struct CabTileCacheTests {
 
 @Suite("a basemap sent from Settings", .timeLimit(.minutes(1)))
 struct BasemapUploadTests {
-    @Test("an MBTiles file sent from Settings is checked, kept and drawn at once; a file that is not one changes nothing; a configured basemap is not replaced")
+    @Test(
+        "an MBTiles file sent from Settings is checked, kept and drawn at once; a file that is not one changes nothing; a configured basemap is not replaced"
+    )
     func uploaded() async throws {
         let scratch = NSTemporaryDirectory() + "agrigps-basemap-upload-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
@@ -160,13 +197,19 @@ struct BasemapUploadTests {
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
         try await fixture.start()
-        try await tearingDown({ await fixture.stop(); try? FileManager.default.removeItem(atPath: scratch) }) {
+        try await tearingDown({
+            await fixture.stop()
+            try? FileManager.default.removeItem(atPath: scratch)
+        }) {
             let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
             func upload(_ body: Data) async throws -> HTTPReply {
-                try await LoopbackHTTP.request("POST", port: fixture.port, path: "/api/basemap",
-                                               headers: session.headers.merging(["X-CSRF-Token": session.csrfToken,
-                                                                                 "Content-Type": "application/octet-stream"]) { $1 },
-                                               body: body)
+                try await LoopbackHTTP.request(
+                    "POST", port: fixture.port, path: "/api/basemap",
+                    headers: session.headers.merging([
+                        "X-CSRF-Token": session.csrfToken,
+                        "Content-Type": "application/octet-stream",
+                    ]) { $1 },
+                    body: body)
             }
             let refused = try await upload(Data("<html>not a map</html>".utf8) + Data(count: 4096))
             #expect(refused.status == 422 && refused.text.contains("not an SQLite file"), "\(refused.text)")
@@ -186,11 +229,15 @@ struct BasemapUploadTests {
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
         try makeMBTiles(at: good, tiles: [(1, 0, 0, pngTile("configured"))])
         try await configured.start()
-        try await tearingDown({ await configured.stop(); try? FileManager.default.removeItem(atPath: scratch) }) {
+        try await tearingDown({
+            await configured.stop()
+            try? FileManager.default.removeItem(atPath: scratch)
+        }) {
             let session = try #require(CabFixture.session(from: try await configured.get("/api/session")))
-            let reply = try await LoopbackHTTP.request("POST", port: configured.port, path: "/api/basemap",
-                                                       headers: session.headers.merging(["X-CSRF-Token": session.csrfToken]) { $1 },
-                                                       body: Data(count: 10))
+            let reply = try await LoopbackHTTP.request(
+                "POST", port: configured.port, path: "/api/basemap",
+                headers: session.headers.merging(["X-CSRF-Token": session.csrfToken]) { $1 },
+                body: Data(count: 10))
             #expect(reply.status == 409 && reply.text.contains("[web] basemap"), "\(reply.text)")
         }
     }
@@ -199,25 +246,35 @@ struct BasemapUploadTests {
 @Suite("tiles from the box, in a browser", .serialized, .timeLimit(.minutes(2)))
 struct CabTileBrowserTests {
     /// A real 1×1 PNG, so that the browser decodes it and Leaflet marks the tile loaded.
-    static let onePixel = Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")!
+    static let onePixel = Data(
+        base64Encoded:
+            "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")!
 
     /// Tiles Leaflet has drawn from the box.
     static func loadedTiles(_ browser: WebDriver) async throws -> Int {
-        (try await browser.run("return document.querySelectorAll('img.leaflet-tile-loaded[src^=\"/tiles/\"]').length") as? Int) ?? 0
+        (try await browser.run("return document.querySelectorAll('img.leaflet-tile-loaded[src^=\"/tiles/\"]').length")
+            as? Int) ?? 0
     }
 
     @Test("a browser draws the map from the box's tiles; after the upstream is gone, a new browser still draws them")
     func offlineAfterAVisit() async throws {
-        let upstream = try LoopbackTileServer { _ in .answer(status: 200, headers: ["Content-Type: image/png"], body: Self.onePixel) }
+        let upstream = try LoopbackTileServer { _ in
+            .answer(status: 200, headers: ["Content-Type: image/png"], body: Self.onePixel)
+        }
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
         fixture.configuration.tiles = upstream.template
         try await fixture.start()
-        try await tearingDown({ await fixture.stop(); upstream.stop() }) {
+        try await tearingDown({
+            await fixture.stop()
+            upstream.stop()
+        }) {
             let first = try await WebDriver(width: 1280, height: 800)
             try await tearingDown({ await first.quit() }) {
                 try await first.open("http://127.0.0.1:\(fixture.port)/")
-                #expect(try await first.wait(timeout: 20, for: "return document.querySelectorAll('img.leaflet-tile-loaded').length > 4"))
+                #expect(
+                    try await first.wait(
+                        timeout: 20, for: "return document.querySelectorAll('img.leaflet-tile-loaded').length > 4"))
             }
             let fetched = upstream.count
             #expect(fetched > 4)
@@ -225,7 +282,9 @@ struct CabTileBrowserTests {
             let second = try await WebDriver(width: 1280, height: 800)
             try await tearingDown({ await second.quit() }) {
                 try await second.open("http://127.0.0.1:\(fixture.port)/")
-                #expect(try await second.wait(timeout: 20, for: "return document.querySelectorAll('img.leaflet-tile-loaded').length > 4"))
+                #expect(
+                    try await second.wait(
+                        timeout: 20, for: "return document.querySelectorAll('img.leaflet-tile-loaded').length > 4"))
                 #expect(try await Self.loadedTiles(second) > 4)
                 #expect(try await second.text(".leaflet-control-attribution").contains("Live map"))
             }

@@ -1,15 +1,16 @@
-import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
+import AgrirouterWire
 import Clocks
-@testable import CabView
 import Foundation
 import NIOCore
 import Spool
 import StateDirectory
 import StateView
-import Testing
 import TestSupport
+import Testing
+
+@testable import CabView
 
 @Suite("Cab view API", .serialized, .timeLimit(.minutes(3)))
 struct CabAPITests {
@@ -19,7 +20,10 @@ struct CabAPITests {
         fixture.configuration.workingWidth = workingWidth
         let spool = Spool(path: fixture.paths.spool)
         for step in 0..<3 {
-            _ = await spool.append(CabFixture.fix(latitude: 52.5 + Double(step) * 0.0001, longitude: 13.4, at: Date().addingTimeInterval(Double(step - 3))))
+            _ = await spool.append(
+                CabFixture.fix(
+                    latitude: 52.5 + Double(step) * 0.0001, longitude: 13.4,
+                    at: Date().addingTimeInterval(Double(step - 3))))
         }
         try fixture.writeHeartbeat(onboarded: false)
         try await fixture.start()
@@ -33,7 +37,9 @@ struct CabAPITests {
         let reply = try await fixture.get("/api/session")
         #expect(reply.status == 200)
         let session = try #require(CabFixture.session(from: reply), "\(reply.headers)")
-        #expect(reply.header("Set-Cookie")?.contains("HttpOnly") == true && reply.header("Set-Cookie")?.contains("SameSite=Strict") == true)
+        #expect(
+            reply.header("Set-Cookie")?.contains("HttpOnly") == true
+                && reply.header("Set-Cookie")?.contains("SameSite=Strict") == true)
         let state = try await fixture.get("/api/state", session: session)
         #expect(state.status == 200)
         let object = try #require(state.json)
@@ -46,21 +52,27 @@ struct CabAPITests {
         #expect(state.header("X-Frame-Options") == "DENY")
     }
 
-    @Test("the page, its script and Leaflet are served; nothing else from Leaflet's directory, and unknown paths are 404")
+    @Test(
+        "the page, its script and Leaflet are served; nothing else from Leaflet's directory, and unknown paths are 404")
     func assets() async throws {
         let fixture = try await servedBox()
         defer { fixture.close() }
         let page = try await fixture.get("/")
-        #expect(page.status == 200 && page.text.contains("/leaflet/leaflet.js") && !page.text.contains("unpkg") && !page.text.contains("cdn"))
+        #expect(
+            page.status == 200 && page.text.contains("/leaflet/leaflet.js") && !page.text.contains("unpkg")
+                && !page.text.contains("cdn"))
         #expect(try await fixture.get("/app.js").status == 200)
         let leaflet = try await fixture.get("/leaflet/leaflet.js")
-        #expect(leaflet.status == 200 && leaflet.text.contains("Leaflet"), "libjs-leaflet must be installed (script/bootstrap)")
+        #expect(
+            leaflet.status == 200 && leaflet.text.contains("Leaflet"),
+            "libjs-leaflet must be installed (script/bootstrap)")
         #expect(try await fixture.get("/leaflet/../../../etc/passwd").status == 404)
         #expect(try await fixture.get("/leaflet/leaflet.css.map").status == 404)
         #expect(try await fixture.get("/api/nothing").status == 404)
         // The Date header is made per response (no timer keeps it): RFC 9110's form, and now.
         for answer in [page, leaflet, try await fixture.get("/api/nothing")] {
-            let date = try #require(answer.header("Date").flatMap { HTTPDate.parse($0) }, "\(answer.header("Date") ?? "no Date header")")
+            let date = try #require(
+                answer.header("Date").flatMap { HTTPDate.parse($0) }, "\(answer.header("Date") ?? "no Date header")")
             #expect(abs(date.timeIntervalSinceNow) < 5)
         }
     }
@@ -77,7 +89,9 @@ struct CabAPITests {
         var forged = session
         forged.csrfToken = String(repeating: "0", count: 64)
         #expect(try await fixture.post("/api/sharing", ["paused": true], session: forged).status == 403)
-        #expect(try await SpoolReader(path: fixture.paths.spool).status().sharingPaused == false, "nothing refused changed anything")
+        #expect(
+            try await SpoolReader(path: fixture.paths.spool).status().sharingPaused == false,
+            "nothing refused changed anything")
         let paused = try await fixture.post("/api/sharing", ["paused": true], session: session)
         #expect(paused.status == 200, "\(paused.text)")
         #expect(try await SpoolReader(path: fixture.paths.spool).status().sharingPaused == true)
@@ -93,23 +107,32 @@ struct CabAPITests {
         #expect((state.json?["work"] as? [String: Any])?["bus"] == nil, "no bus heard")
     }
 
-    @Test("the working width asked in Settings: checked by the configuration key's rule, kept in the spool, shown in the state; the configuration's stands")
+    @Test(
+        "the working width asked in Settings: checked by the configuration key's rule, kept in the spool, shown in the state; the configuration's stands"
+    )
     func workingWidth() async throws {
         let fixture = try await servedBox()
         defer { fixture.close() }
         let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
-        #expect(try await fixture.post("/api/working-width", ["metres": 6.5], session: session, csrf: false).status == 403)
+        #expect(
+            try await fixture.post("/api/working-width", ["metres": 6.5], session: session, csrf: false).status == 403)
         for metres in [0.05, 60.5, -3] {
             let refused = try await fixture.post("/api/working-width", ["metres": metres], session: session)
-            #expect(refused.status == 400 && (refused.json?["error"] as? String)?.contains("from 0.1 to 60") == true, "\(metres): \(refused.text)")
+            #expect(
+                refused.status == 400 && (refused.json?["error"] as? String)?.contains("from 0.1 to 60") == true,
+                "\(metres): \(refused.text)")
         }
-        #expect(try await SpoolReader(path: fixture.paths.spool).status().workingWidth == nil, "nothing refused was kept")
+        #expect(
+            try await SpoolReader(path: fixture.paths.spool).status().workingWidth == nil, "nothing refused was kept")
         let set = try await fixture.post("/api/working-width", ["metres": 6.5], session: session)
         #expect(set.status == 200 && set.json?["metres"] as? Double == 6.5, "\(set.text)")
         #expect(try await SpoolReader(path: fixture.paths.spool).status().workingWidth == 6.5)
-        #expect(try await SpoolReader(path: fixture.paths.spool).workingWidth() == 6.5, "the one row `agrigps stats` reads")
+        #expect(
+            try await SpoolReader(path: fixture.paths.spool).workingWidth() == 6.5, "the one row `agrigps stats` reads")
         let work = (try await fixture.get("/api/state", session: session)).json?["work"] as? [String: Any]
-        #expect(work?["width"] as? Double == 6.5 && work?["widthConfigured"] as? Bool == false, "\(String(describing: work))")
+        #expect(
+            work?["width"] as? Double == 6.5 && work?["widthConfigured"] as? Bool == false,
+            "\(String(describing: work))")
         let forgotten = try await fixture.post("/api/working-width", ["metres": NSNull()], session: session)
         #expect(forgotten.status == 200, "\(forgotten.text)")
         #expect(try await SpoolReader(path: fixture.paths.spool).status().workingWidth == nil)
@@ -118,28 +141,41 @@ struct CabAPITests {
         defer { configured.close() }
         let other = try #require(CabFixture.session(from: try await configured.get("/api/session")))
         let refused = try await configured.post("/api/working-width", ["metres": 3], session: other)
-        #expect(refused.status == 409 && (refused.json?["error"] as? String)?.contains("[machine] working_width") == true, "\(refused.text)")
+        #expect(
+            refused.status == 409 && (refused.json?["error"] as? String)?.contains("[machine] working_width") == true,
+            "\(refused.text)")
         let shown = (try await configured.get("/api/state", session: other)).json?["work"] as? [String: Any]
-        #expect(shown?["width"] as? Double == 6 && shown?["widthConfigured"] as? Bool == true, "\(String(describing: shown))")
+        #expect(
+            shown?["width"] as? Double == 6 && shown?["widthConfigured"] as? Bool == true,
+            "\(String(describing: shown))")
     }
 
-    @Test("what the tractor's bus gives reaches the page for Settings: its controllers, each signal, what was not heard")
+    @Test(
+        "what the tractor's bus gives reaches the page for Settings: its controllers, each signal, what was not heard")
     func machineBus() async throws {
         let fixture = try await servedBox()
         defer { fixture.close() }
-        try fixture.writeHeartbeat(onboarded: false, machine: Heartbeat.MachineStatus(
-            work: "working", tractorECU: 240, engine: 0,
-            signals: [.init(signal: "rear-hitch", value: "in work, 8 % up", source: 240, ageSeconds: 0.1)],
-            notHeard: ["front-hitch"], busProblem: nil))
+        try fixture.writeHeartbeat(
+            onboarded: false,
+            machine: Heartbeat.MachineStatus(
+                work: "working", tractorECU: 240, engine: 0,
+                signals: [.init(signal: "rear-hitch", value: "in work, 8 % up", source: 240, ageSeconds: 0.1)],
+                notHeard: ["front-hitch"], busProblem: nil))
         let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
         var bus: [String: Any]?
         for _ in 0..<50 where bus == nil {
-            bus = ((try await fixture.get("/api/state", session: session)).json?["work"] as? [String: Any])?["bus"] as? [String: Any]
+            bus =
+                ((try await fixture.get("/api/state", session: session)).json?["work"] as? [String: Any])?["bus"]
+                as? [String: Any]
             if bus == nil { try await Task.sleep(for: .milliseconds(100)) }
         }
-        #expect(bus?["tractorECU"] as? Int == 240 && bus?["engine"] as? Int == 0 && bus?["notHeard"] as? [String] == ["front-hitch"], "\(String(describing: bus))")
+        #expect(
+            bus?["tractorECU"] as? Int == 240 && bus?["engine"] as? Int == 0
+                && bus?["notHeard"] as? [String] == ["front-hitch"], "\(String(describing: bus))")
         let signal = (bus?["signals"] as? [[String: Any]])?.first
-        #expect(signal?["signal"] as? String == "rear-hitch" && signal?["value"] as? String == "in work, 8 % up" && signal?["source"] as? Int == 240)
+        #expect(
+            signal?["signal"] as? String == "rear-hitch" && signal?["value"] as? String == "in work, 8 % up"
+                && signal?["source"] as? Int == 240)
     }
 
     @Test("the trail holds our own samples in order; logging out ends the session for good")
@@ -188,13 +224,16 @@ struct CabAPITests {
             #expect(message?.isEmpty == false, "\(path) says why: \(reply.text)")
             #expect(!reply.text.contains("<script>"), "input is not echoed back")
         }
-        let notJSON = try await LoopbackHTTP.request("POST", port: fixture.port, path: "/api/sharing",
-                                                     headers: ["Cookie": session.cookie, "X-CSRF-Token": session.csrfToken],
-                                                     body: Data("paused=1".utf8))
-        #expect(notJSON.status == 400 && (notJSON.json?["error"] as? String)?.contains("JSON") == true, "\(notJSON.text)")
-        let huge = try await LoopbackHTTP.request("POST", port: fixture.port, path: "/api/sharing",
-                                                  headers: ["Cookie": session.cookie, "X-CSRF-Token": session.csrfToken],
-                                                  body: Data(repeating: 0x20, count: 64 * 1024))
+        let notJSON = try await LoopbackHTTP.request(
+            "POST", port: fixture.port, path: "/api/sharing",
+            headers: ["Cookie": session.cookie, "X-CSRF-Token": session.csrfToken],
+            body: Data("paused=1".utf8))
+        #expect(
+            notJSON.status == 400 && (notJSON.json?["error"] as? String)?.contains("JSON") == true, "\(notJSON.text)")
+        let huge = try await LoopbackHTTP.request(
+            "POST", port: fixture.port, path: "/api/sharing",
+            headers: ["Cookie": session.cookie, "X-CSRF-Token": session.csrfToken],
+            body: Data(repeating: 0x20, count: 64 * 1024))
         #expect(huge.status == 413, "\(huge.text)")
         #expect(try await fixture.get("/api/state").status == 200, "still serving")
     }
@@ -204,10 +243,14 @@ struct CabAPITests {
         let fixture = try await servedBox()
         defer { fixture.close() }
         let port = fixture.port
-        let rebound = ["attacker.example:\(port)", "127.attacker.example:\(port)", "127.attacker.example", "127.0.0.1.nip.io:\(port)",
-                       "localhost.attacker:\(port)", "localhost.:\(port)", "127.0.0.1.:\(port)", "127.1:\(port)", "0177.0.0.1:\(port)",
-                       "127.0.0.01:\(port)", "127.0.0.256:\(port)", "2130706433:\(port)", "[::ffff:127.0.0.1]:\(port)",
-                       "[::1%lo]:\(port)", "[::2]:\(port)", "[::1]x", "127.0.0.1:99999", "127.0.0.1:80x", "127.0.0.1:", ":\(port)"]
+        let rebound = [
+            "attacker.example:\(port)", "127.attacker.example:\(port)", "127.attacker.example",
+            "127.0.0.1.nip.io:\(port)",
+            "localhost.attacker:\(port)", "localhost.:\(port)", "127.0.0.1.:\(port)", "127.1:\(port)",
+            "0177.0.0.1:\(port)",
+            "127.0.0.01:\(port)", "127.0.0.256:\(port)", "2130706433:\(port)", "[::ffff:127.0.0.1]:\(port)",
+            "[::1%lo]:\(port)", "[::2]:\(port)", "[::1]x", "127.0.0.1:99999", "127.0.0.1:80x", "127.0.0.1:", ":\(port)",
+        ]
         for host in rebound {
             let reply = try await fixture.get("/api/session", headers: ["Host": host])
             #expect(reply.status == 421, "Host: \(host) → \(reply.status) \(reply.text)")
@@ -215,12 +258,16 @@ struct CabAPITests {
         }
         // With a session and token of a local name, a request under a rebound name still cannot pause.
         let local = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
-        let pause = try await LoopbackHTTP.post(port: port, path: "/api/sharing", json: ["paused": true],
-                                                headers: ["Host": "127.attacker.example:\(port)", "Cookie": local.cookie, "X-CSRF-Token": local.csrfToken])
+        let pause = try await LoopbackHTTP.post(
+            port: port, path: "/api/sharing", json: ["paused": true],
+            headers: ["Host": "127.attacker.example:\(port)", "Cookie": local.cookie, "X-CSRF-Token": local.csrfToken])
         #expect(pause.status == 421, "\(pause.text)")
         #expect(await Spool(path: fixture.paths.spool).isSharingPaused() == false)
-        let accepted = ["localhost:\(port)", "LOCALHOST", "127.0.0.1:\(port)", "127.0.0.1", "127.3.2.1:8080", "[::1]:\(port)", "[::1]",
-                        "[0:0:0:0:0:0:0:1]:\(port)", "localhost:9000"]
+        let accepted = [
+            "localhost:\(port)", "LOCALHOST", "127.0.0.1:\(port)", "127.0.0.1", "127.3.2.1:8080", "[::1]:\(port)",
+            "[::1]",
+            "[0:0:0:0:0:0:0:1]:\(port)", "localhost:9000",
+        ]
         for host in accepted {
             #expect(try await fixture.get("/api/session", headers: ["Host": host]).status == 200, "Host: \(host)")
         }
@@ -241,7 +288,9 @@ struct CabAPITests {
         let took = clock.now - started
         #expect(reply.status == 200, "\(reply.text)")
         #expect(took < .seconds(2), "answered after \(took) behind 1,100 idle connections")
-        print("cab view behind 1,100 idle connections: answered in \(took), \(idle.closedByServer()) of them closed at once by the cap")
+        print(
+            "cab view behind 1,100 idle connections: answered in \(took), \(idle.closedByServer()) of them closed at once by the cap"
+        )
         // The cap closed the oldest at once; the idle timeout closes the rest.
         #expect(idle.closedByServer() >= 1_100 - 512)
         let deadline = clock.now + .seconds(15)
@@ -262,7 +311,9 @@ struct CabAPITests {
             _ = await spool.append(CabFixture.fix(latitude: 48.1234567, longitude: 11.5, quality: .rtkFloat))
         }
         let started = Date()
-        let text = try await LoopbackHTTP.stream(port: fixture.port, path: "/api/events", headers: ["Accept": "text/event-stream"], timeout: 10) {
+        let text = try await LoopbackHTTP.stream(
+            port: fixture.port, path: "/api/events", headers: ["Accept": "text/event-stream"], timeout: 10
+        ) {
             $0.contains("48.1234567")
         }
         _ = try await appender.value
@@ -279,7 +330,9 @@ struct CabAPITests {
         try PasswordFile(directory: fixture.directory).set("correct horse")
         let stored = try String(contentsOfFile: fixture.directory + "/web-password", encoding: .utf8)
         #expect(!stored.contains("correct horse") && stored.hasPrefix("pbkdf2-sha256$"))
-        let mode = try FileManager.default.attributesOfItem(atPath: fixture.directory + "/web-password")[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: fixture.directory + "/web-password")[.posixPermissions]
+            as? Int
         #expect(mode == 0o600)
         try await fixture.start()
         #expect(try await fixture.get("/api/state").status == 401)
@@ -288,22 +341,29 @@ struct CabAPITests {
         let wrong = try await fixture.post("/api/login", ["password": "wrong horse"])
         #expect(wrong.status == 401 && wrong.header("Retry-After") == "1", "\(wrong.headers)")
         let tooSoon = try await fixture.post("/api/login", ["password": "correct horse"])
-        #expect(tooSoon.status == 429 && tooSoon.header("Set-Cookie") == nil, "a try within the wait is not even checked")
+        #expect(
+            tooSoon.status == 429 && tooSoon.header("Set-Cookie") == nil, "a try within the wait is not even checked")
         try await Task.sleep(for: .milliseconds(1100))
         let right = try await fixture.post("/api/login", ["password": "correct horse"])
         #expect(right.status == 200, "\(right.text)")
         let session = try #require(CabFixture.session(from: right))
         #expect(try await fixture.get("/api/state", session: session).status == 200)
-        #expect(try await fixture.get("/api/state", headers: ["Cookie": "agrigps_session=" + String(repeating: "a", count: 64)]).status == 401)
+        #expect(
+            try await fixture.get(
+                "/api/state", headers: ["Cookie": "agrigps_session=" + String(repeating: "a", count: 64)]
+            ).status == 401)
     }
 
-    @Test("1,000 parallel wrong logins cost one hash each wait, get nowhere, survive a restart, and leave the driver's session alone")
+    @Test(
+        "1,000 parallel wrong logins cost one hash each wait, get nowhere, survive a restart, and leave the driver's session alone"
+    )
     func guessingFlood() async throws {
         let fixture = try CabFixture()
         defer { fixture.close() }
         try PasswordFile(directory: fixture.directory).set("correct horse")
         try await fixture.start()
-        let driver = try #require(CabFixture.session(from: try await fixture.post("/api/login", ["password": "correct horse"])))
+        let driver = try #require(
+            CabFixture.session(from: try await fixture.post("/api/login", ["password": "correct horse"])))
         let before = CPUTime.ofThisProcess()
         let clock = ContinuousClock()
         let started = clock.now
@@ -314,7 +374,9 @@ struct CabAPITests {
                     // guess is reset before it is read (0 here), which gets it nowhere either.
                     do {
                         return try await fixture.post("/api/login", ["password": "guess \(guess)"]).status
-                    } catch let error as LoopbackHTTPError where ["recv: 104", "send: 104", "send: 32"].contains(error.description) {
+                    } catch let error as LoopbackHTTPError
+                        where ["recv: 104", "send: 104", "send: 32"].contains(error.description)
+                    {
                         return 0
                     }
                 }
@@ -328,10 +390,14 @@ struct CabAPITests {
         // flood that lasted t seconds at most 1 + log2(t + 1) guesses can have been checked.
         let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
         let checkable = 1 + Int(log2(seconds + 1))
-        #expect((statuses[401] ?? 0) <= checkable && (statuses[401] ?? 0) + (statuses[429] ?? 0) + (statuses[0] ?? 0) == 1_000, "\(statuses) in \(took)")
+        #expect(
+            (statuses[401] ?? 0) <= checkable
+                && (statuses[401] ?? 0) + (statuses[429] ?? 0) + (statuses[0] ?? 0) == 1_000, "\(statuses) in \(took)")
         #expect((statuses[429] ?? 0) > (statuses[0] ?? 0), "most guesses are answered, not shed: \(statuses)")
         #expect(cpu < 5, "1,000 wrong logins took \(cpu) s of CPU in \(took)")
-        print("1,000 parallel wrong logins: \(statuses), \(took), \(String(format: "%.2f", cpu)) s of CPU (server and client)")
+        print(
+            "1,000 parallel wrong logins: \(statuses), \(took), \(String(format: "%.2f", cpu)) s of CPU (server and client)"
+        )
         // The guesser must wait even with the right password; the driver's session goes on. The flood's
         // last wait may be running out on a busy machine, so first one more guess makes sure a second
         // or more of a wait is left: one checked now starts a longer wait, one refused says how long.
@@ -346,47 +412,65 @@ struct CabAPITests {
         await fixture.stop(keepingDirectory: true)
         try await fixture.start()
         let afterRestart = try await fixture.post("/api/login", ["password": "correct horse"])
-        #expect(afterRestart.status == 429 && Int(afterRestart.header("Retry-After") ?? "") ?? 0 >= 1, "\(afterRestart.text)")
+        #expect(
+            afterRestart.status == 429 && Int(afterRestart.header("Retry-After") ?? "") ?? 0 >= 1,
+            "\(afterRestart.text)")
     }
 
-    @Test("a client that guessed waits longer with each failure; another client still logs in; the global cap spares clean clients")
+    @Test(
+        "a client that guessed waits longer with each failure; another client still logs in; the global cap spares clean clients"
+    )
     func throttleRules() async throws {
         let directory = NSTemporaryDirectory() + "agrigps-login-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let time = TestTime(1_800_000_000)
-        let throttle = LoginThrottle(path: directory + "/web-logins.json", globalFailuresPerMinute: 3, now: { time.now })
+        let throttle = LoginThrottle(
+            path: directory + "/web-logins.json", globalFailuresPerMinute: 3, now: { time.now })
         #expect(await throttle.attempt("10.0.0.9", verify: { false }) == .wrong(retryAfter: 1))
         time.advance(1)
         #expect(await throttle.attempt("10.0.0.9", verify: { false }) == .wrong(retryAfter: 2))
         time.advance(1)
-        #expect(await throttle.attempt("10.0.0.9", verify: { true }) == .tooSoon(retryAfter: 1), "the right password within the wait is not checked")
+        #expect(
+            await throttle.attempt("10.0.0.9", verify: { true }) == .tooSoon(retryAfter: 1),
+            "the right password within the wait is not checked")
         time.advance(1)
         #expect(await throttle.attempt("10.0.0.9", verify: { false }) == .wrong(retryAfter: 4))
         #expect(await throttle.attempt("10.0.0.7", verify: { true }) == .accepted, "another client is not held up")
         // Three failures this minute: the global cap is reached. A client that guessed before waits; a clean one is checked.
         time.advance(4)
-        if case .tooSoon = await throttle.attempt("10.0.0.9", verify: { true }) {} else { Issue.record("the cap let a known guesser be checked") }
+        if case .tooSoon = await throttle.attempt("10.0.0.9", verify: { true }) {
+        } else {
+            Issue.record("the cap let a known guesser be checked")
+        }
         #expect(await throttle.attempt("10.0.0.8", verify: { true }) == .accepted)
         #expect(LoginThrottle.delay(after: 30) == 900, "at most 15 minutes")
         // Written down: a new throttle on the same file remembers.
         let again = LoginThrottle(path: directory + "/web-logins.json", now: { time.now })
         #expect(await again.failures(of: "10.0.0.9") == 3)
-        let mode = try FileManager.default.attributesOfItem(atPath: directory + "/web-logins.json")[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: directory + "/web-logins.json")[.posixPermissions] as? Int
         #expect(mode == 0o600)
     }
 
-    @Test("a global IPv6 /64 elsewhere is one client to the throttle and the sessions; the box's own links, IPv4, loopback and mapped addresses are their own")
+    @Test(
+        "a global IPv6 /64 elsewhere is one client to the throttle and the sessions; the box's own links, IPv4, loopback and mapped addresses are their own"
+    )
     func clientsByNetwork() throws {
-        let client = { (address: String) throws in CabContext.client(try SocketAddress(ipAddress: address, port: 8080)) }
+        let client = { (address: String) throws in CabContext.client(try SocketAddress(ipAddress: address, port: 8080))
+        }
         #expect(try client("2001:db8:1:2:aaaa::1") == "2001:db8:1:2::/64")
-        #expect(try client("2001:db8:1:2:ffff:1234:5678:9abc") == "2001:db8:1:2::/64", "another host part, the same network")
+        #expect(
+            try client("2001:db8:1:2:ffff:1234:5678:9abc") == "2001:db8:1:2::/64", "another host part, the same network"
+        )
         #expect(try client("2001:db8:1:3::1") == "2001:db8:1:3::/64")
         #expect(try client("fe80::1") == "fe80::1", "a link-local peer is on the box's own link")
         #expect(try client("fd12:3456:789a:1::5") == "fd12:3456:789a:1::5", "a unique local address too")
         let local = try SocketAddress(ipAddress: "2001:db8:1:2::1", port: 8080)
-        #expect(CabContext.client(try SocketAddress(ipAddress: "2001:db8:1:2:aaaa::1", port: 1), local: local) == "2001:db8:1:2:aaaa::1",
-                "a peer in the box's own /64 is the cab's Wi-Fi: each device its own client")
+        #expect(
+            CabContext.client(try SocketAddress(ipAddress: "2001:db8:1:2:aaaa::1", port: 1), local: local)
+                == "2001:db8:1:2:aaaa::1",
+            "a peer in the box's own /64 is the cab's Wi-Fi: each device its own client")
         #expect(try client("::1") == "::1")
         #expect(try client("::ffff:192.168.1.20") == "::ffff:192.168.1.20")
         #expect(try client("192.168.1.20") == "192.168.1.20")
@@ -411,7 +495,8 @@ struct CabAPITests {
         let directory = NSTemporaryDirectory() + "agrigps-cab-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = CabConfiguration(paths: StatusSnapshot.Paths(stateDirectory: directory, spool: "", others: "", heartbeat: ""))
+        var configuration = CabConfiguration(
+            paths: StatusSnapshot.Paths(stateDirectory: directory, spool: "", others: "", heartbeat: ""))
         configuration.host = "0.0.0.0"
         #expect(throws: PasswordError.self) { try configuration.checkExposure() }
         do {
@@ -436,21 +521,28 @@ struct CabAPITests {
         #expect(Sessions.token()?.count == 64)
     }
 
-    @Test("onboarding through the page stores the credentials as the CLI does; a bad TAN gets agrirouter's code and advice; no secret in any answer")
+    @Test(
+        "onboarding through the page stores the credentials as the CLI does; a bad TAN gets agrirouter's code and advice; no secret in any answer"
+    )
     func onboarding() async throws {
         let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "CAB0000001")
-        try await tearingDown({ fixture.close(); await simulator.shutdown() }) {
+        try await tearingDown({
+            fixture.close()
+            await simulator.shutdown()
+        }) {
             let session = try #require(CabFixture.session(from: try await fixture.get("/api/session")))
             var answers: [String] = []
 
-            let refused = try await fixture.post("/api/onboard", ["tan": "WRONG00001", "environment": "local"], session: session)
+            let refused = try await fixture.post(
+                "/api/onboard", ["tan": "WRONG00001", "environment": "local"], session: session)
             answers.append(refused.text)
             #expect(refused.status == 422, "\(refused.text)")
             let message = refused.json?["error"] as? String ?? ""
             #expect(message.contains("0401") && message.contains("create a new one in the agrirouter UI"), "\(message)")
             #expect(!message.contains("WRONG00001"), "the TAN is never echoed back")
 
-            let onboarded = try await fixture.post("/api/onboard", ["tan": "CAB0000001", "environment": "local"], session: session)
+            let onboarded = try await fixture.post(
+                "/api/onboard", ["tan": "CAB0000001", "environment": "local"], session: session)
             answers.append(onboarded.text)
             #expect(onboarded.status == 200, "\(onboarded.text)")
             let stored = try #require(try CredentialStore(directory: fixture.directory).load())
@@ -463,7 +555,9 @@ struct CabAPITests {
             // busy machine).
             var state = try await fixture.get("/api/state", session: session)
             let deadline = ContinuousClock.now + .seconds(10)
-            while (state.json?["settings"] as? [String: Any])?["onboarded"] as? Bool != true, ContinuousClock.now < deadline {
+            while (state.json?["settings"] as? [String: Any])?["onboarded"] as? Bool != true,
+                ContinuousClock.now < deadline
+            {
                 try await Task.sleep(for: .milliseconds(100))
                 state = try await fixture.get("/api/state", session: session)
             }
@@ -472,7 +566,8 @@ struct CabAPITests {
             #expect(settings["onboarded"] as? Bool == true && settings["environment"] as? String == "local")
             #expect((settings["certificateValidUntil"] as? String)?.count == 10)
 
-            let other = try await fixture.post("/api/onboard", ["tan": "CAB0000002", "environment": "qa"], session: session)
+            let other = try await fixture.post(
+                "/api/onboard", ["tan": "CAB0000002", "environment": "qa"], session: session)
             #expect(other.status == 409, "onboarded elsewhere: disconnect first: \(other.text)")
             let disconnected = try await fixture.post("/api/disconnect", ["confirm": true], session: session)
             answers.append(disconnected.text)

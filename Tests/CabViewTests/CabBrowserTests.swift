@@ -1,12 +1,12 @@
-import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
+import AgrirouterWire
 import CabView
 import Foundation
 import Spool
 import StateView
-import Testing
 import TestSupport
+import Testing
 
 /// The cab view in a real headless Chromium, against gateways that replay recorded logs through a
 /// real gpsd and talk to the local agrirouter.
@@ -25,7 +25,8 @@ struct CabBrowserTests {
         var daemon: AgrigpsCommand?
 
         init() async throws {
-            simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["FIELD00001": "Tractor", "FIELD00002": "Harvester"]))
+            simulator = try await AgrirouterSimulator.start(
+                SimConfiguration(tans: ["FIELD00001": "Tractor", "FIELD00002": "Harvester"]))
             root = NSTemporaryDirectory() + "agrigps-field-\(UUID().uuidString)"
             tractor = root + "/tractor"
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
@@ -36,15 +37,20 @@ struct CabBrowserTests {
         }
 
         func onboard(_ tan: String, _ directory: String) async throws {
-            let result = try await AgrigpsCommand.run(["onboard", "--tan", tan, "--env", "local", "--onboarding-url", simulator.onboardingURL,
-                                                       "--ca-file", root + "/ca.pem", "--application-id", "app",
-                                                       "--certification-version-id", "version", "--state-dir", directory])
+            let result = try await AgrigpsCommand.run([
+                "onboard", "--tan", tan, "--env", "local", "--onboarding-url", simulator.onboardingURL,
+                "--ca-file", root + "/ca.pem", "--application-id", "app",
+                "--certification-version-id", "version", "--state-dir", directory,
+            ])
             #expect(result.code == 0, "\(result.stderr)")
         }
 
         func replay(_ log: String, _ directory: String) async throws {
-            let result = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--spacing", "0.2", "--config", root + "/agrigps.conf",
-                                                       "--state-dir", directory], timeout: 120)
+            let result = try await AgrigpsCommand.run(
+                [
+                    "run", "--replay", Fixtures.log(log), "--spacing", "0.2", "--config", root + "/agrigps.conf",
+                    "--state-dir", directory,
+                ], timeout: 120)
             #expect(result.code == 0, "\(result.stderr.suffix(5))")
         }
 
@@ -54,8 +60,10 @@ struct CabBrowserTests {
             try await onboard("FIELD00002", root + "/harvester")
             try await replay("ublox-lea-4h", tractor)
             try await replay("nmea-rtk", root + "/harvester")
-            daemon = try AgrigpsCommand(["run", "--replay", Fixtures.log("telit-he910"), "--retime", "--spacing", "0.2", "--send-interval", "1",
-                                         "--config", root + "/agrigps.conf", "--state-dir", tractor])
+            daemon = try AgrigpsCommand([
+                "run", "--replay", Fixtures.log("telit-he910"), "--retime", "--spacing", "0.2", "--send-interval", "1",
+                "--config", root + "/agrigps.conf", "--state-dir", tractor,
+            ])
             try await fixture.start()
         }
 
@@ -88,7 +96,9 @@ struct CabBrowserTests {
         return path
     }
 
-    @Test("own marker at the replayed position; the other machine by name, grey once stale; pause and status agree both ways; screenshots not blank")
+    @Test(
+        "own marker at the replayed position; the other machine by name, grey once stale; pause and status agree both ways; screenshots not blank"
+    )
     func mapPauseAndScreenshots() async throws {
         let field = try await Field()
         defer { field.close() }
@@ -98,78 +108,129 @@ struct CabBrowserTests {
         try await browser.open(field.url)
 
         // Our marker appears, and it sits where gpsd said the replayed receiver was.
-        #expect(try await browser.wait(timeout: 30, for: "return !!(window.cab && cab.own && cab.state && cab.state.sharing.state === 'sharing')"))
-        let marker = try #require(try await browser.run("const p = cab.own.getLatLng(); return [p.lat, p.lng, cab.own.options.fix];") as? [Any])
+        #expect(
+            try await browser.wait(
+                timeout: 30,
+                for: "return !!(window.cab && cab.own && cab.state && cab.state.sharing.state === 'sharing')"))
+        let marker = try #require(
+            try await browser.run("const p = cab.own.getLatLng(); return [p.lat, p.lng, cab.own.options.fix];")
+                as? [Any])
         let (latitude, longitude) = (try #require(marker[0] as? Double), try #require(marker[1] as? Double))
         let positions = try Self.replayedPositions("telit-he910")
-        #expect(positions.contains { abs($0.0 - latitude) < 1e-7 && abs($0.1 - longitude) < 1e-7 }, "marker at \(latitude), \(longitude)")
+        #expect(
+            positions.contains { abs($0.0 - latitude) < 1e-7 && abs($0.1 - longitude) < 1e-7 },
+            "marker at \(latitude), \(longitude)")
         #expect(marker[2] as? String != "none")
 
         // The harvester appears by name and, 10 s after its last message, turns grey.
-        #expect(try await browser.wait(timeout: 30, for: """
-            return Object.values(cab.others).some(m => m.options.name === 'Harvester') &&
-                   Array.from(document.querySelectorAll('.other-label')).some(e => e.textContent === 'Harvester')
-            """))
-        #expect(try await browser.wait(timeout: 40, for: """
-            return Object.values(cab.others).some(m => m.options.name === 'Harvester' && m.options.stale && m.options.fillColor === '#9a9a9a') &&
-                   Array.from(document.querySelectorAll('.other-label.stale')).some(e => e.textContent === 'Harvester')
-            """), "the harvester turned grey")
+        #expect(
+            try await browser.wait(
+                timeout: 30,
+                for: """
+                    return Object.values(cab.others).some(m => m.options.name === 'Harvester') &&
+                           Array.from(document.querySelectorAll('.other-label')).some(e => e.textContent === 'Harvester')
+                    """))
+        #expect(
+            try await browser.wait(
+                timeout: 40,
+                for: """
+                    return Object.values(cab.others).some(m => m.options.name === 'Harvester' && m.options.stale && m.options.fillColor === '#9a9a9a') &&
+                           Array.from(document.querySelectorAll('.other-label.stale')).some(e => e.textContent === 'Harvester')
+                    """), "the harvester turned grey")
 
         // The page's pause shows in `agrigps status`; the CLI's resume shows on the page.
         try await browser.click("#pause")
-        #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('sharing').dataset.state === 'paused'"))
-        let paused = try await AgrigpsCommand.run(["status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf"])
+        #expect(
+            try await browser.wait(
+                timeout: 10, for: "return document.getElementById('sharing').dataset.state === 'paused'"))
+        let paused = try await AgrigpsCommand.run([
+            "status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf",
+        ])
         #expect(paused.stdout.contains { $0.hasPrefix("Sharing: PAUSED") }, "\(paused.stdout)")
         // The receipt: since when, and the positions of the pause kept on the box (the replay samples every second).
         let receipt = #"/^Paused since \d\d:\d\d · [1-9]\d* positions? kept on this box, not sent$/"#
-        let receiptShown = try await browser.wait(timeout: 10, for: "return \(receipt).test(document.getElementById('sharing').textContent)")
+        let receiptShown = try await browser.wait(
+            timeout: 10, for: "return \(receipt).test(document.getElementById('sharing').textContent)")
         let receiptText = try await browser.text("#sharing")
         #expect(receiptShown, "\(receiptText)")
-        try await browser.run("window.notices = []; const shown = window.toast; window.toast = words => { notices.push(words); shown(words); };")
+        try await browser.run(
+            "window.notices = []; const shown = window.toast; window.toast = words => { notices.push(words); shown(words); };"
+        )
         let resumed = try await AgrigpsCommand.run(["resume", "--state-dir", field.tractor])
         #expect(resumed.code == 0)
-        #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('sharing').dataset.state === 'sharing'"))
-        let resumeNoticed = try await browser.wait(timeout: 10, for: "return notices.some(words => /^Sharing again · [1-9]\\d* positions? from the pause stays? here$/.test(words))")
+        #expect(
+            try await browser.wait(
+                timeout: 10, for: "return document.getElementById('sharing').dataset.state === 'sharing'"))
+        let resumeNoticed = try await browser.wait(
+            timeout: 10,
+            for:
+                "return notices.some(words => /^Sharing again · [1-9]\\d* positions? from the pause stays? here$/.test(words))"
+        )
         let notices = try await browser.run("return notices")
         #expect(resumeNoticed, "\(String(describing: notices))")
         #expect(try await browser.text("#pause") == "Pause sharing")
-        let active = try await AgrigpsCommand.run(["status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf"])
+        let active = try await AgrigpsCommand.run([
+            "status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf",
+        ])
         #expect(active.stdout.contains("Sharing: active"), "\(active.stdout)")
 
         // The work switch of a machine without a bus: off and silent at first; on from the page, the
         // samples carry a work state, the header says it and status has it; off from the CLI.
         #expect(try await browser.text("#work-switch") == "Not working")
-        #expect(try await browser.run("return document.getElementById('field').hidden") as? Bool == true, "nothing says what the machine does")
+        #expect(
+            try await browser.run("return document.getElementById('field').hidden") as? Bool == true,
+            "nothing says what the machine does")
         try await browser.click("#work-switch")
-        #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('work-switch').getAttribute('aria-pressed') === 'true'"))
+        #expect(
+            try await browser.wait(
+                timeout: 10,
+                for: "return document.getElementById('work-switch').getAttribute('aria-pressed') === 'true'"))
         #expect(try await browser.text("#work-switch") == "Working")
-        let chipShown = try await browser.wait(timeout: 10, for: """
-            const chip = document.getElementById('field');
-            return !chip.hidden && ['Working', 'Not working'].includes(chip.textContent) && chip.dataset.work === cab.state.work.state;
-            """)
-        let chip = try await browser.run("const chip = document.getElementById('field'); return [chip.textContent, chip.dataset.work, cab.state.own && cab.state.own.speed]")
+        let chipShown = try await browser.wait(
+            timeout: 10,
+            for: """
+                const chip = document.getElementById('field');
+                return !chip.hidden && ['Working', 'Not working'].includes(chip.textContent) && chip.dataset.work === cab.state.work.state;
+                """)
+        let chip = try await browser.run(
+            "const chip = document.getElementById('field'); return [chip.textContent, chip.dataset.work, cab.state.own && cab.state.own.speed]"
+        )
         #expect(chipShown, "\(String(describing: chip))")
-        let switched = try await AgrigpsCommand.run(["status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf"])
-        #expect(switched.stdout.contains { $0.hasPrefix("Machine: ") && $0.contains("work switch on") }, "\(switched.stdout)")
+        let switched = try await AgrigpsCommand.run([
+            "status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf",
+        ])
+        #expect(
+            switched.stdout.contains { $0.hasPrefix("Machine: ") && $0.contains("work switch on") },
+            "\(switched.stdout)")
         #expect(try await AgrigpsCommand.run(["work", "off", "--state-dir", field.tractor]).code == 0)
-        #expect(try await browser.wait(timeout: 10, for: """
-            return document.getElementById('work-switch').getAttribute('aria-pressed') === 'false' &&
-                   document.getElementById('work-switch').textContent === 'Not working'
-            """))
+        #expect(
+            try await browser.wait(
+                timeout: 10,
+                for: """
+                    return document.getElementById('work-switch').getAttribute('aria-pressed') === 'false' &&
+                           document.getElementById('work-switch').textContent === 'Not working'
+                    """))
 
         // The working width, asked once in Settings: kept on the box, where `agrigps stats` finds it.
         #expect(try await browser.openCabTab("settings"))
         try await browser.type("6,5", into: "#working-width")
         try await browser.click("#working-width-save")
-        let widthNoted = try await browser.wait(timeout: 10, for: """
-            return document.getElementById('working-width-note').textContent === 'Working width 6.5 m: Records show the area worked.'
-            """)
+        let widthNoted = try await browser.wait(
+            timeout: 10,
+            for: """
+                return document.getElementById('working-width-note').textContent === 'Working width 6.5 m: Records show the area worked.'
+                """)
         let note = try await browser.text("#working-width-note")
         #expect(widthNoted, "\(note)")
-        let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year", "--since", "2000-01-01", "--state-dir", field.tractor,
-                                                  "--config", field.root + "/agrigps.conf"])
-        let years = (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"] as? [[String: Any]]
-        #expect(years?.isEmpty == false && years?.allSatisfy { $0["hectares_worked"] is Double } == true, "\(stats.stdout)")
+        let stats = try await AgrigpsCommand.run([
+            "stats", "--json", "--by", "year", "--since", "2000-01-01", "--state-dir", field.tractor,
+            "--config", field.root + "/agrigps.conf",
+        ])
+        let years =
+            (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"]
+            as? [[String: Any]]
+        #expect(
+            years?.isEmpty == false && years?.allSatisfy { $0["hectares_worked"] is Double } == true, "\(stats.stdout)")
         #expect(try await browser.openCabTab("map"))
 
         // Screenshots at the tablet's size here and the phone's in a second browser; neither blank.
@@ -179,7 +240,9 @@ struct CabBrowserTests {
         let phoneBrowser = try await WebDriver(width: 360, height: 640)
         defer { phoneBrowser.close() }
         try await phoneBrowser.open(field.url)
-        #expect(try await phoneBrowser.wait(timeout: 20, for: "return !!(window.cab && cab.own && Object.keys(cab.others).length > 0)"))
+        #expect(
+            try await phoneBrowser.wait(
+                timeout: 20, for: "return !!(window.cab && cab.own && Object.keys(cab.others).length > 0)"))
         try await phoneBrowser.click("#fit")
         try await Task.sleep(for: .milliseconds(500))
         let phone = try Self.save(try await phoneBrowser.screenshot(), as: "map-360x640.png")
@@ -193,10 +256,15 @@ struct CabBrowserTests {
         await browser.quit()
     }
 
-    @Test("settings: a bad TAN shows agrirouter's code and advice; a good one onboards; the choice locks; disconnect asks first")
+    @Test(
+        "settings: a bad TAN shows agrirouter's code and advice; a good one onboards; the choice locks; disconnect asks first"
+    )
     func settings() async throws {
         let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "SETTINGS01")
-        try await tearingDown({ fixture.close(); await simulator.shutdown() }) {
+        try await tearingDown({
+            fixture.close()
+            await simulator.shutdown()
+        }) {
             let browser = try await WebDriver(width: 1280, height: 800)
             defer { browser.close() }
             try await browser.open("http://127.0.0.1:\(fixture.port)/")
@@ -214,18 +282,35 @@ struct CabBrowserTests {
             let details = try await browser.text("#dialog-details")
             #expect(details.contains("0401") && details.contains("create a new one in the agrirouter UI"), "\(details)")
             #expect(!refusal.contains("WRONG12345") && !details.contains("WRONG12345"))
-            #expect(try await browser.run("return document.getElementById('tan').value") as? String == "WRONG12345", "a refused TAN stays in its field")
+            #expect(
+                try await browser.run("return document.getElementById('tan').value") as? String == "WRONG12345",
+                "a refused TAN stays in its field")
             try await browser.click("#dialog-ok")
 
             try await browser.type("SETTINGS01", into: "#tan")
             try await browser.click("#onboard")
             // The running gateway (this fixture's heartbeat) has not taken the credentials, as one
             // replaying a recording never does: the page does not say "Connected".
-            #expect(try await browser.wait(timeout: 20, for: "return document.getElementById('endpoint').textContent.includes('the gateway has not started with it yet')"))
-            try fixture.writeHeartbeat(onboarded: true, environment: "local")  // as the daemon restarted with them writes it
-            #expect(try await browser.wait(timeout: 20, for: "return document.getElementById('endpoint').textContent.includes('Connected to agrirouter (local)')"))
-            #expect(try await browser.run("return document.getElementById('environment').disabled") as? Bool == true, "locked while onboarded")
-            #expect(try await browser.run("return document.getElementById('tan').value") as? String == "", "the TAN is not kept in the page")
+            #expect(
+                try await browser.wait(
+                    timeout: 20,
+                    for:
+                        "return document.getElementById('endpoint').textContent.includes('the gateway has not started with it yet')"
+                ))
+            // as the daemon restarted with them writes it
+            try fixture.writeHeartbeat(onboarded: true, environment: "local")
+            #expect(
+                try await browser.wait(
+                    timeout: 20,
+                    for:
+                        "return document.getElementById('endpoint').textContent.includes('Connected to agrirouter (local)')"
+                ))
+            #expect(
+                try await browser.run("return document.getElementById('environment').disabled") as? Bool == true,
+                "locked while onboarded")
+            #expect(
+                try await browser.run("return document.getElementById('tan').value") as? String == "",
+                "the TAN is not kept in the page")
             #expect(try CredentialStore(directory: fixture.directory).load()?.environment == "local")
 
             try await browser.click("#disconnect")
@@ -237,7 +322,12 @@ struct CabBrowserTests {
             try await browser.click("#disconnect")
             #expect(try await browser.wait(timeout: 5, for: "return !document.getElementById('dialog').hidden"))
             try await browser.click("#dialog-ok")
-            #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('endpoint').textContent.startsWith('Not connected to agrirouter')"))
+            #expect(
+                try await browser.wait(
+                    timeout: 10,
+                    for:
+                        "return document.getElementById('endpoint').textContent.startsWith('Not connected to agrirouter')"
+                ))
             #expect(try CredentialStore(directory: fixture.directory).load() == nil)
             _ = try Self.save(try await browser.screenshot(), as: "settings-1280x800.png")
             await browser.quit()

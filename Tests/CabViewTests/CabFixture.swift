@@ -1,6 +1,6 @@
-import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
+import AgrirouterWire
 import CabView
 import Fields
 import Foundation
@@ -21,8 +21,9 @@ final class CabFixture: @unchecked Sendable {
     init(stateDirectory: String? = nil) throws {
         directory = stateDirectory ?? NSTemporaryDirectory() + "agrigps-cab-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        paths = StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
-                                     heartbeat: directory + "/heartbeat.json")
+        paths = StatusSnapshot.Paths(
+            stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
+            heartbeat: directory + "/heartbeat.json")
         configuration = CabConfiguration(paths: paths)
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -61,16 +62,20 @@ final class CabFixture: @unchecked Sendable {
     static func notOnboarded(localAgrirouterTAN tan: String) async throws -> (CabFixture, AgrirouterSimulator) {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: [tan: "Cab-Tractor"]))
         let fixture = try CabFixture()
-        fixture.configuration.environments["local"] = .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        fixture.configuration.onboardingSettings = OnboardingSettings(applicationID: "app", certificationVersionID: "version")
+        fixture.configuration.environments["local"] = .local(
+            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        fixture.configuration.onboardingSettings = OnboardingSettings(
+            applicationID: "app", certificationVersionID: "version")
         try fixture.writeHeartbeat(onboarded: false)
         try await fixture.start()
         return (fixture, simulator)
     }
 
     /// A heartbeat from a daemon that is this process: "running".
-    func writeHeartbeat(onboarded: Bool, lastFix: PositionSample? = nil, environment: String? = nil,
-                        machine: Heartbeat.MachineStatus? = nil) throws {
+    func writeHeartbeat(
+        onboarded: Bool, lastFix: PositionSample? = nil, environment: String? = nil,
+        machine: Heartbeat.MachineStatus? = nil
+    ) throws {
         var heartbeat = Heartbeat(pid: getpid(), startedAt: Date().addingTimeInterval(-60), onboarded: onboarded)
         heartbeat.environment = environment
         heartbeat.machine = machine
@@ -81,13 +86,18 @@ final class CabFixture: @unchecked Sendable {
         try heartbeat.write(to: paths.heartbeat)
     }
 
-    static func fix(latitude: Double, longitude: Double, quality: FixQuality = .rtkFixed, at time: Date = Date()) -> PositionSample {
-        PositionSample(sampledAt: time, state: .fix(.threeD, quality),
-                       report: PositionReport(time: time, gpsdMode: 3, gpsdStatus: 2, latitude: latitude, longitude: longitude, satellitesUsed: 14))
+    static func fix(latitude: Double, longitude: Double, quality: FixQuality = .rtkFixed, at time: Date = Date())
+        -> PositionSample
+    {
+        PositionSample(
+            sampledAt: time, state: .fix(.threeD, quality),
+            report: PositionReport(
+                time: time, gpsdMode: 3, gpsdStatus: 2, latitude: latitude, longitude: longitude, satellitesUsed: 14))
     }
 
     func get(_ path: String, session: Session? = nil, headers: [String: String] = [:]) async throws -> HTTPReply {
-        try await LoopbackHTTP.request("GET", port: port, path: path, headers: (session?.headers ?? [:]).merging(headers) { $1 })
+        try await LoopbackHTTP.request(
+            "GET", port: port, path: path, headers: (session?.headers ?? [:]).merging(headers) { $1 })
     }
 
     func post(_ path: String, _ json: Any, session: Session? = nil, csrf: Bool = true) async throws -> HTTPReply {
@@ -105,7 +115,8 @@ final class CabFixture: @unchecked Sendable {
     /// The session a browser on this machine gets from GET /api/session (or after a login).
     static func session(from reply: HTTPReply) -> Session? {
         guard let setCookie = reply.header("Set-Cookie"), let token = reply.json?["csrfToken"] as? String,
-              let pair = setCookie.split(separator: ";").first else { return nil }
+            let pair = setCookie.split(separator: ";").first
+        else { return nil }
         return Session(cookie: String(pair), csrfToken: token)
     }
 }
@@ -121,12 +132,17 @@ struct FieldBox: Sendable {
 
     func contains(_ coordinate: Coordinate?) -> Bool {
         guard let coordinate else { return false }
-        return coordinate.latitude > south && coordinate.latitude < north && coordinate.longitude > west && coordinate.longitude < east
+        return coordinate.latitude > south && coordinate.latitude < north && coordinate.longitude > west
+            && coordinate.longitude < east
     }
 
     func field() throws -> Field {
-        let corners = [(south, west), (south, east), (north, east), (north, west)].map { GeoPoint(latitude: $0.0, longitude: $0.1) }
-        guard let ring = Ring(closing: corners) else { throw LoopbackHTTPError(description: "\(name) is not a box: \(self)") }
+        let corners = [(south, west), (south, east), (north, east), (north, west)].map {
+            GeoPoint(latitude: $0.0, longitude: $0.1)
+        }
+        guard let ring = Ring(closing: corners) else {
+            throw LoopbackHTTPError(description: "\(name) is not a box: \(self)")
+        }
         return Field(partfieldID: "PFD-" + name, name: name, boundaries: [ring])
     }
 }
@@ -166,10 +182,16 @@ extension WebDriver {
         } else {
             try await run("document.querySelector(\"\(button)\").click()")
         }
-        guard try await wait(timeout: 10, for: "return document.getElementById('tab-\(tab)').classList.contains('active')") else { return false }
+        guard
+            try await wait(
+                timeout: 10, for: "return document.getElementById('tab-\(tab)').classList.contains('active')")
+        else { return false }
         // Records draws its week once the records have come; then a moment for layout and transitions.
         if tab == "records",
-           try await !wait(timeout: 10, for: "return !!cab.records && document.querySelectorAll('#records-week .column').length === 7") {
+            try await !wait(
+                timeout: 10,
+                for: "return !!cab.records && document.querySelectorAll('#records-week .column').length === 7")
+        {
             return false
         }
         try await Task.sleep(for: .milliseconds(400))

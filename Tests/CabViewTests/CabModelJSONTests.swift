@@ -2,8 +2,9 @@ import Foundation
 import PropertyBased
 import StateDirectory
 import StateView
-import Testing
 import TestSupport
+import Testing
+
 @testable import CabView
 
 @Suite("the model's JSON, written straight out")
@@ -43,15 +44,20 @@ struct CabModelJSONTests {
 
     // MARK: - Models
 
-    static let pieces = ["", "a", "Nordacker", "\"", "\\", "/", "\n", "\r\n", "\t", "\u{0}", "\u{1f}", "\u{7f}", "é", "e\u{301}",
-                         "\u{2028}", "😀", "Ölmühle", " ", "{}", "null", "\u{8}\u{c}"]
+    static let pieces = [
+        "", "a", "Nordacker", "\"", "\\", "/", "\n", "\r\n", "\t", "\u{0}", "\u{1f}", "\u{7f}", "é", "e\u{301}",
+        "\u{2028}", "😀", "Ölmühle", " ", "{}", "null", "\u{8}\u{c}",
+    ]
 
     static func text(_ random: inout SplitMix64) -> String {
         (0..<random.below(5)).map { _ in random.pick(pieces) }.joined()
     }
 
     static func number(_ random: inout SplitMix64) -> Double {
-        let special: [Double] = [0, -0.0, 1, 92, 3600, 0.1, 1e-5, 1e16, 1e15, 1e21, 5e-324, .greatestFiniteMagnitude, -93.750558641, 41.574970205]
+        let special: [Double] = [
+            0, -0.0, 1, 92, 3600, 0.1, 1e-5, 1e16, 1e15, 1e21, 5e-324, .greatestFiniteMagnitude, -93.750558641,
+            41.574970205,
+        ]
         if random.chance(50) { return random.pick(special) }
         let bits = Double(bitPattern: random.next())
         return bits.isFinite ? bits : Double(random.below(1_000_000)) / 1000
@@ -59,45 +65,61 @@ struct CabModelJSONTests {
 
     static func optionalText(_ random: inout SplitMix64) -> String? { random.chance(30) ? nil : text(&random) }
     static func optionalNumber(_ random: inout SplitMix64) -> Double? { random.chance(30) ? nil : number(&random) }
-    static func integer(_ random: inout SplitMix64) -> Int { random.chance(20) ? random.pick([Int.min, Int.max, 0, -1]) : random.below(100_000) }
+    static func integer(_ random: inout SplitMix64) -> Int {
+        random.chance(20) ? random.pick([Int.min, Int.max, 0, -1]) : random.below(100_000)
+    }
 
     static func model(_ random: inout SplitMix64) -> CabModel {
-        var sharing = try! JSONDecoder().decode(SharingIndicator.self, from: Data(#"{"state":"sharing","waiting":0,"text":""}"#.utf8))
+        var sharing = try! JSONDecoder().decode(
+            SharingIndicator.self, from: Data(#"{"state":"sharing","waiting":0,"text":""}"#.utf8))
         sharing.state = random.pick(SharingIndicator.State.allCases)
         sharing.waiting = integer(&random)
         sharing.text = text(&random)
         sharing.pausedSince = optionalText(&random)
         sharing.kept = random.chance(50) ? nil : integer(&random)
         sharing.since = optionalText(&random)
-        let own = random.chance(20) ? nil : CabModel.Own(
-            latitude: number(&random), longitude: number(&random), fix: text(&random), fixText: text(&random), old: random.chance(50),
-            time: optionalText(&random), speed: optionalNumber(&random), satellites: random.chance(50) ? nil : integer(&random),
-            hdop: optionalNumber(&random), heading: optionalNumber(&random))
+        let own =
+            random.chance(20)
+            ? nil
+            : CabModel.Own(
+                latitude: number(&random), longitude: number(&random), fix: text(&random), fixText: text(&random),
+                old: random.chance(50),
+                time: optionalText(&random), speed: optionalNumber(&random),
+                satellites: random.chance(50) ? nil : integer(&random),
+                hdop: optionalNumber(&random), heading: optionalNumber(&random))
         let others = (0..<random.below(4)).map { _ in
-            CabModel.Other(id: text(&random), name: text(&random), latitude: optionalNumber(&random), longitude: optionalNumber(&random),
-                           positionTime: optionalText(&random), state: text(&random), fix: optionalText(&random), fixText: optionalText(&random),
-                           ageSeconds: optionalNumber(&random), age: text(&random), distance: optionalText(&random),
-                           distanceMetres: optionalNumber(&random), field: optionalText(&random), bearing: optionalNumber(&random),
-                           direction: optionalText(&random))
+            CabModel.Other(
+                id: text(&random), name: text(&random), latitude: optionalNumber(&random),
+                longitude: optionalNumber(&random),
+                positionTime: optionalText(&random), state: text(&random), fix: optionalText(&random),
+                fixText: optionalText(&random),
+                ageSeconds: optionalNumber(&random), age: text(&random), distance: optionalText(&random),
+                distanceMetres: optionalNumber(&random), field: optionalText(&random), bearing: optionalNumber(&random),
+                direction: optionalText(&random))
         }
-        let settings = CabModel.Settings(onboarded: random.chance(50), environment: optionalText(&random), endpointName: optionalText(&random),
-                                         certificateValidUntil: optionalText(&random),
-                                         environments: (0..<random.below(3)).map { _ in text(&random) })
-        return CabModel(takenAt: text(&random), health: text(&random), reasons: (0..<random.below(3)).map { _ in text(&random) },
-                        sharing: sharing, own: own, others: others, lastUpdate: optionalText(&random), settings: settings,
-                        staleAfterSeconds: number(&random), field: optionalText(&random), fieldsKnown: random.chance(50),
-                        fieldsVersion: integer(&random),
-                        work: CabModel.Work(state: optionalText(&random), switchOn: random.chance(30) ? nil : random.chance(50),
-                                            switchCounts: random.chance(50), bus: random.chance(30) ? nil : bus(&random)))
+        let settings = CabModel.Settings(
+            onboarded: random.chance(50), environment: optionalText(&random), endpointName: optionalText(&random),
+            certificateValidUntil: optionalText(&random),
+            environments: (0..<random.below(3)).map { _ in text(&random) })
+        return CabModel(
+            takenAt: text(&random), health: text(&random), reasons: (0..<random.below(3)).map { _ in text(&random) },
+            sharing: sharing, own: own, others: others, lastUpdate: optionalText(&random), settings: settings,
+            staleAfterSeconds: number(&random), field: optionalText(&random), fieldsKnown: random.chance(50),
+            fieldsVersion: integer(&random),
+            work: CabModel.Work(
+                state: optionalText(&random), switchOn: random.chance(30) ? nil : random.chance(50),
+                switchCounts: random.chance(50), bus: random.chance(30) ? nil : bus(&random)))
     }
 
     static func bus(_ random: inout SplitMix64) -> Heartbeat.MachineStatus {
-        Heartbeat.MachineStatus(work: text(&random), tractorECU: random.chance(30) ? nil : integer(&random),
-                                engine: random.chance(30) ? nil : integer(&random),
-                                signals: (0..<random.below(3)).map { _ in
-                                    .init(signal: text(&random), value: text(&random), source: integer(&random), ageSeconds: number(&random))
-                                },
-                                notHeard: (0..<random.below(3)).map { _ in text(&random) }, busProblem: optionalText(&random))
+        Heartbeat.MachineStatus(
+            work: text(&random), tractorECU: random.chance(30) ? nil : integer(&random),
+            engine: random.chance(30) ? nil : integer(&random),
+            signals: (0..<random.below(3)).map { _ in
+                .init(
+                    signal: text(&random), value: text(&random), source: integer(&random), ageSeconds: number(&random))
+            },
+            notHeard: (0..<random.below(3)).map { _ in text(&random) }, busProblem: optionalText(&random))
     }
 }
 

@@ -7,12 +7,15 @@ import StateDirectory
 import StateView
 import SwiftProtobuf
 import Testing
+
 @testable import CabView
 
 /// The announcements the page shows and the journal keeps, from what the store of other machines says.
 @Suite("Cab view events")
 struct CabMonitorTests {
-    func message(from sender: String, latitude: Double, longitude: Double = 8.5, at time: Date) throws -> ReceivedFeedMessage {
+    func message(from sender: String, latitude: Double, longitude: Double = 8.5, at time: Date) throws
+        -> ReceivedFeedMessage
+    {
         var list = Agrirouter_Technicalmessagetype_GPSList()
         var entry = GPSEntry()
         entry.positionStatus = .dGnss
@@ -20,8 +23,10 @@ struct CabMonitorTests {
         entry.positionEast = longitude
         entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: time)
         list.gpsEntries = [entry]
-        return ReceivedFeedMessage(messageID: UUID().uuidString.lowercased(), senderID: sender, technicalMessageType: TechnicalMessageType.gpsInfo,
-                                   sentAt: time, content: try list.serializedBytes())
+        return ReceivedFeedMessage(
+            messageID: UUID().uuidString.lowercased(), senderID: sender,
+            technicalMessageType: TechnicalMessageType.gpsInfo,
+            sentAt: time, content: try list.serializedBytes())
     }
 
     @Test("stale, back, standing still, and gone: each announced once, in order")
@@ -29,12 +34,14 @@ struct CabMonitorTests {
         let directory = NSTemporaryDirectory() + "agrigps-events-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let paths = StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
-                                         heartbeat: directory + "/heartbeat.json")
+        let paths = StatusSnapshot.Paths(
+            stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
+            heartbeat: directory + "/heartbeat.json")
         let store = OtherMachinesStore(path: paths.others)
         let start = Date().addingTimeInterval(-3600)
         try await store.applyEndpointList([(id: "peer", name: "Sprayer")], ownEndpointID: "me", at: start)
-        _ = try await store.record([try message(from: "peer", latitude: 52.0, at: start)], ownEndpointID: "me", receivedAt: start)
+        _ = try await store.record(
+            [try message(from: "peer", latitude: 52.0, at: start)], ownEndpointID: "me", receivedAt: start)
         var thresholds = StatusThresholds()
         thresholds.staleAfter = 10
         var settings = CabMonitor.Settings(paths: paths, thresholds: thresholds, environments: ["qa"])
@@ -44,11 +51,13 @@ struct CabMonitorTests {
         await monitor.refreshIfChanged(now: start.addingTimeInterval(1))
         #expect(await monitor.notices.isEmpty, "a first look announces nothing")
         await monitor.refreshIfChanged(now: start.addingTimeInterval(20))
-        _ = try await store.record([try message(from: "peer", latitude: 52.0, at: start.addingTimeInterval(25))], ownEndpointID: "me",
-                                   receivedAt: start.addingTimeInterval(25))
+        _ = try await store.record(
+            [try message(from: "peer", latitude: 52.0, at: start.addingTimeInterval(25))], ownEndpointID: "me",
+            receivedAt: start.addingTimeInterval(25))
         await monitor.refreshIfChanged(now: start.addingTimeInterval(26))
-        _ = try await store.record([try message(from: "peer", latitude: 52.0, at: start.addingTimeInterval(64))], ownEndpointID: "me",
-                                   receivedAt: start.addingTimeInterval(64))
+        _ = try await store.record(
+            [try message(from: "peer", latitude: 52.0, at: start.addingTimeInterval(64))], ownEndpointID: "me",
+            receivedAt: start.addingTimeInterval(64))
         await monitor.refreshIfChanged(now: start.addingTimeInterval(65))
         await monitor.refreshIfChanged(now: start.addingTimeInterval(71))  // still standing, but that was said already
         try await store.applyEndpointList([], ownEndpointID: "me", at: start.addingTimeInterval(80))
@@ -66,17 +75,24 @@ struct CabMonitorTests {
     func scratchMonitor() throws -> (paths: StatusSnapshot.Paths, monitor: CabMonitor, cleanUp: () -> Void) {
         let directory = NSTemporaryDirectory() + "agrigps-events-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let paths = StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
-                                         heartbeat: directory + "/heartbeat.json")
-        let monitor = CabMonitor(settings: CabMonitor.Settings(paths: paths, thresholds: StatusThresholds(), environments: ["qa"]),
-                                 logger: Logger(label: "test"))
+        let paths = StatusSnapshot.Paths(
+            stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
+            heartbeat: directory + "/heartbeat.json")
+        let monitor = CabMonitor(
+            settings: CabMonitor.Settings(paths: paths, thresholds: StatusThresholds(), environments: ["qa"]),
+            logger: Logger(label: "test"))
         return (paths, monitor, { try? FileManager.default.removeItem(atPath: directory) })
     }
 
-    func fix(latitude: Double = 52, longitude: Double = 8.5, speed: Double? = 2, track: Double? = 90.4, at time: Date = Date()) -> PositionSample {
-        PositionSample(sampledAt: time, state: .fix(.threeD, .rtkFixed),
-                       report: PositionReport(time: time, gpsdMode: 3, gpsdStatus: 3, latitude: latitude, longitude: longitude,
-                                              speed: speed, track: track, satellitesUsed: 14))
+    func fix(
+        latitude: Double = 52, longitude: Double = 8.5, speed: Double? = 2, track: Double? = 90.4,
+        at time: Date = Date()
+    ) -> PositionSample {
+        PositionSample(
+            sampledAt: time, state: .fix(.threeD, .rtkFixed),
+            report: PositionReport(
+                time: time, gpsdMode: 3, gpsdStatus: 3, latitude: latitude, longitude: longitude,
+                speed: speed, track: track, satellitesUsed: 14))
     }
 
     @Test("this machine's trail is the last hour before its newest position, whatever the clock says now")
@@ -86,13 +102,21 @@ struct CabMonitorTests {
         let spool = Spool(path: paths.spool)
         // Two hours at one position every 10 s, ending a day ago (a box whose clock ran ahead since).
         let end = Date().addingTimeInterval(-86_400)
-        await spool.append((0..<720).map { index in fix(latitude: 52 + Double(index) * 1e-5, at: end.addingTimeInterval(Double(index - 719) * 10)) })
+        await spool.append(
+            (0..<720).map { index in
+                fix(latitude: 52 + Double(index) * 1e-5, at: end.addingTimeInterval(Double(index - 719) * 10))
+            })
         await monitor.refreshIfChanged(now: Date())
         let trail = await monitor.track
         #expect(trail.count == 361, "an hour and its first point: \(trail.count)")
-        #expect(trail.last == [52 + 719 * 1e-5, 8.5] && trail.first == [52 + 359 * 1e-5, 8.5], "\(String(describing: trail.first)) … \(String(describing: trail.last))")
+        #expect(
+            trail.last == [52 + 719 * 1e-5, 8.5] && trail.first == [52 + 359 * 1e-5, 8.5],
+            "\(String(describing: trail.first)) … \(String(describing: trail.last))")
         // Ten more minutes: the oldest ten fall away.
-        await spool.append((720..<780).map { index in fix(latitude: 52 + Double(index) * 1e-5, at: end.addingTimeInterval(Double(index - 719) * 10)) })
+        await spool.append(
+            (720..<780).map { index in
+                fix(latitude: 52 + Double(index) * 1e-5, at: end.addingTimeInterval(Double(index - 719) * 10))
+            })
         await monitor.refreshIfChanged(now: Date().addingTimeInterval(10))
         #expect(await monitor.track.count == 361)
         #expect(await monitor.track.first == [52 + 419 * 1e-5, 8.5])
@@ -121,11 +145,16 @@ struct CabMonitorTests {
             await look()
         }
         let resumed = await monitor.notices.filter { $0.kind == "resumed" }
-        #expect(resumed.map(\.text) == ["Sharing again · 3 positions from the pause stay here",
-                                         "Sharing again · 1 position from the pause stays here"], "\(resumed)")
+        #expect(
+            resumed.map(\.text) == [
+                "Sharing again · 3 positions from the pause stay here",
+                "Sharing again · 1 position from the pause stays here",
+            ], "\(resumed)")
     }
 
-    @Test("work starting and stopping is announced once each, with the field; a state not known in between changes nothing")
+    @Test(
+        "work starting and stopping is announced once each, with the field; a state not known in between changes nothing"
+    )
     func workNotices() async throws {
         let (paths, monitor, cleanUp) = try scratchMonitor()
         defer { cleanUp() }
@@ -149,22 +178,30 @@ struct CabMonitorTests {
         let moving = try #require(CabModel.Own(fix(speed: 2, track: 359.7), old: false))
         #expect(moving.heading == 0)
         #expect(CabModel.Own(fix(speed: 0.5, track: 90.4), old: false)?.heading == 90)
-        #expect(CabModel.Own(fix(speed: 0.49, track: 90.4), old: false)?.heading == nil, "a standing machine's track is noise")
+        #expect(
+            CabModel.Own(fix(speed: 0.49, track: 90.4), old: false)?.heading == nil,
+            "a standing machine's track is noise")
         #expect(CabModel.Own(fix(speed: nil, track: 90.4), old: false)?.heading == nil)
         #expect(CabModel.Own(fix(speed: 2, track: nil), old: false)?.heading == nil)
         #expect(CabModel.Own(fix(speed: 2, track: 90.4), old: true)?.heading == nil, "an old position has no heading")
     }
 
-    @Test("another machine's bearing and direction from ours, as agrigps others writes them; the heading with the daemon running")
+    @Test(
+        "another machine's bearing and direction from ours, as agrigps others writes them; the heading with the daemon running"
+    )
     func othersDirection() async throws {
         let (paths, monitor, cleanUp) = try scratchMonitor()
         defer { cleanUp() }
-        try Heartbeat(pid: getpid(), startedAt: Date().addingTimeInterval(-60), onboarded: true).write(to: paths.heartbeat)
+        try Heartbeat(pid: getpid(), startedAt: Date().addingTimeInterval(-60), onboarded: true).write(
+            to: paths.heartbeat)
         let now = Date()
         await Spool(path: paths.spool).append(fix(at: now))
         let store = OtherMachinesStore(path: paths.others)
-        try await store.applyEndpointList([(id: "north-east", name: "Sprayer"), (id: "nowhere", name: "Baler")], ownEndpointID: "me", at: now)
-        _ = try await store.record([try message(from: "north-east", latitude: 52.01, longitude: 8.52, at: now)], ownEndpointID: "me", receivedAt: now)
+        try await store.applyEndpointList(
+            [(id: "north-east", name: "Sprayer"), (id: "nowhere", name: "Baler")], ownEndpointID: "me", at: now)
+        _ = try await store.record(
+            [try message(from: "north-east", latitude: 52.01, longitude: 8.52, at: now)], ownEndpointID: "me",
+            receivedAt: now)
         await monitor.refreshIfChanged(now: now)
         let model = try #require(await monitor.model)
         #expect(model.own?.heading == 90)

@@ -1,8 +1,8 @@
 import CabView
 import Foundation
 import Spool
-import Testing
 import TestSupport
+import Testing
 
 /// The cab view is read at night as well as by day: a night theme, switched in the header and
 /// remembered, and every text legible in both, 4.5:1 at least against what it is drawn on (WCAG 2.x).
@@ -115,8 +115,11 @@ struct CabThemeTests {
         };
         """
 
-    static let states = ["unknown", "sharing", "paused", "offline", "daemon_stopped", "not_onboarded", "no_fix", "no_receiver", "gpsd_unreachable",
-                         "lost"]
+    static let states = [
+        "unknown", "sharing", "paused", "offline", "daemon_stopped", "not_onboarded", "no_fix", "no_receiver",
+        "gpsd_unreachable",
+        "lost",
+    ]
 
     /// What each state's colour means, by the hue of its background: green all well, amber attention,
     /// red act now (grey and slate blue for the rest).
@@ -132,18 +135,24 @@ struct CabThemeTests {
         var background: String
         var ratio: Double
         var backgroundLuminance: Double
-        var description: String { "\(element) \"\(text)\": \(colour) on \(background), \(String(format: "%.2f", ratio)):1" }
+        var description: String {
+            "\(element) \"\(text)\": \(colour) on \(background), \(String(format: "%.2f", ratio)):1"
+        }
     }
 
     /// `check(within)` run in the page after `prepare` and before `restore`, in one script, so that no
     /// redraw comes between.
-    static func readings(_ browser: WebDriver, within: String = "body", prepare: String = "", restore: String = "") async throws -> [Reading] {
-        let script = "\(library)\n\(prepare);\nconst rows = check(document.querySelector(arguments[0]));\n\(restore);\nreturn rows;"
+    static func readings(_ browser: WebDriver, within: String = "body", prepare: String = "", restore: String = "")
+        async throws -> [Reading]
+    {
+        let script =
+            "\(library)\n\(prepare);\nconst rows = check(document.querySelector(arguments[0]));\n\(restore);\nreturn rows;"
         let rows = try #require(try await browser.run(script, [within]) as? [[Any]])
         return rows.map { row in
-            Reading(element: row[0] as? String ?? "?", text: row[1] as? String ?? "", colour: row[2] as? String ?? "?",
-                    background: row[3] as? String ?? "?", ratio: (row[4] as? NSNumber)?.doubleValue ?? 0,
-                    backgroundLuminance: (row[5] as? NSNumber)?.doubleValue ?? 1)
+            Reading(
+                element: row[0] as? String ?? "?", text: row[1] as? String ?? "", colour: row[2] as? String ?? "?",
+                background: row[3] as? String ?? "?", ratio: (row[4] as? NSNumber)?.doubleValue ?? 0,
+                backgroundLuminance: (row[5] as? NSNumber)?.doubleValue ?? 1)
         }
     }
 
@@ -152,8 +161,13 @@ struct CabThemeTests {
         let poor = readings.filter { $0.ratio < minimum }
         #expect(poor.isEmpty, "\(place): under \(minimum):1: \(poor.map(\.description).joined(separator: "; "))")
         if theme == "dark" {
-            let light = readings.filter { $0.backgroundLuminance >= 0.2 && !$0.element.hasPrefix("span#sharing") && !$0.element.hasPrefix("span#field") }
-            #expect(light.isEmpty, "\(place): light backgrounds in the dark theme: \(light.map(\.description).joined(separator: "; "))")
+            let light = readings.filter {
+                $0.backgroundLuminance >= 0.2 && !$0.element.hasPrefix("span#sharing")
+                    && !$0.element.hasPrefix("span#field")
+            }
+            #expect(
+                light.isEmpty,
+                "\(place): light backgrounds in the dark theme: \(light.map(\.description).joined(separator: "; "))")
         }
     }
 
@@ -172,8 +186,9 @@ struct CabThemeTests {
 
     static let field = FieldBox(name: "Long Acre", south: 52.4985, west: 13.3955, north: 52.5045, east: 13.4065)
 
-    @Test("both themes at a phone's and a tablet's size: the switch works and is remembered; every text on every tab 4.5:1 at least; the map dims at night",
-          arguments: [(360, 640), (1280, 800)], ["light", "dark"])
+    @Test(
+        "both themes at a phone's and a tablet's size: the switch works and is remembered; every text on every tab 4.5:1 at least; the map dims at night",
+        arguments: [(360, 640), (1280, 800)], ["light", "dark"])
     func theme(size: (width: Int, height: Int), theme: String) async throws {
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
@@ -182,23 +197,32 @@ struct CabThemeTests {
         try await fixture.start()
         let browser = try await WebDriver(width: size.width, height: size.height)
         let at = "\(theme) at \(size.width)×\(size.height)"
-        try await tearingDown({ await browser.quit(); await fixture.stop() }) {
+        try await tearingDown({
+            await browser.quit()
+            await fixture.stop()
+        }) {
             let url = "http://127.0.0.1:\(fixture.port)/"
             let ready = "return !!(window.cab && cab.map && cab.own && cab.state && cab.fieldsLayer)"
             try await browser.open(url)
             #expect(try await browser.wait(timeout: 20, for: ready))
 
             // A fresh browser on a light system: the light theme, the switch not pressed.
-            let themeNow = "return [document.documentElement.dataset.theme, document.getElementById('theme').getAttribute('aria-pressed'), localStorage.getItem('agrigps.theme') || 'none']"
-            #expect(try await browser.run(themeNow) as? [String] == ["light", "false", "none"], "\(at): the first theme")
-            #expect(try await browser.run("return document.getElementById('theme').getAttribute('aria-label')") as? String == "Night theme")
+            let themeNow =
+                "return [document.documentElement.dataset.theme, document.getElementById('theme').getAttribute('aria-pressed'), localStorage.getItem('agrigps.theme') || 'none']"
+            #expect(
+                try await browser.run(themeNow) as? [String] == ["light", "false", "none"], "\(at): the first theme")
+            #expect(
+                try await browser.run("return document.getElementById('theme').getAttribute('aria-label')") as? String
+                    == "Night theme")
 
             // The switch, clicked: night; clicked again, day. Each choice is kept in localStorage.
             try await browser.click("#theme")
             #expect(try await browser.run(themeNow) as? [String] == ["dark", "true", "dark"], "\(at): after one click")
             if theme == "light" {
                 try await browser.click("#theme")
-                #expect(try await browser.run(themeNow) as? [String] == ["light", "false", "light"], "\(at): after two clicks")
+                #expect(
+                    try await browser.run(themeNow) as? [String] == ["light", "false", "light"],
+                    "\(at): after two clicks")
             }
             // …and outlives a reload.
             try await browser.open(url)
@@ -206,18 +230,25 @@ struct CabThemeTests {
             let pressed = theme == "dark" ? "true" : "false"
             #expect(try await browser.run(themeNow) as? [String] == [theme, pressed, theme], "\(at): after a reload")
             try await browser.run(Self.otherMachines)
-            #expect(try await browser.wait(timeout: 10, for: "return document.querySelectorAll('.other-label').length === 2 && document.querySelectorAll('#nearby li.gone').length === 1"))
+            #expect(
+                try await browser.wait(
+                    timeout: 10,
+                    for:
+                        "return document.querySelectorAll('.other-label').length === 2 && document.querySelectorAll('#nearby li.gone').length === 1"
+                ))
 
             // The map's picture dims at night, and only the picture.
-            let panes = try #require(try await browser.run("""
-                const filter = selector => getComputedStyle(document.querySelector(selector)).filter;
-                const body = getComputedStyle(document.body).backgroundColor.match(/[\\d.]+/g).map(Number);
-                const channel = c => { c /= 255; return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); };
-                return [filter('#map .leaflet-tile-pane'),
-                        ['#map', '#map .leaflet-map-pane', '#map .leaflet-overlay-pane', '#map .leaflet-marker-pane', '#map .leaflet-tooltip-pane',
-                         '#map .leaflet-fields-pane', '#map .leaflet-control-container'].filter(s => filter(s) !== 'none'),
-                        0.2126 * channel(body[0]) + 0.7152 * channel(body[1]) + 0.0722 * channel(body[2])];
-                """) as? [Any])
+            let panes = try #require(
+                try await browser.run(
+                    """
+                    const filter = selector => getComputedStyle(document.querySelector(selector)).filter;
+                    const body = getComputedStyle(document.body).backgroundColor.match(/[\\d.]+/g).map(Number);
+                    const channel = c => { c /= 255; return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); };
+                    return [filter('#map .leaflet-tile-pane'),
+                            ['#map', '#map .leaflet-map-pane', '#map .leaflet-overlay-pane', '#map .leaflet-marker-pane', '#map .leaflet-tooltip-pane',
+                             '#map .leaflet-fields-pane', '#map .leaflet-control-container'].filter(s => filter(s) !== 'none'),
+                            0.2126 * channel(body[0]) + 0.7152 * channel(body[1]) + 0.0722 * channel(body[2])];
+                    """) as? [Any])
             let tileFilter = panes[0] as? String ?? "?"
             let bodyLuminance = (panes[2] as? NSNumber)?.doubleValue ?? -1
             #expect((panes[1] as? [String])?.isEmpty == true, "\(at): filtered besides the tiles: \(panes[1])")
@@ -237,45 +268,60 @@ struct CabThemeTests {
                 let place = "\(tab), \(at)"
                 let readings = try await Self.readings(browser)
                 let seen = Set(readings.map(\.element))
-                let onTab: [String] = switch tab {
-                case "map": ["span#own-info", "button#pause", "a.leaflet-control-zoom-in", "div.leaflet-tooltip.own-label", "div.leaflet-tooltip.other-label",
-                             "div.leaflet-tooltip.field-name", "div.leaflet-control-scale-line", "div.leaflet-control-attribution"]
-                case "nearby": ["span.name", "span.where", "span.facts", "p#last-update"]
-                case "records": ["button#records-day-button", "div.label", "a#records-gpx.download", "h3#records-week-title"]
-                default: ["input#tan", "select#environment", "input#fields-file", "button#onboard", "div#account > h2"]
-                }
+                let onTab: [String] =
+                    switch tab {
+                    case "map":
+                        [
+                            "span#own-info", "button#pause", "a.leaflet-control-zoom-in",
+                            "div.leaflet-tooltip.own-label", "div.leaflet-tooltip.other-label",
+                            "div.leaflet-tooltip.field-name", "div.leaflet-control-scale-line",
+                            "div.leaflet-control-attribution",
+                        ]
+                    case "nearby": ["span.name", "span.where", "span.facts", "p#last-update"]
+                    case "records":
+                        ["button#records-day-button", "div.label", "a#records-gpx.download", "h3#records-week-title"]
+                    default:
+                        ["input#tan", "select#environment", "input#fields-file", "button#onboard", "div#account > h2"]
+                    }
                 for expected in ["span#sharing[data-state=not_onboarded]", "span#field", "button#theme"] + onTab {
-                    #expect(seen.contains { $0.hasPrefix(expected) }, "\(place): not measured: \(expected) among \(seen.sorted())")
+                    #expect(
+                        seen.contains { $0.hasPrefix(expected) },
+                        "\(place): not measured: \(expected) among \(seen.sorted())")
                 }
                 if tab == "map" {
                     // The map's labels: the machines' (one of them stale) and the field's.
-                    #expect(readings.contains { $0.text == "Harvester" && $0.element.contains("stale") }, "\(place): \(readings)")
+                    #expect(
+                        readings.contains { $0.text == "Harvester" && $0.element.contains("stale") },
+                        "\(place): \(readings)")
                     #expect(readings.contains { $0.text == "Tractor 2" }, "\(place): \(readings)")
                     #expect(readings.contains { $0.text == "Long Acre" }, "\(place): \(readings)")
                     #expect(readings.contains { $0.text == "This machine" }, "\(place): \(readings)")
                 }
                 Self.check(readings, place, theme: theme)
-                _ = try CabBrowserTests.save(try await browser.screenshot(), as: "theme-\(theme)-\(tab)-\(size.width)x\(size.height).png")
+                _ = try CabBrowserTests.save(
+                    try await browser.screenshot(), as: "theme-\(theme)-\(tab)-\(size.width)x\(size.height).png")
             }
 
             // The sharing label in each state it can take, from its style sheet alone.
-            let colours = try #require(try await browser.run("""
-                \(Self.library)
-                const label = document.getElementById('sharing');
-                const was = label.dataset.state;
-                const rows = arguments[0].map(state => {
-                  label.dataset.state = state;
-                  const style = getComputedStyle(label);
-                  const [fore, back] = [parse(style.color), over(parse(style.backgroundColor), background(label.parentElement))];
-                  const [r, g, b] = back.slice(0, 3).map(v => v / 255);
-                  const [most, least] = [Math.max(r, g, b), Math.min(r, g, b)];
-                  const hue = most === least ? -1 : most === r ? (60 * ((g - b) / (most - least)) + 360) % 360
-                    : most === g ? 60 * ((b - r) / (most - least)) + 120 : 60 * ((r - g) / (most - least)) + 240;
-                  return [state, hex(fore), hex(back), ratio(over(fore, back), back), hue];
-                });
-                label.dataset.state = was;
-                return rows;
-                """, [Self.states]) as? [[Any]])
+            let colours = try #require(
+                try await browser.run(
+                    """
+                    \(Self.library)
+                    const label = document.getElementById('sharing');
+                    const was = label.dataset.state;
+                    const rows = arguments[0].map(state => {
+                      label.dataset.state = state;
+                      const style = getComputedStyle(label);
+                      const [fore, back] = [parse(style.color), over(parse(style.backgroundColor), background(label.parentElement))];
+                      const [r, g, b] = back.slice(0, 3).map(v => v / 255);
+                      const [most, least] = [Math.max(r, g, b), Math.min(r, g, b)];
+                      const hue = most === least ? -1 : most === r ? (60 * ((g - b) / (most - least)) + 360) % 360
+                        : most === g ? 60 * ((b - r) / (most - least)) + 120 : 60 * ((r - g) / (most - least)) + 240;
+                      return [state, hex(fore), hex(back), ratio(over(fore, back), back), hue];
+                    });
+                    label.dataset.state = was;
+                    return rows;
+                    """, [Self.states]) as? [[Any]])
             #expect(colours.count == Self.states.count)
             for row in colours {
                 let state = row[0] as? String ?? "?"
@@ -284,26 +330,37 @@ struct CabThemeTests {
                 let shown = "\(state): \(row[1]) on \(row[2]), \(String(format: "%.2f", ratio)):1, hue \(Int(hue))"
                 #expect(ratio >= Self.minimum, "\(at): the sharing label \(shown)")
                 if let range = Self.meaning[state] {
-                    #expect(range.contains(hue) || (range.lowerBound == 0 && hue >= 345), "\(at): the sharing label's colour means the wrong thing: \(shown)")
+                    #expect(
+                        range.contains(hue) || (range.lowerBound == 0 && hue >= 345),
+                        "\(at): the sharing label's colour means the wrong thing: \(shown)")
                 }
             }
 
             // Back on the map (on a phone, a tab of its own).
             try await browser.run("document.querySelector(\"#tabs button[data-tab='map']\").click()")
-            #expect(try await browser.wait(timeout: 10, for: "return document.getElementById('tab-map').classList.contains('active')"))
+            #expect(
+                try await browser.wait(
+                    timeout: 10, for: "return document.getElementById('tab-map').classList.contains('active')"))
 
             // For a person to look at: the label amber, as when sharing is paused (until the next redraw).
-            try await browser.run("const label = document.getElementById('sharing'); label.dataset.state = 'paused'; label.textContent = 'Sharing paused'")
-            _ = try CabBrowserTests.save(try await browser.screenshot(), as: "theme-\(theme)-paused-\(size.width)x\(size.height).png")
+            try await browser.run(
+                "const label = document.getElementById('sharing'); label.dataset.state = 'paused'; label.textContent = 'Sharing paused'"
+            )
+            _ = try CabBrowserTests.save(
+                try await browser.screenshot(), as: "theme-\(theme)-paused-\(size.width)x\(size.height).png")
             try await browser.run("draw(cab.state)")
 
             // What comes and goes: the banner (an error, a warning), a toast, the dialog, a disabled button.
-            let banner = try await Self.readings(browser, within: "#banner",
-                                                 prepare: "document.getElementById('toasts').replaceChildren(); const b = document.getElementById('banner'); b.hidden = false; b.className = ''; b.textContent = 'CRITICAL: daemon not running'",
-                                                 restore: "drawBanner(cab.state)")
-            let warning = try await Self.readings(browser, within: "#banner",
-                                                  prepare: "document.getElementById('toasts').replaceChildren(); const b = document.getElementById('banner'); b.hidden = false; b.className = 'warning'; b.textContent = 'WARNING: not onboarded'",
-                                                  restore: "drawBanner(cab.state)")
+            let banner = try await Self.readings(
+                browser, within: "#banner",
+                prepare:
+                    "document.getElementById('toasts').replaceChildren(); const b = document.getElementById('banner'); b.hidden = false; b.className = ''; b.textContent = 'CRITICAL: daemon not running'",
+                restore: "drawBanner(cab.state)")
+            let warning = try await Self.readings(
+                browser, within: "#banner",
+                prepare:
+                    "document.getElementById('toasts').replaceChildren(); const b = document.getElementById('banner'); b.hidden = false; b.className = 'warning'; b.textContent = 'WARNING: not onboarded'",
+                restore: "drawBanner(cab.state)")
             #expect(banner.count == 1 && warning.count == 1, "\(banner) \(warning)")
             Self.check(banner + warning, "the banner, \(at)", theme: theme)
             try await browser.run("toast('Imported 3 fields')")
@@ -311,9 +368,10 @@ struct CabThemeTests {
             #expect(toasts.contains { $0.text == "Imported 3 fields" }, "\(toasts)")
             Self.check(toasts, "a toast, \(at)", theme: theme)
             try await browser.run("document.getElementById('toasts').replaceChildren()")
-            let disabled = try await Self.readings(browser, within: "#map-buttons",
-                                                   prepare: "document.getElementById('pause').disabled = true",
-                                                   restore: "document.getElementById('pause').disabled = !(cab.state && cab.state.settings.onboarded)")
+            let disabled = try await Self.readings(
+                browser, within: "#map-buttons",
+                prepare: "document.getElementById('pause').disabled = true",
+                restore: "document.getElementById('pause').disabled = !(cab.state && cab.state.settings.onboarded)")
             #expect(disabled.contains { $0.element == "button#pause" }, "\(disabled)")
             Self.check(disabled, "a disabled button, \(at)", theme: theme)
             try await browser.run("dialog('Disconnect this machine from agrirouter?', true, 'Disconnect')")
@@ -321,16 +379,20 @@ struct CabThemeTests {
             let dialog = try await Self.readings(browser, within: "#dialog")
             #expect(dialog.count == 3, "\(dialog)")
             Self.check(dialog, "the dialog, \(at)", theme: theme)
-            _ = try CabBrowserTests.save(try await browser.screenshot(), as: "theme-\(theme)-dialog-\(size.width)x\(size.height).png")
+            _ = try CabBrowserTests.save(
+                try await browser.screenshot(), as: "theme-\(theme)-dialog-\(size.width)x\(size.height).png")
             try await browser.click("#dialog-cancel")
 
             // The states the fixture can give: not onboarded, and the gateway stopped (no heartbeat).
             try FileManager.default.removeItem(atPath: fixture.paths.heartbeat)
-            #expect(try await browser.wait(timeout: 15, for: "return document.getElementById('sharing').dataset.state === 'daemon_stopped'"))
+            #expect(
+                try await browser.wait(
+                    timeout: 15, for: "return document.getElementById('sharing').dataset.state === 'daemon_stopped'"))
             let stopped = try await Self.readings(browser)
             #expect(stopped.contains { $0.element == "span#sharing[data-state=daemon_stopped]" }, "\(stopped)")
             Self.check(stopped, "gateway stopped, \(at)", theme: theme)
-            _ = try CabBrowserTests.save(try await browser.screenshot(), as: "theme-\(theme)-stopped-\(size.width)x\(size.height).png")
+            _ = try CabBrowserTests.save(
+                try await browser.screenshot(), as: "theme-\(theme)-stopped-\(size.width)x\(size.height).png")
         }
     }
 }

@@ -1,8 +1,8 @@
 import CabView
 import Foundation
 import Spool
-import Testing
 import TestSupport
+import Testing
 
 /// The cab view is worked with gloves on, on a phone or a tablet in a shaking cab: every control on
 /// every tab is a target of 48×48 CSS px at least, with 8 px at least between any two of them.
@@ -52,7 +52,9 @@ struct CabTouchTargetTests {
         var related: Set<Int>
         var width: Double { right - left }
         var height: Double { bottom - top }
-        var description: String { "\(name) \(String(format: "%.1f×%.1f", width, height)) at (\(Int(left.rounded())), \(Int(top.rounded())))" }
+        var description: String {
+            "\(name) \(String(format: "%.1f×%.1f", width, height)) at (\(Int(left.rounded())), \(Int(top.rounded())))"
+        }
 
         /// How far apart two boxes are: the larger of the horizontal and the vertical gap; below 0
         /// when they overlap.
@@ -65,20 +67,26 @@ struct CabTouchTargetTests {
 
     /// The controls as `collect` finds them; `prepare` runs just before and `restore` just after, in
     /// the same script, so that no redraw of the page comes between.
-    static func controls(in browser: WebDriver, within: String? = nil, prepare: String = "", restore: String = "") async throws -> [Control] {
-        let script = "\(prepare);\nconst rows = (function () { \(collect) }).apply(null, arguments);\n\(restore);\nreturn rows;"
+    static func controls(in browser: WebDriver, within: String? = nil, prepare: String = "", restore: String = "")
+        async throws -> [Control]
+    {
+        let script =
+            "\(prepare);\nconst rows = (function () { \(collect) }).apply(null, arguments);\n\(restore);\nreturn rows;"
         let rows = try #require(try await browser.run(script, [within ?? NSNull()]) as? [[Any]])
         return try rows.map { row in
             let numbers = row[1...4].compactMap { ($0 as? NSNumber)?.doubleValue }
             try #require(numbers.count == 4, "\(row)")
-            return Control(name: row[0] as? String ?? "?", left: numbers[0], top: numbers[1], right: numbers[2], bottom: numbers[3],
-                           related: Set((row[5] as? [Any] ?? []).compactMap { ($0 as? NSNumber)?.intValue }))
+            return Control(
+                name: row[0] as? String ?? "?", left: numbers[0], top: numbers[1], right: numbers[2],
+                bottom: numbers[3],
+                related: Set((row[5] as? [Any] ?? []).compactMap { ($0 as? NSNumber)?.intValue }))
         }
     }
 
     /// The controls too small, and the pairs too close, as a person would read them.
     static func offences(_ controls: [Control]) -> (small: [String], close: [String]) {
-        let small = controls.filter { $0.width < smallest - tolerance || $0.height < smallest - tolerance }.map(\.description)
+        let small = controls.filter { $0.width < smallest - tolerance || $0.height < smallest - tolerance }.map(
+            \.description)
         var close: [String] = []
         for first in controls.indices {
             for second in controls.indices where second > first && !controls[first].related.contains(second) {
@@ -97,17 +105,22 @@ struct CabTouchTargetTests {
         #expect(close.isEmpty, "\(place): under \(Int(spacing)) px apart: \(close.joined(separator: "; "))")
     }
 
-    @Test("every visible control on every tab is 48×48 px at least and 8 px at least from its neighbours, in English and in German's longer words",
-          arguments: [(360, 640), (1280, 800)], ["en-GB", "de-DE"])
+    @Test(
+        "every visible control on every tab is 48×48 px at least and 8 px at least from its neighbours, in English and in German's longer words",
+        arguments: [(360, 640), (1280, 800)], ["en-GB", "de-DE"])
     func targets(size: (width: Int, height: Int), language: String) async throws {
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
         _ = await Spool(path: fixture.paths.spool).append(CabFixture.fix(latitude: 52.5, longitude: 13.4))
         try await fixture.start()
         let browser = try await WebDriver(width: size.width, height: size.height, language: language)
-        try await tearingDown({ await browser.quit(); await fixture.stop() }) {
+        try await tearingDown({
+            await browser.quit()
+            await fixture.stop()
+        }) {
             try await browser.open("http://127.0.0.1:\(fixture.port)/")
-            #expect(try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.map && cab.own && cab.state)"))
+            #expect(
+                try await browser.wait(timeout: 20, for: "return !!(window.cab && cab.map && cab.own && cab.state)"))
             let viewport = try await browser.run("return [window.innerWidth, window.innerHeight]") as? [Int]
             #expect(viewport == [size.width, size.height], "the viewport: \(String(describing: viewport))")
 
@@ -117,19 +130,22 @@ struct CabTouchTargetTests {
                 let controls = try await Self.controls(in: browser)
                 #expect(controls.count >= 3, "\(place): controls found: \(controls)")
                 Self.check(controls, place)
-                _ = try CabBrowserTests.save(try await browser.screenshot(), as: "targets-\(language)-\(tab)-\(size.width)x\(size.height).png")
+                _ = try CabBrowserTests.save(
+                    try await browser.screenshot(), as: "targets-\(language)-\(tab)-\(size.width)x\(size.height).png")
             }
 
             // Settings while onboarded: Re-onboard and Disconnect side by side (shown here as the page
             // shows them, and measured before the next state redraws them).
-            let onboarded = try await Self.controls(in: browser, prepare: "document.getElementById('disconnect').hidden = false",
-                                                    restore: "document.getElementById('disconnect').hidden = !(cab.state && cab.state.settings.onboarded)")
+            let onboarded = try await Self.controls(
+                in: browser, prepare: "document.getElementById('disconnect').hidden = false",
+                restore: "document.getElementById('disconnect').hidden = !(cab.state && cab.state.settings.onboarded)")
             #expect(onboarded.contains { $0.name.hasPrefix("button#disconnect") }, "\(onboarded)")
             Self.check(onboarded, "settings, onboarded, at \(size.width)×\(size.height)")
 
             // The dialog's buttons, over everything else: Disconnect's, which cannot be undone, red,
             // with Cancel where OK sits in every other dialog.
-            let sides = "const [cancel, ok] = ['dialog-cancel', 'dialog-ok'].map(id => document.getElementById(id).getBoundingClientRect()); return cancel.left > ok.left;"
+            let sides =
+                "const [cancel, ok] = ['dialog-cancel', 'dialog-ok'].map(id => document.getElementById(id).getBoundingClientRect()); return cancel.left > ok.left;"
             try await browser.run("dialog('?', true)")
             #expect(try await browser.run(sides) as? Bool == false, "OK is on the right")
             try await browser.click("#dialog-cancel")
@@ -139,7 +155,8 @@ struct CabTouchTargetTests {
             let buttons = try await Self.controls(in: browser, within: "#dialog")
             #expect(buttons.count == 2, "\(buttons)")
             Self.check(buttons, "the dialog at \(size.width)×\(size.height)")
-            _ = try CabBrowserTests.save(try await browser.screenshot(), as: "targets-\(language)-dialog-\(size.width)x\(size.height).png")
+            _ = try CabBrowserTests.save(
+                try await browser.screenshot(), as: "targets-\(language)-dialog-\(size.width)x\(size.height).png")
             try await browser.click("#dialog-cancel")
         }
     }

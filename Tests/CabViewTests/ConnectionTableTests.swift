@@ -1,8 +1,9 @@
-@testable import CabView
 import Foundation
 import Logging
-import Testing
 import TestSupport
+import Testing
+
+@testable import CabView
 
 /// The cab view's connection table and request deadlines in virtual time: the clock is the test's.
 @Suite("Cab view connection table")
@@ -21,7 +22,9 @@ struct ConnectionTableTests {
         return logger
     }()
 
-    @Test("a head must be whole 10 s after the connection opened or the last answer ended; a body gets 10 s and a second per 16 KiB")
+    @Test(
+        "a head must be whole 10 s after the connection opened or the last answer ended; a body gets 10 s and a second per 16 KiB"
+    )
     func deadlines() {
         let limits = RequestDeadline.Limits(readTimeout: 10)
         var slowHead = RequestDeadline(limits: limits, openedAt: 100)
@@ -49,7 +52,9 @@ struct ConnectionTableTests {
         upload.endRead(at: time)
         #expect(upload.phase == .answering && upload.deadline == nil && !upload.expired(at: time + 86_400))
         upload.answerEnded(at: time + 30)
-        #expect(upload.phase == .waiting(since: time + 30) && upload.deadline == time + 40, "the next head is awaited from the answer's end")
+        #expect(
+            upload.phase == .waiting(since: time + 30) && upload.deadline == time + 40,
+            "the next head is awaited from the answer's end")
 
         // An answer that refused the request before its body came: the rest of the body is still timed.
         var refused = RequestDeadline(limits: limits, openedAt: 0)
@@ -61,10 +66,14 @@ struct ConnectionTableTests {
         slowHead.headRead(at: 105)
         slowHead.endRead(at: 105)
         #expect(slowHead.phase == .answering)
-        #expect(RequestDeadline.Limits(readTimeout: .infinity).headTimeout == 10 && RequestDeadline.Limits(readTimeout: 0).headTimeout == 0.1)
+        #expect(
+            RequestDeadline.Limits(readTimeout: .infinity).headTimeout == 10
+                && RequestDeadline.Limits(readTimeout: 0).headTimeout == 0.1)
     }
 
-    @Test("a full table closes the longest-waiting connection first, then the slowest body; one being answered never, the newcomer instead")
+    @Test(
+        "a full table closes the longest-waiting connection first, then the slowest body; one being answered never, the newcomer instead"
+    )
     func victims() {
         let time = TestTime(1_000)
         let closes = Closes()
@@ -88,7 +97,8 @@ struct ConnectionTableTests {
         _ = table.headRead(first)
         _ = table.endRead(first)
         _ = table.opened(client: "10.0.0.6", close: closes.closer("second"))
-        #expect(closes.closed == ["idle", "trickle"], "then the body at a byte in two seconds, not the upload at 250 kB/s")
+        #expect(
+            closes.closed == ["idle", "trickle"], "then the body at a byte in two seconds, not the upload at 250 kB/s")
         // Two answered, the upload, and the second waiting for its head: a connection that has not
         // asked yet makes way before a body that is coming, the newest too.
         _ = table.opened(client: "10.0.0.7", close: closes.closer("third"))
@@ -112,7 +122,9 @@ struct ConnectionTableTests {
         #expect(table.counts.connections == 2 && table.check(newcomer) == nil)
     }
 
-    @Test("past the streams' cap, the oldest stream of the client holding the most is closed; another client's stream stays")
+    @Test(
+        "past the streams' cap, the oldest stream of the client holding the most is closed; another client's stream stays"
+    )
     func streamCap() {
         let time = TestTime(0)
         let closes = Closes()
@@ -142,7 +154,9 @@ struct ConnectionTableTests {
         #expect(closes.closed.last == "cab again" && table.counts.streams == 3)
     }
 
-    @Test("at its deadline a connection still without a whole request is closed; one whose body keeps coming is looked at again later")
+    @Test(
+        "at its deadline a connection still without a whole request is closed; one whose body keeps coming is looked at again later"
+    )
     func check() {
         let time = TestTime(0)
         let closes = Closes()

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import CabView
 
 @Suite("State directory watch")
@@ -29,7 +30,11 @@ struct DirectoryWatchTests {
     func wakesOnWatchedFiles() async throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let watch = try #require(DirectoryWatch(.init(paths: [directory + "/spool.sqlite", directory + "/heartbeat.json"], refresh: 3600, fallback: 0.25)))
+        let watch = try #require(
+            DirectoryWatch(
+                .init(
+                    paths: [directory + "/spool.sqlite", directory + "/heartbeat.json"], refresh: 3600, fallback: 0.25))
+        )
         defer { watch.close() }
         // A first wake may be pending from the start; take it if so.
         _ = await Self.next(watch, within: 0.3)
@@ -54,7 +59,8 @@ struct DirectoryWatchTests {
     func refreshes() async throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let watch = try #require(DirectoryWatch(.init(paths: [directory + "/spool.sqlite"], refresh: 0.4, fallback: 0.25)))
+        let watch = try #require(
+            DirectoryWatch(.init(paths: [directory + "/spool.sqlite"], refresh: 0.4, fallback: 0.25)))
         defer { watch.close() }
         #expect(await Self.next(watch, within: 5) == .refresh)
         #expect(await Self.next(watch, within: 5) == .refresh)
@@ -67,7 +73,9 @@ struct DirectoryWatchTests {
         settings.threadName = "watch-test-end"  // other tests' watches run beside this one
         let watch = try #require(DirectoryWatch(settings))
         let named = ContinuousClock.now + .seconds(5)  // the thread names itself as it starts
-        while ThreadCensus.count(named: "watch-test-end") == 0, ContinuousClock.now < named { try await Task.sleep(for: .milliseconds(20)) }
+        while ThreadCensus.count(named: "watch-test-end") == 0, ContinuousClock.now < named {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         #expect(ThreadCensus.count(named: "watch-test-end") == 1)
         _ = await Self.next(watch, within: 0.3)
         try FileManager.default.removeItem(atPath: directory)

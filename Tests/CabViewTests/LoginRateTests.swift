@@ -1,7 +1,8 @@
-@testable import CabView
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import CabView
 
 @Suite("Cab view login rate over all clients")
 struct LoginRateTests {
@@ -10,7 +11,10 @@ struct LoginRateTests {
         private let lock = NSLock()
         private var value = 0
         var count: Int { lock.withLock { value } }
-        func check(_ result: Bool) -> Bool { lock.withLock { value += 1 }; return result }
+        func check(_ result: Bool) -> Bool {
+            lock.withLock { value += 1 }
+            return result
+        }
     }
 
     static func directory() throws -> String {
@@ -19,25 +23,32 @@ struct LoginRateTests {
         return directory
     }
 
-    @Test("a fresh address for every guess gets no more checks than the rate over all clients; the refused are told when to try again")
+    @Test(
+        "a fresh address for every guess gets no more checks than the rate over all clients; the refused are told when to try again"
+    )
     func freshAddressPerGuess() async throws {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let time = TestTime(1_800_000_000)
-        let throttle = LoginThrottle(path: directory + "/web-logins.json", checksPerSecond: 2, checkBurst: 4, now: { time.now })
+        let throttle = LoginThrottle(
+            path: directory + "/web-logins.json", checksPerSecond: 2, checkBurst: 4, now: { time.now })
         let checks = Checks()
         var refused = 0
         // 1,000 guesses over 10 s of virtual time, each from an address never seen before.
         for guess in 0..<1_000 {
             time.advance(0.01)
-            switch await throttle.attempt("10.\(guess / 65_536).\(guess / 256 % 256).\(guess % 256)", verify: { checks.check(false) }) {
+            switch await throttle.attempt(
+                "10.\(guess / 65_536).\(guess / 256 % 256).\(guess % 256)", verify: { checks.check(false) })
+            {
             case .accepted:
                 Issue.record("a wrong guess was accepted")
             case .wrong:
                 break
             case .tooSoon(let retryAfter):
                 refused += 1
-                if !(retryAfter > 0 && retryAfter <= 0.5) { Issue.record("told to retry after \(retryAfter) s, not within the next token's 0.5 s") }
+                if !(retryAfter > 0 && retryAfter <= 0.5) {
+                    Issue.record("told to retry after \(retryAfter) s, not within the next token's 0.5 s")
+                }
             }
         }
         // The burst of 4, then 2 a second for 10 s.
@@ -55,7 +66,8 @@ struct LoginRateTests {
         let directory = try Self.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let time = TestTime(1_800_000_000)
-        let throttle = LoginThrottle(path: directory + "/web-logins.json", checksPerSecond: 2, checkBurst: 4, now: { time.now })
+        let throttle = LoginThrottle(
+            path: directory + "/web-logins.json", checksPerSecond: 2, checkBurst: 4, now: { time.now })
         for client in 1...4 {
             #expect(await throttle.attempt("10.0.0.\(client)", verify: { true }) == .accepted)
         }

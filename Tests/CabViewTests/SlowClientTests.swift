@@ -1,7 +1,8 @@
-@testable import CabView
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import CabView
 
 /// Clients that open connections and then send their requests as slowly as they can, or hold event
 /// streams open: on real sockets against a server in this process, with small numbers.
@@ -21,7 +22,9 @@ struct SlowClientTests {
         "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Slow: a"
     }
 
-    @Test("with the connection cap taken by trickled bodies and held event streams, a fresh client still gets the page and the state")
+    @Test(
+        "with the connection cap taken by trickled bodies and held event streams, a fresh client still gets the page and the state"
+    )
     func roomForTheCab() async throws {
         let fixture = try CabFixture()
         fixture.configuration.maxConnections = 32
@@ -30,9 +33,11 @@ struct SlowClientTests {
         defer { fixture.close() }
         // More streams than a quarter of the cap, and more slow bodies than the rest of it: before,
         // every one of them counted as busy, and a full table of busy connections turned newcomers away.
-        let streams = try HeldConnections(port: fixture.port, count: 20, sending: Self.eventsRequest(port: fixture.port))
+        let streams = try HeldConnections(
+            port: fixture.port, count: 20, sending: Self.eventsRequest(port: fixture.port))
         defer { streams.close() }
-        let bodies = try HeldConnections(port: fixture.port, count: 30, sending: Self.slowBody(port: fixture.port), trickling: " ", every: 0.5)
+        let bodies = try HeldConnections(
+            port: fixture.port, count: 30, sending: Self.slowBody(port: fixture.port), trickling: " ", every: 0.5)
         defer { bodies.close() }
         try await Task.sleep(for: .milliseconds(500))
         let clock = ContinuousClock()
@@ -42,7 +47,8 @@ struct SlowClientTests {
             do {
                 statuses.append(try await fixture.get(path, headers: ["Connection": "close"]).status)
             } catch {
-                Issue.record("\(path) was refused behind \(streams.count) streams and \(bodies.count) slow bodies: \(error)")
+                Issue.record(
+                    "\(path) was refused behind \(streams.count) streams and \(bodies.count) slow bodies: \(error)")
             }
         }
         let took = clock.now - started
@@ -55,8 +61,9 @@ struct SlowClientTests {
         }
         let openStreams = streams.stillOpen()
         #expect(openStreams <= 8, "\(openStreams) of 20 event streams still open; the cap is 8")
-        print("cab view behind 20 held event streams and 30 trickled bodies (cap 32): page and state in \(took); "
-              + "\(openStreams) streams and \(bodies.stillOpen()) bodies left open")
+        print(
+            "cab view behind 20 held event streams and 30 trickled bodies (cap 32): page and state in \(took); "
+                + "\(openStreams) streams and \(bodies.stillOpen()) bodies left open")
     }
 
     @Test("a head or a body trickled a byte at a time is closed within the read timeout; an event stream is not")
@@ -68,9 +75,11 @@ struct SlowClientTests {
         defer { fixture.close() }
         let stream = try HeldConnections(port: fixture.port, count: 1, sending: Self.eventsRequest(port: fixture.port))
         defer { stream.close() }
-        let heads = try HeldConnections(port: fixture.port, count: 5, sending: Self.slowHead(port: fixture.port), trickling: "a", every: 0.3)
+        let heads = try HeldConnections(
+            port: fixture.port, count: 5, sending: Self.slowHead(port: fixture.port), trickling: "a", every: 0.3)
         defer { heads.close() }
-        let bodies = try HeldConnections(port: fixture.port, count: 5, sending: Self.slowBody(port: fixture.port), trickling: " ", every: 0.3)
+        let bodies = try HeldConnections(
+            port: fixture.port, count: 5, sending: Self.slowBody(port: fixture.port), trickling: " ", every: 0.3)
         defer { bodies.close() }
         let clock = ContinuousClock()
         let started = clock.now
@@ -97,7 +106,8 @@ final class HeldConnections: @unchecked Sendable {
 
     var count: Int { lock.withLock { descriptors.count } }
 
-    init(port: Int, count: Int, sending start: String, trickling byte: String? = nil, every interval: Double = 1) throws {
+    init(port: Int, count: Int, sending start: String, trickling byte: String? = nil, every interval: Double = 1) throws
+    {
         for _ in 0..<count {
             let descriptor = try LoopbackHTTP.connectedSocket(port: port)
             descriptors.append(descriptor)
@@ -111,7 +121,9 @@ final class HeldConnections: @unchecked Sendable {
                 Thread.sleep(forTimeInterval: interval)
                 // Under the lock, so that no descriptor is closed (and its number taken by another test) while sent to.
                 let going = lock.withLock {
-                    for descriptor in descriptors where !stopped { _ = send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                    for descriptor in descriptors where !stopped {
+                        _ = send(descriptor, bytes, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                    }
                     return !stopped
                 }
                 guard going else { return }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import CabView
 
 /// The tile cache's file read back as a file anyone could have edited: SQLite keeps a value of any
@@ -21,8 +22,10 @@ struct TileCacheStoredValueTests {
 
     func cache(_ server: LoopbackTileServer, capacity: Int = 10_000_000) -> TileCache {
         let clock = clock
-        return TileCache(upstream: server.template, path: path, capacityBytes: capacity, userAgent: TileCache.userAgent(version: "0.1.0"),
-                         logger: journal.logger, timeout: 2, now: { clock.now })
+        return TileCache(
+            upstream: server.template, path: path, capacityBytes: capacity,
+            userAgent: TileCache.userAgent(version: "0.1.0"),
+            logger: journal.logger, timeout: 2, now: { clock.now })
     }
 
     /// Changes the file as another program would, outside the cache.
@@ -37,19 +40,23 @@ struct TileCacheStoredValueTests {
         try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM tile") ?? 0 }
     }
 
-    @Test("a kept tile with a value of another type is a miss, fetched again and kept in its place; a validator of another type is none")
+    @Test(
+        "a kept tile with a value of another type is a miss, fetched again and kept in its place; a validator of another type is none"
+    )
     func wronglyTypedTile() async throws {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try LoopbackTileServer {
-            .answer(status: 200, headers: ["Content-Type: image/png", "Cache-Control: max-age=3600", "ETag: \"e\""], body: tilePNG($0.path))
+            .answer(
+                status: 200, headers: ["Content-Type: image/png", "Cache-Control: max-age=3600", "ETag: \"e\""],
+                body: tilePNG($0.path))
         }
         let first = cache(server)
         for x in 0..<5 { _ = try await first.tile(z: 5, x: x, y: 0) }
         await first.flush()
         try edit([
-            "UPDATE tile SET type = x'FF' WHERE x = 0",            // not text, nor UTF-8
-            "UPDATE tile SET expires_at = 'soon' WHERE x = 1",     // text where a time belongs
-            "UPDATE tile SET data = 42 WHERE x = 2",               // a number where the image belongs
+            "UPDATE tile SET type = x'FF' WHERE x = 0",  // not text, nor UTF-8
+            "UPDATE tile SET expires_at = 'soon' WHERE x = 1",  // text where a time belongs
+            "UPDATE tile SET data = 42 WHERE x = 2",  // a number where the image belongs
             "UPDATE tile SET etag = x'FF', last_modified = x'FE' WHERE x = 3",
         ])
         let tiles = cache(server)  // the service restarted: the file is read back
@@ -104,8 +111,11 @@ struct TileCacheStoredValueTests {
         }
         // A negative size would hold the sum under the cap for ever; one near the largest integer
         // would overflow it.
-        try edit(["UPDATE tile SET bytes = -9000000000000000000 WHERE x = 0", "UPDATE tile SET bytes = 9000000000000000000 WHERE x = 1",
-                  "UPDATE tile SET bytes = 1.5e300 WHERE x = 2"])
+        try edit([
+            "UPDATE tile SET bytes = -9000000000000000000 WHERE x = 0",
+            "UPDATE tile SET bytes = 9000000000000000000 WHERE x = 1",
+            "UPDATE tile SET bytes = 1.5e300 WHERE x = 2",
+        ])
         let tiles = cache(server, capacity: 3500)
         #expect(await tiles.stored() == (3, 0))
         for x in 3..<20 {

@@ -8,10 +8,13 @@ import Testing
 @Suite
 struct DocumentationRulesTests {
     static func rules() -> DocumentationRules {
-        DocumentationRules(endpointID: "peer", since: Date().addingTimeInterval(-5), subscribed: DocumentedPeerTests.subscribed)
+        DocumentationRules(
+            endpointID: "peer", since: Date().addingTimeInterval(-5), subscribed: DocumentedPeerTests.subscribed)
     }
 
-    static func gpsMessage(_ change: (inout FeedMessage, inout Agrirouter_Technicalmessagetype_GPSList.GPSEntry) -> Void = { _, _ in }) -> FeedMessage {
+    static func gpsMessage(
+        _ change: (inout FeedMessage, inout Agrirouter_Technicalmessagetype_GPSList.GPSEntry) -> Void = { _, _ in }
+    ) -> FeedMessage {
         var entry = Agrirouter_Technicalmessagetype_GPSList.GPSEntry()
         entry.positionNorth = 52.1
         entry.positionEast = 8.6
@@ -33,29 +36,37 @@ struct DocumentationRulesTests {
         return message
     }
 
-    @Test("a feed message within the rules passes, and one field broken is caught", arguments: [
-        "none", "receiver", "unsubscribed", "payload size", "sequence", "sent after created", "chunked", "latitude", "reserved status", "future fix",
-    ])
+    @Test(
+        "a feed message within the rules passes, and one field broken is caught",
+        arguments: [
+            "none", "receiver", "unsubscribed", "payload size", "sequence", "sent after created", "chunked", "latitude",
+            "reserved status", "future fix",
+        ])
     func feedMessage(broken field: String) {
         var rules = Self.rules()
-        rules.check(Self.gpsMessage { message, entry in
-            switch field {
-            case "receiver": message.header.receiverID = "someone else"
-            case "unsubscribed": message.header.technicalMessageType = "img:png"
-            case "payload size": message.header.payloadSize = 3
-            case "sequence": message.header.sequenceNumber = 0
-            case "sent after created": message.header.sentTimestamp = Google_Protobuf_Timestamp(date: Date().addingTimeInterval(30))
-            case "chunked": message.header.chunkContext.total = 2
-            case "latitude": entry.positionNorth = 91
-            case "reserved status": entry.positionStatus = .UNRECOGNIZED(10)
-            case "future fix": entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date().addingTimeInterval(60))
-            default: break
-            }
-        })
+        rules.check(
+            Self.gpsMessage { message, entry in
+                switch field {
+                case "receiver": message.header.receiverID = "someone else"
+                case "unsubscribed": message.header.technicalMessageType = "img:png"
+                case "payload size": message.header.payloadSize = 3
+                case "sequence": message.header.sequenceNumber = 0
+                case "sent after created":
+                    message.header.sentTimestamp = Google_Protobuf_Timestamp(date: Date().addingTimeInterval(30))
+                case "chunked": message.header.chunkContext.total = 2
+                case "latitude": entry.positionNorth = 91
+                case "reserved status": entry.positionStatus = .UNRECOGNIZED(10)
+                case "future fix":
+                    entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date().addingTimeInterval(60))
+                default: break
+                }
+            })
         #expect(rules.violations.isEmpty == (field == "none"), "\(field): \(rules.violations)")
     }
 
-    @Test("envelopes: a push answered 0, an ACK with a payload, an answer to nothing sent, an undefined type, a placeholder without its argument")
+    @Test(
+        "envelopes: a push answered 0, an ACK with a payload, an answer to nothing sent, an undefined type, a placeholder without its argument"
+    )
     func envelopes() throws {
         var envelope = Agrirouter_Response_ResponseEnvelope()
         envelope.messageID = "m"
@@ -77,8 +88,12 @@ struct DocumentationRulesTests {
         undefined.type = .UNRECOGNIZED(4)
         var unknown = ack
         unknown.applicationMessageID = "never sent"
-        for (item, rule) in [(OutboxItem(envelope: zero, details: push), "not 200"), (OutboxItem(envelope: ack, details: push), "an ACK with a payload"),
-                             (OutboxItem(envelope: undefined, details: .init()), "undefined"), (OutboxItem(envelope: unknown, details: .init()), "never sent")] {
+        for (item, rule) in [
+            (OutboxItem(envelope: zero, details: push), "not 200"),
+            (OutboxItem(envelope: ack, details: push), "an ACK with a payload"),
+            (OutboxItem(envelope: undefined, details: .init()), "undefined"),
+            (OutboxItem(envelope: unknown, details: .init()), "never sent"),
+        ] {
             var rules = Self.rules()
             rules.check(item, sentIDs: ["sent"])
             #expect(rules.violations.contains { $0.contains(rule) }, "\(rule): \(rules.violations)")
@@ -105,7 +120,10 @@ struct DocumentationRulesTests {
         time.dataLogValue = [value]
         var log = Efdi_TimeLog()
         log.time = [time]
-        var logMessage = Self.gpsMessage { message, _ in message.header.technicalMessageType = TechnicalTypes.timeLog; message.header.teamSetContextID = "set" }
+        var logMessage = Self.gpsMessage { message, _ in
+            message.header.technicalMessageType = TechnicalTypes.timeLog
+            message.header.teamSetContextID = "set"
+        }
         logMessage.content.value = try log.serializedData()
         logMessage.header.payloadSize = Int64(logMessage.content.value.count)
 

@@ -3,8 +3,8 @@ import Foundation
 import NIOCore
 import NIOPosix
 import SwiftProtobuf
-import Testing
 import TestSupport
+import Testing
 
 /// A second endpoint written from DKE's documentation, not from agrigps, reads what `agrigps run`
 /// publishes through the local agrirouter: onboarding as documented, capabilities, subscription,
@@ -13,40 +13,55 @@ import TestSupport
 /// replayed log's samples, in order, in both formats.
 @Suite(.serialized, .timeLimit(.minutes(5)))
 struct DocumentedPeerTests {
-    static let subscribed: Set<String> = [TechnicalTypes.gpsInfo, TechnicalTypes.timeLog, TechnicalTypes.deviceDescription]
+    static let subscribed: Set<String> = [
+        TechnicalTypes.gpsInfo, TechnicalTypes.timeLog, TechnicalTypes.deviceDescription,
+    ]
     static let log = "telit-he910"
     static let peerTAN = "TANP000001"
 
     /// A machine onboarded through `agrigps onboard`, with a TAN for the peer beside it; both, and the
     /// peer's event loop, torn down after `body`.
-    static func withMachine(_ transport: String, _ body: (OnboardedMachine, any EventLoopGroup) async throws -> Void) async throws {
+    static func withMachine(_ transport: String, _ body: (OnboardedMachine, any EventLoopGroup) async throws -> Void)
+        async throws
+    {
         let machine = try await OnboardedMachine.make(transport: transport, otherTANs: [peerTAN: "Documented peer"])
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        try await tearingDown({ await machine.close(); try? await group.shutdownGracefully() }) { try await body(machine, group) }
+        try await tearingDown({
+            await machine.close()
+            try? await group.shutdownGracefully()
+        }) { try await body(machine, group) }
     }
 
     /// The peer onboarded at the machine's local agrirouter over the same transport.
-    static func peer(of machine: OnboardedMachine, group: any EventLoopGroup, subscribed: Set<String>) async throws -> DocumentedPeer {
-        try await DocumentedPeer.onboard(url: machine.simulator.onboardingURL, tan: peerTAN, trusting: machine.simulator.caCertificatePEM,
-                                         gatewayID: machine.transport == "mqtt" ? "2" : "3", group: group, subscribed: subscribed)
+    static func peer(of machine: OnboardedMachine, group: any EventLoopGroup, subscribed: Set<String>) async throws
+        -> DocumentedPeer
+    {
+        try await DocumentedPeer.onboard(
+            url: machine.simulator.onboardingURL, tan: peerTAN, trusting: machine.simulator.caCertificatePEM,
+            gatewayID: machine.transport == "mqtt" ? "2" : "3", group: group, subscribed: subscribed)
     }
 
-    @Test("an endpoint written from the documentation reads agrigps's positions, every field within the documentation's rules",
-          arguments: ["rest", "mqtt"])
+    @Test(
+        "an endpoint written from the documentation reads agrigps's positions, every field within the documentation's rules",
+        arguments: ["rest", "mqtt"])
     func readsWhatAgrigpsPublishes(transport: String) async throws {
         try await Self.withMachine(transport) { machine, group in
             let push = transport == "mqtt"
             let peer = try await Self.peer(of: machine, group: group, subscribed: Self.subscribed)
             try await Self.announce(peer, push: push)
 
-            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(Self.log), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
+            let run = try await AgrigpsCommand.run(
+                ["run", "--replay", Fixtures.log(Self.log), "--state-dir", machine.state, "--spacing", "0.05"],
+                timeout: 120)
             #expect(run.code == 0, "\(run.stderr.suffix(5))")
             let expected = try expectedEntries(Self.log)
 
             let read = push ? try await Self.readPushes(peer, entries: expected.count) : try await Self.readFeed(peer)
             peer.checkTeamSets()
-            print("documented peer over \(transport): \(read.count) messages (\(Set(read.map(\.header.technicalMessageType)).sorted())), "
-                  + "\(peer.rules.messages.count) checked, \(expected.count) samples expected, \(peer.rules.violations.count) rules broken")
+            print(
+                "documented peer over \(transport): \(read.count) messages (\(Set(read.map(\.header.technicalMessageType)).sorted())), "
+                    + "\(peer.rules.messages.count) checked, \(expected.count) samples expected, \(peer.rules.violations.count) rules broken"
+            )
             #expect(peer.rules.violations == [], "\(peer.rules.violations)")
 
             #expect(Set(read.map(\.header.senderID)) == [try machine.endpointID])
@@ -66,24 +81,34 @@ struct DocumentedPeerTests {
         }
     }
 
-    @Test("agrigps reads what an endpoint written from the documentation publishes, sent in the documentation's JSON form",
-          arguments: ["rest", "mqtt"])
+    @Test(
+        "agrigps reads what an endpoint written from the documentation publishes, sent in the documentation's JSON form",
+        arguments: ["rest", "mqtt"])
     func agrigpsReadsThePeer(transport: String) async throws {
         try await Self.withMachine(transport) { machine, group in
             func run() async throws {
-                let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
+                let run = try await AgrigpsCommand.run(
+                    [
+                        "run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", machine.state, "--spacing",
+                        "0.05",
+                    ], timeout: 120)
                 #expect(run.code == 0, "\(run.stderr.suffix(5))")
             }
             try await run()  // agrigps announces itself and subscribes
             let peer = try await Self.peer(of: machine, group: group, subscribed: [TechnicalTypes.gpsInfo])
-            try await Self.announce(peer, types: [TechnicalTypes.gpsInfo], direction: .sendReceive, push: transport == "mqtt")
+            try await Self.announce(
+                peer, types: [TechnicalTypes.gpsInfo], direction: .sendReceive, push: transport == "mqtt")
 
             // Two positions, the later one RTK fixed: a GPSList as tmt/gps.adoc describes it, published.
             var list = Agrirouter_Technicalmessagetype_GPSList()
-            list.gpsEntries = [(52.005, 8.008, 3.0, Agrirouter_Technicalmessagetype_GPSList.GPSEntry.PositionStatus.dGnss),
-                               (52.0061, 8.0092, 1.0, .dRtkFinteger)].map { latitude, longitude, ago, status in
+            list.gpsEntries = [
+                (52.005, 8.008, 3.0, Agrirouter_Technicalmessagetype_GPSList.GPSEntry.PositionStatus.dGnss),
+                (52.0061, 8.0092, 1.0, .dRtkFinteger),
+            ].map { latitude, longitude, ago, status in
                 var entry = Agrirouter_Technicalmessagetype_GPSList.GPSEntry()
-                (entry.positionNorth, entry.positionEast, entry.positionUp, entry.positionStatus) = (latitude, longitude, 61_000, status)
+                (entry.positionNorth, entry.positionEast, entry.positionUp, entry.positionStatus) = (
+                    latitude, longitude, 61_000, status
+                )
                 (entry.pdop, entry.hdop, entry.numberOfSatellites) = (1.4, 0.8, 14)
                 entry.gpsUtcTimestamp = Google_Protobuf_Timestamp(date: Date().addingTimeInterval(-ago))
                 return entry
@@ -92,7 +117,8 @@ struct DocumentedPeerTests {
 
             try await run()  // its feed catch-up reads the peer's message
             let others = try await AgrigpsCommand.run(["others", "--json", "--state-dir", machine.state])
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(others.stdout.joined().utf8)) as? [String: Any])
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(others.stdout.joined().utf8)) as? [String: Any])
             let seen = try #require((object["machines"] as? [[String: Any]])?.first, "\(others.stdout)")
             #expect(seen["name"] as? String == "Documented peer")
             #expect(seen["latitude"] as? Double == 52.0061 && seen["longitude"] as? Double == 8.0092)
@@ -106,8 +132,10 @@ struct DocumentedPeerTests {
 
     /// Capabilities first (commands/endpoint.adoc): the three types received, push on for MQTT; 201.
     /// Then the subscription to all three in one message (it replaces the previous one).
-    static func announce(_ peer: DocumentedPeer, types: Set<String> = subscribed,
-                         direction: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Direction = .receive, push: Bool) async throws {
+    static func announce(
+        _ peer: DocumentedPeer, types: Set<String> = subscribed,
+        direction: Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Direction = .receive, push: Bool
+    ) async throws {
         var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
         specification.capabilities = types.sorted().map { type in
             var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
@@ -118,7 +146,8 @@ struct DocumentedPeerTests {
         specification.appCertificationID = "documented-peer-app"
         specification.appCertificationVersionID = "documented-peer-version"
         specification.enablePushNotifications = push ? .enabled : .disabled
-        _ = try await peer.command(TechnicalTypes.capabilities, specification, expecting: [.ack, .ackWithMessages], codes: [201])
+        _ = try await peer.command(
+            TechnicalTypes.capabilities, specification, expecting: [.ack, .ackWithMessages], codes: [201])
 
         var subscription = Agrirouter_Request_Payload_Endpoint_Subscription()
         subscription.technicalMessageTypes = types.sorted().map { type in
@@ -128,7 +157,8 @@ struct DocumentedPeerTests {
             return item
         }
         // The SDKs' tests accept 200, 201 or 204 for a subscription.
-        _ = try await peer.command(TechnicalTypes.subscription, subscription, expecting: [.ack, .ackWithMessages], codes: [200, 201, 204])
+        _ = try await peer.command(
+            TechnicalTypes.subscription, subscription, expecting: [.ack, .ackWithMessages], codes: [200, 201, 204])
     }
 
     /// REST: page by page; each page's descriptions deleted once read, the rest confirmed.
@@ -150,7 +180,11 @@ struct DocumentedPeerTests {
         while Date() < deadline {
             pushed = try await peer.pushedSoFar()
             let gps = pushed.filter { $0.header.technicalMessageType == TechnicalTypes.gpsInfo }
-                .reduce(0) { $0 + ((try? Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $1.content.value).gpsEntries.count) ?? 0) }
+                .reduce(0) {
+                    $0
+                        + ((try? Agrirouter_Technicalmessagetype_GPSList(serializedBytes: $1.content.value).gpsEntries
+                            .count) ?? 0)
+                }
             let times = pushed.filter { $0.header.technicalMessageType == TechnicalTypes.timeLog }
                 .reduce(0) { $0 + ((try? Efdi_TimeLog(serializedBytes: $1.content.value).time.count) ?? 0) }
             if gps >= entries, times >= entries { break }
@@ -163,7 +197,8 @@ struct DocumentedPeerTests {
     }
 
     static func settle(_ messages: [FeedMessage], _ peer: DocumentedPeer) async throws {
-        let descriptions = messages.filter { $0.header.technicalMessageType == TechnicalTypes.deviceDescription }.map(\.header.messageID)
+        let descriptions = messages.filter { $0.header.technicalMessageType == TechnicalTypes.deviceDescription }.map(
+            \.header.messageID)
         let others = messages.map(\.header.messageID).filter { !descriptions.contains($0) }
         if !descriptions.isEmpty { try await peer.delete(descriptions) }
         if !others.isEmpty { try await peer.confirm(others) }

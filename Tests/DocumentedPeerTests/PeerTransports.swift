@@ -33,21 +33,27 @@ struct PeerHTTPS: Sendable {
         var body: Data
     }
 
-    func request(_ method: HTTPMethod, _ url: String, headers: [(String, String)], body: Data? = nil) async throws -> Reply {
-        guard let parts = URLComponents(string: url), parts.scheme == "https", let host = parts.host else { throw PeerError("not an https URL: \(url)") }
+    func request(_ method: HTTPMethod, _ url: String, headers: [(String, String)], body: Data? = nil) async throws
+        -> Reply
+    {
+        guard let parts = URLComponents(string: url), parts.scheme == "https", let host = parts.host else {
+            throw PeerError("not an https URL: \(url)")
+        }
         let port = parts.port ?? 443
         let collector = ReplyCollector(promise: group.next().makePromise())
         let channel = try await ClientBootstrap(group: group)
             .connectTimeout(.seconds(10))
             .channelInitializer { [tls] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: tls, serverHostname: nil))
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOSSLClientHandler(context: tls, serverHostname: nil))
                     try channel.pipeline.syncOperations.addHTTPClientHandlers()
                     try channel.pipeline.syncOperations.addHandler(collector)
                 }
             }
             .connect(host: host, port: port).get()
-        var head = HTTPRequestHead(version: .http1_1, method: method, uri: parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath)
+        var head = HTTPRequestHead(
+            version: .http1_1, method: method, uri: parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath)
         head.headers.add(name: "Host", value: "\(host):\(port)")
         head.headers.add(name: "Connection", value: "close")
         head.headers.add(name: "Content-Length", value: "\(body?.count ?? 0)")
@@ -74,7 +80,9 @@ struct PeerHTTPS: Sendable {
             case .body(let buffer):
                 state.withLock { $0.reply?.body.append(contentsOf: buffer.readableBytesView) }
             case .end:
-                finish(with: state.withLock { $0.reply }.map { .success($0) } ?? .failure(PeerError("a reply without a head")))
+                finish(
+                    with: state.withLock { $0.reply }.map { .success($0) }
+                        ?? .failure(PeerError("a reply without a head")))
                 context.close(promise: nil)
             }
         }
@@ -107,14 +115,22 @@ struct RESTPeerTransport: PeerTransport {
     func send(_ body: Data) async throws {
         // "Always include Accept: application/json" (integration/message-sending.adoc); the SDKs
         // written against agrirouter QA require exactly 200 with an empty body.
-        let reply = try await https.request(.POST, measures, headers: [("Content-Type", "application/json"), ("Accept", "application/json")], body: body)
-        guard reply.status == 200 else { throw PeerError("the inbox answered \(reply.status), not 200: \(String(decoding: reply.body.prefix(200), as: UTF8.self))") }
+        let reply = try await https.request(
+            .POST, measures, headers: [("Content-Type", "application/json"), ("Accept", "application/json")], body: body
+        )
+        guard reply.status == 200 else {
+            throw PeerError(
+                "the inbox answered \(reply.status), not 200: \(String(decoding: reply.body.prefix(200), as: UTF8.self))"
+            )
+        }
     }
 
     func take() async throws -> [Data] {
         let reply = try await https.request(.GET, commands, headers: [("Accept", "application/json")])
         guard reply.status == 200 else { throw PeerError("the outbox answered \(reply.status), not 200") }
-        guard let items = try JSONSerialization.jsonObject(with: reply.body) as? [Any] else { throw PeerError("the outbox's answer is not a JSON array") }
+        guard let items = try JSONSerialization.jsonObject(with: reply.body) as? [Any] else {
+            throw PeerError("the outbox's answer is not a JSON array")
+        }
         return try items.map { try JSONSerialization.data(withJSONObject: $0) }
     }
 
@@ -134,10 +150,13 @@ final class MQTTPeerTransport: PeerTransport {
         self.inbox = inbox
     }
 
-    static func connect(host: String, port: Int, clientID: String, measures: String, commands: String, tls: NIOSSLContext,
-                        group: any EventLoopGroup) async throws -> MQTTPeerTransport {
+    static func connect(
+        host: String, port: Int, clientID: String, measures: String, commands: String, tls: NIOSSLContext,
+        group: any EventLoopGroup
+    ) async throws -> MQTTPeerTransport {
         let inbox = Inbox()
-        let client = try await SimMQTTClient.connect(host: host, port: port, tls: tls, clientID: clientID, group: group) { topic, payload in
+        let client = try await SimMQTTClient.connect(host: host, port: port, tls: tls, clientID: clientID, group: group)
+        { topic, payload in
             if topic == commands { inbox.items.withLock { $0.append(payload) } }
         }
         try await client.subscribe(commands)

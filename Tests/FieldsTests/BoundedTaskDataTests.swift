@@ -1,11 +1,15 @@
 import Foundation
 import Testing
+
 @testable import Fields
 
 /// A cycle of a few points repeated `count` points long: what a hostile export needs to make a
 /// quadratic check take minutes, in a zip of a few kilobytes.
 private func repeatingCycle(_ count: Int, around centre: (Double, Double), size: Double) -> [(Double, Double)] {
-    let cycle = [(centre.0 - size, centre.1 - size), (centre.0 - size, centre.1 + size), (centre.0 + size, centre.1 + size), (centre.0 + size, centre.1 - size)]
+    let cycle = [
+        (centre.0 - size, centre.1 - size), (centre.0 - size, centre.1 + size), (centre.0 + size, centre.1 + size),
+        (centre.0 + size, centre.1 - size),
+    ]
     return (0..<count).map { cycle[$0 % cycle.count] }
 }
 
@@ -25,10 +29,14 @@ private func parse(_ body: String, limits: TaskDataLimits = TaskDataLimits()) th
 struct BoundedTaskDataTests {
     private static let square = [(48.0, 15.0), (48.0, 15.01), (48.01, 15.01), (48.01, 15.0)]
 
-    @Test("a 100,000-point boundary that repeats one cycle, with a 99,999-point hole, is skipped with its reason in linear time")
+    @Test(
+        "a 100,000-point boundary that repeats one cycle, with a 99,999-point hole, is skipped with its reason in linear time"
+    )
     func repeatingCycleIsSkipped() throws {
-        let body = TaskDataText.partfield("PFD1", "Loop", ring: repeatingCycle(100_000, around: (48.0, 15.0), size: 0.001),
-                                          holes: [repeatingCycle(99_999, around: (48.0, 15.0), size: 0.0005)])
+        let body =
+            TaskDataText.partfield(
+                "PFD1", "Loop", ring: repeatingCycle(100_000, around: (48.0, 15.0), size: 0.001),
+                holes: [repeatingCycle(99_999, around: (48.0, 15.0), size: 0.0005)])
             + TaskDataText.partfield("PFD2", "Good", ring: Self.square)
         let content = try parse(body)
         #expect(content.fields.map(\.name) == ["Good"])
@@ -38,8 +46,9 @@ struct BoundedTaskDataTests {
 
     @Test("a dense 100,000-point boundary with a 99,999-point hole inside is read whole, its area right")
     func denseRingsAreKept() throws {
-        let body = TaskDataText.partfield("PFD1", "Dense", ring: circle(100_000, around: (48.0, 15.0), radius: 0.01),
-                                          holes: [circle(99_999, around: (48.0, 15.0), radius: 0.002)])
+        let body = TaskDataText.partfield(
+            "PFD1", "Dense", ring: circle(100_000, around: (48.0, 15.0), radius: 0.01),
+            holes: [circle(99_999, around: (48.0, 15.0), radius: 0.002)])
         let content = try parse(body)
         let field = try #require(content.fields.first)
         #expect(field.holes.count == 1, "the hole lies inside, so it is cut out")
@@ -53,9 +62,13 @@ struct BoundedTaskDataTests {
     @Test("a bow tie is skipped as crossing itself, not kept as 0 ha")
     func bowTie() throws {
         let bowTie = [(48.0, 15.0), (48.01, 15.01), (48.0, 15.01), (48.01, 15.0)]
-        let content = try parse(TaskDataText.partfield("PFD1", "Bow", ring: bowTie) + TaskDataText.partfield("PFD2", "Good", ring: Self.square))
+        let content = try parse(
+            TaskDataText.partfield("PFD1", "Bow", ring: bowTie)
+                + TaskDataText.partfield("PFD2", "Good", ring: Self.square))
         #expect(content.fields.map(\.name) == ["Good"])
-        #expect(content.skipped.first?.reason.contains("crosses or touches itself (edges 1 and 3 of 4)") == true, "\(content.skipped)")
+        #expect(
+            content.skipped.first?.reason.contains("crosses or touches itself (edges 1 and 3 of 4)") == true,
+            "\(content.skipped)")
     }
 
     @Test("a ring that doubles back on itself is skipped")
@@ -68,29 +81,39 @@ struct BoundedTaskDataTests {
 
     @Test("a ring round the globe, or wider than a farm, is skipped with its span")
     func wholeGlobe() throws {
-        let globe = stride(from: -180.0, to: 180.0, by: 10).map { (10.0, $0) } + stride(from: 180.0, to: -180.0, by: -10).map { (20.0, $0) }
+        let globe =
+            stride(from: -180.0, to: 180.0, by: 10).map { (10.0, $0) }
+            + stride(from: 180.0, to: -180.0, by: -10).map { (20.0, $0) }
         let wide = [(48.0, 15.0), (48.0, 16.0), (48.01, 16.0), (48.01, 15.0)]
-        let content = try parse(TaskDataText.partfield("PFD1", "Globe", ring: globe) + TaskDataText.partfield("PFD2", "Wide", ring: wide))
+        let content = try parse(
+            TaskDataText.partfield("PFD1", "Globe", ring: globe) + TaskDataText.partfield("PFD2", "Wide", ring: wide))
         #expect(content.fields.isEmpty)
         #expect(content.skipped.count == 2)
-        #expect(content.skipped.allSatisfy { $0.reason.contains("km, more than the 50 km a field can be") }, "\(content.skipped)")
+        #expect(
+            content.skipped.allSatisfy { $0.reason.contains("km, more than the 50 km a field can be") },
+            "\(content.skipped)")
     }
 
     @Test("a hole that crosses itself skips its field; one outside the boundary is left out")
     func holes() throws {
         let bowTieHole = [(48.002, 15.002), (48.004, 15.004), (48.002, 15.004), (48.004, 15.002)]
         let outside = [(49.0, 15.0), (49.0, 15.001), (49.001, 15.001), (49.001, 15.0)]
-        let content = try parse(TaskDataText.partfield("PFD1", "Crossed", ring: Self.square, holes: [bowTieHole])
-                                + TaskDataText.partfield("PFD2", "Outside", ring: Self.square, holes: [outside]))
+        let content = try parse(
+            TaskDataText.partfield("PFD1", "Crossed", ring: Self.square, holes: [bowTieHole])
+                + TaskDataText.partfield("PFD2", "Outside", ring: Self.square, holes: [outside]))
         #expect(content.fields.map(\.name) == ["Outside"])
         #expect(content.fields.first?.holes.isEmpty == true)
-        #expect(content.skipped.first?.reason.hasPrefix("its hole 1: it crosses or touches itself") == true, "\(content.skipped)")
+        #expect(
+            content.skipped.first?.reason.hasPrefix("its hole 1: it crosses or touches itself") == true,
+            "\(content.skipped)")
     }
 
-    @Test("coordinates in hexadecimal, infinity or with a trailing sign are refused; decimals with an exponent are read",
-          arguments: ["0x1p5", "inf", "+48.0-", "4.8e", "48..0", "--48", "0x30"])
+    @Test(
+        "coordinates in hexadecimal, infinity or with a trailing sign are refused; decimals with an exponent are read",
+        arguments: ["0x1p5", "inf", "+48.0-", "4.8e", "48..0", "--48", "0x30"])
     func notDecimal(_ text: String) throws {
-        let ring = TaskDataText.partfield("PFD1", "Hex", ring: Self.square).replacingOccurrences(of: #"C="48.01" D="15.0""#, with: #"C="\#(text)" D="15.0""#)
+        let ring = TaskDataText.partfield("PFD1", "Hex", ring: Self.square).replacingOccurrences(
+            of: #"C="48.01" D="15.0""#, with: #"C="\#(text)" D="15.0""#)
         do {
             _ = try parse(ring)
             Issue.record("\(text) was taken as a number")
@@ -128,7 +151,11 @@ struct BoundedTaskDataTests {
             #expect(error.description.contains("more than 50 partfields"), "\(error)")
         }
         #expect(TaskDataLimits().maximumFields == 5_000)
-        #expect(try parse((1...50).map { TaskDataText.partfield("PFD\($0)", "F\($0)", ring: Self.square) }.joined(), limits: limits).fields.count == 50)
+        #expect(
+            try parse(
+                (1...50).map { TaskDataText.partfield("PFD\($0)", "F\($0)", ring: Self.square) }.joined(),
+                limits: limits
+            ).fields.count == 50)
     }
 
     @Test("ten thousand external files in a 65,000-entry zip are found by name, not by a scan each")
@@ -137,11 +164,20 @@ struct BoundedTaskDataTests {
         defer { scratch.remove() }
         let count = 10_000
         let references = (0..<count).map { #"<XFR A="FRM\#(String(format: "%05d", $0))" B="1"/>"# }.joined()
-        var entries = [ZipMaker.Entry.stored("TASKDATA/TASKDATA.XML", Array(TaskDataText.document(references
-            + TaskDataText.partfield("PFD1", "Home", ring: Self.square).replacingOccurrences(of: #"D="0">"#, with: #"D="0" F="FRM09999">"#)).utf8))]
+        var entries = [
+            ZipMaker.Entry.stored(
+                "TASKDATA/TASKDATA.XML",
+                Array(
+                    TaskDataText.document(
+                        references
+                            + TaskDataText.partfield("PFD1", "Home", ring: Self.square).replacingOccurrences(
+                                of: #"D="0">"#, with: #"D="0" F="FRM09999">"#)
+                    ).utf8))
+        ]
         for index in 0..<count {
             let name = String(format: "FRM%05d", index)
-            entries.append(.stored("TASKDATA/\(name).XML", Array(#"<XFC><FRM A="\#(name)" B="Farm \#(index)"/></XFC>"#.utf8)))
+            entries.append(
+                .stored("TASKDATA/\(name).XML", Array(#"<XFC><FRM A="\#(name)" B="Farm \#(index)"/></XFC>"#.utf8)))
         }
         for index in 0..<55_000 { entries.append(.stored("TASKDATA/LOG/TLG\(index).BIN", [0])) }
         let zip = try scratch.write("many.zip", ZipMaker.archive(entries))
@@ -168,7 +204,8 @@ struct BoundedTaskDataTests {
             Issue.record("a cut file was imported")
         } catch {
             #expect(error.description.hasPrefix("TASKDATA.XML"), "\(error)")
-            #expect(!error.description.contains(scratch.path) && !error.description.contains("fields-upload"), "\(error)")
+            #expect(
+                !error.description.contains(scratch.path) && !error.description.contains("fields-upload"), "\(error)")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Fields
 
 private let t0 = Date(timeIntervalSince1970: 1_790_000_000)
@@ -36,8 +37,9 @@ struct FieldStoreTests {
         #expect(lagerfeld.importedAt == t0)
         let index = try await store.index()
         let corner = lagerfeld.field.boundaries[0].points
-        let inside = GeoPoint(latitude: corner.map(\.latitude).reduce(0, +) / Double(corner.count),
-                              longitude: corner.map(\.longitude).reduce(0, +) / Double(corner.count))
+        let inside = GeoPoint(
+            latitude: corner.map(\.latitude).reduce(0, +) / Double(corner.count),
+            longitude: corner.map(\.longitude).reduce(0, +) / Double(corner.count))
         #expect(index.field(containing: inside.latitude, longitude: inside.longitude)?.id == lagerfeld.id)
     }
 
@@ -47,11 +49,15 @@ struct FieldStoreTests {
         defer { scratch.remove() }
         let store = FieldStore(path: scratch.file("fields.sqlite"))
         let square = [(48.0, 15.0), (48.0, 15.01), (48.01, 15.01), (48.01, 15.0)]
-        _ = try scratch.write("a/TASKDATA.XML", TaskDataText.document(TaskDataText.partfield("PFD1", "Alt", ring: square)
-                                                                             + TaskDataText.partfield("PFD2", "Alt 2", ring: square)))
+        _ = try scratch.write(
+            "a/TASKDATA.XML",
+            TaskDataText.document(
+                TaskDataText.partfield("PFD1", "Alt", ring: square)
+                    + TaskDataText.partfield("PFD2", "Alt 2", ring: square)))
         _ = try await store.importTaskData(at: scratch.file("a"), now: t0)
         _ = try await store.importTaskData(at: ISOXMLFixtures.deutzFolder, now: t0)
-        _ = try scratch.write("a/TASKDATA.XML", TaskDataText.document(TaskDataText.partfield("PFD9", "Neu", ring: square)))
+        _ = try scratch.write(
+            "a/TASKDATA.XML", TaskDataText.document(TaskDataText.partfield("PFD9", "Neu", ring: square)))
         let again = try await store.importTaskData(at: scratch.file("a"), now: t0.addingTimeInterval(60))
         #expect(again.replaced == 2)
         #expect(try await store.fields().map(\.field.name) == ["Neu", "TESTFELD"])

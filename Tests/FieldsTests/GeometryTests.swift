@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Fields
 
 private let a = 6_378_137.0
@@ -55,7 +56,9 @@ private func tangentPlaneArea(_ points: [(Double, Double)]) -> Double {
 
 @Suite("areas on the ellipsoid and which field a position lies in")
 struct GeometryTests {
-    @Test("a 3 by 3 km block between parallels: the equal-area sum matches a numeric integration", arguments: [0.0, 48.0, -33.9, 69.5])
+    @Test(
+        "a 3 by 3 km block between parallels: the equal-area sum matches a numeric integration",
+        arguments: [0.0, 48.0, -33.9, 69.5])
     func block(latitude: Double) {
         let (south, north, west, east) = (latitude, latitude + 0.027, 15.0, 15.0 + 0.027 / cos(latitude * radians))
         let expected = zoneArea(from: south, to: north) * (east - west) * radians
@@ -63,11 +66,13 @@ struct GeometryTests {
         #expect(abs(computed - expected) / expected < 1e-7, "\(computed) m² against \(expected) m²")
     }
 
-    @Test("irregular fields up to a few km: within 0.01 % of the tangent-plane area", arguments: [
-        [(48.1255, 15.1447), (48.1271, 15.1530), (48.1290, 15.1510), (48.1288, 15.1489), (48.1302, 15.1460)],
-        [(45.528, 9.575), (45.5277, 9.5956), (45.54, 9.60), (45.552, 9.59), (45.55, 9.58), (45.54, 9.585)],
-        [(-34.60, -58.40), (-34.62, -58.38), (-34.63, -58.41), (-34.61, -58.43)],
-    ])
+    @Test(
+        "irregular fields up to a few km: within 0.01 % of the tangent-plane area",
+        arguments: [
+            [(48.1255, 15.1447), (48.1271, 15.1530), (48.1290, 15.1510), (48.1288, 15.1489), (48.1302, 15.1460)],
+            [(45.528, 9.575), (45.5277, 9.5956), (45.54, 9.60), (45.552, 9.59), (45.55, 9.58), (45.54, 9.585)],
+            [(-34.60, -58.40), (-34.62, -58.38), (-34.63, -58.41), (-34.61, -58.43)],
+        ])
     func irregular(points: [(Double, Double)]) {
         let computed = ring(points).area
         let expected = tangentPlaneArea(points)
@@ -76,12 +81,22 @@ struct GeometryTests {
 
     /// True geodesic areas (edges along geodesics) from GeographicLib 2.1's Polygon.Compute on WGS84,
     /// an implementation of Karney's algorithms, independent of this one.
-    @Test("within 0.01 % of GeographicLib's geodesic areas", arguments: [
-        ([(52.0, 10.0), (52.0, 10.073), (52.045, 10.073), (52.045, 10.0)], 25_090_230.799),
-        ([(45.528, 9.575), (45.5277, 9.5956), (45.54, 9.60), (45.552, 9.59), (45.55, 9.58), (45.54, 9.585)], 3_145_488.250),
-        // "24 Concordia  2019" of the FarmFacts fixture, whose stated area is 141,837 m².
-        ([(44.922842849, 11.008286487), (44.916917162, 11.004263173), (44.916689159, 11.006641843), (44.923020024, 11.011147959)], 141_837.248),
-    ])
+    @Test(
+        "within 0.01 % of GeographicLib's geodesic areas",
+        arguments: [
+            ([(52.0, 10.0), (52.0, 10.073), (52.045, 10.073), (52.045, 10.0)], 25_090_230.799),
+            (
+                [(45.528, 9.575), (45.5277, 9.5956), (45.54, 9.60), (45.552, 9.59), (45.55, 9.58), (45.54, 9.585)],
+                3_145_488.250
+            ),
+            // "24 Concordia  2019" of the FarmFacts fixture, whose stated area is 141,837 m².
+            (
+                [
+                    (44.922842849, 11.008286487), (44.916917162, 11.004263173), (44.916689159, 11.006641843),
+                    (44.923020024, 11.011147959),
+                ], 141_837.248
+            ),
+        ])
     func geodesic(points: [(Double, Double)], expected: Double) {
         let computed = ring(points).area
         #expect(abs(computed - expected) / expected < 1e-4, "\(computed) m² against \(expected) m²")
@@ -103,7 +118,9 @@ struct GeometryTests {
         let outer = ring([(48.0, 15.0), (48.0, 15.02), (48.02, 15.02), (48.02, 15.0)])
         let hole = ring([(48.008, 15.008), (48.008, 15.012), (48.012, 15.012), (48.012, 15.008)])
         let pond = Field(partfieldID: "PFD1", name: "Am Teich", boundaries: [outer], holes: [hole])
-        let corner = Field(partfieldID: "PFD2", name: "Ecke", boundaries: [ring([(48.015, 15.015), (48.015, 15.03), (48.03, 15.03), (48.03, 15.015)])])
+        let corner = Field(
+            partfieldID: "PFD2", name: "Ecke",
+            boundaries: [ring([(48.015, 15.015), (48.015, 15.03), (48.03, 15.03), (48.03, 15.015)])])
         let index = FieldIndex(fields: [pond, corner])
         #expect(index.field(containing: 48.002, longitude: 15.002)?.name == "Am Teich")
         #expect(index.field(containing: 48.01, longitude: 15.01) == nil, "in the pond")
@@ -116,7 +133,10 @@ struct GeometryTests {
     @Test("a concave field: the notch is outside it")
     func concave() {
         // A U: the notch in the middle of the north side.
-        let u = ring([(48.0, 15.0), (48.0, 15.03), (48.02, 15.03), (48.02, 15.02), (48.005, 15.02), (48.005, 15.01), (48.02, 15.01), (48.02, 15.0)])
+        let u = ring([
+            (48.0, 15.0), (48.0, 15.03), (48.02, 15.03), (48.02, 15.02), (48.005, 15.02), (48.005, 15.01),
+            (48.02, 15.01), (48.02, 15.0),
+        ])
         let index = FieldIndex(fields: [Field(partfieldID: "U", name: "U", boundaries: [u])])
         #expect(index.field(containing: 48.015, longitude: 15.015) == nil)
         #expect(index.field(containing: 48.015, longitude: 15.005)?.name == "U")
@@ -133,7 +153,8 @@ struct GeometryTests {
                     let angle = Double(step) / 200 * 2 * .pi
                     return (lat + 0.004 * sin(angle), lon + 0.004 * cos(angle))
                 }
-                fields.append(Field(partfieldID: "\(row)-\(column)", name: "\(row)-\(column)", boundaries: [ring(points)]))
+                fields.append(
+                    Field(partfieldID: "\(row)-\(column)", name: "\(row)-\(column)", boundaries: [ring(points)]))
             }
         }
         let index = FieldIndex(fields: fields)
@@ -141,7 +162,12 @@ struct GeometryTests {
         var found = 0
         for sample in 0..<20_000 {
             let t = Double(sample) / 20_000
-            if index.field(containing: 47.995 + t * 0.1, longitude: 14.995 + (t * 37).truncatingRemainder(dividingBy: 1) * 0.1) != nil { found += 1 }
+            if index.field(
+                containing: 47.995 + t * 0.1, longitude: 14.995 + (t * 37).truncatingRemainder(dividingBy: 1) * 0.1)
+                != nil
+            {
+                found += 1
+            }
         }
         let elapsed = ContinuousClock.now - started
         print("20,000 lookups among 100 fields of 200 points: \(elapsed), \(found) inside")

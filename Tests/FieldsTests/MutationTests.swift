@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import Fields
 
 /// Damaged copies of real exports: whatever a byte flip, a cut or a repeated stretch does, the
@@ -15,7 +16,9 @@ struct MutationTests {
             switch random.below(5) {
             case 0: bytes[at] = UInt8(truncatingIfNeeded: random.next())
             case 1: bytes.removeSubrange(at..<min(bytes.count, at + random.below(64)))
-            case 2: bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + random.below(64))], at: random.below(bytes.count))
+            case 2:
+                bytes.insert(
+                    contentsOf: bytes[at..<min(bytes.count, at + random.below(64))], at: random.below(bytes.count))
             case 3: bytes[at] = random.pick(Array("<>/=\"'&;!?-".utf8))
             default: bytes = Array(bytes.prefix(at))
             }
@@ -25,7 +28,9 @@ struct MutationTests {
 
     @Test("2,000 mutations of TaskData XML, v3 and v4")
     func xml() throws {
-        let sources = try [ISOXMLFixtures.geobirdV3, ISOXMLFixtures.farmdocXML, ISOXMLFixtures.deutzFolder + "/PFD00000.XML"].map {
+        let sources = try [
+            ISOXMLFixtures.geobirdV3, ISOXMLFixtures.farmdocXML, ISOXMLFixtures.deutzFolder + "/PFD00000.XML",
+        ].map {
             Array(try Data(contentsOf: URL(fileURLWithPath: $0)))
         }
         var random = SplitMix64(seed: 0x15_0_11783)
@@ -34,7 +39,9 @@ struct MutationTests {
             let mutated = Self.mutate(sources[round % sources.count], &random)
             do {
                 let external = round % sources.count == 2
-                _ = try TaskDataReader.read(xml: mutated, fileName: external ? "PFD00000.XML" : "TASKDATA.XML", root: external ? "XFC" : "ISO11783_TaskData")
+                _ = try TaskDataReader.read(
+                    xml: mutated, fileName: external ? "PFD00000.XML" : "TASKDATA.XML",
+                    root: external ? "XFC" : "ISO11783_TaskData")
                 read += 1
             } catch {
                 refused += 1

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Fields
 
 private func read(_ path: String, limits: TaskDataLimits = TaskDataLimits()) throws -> (TaskData, TaskDataPackage) {
@@ -27,7 +28,9 @@ struct RealExportTests {
         // The software's own areas (PFD D, m²) agree with the boundaries' to a square metre or two.
         for field in content.fields where field.holes.isEmpty {
             let declared = try #require(field.declaredArea)
-            #expect(abs(field.area - declared) <= max(2, declared * 1e-4), "\(field.name): \(field.area) m² against \(declared) m² declared")
+            #expect(
+                abs(field.area - declared) <= max(2, declared * 1e-4),
+                "\(field.name): \(field.area) m² against \(declared) m² declared")
         }
         let concordia = try #require(content.fields.first { $0.partfieldID == "PFD2" })
         #expect(abs(concordia.hectares - 14.1839) < 0.001, "\(concordia.hectares)")
@@ -88,7 +91,9 @@ struct RealExportTests {
     func nestedFolder() throws {
         let scratch = try Scratch()
         defer { scratch.remove() }
-        _ = try scratch.write("export/TASKDATA/taskdata.xml", Array(try Data(contentsOf: URL(fileURLWithPath: ISOXMLFixtures.farmdocXML))))
+        _ = try scratch.write(
+            "export/TASKDATA/taskdata.xml", Array(try Data(contentsOf: URL(fileURLWithPath: ISOXMLFixtures.farmdocXML)))
+        )
         let (content, package) = try read(scratch.file("export"))
         #expect(package.kind == .folder)
         #expect(package.sourceName == "file: export")
@@ -100,7 +105,8 @@ struct RealExportTests {
         let scratch = try Scratch()
         defer { scratch.remove() }
         let xml = Array(try Data(contentsOf: URL(fileURLWithPath: ISOXMLFixtures.farmdocXML)))
-        let zip = try scratch.write("fields.zip", ZipMaker.archive([.stored("readme.txt", Array("hello".utf8)), .stored("TaskData.xml", xml)]))
+        let zip = try scratch.write(
+            "fields.zip", ZipMaker.archive([.stored("readme.txt", Array("hello".utf8)), .stored("TaskData.xml", xml)]))
         let (content, package) = try read(zip)
         #expect(package.kind == .zip)
         #expect(content.fields.map(\.name) == ["Lagerfeld"])

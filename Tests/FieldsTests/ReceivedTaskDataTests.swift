@@ -1,7 +1,7 @@
 import Fields
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct ReceivedTaskDataTests {
     @Test func anOlderTaskDataArrivingLaterChangesNothing() async throws {
@@ -9,16 +9,30 @@ import TestSupport
         defer { scratch.remove() }
         let store = FieldStore(path: scratch.file("fields.sqlite"))
         let newer = Date(timeIntervalSince1970: 1_790_000_100), older = Date(timeIntervalSince1970: 1_790_000_000)
-        guard case .imported = try await store.importReceivedTaskData(TaskDataZip.make(fields: ["New"]), source: "agrirouter: farm",
-                                                                       sentAt: newer, releasing: nil) else { Issue.record("not imported"); return }
-        guard case .older(let than) = try await store.importReceivedTaskData(TaskDataZip.make(fields: ["Old"]), source: "agrirouter: farm",
-                                                                              sentAt: older, releasing: nil) else { Issue.record("imported"); return }
+        guard
+            case .imported = try await store.importReceivedTaskData(
+                TaskDataZip.make(fields: ["New"]), source: "agrirouter: farm",
+                sentAt: newer, releasing: nil)
+        else {
+            Issue.record("not imported")
+            return
+        }
+        guard
+            case .older(let than) = try await store.importReceivedTaskData(
+                TaskDataZip.make(fields: ["Old"]), source: "agrirouter: farm",
+                sentAt: older, releasing: nil)
+        else {
+            Issue.record("imported")
+            return
+        }
         #expect(than == newer)
         #expect(try await store.fields().map(\.field.name) == ["New"])
         let error = await #expect(throws: FieldsError.self) {
-            try await store.importReceivedTaskData(Data("junk".utf8), source: "agrirouter: farm", sentAt: newer.addingTimeInterval(1), releasing: nil)
+            try await store.importReceivedTaskData(
+                Data("junk".utf8), source: "agrirouter: farm", sentAt: newer.addingTimeInterval(1), releasing: nil)
         }
-        #expect(error?.description.contains("the TaskData from agrirouter: farm") == true, "\(String(describing: error))")
+        #expect(
+            error?.description.contains("the TaskData from agrirouter: farm") == true, "\(String(describing: error))")
         #expect(error?.description.contains(scratch.path) == false)
         #expect(try await store.fields().map(\.field.name) == ["New"])
         #expect(!FileManager.default.fileExists(atPath: scratch.file("received-taskdata.zip")))
@@ -28,8 +42,9 @@ import TestSupport
         let scratch = try Scratch()
         defer { scratch.remove() }
         let store = FieldStore(path: scratch.file("fields.sqlite"))
-        let chunk = HeldChunk(senderID: "farm", contextID: "c", current: 0, total: 2, totalSize: 3, messageID: "m",
-                              sentAt: nil, receivedAt: Date(timeIntervalSince1970: 1_790_000_000), bytes: Data([1, 2]))
+        let chunk = HeldChunk(
+            senderID: "farm", contextID: "c", current: 0, total: 2, totalSize: 3, messageID: "m",
+            sentAt: nil, receivedAt: Date(timeIntervalSince1970: 1_790_000_000), bytes: Data([1, 2]))
         try await store.hold(chunk)
         try await store.hold(chunk)
         #expect(try await store.heldChunks() == [chunk])

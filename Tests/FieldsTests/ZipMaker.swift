@@ -22,7 +22,8 @@ struct Scratch {
 
     func write(_ name: String, _ bytes: [UInt8]) throws -> String {
         let target = file(name)
-        try FileManager.default.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try Data(bytes).write(to: URL(fileURLWithPath: target))
         return target
     }
@@ -56,11 +57,14 @@ enum ZipMaker {
             let offset = UInt32(out.count)
             let name = Array(entry.name.utf8)
             out += le32(0x0403_4B50) + le16(20) + le16(0) + le16(entry.method) + le16(0) + le16(0x21)
-            out += le32(entry.crc) + le32(UInt32(entry.data.count)) + le32(entry.uncompressedSize) + le16(UInt16(name.count)) + le16(0)
+            out +=
+                le32(entry.crc) + le32(UInt32(entry.data.count)) + le32(entry.uncompressedSize)
+                + le16(UInt16(name.count)) + le16(0)
             out += name + entry.data
             directory += le32(0x0201_4B50) + le16(20) + le16(20) + le16(0) + le16(entry.method) + le16(0) + le16(0x21)
             directory += le32(entry.crc) + le32(UInt32(entry.data.count)) + le32(entry.uncompressedSize)
-            directory += le16(UInt16(name.count)) + le16(0) + le16(0) + le16(0) + le16(0) + le32(0) + le32(offset) + name
+            directory +=
+                le16(UInt16(name.count)) + le16(0) + le16(0) + le16(0) + le16(0) + le32(0) + le32(offset) + name
         }
         let directoryOffset = UInt32(out.count)
         out += directory
@@ -135,7 +139,9 @@ enum TaskDataText {
     }
 
     /// A partfield with one boundary ring (and holes), points given as (latitude, longitude).
-    static func partfield(_ id: String, _ name: String, ring: [(Double, Double)], holes: [[(Double, Double)]] = [], extra: String = "") -> String {
+    static func partfield(
+        _ id: String, _ name: String, ring: [(Double, Double)], holes: [[(Double, Double)]] = [], extra: String = ""
+    ) -> String {
         func points(_ ring: [(Double, Double)]) -> String {
             ring.map { #"<PNT A="2" C="\#($0.0)" D="\#($0.1)"/>"# }.joined(separator: "\n")
         }

@@ -1,3 +1,5 @@
+import AgrirouterLink
+import AgrirouterSim
 // A bounded mutation campaign over the decoders and validators that read what other parties send:
 // outbox items and the feed messages in them, onboarding answers, TaskData's chunks, configuration
 // files and heartbeat files. A crash ends the process (the case being run is in the reproducer file), a case that runs
@@ -6,15 +8,13 @@
 //
 //   agrigps-fuzz [--cases N] [--seed S] [--reproducer PATH]
 import AgrirouterWire
-import AgrirouterLink
-import AgrirouterSim
 import Bounds
 import Clocks
 import Foundation
+import GNSS
 import Gateway
 import StateDirectory
 import StateView
-import GNSS
 import SwiftProtobuf
 import Synchronization
 import TestSupport
@@ -24,9 +24,11 @@ typealias Random = SplitMix64
 enum Mutate {
     static let interestingBytes: [UInt8] = [0x00, 0x01, 0x0A, 0x0D, 0x10, 0x1B, 0x22, 0x5C, 0x7F, 0x80, 0xFF]
     /// The varint of Int64.min and of -1: where a length or a time is read, these are the extremes.
-    static let extremeVarints: [[UInt8]] = [[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01],
-                                            [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],
-                                            [0xFF, 0xFF, 0xFF, 0xFF, 0x0F]]
+    static let extremeVarints: [[UInt8]] = [
+        [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01],
+        [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01],
+        [0xFF, 0xFF, 0xFF, 0xFF, 0x0F],
+    ]
 
     /// One to four random edits: bit flips, interesting bytes, inserts, deletions, duplications, varints.
     static func bytes(_ input: [UInt8], _ random: inout Random) -> [UInt8] {
@@ -36,9 +38,12 @@ enum Mutate {
             switch random.below(6) {
             case 0 where !bytes.isEmpty: bytes[min(at, bytes.count - 1)] ^= UInt8(1 << random.below(8))
             case 1 where !bytes.isEmpty: bytes[min(at, bytes.count - 1)] = random.pick(interestingBytes)
-            case 2: bytes.insert(contentsOf: (0..<random.below(8)).map { _ in UInt8(truncatingIfNeeded: random.next()) }, at: at)
+            case 2:
+                bytes.insert(
+                    contentsOf: (0..<random.below(8)).map { _ in UInt8(truncatingIfNeeded: random.next()) }, at: at)
             case 3 where !bytes.isEmpty: bytes.removeSubrange(at..<min(bytes.count, at + 1 + random.below(16)))
-            case 4 where at < bytes.count: bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + random.below(32))], at: at)
+            case 4 where at < bytes.count:
+                bytes.insert(contentsOf: bytes[at..<min(bytes.count, at + random.below(32))], at: at)
             default: bytes.insert(contentsOf: random.pick(extremeVarints), at: at)
             }
         }
@@ -48,10 +53,14 @@ enum Mutate {
 
 /// Values no sender should send, and some it may.
 enum Hostile {
-    static let doubles: [Double] = [.nan, .infinity, -.infinity, 1e308, -1e308, 91, -90.5, 180.5, 200, 9.2e15, 0, 52.1, 8.2, 1e-320]
+    static let doubles: [Double] = [
+        .nan, .infinity, -.infinity, 1e308, -1e308, 91, -90.5, 180.5, 200, 9.2e15, 0, 52.1, 8.2, 1e-320,
+    ]
     static let int64s: [Int64] = [.min, .max, -1, 0, 1_790_000_000, 9_999_999_999, -62_135_596_800]
-    static let texts: [String] = ["", "\u{1B}[2J\u{1B}[31mred", "line\nforged: OK", String(repeating: "x", count: 100_000), "file:///etc/passwd",
-                                  "http://127.0.0.1/x", "\u{202E}evil", "\u{0}nul", "urn:agrigps:ok", "../../etc/shadow"]
+    static let texts: [String] = [
+        "", "\u{1B}[2J\u{1B}[31mred", "line\nforged: OK", String(repeating: "x", count: 100_000), "file:///etc/passwd",
+        "http://127.0.0.1/x", "\u{202E}evil", "\u{0}nul", "urn:agrigps:ok", "../../etc/shadow",
+    ]
 
     static func entry(_ random: inout Random) -> GPSEntry {
         var entry = GPSEntry()
@@ -63,7 +72,8 @@ enum Hostile {
         entry.pdop = random.pick(doubles)
         entry.numberOfSatellites = UInt32(truncatingIfNeeded: random.next())
         if random.chance(80) {
-            entry.gpsUtcTimestamp.seconds = random.chance(50) ? random.pick(int64s) : Int64(truncatingIfNeeded: random.next())
+            entry.gpsUtcTimestamp.seconds =
+                random.chance(50) ? random.pick(int64s) : Int64(truncatingIfNeeded: random.next())
             entry.gpsUtcTimestamp.nanos = Int32(truncatingIfNeeded: random.next())
         }
         return entry
@@ -127,7 +137,8 @@ final class HangGuard: Sendable {
         while true {
             Thread.sleep(forTimeInterval: 0.5)
             if let (at, kind) = started.withLock({ $0 }), uptime() - at > limit {
-                FileHandle.standardError.write(Data("agrigps-fuzz: HANG: a \(kind) case ran longer than \(limit) s\n".utf8))
+                FileHandle.standardError.write(
+                    Data("agrigps-fuzz: HANG: a \(kind) case ran longer than \(limit) s\n".utf8))
                 exit(3)
             }
         }
@@ -147,10 +158,13 @@ struct Campaign {
 
     /// One finding: a refusal message that is not fit to print.
     mutating func checkPrintable(_ text: String, kind: String, secret: String? = nil) {
-        if text.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || (0x7F...0x9F).contains($0.value) }) {
+        if text.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || (0x7F...0x9F).contains($0.value) })
+        {
             failures.append("\(kind): a control character in \(TerminalText.safe(text, limit: 200))")
         }
-        if let secret, !secret.isEmpty, text.contains(secret) { failures.append("\(kind): the secret in \(TerminalText.safe(text, limit: 200))") }
+        if let secret, !secret.isEmpty, text.contains(secret) {
+            failures.append("\(kind): the secret in \(TerminalText.safe(text, limit: 200))")
+        }
         if text.count > 2000 { failures.append("\(kind): a message of \(text.count) characters") }
     }
 
@@ -168,7 +182,10 @@ struct Campaign {
         envelope.type = .pushNotification
         var wrapper = Agrirouter_Response_ResponsePayloadWrapper()
         wrapper.details.value = (try? push.serializedBytes()) ?? Data()
-        var bytes = [UInt8](DelimitedFrames.join([(try? envelope.serializedBytes()) ?? Data(), (try? wrapper.serializedBytes()) ?? Data()]))
+        var bytes = [UInt8](
+            DelimitedFrames.join([
+                (try? envelope.serializedBytes()) ?? Data(), (try? wrapper.serializedBytes()) ?? Data(),
+            ]))
         if random.chance(60) { bytes = Mutate.bytes(bytes, &random) }
         reproducer.record("outbox", bytes)
         hangs.begin("outbox")
@@ -177,9 +194,12 @@ struct Campaign {
         guard let decoded = try? OutboxDecoder.decode(base64: Data(bytes).base64EncodedString()) else { return }
         do {
             let recorded = try await store.record(decoded.feedMessages, ownEndpointID: "me", receivedAt: Date())
-            for reason in recorded.refused.values { checkPrintable(TerminalText.safe(reason, limit: 300), kind: "refusal") }
+            for reason in recorded.refused.values {
+                checkPrintable(TerminalText.safe(reason, limit: 300), kind: "refusal")
+            }
             let view = try await store.view()
-            let listing = OthersListing(view: view, ownPosition: Coordinate(latitude: 52, longitude: 8), now: Date(), includeStale: true)
+            let listing = OthersListing(
+                view: view, ownPosition: Coordinate(latitude: 52, longitude: 8), now: Date(), includeStale: true)
             for entry in listing.entries {
                 _ = entry.distance.map(DistanceText.format(metres:))
                 _ = entry.age.map(durationText)
@@ -205,23 +225,34 @@ struct Campaign {
         let size = 1 + random.below(64)
         let count = (original.count + size - 1) / size
         var genuine = (0..<count).map { index in
-            ChunkJoiner.Chunk(messageID: "g\(index)", senderID: "farm", position: ChunkPosition(contextID: "genuine", current: Int64(index),
-                              total: Int64(count), totalSize: Int64(original.count)),
-                              sentAt: nil, bytes: original.subdata(in: (index * size)..<min(original.count, (index + 1) * size)))
+            ChunkJoiner.Chunk(
+                messageID: "g\(index)", senderID: "farm",
+                position: ChunkPosition(
+                    contextID: "genuine", current: Int64(index),
+                    total: Int64(count), totalSize: Int64(original.count)),
+                sentAt: nil, bytes: original.subdata(in: (index * size)..<min(original.count, (index + 1) * size)))
         }
         var deliveries = genuine + (random.chance(30) ? genuine.filter { _ in random.chance(30) } : [])
-        let complete = count <= limits.maximumChunks && size <= limits.maximumChunkBytes && original.count <= limits.maximumTotalBytes
+        let complete =
+            count <= limits.maximumChunks && size <= limits.maximumChunkBytes
+            && original.count <= limits.maximumTotalBytes
         let cutShort = random.chance(20) && !genuine.isEmpty
-        if cutShort { genuine.remove(at: random.below(genuine.count)); deliveries = genuine }
+        if cutShort {
+            genuine.remove(at: random.below(genuine.count))
+            deliveries = genuine
+        }
         for index in 0..<random.below(12) {
-            var position = ChunkPosition(contextID: random.chance(80) ? "hostile\(random.below(5))" : random.pick(Hostile.texts),
-                                         current: random.chance(50) ? Int64(random.below(17)) : random.pick(Hostile.int64s),
-                                         total: random.chance(50) ? Int64(1 + random.below(16)) : random.pick(Hostile.int64s),
-                                         totalSize: random.chance(50) ? Int64(random.below(1100)) : random.pick(Hostile.int64s))
+            var position = ChunkPosition(
+                contextID: random.chance(80) ? "hostile\(random.below(5))" : random.pick(Hostile.texts),
+                current: random.chance(50) ? Int64(random.below(17)) : random.pick(Hostile.int64s),
+                total: random.chance(50) ? Int64(1 + random.below(16)) : random.pick(Hostile.int64s),
+                totalSize: random.chance(50) ? Int64(random.below(1100)) : random.pick(Hostile.int64s))
             if random.chance(5) { position.contextID = "genuine" }  // a second sender reusing the context id
             let bytes = Data((0..<random.below(80)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
-            deliveries.append(ChunkJoiner.Chunk(messageID: "h\(index)", senderID: random.chance(90) ? "other" : "farm", position: position,
-                                                sentAt: nil, bytes: bytes))
+            deliveries.append(
+                ChunkJoiner.Chunk(
+                    messageID: "h\(index)", senderID: random.chance(90) ? "other" : "farm", position: position,
+                    sentAt: nil, bytes: bytes))
         }
         for index in deliveries.indices.reversed() { deliveries.swapAt(index, random.below(index + 1)) }
         reproducer.record("chunks", Array(original))
@@ -232,19 +263,27 @@ struct Campaign {
         var genuineTouched = false
         var now = Date(timeIntervalSince1970: 1_790_000_000)
         for chunk in deliveries {
-            if chunk.senderID == "farm" && chunk.position.contextID == "genuine" && chunk.messageID.hasPrefix("h") { genuineTouched = true }
+            if chunk.senderID == "farm" && chunk.position.contextID == "genuine" && chunk.messageID.hasPrefix("h") {
+                genuineTouched = true
+            }
             now += Double(random.below(120))
             switch joiner.add(chunk, now: now) {
             case .complete(let whole):
-                if whole.bytes.count > limits.maximumTotalBytes { failures.append("chunks: a join of \(whole.bytes.count) bytes") }
+                if whole.bytes.count > limits.maximumTotalBytes {
+                    failures.append("chunks: a join of \(whole.bytes.count) bytes")
+                }
                 if whole.senderID == "farm" && whole.contextID == "genuine" { joined.append(whole.bytes) }
             case .refused(let dropped):
                 checkPrintable(TerminalText.safe(dropped.reason, limit: 300), kind: "chunk refusal")
                 if dropped.senderID == "farm" && dropped.contextID == "genuine" { genuineTouched = true }
             case .waiting, .duplicate: break
             }
-            if joiner.takeEvicted().contains(where: { $0.senderID == "farm" && $0.contextID == "genuine" }) { genuineTouched = true }
-            if joiner.pendingContexts > limits.maximumContexts { failures.append("chunks: \(joiner.pendingContexts) contexts held") }
+            if joiner.takeEvicted().contains(where: { $0.senderID == "farm" && $0.contextID == "genuine" }) {
+                genuineTouched = true
+            }
+            if joiner.pendingContexts > limits.maximumContexts {
+                failures.append("chunks: \(joiner.pendingContexts) contexts held")
+            }
         }
         guard complete, !genuineTouched, now.timeIntervalSince1970 - 1_790_000_000 < limits.lifetime else { return }
         if cutShort {
@@ -252,15 +291,20 @@ struct Campaign {
         } else if joined.isEmpty || joined.contains(where: { $0 != original }) {
             // A chunk sent again after its TaskData was joined starts a new join here; the feed
             // reader knows the joined contexts and confirms such a chunk as a duplicate.
-            failures.append("chunks: the genuine TaskData of \(original.count) bytes in \(count) chunks was joined \(joined.count) times, not as sent")
+            failures.append(
+                "chunks: the genuine TaskData of \(original.count) bytes in \(count) chunks was joined \(joined.count) times, not as sent"
+            )
         }
     }
 
     mutating func onboardingAnswer(_ valid: [String: Any], secret: String) {
         var answer = valid
-        let paths: [[String]] = [["deviceAlternateId"], ["capabilityAlternateId"], ["sensorAlternateId"], ["connectionCriteria", "gatewayId"],
-                                 ["connectionCriteria", "measures"], ["connectionCriteria", "commands"], ["authentication", "type"],
-                                 ["authentication", "secret"], ["authentication", "certificate"]]
+        let paths: [[String]] = [
+            ["deviceAlternateId"], ["capabilityAlternateId"], ["sensorAlternateId"],
+            ["connectionCriteria", "gatewayId"],
+            ["connectionCriteria", "measures"], ["connectionCriteria", "commands"], ["authentication", "type"],
+            ["authentication", "secret"], ["authentication", "certificate"],
+        ]
         for _ in 0...random.below(2) {
             let path = random.pick(paths)
             let value: Any
@@ -269,7 +313,9 @@ struct Campaign {
             case 1: value = random.pick(Hostile.texts) + secret
             case 2: value = Int.random(in: -5...5)
             default:
-                let current = path.count == 1 ? answer[path[0]] as? String : (answer[path[0]] as? [String: Any])?[path[1]] as? String
+                let current =
+                    path.count == 1
+                    ? answer[path[0]] as? String : (answer[path[0]] as? [String: Any])?[path[1]] as? String
                 value = String(decoding: Mutate.bytes(Array((current ?? "").utf8), &random), as: UTF8.self)
             }
             if path.count == 1 {
@@ -290,16 +336,22 @@ struct Campaign {
         counts["onboarding answers", default: 0] += 1
         guard let decoded = try? JSONDecoder().decode(OnboardingResponse.self, from: body) else { return }
         do {
-            _ = try decoded.check(for: .local(onboardingURL: "https://127.0.0.1:1/api/v1.0/registration/onboard", caCertificatePEM: ""))
+            _ = try decoded.check(
+                for: .local(onboardingURL: "https://127.0.0.1:1/api/v1.0/registration/onboard", caCertificatePEM: ""))
         } catch {
             checkPrintable(error.description, kind: "onboarding", secret: guarded)
         }
     }
 
     mutating func configuration(_ example: [UInt8]) {
-        let pieces = ["[[[", "\u{0}", "\u{1B}[2J", "\n", "=", "\"", "'''", "1e-10", "inf", "nan", "0x7fffffffffffffff", "[sampling]", "interval"]
+        let pieces = [
+            "[[[", "\u{0}", "\u{1B}[2J", "\n", "=", "\"", "'''", "1e-10", "inf", "nan", "0x7fffffffffffffff",
+            "[sampling]", "interval",
+        ]
         var bytes = Mutate.bytes(example, &random)
-        if random.chance(50) { bytes.insert(contentsOf: Array(random.pick(pieces).utf8), at: random.below(bytes.count + 1)) }
+        if random.chance(50) {
+            bytes.insert(contentsOf: Array(random.pick(pieces).utf8), at: random.below(bytes.count + 1))
+        }
         reproducer.record("configuration", bytes)
         hangs.begin("configuration")
         defer { hangs.end() }
@@ -332,7 +384,9 @@ struct Campaign {
         counts["heartbeat files", default: 0] += 1
         let path = directory + "/heartbeat.json"
         try? Data(bytes).write(to: URL(fileURLWithPath: path))
-        let paths = StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/none.sqlite", others: directory + "/others.sqlite", heartbeat: path)
+        let paths = StatusSnapshot.Paths(
+            stateDirectory: directory, spool: directory + "/none.sqlite", others: directory + "/others.sqlite",
+            heartbeat: path)
         let snapshot = await StatusSnapshot.gather(paths)
         for reason in snapshot.verdict(StatusThresholds()).reasons { checkPrintable(reason, kind: "status") }
     }
@@ -351,36 +405,46 @@ struct Fuzz {
             case "--seed": seed = arguments.next().flatMap { UInt64($0) } ?? seed
             case "--reproducer": reproducerPath = arguments.next() ?? reproducerPath
             default:
-                FileHandle.standardError.write(Data("usage: agrigps-fuzz [--cases N] [--seed S] [--reproducer PATH]\n".utf8))
+                FileHandle.standardError.write(
+                    Data("usage: agrigps-fuzz [--cases N] [--seed S] [--reproducer PATH]\n".utf8))
                 exit(64)
             }
         }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let example = Array((try? Data(contentsOf: root.appendingPathComponent("config/agrigps.conf"))) ?? Data())
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-fuzz-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-fuzz-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
         // One real onboarding answer from the local agrirouter, to mutate.
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["FUZZ000001": "Fuzz"]))
-        let client = OnboardingClient(environment: .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
-                                      settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
+        let client = OnboardingClient(
+            environment: .local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM),
+            settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
         let valid = try await client.onboard(tan: "FUZZ000001", externalID: "urn:agrigps:fuzz")
         await simulator.shutdown()
         var answer = try JSONSerialization.jsonObject(with: JSONEncoder().encode(valid)) as? [String: Any] ?? [:]
         // The local host stands in for agrirouter's in the URLs, so that the valid answer passes.
-        answer["connectionCriteria"] = ["gatewayId": "3", "measures": "https://127.0.0.1:1/m/\(valid.deviceAlternateId)",
-                                        "commands": "https://127.0.0.1:1/c/\(valid.deviceAlternateId)"]
+        answer["connectionCriteria"] = [
+            "gatewayId": "3", "measures": "https://127.0.0.1:1/m/\(valid.deviceAlternateId)",
+            "commands": "https://127.0.0.1:1/c/\(valid.deviceAlternateId)",
+        ]
         var heartbeat = Heartbeat(pid: 1, onboarded: true)
-        heartbeat.lastSample = Heartbeat.Sample(PositionSample(sampledAt: Date(), state: .fix(.threeD, .autonomous),
-                                                               report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8),
-                                                               clockSkew: 120))
+        heartbeat.lastSample = Heartbeat.Sample(
+            PositionSample(
+                sampledAt: Date(), state: .fix(.threeD, .autonomous),
+                report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8),
+                clockSkew: 120))
         heartbeat.lastError = "connection refused"
         heartbeat.lastErrorAt = Date()
         try heartbeat.write(to: directory + "/example-heartbeat.json")
         let heartbeatExample = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/example-heartbeat.json")))
 
-        var campaign = Campaign(random: Random(seed: seed), reproducer: Reproducer(path: reproducerPath), directory: directory)
+        var campaign = Campaign(
+            random: Random(seed: seed), reproducer: Reproducer(path: reproducerPath), directory: directory)
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         let started = Date()
         for index in 0..<cases {
@@ -394,8 +458,10 @@ struct Fuzz {
         }
         let seconds = Date().timeIntervalSince(started)
         let summary = campaign.counts.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-        print(String(format: "agrigps-fuzz: seed %llu, %d cases in %.1f s (%@): 0 crashes, 0 hangs, %d findings",
-                     seed, cases, seconds, summary, campaign.failures.count))
+        print(
+            String(
+                format: "agrigps-fuzz: seed %llu, %d cases in %.1f s (%@): 0 crashes, 0 hangs, %d findings",
+                seed, cases, seconds, summary, campaign.failures.count))
         for failure in campaign.failures.prefix(20) { print("  finding: \(failure)") }
         try? FileManager.default.removeItem(atPath: reproducerPath)
         exit(campaign.failures.isEmpty ? 0 : 1)

@@ -5,7 +5,10 @@ import Synchronization
 /// the client's ?WATCH, writes `script`, and then either closes or holds the connection until the
 /// client leaves. Every wait is bounded, so a client that misbehaves cannot hang the test.
 final class FakeGPSD: Sendable {
-    static let version = Array(#"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#.utf8) + [0x0D, 0x0A]
+    static let version =
+        Array(#"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#.utf8) + [
+            0x0D, 0x0A,
+        ]
 
     let port: UInt16
     private let done = DispatchSemaphore(value: 0)
@@ -70,7 +73,9 @@ final class FakeGPSD: Sendable {
         while Date() < until {
             guard wait(for: POLLIN, on: client, seconds: 0.1) else { continue }
             var chunk = [UInt8](repeating: 0, count: 512)
-            if chunk.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) <= 0 { return nil }
+            if chunk.withUnsafeMutableBytes({ recv(client, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }) <= 0 {
+                return nil
+            }
         }
         return "the client never closed the connection"
     }
@@ -79,8 +84,13 @@ final class FakeGPSD: Sendable {
         var offset = 0
         let deadline = Date().addingTimeInterval(5)
         while offset < bytes.count && Date() < deadline {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
-            if sent > 0 { offset += sent; continue }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if sent > 0 {
+                offset += sent
+                continue
+            }
             if sent < 0 && errno != EAGAIN && errno != EINTR { return false }
             _ = wait(for: POLLOUT, on: fd, seconds: 0.1)
         }

@@ -1,23 +1,26 @@
 import Testing
+
 @testable import GNSS
 
 @Suite struct FixStateTests {
-    @Test("gpsd mode and status map to the documented fix state", arguments: [
-        (0, 0, FixState.noFix),
-        (1, 0, .noFix),
-        (1, 8, .noFix),  // gpsd: STATUS_SIM can come with MODE_NO_FIX
-        (2, 0, .fix(.twoD, .autonomous)),
-        (3, 0, .fix(.threeD, .autonomous)),
-        (3, 1, .fix(.threeD, .autonomous)),
-        (3, 2, .fix(.threeD, .dgps)),
-        (3, 3, .fix(.threeD, .rtkFixed)),
-        (3, 4, .fix(.threeD, .rtkFloat)),
-        (3, 5, .fix(.threeD, .deadReckoning)),
-        (2, 6, .fix(.twoD, .deadReckoning)),
-        (3, 7, .fix(.threeD, .manual)),
-        (3, 8, .fix(.threeD, .simulated)),
-        (3, 9, .fix(.threeD, .autonomous)),
-    ])
+    @Test(
+        "gpsd mode and status map to the documented fix state",
+        arguments: [
+            (0, 0, FixState.noFix),
+            (1, 0, .noFix),
+            (1, 8, .noFix),  // gpsd: STATUS_SIM can come with MODE_NO_FIX
+            (2, 0, .fix(.twoD, .autonomous)),
+            (3, 0, .fix(.threeD, .autonomous)),
+            (3, 1, .fix(.threeD, .autonomous)),
+            (3, 2, .fix(.threeD, .dgps)),
+            (3, 3, .fix(.threeD, .rtkFixed)),
+            (3, 4, .fix(.threeD, .rtkFloat)),
+            (3, 5, .fix(.threeD, .deadReckoning)),
+            (2, 6, .fix(.twoD, .deadReckoning)),
+            (3, 7, .fix(.threeD, .manual)),
+            (3, 8, .fix(.threeD, .simulated)),
+            (3, 9, .fix(.threeD, .autonomous)),
+        ])
     func mapping(mode: Int, status: Int, expected: FixState) {
         #expect(FixState(gpsdMode: mode, gpsdStatus: status) == expected)
     }
@@ -33,7 +36,8 @@ import Testing
     }
 
     @Test func namesRoundTrip() {
-        var states: [FixState] = [.gpsdUnreachable, .noFix] + [NoReceiverReason.noDevice, .removed, .silent].map { .noReceiver($0) }
+        var states: [FixState] =
+            [.gpsdUnreachable, .noFix] + [NoReceiverReason.noDevice, .removed, .silent].map { .noReceiver($0) }
         states += FixQuality.allCases.flatMap { q in [FixState.fix(.twoD, q), .fix(.threeD, q)] }
         for state in states {
             #expect(FixState(name: state.name, noReceiverReason: state.noReceiverReason) == state)

@@ -1,8 +1,9 @@
 import Foundation
 import GPSDReplay
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import GNSS
 
 /// The source and sampler against a real gpsd fed from recorded logs.
@@ -39,7 +40,9 @@ struct GPSDSourceTests {
         }
     }
 
-    @Test("a source's adjustment reaches every report before it is sampled: a CAN receiver's RTK fixed over gpsd's plain fix")
+    @Test(
+        "a source's adjustment reaches every report before it is sampled: a CAN receiver's RTK fixed over gpsd's plain fix"
+    )
     func adjustedReports() async throws {
         let gpsd = try await ReplayGPSD.start(log: try log("bu353s4"), options: ReplayGPSD.Options())
         defer { gpsd.stop() }
@@ -52,10 +55,14 @@ struct GPSDSourceTests {
             return adjusted
         }
         var states: [FixState] = []
-        for await sample in Sampler(interval: 1, skewLimit: nil).samples(from: GPSDSource(configuration: configuration).events()) {
+        for await sample in Sampler(interval: 1, skewLimit: nil).samples(
+            from: GPSDSource(configuration: configuration).events())
+        {
             states.append(sample.state)
         }
-        #expect(states.contains(.fix(.threeD, .rtkFixed)) && !states.contains { if case .fix(_, .autonomous) = $0 { true } else { false } }, "\(states)")
+        #expect(
+            states.contains(.fix(.threeD, .rtkFixed))
+                && !states.contains { if case .fix(_, .autonomous) = $0 { true } else { false } }, "\(states)")
     }
 
     /// A gpsd replaying a log that never ends, and a source on it that calls 0.5 s without reports silence.
@@ -66,7 +73,9 @@ struct GPSDSourceTests {
         return (gpsd, source(port: gpsd.address.port, silence: 0.5).configuration)
     }
 
-    @Test("reports the adjustment sets aside (another receiver's) are as if gpsd had sent none: no receiver, never their fix")
+    @Test(
+        "reports the adjustment sets aside (another receiver's) are as if gpsd had sent none: no receiver, never their fix"
+    )
     func setAsideReports() async throws {
         let (gpsd, endless) = try await endlessReplay()
         defer { gpsd.stop() }
@@ -77,7 +86,8 @@ struct GPSDSourceTests {
             return nil
         }
         let samples = Recorder<PositionSample>()
-        await samples.start(Sampler(interval: 0.2, skewLimit: nil).samples(from: GPSDSource(configuration: configuration).events()))
+        await samples.start(
+            Sampler(interval: 0.2, skewLimit: nil).samples(from: GPSDSource(configuration: configuration).events()))
         await tearingDown({ await samples.stop() }) {
             let silent = await samples.waitFor(timeout: 10) { $0.state == .noReceiver(.silent) }
             #expect(silent != nil, "reports set aside did not leave the receiver silent")
@@ -98,16 +108,24 @@ struct GPSDSourceTests {
                 count += 1
                 return count.isMultiple(of: 2) ? count / 2 : nil
             }
-            return second.map { PositionReport(time: Date(timeIntervalSince1970: 1_767_254_400 + Double($0)), gpsdMode: 3, gpsdStatus: 3,
-                                               latitude: 52.5, longitude: 13.25, altitudeHAE: 61) }
+            return second.map {
+                PositionReport(
+                    time: Date(timeIntervalSince1970: 1_767_254_400 + Double($0)), gpsdMode: 3, gpsdStatus: 3,
+                    latitude: 52.5, longitude: 13.25, altitudeHAE: 61)
+            }
         }
         let samples = Recorder<PositionSample>()
-        await samples.start(Sampler(interval: 0.2, skewLimit: nil).samples(from: GPSDSource(configuration: configuration).events()))
+        await samples.start(
+            Sampler(interval: 0.2, skewLimit: nil).samples(from: GPSDSource(configuration: configuration).events()))
         await tearingDown({ await samples.stop() }) {
-            let fixes = await samples.waitFor(timeout: 10) { $0.state == .fix(.threeD, .rtkFixed) && $0.report?.latitude == 52.5 }
+            let fixes = await samples.waitFor(timeout: 10) {
+                $0.state == .fix(.threeD, .rtkFixed) && $0.report?.latitude == 52.5
+            }
             #expect(fixes != nil, "no sample of the stand-in's fix")
             try? await Task.sleep(for: .seconds(1.5))
-            #expect(await !samples.items.contains { $0.state == .noReceiver(.silent) }, "silent though the stand-in reports")
+            #expect(
+                await !samples.items.contains { $0.state == .noReceiver(.silent) }, "silent though the stand-in reports"
+            )
             #expect(asked.withLock { $0 } >= 6, "asked about four times a second")
         }
     }
@@ -129,7 +147,10 @@ struct GPSDSourceTests {
             }
             feed.finish()
         }
-        await tearingDown({ tee.cancel(); await samples.stop() }) {
+        await tearingDown({
+            tee.cancel()
+            await samples.stop()
+        }) {
             let fix = await samples.waitFor(timeout: 10) { $0.state.hasPosition }
             #expect(fix != nil)
             let silent = await samples.waitFor(from: fix ?? 0, timeout: 10) { $0.state == .noReceiver(.silent) }
@@ -197,16 +218,24 @@ struct GPSDSourceTests {
         let second = try await ReplayGPSD.start(log: try log("ublox-8"))
         defer { second.stop() }
         var viaEvents: [PositionSample] = []
-        for await sample in sampler.samples(from: oneShot(port: second.address.port).events()) { viaEvents.append(sample) }
+        for await sample in sampler.samples(from: oneShot(port: second.address.port).events()) {
+            viaEvents.append(sample)
+        }
 
         // Fixes fall in receiver-time intervals, so both ways agree on them exactly.
-        let fixes = { (samples: [PositionSample]) in samples.filter(\.state.hasPosition).map { [$0.receiverTime, $0.report?.latitude] as [AnyHashable?] } }
+        let fixes = { (samples: [PositionSample]) in
+            samples.filter(\.state.hasPosition).map { [$0.receiverTime, $0.report?.latitude] as [AnyHashable?] }
+        }
         let threadFixes = fixes(onThread.compactMap(\.sample))
         #expect(threadFixes.count >= 3)
         #expect(threadFixes == fixes(viaEvents))
         #expect(onThread.first == .event(.connected(first.address)))
-        #expect(onThread.last.map { if case .event(.deviceRemoved) = $0 { true } else { false } } == true, "the stream ends with the log")
-        #expect(!onThread.contains { if case .event(.report) = $0 { true } else { false } }, "reports stay on the reader thread")
+        #expect(
+            onThread.last.map { if case .event(.deviceRemoved) = $0 { true } else { false } } == true,
+            "the stream ends with the log")
+        #expect(
+            !onThread.contains { if case .event(.report) = $0 { true } else { false } },
+            "reports stay on the reader thread")
     }
 
     @Test("with gpsd unreachable, the reader thread still samples every interval")

@@ -23,7 +23,11 @@ struct GeodesyTests {
         #expect(field.distance(to: field) == 0)
     }
 
-    @Test("compass points", arguments: [(0.0, "N"), (22.4, "N"), (22.6, "NE"), (90, "E"), (200, "S"), (337.6, "N"), (359.9, "N"), (315, "NW")])
+    @Test(
+        "compass points",
+        arguments: [
+            (0.0, "N"), (22.4, "N"), (22.6, "NE"), (90, "E"), (200, "S"), (337.6, "N"), (359.9, "N"), (315, "NW"),
+        ])
     func compass(bearing: Double, point: String) {
         #expect(Coordinate.compassPoint(bearing) == point)
     }

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import GNSS
 
 /// Lines that make libgps 3.22 hang or spin, from a stand-in gpsd on loopback: the reader must
@@ -21,13 +22,15 @@ struct HostileGPSDTests {
     private static func script(_ lines: [String]) -> [UInt8] { Array(lines.map { $0 + "\r\n" }.joined().utf8) }
 
     // libgps' gps_unpack re-parses a failed line for ever when another "class": follows the failure.
-    @Test("a line that makes libgps loop is skipped, and the reports after it arrive", arguments: [
-        #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/x",5}]}"#,
-        #"{"class":"DEVICES",5:{"class":"DEVICE"}}"#,
-        #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/x"},5]}"#,
-        #"{5,"class":"DEVICES"}"#,
-        #"{"class":"TPV",5,"class":"TPV"}"#,
-    ])
+    @Test(
+        "a line that makes libgps loop is skipped, and the reports after it arrive",
+        arguments: [
+            #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/x",5}]}"#,
+            #"{"class":"DEVICES",5:{"class":"DEVICE"}}"#,
+            #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/x"},5]}"#,
+            #"{5,"class":"DEVICES"}"#,
+            #"{"class":"TPV",5,"class":"TPV"}"#,
+        ])
     func hostileLine(line: String) async throws {
         // In a process of its own: the CPU time read is then this reader's, not other tests'.
         await #expect(processExitsWith: .success) { [line = line as String] in
@@ -40,8 +43,12 @@ struct HostileGPSDTests {
             #expect(reports.map(\.latitude) == [48.1, 48.1, 48.1])
             #expect(reports.last?.time == Date(timeIntervalSince1970: 1_714_557_603))
             #expect(reports.allSatisfy { $0.device == "/dev/x" && $0.gpsdMode == 3 })
-            #expect(events.last.map { if case .disconnected = $0 { true } else { false } } == true, "ended with \(String(describing: events.last))")
-            #expect(!events.contains { if case .devices = $0 { true } else { false } }, "an undecodable DEVICES is no device list")
+            #expect(
+                events.last.map { if case .disconnected = $0 { true } else { false } } == true,
+                "ended with \(String(describing: events.last))")
+            #expect(
+                !events.contains { if case .devices = $0 { true } else { false } },
+                "an undecodable DEVICES is no device list")
             #expect(spent < 0.5, "\(spent) s of CPU")
             #expect(gpsd.finish(timeout: 15) == nil)
             #expect(await ThreadCensus.waitUntilGone(["agrigps.gpsd-r", "fake-gpsd"]), "a thread outlived the test")
@@ -50,10 +57,11 @@ struct HostileGPSDTests {
 
     @Test("a well-formed DEVICES line still gives the device list")
     func devicesAreDecoded() async throws {
-        let gpsd = try FakeGPSD(script: HostileGPSDTests.script([
-            #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyACM0","activated":"2024-05-01T10:00:00.000Z"}]}"#,
-            #"{"class":"DEVICE","path":"/dev/ttyACM0","activated":0}"#,
-        ]))
+        let gpsd = try FakeGPSD(
+            script: HostileGPSDTests.script([
+                #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyACM0","activated":"2024-05-01T10:00:00.000Z"}]}"#,
+                #"{"class":"DEVICE","path":"/dev/ttyACM0","activated":0}"#,
+            ]))
         let events = try await ReplayRun.collect(HostileGPSDTests.oneShot(port: gpsd.port).events(), timeout: 5)
         #expect(events.contains(.devices(["/dev/ttyACM0"])))
         #expect(events.contains(.deviceRemoved("/dev/ttyACM0")))

@@ -1,6 +1,7 @@
 import Clocks
 import Foundation
 import Testing
+
 @testable import GNSS
 
 /// Drives the sampling rules with a synthetic clock: `at(t)` is t seconds after start on both clocks.
@@ -13,8 +14,10 @@ private struct Clock {
 }
 
 private func fix(_ t: Double, status: Int = 0, lat: Double = 48.0) -> SourceEvent {
-    .report(PositionReport(time: Clock.origin.addingTimeInterval(t), gpsdMode: 3, gpsdStatus: status,
-                           latitude: lat, longitude: 11.0))
+    .report(
+        PositionReport(
+            time: Clock.origin.addingTimeInterval(t), gpsdMode: 3, gpsdStatus: status,
+            latitude: lat, longitude: 11.0))
 }
 
 private func noFix(_ t: Double?) -> SourceEvent {
@@ -25,8 +28,10 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
 
 @Suite struct SamplerCoreTests {
     /// Feeds events at the given arrival times, ticking every 0.1 s in between, then finishes.
-    private func run(_ timeline: [(Double, SourceEvent)], interval: Double, until end: Double? = nil,
-                     clock: Clock = Clock(), skewLimit: Double? = 60) -> [PositionSample] {
+    private func run(
+        _ timeline: [(Double, SourceEvent)], interval: Double, until end: Double? = nil,
+        clock: Clock = Clock(), skewLimit: Double? = 60
+    ) -> [PositionSample] {
         var core = SamplerCore(interval: interval, skewLimit: skewLimit, start: clock.at(0))
         var out: [PositionSample] = []
         var now = 0.0
@@ -60,7 +65,8 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
 
     @Test("a fix reported first without its time and then with it is one sample, with the time")
     func fixFirstWithoutTime() {
-        let timeless = SourceEvent.report(PositionReport(time: nil, gpsdMode: 3, gpsdStatus: 0, latitude: 48.0, longitude: 11.0))
+        let timeless = SourceEvent.report(
+            PositionReport(time: nil, gpsdMode: 3, gpsdStatus: 0, latitude: 48.0, longitude: 11.0))
         let samples = run([(0.5, timeless), (0.5001, fix(0.5)), (1.5, fix(1.5)), (2.5, fix(2.5))], interval: 1)
         #expect(samples.count == 3, "\(samples.map { "\($0.state) \(String(describing: $0.report?.time))" })")
         #expect(samples.allSatisfy { $0.report?.time != nil })
@@ -71,13 +77,16 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         #expect(elsewhere.count == 2 && elsewhere.first?.report?.time == nil)
     }
 
-    @Test("a fix that flickers within one epoch (fix, no fix, the same fix again) is sampled once, with the no fix between")
+    @Test(
+        "a fix that flickers within one epoch (fix, no fix, the same fix again) is sampled once, with the no fix between"
+    )
     func theSameEpochIsNotSampledTwice() {
         let samples = run([(0.1, fix(0)), (0.2, noFix(nil)), (0.3, fix(0)), (1.1, fix(1, lat: 49))], interval: 1)
         #expect(samples.map(\.state) == [.fix(.threeD, .autonomous), .noFix, .fix(.threeD, .autonomous)])
         #expect(samples.compactMap { $0.report?.latitude } == [48, 49])
         // The same time with another position is another observation: it is kept.
-        let moved = run([(0.1, fix(0)), (0.2, noFix(nil)), (0.3, fix(0, lat: 48.5)), (1.1, fix(1, lat: 49))], interval: 1)
+        let moved = run(
+            [(0.1, fix(0)), (0.2, noFix(nil)), (0.3, fix(0, lat: 48.5)), (1.1, fix(1, lat: 49))], interval: 1)
         #expect(moved.compactMap { $0.report?.latitude } == [48, 48.5, 49])
     }
 
@@ -86,7 +95,8 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         let timeline = [(0.5, noFix(100)), (1.5, noFix(101)), (2.5, noFix(102))]
         let samples = run(timeline, interval: 1, until: 5.05)
         #expect(samples.count == 5)
-        #expect(samples.prefix(3).map { $0.receiverTime } == [100, 101, 102].map { Clock.origin.addingTimeInterval($0) })
+        #expect(
+            samples.prefix(3).map { $0.receiverTime } == [100, 101, 102].map { Clock.origin.addingTimeInterval($0) })
         #expect(samples.prefix(4).allSatisfy { $0.state == .noFix })
         #expect(samples.suffix(2).allSatisfy { $0.report == nil && $0.detail != nil })
         // 2.5 s without a report from a receiver that was reporting: it is gone, not without a fix.
@@ -116,11 +126,14 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
 
     @Test func gpsdUnreachableIsASampleEveryInterval() throws {
         let error = GPSDError(kind: .cannotConnect, address: address, code: -6, message: "can't connect")
-        let timeline = [(0.0, fix(0)), (0.5, SourceEvent.disconnected(error)), (0.7, .unreachable(error)),
-                        (1.5, .unreachable(error)), (2.6, .unreachable(error))]
+        let timeline = [
+            (0.0, fix(0)), (0.5, SourceEvent.disconnected(error)), (0.7, .unreachable(error)),
+            (1.5, .unreachable(error)), (2.6, .unreachable(error)),
+        ]
         let samples = run(timeline, interval: 1, until: 3.6)
         // The held fix is emitted at once; then one unreachable sample per second of system time.
-        #expect(samples.map(\.state) == [.fix(.threeD, .autonomous), .gpsdUnreachable, .gpsdUnreachable, .gpsdUnreachable])
+        #expect(
+            samples.map(\.state) == [.fix(.threeD, .autonomous), .gpsdUnreachable, .gpsdUnreachable, .gpsdUnreachable])
         try #require(samples.count == 4)
         #expect(samples[1].detail == error.description)
     }
@@ -142,7 +155,9 @@ private let address = GPSDAddress(host: "127.0.0.1", port: 2947)
         #expect(samples.first?.state == .fix(.threeD, .autonomous))
         #expect(samples.count >= 2)
         #expect(samples.dropFirst().allSatisfy { $0.report == nil })
-        #expect(samples.dropFirst().map(\.state) == [.noFix, .noReceiver(.silent), .noReceiver(.silent)], "silent from 2.5 s without a report")
+        #expect(
+            samples.dropFirst().map(\.state) == [.noFix, .noReceiver(.silent), .noReceiver(.silent)],
+            "silent from 2.5 s without a report")
     }
 
     @Test("no hole when the fix is lost and the receiver falls silent: a sample for every interval, none stamped twice")
@@ -203,15 +218,20 @@ struct TrueTimeTests {
     let system = Date(timeIntervalSince1970: 1_790_000_000)
 
     func fix(gnss: Date, sampledAt: Date) -> PositionSample {
-        PositionSample(sampledAt: sampledAt, state: .fix(.threeD, .autonomous),
-                       report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8))
+        PositionSample(
+            sampledAt: sampledAt, state: .fix(.threeD, .autonomous),
+            report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8))
     }
 
     @Test("before any fix: the system clock if plausible, else unknown")
     func beforeAFix() {
         #expect(TrueTime().now(systemNow: system, uptimeNow: 10) == system)
-        #expect(TrueTime().now(systemNow: Date(timeIntervalSince1970: 5), uptimeNow: 10) == nil, "a box that booted at 1970")
-        #expect(TrueTime().corrected(Date(timeIntervalSince1970: 5), systemNow: Date(timeIntervalSince1970: 5), uptimeNow: 10)
+        #expect(
+            TrueTime().now(systemNow: Date(timeIntervalSince1970: 5), uptimeNow: 10) == nil, "a box that booted at 1970"
+        )
+        #expect(
+            TrueTime().corrected(
+                Date(timeIntervalSince1970: 5), systemNow: Date(timeIntervalSince1970: 5), uptimeNow: 10)
                 == Date(timeIntervalSince1970: 5), "unknown: left as it is")
     }
 
@@ -225,7 +245,8 @@ struct TrueTimeTests {
         #expect(clock.systemClockError(systemNow: system, uptimeNow: 100) == 7199.5)
         // 60 s later the system clock is stepped back to 1970: the truth moves on by 60 s all the same.
         #expect(clock.now(systemNow: Date(timeIntervalSince1970: 0), uptimeNow: 160) == gnss.addingTimeInterval(60.5))
-        #expect(clock.corrected(system.addingTimeInterval(-10), systemNow: system, uptimeNow: 100)
+        #expect(
+            clock.corrected(system.addingTimeInterval(-10), systemNow: system, uptimeNow: 100)
                 == gnss.addingTimeInterval(-9.5), "a system time moved onto the true clock")
     }
 
@@ -240,20 +261,29 @@ struct TrueTimeTests {
         #expect(clock.now(systemNow: system.addingTimeInterval(5), uptimeNow: 100) == system.addingTimeInterval(5))
         // Without a monotonic stamp, an age of 56 years is no age: a stamp early, never ahead.
         let unstamped = TrueTime()
-        unstamped.observe(fix(gnss: system, sampledAt: Date(timeIntervalSince1970: 1000)), systemNow: system.addingTimeInterval(5), uptimeNow: 100)
+        unstamped.observe(
+            fix(gnss: system, sampledAt: Date(timeIntervalSince1970: 1000)), systemNow: system.addingTimeInterval(5),
+            uptimeNow: 100)
         #expect(unstamped.now(systemNow: system.addingTimeInterval(5), uptimeNow: 100) == system)
     }
 
-    @Test("samples without a position or a time, a time before 2026 (GPS week rollover), and a replay's, do not set the clock")
+    @Test(
+        "samples without a position or a time, a time before 2026 (GPS week rollover), and a replay's, do not set the clock"
+    )
     func ignored() {
         let rollover = TrueTime()
-        rollover.observe(fix(gnss: system.addingTimeInterval(-1024 * 7 * 86_400), sampledAt: system), systemNow: system, uptimeNow: 1)
-        #expect(rollover.now(systemNow: system, uptimeNow: 1) == system, "19.6 years back is a receiver fault, not the time")
+        rollover.observe(
+            fix(gnss: system.addingTimeInterval(-1024 * 7 * 86_400), sampledAt: system), systemNow: system, uptimeNow: 1
+        )
+        #expect(
+            rollover.now(systemNow: system, uptimeNow: 1) == system, "19.6 years back is a receiver fault, not the time"
+        )
         let clock = TrueTime()
         clock.observe(PositionSample(sampledAt: system, state: .noFix), systemNow: system, uptimeNow: 1)
         #expect(clock.systemClockError(systemNow: system, uptimeNow: 1) == 0)
         let replay = TrueTime(followsGNSS: false)
-        replay.observe(fix(gnss: Date(timeIntervalSince1970: 1_500_000_000), sampledAt: system), systemNow: system, uptimeNow: 1)
+        replay.observe(
+            fix(gnss: Date(timeIntervalSince1970: 1_500_000_000), sampledAt: system), systemNow: system, uptimeNow: 1)
         #expect(replay.now(systemNow: system, uptimeNow: 1) == system)
     }
 
@@ -268,7 +298,9 @@ struct TrueTimeTests {
         clock.observe(serverTime: system.addingTimeInterval(3), uptimeNow: 14)
         #expect(clock.now(systemNow: system, uptimeNow: 15) == system.addingTimeInterval(5))
         clock.observe(serverTime: Date(timeIntervalSince1970: 5), uptimeNow: 16)
-        #expect(clock.now(systemNow: system, uptimeNow: 16) == system.addingTimeInterval(6), "an implausible Date is ignored")
+        #expect(
+            clock.now(systemNow: system, uptimeNow: 16) == system.addingTimeInterval(6),
+            "an implausible Date is ignored")
         clock.observe(fix(gnss: system.addingTimeInterval(100), sampledAt: system), systemNow: system, uptimeNow: 20)
         #expect(clock.now(systemNow: system, uptimeNow: 21) == system.addingTimeInterval(101), "the fix wins")
     }
@@ -277,13 +309,17 @@ struct TrueTimeTests {
     func samplesFromBeforeTheFix() {
         let clock = TrueTime()
         #expect(clock.time(atUptime: 5) == nil)
-        clock.observe(fix(gnss: system, sampledAt: Date(timeIntervalSince1970: 1000)), systemNow: Date(timeIntervalSince1970: 1000), uptimeNow: 100)
-        #expect(clock.time(atUptime: 40) == system.addingTimeInterval(-60), "taken a minute before the fix, at \"1970\"")
+        clock.observe(
+            fix(gnss: system, sampledAt: Date(timeIntervalSince1970: 1000)),
+            systemNow: Date(timeIntervalSince1970: 1000), uptimeNow: 100)
+        #expect(
+            clock.time(atUptime: 40) == system.addingTimeInterval(-60), "taken a minute before the fix, at \"1970\"")
     }
 
     @Test("the wall clock a test shifts through a file follows the file, and keeps its shift when the file is nonsense")
     func wallClockFromAFile() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-shift-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-shift-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         try "-3600\n".write(toFile: path, atomically: true, encoding: .utf8)
         let wall = WallClock.shifted(byFile: path)

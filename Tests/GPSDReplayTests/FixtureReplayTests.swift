@@ -1,7 +1,7 @@
 import Foundation
 import GPSDReplay
-import Testing
 import TestSupport
+import Testing
 
 /// Every recorded log through a real gpsd: our reports against gpsd's own regression output, and
 /// our samples against the expected files and against the transitions each log is known for.
@@ -29,7 +29,8 @@ struct FixtureReplayTests {
 
     @Test("samples equal the expected sample file", arguments: Fixtures.logNames)
     func samplesMatchExpectedFile(name: String) async throws {
-        let expected = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("\(name).samples.jsonl").path)
+        let expected = try Fixtures.lines(
+            of: Fixtures.nmeaDirectory.appendingPathComponent("\(name).samples.jsonl").path)
         let replay = try await ReplayRun.samples(log: name)
         #expect(replay.ending == .endOfLog)
         let ours = replay.samples.map { $0.jsonLine(includeSampledAt: false) }
@@ -42,21 +43,23 @@ struct FixtureReplayTests {
 
     /// Each log's sample states with repeats folded: what the log is known for, written out by hand
     /// from the capture notes (fix lost/regained counts, GGA quality), not from our own output.
-    @Test("state transitions", arguments: [
-        ("ublox-lea-4h", ["no_fix", "fix_3d_autonomous", "no_fix", "fix_3d_autonomous"]),
-        ("garmin-10x", ["fix_3d_autonomous", "no_fix", "fix_3d_autonomous"]),
-        ("bu353-glonass", ["no_fix", "fix_3d_autonomous", "no_fix"]),  // mode 3 from GSA before any position
-        ("gp-320fw-2019-04-07-coldboot", ["fix_3d_autonomous", "no_fix"]),
-        ("haicom-305N", ["no_fix", "fix_3d_autonomous"]),
-        ("telit-he910", ["no_fix", "fix_3d_autonomous"]),
-        ("sirfstarv-nmea", ["fix_3d_autonomous", "no_fix", "fix_3d_autonomous"]),
-        ("magellan-ec10", ["no_fix", "fix_2d_autonomous", "no_fix"]),
-        ("skytraq", ["no_fix"]),
-        ("nmea-rtk", ["fix_3d_dgps", "fix_3d_rtk_fixed"]),
-        ("skytraq-dgps", ["fix_3d_dgps"]),
-        ("skytraq-PX1172RH_DS", ["fix_3d_rtk_float"]),
-        ("firefly-II", ["fix_2d_autonomous"]),
-    ])
+    @Test(
+        "state transitions",
+        arguments: [
+            ("ublox-lea-4h", ["no_fix", "fix_3d_autonomous", "no_fix", "fix_3d_autonomous"]),
+            ("garmin-10x", ["fix_3d_autonomous", "no_fix", "fix_3d_autonomous"]),
+            ("bu353-glonass", ["no_fix", "fix_3d_autonomous", "no_fix"]),  // mode 3 from GSA before any position
+            ("gp-320fw-2019-04-07-coldboot", ["fix_3d_autonomous", "no_fix"]),
+            ("haicom-305N", ["no_fix", "fix_3d_autonomous"]),
+            ("telit-he910", ["no_fix", "fix_3d_autonomous"]),
+            ("sirfstarv-nmea", ["fix_3d_autonomous", "no_fix", "fix_3d_autonomous"]),
+            ("magellan-ec10", ["no_fix", "fix_2d_autonomous", "no_fix"]),
+            ("skytraq", ["no_fix"]),
+            ("nmea-rtk", ["fix_3d_dgps", "fix_3d_rtk_fixed"]),
+            ("skytraq-dgps", ["fix_3d_dgps"]),
+            ("skytraq-PX1172RH_DS", ["fix_3d_rtk_float"]),
+            ("firefly-II", ["fix_2d_autonomous"]),
+        ])
     func transitions(name: String, expected: [String]) async throws {
         let samples = try await ReplayRun.samples(log: name).samples
         var folded: [String] = []

@@ -1,11 +1,14 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import GPSDReplay
 
 @Suite struct NMEALogTests {
     private func temporaryFile(_ bytes: [UInt8]) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-test-\(UUID().uuidString).log").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-test-\(UUID().uuidString).log"
+        ).path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         return path
     }
@@ -55,32 +58,40 @@ import TestSupport
     @Test("bytes that are not NMEA text are fed as NUL, counted, and the first located")
     func nonTextBytesBecomeNUL() throws {
         // DLE then ',' would open a TSIP frame in gpsd; 0xFF and ESC are just as foreign to NMEA.
-        let text: [UInt8] = Array("# Notes: \u{1}\n$GPGGA,1".utf8) + [0x10] + Array(",2\r\n$GPRMC,\t".utf8) + [0xFF, 0x1B, 0x00] + Array("*00\n".utf8)
+        let text: [UInt8] =
+            Array("# Notes: \u{1}\n$GPGGA,1".utf8) + [0x10] + Array(",2\r\n$GPRMC,\t".utf8) + [0xFF, 0x1B, 0x00]
+            + Array("*00\n".utf8)
             + Array(String(repeating: "$GPGSV,1,1,00*79\n", count: 3).utf8)  // under one odd byte in ten
         let path = try temporaryFile(text)
         defer { unlink(path) }
         let log = try NMEALog(contentsOf: path)
-        #expect(log.lines.prefix(2).map(\.bytes) == [Array("$GPGGA,1\0,2\r\n".utf8), Array("$GPRMC,\t\0\0\0*00\n".utf8)])
+        #expect(
+            log.lines.prefix(2).map(\.bytes) == [Array("$GPGGA,1\0,2\r\n".utf8), Array("$GPRMC,\t\0\0\0*00\n".utf8)])
         // The comment line is not fed, so its byte does not count; NUL is left as it is.
         #expect(log.replacedBytes == NMEALog.ReplacedBytes(count: 3, firstOffset: 19))
         #expect(text[19] == 0x10)
         let raw = try NMEALog(contentsOf: path, replacingNonText: false)
-        #expect(raw.lines.prefix(2).map(\.bytes) == [Array("$GPGGA,1".utf8) + [0x10] + Array(",2\r\n".utf8),
-                                          Array("$GPRMC,\t".utf8) + [0xFF, 0x1B, 0x00] + Array("*00\n".utf8)])
+        #expect(
+            raw.lines.prefix(2).map(\.bytes) == [
+                Array("$GPGGA,1".utf8) + [0x10] + Array(",2\r\n".utf8),
+                Array("$GPRMC,\t".utf8) + [0xFF, 0x1B, 0x00] + Array("*00\n".utf8),
+            ])
         #expect(raw.replacedBytes == nil)
     }
 
     @Test("a clean log replaces nothing, and a log of mostly odd bytes is still refused")
     func cleanLogsAndBinaryFiles() throws {
         #expect(try NMEALog(contentsOf: Fixtures.log("ublox-lea-4h")).replacedBytes == nil)
-        #expect(try NMEALog(contentsOf: Fixtures.log("gp-320fw-2019-04-07-coldboot")).replacedBytes == nil)  // NULs only
+        // NULs only
+        #expect(try NMEALog(contentsOf: Fixtures.log("gp-320fw-2019-04-07-coldboot")).replacedBytes == nil)
         let path = try temporaryFile(Array("$GPGGA,1,2\n".utf8) + [UInt8](repeating: 0x10, count: 3))
         defer { unlink(path) }
         #expect(throws: ReplayError.logBinary(path, offset: 11)) { try NMEALog(contentsOf: path) }
     }
 
     @Test func commentsAreDroppedExceptDate() throws {
-        let text = "# Provenance: x\n# Date: 2006-08-10\n$GPGGA,030807,4907.8533,N,12243.1974,W,0,00,,,M,,M,,*64\n# Notes: $GLGSV\n"
+        let text =
+            "# Provenance: x\n# Date: 2006-08-10\n$GPGGA,030807,4907.8533,N,12243.1974,W,0,00,,,M,,M,,*64\n# Notes: $GLGSV\n"
         let path = try temporaryFile(Array(text.utf8))
         defer { unlink(path) }
         let log = try NMEALog(contentsOf: path)
@@ -91,8 +102,10 @@ import TestSupport
 
     @Test func realTimePacingFollowsSentenceTimes() {
         var clock = EpochClock()
-        let lines = ["$GPGGA,235958.0,x", "$GPRMC,235958.0,x", "$GPGSV,1,1", "$GPGGA,235959.5,x",
-                     "$GPGGA,000000.5,x", "$GPGGA,120000,x", "$GPGLL,4916.45,N,12311.12,W,120001.00,A"]
+        let lines = [
+            "$GPGGA,235958.0,x", "$GPRMC,235958.0,x", "$GPGSV,1,1", "$GPGGA,235959.5,x",
+            "$GPGGA,000000.5,x", "$GPGGA,120000,x", "$GPGLL,4916.45,N,12311.12,W,120001.00,A",
+        ]
         let delays = lines.map { clock.delay(before: ArraySlice(Array($0.utf8))) }
         #expect(delays == [0, 0, 0, 1.5, 1.0, 1, 1])  // midnight wraps; a 12 h jump is capped to 1 s
     }
@@ -100,7 +113,9 @@ import TestSupport
 
 @Suite struct RetimingTests {
     private func log(_ text: String) throws -> NMEALog {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-retime-\(UUID().uuidString).log").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-retime-\(UUID().uuidString).log"
+        ).path
         try text.write(toFile: path, atomically: true, encoding: .ascii)
         defer { try? FileManager.default.removeItem(atPath: path) }
         return try NMEALog(contentsOf: path)
@@ -114,7 +129,8 @@ import TestSupport
 
     @Test("times and dates move to the start given, gaps close up as the feed paces them, checksums stay valid")
     func movesTimesAndDates() throws {
-        let original = try log("""
+        let original = try log(
+            """
             # Date: 2014-12-31
             $GPGGA,235958.50,5540.1955,N,01241.0967,E,1,08,1.0,10.0,M,40.0,M,,*57
             $GPRMC,235958.50,A,5540.1955,N,01241.0967,E,0.0,0.0,311214,,,A*5D

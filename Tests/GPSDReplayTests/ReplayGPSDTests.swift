@@ -1,7 +1,8 @@
 import Foundation
 import GNSS
-import Testing
 import TestSupport
+import Testing
+
 @testable import GPSDReplay
 
 @Suite(.serialized, .timeLimit(.minutes(1)))
@@ -47,7 +48,8 @@ struct ReplayGPSDTests {
     @Test("a replay gpsd never finishes is stopped endGrace after the whole log was fed")
     func watchdogEndsAReplayGPSDNeverFinishes() async throws {
         // Fed raw, DLE ',' opens a TSIP frame in gpsd that swallows our # EOF: gpsd never closes the device.
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-dle-\(UUID().uuidString).log").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-dle-\(UUID().uuidString).log")
+            .path
         defer { unlink(path) }
         try Data(Array("$GPGGA,1".utf8) + [0x10] + Array(",2\n".utf8)).write(to: URL(fileURLWithPath: path))
         let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: path, replacingNonText: false))
@@ -56,19 +58,26 @@ struct ReplayGPSDTests {
         let stream = gpsd.stream(endGrace: 3)
         _ = try await ReplayRun.collect(stream.events, timeout: 3 + 5)
         let ending = await stream.ending.value
-        #expect(ending == .failed("gpsd had not closed the device 3 s after reading the whole log "
-                                  + "(part of the log may have been taken for binary data)"))
+        #expect(
+            ending
+                == .failed(
+                    "gpsd had not closed the device 3 s after reading the whole log "
+                        + "(part of the log may have been taken for binary data)"))
         #expect(Date().timeIntervalSince(started) < 3 + 5)
         // The watchdog's stop is still reaping gpsd when the stream ends.
         let reaped = Date().addingTimeInterval(3)
-        while Date() < reaped && !gpsd.processIDs.allSatisfy(Processes.isGone) { try await Task.sleep(for: .milliseconds(20)) }
+        while Date() < reaped && !gpsd.processIDs.allSatisfy(Processes.isGone) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         #expect(gpsd.processIDs.allSatisfy(Processes.isGone), "the watchdog did not stop gpsd")
     }
 
     @Test func missingGPSDIsReported() throws {
         var options = ReplayGPSD.Options()
         options.gpsdExecutable = "/nonexistent/gpsd"
-        #expect(throws: ReplayError.gpsdMissing("/nonexistent/gpsd")) { try ReplayGPSD(log: try log("bu353s4"), options: options) }
+        #expect(throws: ReplayError.gpsdMissing("/nonexistent/gpsd")) {
+            try ReplayGPSD(log: try log("bu353s4"), options: options)
+        }
     }
 
     @Test func gpsdThatCannotListenIsReported() throws {

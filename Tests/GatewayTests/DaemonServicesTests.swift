@@ -3,14 +3,19 @@ import GNSS
 import ServiceLifecycle
 import Spool
 import Testing
+
 @testable import Gateway
 
 /// The daemon's jobs as services in one group: how it stops.
 @Suite("the daemon's services", .timeLimit(.minutes(1)))
 struct DaemonServicesTests {
     /// A daemon that samples into a fresh spool only, and the source it samples.
-    private func sampler() -> (GatewayDaemon, Spool, AsyncStream<SamplerOutput>, AsyncStream<SamplerOutput>.Continuation, String) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-services-\(UUID().uuidString)").path
+    private func sampler() -> (
+        GatewayDaemon, Spool, AsyncStream<SamplerOutput>, AsyncStream<SamplerOutput>.Continuation, String
+    ) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-services-\(UUID().uuidString)"
+        ).path
         let spool = Spool(path: directory + "/spool.sqlite")
         let daemon = GatewayDaemon(spool: spool, connection: nil, setup: nil)
         let (source, feed) = AsyncStream<SamplerOutput>.makeStream()

@@ -1,10 +1,11 @@
+import AgrirouterWire
 import Bounds
 import Clocks
 import Foundation
 import GNSS
 import SwiftProtobuf
 import Testing
-import AgrirouterWire
+
 @testable import Gateway
 
 /// The box's device description and its TimeLogs, written as ISO 11783-10's schema and agrirouter's
@@ -15,9 +16,11 @@ import AgrirouterWire
 
     func sample(_ state: FixState, speed: Double? = 3.5, time: Date? = nil, sampledAt: Date? = nil) -> PositionSample {
         let mode = state.hasPosition ? 3 : 1
-        let report = PositionReport(time: time ?? fixTime, gpsdMode: mode, gpsdStatus: 2, latitude: 48.123456789, longitude: 11.5,
-                                    altitudeHAE: 547.2345, speed: speed, hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
-        return PositionSample(sampledAt: sampledAt ?? fixTime, state: state, report: state == .gpsdUnreachable ? nil : report)
+        let report = PositionReport(
+            time: time ?? fixTime, gpsdMode: mode, gpsdStatus: 2, latitude: 48.123456789, longitude: 11.5,
+            altitudeHAE: 547.2345, speed: speed, hdop: 0.7, pdop: 1.3, satellitesUsed: 17)
+        return PositionSample(
+            sampledAt: sampledAt ?? fixTime, state: state, report: state == .gpsdUnreachable ? nil : report)
     }
 
     // MARK: - Device description
@@ -30,17 +33,24 @@ import AgrirouterWire
         #expect(taskData.device.count == 1)
         #expect(device.deviceID.number == -1 && device.deviceID.uri == ["DVC-1"])
         #expect(device.clientName.count == 8)
-        #expect((7...39).contains(device.deviceStructureLabel.count) && device.deviceStructureLabel.prefix(7) != Data(repeating: 0xFF, count: 7))
+        #expect(
+            (7...39).contains(device.deviceStructureLabel.count)
+                && device.deviceStructureLabel.prefix(7) != Data(repeating: 0xFF, count: 7))
         #expect(device.deviceLocalizationLabel.count == 7 && device.deviceLocalizationLabel.first == 0xFF)
         #expect(device.deviceLocalizationLabel.suffix(2) == Data("ne".utf8))  // "en", reversed as ISOXML writes it
-        for text in [device.deviceDesignator, device.deviceSoftwareVersion, device.deviceSerialNumber] + device.deviceElement.map(\.deviceElementDesignator) {
+        for text in [device.deviceDesignator, device.deviceSoftwareVersion, device.deviceSerialNumber]
+            + device.deviceElement.map(\.deviceElementDesignator)
+        {
             #expect(!text.isEmpty && text.count <= 32)
         }
         #expect(device.deviceSerialNumber == endpoint.replacingOccurrences(of: "-", with: ""))
 
         // One object id space; every reference points at an object that is there.
-        let objects = device.deviceElement.map(\.deviceElementObjectID) + device.deviceProcessData.map(\.deviceProcessDataObjectID)
-            + device.deviceProperty.map(\.devicePropertyObjectID) + device.deviceValuePresentation.map(\.deviceValuePresentationObjectID)
+        let objects =
+            device.deviceElement.map(\.deviceElementObjectID)
+            + device.deviceProcessData.map(\.deviceProcessDataObjectID)
+            + device.deviceProperty.map(\.devicePropertyObjectID)
+            + device.deviceValuePresentation.map(\.deviceValuePresentationObjectID)
         #expect(Set(objects).count == objects.count && objects.allSatisfy { (1...65534).contains($0) })
         let elements = Set(device.deviceElement.map(\.deviceElementObjectID))
         for element in device.deviceElement {
@@ -55,7 +65,8 @@ import AgrirouterWire
             #expect(data.deviceProcessDataProperty <= 7 && data.deviceProcessDataTriggerMethods <= 31)
             #expect(presentations.contains(data.deviceValuePresentationObjectID))
         }
-        #expect(device.deviceValuePresentation.allSatisfy { (1e-9...1e8).contains($0.scale) && $0.numberOfDecimals <= 7 })
+        #expect(
+            device.deviceValuePresentation.allSatisfy { (1e-9...1e8).contains($0.scale) && $0.numberOfDecimals <= 7 })
         // Only what a GNSS receiver measures: speed, and where it comes from (navigation).
         #expect(device.deviceProcessData.map(\.deviceProcessDataDdi) == [397])
         #expect(device.deviceProperty.map { [$0.devicePropertyDdi, UInt32($0.devicePropertyValue)] } == [[400, 3]])
@@ -69,7 +80,9 @@ import AgrirouterWire
         #expect((value >> 49) & 0x7F == 0)  // non-specific device class
         #expect((value >> 40) & 0xFF == 23)  // vehicle navigation
         #expect(UInt32(value & 0x1F_FFFF) == DeviceDescription.identityNumber(endpoint))
-        let other = DeviceDescription(endpointID: "1" + endpoint.dropFirst(), softwareVersion: "0.1.0").taskData.device[0].clientName
+        let other = DeviceDescription(endpointID: "1" + endpoint.dropFirst(), softwareVersion: "0.1.0").taskData.device[
+            0
+        ].clientName
         #expect(other != name)
     }
 
@@ -77,25 +90,38 @@ import AgrirouterWire
         let id = DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0").teamSetContextID
         #expect(id == DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0").teamSetContextID)
         #expect(id != DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.1").teamSetContextID)
-        #expect(id != DeviceDescription(endpointID: "1" + endpoint.dropFirst(), softwareVersion: "0.1.0").teamSetContextID)
+        #expect(
+            id != DeviceDescription(endpointID: "1" + endpoint.dropFirst(), softwareVersion: "0.1.0").teamSetContextID)
         // Named after the endpoint once agrirouter's list says its name: another description, another team set.
-        let named = DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0", name: "  Fendt 942 Vario of the Müller farm, north  ")
-        #expect(named.taskData.device[0].deviceDesignator == "Fendt 942 Vario of the Müller fa" && named.teamSetContextID != id)
+        let named = DeviceDescription(
+            endpointID: endpoint, softwareVersion: "0.1.0", name: "  Fendt 942 Vario of the Müller farm, north  ")
+        #expect(
+            named.taskData.device[0].deviceDesignator == "Fendt 942 Vario of the Müller fa"
+                && named.teamSetContextID != id)
         #expect(DeviceDescription(endpointID: endpoint, softwareVersion: "0.1.0", name: " ").teamSetContextID == id)
-        #expect(id.range(of: "^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", options: .regularExpression) != nil)
+        #expect(
+            id.range(
+                of: "^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$", options: .regularExpression
+            ) != nil)
     }
 
     @Test func nameBasedUUIDsMatchRFC9562() {
         // RFC 9562 appendix A.4: "www.example.com" in the DNS namespace.
-        let dns: [UInt8] = [0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8]
-        #expect(DeviceDescription.uuidV5(namespace: dns, name: Array("www.example.com".utf8)) == "2ed6657d-e927-568b-95e1-2665a8aea6a2")
+        let dns: [UInt8] = [
+            0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8,
+        ]
+        #expect(
+            DeviceDescription.uuidV5(namespace: dns, name: Array("www.example.com".utf8))
+                == "2ed6657d-e927-568b-95e1-2665a8aea6a2")
     }
 
     // MARK: - TimeLogs
 
     @Test(arguments: [
-        (FixState.fix(.threeD, .rtkFixed), Efdi_Position.PositionStatus.dRtkFinteger), (.fix(.threeD, .rtkFloat), .dRtkFloat),
-        (.fix(.twoD, .dgps), .dDgnss), (.fix(.threeD, .autonomous), .dGnss), (.fix(.threeD, .deadReckoning), .dEstDrMode),
+        (FixState.fix(.threeD, .rtkFixed), Efdi_Position.PositionStatus.dRtkFinteger),
+        (.fix(.threeD, .rtkFloat), .dRtkFloat),
+        (.fix(.twoD, .dgps), .dDgnss), (.fix(.threeD, .autonomous), .dGnss),
+        (.fix(.threeD, .deadReckoning), .dEstDrMode),
         (.noFix, .dNoGps), (.noReceiver(.removed), .dNotAvailable), (.gpsdUnreachable, .dError),
     ])
     func everySampleIsATimeWithTheSameStatusAsGPSInfo(state: FixState, status: Efdi_Position.PositionStatus) throws {
@@ -116,7 +142,9 @@ import AgrirouterWire
             #expect(speed.deviceElementIDRef == DeviceDescription.rootElementID)
         } else {
             // No position, no speed: a state is sent as it is, never with coordinates or values.
-            #expect(time.positionStart.positionNorth == 0 && time.positionStart.positionEast == 0 && time.dataLogValue.isEmpty)
+            #expect(
+                time.positionStart.positionNorth == 0 && time.positionStart.positionEast == 0
+                    && time.dataLogValue.isEmpty)
         }
     }
 
@@ -132,14 +160,23 @@ import AgrirouterWire
     @Test func noTimeOutgrowsTheBoundBatchesAreSizedBy() throws {
         var largest = 0
         let extremes: [PositionReport] = [
-            PositionReport(time: Date(timeIntervalSince1970: 7_258_118_399.999), gpsdMode: 3, gpsdStatus: 2, latitude: -89.99999999,
-                           longitude: -179.99999999, altitudeHAE: -999.999, speed: 600, hdop: 99.9, pdop: 99.9, satellitesUsed: 255),
-            PositionReport(time: Date(timeIntervalSince1970: 7_258_118_399.999), gpsdMode: 3, gpsdStatus: 2, latitude: 89.123456789,
-                           longitude: 179.123456789, altitudeHAE: 99_999.999, speed: 599.999, hdop: 0.123456789, pdop: 0.987654321, satellitesUsed: 200),
+            PositionReport(
+                time: Date(timeIntervalSince1970: 7_258_118_399.999), gpsdMode: 3, gpsdStatus: 2,
+                latitude: -89.99999999,
+                longitude: -179.99999999, altitudeHAE: -999.999, speed: 600, hdop: 99.9, pdop: 99.9, satellitesUsed: 255
+            ),
+            PositionReport(
+                time: Date(timeIntervalSince1970: 7_258_118_399.999), gpsdMode: 3, gpsdStatus: 2,
+                latitude: 89.123456789,
+                longitude: 179.123456789, altitudeHAE: 99_999.999, speed: 599.999, hdop: 0.123456789, pdop: 0.987654321,
+                satellitesUsed: 200),
         ]
         for report in extremes {
             for state in [FixState.fix(.threeD, .rtkFixed), .fix(.threeD, .simulated)] {
-                let time = try #require(Efdi_Time(PositionSample(sampledAt: Date(timeIntervalSince1970: 7_258_118_399.999), state: state, report: report)))
+                let time = try #require(
+                    Efdi_Time(
+                        PositionSample(
+                            sampledAt: Date(timeIntervalSince1970: 7_258_118_399.999), state: state, report: report)))
                 var log = Efdi_TimeLog()
                 log.time = [time]
                 largest = max(largest, try (log.serializedBytes() as [UInt8]).count)
@@ -149,12 +186,19 @@ import AgrirouterWire
         // Random samples too, with times from 1980 to 2200 at millisecond and finer resolution.
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<2000 {
-            let report = PositionReport(time: Date(timeIntervalSince1970: Double.random(in: Bounds.epochSeconds, using: &generator)), gpsdMode: 3,
-                                        gpsdStatus: Int.random(in: 0...5, using: &generator), latitude: .random(in: Bounds.latitude, using: &generator),
-                                        longitude: .random(in: Bounds.longitude, using: &generator), altitudeHAE: .random(in: Bounds.altitude, using: &generator),
-                                        speed: .random(in: Bounds.speed, using: &generator), hdop: .random(in: Bounds.dop, using: &generator),
-                                        pdop: .random(in: Bounds.dop, using: &generator), satellitesUsed: .random(in: Bounds.satellites, using: &generator))
-            guard let time = Efdi_Time(PositionSample(sampledAt: Date(), state: report.fixState, report: report)) else { continue }
+            let report = PositionReport(
+                time: Date(timeIntervalSince1970: Double.random(in: Bounds.epochSeconds, using: &generator)),
+                gpsdMode: 3,
+                gpsdStatus: Int.random(in: 0...5, using: &generator),
+                latitude: .random(in: Bounds.latitude, using: &generator),
+                longitude: .random(in: Bounds.longitude, using: &generator),
+                altitudeHAE: .random(in: Bounds.altitude, using: &generator),
+                speed: .random(in: Bounds.speed, using: &generator), hdop: .random(in: Bounds.dop, using: &generator),
+                pdop: .random(in: Bounds.dop, using: &generator),
+                satellitesUsed: .random(in: Bounds.satellites, using: &generator))
+            guard let time = Efdi_Time(PositionSample(sampledAt: Date(), state: report.fixState, report: report)) else {
+                continue
+            }
             var log = Efdi_TimeLog()
             log.time = [time]
             let size = try (log.serializedBytes() as [UInt8]).count
@@ -162,38 +206,57 @@ import AgrirouterWire
         }
     }
 
-    @Test("the machine's values in their DDIs' units, in the machine's element; with the largest of each, a Time stays within its bound")
+    @Test(
+        "the machine's values in their DDIs' units, in the machine's element; with the largest of each, a Time stays within its bound"
+    )
     func machineValues() throws {
-        let report = PositionReport(time: Date(timeIntervalSince1970: 7_258_118_399.999), gpsdMode: 3, gpsdStatus: 2, latitude: -89.99999999,
-                                    longitude: -179.99999999, altitudeHAE: -999.999, speed: 600, hdop: 99.9, pdop: 99.9, satellitesUsed: 255)
+        let report = PositionReport(
+            time: Date(timeIntervalSince1970: 7_258_118_399.999), gpsdMode: 3, gpsdStatus: 2, latitude: -89.99999999,
+            longitude: -179.99999999, altitudeHAE: -999.999, speed: 600, hdop: 99.9, pdop: 99.9, satellitesUsed: 255)
         let cases: [(MachineReading, [UInt32: Int64])] = [
-            (MachineReading(work: .working, speed: -2.5, speedSource: "wheel", engineSpeed: 1_230, engineHours: 147.55, fuelRate: 12, fuelUsed: 1_000.5),
-             [141: 1, 397: -2_500, 400: 1, 484: 12_300_000, 149: 3_333, 493: 1_476, 276: 2_001]),
+            (
+                MachineReading(
+                    work: .working, speed: -2.5, speedSource: "wheel", engineSpeed: 1_230, engineHours: 147.55,
+                    fuelRate: 12, fuelUsed: 1_000.5),
+                [141: 1, 397: -2_500, 400: 1, 484: 12_300_000, 149: 3_333, 493: 1_476, 276: 2_001]
+            ),
             (MachineReading(work: .unknown), [141: 3]),
             (MachineReading(work: .notWorking, speed: 0, speedSource: "selected"), [141: 0, 397: 0, 400: 6]),
             // The largest each message carries, and the largest totals read back.
-            (MachineReading(work: .working, speed: -64.255, speedSource: "ground", engineSpeed: 8_031.875, engineHours: 210_554_060.75,
-                            fuelRate: 3_212.75, fuelUsed: 2_105_540_607.5),
-             [141: 1, 397: -64_255, 400: 2, 484: 80_318_750, 149: 892_431, 493: 2_105_540_608,  // 276 past 32 bits: left out
-              119: 2_147_483_647, 120: 2_147_483_647, 148: 2_147_483_647, 492: 11_930_464]),  // 492 in steps of 180 s
+            (
+                MachineReading(
+                    work: .working, speed: -64.255, speedSource: "ground", engineSpeed: 8_031.875,
+                    engineHours: 210_554_060.75,
+                    fuelRate: 3_212.75, fuelUsed: 2_105_540_607.5),
+                [
+                    // 276 past 32 bits: left out
+                    141: 1, 397: -64_255, 400: 2, 484: 80_318_750, 149: 892_431, 493: 2_105_540_608,
+                    119: 2_147_483_647, 120: 2_147_483_647, 148: 2_147_483_647, 492: 11_930_464,
+                ]
+            ),  // 492 in steps of 180 s
         ]
         for (reading, expected) in cases {
             var machine = reading
             if expected[119] != nil {
                 let most = Double(Int32.max)
-                machine.totals = MachineTotals(effectiveSeconds: most, ineffectiveSeconds: most, fuelMillilitres: most, engineSeconds: most)
+                machine.totals = MachineTotals(
+                    effectiveSeconds: most, ineffectiveSeconds: most, fuelMillilitres: most, engineSeconds: most)
             }
-            let sample = PositionSample(sampledAt: Date(timeIntervalSince1970: 7_258_118_399.999), state: .fix(.threeD, .rtkFixed), report: report,
-                                        machine: machine)
+            let sample = PositionSample(
+                sampledAt: Date(timeIntervalSince1970: 7_258_118_399.999), state: .fix(.threeD, .rtkFixed),
+                report: report,
+                machine: machine)
             let time = try #require(Efdi_Time(sample))
             let values = time.dataLogValue.filter { $0.deviceElementIDRef == DeviceDescription.machineElementID }
-            #expect(Dictionary(uniqueKeysWithValues: values.map { ($0.processDataDdi, $0.processDataValue) }) == expected)
+            #expect(
+                Dictionary(uniqueKeysWithValues: values.map { ($0.processDataDdi, $0.processDataValue) }) == expected)
             var log = Efdi_TimeLog()
             log.time = [time]
             #expect(try (log.serializedBytes() as [UInt8]).count <= Efdi_Time.upperBound + Efdi_Time.machineUpperBound)
         }
         // A sample without a machine reading carries none of it.
-        let plain = try #require(Efdi_Time(PositionSample(sampledAt: Date(), state: .fix(.threeD, .rtkFixed), report: report)))
+        let plain = try #require(
+            Efdi_Time(PositionSample(sampledAt: Date(), state: .fix(.threeD, .rtkFixed), report: report)))
         #expect(plain.dataLogValue.map(\.processDataDdi) == [DeviceDescription.DDI.actualSpeed])
     }
 }

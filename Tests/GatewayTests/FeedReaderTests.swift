@@ -1,14 +1,15 @@
-import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
+import AgrirouterWire
 import Fields
 import Foundation
 import GNSS
 import Spool
 import StateDirectory
 import SwiftProtobuf
-import Testing
 import TestSupport
+import Testing
+
 @testable import Gateway
 
 /// Two endpoints at one simulator: "Tractor", which reads its feed into a store, and "Harvester",
@@ -26,30 +27,43 @@ struct PeerRig {
     var tractorID: String { tractor.endpoint.deviceAlternateId }
     var harvesterID: String { harvester.endpoint.deviceAlternateId }
 
-    static func make(configure: (inout FeedReader.Configuration) -> Void = { _ in }, extraTANs: [String: String] = [:],
-                     readingTaskData: Bool = false, responseCodes: SimResponseCodes = .documented,
-                     importGate: (@Sendable () async -> Void)? = nil) async throws -> PeerRig {
-        var simulatorConfiguration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"].merging(extraTANs) { first, _ in first })
+    static func make(
+        configure: (inout FeedReader.Configuration) -> Void = { _ in }, extraTANs: [String: String] = [:],
+        readingTaskData: Bool = false, responseCodes: SimResponseCodes = .documented,
+        importGate: (@Sendable () async -> Void)? = nil
+    ) async throws -> PeerRig {
+        var simulatorConfiguration = SimConfiguration(
+            tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"].merging(extraTANs) { first, _ in first })
         simulatorConfiguration.responseCodes = responseCodes
         let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
-        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let client = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
+        let environment = AgrirouterEnvironment.local(
+            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let client = OnboardingClient(
+            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
         var connections: [AgrirouterConnection] = []
         for (tan, id) in [("TAN0000001", "urn:agrigps:tractor"), ("TAN0000002", "urn:agrigps:harvester")] {
             let endpoint = try await client.onboard(tan: tan, externalID: id)
-            let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01, timeout: 10)
-            try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: connection)
+            let connection = try AgrirouterConnection(
+                endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01, timeout: 10)
+            try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(
+                on: connection)
             connections.append(connection)
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-feed-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-feed-\(UUID().uuidString)"
+        ).path
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         var configuration = FeedReader.Configuration()
         configure(&configuration)
-        let reader = FeedReader(store: store, connection: connections[0], ownEndpointID: connections[0].endpoint.deviceAlternateId,
-                                configuration: configuration, fields: readingTaskData ? FieldStore(path: directory + "/fields.sqlite") : nil,
-                                importGate: importGate)
-        return PeerRig(simulator: simulator, tractor: connections[0], harvester: connections[1], store: store, reader: reader, directory: directory,
-                       importing: readingTaskData ? Task { await reader.runImports() } : nil)
+        let reader = FeedReader(
+            store: store, connection: connections[0], ownEndpointID: connections[0].endpoint.deviceAlternateId,
+            configuration: configuration,
+            fields: readingTaskData ? FieldStore(path: directory + "/fields.sqlite") : nil,
+            importGate: importGate)
+        return PeerRig(
+            simulator: simulator, tractor: connections[0], harvester: connections[1], store: store, reader: reader,
+            directory: directory,
+            importing: readingTaskData ? Task { await reader.runImports() } : nil)
     }
 
     func close() async {
@@ -102,14 +116,14 @@ struct PeerRig {
         try await harvester.send(TechnicalMessageType.gpsInfo, mode: .publish, payload: gpsList(entries))
     }
 
-
     /// Every confirmed message was stored before its confirm arrived.
     func confirmedOnlyAfterStoring() async throws -> Bool {
         let stored = try await store.storedMessages()
         let confirmations = await simulator.confirmations(endpoint: tractorID)
-        return !confirmations.isEmpty && confirmations.allSatisfy { confirmation in
-            stored[confirmation.messageID].map { $0 <= confirmation.at } ?? false
-        }
+        return !confirmations.isEmpty
+            && confirmations.allSatisfy { confirmation in
+                stored[confirmation.messageID].map { $0 <= confirmation.at } ?? false
+            }
     }
 }
 
@@ -132,7 +146,9 @@ struct FeedReaderTests {
         }
     }
 
-    @Test("a confirm rides in the publisher's request: one request carries the samples and the confirm, and its answer reaches the reader")
+    @Test(
+        "a confirm rides in the publisher's request: one request carries the samples and the confirm, and its answer reaches the reader"
+    )
     func confirmRidesAlong() async throws {
         let rig = try await PeerRig.make()
         try await tearingDown({ await rig.close() }) {
@@ -154,7 +170,8 @@ struct FeedReaderTests {
             await rig.reader.rodeAlong(sent: report.alongSent)
             #expect(report.published == 1 && report.alongSent && report.error == nil)
             #expect(await rig.simulator.requestCount(endpoint: rig.tractorID) == before + 1)
-            let sent = await rig.simulator.sentMessages(endpoint: rig.tractorID).suffix(2).map(\.envelope.technicalMessageType)
+            let sent = await rig.simulator.sentMessages(endpoint: rig.tractorID).suffix(2).map(
+                \.envelope.technicalMessageType)
             #expect(sent == [TechnicalMessageType.gpsInfo, TechnicalMessageType.feedConfirm])
             try await rig.pumpUntilIdle { await rig.simulator.feed(endpoint: rig.tractorID).isEmpty }
             #expect(await rig.reader.counters.confirmed == 1)
@@ -169,7 +186,9 @@ struct FeedReaderTests {
             _ = try #require(await rig.reader.confirmToRideAlong())
             await rig.reader.rodeAlong(sent: false)
             #expect(try await rig.reader.step(confirming: true))
-            #expect(await rig.simulator.sentMessages(endpoint: rig.tractorID).last?.envelope.technicalMessageType == TechnicalMessageType.feedConfirm)
+            #expect(
+                await rig.simulator.sentMessages(endpoint: rig.tractorID).last?.envelope.technicalMessageType
+                    == TechnicalMessageType.feedConfirm)
             try await rig.pumpUntilSettled()
             #expect(await rig.reader.counters.confirmed == 1)
         }
@@ -181,16 +200,26 @@ struct FeedReaderTests {
         try await tearingDown({ await rig.close() }) {
             await rig.reader.connected()
             try await rig.pumpUntilSettled()
-            let description = DeviceDescription(endpointID: rig.harvesterID, softwareVersion: "1.0", name: "Harvester 7")
-            let (log, _) = Efdi_TimeLog.of([PositionSample(sampledAt: Date(), state: .fix(.threeD, .rtkFloat),
-                                                           report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 5, latitude: 52.75, longitude: 8.5))])
+            let description = DeviceDescription(
+                endpointID: rig.harvesterID, softwareVersion: "1.0", name: "Harvester 7")
+            let (log, _) = Efdi_TimeLog.of([
+                PositionSample(
+                    sampledAt: Date(), state: .fix(.threeD, .rtkFloat),
+                    report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 5, latitude: 52.75, longitude: 8.5))
+            ])
             try await rig.harvester.send([
-                .init(TechnicalMessageType.deviceDescription, mode: .publish, payload: description.taskData, teamSetContextID: description.teamSetContextID),
-                .init(TechnicalMessageType.timeLog, mode: .publish, payload: log, teamSetContextID: description.teamSetContextID),
+                .init(
+                    TechnicalMessageType.deviceDescription, mode: .publish, payload: description.taskData,
+                    teamSetContextID: description.teamSetContextID),
+                .init(
+                    TechnicalMessageType.timeLog, mode: .publish, payload: log,
+                    teamSetContextID: description.teamSetContextID),
             ])
             try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
             let machine = try #require(try await rig.store.view().machines.first)
-            #expect(machine.endpointID == rig.harvesterID && machine.name == "Harvester 7", "the designator before the endpoint list's name")
+            #expect(
+                machine.endpointID == rig.harvesterID && machine.name == "Harvester 7",
+                "the designator before the endpoint list's name")
             #expect(machine.lastPosition?.status == "D_RTK_FLOAT" && machine.lastPosition?.latitude == 52.75)
             #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "both confirmed")
         }
@@ -205,12 +234,14 @@ struct FeedReaderTests {
             for index in 0..<30 {
                 let time = now.addingTimeInterval(-600 + Double(index))
                 let list = gpsList([(.dGnss, 52 + Double(index) / 1000, 8, time)])
-                await rig.simulator.deliver(try list.serializedBytes(), from: rig.harvesterID, to: rig.tractorID, sentAt: time, push: false)
+                await rig.simulator.deliver(
+                    try list.serializedBytes(), from: rig.harvesterID, to: rig.tractorID, sentAt: time, push: false)
             }
             for minutes in [20.0, 60] {
                 let time = now.addingTimeInterval(-minutes * 60)
-                await rig.simulator.deliver(try gpsList([(.dGnss, 1, 1, time)]).serializedBytes(), from: rig.harvesterID, to: rig.tractorID,
-                                            sentAt: time, push: false)
+                await rig.simulator.deliver(
+                    try gpsList([(.dGnss, 1, 1, time)]).serializedBytes(), from: rig.harvesterID, to: rig.tractorID,
+                    sentAt: time, push: false)
             }
             await rig.reader.connected(now: now)
             try await rig.pumpUntilSettled()
@@ -219,7 +250,8 @@ struct FeedReaderTests {
             #expect(history.last?.latitude == 52.029)
             #expect(await rig.reader.counters.queries == 2)
             #expect(await rig.reader.counters.confirmed == 30)
-            #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "older entries deleted, the rest confirmed")
+            #expect(
+                await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "older entries deleted, the rest confirmed")
             #expect(try await rig.confirmedOnlyAfterStoring())
         }
     }
@@ -265,7 +297,8 @@ struct FeedReaderTests {
         try await tearingDown({ await rig.close() }) {
             await rig.reader.connected()
             try await rig.pumpUntilSettled()
-            let broken = await rig.simulator.deliver(Data([0x0A, 0xFF, 0xFF]), from: rig.harvesterID, to: rig.tractorID)
+            let broken = await rig.simulator.deliver(
+                Data([0x0A, 0xFF, 0xFF]), from: rig.harvesterID, to: rig.tractorID)
             try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
             try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition != nil }
             #expect(await rig.reader.counters.refused == 1)
@@ -274,7 +307,9 @@ struct FeedReaderTests {
         }
     }
 
-    @Test("hostile gps:info from another machine is refused, confirmed once and counted; the reader keeps going and stores the next")
+    @Test(
+        "hostile gps:info from another machine is refused, confirmed once and counted; the reader keeps going and stores the next"
+    )
     func hostile() async throws {
         let rig = try await PeerRig.make()
         try await tearingDown({ await rig.close() }) {
@@ -287,8 +322,9 @@ struct FeedReaderTests {
             try await rig.publish([(.dGnss, 91, 200, Date())])
             try await rig.publish([(.dGnss, .infinity, 8, Date())])
             // A header time no agrirouter sends: the message itself is fine and is stored.
-            let headerOnly = await rig.simulator.deliver(try gpsList([(.dGnss, 52.3, 8.3, Date())]).serializedBytes(),
-                                                         from: rig.harvesterID, to: rig.tractorID, sentSeconds: .max)
+            let headerOnly = await rig.simulator.deliver(
+                try gpsList([(.dGnss, 52.3, 8.3, Date())]).serializedBytes(),
+                from: rig.harvesterID, to: rig.tractorID, sentSeconds: .max)
             try await rig.pumpUntilIdle { try await rig.store.view().refusedMessages == 3 }
             try await rig.publish([(.dGnss, 52.2, 8.2, Date())])
             try await rig.pumpUntilIdle { try await rig.store.view().machines.first?.lastPosition?.latitude == 52.2 }
@@ -322,7 +358,8 @@ struct FeedReaderTests {
 
 @Suite("The daemon reads the others", .serialized, .timeLimit(.minutes(1)))
 struct DaemonFeedTests {
-    @Test("a running daemon takes the peer's pushes from its outbox polls, and writes them where others and status look")
+    @Test(
+        "a running daemon takes the peer's pushes from its outbox polls, and writes them where others and status look")
     func daemonSeesPush() async throws {
         let rig = try await PeerRig.make()
         try await tearingDown({ await rig.close() }) {
@@ -330,15 +367,20 @@ struct DaemonFeedTests {
             var configuration = GatewayDaemon.Configuration()
             configuration.sendInterval = 0.05
             configuration.heartbeatPath = rig.directory + "/heartbeat.json"
-            let daemon = GatewayDaemon(spool: spool, connection: rig.tractor,
-                                       setup: EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10),
-                                       others: rig.store, configuration: configuration)
+            let daemon = GatewayDaemon(
+                spool: spool, connection: rig.tractor,
+                setup: EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10),
+                others: rig.store, configuration: configuration)
             let (events, source) = AsyncStream<SourceEvent>.makeStream()
             let running = Task { await daemon.run(events: events) }
             // Receiver-time intervals: the third report closes the first two.
             let start = Date()
             for second in 0..<3 {
-                source.yield(.report(PositionReport(time: start.addingTimeInterval(Double(second)), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)))
+                source.yield(
+                    .report(
+                        PositionReport(
+                            time: start.addingTimeInterval(Double(second)), gpsdMode: 3, gpsdStatus: 1, latitude: 52,
+                            longitude: 8)))
             }
 
             // The daemon names the harvester from the endpoint list once it has connected.

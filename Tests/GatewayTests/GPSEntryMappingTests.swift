@@ -3,30 +3,34 @@ import Foundation
 import GNSS
 import SwiftProtobuf
 import Testing
+
 @testable import Gateway
 
 /// Our fix states and samples as gps:info's GPSEntry.
 @Suite struct GPSEntryMappingTests {
-    @Test("position_status for each fix state", arguments: [
-        (FixState.noFix, GPSEntry.PositionStatus.dNoGps),
-        (.noReceiver(.removed), .dNotAvailable),
-        (.gpsdUnreachable, .dError),
-        (.fix(.threeD, .rtkFixed), .dRtkFinteger),
-        (.fix(.threeD, .rtkFloat), .dRtkFloat),
-        (.fix(.twoD, .dgps), .dDgnss),
-        (.fix(.threeD, .autonomous), .dGnss),
-        (.fix(.threeD, .deadReckoning), .dEstDrMode),
-        (.fix(.threeD, .simulated), .dSimulateMode),
-        (.fix(.threeD, .manual), .dManualInput),
-    ])
+    @Test(
+        "position_status for each fix state",
+        arguments: [
+            (FixState.noFix, GPSEntry.PositionStatus.dNoGps),
+            (.noReceiver(.removed), .dNotAvailable),
+            (.gpsdUnreachable, .dError),
+            (.fix(.threeD, .rtkFixed), .dRtkFinteger),
+            (.fix(.threeD, .rtkFloat), .dRtkFloat),
+            (.fix(.twoD, .dgps), .dDgnss),
+            (.fix(.threeD, .autonomous), .dGnss),
+            (.fix(.threeD, .deadReckoning), .dEstDrMode),
+            (.fix(.threeD, .simulated), .dSimulateMode),
+            (.fix(.threeD, .manual), .dManualInput),
+        ])
     func status(state: FixState, expected: GPSEntry.PositionStatus) {
         #expect(GPSEntry.PositionStatus(state) == expected)
     }
 
     @Test func fixEntryCarriesMillimetresAndQuality() throws {
         let time = Date(timeIntervalSince1970: 1_790_000_000.5)
-        let report = PositionReport(time: time, gpsdMode: 3, gpsdStatus: 4, latitude: 48.1, longitude: 11.5,
-                                    altitudeHAE: 547.2345, altitudeMSL: 500, hdop: 0.9, pdop: 1.5, satellitesUsed: 12)
+        let report = PositionReport(
+            time: time, gpsdMode: 3, gpsdStatus: 4, latitude: 48.1, longitude: 11.5,
+            altitudeHAE: 547.2345, altitudeMSL: 500, hdop: 0.9, pdop: 1.5, satellitesUsed: 12)
         let entry = GPSEntry(PositionSample(sampledAt: Date(), state: report.fixState, report: report))
         #expect(entry.positionNorth == 48.1 && entry.positionEast == 11.5)
         #expect(entry.positionUp == 547_235)  // millimetres above the ellipsoid, not metres
@@ -44,8 +48,9 @@ import Testing
     }
 
     @Test func wireSizeIsTheFramedEntry() throws {
-        let report = PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 3, latitude: 48.1, longitude: 11.5,
-                                    altitudeHAE: 547.2, hdop: 0.9, pdop: 1.5, satellitesUsed: 12)
+        let report = PositionReport(
+            time: Date(), gpsdMode: 3, gpsdStatus: 3, latitude: 48.1, longitude: 11.5,
+            altitudeHAE: 547.2, hdop: 0.9, pdop: 1.5, satellitesUsed: 12)
         let sample = PositionSample(sampledAt: Date(), state: report.fixState, report: report)
         var list = Agrirouter_Technicalmessagetype_GPSList()
         list.gpsEntries = [GPSEntry(sample), GPSEntry(sample)]

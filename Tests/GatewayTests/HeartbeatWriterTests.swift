@@ -1,28 +1,33 @@
 import Foundation
 import GNSS
-import Testing
-@testable import Gateway
 import StateDirectory
+import Testing
+
+@testable import Gateway
 
 @Suite struct HeartbeatWriterTests {
     private func sample(_ state: FixState, at time: Date) -> PositionSample {
-        let report = state.hasPosition ? PositionReport(time: time, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8) : nil
+        let report =
+            state.hasPosition ? PositionReport(time: time, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8) : nil
         return PositionSample(sampledAt: time, state: state, report: report)
     }
 
     @Test("a change of state is written at once; the same state again waits for the gap")
     func writesOnChangeOrAfterTheGap() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heartbeat-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heartbeat-\(UUID().uuidString)")
+            .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/heartbeat.json"
         let writer = HeartbeatWriter(path: path, environment: nil, minimumGap: 60)
-        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))  // the file keeps whole seconds
+        // the file keeps whole seconds
+        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
 
         await writer.sampled(sample(.fix(.threeD, .autonomous), at: now))
         #expect(Heartbeat.read(from: path)?.lastSample?.state == "fix_3d_autonomous", "the first sample is a change")
         await writer.sampled(sample(.fix(.threeD, .autonomous), at: now.addingTimeInterval(1)))
-        #expect(Heartbeat.read(from: path)?.lastSample?.sampledAt == now, "the same state within the gap is not written")
+        #expect(
+            Heartbeat.read(from: path)?.lastSample?.sampledAt == now, "the same state within the gap is not written")
         await writer.sampled(sample(.noFix, at: now.addingTimeInterval(2)))
         #expect(Heartbeat.read(from: path)?.lastSample?.state == "no_fix", "losing the fix is written at once")
         #expect(Heartbeat.read(from: path)?.lastFix?.latitude == 52)
@@ -30,9 +35,12 @@ import StateDirectory
         #expect(Heartbeat.read(from: path)?.updatedAt ?? .distantPast >= now)
     }
 
-    @Test("the file is written in place, group-readable whatever the umask, with nothing beside it; a torn write reads as none, an old whole file as itself")
+    @Test(
+        "the file is written in place, group-readable whatever the umask, with nothing beside it; a torn write reads as none, an old whole file as itself"
+    )
     func writesTheFileInPlaceForTheGroup() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heartbeat-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heartbeat-\(UUID().uuidString)")
+            .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/heartbeat.json"

@@ -1,12 +1,13 @@
-import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
+import AgrirouterWire
 import Clocks
 import Foundation
 import GNSS
 import Spool
-import Testing
 import TestSupport
+import Testing
+
 @testable import Gateway
 
 /// A spool, an onboarded endpoint at a fresh simulator, and the publisher between them.
@@ -17,37 +18,50 @@ struct Rig {
     let publisher: Publisher
     let directory: String
 
-    static func make(spacing: Double = 0.02, byteBudget: Int = AgrirouterLimits.payloadBytes,
-                     simulatorPayloadCap: Int = 767_997, timeout: Double = 10,
-                     backoff: Backoff = Backoff(first: 0.05, maximum: 0.2), clock: TrueTime? = nil,
-                     outputs: [SpoolOutput] = [.gpsInfo],
-                     spool configure: (inout SpoolConfiguration) -> Void = { _ in },
-                     efdi: ((inout Publisher.EFDI) -> Void)? = nil, responseCodes: SimResponseCodes = .documented) async throws -> Rig {
+    static func make(
+        spacing: Double = 0.02, byteBudget: Int = AgrirouterLimits.payloadBytes,
+        simulatorPayloadCap: Int = 767_997, timeout: Double = 10,
+        backoff: Backoff = Backoff(first: 0.05, maximum: 0.2), clock: TrueTime? = nil,
+        outputs: [SpoolOutput] = [.gpsInfo],
+        spool configure: (inout SpoolConfiguration) -> Void = { _ in },
+        efdi: ((inout Publisher.EFDI) -> Void)? = nil, responseCodes: SimResponseCodes = .documented
+    ) async throws -> Rig {
         var simulatorConfiguration = SimConfiguration(tans: ["TAN0000001": "Tractor", "TAN0000002": "Watcher"])
         simulatorConfiguration.maximumPayloadBytes = simulatorPayloadCap
         simulatorConfiguration.responseCodes = responseCodes
         let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
-        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let endpoint = try await OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
-            .onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
+        let environment = AgrirouterEnvironment.local(
+            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let endpoint = try await OnboardingClient(
+            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v")
+        )
+        .onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
         // Set up with the system clock, so that a test's clock may start out not knowing the time.
         // ... and with a patient timeout: only the connection under test gets the test's short one.
-        let setUp = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: 10)
-        try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10, outputs: outputs).run(on: setUp)
-        let connection = try AgrirouterConnection(endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout,
-                                                  backoff: backoff, clock: clock)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-gateway-\(UUID().uuidString)").path
+        let setUp = try AgrirouterConnection(
+            endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: 10)
+        try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10, outputs: outputs)
+            .run(on: setUp)
+        let connection = try AgrirouterConnection(
+            endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout,
+            backoff: backoff, clock: clock)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-gateway-\(UUID().uuidString)"
+        ).path
         var configuration = SpoolConfiguration()
         configuration.wireSize = GPSEntry.wireSize(of:)
         configuration.outputs = outputs
         configure(&configuration)
         let spool = Spool(path: directory + "/spool.sqlite", configuration: configuration)
-        var publishing = Publisher.EFDI(description: DeviceDescription(endpointID: endpoint.deviceAlternateId, softwareVersion: "9.9.9"))
+        var publishing = Publisher.EFDI(
+            description: DeviceDescription(endpointID: endpoint.deviceAlternateId, softwareVersion: "9.9.9"))
         efdi?(&publishing)
-        return Rig(simulator: simulator, spool: spool, connection: connection,
-                   publisher: Publisher(spool: spool, connection: connection, byteBudget: byteBudget, outputs: outputs,
-                                        efdi: outputs.contains(.efdi) ? publishing : nil, clock: clock),
-                   directory: directory)
+        return Rig(
+            simulator: simulator, spool: spool, connection: connection,
+            publisher: Publisher(
+                spool: spool, connection: connection, byteBudget: byteBudget, outputs: outputs,
+                efdi: outputs.contains(.efdi) ? publishing : nil, clock: clock),
+            directory: directory)
     }
 
     func close() async {
@@ -57,8 +71,11 @@ struct Rig {
 
     /// The publisher's part of a daemon's pass: publish, then one poll of the outbox, its answers
     /// handed to the publisher. A pass that failed to publish polls nothing, as in the daemon.
-    func cycle(now: Date? = nil, uptimeNow: Double = Clocks.uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime)
-        async -> Publisher.CycleReport {
+    func cycle(
+        now: Date? = nil, uptimeNow: Double = Clocks.uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime
+    )
+        async -> Publisher.CycleReport
+    {
         var report = await publisher.cycle(now: now, uptimeNow: uptimeNow, inFlightTimeout: inFlightTimeout)
         guard report.error == nil else { return report }
         await connection.waitForAnswers(atMost: 2)
@@ -87,7 +104,9 @@ struct Rig {
 
     /// Every request the simulator received from this endpoint, by technical message type.
     func sent(_ type: String) async -> [DecodedRequest] {
-        await simulator.sentMessages(endpoint: connection.endpoint.deviceAlternateId).filter { $0.envelope.technicalMessageType == type }
+        await simulator.sentMessages(endpoint: connection.endpoint.deviceAlternateId).filter {
+            $0.envelope.technicalMessageType == type
+        }
     }
 
     /// Every TimeLog `Time` the simulator received from this endpoint, in the order it arrived.
@@ -105,21 +124,23 @@ struct Rig {
 
 /// Equal entries, but for timestamps, which pass through the spool as floating-point seconds.
 func same(_ received: [GPSEntry], _ expected: [GPSEntry]) -> Bool {
-    received.count == expected.count && zip(received, expected).allSatisfy { got, want in
-        var got = got
-        var want = want
-        let gap = abs(got.gpsUtcTimestamp.date.timeIntervalSince(want.gpsUtcTimestamp.date))
-        got.clearGpsUtcTimestamp()
-        want.clearGpsUtcTimestamp()
-        return got == want && gap <= 0.002
-    }
+    received.count == expected.count
+        && zip(received, expected).allSatisfy { got, want in
+            var got = got
+            var want = want
+            let gap = abs(got.gpsUtcTimestamp.date.timeIntervalSince(want.gpsUtcTimestamp.date))
+            got.clearGpsUtcTimestamp()
+            want.clearGpsUtcTimestamp()
+            return got == want && gap <= 0.002
+        }
 }
 
 func sample(_ index: Int, state: FixState) -> PositionSample {
     let time = Date().addingTimeInterval(Double(index) - 1000)
     guard state.hasPosition else { return PositionSample(sampledAt: time, state: state, detail: "\(index)") }
-    let report = PositionReport(time: time, gpsdMode: 3, gpsdStatus: 0, latitude: 48 + Double(index) * 1e-5, longitude: 11.5,
-                                altitudeHAE: 512.345, hdop: 0.8, pdop: 1.4, satellitesUsed: 15)
+    let report = PositionReport(
+        time: time, gpsdMode: 3, gpsdStatus: 0, latitude: 48 + Double(index) * 1e-5, longitude: 11.5,
+        altitudeHAE: 512.345, hdop: 0.8, pdop: 1.4, satellitesUsed: 15)
     return PositionSample(sampledAt: time, state: state, report: report)
 }
 
@@ -128,15 +149,20 @@ struct PublisherTests {
     @Test func everySampleArrivesOnceInOrderWithItsStatusThenTheSpoolIsEmpty() async throws {
         let rig = try await Rig.make()
         try await tearingDown({ await rig.close() }) {
-            let states: [FixState] = [.fix(.threeD, .rtkFixed), .fix(.threeD, .rtkFloat), .fix(.threeD, .dgps), .noFix,
-                                      .fix(.threeD, .autonomous), .noReceiver(.silent), .gpsdUnreachable, .fix(.twoD, .deadReckoning)]
+            let states: [FixState] = [
+                .fix(.threeD, .rtkFixed), .fix(.threeD, .rtkFloat), .fix(.threeD, .dgps), .noFix,
+                .fix(.threeD, .autonomous), .noReceiver(.silent), .gpsdUnreachable, .fix(.twoD, .deadReckoning),
+            ]
             let samples = (0..<40).map { sample($0, state: states[$0 % states.count]) }
             for item in samples { await rig.spool.append(item) }
             _ = await rig.drain()
             let entries = try await rig.publishedEntries()
             #expect(same(entries, samples.map { GPSEntry($0) }))
             #expect(entries.first?.positionUp == 512_345, "millimetres above the ellipsoid")
-            #expect(entries.map(\.positionStatus).prefix(8) == [.dRtkFinteger, .dRtkFloat, .dDgnss, .dNoGps, .dGnss, .dNotAvailable, .dError, .dEstDrMode])
+            #expect(
+                entries.map(\.positionStatus).prefix(8) == [
+                    .dRtkFinteger, .dRtkFloat, .dDgnss, .dNoGps, .dGnss, .dNotAvailable, .dError, .dEstDrMode,
+                ])
             let status = await rig.spool.status()
             #expect(status.pending == 0 && status.inFlight == 0 && status.resent == 0)
             #expect(try await rig.spool.allSamples().isEmpty, "acknowledged samples left the spool")
@@ -144,7 +170,11 @@ struct PublisherTests {
     }
 
     @Test func refusalsAreKeptRetriedAndParked() async throws {
-        let rig = try await Rig.make { $0.retryDelay = 0.01; $0.maximumRetryDelay = 0.01; $0.parkAfterFailures = 3 }
+        let rig = try await Rig.make {
+            $0.retryDelay = 0.01
+            $0.maximumRetryDelay = 0.01
+            $0.parkAfterFailures = 3
+        }
         try await tearingDown({ await rig.close() }) {
             await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
             for _ in 0..<3 { await rig.simulator.inject(.ackWithFailure(code: "VAL_000004")) }
@@ -202,7 +232,9 @@ struct PublisherTests {
         }
     }
 
-    @Test("a batch past the outbox's life waits for one more poll: an answer that comes with it settles the batch, and nothing goes twice")
+    @Test(
+        "a batch past the outbox's life waits for one more poll: an answer that comes with it settles the batch, and nothing goes twice"
+    )
     func anOverdueBatchWaitsForOneMorePoll() async throws {
         let rig = try await Rig.make()
         try await tearingDown({ await rig.close() }) {
@@ -239,15 +271,22 @@ struct PublisherTests {
 
             // A fix says the system clock is two hours fast.
             let gnss = systemNow.addingTimeInterval(-7200)
-            clock.observe(PositionSample(sampledAt: systemNow, state: .fix(.threeD, .autonomous),
-                                         report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)))
+            clock.observe(
+                PositionSample(
+                    sampledAt: systemNow, state: .fix(.threeD, .autonomous),
+                    report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)))
             _ = await rig.drain()
             let entry = try #require(try await rig.publishedEntries().first)
-            #expect(abs(entry.gpsUtcTimestamp.date.timeIntervalSince(gnss.addingTimeInterval(-1))) < 1, "the sample's time, corrected")
-            let envelope = try #require(await rig.simulator.sentMessages(endpoint: rig.connection.endpoint.deviceAlternateId)
-                .last { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }?.envelope)
+            #expect(
+                abs(entry.gpsUtcTimestamp.date.timeIntervalSince(gnss.addingTimeInterval(-1))) < 1,
+                "the sample's time, corrected")
+            let envelope = try #require(
+                await rig.simulator.sentMessages(endpoint: rig.connection.endpoint.deviceAlternateId)
+                    .last { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }?.envelope)
             let stamped = envelope.timestamp.date
-            #expect(abs(stamped.timeIntervalSince(Date().addingTimeInterval(-7200))) < 5, "the envelope carries GNSS time, not +7200 s")
+            #expect(
+                abs(stamped.timeIntervalSince(Date().addingTimeInterval(-7200))) < 5,
+                "the envelope carries GNSS time, not +7200 s")
             #expect(stamped <= clock.now()!, "never ahead of the best known UTC")
         }
     }
@@ -312,7 +351,9 @@ struct PublisherTests {
             let failures = await rig.connection.consecutiveFailures
             let backingOff = await rig.connection.backingOff()
             #expect(failures == 0 && backingOff == nil, "the fifth went through")
-            #expect(Backoff().delay(afterFailures: 1) == 5 && Backoff().delay(afterFailures: 3) == 20 && Backoff().delay(afterFailures: 10_000) == 20)
+            #expect(
+                Backoff().delay(afterFailures: 1) == 5 && Backoff().delay(afterFailures: 3) == 20
+                    && Backoff().delay(afterFailures: 10_000) == 20)
         }
     }
 
@@ -359,7 +400,8 @@ struct PublisherTests {
             #expect(first.error == nil && first.published > 11_000, "\(first)")
 
             // An agrirouter with a smaller cap answers 413: the batch fails, backs off, and is not resent in a loop.
-            let strict = try await Rig.make(simulatorPayloadCap: 2000) { $0.retryDelay = 3600 }  // the subscription (with its DDI list) still fits
+            // the subscription (with its DDI list) still fits
+            let strict = try await Rig.make(simulatorPayloadCap: 2000) { $0.retryDelay = 3600 }
             await tearingDown({ await strict.close() }) {
                 await strict.spool.append((0..<100).map { sample($0, state: .fix(.threeD, .rtkFixed)) })
                 let refused = await strict.cycle()
@@ -390,7 +432,9 @@ struct PublisherTests {
             // Unspaced, they would come a few milliseconds apart.
             #expect(gaps.allSatisfy { $0 >= 0.15 }, "gaps \(gaps)")
             let span = (arrivals.last ?? 0) - (arrivals.first ?? 0)
-            #expect(span >= Double(arrivals.count - 1) * 0.25 - 0.1, "\(arrivals.count) requests in \(span) s; gaps \(gaps)")
+            #expect(
+                span >= Double(arrivals.count - 1) * 0.25 - 0.1, "\(arrivals.count) requests in \(span) s; gaps \(gaps)"
+            )
         }
     }
 }

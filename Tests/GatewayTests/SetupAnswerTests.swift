@@ -1,8 +1,9 @@
 import AgrirouterLink
 import AgrirouterWire
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import Gateway
 
 /// The endpoint set-up takes its own answers and leaves the rest for the others.
@@ -14,7 +15,8 @@ struct SetupAnswerTests {
             let connection = rig.connection
             let ping = try await connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
             await rig.simulator.deliver(Data(), from: "someone", to: connection.endpoint.deviceAlternateId)
-            try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(on: connection)
+            try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(
+                on: connection)
             #expect(await connection.answers(for: .check).map(\.applicationMessageID) == [ping.applicationMessageID])
             #expect(await connection.answers(for: .reader).map(\.envelope.type) == [.pushNotification])
             #expect(await connection.answers(for: .setup).isEmpty, "the set-up took its own")

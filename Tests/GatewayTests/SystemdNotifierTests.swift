@@ -3,7 +3,9 @@ import GNSS
 import GRDB
 import Spool
 import Testing
+
 @testable import Gateway
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,13 +22,16 @@ final class NotifySocketListener: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     init() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString.prefix(8))").path
+        path =
+            FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString.prefix(8))").path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard fd >= 0, bound == 0 else {
             if fd >= 0 { Glibc.close(fd) }
@@ -84,15 +89,21 @@ struct SystemdNotifierTests {
     func environment() {
         #expect(SystemdNotifier.fromEnvironment([:]) == nil)
         #expect(SystemdNotifier.fromEnvironment(["NOTIFY_SOCKET": "/run/systemd/notify"])?.watchdogInterval == nil)
-        let watched = SystemdNotifier.fromEnvironment(["NOTIFY_SOCKET": "@abstract", "WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "\(getpid())"])
+        let watched = SystemdNotifier.fromEnvironment([
+            "NOTIFY_SOCKET": "@abstract", "WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "\(getpid())",
+        ])
         #expect(watched?.watchdogInterval == 30 && watched?.socketPath == "@abstract")
-        #expect(SystemdNotifier.fromEnvironment(["NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "1"])?.watchdogInterval == nil)
+        #expect(
+            SystemdNotifier.fromEnvironment(["NOTIFY_SOCKET": "/x", "WATCHDOG_USEC": "60000000", "WATCHDOG_PID": "1"])?
+                .watchdogInterval == nil)
     }
 
     @Test("READY once gpsd was tried, then WATCHDOG with STATUS from the sampling loop; a stalled loop stops the pings")
     func readyWatchdogAndStall() async throws {
         let listener = try NotifySocketListener()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-notify-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-notify-\(UUID().uuidString)"
+        ).path
         defer {
             listener.close()
             try? FileManager.default.removeItem(atPath: directory)
@@ -107,8 +118,11 @@ struct SystemdNotifierTests {
         let (events, source) = AsyncStream<SourceEvent>.makeStream()
         let running = Task { await daemon.run(events: events) }
         #expect(listener.messages.isEmpty, "not ready before gpsd was tried")
-        source.yield(.unreachable(GPSDError(kind: .cannotConnect, address: try GPSDAddress(parsing: "127.0.0.1:1"), code: -2,
-                                            message: "connection refused")))
+        source.yield(
+            .unreachable(
+                GPSDError(
+                    kind: .cannotConnect, address: try GPSDAddress(parsing: "127.0.0.1:1"), code: -2,
+                    message: "connection refused")))
 
         try await waitFor { listener.messages.filter { $0.message.hasPrefix("WATCHDOG=1") }.count >= 5 }
         let first = try #require(listener.messages.first)
@@ -119,7 +133,9 @@ struct SystemdNotifierTests {
         let held = DatabaseHolder(path: directory + "/spool.sqlite", seconds: 2)
         let (lockedAt, releasedAt) = try await held.run()
         try await waitFor { listener.messages.contains { $0.at > releasedAt && $0.message.hasPrefix("WATCHDOG=1") } }
-        let during = listener.messages.filter { $0.at > lockedAt.addingTimeInterval(0.5) && $0.at < releasedAt && $0.message.hasPrefix("WATCHDOG=1") }
+        let during = listener.messages.filter {
+            $0.at > lockedAt.addingTimeInterval(0.5) && $0.at < releasedAt && $0.message.hasPrefix("WATCHDOG=1")
+        }
         #expect(during.isEmpty, "\(during.count) pings while the loop was stalled")
 
         running.cancel()

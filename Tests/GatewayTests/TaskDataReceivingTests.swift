@@ -4,8 +4,9 @@ import AgrirouterWire
 import Fields
 import Foundation
 import SwiftProtobuf
-import Testing
 import TestSupport
+import Testing
+
 @testable import Gateway
 
 @Suite("The farm's fields arrive through agrirouter", .serialized, .timeLimit(.minutes(3)))
@@ -30,13 +31,18 @@ struct TaskDataReceivingTests {
             #expect(Set(stored.map(\.source)) == ["agrirouter: \(farm.id)"])
             #expect(try await fields.heldChunks().isEmpty, "the joined chunks are forgotten with the import")
             #expect(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty, "every chunk is confirmed")
-            print("TaskData of \(first.count) bytes in 3 chunks: fields stored \(String(format: "%.2f", elapsed)) s after the first chunk was sent")
+            print(
+                "TaskData of \(first.count) bytes in 3 chunks: fields stored \(String(format: "%.2f", elapsed)) s after the first chunk was sent"
+            )
 
             let listing = try await AgrigpsCommand.run(["fields", "--json", "--state-dir", rig.directory])
             #expect(listing.code == 0)
-            let document = try #require(try JSONSerialization.jsonObject(with: Data(listing.stdout.joined(separator: "\n").utf8)) as? [String: Any])
+            let document = try #require(
+                try JSONSerialization.jsonObject(with: Data(listing.stdout.joined(separator: "\n").utf8))
+                    as? [String: Any])
             let entries = try #require(document["fields"] as? [[String: Any]])
-            #expect(entries.compactMap { $0["source"] as? String } == Array(repeating: "agrirouter: \(farm.id)", count: 3))
+            #expect(
+                entries.compactMap { $0["source"] as? String } == Array(repeating: "agrirouter: \(farm.id)", count: 3))
 
             let second = TaskDataZip.make(fields: ["North", "Meadow"], padding: 900_000, seed: 2)
             #expect(try await farm.sendTaskData(second) == 2)
@@ -46,7 +52,9 @@ struct TaskDataReceivingTests {
         }
     }
 
-    @Test("chunks held before a restart join with the rest after it; an unreadable TaskData is confirmed and changes nothing")
+    @Test(
+        "chunks held before a restart join with the rest after it; an unreadable TaskData is confirmed and changes nothing"
+    )
     func heldChunksSurviveARestart() async throws {
         let rig = try await PeerRig.make(extraTANs: ["TAN0000003": "Farm software"], readingTaskData: true)
         try await tearingDown({ await rig.close() }) {
@@ -56,16 +64,26 @@ struct TaskDataReceivingTests {
             let fieldsPath = rig.directory + "/fields.sqlite"
             let zip = TaskDataZip.make(fields: ["Hill"], padding: 1_000_000, seed: 3)
             let parts = ChunkJoiner.split(zip, contextID: "restart-context")
-            try await farm.post([try farm.encoder.encode(technicalMessageType: TechnicalMessageType.taskData, content: parts[0].payload, chunk: parts[0].position)])
+            try await farm.post([
+                try farm.encoder.encode(
+                    technicalMessageType: TechnicalMessageType.taskData, content: parts[0].payload,
+                    chunk: parts[0].position)
+            ])
             try await rig.pumpUntilSettled()
             #expect(try await FieldStore(path: fieldsPath).heldChunks().count == 1, "held, so its confirm is safe")
 
             // A new reader, as after a restart, with the same stores.
-            let restarted = FeedReader(store: rig.store, connection: rig.tractor, ownEndpointID: rig.tractorID, fields: FieldStore(path: fieldsPath))
+            let restarted = FeedReader(
+                store: rig.store, connection: rig.tractor, ownEndpointID: rig.tractorID,
+                fields: FieldStore(path: fieldsPath))
             let importing = Task { await restarted.runImports() }
             defer { importing.cancel() }
             await restarted.connected()
-            try await farm.post([try farm.encoder.encode(technicalMessageType: TechnicalMessageType.taskData, content: parts[1].payload, chunk: parts[1].position)])
+            try await farm.post([
+                try farm.encoder.encode(
+                    technicalMessageType: TechnicalMessageType.taskData, content: parts[1].payload,
+                    chunk: parts[1].position)
+            ])
             for _ in 0..<60 {
                 let (responses, _) = try await rig.tractor.fetchOutbox()
                 _ = await restarted.absorb(responses)
@@ -75,8 +93,11 @@ struct TaskDataReceivingTests {
             #expect(try await FieldStore(path: fieldsPath).fields().map(\.field.name) == ["Hill"])
 
             // Not a zip: refused, confirmed, the fields stay.
-            try await farm.post([try farm.encoder.encode(technicalMessageType: TechnicalMessageType.taskData,
-                                                         content: Data(Data("not a zip at all".utf8).base64EncodedString().utf8), chunk: nil)])
+            try await farm.post([
+                try farm.encoder.encode(
+                    technicalMessageType: TechnicalMessageType.taskData,
+                    content: Data(Data("not a zip at all".utf8).base64EncodedString().utf8), chunk: nil)
+            ])
             for _ in 0..<60 {
                 let (responses, _) = try await rig.tractor.fetchOutbox()
                 _ = await restarted.absorb(responses)
@@ -89,11 +110,17 @@ struct TaskDataReceivingTests {
         }
     }
 
-    @Test("a TaskData whose boundary repeats one cycle is read beside the loop, which goes on storing positions; it is refused, and the next is imported")
+    @Test(
+        "a TaskData whose boundary repeats one cycle is read beside the loop, which goes on storing positions; it is refused, and the next is imported"
+    )
     func costlyTaskDataHoldsNothingBack() async throws {
         let latch = Latch()
-        let rig = try await PeerRig.make(extraTANs: ["TAN0000003": "Farm software"], readingTaskData: true, importGate: { await latch.wait() })
-        try await tearingDown({ latch.open(); await rig.close() }) {
+        let rig = try await PeerRig.make(
+            extraTANs: ["TAN0000003": "Farm software"], readingTaskData: true, importGate: { await latch.wait() })
+        try await tearingDown({
+            latch.open()
+            await rig.close()
+        }) {
             await rig.reader.connected()
             try await rig.pumpUntilSettled()
             var farm = try await FarmSoftware.onboard(rig.simulator, tan: "TAN0000003")
@@ -108,7 +135,9 @@ struct TaskDataReceivingTests {
             try await rig.pump { try await rig.store.view().machines.first?.lastPosition != nil }
             #expect(await rig.reader.importsInProgress == 1)
             #expect(await rig.reader.counters.taskDataRefused == 0)
-            #expect(!(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty), "the TaskData's last chunk waits for its import to be confirmed")
+            #expect(
+                !(await rig.simulator.feed(endpoint: rig.tractorID).isEmpty),
+                "the TaskData's last chunk waits for its import to be confirmed")
 
             latch.open()
             // Passes of the loop go on while it is read (about a second for 1.2 MB of XML here).

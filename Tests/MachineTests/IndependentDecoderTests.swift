@@ -9,19 +9,25 @@ import Testing
 /// peer itself (`Peer/decode.py`). `script/bootstrap` installs cantools.
 @Suite struct IndependentDecoderTests {
     typealias F = MachineFrames
-    static let peerDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peer").path
+    static let peerDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "Peer"
+    ).path
     static let python = Fixtures.root.appendingPathComponent(".build/test-peers/bin/python").path
 
     /// The peer's reading of each machine frame in `recording`, by line number.
     static func peer(_ recording: String) async throws -> [Int: (message: String, signals: [String: Any])] {
-        try #require(FileManager.default.isExecutableFile(atPath: python), "no cantools for the tests: run script/bootstrap")
-        let result = try await SystemTool.run(python, ["\(peerDirectory)/decode.py", "\(peerDirectory)/tractor.dbc", recording], timeout: 120)
+        try #require(
+            FileManager.default.isExecutableFile(atPath: python), "no cantools for the tests: run script/bootstrap")
+        let result = try await SystemTool.run(
+            python, ["\(peerDirectory)/decode.py", "\(peerDirectory)/tractor.dbc", recording], timeout: 120)
         try #require(result.code == 0, "\(result.output.suffix(2_000))")
         var decoded: [Int: (String, [String: Any])] = [:]
         for line in result.output.split(separator: "\n") where line.hasPrefix("{") {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             let number = try #require(object["line"] as? Int)
-            decoded[number] = (try #require(object["message"] as? String), try #require(object["signals"] as? [String: Any]))
+            decoded[number] = (
+                try #require(object["message"] as? String), try #require(object["signals"] as? [String: Any])
+            )
         }
         return decoded
     }
@@ -32,11 +38,14 @@ import Testing
         var compared: [String: Int] = [:]
         for (index, line) in try Fixtures.lines(of: recording).enumerated() {
             guard let frame = CandumpLog(text: line).frames.first, let message = MachineMessage(frame) else {
-                #expect(peer[index + 1] == nil, "line \(index + 1): the peer read a machine message agrigps did not: \(line)")
+                #expect(
+                    peer[index + 1] == nil,
+                    "line \(index + 1): the peer read a machine message agrigps did not: \(line)")
                 continue
             }
             let theirs = try #require(peer[index + 1], "line \(index + 1): agrigps read \(message), the peer nothing")
-            #expect(PeerReading(message) == PeerReading(name: theirs.message, theirs.signals), "line \(index + 1): \(line)")
+            #expect(
+                PeerReading(message) == PeerReading(name: theirs.message, theirs.signals), "line \(index + 1): \(line)")
             compared[theirs.message, default: 0] += 1
         }
         return compared
@@ -52,17 +61,24 @@ import Testing
     func builtAndRandomFrames() async throws {
         var generator = SplitMix64(seed: 54)
         var lines: [String] = []
-        let specials: [[UInt8]] = [Array(repeating: 0xFF, count: 8), Array(repeating: 0, count: 8), Array(repeating: 0xFE, count: 8),
-                                   Array(repeating: 0xFA, count: 8), Array(repeating: 0xFB, count: 8), [0xFF, 0xFA, 0xFF, 0xFA, 0xFF, 0xFA, 0xAA, 0x55]]
+        let specials: [[UInt8]] = [
+            Array(repeating: 0xFF, count: 8), Array(repeating: 0, count: 8), Array(repeating: 0xFE, count: 8),
+            Array(repeating: 0xFA, count: 8), Array(repeating: 0xFB, count: 8),
+            [0xFF, 0xFA, 0xFF, 0xFA, 0xFF, 0xFA, 0xAA, 0x55],
+        ]
         for pgn in MachinePGN.all {
             var payloads = specials
             for _ in 0..<200 { payloads.append((0..<8).map { _ in UInt8(truncatingIfNeeded: generator.next()) }) }
             for data in payloads {
                 let frame = F.frame(pgn, from: UInt8(truncatingIfNeeded: generator.next() % 0xFD), data)
-                lines.append(String(format: "(1700000000.000000) can0 %08X#", frame.identifier) + data.map { String(format: "%02X", $0) }.joined())
+                lines.append(
+                    String(format: "(1700000000.000000) can0 %08X#", frame.identifier)
+                        + data.map { String(format: "%02X", $0) }.joined())
             }
         }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-machine-\(UUID().uuidString).log").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-machine-\(UUID().uuidString).log"
+        ).path
         try lines.joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
         defer { unlink(path) }
         let compared = try await Self.compare(path)
@@ -85,8 +101,10 @@ struct PeerReading: Equatable, CustomStringConvertible {
             case .groundBasedSpeed: name = "GBSD"
             default: name = "MSS"
             }
-            values = ["speed": Self.text(speed.speed), "distance": Self.text(speed.distance),
-                      "direction": Self.text(speed.direction.map { $0 == .forward })]
+            values = [
+                "speed": Self.text(speed.speed), "distance": Self.text(speed.distance),
+                "direction": Self.text(speed.direction.map { $0 == .forward }),
+            ]
             if let key = speed.keyNotOff { values["key_switch"] = Self.text(key) }
             if let operations = speed.implementOperations { values["implement_operations"] = Self.text(operations) }
             if let source = speed.source {

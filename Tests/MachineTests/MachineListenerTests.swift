@@ -1,6 +1,6 @@
 import Machine
-import TestSupport
 import NMEA2000
+import TestSupport
 import Testing
 
 @Suite struct MachineListenerTests {
@@ -38,7 +38,9 @@ import Testing
         #expect(listener.snapshot(at: 3_701).engineHours == nil)
     }
 
-    @Test("another controller claiming an address takes the old one's readings away; a controller that moves leaves its old address")
+    @Test(
+        "another controller claiming an address takes the old one's readings away; a controller that moves leaves its old address"
+    )
     func addressClaims() {
         var listener = MachineListener()
         listener.take(F.claim(0xF0, function: 134), at: 0)
@@ -59,7 +61,8 @@ import Testing
     func otherTraffic() {
         var listener = MachineListener()
         for index in 0..<20_000 {
-            let frame = F.frame(UInt32(126_000 + index % 5_000), from: UInt8(index % 250), [UInt8(index % 256), 1, 2, 3, 4, 5, 6, 7])
+            let frame = F.frame(
+                UInt32(126_000 + index % 5_000), from: UInt8(index % 250), [UInt8(index % 256), 1, 2, 3, 4, 5, 6, 7])
             _ = listener.take(frame, at: Double(index) / 2_000)
         }
         #expect(listener.snapshot(at: 10).signals.isEmpty)
@@ -88,34 +91,47 @@ import Testing
         #expect(rules.state(raised, workSwitch: false, speed: 5, insideField: true) == .notWorking)
         #expect(rules.state(raised, workSwitch: false, speed: 5, insideField: false) == .road)
         #expect(rules.state(raised, workSwitch: false, speed: 5, insideField: nil) == .notWorking)
-        #expect(rules.state(snapshot([F.pto(eighths: 8_000, engaged: 1)]), workSwitch: false, speed: 1, insideField: true) == .working)
+        #expect(
+            rules.state(snapshot([F.pto(eighths: 8_000, engaged: 1)]), workSwitch: false, speed: 1, insideField: true)
+                == .working)
     }
 
     @Test("a silent bus is unknown unless the work switch counts; the switch alone works a tractor that sends nothing")
     func silentBus() {
         let silent = snapshot([])
-        #expect(WorkRules(signals: [.rearHitch, .rearPTO]).state(silent, workSwitch: true, speed: 2, insideField: true) == .unknown)
-        #expect(WorkRules(signals: [.rearHitch, .rearPTO]).state(silent, workSwitch: false, speed: 2, insideField: false) == .road)
+        #expect(
+            WorkRules(signals: [.rearHitch, .rearPTO]).state(silent, workSwitch: true, speed: 2, insideField: true)
+                == .unknown)
+        #expect(
+            WorkRules(signals: [.rearHitch, .rearPTO]).state(silent, workSwitch: false, speed: 2, insideField: false)
+                == .road)
         #expect(WorkRules().state(silent, workSwitch: true, speed: 2, insideField: true) == .working)
         #expect(WorkRules().state(silent, workSwitch: false, speed: 2, insideField: true) == .notWorking)
         // An error in the hitch's sensor is not "out of work": with nothing else known, unknown.
         let failed = snapshot([F.hitch(position: 0xFE, inWork: 2)])
-        #expect(WorkRules(signals: [.rearHitch]).state(failed, workSwitch: false, speed: 2, insideField: true) == .unknown)
+        #expect(
+            WorkRules(signals: [.rearHitch]).state(failed, workSwitch: false, speed: 2, insideField: true) == .unknown)
         // A signal that does not count changes nothing: the hitch in work is not looked at, and the switch
         // off on a machine whose bus spoke is no word. On, it works the machine.
         let lowered = snapshot([F.hitch(position: 10, inWork: 1)])
-        #expect(WorkRules(signals: [.rearPTO, .workSwitch]).state(lowered, workSwitch: false, speed: 2, insideField: true) == .unknown)
-        #expect(WorkRules(signals: [.rearPTO, .workSwitch]).state(lowered, workSwitch: true, speed: 2, insideField: true) == .working)
+        #expect(
+            WorkRules(signals: [.rearPTO, .workSwitch]).state(lowered, workSwitch: false, speed: 2, insideField: true)
+                == .unknown)
+        #expect(
+            WorkRules(signals: [.rearPTO, .workSwitch]).state(lowered, workSwitch: true, speed: 2, insideField: true)
+                == .working)
         // A bus that spoke and fell silent, the switch off: unknown, not "not working".
         var listener = MachineListener()
         listener.take(F.hitch(position: 10, inWork: 1), at: 0)
         #expect(WorkRules().state(listener.snapshot(at: 1), workSwitch: false, speed: 2, insideField: true) == .working)
-        #expect(WorkRules().state(listener.snapshot(at: 3.5), workSwitch: false, speed: 2, insideField: true) == .unknown)
+        #expect(
+            WorkRules().state(listener.snapshot(at: 3.5), workSwitch: false, speed: 2, insideField: true) == .unknown)
     }
 }
 
 @Suite struct RecordedTractorTests {
-    @Test("the John Deere 5055E recording through the listener: its engine controller, speeds, fuel, hours and idle PTOs")
+    @Test(
+        "the John Deere 5055E recording through the listener: its engine controller, speeds, fuel, hours and idle PTOs")
     func johnDeere() throws {
         let log = try CandumpFile.read(Fixtures.can("jd5055e-engine.log"), keeping: .atMost(20_000))
         var listener = MachineListener()
@@ -128,7 +144,9 @@ import Testing
             fastest = max(fastest, now.engineSpeed ?? 0)
             if let value = now.engineHours { hours.insert(value) }
             if let rate = now.fuelRate, (now.engineSpeed ?? 0) > 1_200 { rates.append(rate) }
-            for pto in [now.rearPTO, now.frontPTO].compactMap({ $0 }) { ptos.insert("\(pto.engaged) \(pto.shaftSpeed)") }
+            for pto in [now.rearPTO, now.frontPTO].compactMap({ $0 }) {
+                ptos.insert("\(pto.engaged) \(pto.shaftSpeed)")
+            }
             if now[.groundBasedSpeed] != nil, now.speed == nil { groundSpeeds += 1 }
         }
         let end = listener.snapshot(at: try #require(log.frames.last?.time))
@@ -138,7 +156,9 @@ import Testing
         #expect(hours == [147.55])
         // At 1,230 rpm standing: 2.6 to 3.0 L/h, more while it revs up.
         let median = rates.sorted()[rates.count / 2]
-        #expect(rates.count > 100 && (2.5...3.1).contains(median) && rates.allSatisfy { (0...6.25).contains($0) }, "\(median)")
+        #expect(
+            rates.count > 100 && (2.5...3.1).contains(median) && rates.allSatisfy { (0...6.25).contains($0) },
+            "\(median)")
         // The PTOs say disengaged at 0 rpm, or nothing at all (all ones, not available, never 0).
         #expect(ptos == ["value(false) value(0.0)", "notAvailable notAvailable"], "\(ptos)")
         // Ground speed comes, all ones: heard, but no speed.

@@ -10,7 +10,10 @@ import Testing
     @Test("wheel-based speed: mm/s, mm, direction, key and the implement master switch")
     func wheelBasedSpeed() throws {
         let frame = F.wheelSpeed(2_500, distance: 123_456, forward: false, operations: 1)
-        guard case .wheelBasedSpeed(let speed)? = MachineMessage(frame) else { Issue.record("not read"); return }
+        guard case .wheelBasedSpeed(let speed)? = MachineMessage(frame) else {
+            Issue.record("not read")
+            return
+        }
         #expect(speed.speed == .value(2.5))
         #expect(speed.distance.value.map { abs($0 - 123.456) < 1e-9 } == true)
         #expect(speed.direction == .value(.reverse) && speed.signedSpeed == -2.5)
@@ -20,11 +23,14 @@ import Testing
 
     @Test("machine selected speed names its source; 5 and 6 are reserved, 7 not available")
     func machineSelectedSpeed() {
-        let expected: [UInt8: Measured<SpeedSource>] = [0: .value(.wheelBased), 1: .value(.groundBased), 2: .value(.navigationBased),
-                                                         3: .value(.blended), 4: .value(.simulated), 5: .notAvailable, 6: .notAvailable, 7: .notAvailable]
+        let expected: [UInt8: Measured<SpeedSource>] = [
+            0: .value(.wheelBased), 1: .value(.groundBased), 2: .value(.navigationBased),
+            3: .value(.blended), 4: .value(.simulated), 5: .notAvailable, 6: .notAvailable, 7: .notAvailable,
+        ]
         for (raw, source) in expected {
             guard case .machineSelectedSpeed(let speed)? = MachineMessage(F.selectedSpeed(1_000, source: raw)) else {
-                Issue.record("not read"); continue
+                Issue.record("not read")
+                continue
             }
             #expect(speed.source == source, "source \(raw)")
             #expect(speed.signedSpeed == 1)
@@ -42,17 +48,27 @@ import Testing
             }
         }
         // 250 is the top (100 %); 0xFE is an error, 0xFF and the reserved 0xFB to 0xFD not available.
-        let positions: [UInt8: Measured<Double>] = [250: .value(100), 0xFB: .notAvailable, 0xFE: .error, 0xFF: .notAvailable]
+        let positions: [UInt8: Measured<Double>] = [
+            250: .value(100), 0xFB: .notAvailable, 0xFE: .error, 0xFF: .notAvailable,
+        ]
         for (raw, position) in positions {
-            #expect(MachineMessage(F.hitch(position: raw, inWork: 0)) == .rearHitch(HitchStatus(position: position, inWork: .value(false))))
+            #expect(
+                MachineMessage(F.hitch(position: raw, inWork: 0))
+                    == .rearHitch(HitchStatus(position: position, inWork: .value(false))))
         }
     }
 
     @Test("PTO shaft speed in eighths of an rpm and its engagement")
     func pto() {
-        #expect(MachineMessage(F.pto(eighths: 8_640, engaged: 1)) == .rearPTO(PTOStatus(shaftSpeed: .value(1_080), engaged: .value(true))))
-        #expect(MachineMessage(F.pto(rear: false, eighths: 0, engaged: 0)) == .frontPTO(PTOStatus(shaftSpeed: .value(0), engaged: .value(false))))
-        #expect(MachineMessage(F.pto(eighths: 0xFE10, engaged: 2)) == .rearPTO(PTOStatus(shaftSpeed: .error, engaged: .error)))
+        #expect(
+            MachineMessage(F.pto(eighths: 8_640, engaged: 1))
+                == .rearPTO(PTOStatus(shaftSpeed: .value(1_080), engaged: .value(true))))
+        #expect(
+            MachineMessage(F.pto(rear: false, eighths: 0, engaged: 0))
+                == .frontPTO(PTOStatus(shaftSpeed: .value(0), engaged: .value(false))))
+        #expect(
+            MachineMessage(F.pto(eighths: 0xFE10, engaged: 2))
+                == .rearPTO(PTOStatus(shaftSpeed: .error, engaged: .error)))
     }
 
     @Test("engine speed, hours, fuel rate and total fuel at their scales; the top of each range still a value")
@@ -61,7 +77,8 @@ import Testing
         #expect(MachineMessage(eec1) == .engineSpeed(.value(1_230)))
         let hours = F.frame(MachinePGN.engineHours, from: 0, F.le32(2_951) + [0xFF, 0xFF, 0xFF, 0xFF], priority: 6)
         #expect(MachineMessage(hours) == .engineHours(.value(147.55)))
-        let rate = F.frame(MachinePGN.fuelRate, from: 0, F.le16(56) + [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF], priority: 6)
+        let rate = F.frame(
+            MachinePGN.fuelRate, from: 0, F.le16(56) + [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF], priority: 6)
         #expect(MachineMessage(rate)?.fuelRateValue.map { abs($0 - 2.8) < 1e-9 } == true)
         let used = F.frame(MachinePGN.fuelUsed, from: 0, [0xFF, 0xFF, 0xFF, 0xFF] + F.le32(0xFAFF_FFFF), priority: 6)
         #expect(MachineMessage(used) == .fuelUsed(.value(Double(0xFAFF_FFFF) * 0.5)))
@@ -77,13 +94,21 @@ import Testing
             #expect(zeros?.knownValues.allSatisfy { $0 == 0 } == true, "\(pgn)")
         }
         // 16-bit: 0xFAFF is the top value; 0xFB00 to 0xFDFF reserved, 0xFExx error, 0xFFxx not available.
-        let cases: [(UInt16, Measured<Double>)] = [(0xFAFF, .value(64.255)), (0xFB00, .notAvailable), (0xFDFF, .notAvailable),
-                                                   (0xFE00, .error), (0xFE7F, .error), (0xFF00, .notAvailable)]
+        let cases: [(UInt16, Measured<Double>)] = [
+            (0xFAFF, .value(64.255)), (0xFB00, .notAvailable), (0xFDFF, .notAvailable),
+            (0xFE00, .error), (0xFE7F, .error), (0xFF00, .notAvailable),
+        ]
         for (raw, expected) in cases {
-            guard case .groundBasedSpeed(let speed)? = MachineMessage(F.frame(MachinePGN.groundBasedSpeed, from: 1, F.le16(raw) + [0, 0, 0, 0, 0xFF, 0xFD])) else {
-                Issue.record("not read"); continue
+            guard
+                case .groundBasedSpeed(let speed)? = MachineMessage(
+                    F.frame(MachinePGN.groundBasedSpeed, from: 1, F.le16(raw) + [0, 0, 0, 0, 0xFF, 0xFD]))
+            else {
+                Issue.record("not read")
+                continue
             }
-            #expect(speed.speed.value.map { abs($0 - (expected.value ?? -1)) < 1e-9 } ?? (speed.speed == expected), "\(raw)")
+            #expect(
+                speed.speed.value.map { abs($0 - (expected.value ?? -1)) < 1e-9 } ?? (speed.speed == expected), "\(raw)"
+            )
         }
     }
 
@@ -99,7 +124,8 @@ import Testing
         let bytes = Gen<UInt8>.value(in: 0...255).array(of: 8...8)
         await propertyCheck(count: 2_000, input: bytes, Gen.int(in: 0...(MachinePGN.all.count - 1))) { data, index in
             guard let message = MachineMessage(F.frame(MachinePGN.all[index], from: 0x20, data)) else {
-                Issue.record("8 bytes not read"); return
+                Issue.record("8 bytes not read")
+                return
             }
             for value in message.knownValues { #expect(value >= 0 && value <= 2_105_540_607.5, "\(message)") }
         }
@@ -111,7 +137,9 @@ extension MachineMessage {
     var knownValues: [Double] {
         switch self {
         case .wheelBasedSpeed(let speed), .groundBasedSpeed(let speed), .machineSelectedSpeed(let speed):
-            let flags = [speed.keyNotOff?.value, speed.implementOperations?.value].compactMap { $0 }.map { $0 ? 1.0 : 0 }
+            let flags = [speed.keyNotOff?.value, speed.implementOperations?.value].compactMap { $0 }.map {
+                $0 ? 1.0 : 0
+            }
             return [speed.speed.value, speed.distance.value].compactMap { $0 } + flags
         case .rearHitch(let status), .frontHitch(let status):
             return [status.position.value, status.inWork.value.map { $0 ? 1 : 0 }].compactMap { $0 }

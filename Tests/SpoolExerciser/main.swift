@@ -21,9 +21,10 @@ import GNSS
 import Spool
 
 func sample(_ seq: Int) -> PositionSample {
-    let report = PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 2, latitude: 48.1 + Double(seq) * 1e-6,
-                                longitude: 11.5, altitudeMSL: 500, speed: 1.5, track: 90, hdop: 0.9, pdop: 1.6,
-                                satellitesUsed: 12)
+    let report = PositionReport(
+        time: Date(), gpsdMode: 3, gpsdStatus: 2, latitude: 48.1 + Double(seq) * 1e-6,
+        longitude: 11.5, altitudeMSL: 500, speed: 1.5, track: 90, hdop: 0.9, pdop: 1.6,
+        satellitesUsed: 12)
     return PositionSample(sampledAt: Date(), state: report.fixState, report: report, detail: "seq \(seq)")
 }
 
@@ -62,7 +63,9 @@ func crashLoop(spoolPath: String, journalPath: String) async throws -> Never {
                 journal.write("f \(batch.id)")
             } else {
                 try await spool.acknowledge(batch: batch.id)
-                journal.write("k \(batch.id) \(batch.samples.compactMap { sequenceNumber($0.sample) }.map(String.init).joined(separator: ","))")
+                journal.write(
+                    "k \(batch.id) \(batch.samples.compactMap { sequenceNumber($0.sample) }.map(String.init).joined(separator: ","))"
+                )
             }
         }
     }
@@ -89,8 +92,9 @@ func crashLoopCleared(spoolPath: String, journalPath: String) async throws -> Ne
         // and EFDI falls behind: rows acknowledged by one output wait for the other. Taken as the
         // daemon takes them, in the next append's commit.
         seq += 1
-        async let riding = spool.takeBatches([.init(output: .gpsInfo, entryCost: 1), .init(output: .efdi, entryCost: 2)], byteBudget: 20,
-                                             ridingNextAppendWithin: 5)
+        async let riding = spool.takeBatches(
+            [.init(output: .gpsInfo, entryCost: 1), .init(output: .efdi, entryCost: 2)], byteBudget: 20,
+            ridingNextAppendWithin: 5)
         while !(await spool.takeWaitsForAppend) { await Task.yield() }
         guard case .stored = await spool.append(sample(seq)) else { fatalError("append was not stored") }
         journal.write("a \(seq)")
@@ -162,6 +166,9 @@ case "crash-loop-cleared" where arguments.count == 4:
 case "hold-then-flush" where arguments.count == 4:
     try await holdThenFlush(spoolPath: arguments[2], gate: arguments[3])
 default:
-    FileHandle.standardError.write(Data("usage: spool-exerciser crash-loop[-cleared] SPOOL JOURNAL | hold-then-flush SPOOL GATE | sync-steps SPOOL\n".utf8))
+    FileHandle.standardError.write(
+        Data(
+            "usage: spool-exerciser crash-loop[-cleared] SPOOL JOURNAL | hold-then-flush SPOOL GATE | sync-steps SPOOL\n"
+                .utf8))
     exit(64)
 }

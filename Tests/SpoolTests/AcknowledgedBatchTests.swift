@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
-import Testing
 import TestSupport
+import Testing
+
 @testable import Spool
 
 /// An acknowledgement writes its batch's row, not the samples': a sample in flight in an
@@ -12,7 +13,9 @@ import TestSupport
         try DatabaseQueue(path: path).read { db in
             var rows: [Int: String] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT detail, delivery FROM sample") {
-                if let seq = (row["detail"] as String?).flatMap({ Int($0.dropFirst(4)) }) { rows[seq] = row["delivery"] }
+                if let seq = (row["detail"] as String?).flatMap({ Int($0.dropFirst(4)) }) {
+                    rows[seq] = row["delivery"]
+                }
             }
             return rows
         }
@@ -150,9 +153,13 @@ import TestSupport
         // As agrigps before this version left it: no acknowledgements in the batch table.
         try await DatabaseQueue(path: scratch.spoolPath).write { db in
             try db.execute(sql: "ALTER TABLE batch DROP COLUMN acknowledged_at")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = ?", arguments: [SpoolSchema.acknowledgedBatchesVersion])
+            try db.execute(
+                sql: "DELETE FROM grdb_migrations WHERE identifier = ?",
+                arguments: [SpoolSchema.acknowledgedBatchesVersion])
         }
         let status = try await SpoolReader(path: scratch.spoolPath).status(now: epoch)
-        #expect(status.pending == 2 && status.inFlight == 1 && status.byOutput == ["gps_info": ["pending": 2, "in_flight": 1]])
+        #expect(
+            status.pending == 2 && status.inFlight == 1
+                && status.byOutput == ["gps_info": ["pending": 2, "in_flight": 1]])
     }
 }

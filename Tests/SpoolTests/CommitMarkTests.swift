@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import Spool
 
 /// A write-ahead log deleted, cut short or damaged takes its commits with it, and SQLite opens what
@@ -27,7 +28,8 @@ struct CommitMarkTests {
         for seq in 0..<rows { #expect(isStored(await spool.append(sample(seq)))) }
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
         for suffix in ["", "-wal", "-mark"] {
-            try FileManager.default.copyItem(atPath: scratch.spoolPath + suffix, toPath: copy + "/spool.sqlite" + suffix)
+            try FileManager.default.copyItem(
+                atPath: scratch.spoolPath + suffix, toPath: copy + "/spool.sqlite" + suffix)
         }
         return spool
     }
@@ -54,7 +56,9 @@ struct CommitMarkTests {
         try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sample") ?? 0 }
     }
 
-    @Test("a log deleted, cut to half, or with bits flipped in a frame: the loss reported is the real loss", arguments: Damage.allCases)
+    @Test(
+        "a log deleted, cut to half, or with bits flipped in a frame: the loss reported is the real loss",
+        arguments: Damage.allCases)
     func theLossIsCountedExactly(_ damage: Damage) async throws {
         let scratch = Scratch()
         let (intact, damaged) = (scratch.directory + "/intact", scratch.directory + "/damaged")
@@ -68,15 +72,19 @@ struct CommitMarkTests {
         let reported = await reopened.takeLostRows()
         let left = try await reopened.allSamples().count
         let committed = try Self.rows(intact + "/spool.sqlite")
-        print("write-ahead log \(damage.rawValue): \(committed) committed, \(left) left, \(committed - left) lost, "
-              + "\(reported?.count ?? 0) reported: \(reported?.reason ?? "nothing")")
+        print(
+            "write-ahead log \(damage.rawValue): \(committed) committed, \(left) left, \(committed - left) lost, "
+                + "\(reported?.count ?? 0) reported: \(reported?.reason ?? "nothing")")
         #expect(committed == 60)
         #expect(committed - left > 0, "the damage cost nothing: the test proves nothing")
         #expect(reported?.count == committed - left)
         #expect(reported?.reason.contains("never sent") == true)
         #expect(await reopened.takeLostRows() == nil, "taken once")
         // Ids are never given out twice: the next sample comes after the last one committed.
-        guard case .stored(let next) = await reopened.append(sample(100)) else { Issue.record("not stored"); return }
+        guard case .stored(let next) = await reopened.append(sample(100)) else {
+            Issue.record("not stored")
+            return
+        }
         #expect(next == 61)
     }
 
@@ -85,7 +93,9 @@ struct CommitMarkTests {
         let scratch = Scratch()
         let plain = Spool(path: scratch.spoolPath)
         _ = await plain.append(sample(0))
-        #expect(!FileManager.default.fileExists(atPath: scratch.spoolPath + "-mark"), "made by a spool that does not keep it")
+        #expect(
+            !FileManager.default.fileExists(atPath: scratch.spoolPath + "-mark"),
+            "made by a spool that does not keep it")
         let daemon = Spool(path: scratch.spoolPath, configuration: Self.marking())
         for seq in 1...3 { _ = await daemon.append(sample(seq)) }
         #expect(CommitMark.read(scratch.spoolPath + "-mark") == CommitMark.Note(highestID: 4, owed: 4))
@@ -125,6 +135,8 @@ struct CommitMarkTests {
         let reopened = Spool(path: scratch.spoolPath, configuration: Self.marking())
         let reported = try #require(await reopened.takeLostRows())
         #expect(reported.count == 5, "\(reported.reason)")
-        #expect(reported.reason.contains("up to 5 samples not acknowledged by every output, of 20 committed"), "\(reported.reason)")
+        #expect(
+            reported.reason.contains("up to 5 samples not acknowledged by every output, of 20 committed"),
+            "\(reported.reason)")
     }
 }

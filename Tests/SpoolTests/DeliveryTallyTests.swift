@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Spool
 
 /// The spool's count of what became of samples, for the machine's own records.
@@ -11,7 +12,9 @@ import Testing
         return tally
     }
 
-    @Test("a sample counts as sent the first time either output sends it, and as acknowledged once every output is done with it")
+    @Test(
+        "a sample counts as sent the first time either output sends it, and as acknowledged once every output is done with it"
+    )
     func sentOnceAcknowledgedOnce() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
@@ -71,7 +74,10 @@ import Testing
         tally.count(.acknowledged, at: 1799, 2)
         for nonsense in [-1, .nan, .infinity, 1e12] { tally.count(.lost, at: nonsense) }
         #expect(tally.byTime.map(\.start) == [0, 900])
-        #expect(tally.byTime.map(\.counts) == [DeliveryTally.Counts(sent: 1), DeliveryTally.Counts(sent: 1, acknowledged: 2)])
+        #expect(
+            tally.byTime.map(\.counts) == [
+                DeliveryTally.Counts(sent: 1), DeliveryTally.Counts(sent: 1, acknowledged: 2),
+            ])
         var other = DeliveryTally()
         other.count(.lost, at: 0)
         tally.merge(other)

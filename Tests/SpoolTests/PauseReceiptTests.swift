@@ -2,6 +2,7 @@ import Foundation
 import GNSS
 import GRDB
 import Testing
+
 @testable import Spool
 
 /// A clock a test can set: the spool reads it at every pause and resume.
@@ -61,9 +62,13 @@ private final class SettableClock: @unchecked Sendable {
         try await spool.setSharing(paused: true)
         await spool.append([sample(1), sample(2)])
         let database = try DatabaseQueue(path: scratch.spoolPath)
-        try await database.write { try $0.execute(sql: "UPDATE spool_state SET number = 'garbage' WHERE name = 'paused_after_id'") }
+        try await database.write {
+            try $0.execute(sql: "UPDATE spool_state SET number = 'garbage' WHERE name = 'paused_after_id'")
+        }
         #expect(await spool.status().keptWhilePaused == 2)
-        try await database.write { try $0.execute(sql: "UPDATE spool_state SET number = 1e300 WHERE name IN ('paused_after_id', 'sharing')") }
+        try await database.write {
+            try $0.execute(sql: "UPDATE spool_state SET number = 1e300 WHERE name IN ('paused_after_id', 'sharing')")
+        }
         let status = await spool.status()
         #expect(status.keptWhilePaused == 2 && status.pausedSince == nil && status.sharingPaused)
     }

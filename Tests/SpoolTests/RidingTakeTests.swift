@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Spool
 
 /// A send cycle's take written in the next append's commit (see `RidingTake`). The wait is an
@@ -15,8 +16,9 @@ struct RidingTakeTests {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: both())
         for seq in 0..<3 { #expect(isStored(await spool.append(sample(seq)))) }
-        async let riding = spool.takeBatches([.init(output: .gpsInfo), .init(output: .efdi, entryCost: 10)], byteBudget: 10_000,
-                                             ridingNextAppendWithin: 60, sleep: Self.never)
+        async let riding = spool.takeBatches(
+            [.init(output: .gpsInfo), .init(output: .efdi, entryCost: 10)], byteBudget: 10_000,
+            ridingNextAppendWithin: 60, sleep: Self.never)
         while !(await spool.takeWaitsForAppend) { await Task.yield() }
         #expect(isStored(await spool.append(sample(3))))
         let batches = try await riding
@@ -34,7 +36,8 @@ struct RidingTakeTests {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         for seq in 0..<2 { #expect(isStored(await spool.append(sample(seq)))) }
-        let batches = try await spool.takeBatches([.init(output: .gpsInfo)], byteBudget: 10_000, ridingNextAppendWithin: 60, sleep: Self.atOnce)
+        let batches = try await spool.takeBatches(
+            [.init(output: .gpsInfo)], byteBudget: 10_000, ridingNextAppendWithin: 60, sleep: Self.atOnce)
         #expect(batches.map { seqs($0.samples) } == [[0, 1]])
         #expect(await !spool.takeWaitsForAppend)
         // The next append carries no take.
@@ -46,10 +49,14 @@ struct RidingTakeTests {
     func cancelledWaitTakesAlone() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
-        let empty = try await spool.takeBatches([.init(output: .gpsInfo)], byteBudget: 10_000, ridingNextAppendWithin: 60, sleep: Self.atOnce)
+        let empty = try await spool.takeBatches(
+            [.init(output: .gpsInfo)], byteBudget: 10_000, ridingNextAppendWithin: 60, sleep: Self.atOnce)
         #expect(empty.isEmpty)
         #expect(isStored(await spool.append(sample(0))))
-        let task = Task { try await spool.takeBatches([.init(output: .gpsInfo)], byteBudget: 10_000, ridingNextAppendWithin: 60, sleep: Self.never) }
+        let task = Task {
+            try await spool.takeBatches(
+                [.init(output: .gpsInfo)], byteBudget: 10_000, ridingNextAppendWithin: 60, sleep: Self.never)
+        }
         while !(await spool.takeWaitsForAppend) { await Task.yield() }
         task.cancel()
         let batches = try await task.value

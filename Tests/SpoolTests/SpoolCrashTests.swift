@@ -2,8 +2,9 @@ import ChildProcesses
 import Foundation
 import GPSDReplay
 import GRDB
-import Testing
 import TestSupport
+import Testing
+
 @testable import Spool
 
 /// The spool in another process, killed or confined as real life would.
@@ -31,9 +32,10 @@ struct SpoolCrashTests {
     /// 100 ms, so that every other kill lands while samples are appended and batches move.
     private func killRound(_ round: Int, mode: String, scratch: Scratch, journalPath: String) async throws -> [String] {
         let before = journal(journalPath).count
-        let child = try ChildProcess(executable: Self.exerciser, arguments: [mode, scratch.spoolPath, journalPath],
-                                     environment: ProcessInfo.processInfo.environment,
-                                     outputPath: scratch.directory + "/exerciser.log")
+        let child = try ChildProcess(
+            executable: Self.exerciser, arguments: [mode, scratch.spoolPath, journalPath],
+            environment: ProcessInfo.processInfo.environment,
+            outputPath: scratch.directory + "/exerciser.log")
         if round.isMultiple(of: 2) {
             let deadline = ContinuousClock.now + .seconds(10)
             while journal(journalPath).count == before, ContinuousClock.now < deadline {
@@ -45,7 +47,9 @@ struct SpoolCrashTests {
         }
         kill(child.pid, SIGKILL)
         let code = await child.wait(timeout: 10)
-        try #require(code == 128 + SIGKILL, "round \(round): the exerciser ended with \(String(describing: code)) before the kill")
+        try #require(
+            code == 128 + SIGKILL,
+            "round \(round): the exerciser ended with \(String(describing: code)) before the kill")
         return journal(journalPath)
     }
 
@@ -58,14 +62,19 @@ struct SpoolCrashTests {
             let lines = try await killRound(round, mode: "crash-loop", scratch: scratch, journalPath: journalPath)
             let appended = lines.filter { $0.hasPrefix("a ") }.compactMap { Int($0.dropFirst(2)) }
             // Every sample of every batch whose acknowledgement returned.
-            let acknowledgedInBatches = Set(lines.filter { $0.hasPrefix("k ") }.flatMap { line in
-                line.split(separator: " ").dropFirst(2).first.map { $0.split(separator: ",").compactMap { Int($0) } } ?? []
-            })
+            let acknowledgedInBatches = Set(
+                lines.filter { $0.hasPrefix("k ") }.flatMap { line in
+                    line.split(separator: " ").dropFirst(2).first.map {
+                        $0.split(separator: ",").compactMap { Int($0) }
+                    } ?? []
+                })
             let database = try DatabaseQueue(path: scratch.spoolPath)
             let (integrity, rows) = try database.read { db in
                 // A kill before the schema was made leaves no table: then nothing may have been appended.
-                (try String.fetchAll(db, sql: "PRAGMA integrity_check"),
-                 try db.tableExists("sample") ? try Row.fetchAll(db, sql: "SELECT detail, delivery FROM sample") : [])
+                (
+                    try String.fetchAll(db, sql: "PRAGMA integrity_check"),
+                    try db.tableExists("sample") ? try Row.fetchAll(db, sql: "SELECT detail, delivery FROM sample") : []
+                )
             }
             try #require(integrity == ["ok"], "round \(round): integrity_check said \(integrity)")
             var copies: [Int: Int] = [:]
@@ -81,7 +90,9 @@ struct SpoolCrashTests {
             try #require(missing.isEmpty, "round \(round): appended but gone: \(missing.prefix(10))")
             try #require(doubled.isEmpty, "round \(round): stored twice: \(doubled.prefix(10))")
             let unsettled = acknowledgedInBatches.subtracting(acknowledgedNow)
-            try #require(unsettled.isEmpty, "round \(round): samples of acknowledged batches not acknowledged: \(unsettled.sorted().prefix(5))")
+            try #require(
+                unsettled.isEmpty,
+                "round \(round): samples of acknowledged batches not acknowledged: \(unsettled.sorted().prefix(5))")
             let reverted = acknowledgedEarlier.subtracting(acknowledgedNow)
             try #require(reverted.isEmpty, "round \(round): acknowledged samples came back: \(reverted.prefix(10))")
             acknowledgedEarlier = acknowledgedNow
@@ -89,7 +100,9 @@ struct SpoolCrashTests {
         }
         let lines = journal(journalPath)
         let appended = lines.filter { $0.hasPrefix("a ") }.count
-        print("spool crash test: \(Self.kills) SIGKILLs, \(appended) journaled appends, \(acknowledgedEarlier.count) acknowledged samples; every check held after every kill")
+        print(
+            "spool crash test: \(Self.kills) SIGKILLs, \(appended) journaled appends, \(acknowledgedEarlier.count) acknowledged samples; every check held after every kill"
+        )
         #expect(appended >= Self.kills / 2)  // the exerciser really ran: at least once in each even round
         #expect(!acknowledgedEarlier.isEmpty)
     }
@@ -102,22 +115,34 @@ struct SpoolCrashTests {
         var acknowledgedEarlier: [String: Set<Int>] = [:]
         var cleared = 0
         for round in 1...Self.kills {
-            let lines = try await killRound(round, mode: "crash-loop-cleared", scratch: scratch, journalPath: journalPath)
+            let lines = try await killRound(
+                round, mode: "crash-loop-cleared", scratch: scratch, journalPath: journalPath)
             let appended = lines.filter { $0.hasPrefix("a ") }.compactMap { Int($0.dropFirst(2)) }
             // Samples of each output's batches, by the journal's tag: "s" before the acknowledgement, "k" after.
             func seqs(_ tag: String, _ output: SpoolOutput) -> Set<Int> {
-                Set(lines.filter { $0.hasPrefix("\(tag) \(output.name) ") }.flatMap { line in
-                    line.split(separator: " ").dropFirst(2).first.map { $0.split(separator: ",").compactMap { Int($0) } } ?? []
-                })
+                Set(
+                    lines.filter { $0.hasPrefix("\(tag) \(output.name) ") }.flatMap { line in
+                        line.split(separator: " ").dropFirst(2).first.map {
+                            $0.split(separator: ",").compactMap { Int($0) }
+                        } ?? []
+                    })
             }
             let (integrity, rows) = try DatabaseQueue(path: scratch.spoolPath).read { db in
                 // Killed before the migrations were through: no sample can have been appended yet.
-                guard try db.tableExists("sample"), try db.columns(in: "sample").contains(where: { $0.name == "efdi_delivery" }) else {
+                guard try db.tableExists("sample"),
+                    try db.columns(in: "sample").contains(where: { $0.name == "efdi_delivery" })
+                else {
                     return (try String.fetchAll(db, sql: "PRAGMA integrity_check"), [Row]())
                 }
                 let delivery = DeliverySQL(readingAsItIs: db)
-                return (try String.fetchAll(db, sql: "PRAGMA integrity_check"),
-                        try Row.fetchAll(db, sql: "SELECT detail, \(delivery.delivery(.gpsInfo)) AS gps, \(delivery.delivery(.efdi)) AS efdi FROM sample"))
+                return (
+                    try String.fetchAll(db, sql: "PRAGMA integrity_check"),
+                    try Row.fetchAll(
+                        db,
+                        sql:
+                            "SELECT detail, \(delivery.delivery(.gpsInfo)) AS gps, \(delivery.delivery(.efdi)) AS efdi FROM sample"
+                    )
+                )
             }
             try #require(integrity == ["ok"], "round \(round): integrity_check said \(integrity)")
             var states: [Int: [String: String]] = [:]
@@ -136,14 +161,22 @@ struct SpoolCrashTests {
             for output in SpoolOutput.all {
                 let acknowledgedNow = Set(states.filter { $0.value[output.name] == "acknowledged" }.keys)
                 let unsettled = seqs("k", output).filter { states[$0] != nil && !acknowledgedNow.contains($0) }
-                try #require(unsettled.isEmpty, "round \(round): \(output) acknowledged these, the spool does not: \(unsettled.sorted().prefix(5))")
-                let reverted = (acknowledgedEarlier[output.name] ?? []).filter { states[$0] != nil && !acknowledgedNow.contains($0) }
-                try #require(reverted.isEmpty, "round \(round): \(output)'s acknowledged samples came back: \(reverted.sorted().prefix(10))")
+                try #require(
+                    unsettled.isEmpty,
+                    "round \(round): \(output) acknowledged these, the spool does not: \(unsettled.sorted().prefix(5))")
+                let reverted = (acknowledgedEarlier[output.name] ?? []).filter {
+                    states[$0] != nil && !acknowledgedNow.contains($0)
+                }
+                try #require(
+                    reverted.isEmpty,
+                    "round \(round): \(output)'s acknowledged samples came back: \(reverted.sorted().prefix(10))")
                 acknowledgedEarlier[output.name] = acknowledgedNow
             }
         }
         let appended = journal(journalPath).filter { $0.hasPrefix("a ") }.count
-        print("spool crash test, rows cleared: \(Self.kills) SIGKILLs, \(appended) journaled appends, \(cleared) cleared; every check held after every kill")
+        print(
+            "spool crash test, rows cleared: \(Self.kills) SIGKILLs, \(appended) journaled appends, \(cleared) cleared; every check held after every kill"
+        )
         #expect(appended >= Self.kills / 2)
         #expect(cleared > 0, "no acknowledged rows were cleared: the run did not reach a clearing")
     }
@@ -160,17 +193,25 @@ struct SpoolCrashTests {
         var arguments = ["hold-then-flush", confined + "/spool.sqlite", gate]
         if geteuid() == 0 {
             let nobody = try #require(getpwnam("nobody"))
-            arguments = ["--reuid=\(nobody.pointee.pw_uid)", "--regid=\(nobody.pointee.pw_gid)", "--clear-groups", "--", Self.exerciser] + arguments
+            arguments =
+                [
+                    "--reuid=\(nobody.pointee.pw_uid)", "--regid=\(nobody.pointee.pw_gid)", "--clear-groups", "--",
+                    Self.exerciser,
+                ] + arguments
             executable = "/usr/bin/setpriv"
         }
         let output = scratch.directory + "/output"
-        let child = try ChildProcess(executable: executable, arguments: arguments,
-                                     environment: ProcessInfo.processInfo.environment, outputPath: output,
-                                     errorPath: scratch.directory + "/log")
+        let child = try ChildProcess(
+            executable: executable, arguments: arguments,
+            environment: ProcessInfo.processInfo.environment, outputPath: output,
+            errorPath: scratch.directory + "/log")
         defer { child.terminate(grace: 1) }
         func lines() -> [String] { (try? Fixtures.lines(of: output)) ?? [] }
         _ = await eventually(within: 20) { lines().contains(where: { $0.hasPrefix("fault") }) }
-        #expect(Array(lines().prefix(4)) == ["held 1 read_only", "held 2 read_only", "held 3 read_only", "fault read_only held 3"])
+        #expect(
+            Array(lines().prefix(4)) == [
+                "held 1 read_only", "held 2 read_only", "held 3 read_only", "fault read_only held 3",
+            ])
 
         chmod(confined, 0o777)
         FileManager.default.createFile(atPath: gate, contents: nil)

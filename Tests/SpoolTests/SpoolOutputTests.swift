@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
-import Testing
 import TestSupport
+import Testing
+
 @testable import Spool
 
 /// gps:info and EFDI from one spool: a sample leaves only when every enabled output has been
@@ -17,7 +18,8 @@ import TestSupport
         #expect(seqs(gps.samples) == [1, 2, 3, 4] && seqs(efdi.samples) == [1, 2])
         #expect(try await spool.acknowledge(batch: "g1", now: epoch) == 0)  // EFDI still owes all four
         #expect(try await spool.allSamples().count == 4)
-        #expect(await spool.status().byOutput == ["gps_info": ["acknowledged": 4], "efdi": ["in_flight": 2, "pending": 2]])
+        #expect(
+            await spool.status().byOutput == ["gps_info": ["acknowledged": 4], "efdi": ["in_flight": 2, "pending": 2]])
         #expect(try await spool.acknowledge(batch: "e1", now: epoch) == 2)
         #expect(seqs(try await spool.allSamples().map(\.0)) == [3, 4])
         // gps:info has nothing left to send; EFDI takes the rest.
@@ -63,7 +65,10 @@ import TestSupport
         _ = try await spool.takeBatch(for: .gpsInfo, id: "g1", now: epoch)
         _ = try await spool.takeBatch(for: .efdi, id: "e1", now: epoch.addingTimeInterval(100))
         let inFlight = try await spool.inFlightBatches()
-        #expect(inFlight.map { "\($0.id) \($0.output) \($0.sentAt.timeIntervalSince(epoch))" }.sorted() == ["e1 efdi 100.0", "g1 gps_info 0.0"])
+        #expect(
+            inFlight.map { "\($0.id) \($0.output) \($0.sentAt.timeIntervalSince(epoch))" }.sorted() == [
+                "e1 efdi 100.0", "g1 gps_info 0.0",
+            ])
         try await spool.release(batch: "e1")
         #expect(await spool.status().byOutput == ["gps_info": ["in_flight": 2], "efdi": ["pending": 2]])
         // Only gps:info's batch is past the timeout.
@@ -87,7 +92,8 @@ import TestSupport
         #expect(seqs(try #require(try await spool.takeBatch(for: .efdi, now: epoch)).samples) == [2])
         let status = await spool.status()
         #expect(status.withheld == 1 && status.inFlight == 1)
-        #expect(status.byOutput == ["gps_info": ["withheld": 1, "in_flight": 1], "efdi": ["withheld": 1, "in_flight": 1]])
+        #expect(
+            status.byOutput == ["gps_info": ["withheld": 1, "in_flight": 1], "efdi": ["withheld": 1, "in_flight": 1]])
     }
 
     @Test func turningAnOutputOffFinishesWhatOnlyItHeldAndTurningItOnTakesWhatIsLeft() async throws {
@@ -119,7 +125,8 @@ import TestSupport
         let spool = Spool(path: scratch.spoolPath, configuration: both())
         #expect(await spool.status().byOutput == ["gps_info": ["pending": 3], "efdi": ["pending": 3]])
         #expect(seqs(try #require(try await spool.takeBatch(for: .efdi, now: epoch)).samples) == [3, 4, 5])
-        #expect(await Spool(path: scratch.spoolPath, configuration: configuration()).enabledOutputs == [.gpsInfo, .efdi])
+        #expect(
+            await Spool(path: scratch.spoolPath, configuration: configuration()).enabledOutputs == [.gpsInfo, .efdi])
     }
 
     @Test func withHistoryAFinishedSampleIsKeptAsAcknowledged() async throws {
@@ -143,7 +150,12 @@ import TestSupport
     func randomInterleavingsLoseNothingAndFinishEverything(seed: UInt64) async throws {
         var random = SplitMix64(seed: seed)
         let scratch = Scratch()
-        let spool = Spool(path: scratch.spoolPath, configuration: both { $0.retryDelay = 0; $0.parkAfterFailures = 1000 })
+        let spool = Spool(
+            path: scratch.spoolPath,
+            configuration: both {
+                $0.retryDelay = 0
+                $0.parkAfterFailures = 1000
+            })
         var appended = 0
         var inFlight: [String: (SpoolOutput, [Int])] = [:]
         var acknowledged: [SpoolOutput: [Int]] = [.gpsInfo: [], .efdi: []]
@@ -160,12 +172,17 @@ import TestSupport
                 await spool.append(sample(appended))
             case 1, 0:
                 let id = "b\(step)"
-                if let batch = try await spool.takeBatch(for: output, id: id, maximumEntries: Int(random.next() % 5) + 1, now: epoch) {
+                if let batch = try await spool.takeBatch(
+                    for: output, id: id, maximumEntries: Int(random.next() % 5) + 1, now: epoch)
+                {
                     inFlight[id] = (output, seqs(batch.samples))
                 }
             case 2, 3:
-                guard let id = inFlight.keys.sorted().first(where: { _ in random.next() % 2 == 0 }) ?? inFlight.keys.sorted().first,
-                      let (batchOutput, batchSeqs) = inFlight.removeValue(forKey: id) else { continue }
+                guard
+                    let id = inFlight.keys.sorted().first(where: { _ in random.next() % 2 == 0 })
+                        ?? inFlight.keys.sorted().first,
+                    let (batchOutput, batchSeqs) = inFlight.removeValue(forKey: id)
+                else { continue }
                 switch random.next() % 3 {
                 case 0: try await spool.fail(batch: id, reason: "refused", now: epoch)
                 case 1: try await spool.release(batch: id)
@@ -176,7 +193,8 @@ import TestSupport
             default:
                 // Every sample still in the spool is owed by at least one output.
                 let left = Set(seqs(try await spool.allSamples().map(\.0)))
-                let owed = Set(1...max(appended, 1)).subtracting(Set(acknowledged[.gpsInfo]!).intersection(acknowledged[.efdi]!))
+                let owed = Set(1...max(appended, 1)).subtracting(
+                    Set(acknowledged[.gpsInfo]!).intersection(acknowledged[.efdi]!))
                 #expect(left == owed.filter { $0 <= appended })
             }
         }

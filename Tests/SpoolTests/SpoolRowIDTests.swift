@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import Spool
 
 /// Row ids are never given out twice: the heartbeat's loss check and the cab view's trail take a
@@ -18,8 +19,15 @@ import Testing
 
     static func schema(_ path: String) throws -> (table: String, indexes: [String]) {
         try database(path).read { db in
-            (try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'sample'") ?? "",
-             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sample' AND sql IS NOT NULL ORDER BY name"))
+            (
+                try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'sample'")
+                    ?? "",
+                try String.fetchAll(
+                    db,
+                    sql:
+                        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sample' AND sql IS NOT NULL ORDER BY name"
+                )
+            )
         }
     }
 
@@ -51,7 +59,10 @@ import Testing
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         for seq in 0..<3 { _ = await spool.append(sample(seq)) }
         for note in ["'x'", "-5", "1e300", "9.5e15"] {
-            try Self.sql(scratch.spoolPath, "INSERT INTO spool_state (name, number) VALUES ('highest_id', \(note)) ON CONFLICT(name) DO UPDATE SET number = excluded.number")
+            try Self.sql(
+                scratch.spoolPath,
+                "INSERT INTO spool_state (name, number) VALUES ('highest_id', \(note)) ON CONFLICT(name) DO UPDATE SET number = excluded.number"
+            )
             let highest = await spool.highestRowID()
             #expect(highest == 3, "note \(note)")
         }
@@ -67,8 +78,10 @@ import Testing
         try migrator.migrate(old, upTo: SpoolSchema.lighterAppendVersion)
         try old.write { db in
             for seq in 0..<8 {
-                try db.execute(sql: "INSERT INTO sample (sampled_at, state, gpsd_mode, gpsd_status, wire_size, detail) VALUES (?, 'no_fix', 1, 0, 10, ?)",
-                               arguments: [Date().timeIntervalSince1970 - 60 + Double(seq), "seq \(seq)"])
+                try db.execute(
+                    sql:
+                        "INSERT INTO sample (sampled_at, state, gpsd_mode, gpsd_status, wire_size, detail) VALUES (?, 'no_fix', 1, 0, 10, ?)",
+                    arguments: [Date().timeIntervalSince1970 - 60 + Double(seq), "seq \(seq)"])
             }
             try db.execute(sql: "DELETE FROM sample WHERE id > 5")
             #expect(try Int.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'sample'") == 8)
@@ -76,7 +89,9 @@ import Testing
         return try schema(path).indexes
     }
 
-    @Test("a spool made with AUTOINCREMENT (agrigps before this version) is made again without it, rows, indexes and counter kept")
+    @Test(
+        "a spool made with AUTOINCREMENT (agrigps before this version) is made again without it, rows, indexes and counter kept"
+    )
     func autoincrementSpoolIsRebuilt() async throws {
         let scratch = Scratch()
         let indexesBefore = try Self.makeOldSpool(scratch.spoolPath)

@@ -1,15 +1,17 @@
 import Foundation
 import GNSS
 import GRDB
-import Testing
 import TestSupport
+import Testing
+
 @testable import Spool
 
 /// A fresh directory per test, removed afterwards.
 final class Scratch {
     let directory: String
     init() {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-spool-\(UUID().uuidString)").path
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-spool-\(UUID().uuidString)").path
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
     var spoolPath: String { directory + "/spool.sqlite" }
@@ -26,12 +28,14 @@ func sample(_ seq: Int, at time: Date = epoch, state: FixState = .fix(.threeD, .
     guard state.hasPosition else {
         return PositionSample(sampledAt: time.addingTimeInterval(Double(seq)), state: state, detail: "seq \(seq)")
     }
-    let report = PositionReport(time: time.addingTimeInterval(Double(seq)), gpsdMode: 3, gpsdStatus: 3,
-                                latitude: 48 + Double(seq) * 1e-6, longitude: 11.25, altitudeHAE: 547.25,
-                                altitudeMSL: 500.5, speed: 2.25, track: 181.5, hdop: 0.8, pdop: 1.4,
-                                satellitesUsed: 14, device: "/dev/ttyACM0")
-    return PositionSample(sampledAt: time.addingTimeInterval(Double(seq)), state: state, report: report,
-                          clockSkew: 75.5, detail: "seq \(seq)")
+    let report = PositionReport(
+        time: time.addingTimeInterval(Double(seq)), gpsdMode: 3, gpsdStatus: 3,
+        latitude: 48 + Double(seq) * 1e-6, longitude: 11.25, altitudeHAE: 547.25,
+        altitudeMSL: 500.5, speed: 2.25, track: 181.5, hdop: 0.8, pdop: 1.4,
+        satellitesUsed: 14, device: "/dev/ttyACM0")
+    return PositionSample(
+        sampledAt: time.addingTimeInterval(Double(seq)), state: state, report: report,
+        clockSkew: 75.5, detail: "seq \(seq)")
 }
 
 func isStored(_ outcome: AppendOutcome) -> Bool {
@@ -62,7 +66,10 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     @Test func appendCommitsEveryFieldAndCountsIt() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
-        let samples = [sample(1), sample(2, state: .noFix), sample(3, state: .noReceiver(.silent)), sample(4, state: .gpsdUnreachable)]
+        let samples = [
+            sample(1), sample(2, state: .noFix), sample(3, state: .noReceiver(.silent)),
+            sample(4, state: .gpsdUnreachable),
+        ]
         for item in samples { #expect(isStored(await spool.append(item))) }
         let stored = try await spool.allSamples()
         #expect(stored.map(\.0.sample) == samples)
@@ -76,7 +83,9 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         // A second process opening the file sees what the first committed.
         let again = Spool(path: scratch.spoolPath, configuration: configuration())
         #expect(try await again.allSamples().count == 4)
-        let journalMode = try await DatabaseQueue(path: scratch.spoolPath).read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        let journalMode = try await DatabaseQueue(path: scratch.spoolPath).read { db in
+            try String.fetchOne(db, sql: "PRAGMA journal_mode")
+        }
         #expect(journalMode == "wal")
         // 2 is FULL: the WAL is synced at every commit, so a power cut keeps what append returned for.
         for opened in [spool, again] {
@@ -92,13 +101,16 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         #expect(await spool.durability().synchronous == 2)
     }
 
-    @Test("the machine's running totals come back with their sample, and from beside the queue once it has left; totals kept before the engine's was count it from 0")
+    @Test(
+        "the machine's running totals come back with their sample, and from beside the queue once it has left; totals kept before the engine's was count it from 0"
+    )
     func machineTotalsRoundTrip() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         var item = sample(1)
         item.machine = MachineReading(work: .working, engineSpeed: 1_800)
-        item.machine?.totals = MachineTotals(effectiveSeconds: 88.5, ineffectiveSeconds: 126, fuelMillilitres: 713.25, engineSeconds: 214.5)
+        item.machine?.totals = MachineTotals(
+            effectiveSeconds: 88.5, ineffectiveSeconds: 126, fuelMillilitres: 713.25, engineSeconds: 214.5)
         #expect(isStored(await spool.append(item)))
         #expect(try await spool.allSamples().first?.0.sample.machine?.totals == item.machine?.totals)
         #expect(await spool.machineTotals() == item.machine?.totals)
@@ -111,17 +123,27 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         #expect(await spool.machineTotals() == later.machine?.totals, "the newest row's")
         let queue = try DatabaseQueue(path: scratch.spoolPath)
         func kept() async throws -> String? {
-            try await queue.read { db in try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'machine_totals'") }
+            try await queue.read { db in
+                try String.fetchOne(db, sql: "SELECT text FROM spool_state WHERE name = 'machine_totals'")
+            }
         }
         #expect(try await kept() == nil, "nothing written beside the queue while the rows hold them")
-        try await queue.write { db in try db.execute(sql: "DELETE FROM sample WHERE id = (SELECT MAX(id) FROM sample)") }
+        try await queue.write { db in try db.execute(sql: "DELETE FROM sample WHERE id = (SELECT MAX(id) FROM sample)")
+        }
         #expect(try await kept() == "89.5 126 713.25 214.5")
         try await queue.write { db in try db.execute(sql: "DELETE FROM sample") }
         #expect(try await kept() == "89.5 126 713.25 214.5")
         #expect(await spool.machineTotals() == later.machine?.totals)
-        for (kept, expected) in [("88.5 126 713.25", MachineTotals(effectiveSeconds: 88.5, ineffectiveSeconds: 126, fuelMillilitres: 713.25)),
-                                 ("88.5 126 x 4", nil), ("1 2", nil), ("1 2 3 4 5", nil), ("1 2 3 3e10", nil)] {
-            try await queue.write { db in try db.execute(sql: "UPDATE spool_state SET text = ? WHERE name = 'machine_totals'", arguments: [kept]) }
+        for (kept, expected) in [
+            (
+                "88.5 126 713.25",
+                MachineTotals(effectiveSeconds: 88.5, ineffectiveSeconds: 126, fuelMillilitres: 713.25)
+            ),
+            ("88.5 126 x 4", nil), ("1 2", nil), ("1 2 3 4 5", nil), ("1 2 3 3e10", nil),
+        ] {
+            try await queue.write { db in
+                try db.execute(sql: "UPDATE spool_state SET text = ? WHERE name = 'machine_totals'", arguments: [kept])
+            }
             #expect(await spool.machineTotals() == expected, "\(kept)")
         }
         // A row from before the engine's column: its totals count the engine from 0.
@@ -178,7 +200,9 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         #expect(await spool.status().pending == 0)
     }
 
-    @Test("a batch is remembered for 1024 newer ones: then its rows still in flight go back to pending, and its answer finds nothing")
+    @Test(
+        "a batch is remembered for 1024 newer ones: then its rows still in flight go back to pending, and its answer finds nothing"
+    )
     func oldBatchesAreForgottenAndTheirRowsReleased() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
@@ -197,11 +221,17 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         #expect(try await spool.acknowledge(batch: "old") == 0)
         let resend = try #require(try await spool.takeBatch(id: "again", maximumEntries: 1, now: epoch))
         #expect(resend.samples.map(\.rowID) == old.samples.map(\.rowID))
-        let remembered = try await DatabaseQueue(path: scratch.spoolPath).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM batch") }
-        #expect(remembered.map { $0 <= SpoolBatches.kept + SpoolBatches.forgetEvery } == true, "\(String(describing: remembered))")
+        let remembered = try await DatabaseQueue(path: scratch.spoolPath).read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM batch")
+        }
+        #expect(
+            remembered.map { $0 <= SpoolBatches.kept + SpoolBatches.forgetEvery } == true,
+            "\(String(describing: remembered))")
     }
 
-    @Test("a row in flight in a batch the spool does not know (a damaged or edited file) goes back to pending when it opens")
+    @Test(
+        "a row in flight in a batch the spool does not know (a damaged or edited file) goes back to pending when it opens"
+    )
     func rowsInFlightInUnknownBatchesAreReleasedAtOpen() async throws {
         let scratch = Scratch()
         do {
@@ -210,7 +240,10 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
             _ = try await spool.takeBatch(id: "known", maximumEntries: 1, now: epoch)
         }
         try await DatabaseQueue(path: scratch.spoolPath).write { db in
-            try db.execute(sql: "UPDATE sample SET delivery = 'in_flight', batch_id = CASE id WHEN 2 THEN 999 ELSE NULL END WHERE id IN (2, 3)")
+            try db.execute(
+                sql:
+                    "UPDATE sample SET delivery = 'in_flight', batch_id = CASE id WHEN 2 THEN 999 ELSE NULL END WHERE id IN (2, 3)"
+            )
         }
         let reopened = Spool(path: scratch.spoolPath, configuration: configuration())
         #expect(await reopened.status().byOutput == ["gps_info": ["in_flight": 1, "pending": 2]])
@@ -219,9 +252,13 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
 
     @Test func failedBatchesRetryWithBackoffThenPark() async throws {
         let scratch = Scratch()
-        let spool = Spool(path: scratch.spoolPath, configuration: configuration {
-            $0.retryDelay = 10; $0.maximumRetryDelay = 1000; $0.parkAfterFailures = 3
-        })
+        let spool = Spool(
+            path: scratch.spoolPath,
+            configuration: configuration {
+                $0.retryDelay = 10
+                $0.maximumRetryDelay = 1000
+                $0.parkAfterFailures = 3
+            })
         await spool.append(sample(1))
         var now = epoch
         for (attempt, delay) in [(1, 10.0), (2, 20.0)] {
@@ -242,13 +279,20 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     @Test("a retry set by a clock since stepped back is due now, not hours later")
     func retryAfterABackwardClockStep() async throws {
         let scratch = Scratch()
-        let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.retryDelay = 30; $0.maximumRetryDelay = 3600 })
+        let spool = Spool(
+            path: scratch.spoolPath,
+            configuration: configuration {
+                $0.retryDelay = 30
+                $0.maximumRetryDelay = 3600
+            })
         await spool.append(sample(1))
         let fast = epoch.addingTimeInterval(7200)  // two hours fast when it failed
         _ = try await spool.takeBatch(id: "fast", now: fast)
         try await spool.fail(batch: "fast", reason: "HTTP 503", now: fast)
         #expect(try await spool.takeBatch(now: fast.addingTimeInterval(29)) == nil, "its own delay still holds")
-        #expect(try await spool.takeBatch(id: "set-back", now: epoch)?.samples.count == 1, "due at once once the clock is set back")
+        #expect(
+            try await spool.takeBatch(id: "set-back", now: epoch)?.samples.count == 1,
+            "due at once once the clock is set back")
     }
 
     @Test("a sample's monotonic stamp is kept while this boot lasts and forgotten after a reboot")
@@ -257,11 +301,15 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         var stamped = sample(1)
         stamped.sampledUptime = 1234.5
         await Spool(path: scratch.spoolPath, configuration: configuration()).append(stamped)
-        #expect(try await Spool(path: scratch.spoolPath, configuration: configuration()).allSamples().first?.0.sample.sampledUptime == 1234.5)
+        #expect(
+            try await Spool(path: scratch.spoolPath, configuration: configuration()).allSamples().first?.0.sample
+                .sampledUptime == 1234.5)
         try await DatabaseQueue(path: scratch.spoolPath).write { db in
             try db.execute(sql: "UPDATE spool_state SET text = 'another-boot' WHERE name = 'boot_id'")
         }
-        #expect(try await Spool(path: scratch.spoolPath, configuration: configuration()).allSamples().first?.0.sample.sampledUptime == nil)
+        #expect(
+            try await Spool(path: scratch.spoolPath, configuration: configuration()).allSamples().first?.0.sample
+                .sampledUptime == nil)
     }
 
     @Test func acknowledgedHistoryIsKeptThenPurged() async throws {
@@ -316,8 +364,12 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumAge = 3600 })
         // A box without a real-time clock: system time 1970, receiver time now.
         for seq in 1...3 {
-            let report = PositionReport(time: now.addingTimeInterval(Double(seq)), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)
-            await spool.append(PositionSample(sampledAt: Date(timeIntervalSince1970: Double(seq)), state: .fix(.threeD, .autonomous), report: report))
+            let report = PositionReport(
+                time: now.addingTimeInterval(Double(seq)), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8)
+            await spool.append(
+                PositionSample(
+                    sampledAt: Date(timeIntervalSince1970: Double(seq)), state: .fix(.threeD, .autonomous),
+                    report: report))
         }
         // A no-fix sample from the same stretch has nothing but its 1970 system time: no true time at
         // all, so it is not aged either (it goes out with its time left out).
@@ -343,7 +395,9 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
                 await spool.append((1...2000).map { sample($0) })
             }
             // Fold the WAL into the file, then write garbage over it.
-            _ = try await DatabaseQueue(path: scratch.spoolPath).writeWithoutTransaction { try $0.checkpoint(.truncate) }
+            _ = try await DatabaseQueue(path: scratch.spoolPath).writeWithoutTransaction {
+                try $0.checkpoint(.truncate)
+            }
             let handle = try #require(FileHandle(forWritingAtPath: scratch.spoolPath))
             try handle.seek(toOffset: damage == "header" ? 0 : 8192)
             handle.write(Data((0..<16384).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) }))
@@ -353,13 +407,17 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
             let status = await spool.status()
             let aside = try #require(status.quarantinedFile, "\(damage): not quarantined")
             #expect(aside.hasPrefix(scratch.spoolPath + ".corrupt-"))
-            #expect(aside.dropFirst(scratch.spoolPath.count).wholeMatch(of: /\.corrupt-20\d{6}T\d{6}Z/) != nil, "ISO 8601's basic form: \(aside)")
+            #expect(
+                aside.dropFirst(scratch.spoolPath.count).wholeMatch(of: /\.corrupt-20\d{6}T\d{6}Z/) != nil,
+                "ISO 8601's basic form: \(aside)")
             #expect(FileManager.default.fileExists(atPath: aside))
             #expect(status.pending == 0 && status.storageFault == nil)
             // What the file held is counted as lost, and the new spool's ids go on after its own.
             let lost = await spool.takeLostRows()
             #expect(lost?.count == 2000)
-            #expect(lost?.reason.contains("moved aside to \(aside), where they may still be read") == true, "\(lost?.reason ?? "")")
+            #expect(
+                lost?.reason.contains("moved aside to \(aside), where they may still be read") == true,
+                "\(lost?.reason ?? "")")
             #expect(await spool.append(sample(1)) == .stored(rowID: 2001))
         }
     }
@@ -381,7 +439,9 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         #expect(full.storageFault?.kind == .diskFull && full.heldInMemory == 5)
         // Space comes back (here another connection clears old rows, as an operator would clear the
         // disk); the next append writes the held samples first, in order.
-        try await DatabaseQueue(path: scratch.spoolPath).write { try $0.execute(sql: "DELETE FROM sample WHERE id <= 200") }
+        try await DatabaseQueue(path: scratch.spoolPath).write {
+            try $0.execute(sql: "DELETE FROM sample WHERE id <= 200")
+        }
         #expect(isStored(await spool.append(sample(seq + 1))))
         let stored = seqs(try await spool.allSamples().map(\.0))
         #expect(Array(stored.suffix(6)) == held + [seq + 1])
@@ -447,7 +507,9 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
                 if case .heldInMemory = await spool.append(sample(seq)) { held += 1 }
             }
             if recovers {
-                try await DatabaseQueue(path: scratch.spoolPath).write { try $0.execute(sql: "DELETE FROM sample WHERE id <= 200") }
+                try await DatabaseQueue(path: scratch.spoolPath).write {
+                    try $0.execute(sql: "DELETE FROM sample WHERE id <= 200")
+                }
             }
             let shutdown = await spool.flushHeld()
             if recovers {
@@ -467,11 +529,15 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
             try SpoolSchema.migrator.migrate(old, upTo: SpoolSchema.queueVersion)
             try await old.write { db in
                 for seq in 1...3 {
-                    try db.execute(sql: """
-                        INSERT INTO sample (sampled_at, state, gpsd_mode, gpsd_status, latitude, longitude, detail, wire_size, delivery, batch_id, sent_at)
-                        VALUES (?, 'fix_3d_dgps', 3, 2, 48.5, 11.5, ?, 60, ?, ?, ?)
-                        """, arguments: [epoch.timeIntervalSince1970 + Double(seq), "seq \(seq)", seq == 3 ? "in_flight" : "pending",
-                                         seq == 3 ? "old-batch" : nil, seq == 3 ? epoch.timeIntervalSince1970 + 10 : nil])
+                    try db.execute(
+                        sql: """
+                            INSERT INTO sample (sampled_at, state, gpsd_mode, gpsd_status, latitude, longitude, detail, wire_size, delivery, batch_id, sent_at)
+                            VALUES (?, 'fix_3d_dgps', 3, 2, 48.5, 11.5, ?, 60, ?, ?, ?)
+                            """,
+                        arguments: [
+                            epoch.timeIntervalSince1970 + Double(seq), "seq \(seq)", seq == 3 ? "in_flight" : "pending",
+                            seq == 3 ? "old-batch" : nil, seq == 3 ? epoch.timeIntervalSince1970 + 10 : nil,
+                        ])
                 }
             }
         }
@@ -479,11 +545,17 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         let rows = try await spool.allSamples()
         #expect(seqs(rows.map(\.0)) == [1, 2, 3])
         #expect(rows.first?.0.sample.state == .fix(.threeD, .dgps))
-        let applied = try await DatabaseQueue(path: scratch.spoolPath).read { try SpoolSchema.migrator.appliedIdentifiers($0) }
-        #expect(Set(applied) == [SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion, SpoolSchema.efdiVersion,
-                                 SpoolSchema.lighterAppendVersion, SpoolSchema.ownRowIDsVersion, SpoolSchema.batchTableVersion,
-                                 SpoolSchema.acknowledgedBatchesVersion, SpoolSchema.machineVersion, SpoolSchema.machineTotalsVersion,
-                                 SpoolSchema.engineTotalVersion, SpoolSchema.totalsOnDeleteVersion])
+        let applied = try await DatabaseQueue(path: scratch.spoolPath).read {
+            try SpoolSchema.migrator.appliedIdentifiers($0)
+        }
+        #expect(
+            Set(applied) == [
+                SpoolSchema.queueVersion, SpoolSchema.retriesVersion, SpoolSchema.uptimeVersion,
+                SpoolSchema.efdiVersion,
+                SpoolSchema.lighterAppendVersion, SpoolSchema.ownRowIDsVersion, SpoolSchema.batchTableVersion,
+                SpoolSchema.acknowledgedBatchesVersion, SpoolSchema.machineVersion, SpoolSchema.machineTotalsVersion,
+                SpoolSchema.engineTotalVersion, SpoolSchema.totalsOnDeleteVersion,
+            ])
         #expect(await spool.status().pending == 2)
         #expect(await spool.status().byOutput == ["gps_info": ["pending": 2, "in_flight": 1]])
         // The batch in flight when the old version stopped keeps its id and send time, and its answer still counts.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import Spool
 
 /// What one append costs the flash card: every page a commit touches goes to the WAL again, as a
@@ -16,7 +17,9 @@ import Testing
     }
 
     static func checkpoint(_ path: String) throws {
-        try DatabaseQueue(path: path).writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try DatabaseQueue(path: path).writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        }
     }
 
     static func journalMode(_ path: String) throws -> String? {
@@ -33,7 +36,9 @@ import Testing
         }
     }
 
-    @Test("a new spool has 512-byte pages, and an append with both outputs commits about 1 KiB of log: the row's page, and when it fills, the next and their parent")
+    @Test(
+        "a new spool has 512-byte pages, and an append with both outputs commits about 1 KiB of log: the row's page, and when it fills, the next and their parent"
+    )
     func appendTouchesOneSmallPage() async throws {
         let scratch = Scratch()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
@@ -113,16 +118,23 @@ import Testing
         let size = try #require(try await spool.allSamples().first?.0.wireSize)
         try Self.checkpoint(scratch.spoolPath)
         // gps:info may take half of 20 rows' bytes; EFDI, at 3 times that per entry, a third of the rest.
-        let batches = try await spool.takeBatches([.init(output: .gpsInfo, id: "gps"), .init(output: .efdi, entryCost: 3 * size, id: "efdi")],
-                                                  byteBudget: 20 * size)
+        let batches = try await spool.takeBatches(
+            [.init(output: .gpsInfo, id: "gps"), .init(output: .efdi, entryCost: 3 * size, id: "efdi")],
+            byteBudget: 20 * size)
         #expect(batches.map(\.id) == ["gps", "efdi"])
         #expect(batches.map(\.samples.count) == [10, 3])
         #expect(try Self.commits(scratch.spoolPath) == 1)
         let status = await spool.status()
-        #expect(status.byOutput["gps_info"]?["in_flight"] == 10 && status.byOutput["efdi"]?["in_flight"] == 3, "\(status.byOutput)")
+        #expect(
+            status.byOutput["gps_info"]?["in_flight"] == 10 && status.byOutput["efdi"]?["in_flight"] == 3,
+            "\(status.byOutput)")
         // Nothing waiting for an output, or an output not enabled: no batch, and nothing written.
-        let quiet = Spool(path: scratch.directory + "/quiet.sqlite", configuration: configuration { $0.outputs = [.gpsInfo] })
-        #expect(try await quiet.takeBatches([.init(output: .gpsInfo), .init(output: .efdi, entryCost: 100)], byteBudget: 1000).isEmpty)
+        let quiet = Spool(
+            path: scratch.directory + "/quiet.sqlite", configuration: configuration { $0.outputs = [.gpsInfo] })
+        #expect(
+            try await quiet.takeBatches(
+                [.init(output: .gpsInfo), .init(output: .efdi, entryCost: 100)], byteBudget: 1000
+            ).isEmpty)
     }
 
     @Test("a send cycle in the steady state writes few pages: the take and the acknowledgement of both outputs")
@@ -135,7 +147,8 @@ import Testing
             for seq in (cycle * 10)..<(cycle * 10 + 10) { #expect(isStored(await spool.append(sample(seq)))) }
             let ids = ["gps \(cycle)", "efdi \(cycle)"]
             var before = Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize)
-            let batches = try await spool.takeBatches([.init(output: .gpsInfo, id: ids[0]), .init(output: .efdi, id: ids[1])], byteBudget: 100_000)
+            let batches = try await spool.takeBatches(
+                [.init(output: .gpsInfo, id: ids[0]), .init(output: .efdi, id: ids[1])], byteBudget: 100_000)
             #expect(batches.map(\.samples.count) == [10, 10])
             takes.append(Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize) - before)
             before = Self.walFrames(scratch.spoolPath, pageSize: SpoolFile.pageSize)

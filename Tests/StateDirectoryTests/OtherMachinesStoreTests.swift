@@ -1,13 +1,15 @@
 import AgrirouterWire
 import Foundation
 import SwiftProtobuf
-import Testing
 import TestSupport
+import Testing
+
 @testable import StateDirectory
 
 @Suite("Store of other machines")
 struct OtherMachinesStoreTests {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-others-\(UUID().uuidString)").path
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-others-\(UUID().uuidString)")
+        .path
     let t0 = Date(timeIntervalSince1970: 1_790_000_000)
 
     func store(historyWindow: Double = 24 * 3600) -> OtherMachinesStore {
@@ -32,8 +34,12 @@ struct OtherMachinesStoreTests {
     @Test("an older report arriving later does not move a machine back in time, but joins its history")
     func outOfOrder() async throws {
         let store = store()
-        _ = try await store.record([gpsInfo(from: "peer", [(.dGnss, 52.2, 8.2, t0.addingTimeInterval(10))])], ownEndpointID: "me", receivedAt: t0)
-        _ = try await store.record([gpsInfo(from: "peer", [(.dDgnss, 52.1, 8.1, t0)])], ownEndpointID: "me", receivedAt: t0.addingTimeInterval(1))
+        _ = try await store.record(
+            [gpsInfo(from: "peer", [(.dGnss, 52.2, 8.2, t0.addingTimeInterval(10))])], ownEndpointID: "me",
+            receivedAt: t0)
+        _ = try await store.record(
+            [gpsInfo(from: "peer", [(.dDgnss, 52.1, 8.1, t0)])], ownEndpointID: "me",
+            receivedAt: t0.addingTimeInterval(1))
         let machine = try #require(try await store.view(now: t0).machines.first)
         #expect(machine.lastReport?.gnssTime == t0.addingTimeInterval(10))
         #expect(machine.lastPosition?.latitude == 52.2 && machine.lastReport?.status == "D_GNSS")
@@ -45,8 +51,9 @@ struct OtherMachinesStoreTests {
     @Test("a report without a fix is the machine's state, while its last position stays")
     func noFixKeepsLastPosition() async throws {
         let store = store()
-        _ = try await store.record([gpsInfo(from: "peer", [(.dRtkFloat, 52.1, 8.1, t0), (.dNoGps, 0, 0, t0.addingTimeInterval(1))])],
-                                   ownEndpointID: "me", receivedAt: t0)
+        _ = try await store.record(
+            [gpsInfo(from: "peer", [(.dRtkFloat, 52.1, 8.1, t0), (.dNoGps, 0, 0, t0.addingTimeInterval(1))])],
+            ownEndpointID: "me", receivedAt: t0)
         let machine = try #require(try await store.view(now: t0).machines.first)
         #expect(machine.lastReport?.status == "D_NO_GPS" && machine.lastReport?.hasPosition == false)
         #expect(machine.lastPosition?.status == "D_RTK_FLOAT" && machine.lastPosition?.latitude == 52.1)
@@ -60,8 +67,9 @@ struct OtherMachinesStoreTests {
         let own = gpsInfo(from: "me", [(.dGnss, 1, 1, t0)])
         var other = gpsInfo(from: "peer", [(.dGnss, 1, 1, t0)])
         other.technicalMessageType = "iso:11783:-10:taskdata:zip"
-        let garbage = ReceivedFeedMessage(messageID: "broken", senderID: "peer", technicalMessageType: TechnicalMessageType.gpsInfo,
-                                          sentAt: t0, content: Data([0xFF, 0xFF, 0xFF]))
+        let garbage = ReceivedFeedMessage(
+            messageID: "broken", senderID: "peer", technicalMessageType: TechnicalMessageType.gpsInfo,
+            sentAt: t0, content: Data([0xFF, 0xFF, 0xFF]))
         let recorded = try await store.record([own, other, garbage], ownEndpointID: "me", receivedAt: t0)
         #expect(recorded.confirmable == [own.messageID, other.messageID, "broken"])
         #expect(recorded.stored == 0 && recorded.refused.keys.sorted() == ["broken"])
@@ -73,9 +81,13 @@ struct OtherMachinesStoreTests {
     func staleness() async throws {
         let store = store()
         // The sender's GNSS time is a day ahead: it must not keep the machine live.
-        _ = try await store.record([gpsInfo(from: "peer", [(.dGnss, 52, 8, t0.addingTimeInterval(86400))])], ownEndpointID: "me", receivedAt: t0)
-        #expect(try await store.view(now: t0.addingTimeInterval(299), staleAfter: 300).machines.first?.activity == .active)
-        #expect(try await store.view(now: t0.addingTimeInterval(301), staleAfter: 300).machines.first?.activity == .stale)
+        _ = try await store.record(
+            [gpsInfo(from: "peer", [(.dGnss, 52, 8, t0.addingTimeInterval(86400))])], ownEndpointID: "me",
+            receivedAt: t0)
+        #expect(
+            try await store.view(now: t0.addingTimeInterval(299), staleAfter: 300).machines.first?.activity == .active)
+        #expect(
+            try await store.view(now: t0.addingTimeInterval(301), staleAfter: 300).machines.first?.activity == .stale)
         #expect(try await store.view(now: t0.addingTimeInterval(61), staleAfter: 60).count(.stale) == 1)
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -83,17 +95,21 @@ struct OtherMachinesStoreTests {
     @Test("the endpoint list names machines, leaves us out, and marks those who left as gone")
     func endpointList() async throws {
         let store = store()
-        let unnamed = try await store.record([gpsInfo(from: "peer", [(.dGnss, 52, 8, t0)])], ownEndpointID: "me", receivedAt: t0)
+        let unnamed = try await store.record(
+            [gpsInfo(from: "peer", [(.dGnss, 52, 8, t0)])], ownEndpointID: "me", receivedAt: t0)
         #expect(unnamed.unnamedSenders == ["peer"])
-        try await store.applyEndpointList([("me", "Tractor"), ("peer", "Harvester"), ("quiet", "Sprayer")], ownEndpointID: "me", at: t0)
+        try await store.applyEndpointList(
+            [("me", "Tractor"), ("peer", "Harvester"), ("quiet", "Sprayer")], ownEndpointID: "me", at: t0)
         var view = try await store.view(now: t0)
         #expect(view.ownName == "Tractor")
         #expect(view.machines.map(\.name) == ["Harvester", "Sprayer"])
         #expect(view.machines.map(\.activity) == [.active, .silent])
-        let named = try await store.record([gpsInfo(from: "peer", [(.dGnss, 52, 8, t0)])], ownEndpointID: "me", receivedAt: t0)
+        let named = try await store.record(
+            [gpsInfo(from: "peer", [(.dGnss, 52, 8, t0)])], ownEndpointID: "me", receivedAt: t0)
         #expect(named.unnamedSenders.isEmpty)
 
-        try await store.applyEndpointList([("me", "Tractor"), ("peer", "Combine 7")], ownEndpointID: "me", at: t0.addingTimeInterval(300))
+        try await store.applyEndpointList(
+            [("me", "Tractor"), ("peer", "Combine 7")], ownEndpointID: "me", at: t0.addingTimeInterval(300))
         view = try await store.view(now: t0)
         #expect(view.machines.map(\.name) == ["Combine 7", "Sprayer"])
         #expect(view.machines.map(\.activity) == [.active, .gone])
@@ -106,13 +122,16 @@ struct OtherMachinesStoreTests {
     func historyWindow() async throws {
         let store = store(historyWindow: 3600)
         _ = try await store.record([gpsInfo(from: "old", [(.dGnss, 50, 7, t0)])], ownEndpointID: "me", receivedAt: t0)
-        _ = try await store.record([gpsInfo(from: "peer", [(.dGnss, 52, 8, t0), (.dGnss, 52.001, 8, t0.addingTimeInterval(1))])],
-                                   ownEndpointID: "me", receivedAt: t0)
+        _ = try await store.record(
+            [gpsInfo(from: "peer", [(.dGnss, 52, 8, t0), (.dGnss, 52.001, 8, t0.addingTimeInterval(1))])],
+            ownEndpointID: "me", receivedAt: t0)
         let later = t0.addingTimeInterval(7200)
-        _ = try await store.record([gpsInfo(from: "peer", [(.dGnss, 52.002, 8, later)])], ownEndpointID: "me", receivedAt: later)
+        _ = try await store.record(
+            [gpsInfo(from: "peer", [(.dGnss, 52.002, 8, later)])], ownEndpointID: "me", receivedAt: later)
         #expect(try await store.history(of: "peer").map(\.latitude) == [52.002])
         #expect(try await store.history(of: "old").map(\.latitude) == [50])
-        #expect(try await store.view(now: later).machines.first { $0.endpointID == "old" }?.lastPosition?.latitude == 50)
+        #expect(
+            try await store.view(now: later).machines.first { $0.endpointID == "old" }?.lastPosition?.latitude == 50)
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -16,8 +16,9 @@ struct ReadOnlyStateTests {
     }
 
     func paths(_ directory: String) -> StatusSnapshot.Paths {
-        StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
-                             heartbeat: directory + "/heartbeat.json")
+        StatusSnapshot.Paths(
+            stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
+            heartbeat: directory + "/heartbeat.json")
     }
 
     @Test("a damaged spool is reported, not quarantined, and left byte for byte as it was")
@@ -36,18 +37,23 @@ struct ReadOnlyStateTests {
         #expect(movedAside.isEmpty, "\(left)")
     }
 
-    @Test("a look again when only the spool moved: its counts and the time read anew, everything else kept; none without a spool before")
+    @Test(
+        "a look again when only the spool moved: its counts and the time read anew, everything else kept; none without a spool before"
+    )
     func respooling() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let fix = PositionSample(sampledAt: Date(), state: .fix(.threeD, .autonomous),
-                                 report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8))
+        let fix = PositionSample(
+            sampledAt: Date(), state: .fix(.threeD, .autonomous),
+            report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8))
         var heartbeat = Heartbeat(pid: getpid(), startedAt: Date(), onboarded: true)
         heartbeat.environment = "qa"
         try heartbeat.write(to: directory + "/heartbeat.json")
         let empty = await StatusSnapshot.gather(paths(directory))
         let reader = SpoolReader(path: directory + "/spool.sqlite")
-        #expect(empty.respooling(now: Date(), heartbeatLimit: 120) == nil, "no spool at the whole look: only a whole look says why")
+        #expect(
+            empty.respooling(now: Date(), heartbeatLimit: 120) == nil,
+            "no spool at the whole look: only a whole look says why")
         let spool = Spool(path: directory + "/spool.sqlite")
 
         _ = await spool.append(fix)
@@ -62,19 +68,24 @@ struct ReadOnlyStateTests {
         #expect(rows.count == 3)
         #expect(after.spool?.pending == 3)
         #expect(after.takenAt == later)
-        #expect(after.heartbeat?.environment == "qa" && after.stateDirectory == before.stateDirectory && after.diskFree == before.diskFree)
+        #expect(
+            after.heartbeat?.environment == "qa" && after.stateDirectory == before.stateDirectory
+                && after.diskFree == before.diskFree)
         #expect(after.verdict(StatusThresholds()).reasons == before.verdict(StatusThresholds()).reasons)
     }
 
-    @Test("with the system clock 2 h fast, status reads a 30 s old unsent sample as 30 s old, not 7,230: both sides on the true clock")
+    @Test(
+        "with the system clock 2 h fast, status reads a 30 s old unsent sample as 30 s old, not 7,230: both sides on the true clock"
+    )
     func fastClockAges() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let gnss = Date().addingTimeInterval(-30)
         let fast = gnss.addingTimeInterval(7200)
         // Taken under a clock 2 h fast: system time ahead of the receiver's, the skew recorded.
-        let sample = PositionSample(sampledAt: fast, state: .fix(.threeD, .autonomous),
-                                    report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8), clockSkew: 7200)
+        let sample = PositionSample(
+            sampledAt: fast, state: .fix(.threeD, .autonomous),
+            report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8), clockSkew: 7200)
         _ = await Spool(path: directory + "/spool.sqlite").append(sample)
         var heartbeat = Heartbeat(pid: getpid(), startedAt: fast, onboarded: true)
         heartbeat.lastSample = Heartbeat.Sample(sample)
@@ -84,7 +95,8 @@ struct ReadOnlyStateTests {
         let age = try #require(snapshot.spool?.oldestPendingAge)
         #expect(abs(age - 30) < 5, "read as \(age) s")
         // The daemon's own reading: its best known UTC against the sample's GNSS time.
-        let own = await Spool(path: directory + "/spool.sqlite").status(now: gnss.addingTimeInterval(30)).oldestPendingAge
+        let own = await Spool(path: directory + "/spool.sqlite").status(now: gnss.addingTimeInterval(30))
+            .oldestPendingAge
         #expect(own.map { abs($0 - 30) < 5 } == true, "the daemon read \(String(describing: own)) s")
         // No fix now (the last sample has no skew), but the daemon still knows its clock's error, from
         // an earlier fix or agrirouter's clock: status corrects by that.
@@ -92,10 +104,14 @@ struct ReadOnlyStateTests {
         heartbeat.systemClockError = 7200
         try heartbeat.write(to: directory + "/heartbeat.json")
         let later = await StatusSnapshot.gather(paths(directory), now: now)
-        #expect(later.spool?.oldestPendingAge.map { abs($0 - 30) < 5 } == true, "read as \(String(describing: later.spool?.oldestPendingAge)) s")
+        #expect(
+            later.spool?.oldestPendingAge.map { abs($0 - 30) < 5 } == true,
+            "read as \(String(describing: later.spool?.oldestPendingAge)) s")
     }
 
-    @Test("a spool the daemon wrote is read as it stands: counts, newest first, and a change counter that moves on a commit")
+    @Test(
+        "a spool the daemon wrote is read as it stands: counts, newest first, and a change counter that moves on a commit"
+    )
     func readsLiveSpool() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -103,9 +119,12 @@ struct ReadOnlyStateTests {
         let start = Date().addingTimeInterval(-60)
         for second in 0..<3 {
             let time = start.addingTimeInterval(Double(second))
-            _ = await spool.append(PositionSample(sampledAt: time, state: .fix(.threeD, .autonomous),
-                                                  report: PositionReport(time: time, gpsdMode: 3, gpsdStatus: 1,
-                                                                         latitude: 52 + Double(second) / 1000, longitude: 8)))
+            _ = await spool.append(
+                PositionSample(
+                    sampledAt: time, state: .fix(.threeD, .autonomous),
+                    report: PositionReport(
+                        time: time, gpsdMode: 3, gpsdStatus: 1,
+                        latitude: 52 + Double(second) / 1000, longitude: 8)))
         }
         let reader = SpoolReader(path: directory + "/spool.sqlite")
         let status = try await reader.status(now: start.addingTimeInterval(10))

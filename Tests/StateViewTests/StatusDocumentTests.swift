@@ -2,8 +2,9 @@ import Foundation
 import GNSS
 import Spool
 import StateDirectory
-import Testing
 import TestSupport
+import Testing
+
 @testable import StateView
 
 /// `status --json` and `others --json` against golden files: every key there, and unknown values written as null.
@@ -20,10 +21,13 @@ struct StatusDocumentTests {
     func others() throws {
         let listing = OthersListingTests()
         let here = Coordinate(latitude: 52, longitude: 8)
-        let own = Heartbeat.Sample(PositionSample(sampledAt: now, state: .fix(.threeD, .dgps),
-                                                  report: PositionReport(time: now, gpsdMode: 3, gpsdStatus: 2, latitude: 52, longitude: 8)))
-        let document = OthersDocument(OthersListing(view: listing.view, ownPosition: here, now: now, includeStale: true),
-                                      view: listing.view, ownFix: own, now: now)
+        let own = Heartbeat.Sample(
+            PositionSample(
+                sampledAt: now, state: .fix(.threeD, .dgps),
+                report: PositionReport(time: now, gpsdMode: 3, gpsdStatus: 2, latitude: 52, longitude: 8)))
+        let document = OthersDocument(
+            OthersListing(view: listing.view, ownPosition: here, now: now, includeStale: true),
+            view: listing.view, ownFix: own, now: now)
         try written(JSONLine.encode(document), matches: "others")
     }
 
@@ -41,8 +45,9 @@ struct StatusDocumentTests {
         var heartbeat = Heartbeat(pid: 42, startedAt: now.addingTimeInterval(-3600), onboarded: true)
         heartbeat.lastSample = Heartbeat.Sample(PositionSample(sampledAt: now.addingTimeInterval(-1), state: .noFix))
         heartbeat.transport = "rest"
-        var snapshot = StatusSnapshot(takenAt: now, daemon: .running(pid: 42, heartbeatAge: 2), heartbeat: heartbeat, environment: "qa",
-                                      spool: SpoolStatus(), others: OthersView())
+        var snapshot = StatusSnapshot(
+            takenAt: now, daemon: .running(pid: 42, heartbeatAge: 2), heartbeat: heartbeat, environment: "qa",
+            spool: SpoolStatus(), others: OthersView())
         snapshot.diskFree = 1 << 30
         try matches(snapshot, "status-no-fix")
     }
@@ -50,15 +55,20 @@ struct StatusDocumentTests {
     @Test("a last fix whose coordinates did not read back: null coordinates, not the Gulf of Guinea")
     func unreadableCoordinates() throws {
         var heartbeat = Heartbeat(pid: 42, startedAt: now.addingTimeInterval(-3600), onboarded: true)
-        var fix = Heartbeat.Sample(PositionSample(sampledAt: now.addingTimeInterval(-1), state: .fix(.threeD, .rtkFixed),
-                                                  report: PositionReport(time: now, gpsdMode: 3, gpsdStatus: 3, latitude: 52.5, longitude: 8.25)))
+        var fix = Heartbeat.Sample(
+            PositionSample(
+                sampledAt: now.addingTimeInterval(-1), state: .fix(.threeD, .rtkFixed),
+                report: PositionReport(time: now, gpsdMode: 3, gpsdStatus: 3, latitude: 52.5, longitude: 8.25)))
         (fix.latitude, fix.longitude) = (nil, nil)
         heartbeat.lastFix = fix
-        var snapshot = StatusSnapshot(takenAt: now, daemon: .notRunning(lastHeartbeat: now.addingTimeInterval(-600)), heartbeat: heartbeat,
-                                      environment: nil, spool: nil, others: OthersView())
+        var snapshot = StatusSnapshot(
+            takenAt: now, daemon: .notRunning(lastHeartbeat: now.addingTimeInterval(-600)), heartbeat: heartbeat,
+            environment: nil, spool: nil, others: OthersView())
         snapshot.spoolProblem = "no spool yet at /var/lib/agrigps/spool.sqlite: the daemon has not run here"
         try matches(snapshot, "status-not-running")
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(StatusDocument(snapshot, verdict: (.critical, [])).json().utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(StatusDocument(snapshot, verdict: (.critical, [])).json().utf8))
+                as? [String: Any])
         let lastFix = try #require(object["last_fix"] as? [String: Any])
         #expect(lastFix["latitude"] is NSNull && lastFix["longitude"] is NSNull)
     }

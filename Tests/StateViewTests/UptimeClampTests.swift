@@ -3,8 +3,9 @@ import Foundation
 import GNSS
 import Spool
 import StateDirectory
-@testable import StateView
 import Testing
+
+@testable import StateView
 
 /// A box without a battery-backed clock boots at 1970 and is set right later, by NTP or a fix. For
 /// a few seconds after the step the daemon's files still hold stamps of the old clock, and of its
@@ -26,8 +27,9 @@ struct UptimeClampTests {
     }
 
     func paths(_ directory: String) -> StatusSnapshot.Paths {
-        StatusSnapshot.Paths(stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
-                             heartbeat: directory + "/heartbeat.json")
+        StatusSnapshot.Paths(
+            stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
+            heartbeat: directory + "/heartbeat.json")
     }
 
     /// Every whole number in `text`.
@@ -40,11 +42,14 @@ struct UptimeClampTests {
     /// 56 years slow (so that the spool is read 56 years ahead).
     func steppedBox(heartbeatAt written: Date) async throws -> String {
         let directory = try temporaryDirectory()
-        let fix = PositionSample(sampledAt: early(90), state: .fix(.threeD, .rtkFixed),
-                                 report: PositionReport(time: now.addingTimeInterval(-4), gpsdMode: 3, gpsdStatus: 3, latitude: 52, longitude: 8))
+        let fix = PositionSample(
+            sampledAt: early(90), state: .fix(.threeD, .rtkFixed),
+            report: PositionReport(
+                time: now.addingTimeInterval(-4), gpsdMode: 3, gpsdStatus: 3, latitude: 52, longitude: 8))
         let waiting = PositionSample(sampledAt: now.addingTimeInterval(-3), state: .noFix, report: nil)
         _ = await Spool(path: directory + "/spool.sqlite").append(waiting)
-        var heartbeat = Heartbeat(pid: getpid(), startedAt: early(0), onboarded: true)  // onboarded, as the credentials beside it say
+        // onboarded, as the credentials beside it say
+        var heartbeat = Heartbeat(pid: getpid(), startedAt: early(0), onboarded: true)
         heartbeat.updatedAt = written
         heartbeat.lastFix = Heartbeat.Sample(fix)
         heartbeat.lastSample = Heartbeat.Sample(PositionSample(sampledAt: early(91), state: .noFix, report: nil))
@@ -55,8 +60,9 @@ struct UptimeClampTests {
         return directory
     }
 
-    @Test("after the step from 1970, status's ages and reasons are no longer than the time since boot",
-          arguments: [true, false])
+    @Test(
+        "after the step from 1970, status's ages and reasons are no longer than the time since boot",
+        arguments: [true, false])
     func statusAfterStep(_ heartbeatAfterStep: Bool) async throws {
         // The heartbeat written just after the step (on the right clock) or just before it (at 1970).
         let directory = try await steppedBox(heartbeatAt: heartbeatAfterStep ? now.addingTimeInterval(-2) : early(92))
@@ -66,14 +72,18 @@ struct UptimeClampTests {
         #expect(verdict.reasons.flatMap(numbers).allSatisfy { $0 <= sinceBoot }, "\(verdict.reasons)")
         // The daemon is running (its process is this test's): a heartbeat stamped before the step is
         // at most as old as the boot, not 56 years: no stall.
-        guard case .running(_, let age) = snapshot.daemon else { Issue.record("\(snapshot.daemon)"); return }
+        guard case .running(_, let age) = snapshot.daemon else {
+            Issue.record("\(snapshot.daemon)")
+            return
+        }
         #expect(age <= sinceBoot)
         let oldest = try #require(snapshot.spool?.oldestPendingAge)
         #expect(oldest <= sinceBoot)
         #expect(snapshot.age(since: early(0)) == sinceBoot)
         let json = StatusDocument(snapshot, verdict: verdict).json()
         for key in ["heartbeat_age_s", "oldest_pending_age_s"] {
-            let value = try #require(json.range(of: "\"\(key)\":").map { json[$0.upperBound...].prefix { $0.isNumber || $0 == "." } })
+            let value = try #require(
+                json.range(of: "\"\(key)\":").map { json[$0.upperBound...].prefix { $0.isNumber || $0 == "." } })
             #expect(Double(value).map { $0 <= sinceBoot } == true, "\(key): \(value) in \(json)")
         }
         // The page's "Offline · 1 position waiting · 3 min" counts from the last acknowledgement, stamped at 1970.
@@ -82,23 +92,29 @@ struct UptimeClampTests {
         let label = SharingIndicator(onboarded, lastState: .fix(.threeD, .rtkFixed), thresholds: StatusThresholds())
         #expect(label.state == .offline)
         let since = try #require(label.since.flatMap { ISO8601UTC.date(from: $0) })
-        #expect(now.timeIntervalSince(since) <= sinceBoot + 0.001, "to the millisecond the page sends; the page's label counts from \(since)")
+        #expect(
+            now.timeIntervalSince(since) <= sinceBoot + 0.001,
+            "to the millisecond the page sends; the page's label counts from \(since)")
     }
 
     @Test("without a step, ages are as they were; the clamp only bounds")
     func noStep() {
         var heartbeat = Heartbeat(pid: 42, startedAt: now.addingTimeInterval(-50), onboarded: true)
         heartbeat.updatedAt = now.addingTimeInterval(-1)
-        var fix = Heartbeat.Sample(PositionSample(sampledAt: now.addingTimeInterval(-75), state: .fix(.threeD, .dgps), report: nil))
+        var fix = Heartbeat.Sample(
+            PositionSample(sampledAt: now.addingTimeInterval(-75), state: .fix(.threeD, .dgps), report: nil))
         fix.sampledAt = now.addingTimeInterval(-75)
         heartbeat.lastFix = fix
         heartbeat.lastSample = fix
-        var snapshot = StatusSnapshot(takenAt: now, daemon: .running(pid: 42, heartbeatAge: 1), heartbeat: heartbeat, environment: "qa",
-                                      spool: SpoolStatus(), others: OthersView())
+        var snapshot = StatusSnapshot(
+            takenAt: now, daemon: .running(pid: 42, heartbeatAge: 1), heartbeat: heartbeat, environment: "qa",
+            spool: SpoolStatus(), others: OthersView())
         snapshot.sinceBoot = 3600
         #expect(snapshot.verdict(StatusThresholds()) == (.warning, ["no fix for 75 s"]))
         snapshot.sinceBoot = 70
-        #expect(snapshot.verdict(StatusThresholds()) == (.warning, ["no fix for 70 s"]), "the fix was before this boot, or on a clock since set")
+        #expect(
+            snapshot.verdict(StatusThresholds()) == (.warning, ["no fix for 70 s"]),
+            "the fix was before this boot, or on a clock since set")
         snapshot.sinceBoot = nil
         #expect(snapshot.age(since: now.addingTimeInterval(-1e9)) == 1e9, "unknown uptime: no bound")
     }

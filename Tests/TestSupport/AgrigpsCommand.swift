@@ -19,14 +19,16 @@ public struct AgrigpsCommand {
         guard FileManager.default.isExecutableFile(atPath: Self.path) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "\(Self.path) (run swift build first)"])
         }
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-cli-\(UUID().uuidString)").path
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-cli-\(UUID().uuidString)")
+            .path
         stdoutPath = base + ".out"
         stderrPath = base + ".err"
         if let input { try input.write(toFile: base + ".in", atomically: true, encoding: .utf8) }
         defer { if input != nil { unlink(base + ".in") } }
-        process = try ChildProcess(executable: Self.path, arguments: arguments,
-                                   environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
-                                   outputPath: stdoutPath, errorPath: stderrPath, inputPath: input.map { _ in base + ".in" })
+        process = try ChildProcess(
+            executable: Self.path, arguments: arguments,
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            outputPath: stdoutPath, errorPath: stderrPath, inputPath: input.map { _ in base + ".in" })
     }
 
     public var stdout: [String] { (try? Fixtures.lines(of: stdoutPath)) ?? [] }
@@ -35,7 +37,8 @@ public struct AgrigpsCommand {
     /// Runs to completion (bounded) and returns the exit code. It waits by suspending, so the
     /// cooperative pool stays free for in-process servers and other tests.
     public static func run(_ arguments: [String], timeout: Double = 60, input: String? = nil) async throws
-        -> (code: Int32?, stdout: [String], stderr: [String]) {
+        -> (code: Int32?, stdout: [String], stderr: [String])
+    {
         let command = try AgrigpsCommand(arguments, input: input)
         defer { command.cleanUp() }
         let code = try await command.process.finish(timeout: timeout)

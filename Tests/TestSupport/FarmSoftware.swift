@@ -19,14 +19,20 @@ public struct FarmSoftware {
 
     /// Onboards with `tan` and declares that it sends TaskData; returns once agrirouter took that.
     public static func onboard(_ simulator: AgrirouterSimulator, tan: String) async throws -> FarmSoftware {
-        let environment = AgrirouterEnvironment.local(onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let onboarding = OnboardingClient(environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
+        let environment = AgrirouterEnvironment.local(
+            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
+        let onboarding = OnboardingClient(
+            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
         let endpoint = try await onboarding.onboard(tan: tan, externalID: "urn:farm-software:\(tan)")
-        guard let credentials = ClientCredentials(agrirouterPEM: endpoint.authentication.certificate, secret: endpoint.authentication.secret) else {
+        guard
+            let credentials = ClientCredentials(
+                agrirouterPEM: endpoint.authentication.certificate, secret: endpoint.authentication.secret)
+        else {
             throw Failure(description: "the local agrirouter's certificate for \(tan) could not be read")
         }
-        var farm = FarmSoftware(endpoint: endpoint, credentials: credentials,
-                                client: HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 30))
+        var farm = FarmSoftware(
+            endpoint: endpoint, credentials: credentials,
+            client: HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 30))
         var specification = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification()
         var capability = Agrirouter_Request_Payload_Endpoint_CapabilitySpecification.Capability()
         capability.technicalMessageType = TechnicalMessageType.taskData
@@ -34,9 +40,12 @@ public struct FarmSoftware {
         specification.capabilities = [capability]
         specification.appCertificationID = "app"
         specification.appCertificationVersionID = "v"
-        let sent = try farm.encoder.encode(technicalMessageType: TechnicalMessageType.capabilities, payload: specification)
+        let sent = try farm.encoder.encode(
+            technicalMessageType: TechnicalMessageType.capabilities, payload: specification)
         try await farm.post([sent])
-        guard try await farm.outbox().first(where: { $0.applicationMessageID == sent.applicationMessageID })?.body == .ack else {
+        guard
+            try await farm.outbox().first(where: { $0.applicationMessageID == sent.applicationMessageID })?.body == .ack
+        else {
             throw Failure(description: "the local agrirouter did not acknowledge the farm software's capabilities")
         }
         return farm
@@ -46,22 +55,31 @@ public struct FarmSoftware {
     public mutating func sendTaskData(_ zip: Data) async throws -> Int {
         let parts = ChunkJoiner.split(zip, contextID: UUID().uuidString.lowercased())
         for part in parts {
-            try await post([try encoder.encode(technicalMessageType: TechnicalMessageType.taskData, content: part.payload,
-                                               chunk: part.position, fileName: "TASKDATA.zip")])
+            try await post([
+                try encoder.encode(
+                    technicalMessageType: TechnicalMessageType.taskData, content: part.payload,
+                    chunk: part.position, fileName: "TASKDATA.zip")
+            ])
         }
         return parts.count
     }
 
     public func post(_ messages: [EncodedMessage]) async throws {
-        let body = try MeasuresBody(sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
-                                    messages: messages).json()
-        let response = try await client.send(method: "POST", url: endpoint.connectionCriteria.measures, body: body,
-                                             headers: ["Content-Type: application/json"], credentials: credentials)
-        guard (200..<300).contains(response.status) else { throw Failure(description: "the local agrirouter answered \(response.status)") }
+        let body = try MeasuresBody(
+            sensorAlternateID: endpoint.sensorAlternateId, capabilityAlternateID: endpoint.capabilityAlternateId,
+            messages: messages
+        ).json()
+        let response = try await client.send(
+            method: "POST", url: endpoint.connectionCriteria.measures, body: body,
+            headers: ["Content-Type: application/json"], credentials: credentials)
+        guard (200..<300).contains(response.status) else {
+            throw Failure(description: "the local agrirouter answered \(response.status)")
+        }
     }
 
     public func outbox() async throws -> [DecodedResponse] {
-        let response = try await client.send(method: "GET", url: endpoint.connectionCriteria.commands, credentials: credentials)
+        let response = try await client.send(
+            method: "GET", url: endpoint.connectionCriteria.commands, credentials: credentials)
         return try OutboxItem.list(from: response.body).map { try OutboxDecoder.decode(base64: $0.command.message) }
     }
 }

@@ -52,7 +52,9 @@ public struct TPVFields: Equatable, CustomStringConvertible, Sendable {
         if mode < 2 { (lat, lon) = (nil, nil) }
     }
 
-    public var description: String { "time=\(time ?? "-") mode=\(mode) status=\(status) lat=\(lat.map { "\($0)" } ?? "-") lon=\(lon.map { "\($0)" } ?? "-")" }
+    public var description: String {
+        "time=\(time ?? "-") mode=\(mode) status=\(status) lat=\(lat.map { "\($0)" } ?? "-") lon=\(lon.map { "\($0)" } ?? "-")"
+    }
 
     /// The TPV lines of a `.chk` file.
     public static func fromCheckFile(_ path: String) throws -> [TPVFields] {
@@ -67,7 +69,8 @@ public enum ReplayRun {
     }
 
     public static func reports(log name: String, timeout: Double = 60) async throws
-        -> (reports: [PositionReport], ending: ReplayEnding, processes: [pid_t]) {
+        -> (reports: [PositionReport], ending: ReplayEnding, processes: [pid_t])
+    {
         let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log(name)))
         defer { gpsd.stop() }
         let stream = gpsd.stream()
@@ -76,7 +79,8 @@ public enum ReplayRun {
     }
 
     public static func samples(log name: String, interval: Double = 1, timeout: Double = 60) async throws
-        -> (samples: [PositionSample], ending: ReplayEnding) {
+        -> (samples: [PositionSample], ending: ReplayEnding)
+    {
         let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log(name)))
         defer { gpsd.stop() }
         let stream = gpsd.stream()

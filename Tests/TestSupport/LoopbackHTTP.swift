@@ -26,23 +26,35 @@ public struct LoopbackHTTPError: Error, CustomStringConvertible {
 /// (never on Swift's cooperative pool, which an in-process server needs): every header is the test's
 /// to choose, the Host included, and a stream (Server-Sent Events) can be read as it arrives.
 public enum LoopbackHTTP {
-    public static func request(_ method: String, port: Int, path: String, headers: [String: String] = [:], body: Data? = nil,
-                               timeout: Double = 15) async throws -> HTTPReply {
-        let raw = try await onThread { try exchange(method, port: port, path: path, headers: headers, body: body, timeout: timeout) { _ in false } }
+    public static func request(
+        _ method: String, port: Int, path: String, headers: [String: String] = [:], body: Data? = nil,
+        timeout: Double = 15
+    ) async throws -> HTTPReply {
+        let raw = try await onThread {
+            try exchange(method, port: port, path: path, headers: headers, body: body, timeout: timeout) { _ in false }
+        }
         return try parse(raw)
     }
 
     /// JSON in, the answer out.
-    public static func post(port: Int, path: String, json: Any, headers: [String: String] = [:]) async throws -> HTTPReply {
+    public static func post(port: Int, path: String, json: Any, headers: [String: String] = [:]) async throws
+        -> HTTPReply
+    {
         let body = try JSONSerialization.data(withJSONObject: json)
-        return try await request("POST", port: port, path: path, headers: headers.merging(["Content-Type": "application/json"]) { $1 }, body: body)
+        return try await request(
+            "POST", port: port, path: path, headers: headers.merging(["Content-Type": "application/json"]) { $1 },
+            body: body)
     }
 
     /// Reads a streaming answer until `done` says the text so far is enough, or `timeout` passes; the text read.
-    public static func stream(port: Int, path: String, headers: [String: String] = [:], timeout: Double,
-                              until done: @escaping @Sendable (String) -> Bool) async throws -> String {
+    public static func stream(
+        port: Int, path: String, headers: [String: String] = [:], timeout: Double,
+        until done: @escaping @Sendable (String) -> Bool
+    ) async throws -> String {
         let raw = try await onThread {
-            try exchange("GET", port: port, path: path, headers: headers, body: nil, timeout: timeout) { done(String(decoding: $0, as: UTF8.self)) }
+            try exchange("GET", port: port, path: path, headers: headers, body: nil, timeout: timeout) {
+                done(String(decoding: $0, as: UTF8.self))
+            }
         }
         return String(decoding: raw, as: UTF8.self)
     }
@@ -54,8 +66,10 @@ public enum LoopbackHTTP {
         }
     }
 
-    private static func exchange(_ method: String, port: Int, path: String, headers: [String: String], body: Data?, timeout: Double,
-                                 enough: (Data) -> Bool) throws -> Data {
+    private static func exchange(
+        _ method: String, port: Int, path: String, headers: [String: String], body: Data?, timeout: Double,
+        enough: (Data) -> Bool
+    ) throws -> Data {
         let descriptor = try connectedSocket(port: port)
         defer { close(descriptor) }
         var wait = timeval(tv_sec: 0, tv_usec: 200_000)
@@ -63,7 +77,9 @@ public enum LoopbackHTTP {
         var head = "\(method) \(path) HTTP/1.1\r\n"
         var all = ["Host": "127.0.0.1:\(port)", "Connection": "close"].merging(headers) { $1 }
         if let body { all["Content-Length"] = String(body.count) }
-        for (name, value) in all.sorted(by: { $0.key < $1.key }) where !value.isEmpty { head += "\(name): \(value)\r\n" }
+        for (name, value) in all.sorted(by: { $0.key < $1.key }) where !value.isEmpty {
+            head += "\(name): \(value)\r\n"
+        }
         let request = Data((head + "\r\n").utf8) + (body ?? Data())
         let sent = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         guard sent == request.count else { throw LoopbackHTTPError(description: "send: \(errno)") }
@@ -82,7 +98,10 @@ public enum LoopbackHTTP {
             }
         }
         if method == "GET", headers["Accept"] == "text/event-stream" { return received }
-        throw LoopbackHTTPError(description: "no whole answer from 127.0.0.1:\(port)\(path) within \(timeout) s: \(String(decoding: received.prefix(300), as: UTF8.self))")
+        throw LoopbackHTTPError(
+            description:
+                "no whole answer from 127.0.0.1:\(port)\(path) within \(timeout) s: \(String(decoding: received.prefix(300), as: UTF8.self))"
+        )
     }
 
     /// A TCP socket connected to 127.0.0.1:`port`; the caller closes it.
@@ -94,7 +113,9 @@ public enum LoopbackHTTP {
         address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard connected == 0 else {
             let code = errno
@@ -111,23 +132,32 @@ public enum LoopbackHTTP {
         let head = String(decoding: raw[..<split.lowerBound], as: UTF8.self).lowercased()
         let body = raw[split.upperBound...]
         for line in head.components(separatedBy: "\r\n") where line.hasPrefix("content-length:") {
-            return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)).map { body.count >= $0 } ?? false
+            return Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)).map {
+                body.count >= $0
+            } ?? false
         }
-        if head.contains("transfer-encoding: chunked") { return body.range(of: Data("\r\n0\r\n\r\n".utf8)) != nil || body.starts(with: Data("0\r\n\r\n".utf8)) }
+        if head.contains("transfer-encoding: chunked") {
+            return body.range(of: Data("\r\n0\r\n\r\n".utf8)) != nil || body.starts(with: Data("0\r\n\r\n".utf8))
+        }
         return false
     }
 
     static func parse(_ raw: Data) throws -> HTTPReply {
-        guard let split = raw.range(of: Data("\r\n\r\n".utf8)) else { throw LoopbackHTTPError(description: "no header end in \(raw.count) bytes") }
+        guard let split = raw.range(of: Data("\r\n\r\n".utf8)) else {
+            throw LoopbackHTTPError(description: "no header end in \(raw.count) bytes")
+        }
         let lines = String(decoding: raw[..<split.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
         let statusParts = lines.first?.split(separator: " ") ?? []
-        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw LoopbackHTTPError(description: "bad status line \(lines.first ?? "")") }
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else {
+            throw LoopbackHTTPError(description: "bad status line \(lines.first ?? "")")
+        }
         let headers = lines.dropFirst().compactMap { line -> (String, String)? in
             guard let colon = line.firstIndex(of: ":") else { return nil }
             return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
         var body = Data(raw[split.upperBound...])
-        if headers.contains(where: { $0.0.lowercased() == "transfer-encoding" && $0.1.lowercased().contains("chunked") }) {
+        if headers.contains(where: { $0.0.lowercased() == "transfer-encoding" && $0.1.lowercased().contains("chunked") }
+        ) {
             body = dechunk(body)
         }
         return HTTPReply(status: status, headers: headers, body: body)
@@ -137,7 +167,8 @@ public enum LoopbackHTTP {
         var output = Data()
         var rest = data[...]
         while let lineEnd = rest.range(of: Data("\r\n".utf8)) {
-            let sizeText = String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self).split(separator: ";").first ?? ""
+            let sizeText =
+                String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self).split(separator: ";").first ?? ""
             guard let size = Int(sizeText, radix: 16), size > 0 else { break }
             let start = lineEnd.upperBound
             guard let end = rest.index(start, offsetBy: size, limitedBy: rest.endIndex) else { break }

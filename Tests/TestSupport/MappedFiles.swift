@@ -12,10 +12,11 @@ public func procText(_ path: String) -> String {
 public func mappedFiles(of pid: pid_t? = nil) -> Set<String> {
     let text = procText("/proc/\(pid.map(String.init) ?? "self")/maps")
     // A line is "range perms offset dev inode [path]"; only the lines with a path have a sixth field.
-    return Set(text.split(separator: "\n").compactMap { line in
-        let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-        return fields.count == 6 ? fields[5].trimmingCharacters(in: .whitespaces) : nil
-    })
+    return Set(
+        text.split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
+            return fields.count == 6 ? fields[5].trimmingCharacters(in: .whitespaces) : nil
+        })
 }
 
 /// The mapped files whose name contains `name`.

@@ -19,19 +19,25 @@ public struct OnboardedMachine: Sendable {
     /// `gatewayPort` 0 takes a free one.
     /// `outboxLifetime` shortens how long the local agrirouter keeps answers (give the daemon the same).
     /// `otherTANs` are registration codes for other endpoints of the same account, by TAN, with their names.
-    public static func make(gatewayPort: Int = 0, transport: String = "rest", outboxLifetime: Double? = nil,
-                            otherTANs: [String: String] = [:]) async throws -> OnboardedMachine {
+    public static func make(
+        gatewayPort: Int = 0, transport: String = "rest", outboxLifetime: Double? = nil,
+        otherTANs: [String: String] = [:]
+    ) async throws -> OnboardedMachine {
         var configuration = SimConfiguration(tans: otherTANs.merging(["TANA123456": "Tractor"]) { $1 })
         configuration.mqtt = transport == "mqtt"
         if let outboxLifetime { configuration.outboxLifetime = outboxLifetime }
         let simulator = try await AgrirouterSimulator.start(configuration, gatewayPort: gatewayPort)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-run-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-run-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
         let machine = OnboardedMachine(simulator: simulator, directory: directory, transport: transport)
-        let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", "TANA123456", "--env", "local", "--onboarding-url", simulator.onboardingURL,
-                                                      "--ca-file", directory + "/ca.pem", "--state-dir", machine.state,
-                                                      "--application-id", "app", "--certification-version-id", "v", "--transport", transport])
+        let onboarded = try await AgrigpsCommand.run([
+            "onboard", "--tan", "TANA123456", "--env", "local", "--onboarding-url", simulator.onboardingURL,
+            "--ca-file", directory + "/ca.pem", "--state-dir", machine.state,
+            "--application-id", "app", "--certification-version-id", "v", "--transport", transport,
+        ])
         guard onboarded.code == 0 else {
             throw OnboardedMachineError(description: "agrigps onboard exited \(onboarded.code): \(onboarded.stderr)")
         }

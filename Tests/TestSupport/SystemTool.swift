@@ -5,12 +5,17 @@ import Foundation
 public enum SystemTool {
     public static let path = ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
 
-    public static func run(_ executable: String, _ arguments: [String], environment: [String: String] = path,
-                           timeout: Double = 60) async throws -> (code: Int32?, output: String) {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-tool-\(UUID().uuidString).out").path
+    public static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String] = path,
+        timeout: Double = 60
+    ) async throws -> (code: Int32?, output: String) {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-tool-\(UUID().uuidString).out"
+        ).path
         defer { unlink(output) }
-        let process = try ChildProcess(executable: executable, arguments: arguments, environment: environment,
-                                       outputPath: output, errorPath: output)
+        let process = try ChildProcess(
+            executable: executable, arguments: arguments, environment: environment,
+            outputPath: output, errorPath: output)
         defer { process.terminate(grace: 1) }
         let code = await process.wait(timeout: timeout)
         return (code, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
@@ -55,7 +60,9 @@ public enum ExportValidation {
     }
 
     private static func scratchFile(_ text: String, suffix: String) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-export-\(UUID().uuidString)\(suffix)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-export-\(UUID().uuidString)\(suffix)"
+        ).path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }

@@ -10,7 +10,8 @@ public final class WebDriver: @unchecked Sendable {
     public static let chromedriver = "/usr/bin/chromedriver"
 
     public static var isInstalled: Bool {
-        FileManager.default.isExecutableFile(atPath: chromium) && FileManager.default.isExecutableFile(atPath: chromedriver)
+        FileManager.default.isExecutableFile(atPath: chromium)
+            && FileManager.default.isExecutableFile(atPath: chromedriver)
     }
 
     private let driver: ChildProcess
@@ -25,7 +26,8 @@ public final class WebDriver: @unchecked Sendable {
     /// `language` ("de-DE"), one that asks for that language first (Accept-Language, navigator.languages).
     public init(width: Int, height: Int, language: String? = nil) async throws {
         guard Self.isInstalled else {
-            throw LoopbackHTTPError(description: "chromium and chromium-driver are not installed (script/bootstrap installs them)")
+            throw LoopbackHTTPError(
+                description: "chromium and chromium-driver are not installed (script/bootstrap installs them)")
         }
         profile = NSTemporaryDirectory() + "agrigps-chromium-\(UUID().uuidString)"
         (driver, port) = try await Self.startDriver(base: base)
@@ -42,12 +44,16 @@ public final class WebDriver: @unchecked Sendable {
     private static func startDriver(base: String) async throws -> (ChildProcess, Int) {
         for _ in 0..<3 {
             let port = Int(try ReplayGPSD.freeLoopbackPort())
-            let driver = try ChildProcess(executable: chromedriver, arguments: ["--port=\(port)", "--url-base=\(base)"],
-                                          environment: ProcessInfo.processInfo.environment, outputPath: "/dev/null", errorPath: "/dev/null")
+            let driver = try ChildProcess(
+                executable: chromedriver, arguments: ["--port=\(port)", "--url-base=\(base)"],
+                environment: ProcessInfo.processInfo.environment, outputPath: "/dev/null", errorPath: "/dev/null")
             let deadline = Date().addingTimeInterval(15)
             while Date() < deadline, driver.isRunning() {
                 if let ready = try? await LoopbackHTTP.request("GET", port: port, path: base + "/status", timeout: 2),
-                   ((ready.json?["value"] as? [String: Any])?["ready"] as? Bool) == true { return (driver, port) }
+                    ((ready.json?["value"] as? [String: Any])?["ready"] as? Bool) == true
+                {
+                    return (driver, port)
+                }
                 try await Task.sleep(for: .milliseconds(100))
             }
             driver.terminate(grace: 1)
@@ -56,16 +62,22 @@ public final class WebDriver: @unchecked Sendable {
     }
 
     private func newSession(width: Int, height: Int, language: String?) async throws -> String {
-        var arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                         "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "--hide-scrollbars"]
-        var options: [String: Any] = ["binary": Self.chromium,
-                                      "mobileEmulation": ["deviceMetrics": ["width": width, "height": height, "pixelRatio": 1]]]
+        var arguments = [
+            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+            "--user-data-dir=\(profile)", "--window-size=\(width),\(height)", "--hide-scrollbars",
+        ]
+        var options: [String: Any] = [
+            "binary": Self.chromium,
+            "mobileEmulation": ["deviceMetrics": ["width": width, "height": height, "pixelRatio": 1]],
+        ]
         if let language {
             arguments.append("--lang=\(language)")
             options["prefs"] = ["intl.accept_languages": language]
         }
         options["args"] = arguments
-        let capabilities: [String: Any] = ["capabilities": ["alwaysMatch": ["browserName": "chrome", "goog:chromeOptions": options]]]
+        let capabilities: [String: Any] = [
+            "capabilities": ["alwaysMatch": ["browserName": "chrome", "goog:chromeOptions": options]]
+        ]
         let created = try await command("POST", "/session", capabilities, timeout: 60)
         guard let id = (created as? [String: Any])?["sessionId"] as? String else {
             throw LoopbackHTTPError(description: "chromedriver made no session: \(String(describing: created))")
@@ -86,7 +98,8 @@ public final class WebDriver: @unchecked Sendable {
         let marker = "--user-data-dir=\(profile)"
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let pid = pid_t(entry), let command = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline"),
-                  String(decoding: command, as: UTF8.self).contains(marker) else { continue }
+                String(decoding: command, as: UTF8.self).contains(marker)
+            else { continue }
             kill(pid, SIGKILL)
         }
         try? FileManager.default.removeItem(atPath: profile)
@@ -99,7 +112,8 @@ public final class WebDriver: @unchecked Sendable {
     /// Runs `script` (a function body; `arguments[0]`… are `arguments`) in the page and returns its value.
     @discardableResult
     public func run(_ script: String, _ arguments: [Any] = []) async throws -> Any? {
-        try await command("POST", "/session/\(session)/execute/sync", ["script": script, "args": arguments], timeout: 30)
+        try await command(
+            "POST", "/session/\(session)/execute/sync", ["script": script, "args": arguments], timeout: 30)
     }
 
     /// Polls `script` until it returns true, or gives up after `timeout` seconds; whether it did.
@@ -113,7 +127,8 @@ public final class WebDriver: @unchecked Sendable {
     }
 
     public func element(_ selector: String) async throws -> String {
-        let found = try await command("POST", "/session/\(session)/element", ["using": "css selector", "value": selector], timeout: 10)
+        let found = try await command(
+            "POST", "/session/\(session)/element", ["using": "css selector", "value": selector], timeout: 10)
         guard let object = found as? [String: Any], let id = object.values.first as? String else {
             throw LoopbackHTTPError(description: "no element \(selector)")
         }
@@ -125,9 +140,10 @@ public final class WebDriver: @unchecked Sendable {
     public func click(_ selector: String) async throws {
         for attempt in 1...3 {
             do {
-                _ = try await command("POST", "/session/\(session)/element/\(try await element(selector))/click", [:], timeout: 10)
+                _ = try await command(
+                    "POST", "/session/\(session)/element/\(try await element(selector))/click", [:], timeout: 10)
                 return
-            } catch where attempt < 3 && String(describing: error).contains("stale element") {
+            } catch  where attempt < 3 && String(describing: error).contains("stale element") {
                 continue
             }
         }
@@ -141,14 +157,16 @@ public final class WebDriver: @unchecked Sendable {
 
     /// Chooses a file in a file input, as a person picking it would (a file input cannot be cleared).
     public func attach(_ path: String, to selector: String) async throws {
-        _ = try await command("POST", "/session/\(session)/element/\(try await element(selector))/value", ["text": path], timeout: 10)
+        _ = try await command(
+            "POST", "/session/\(session)/element/\(try await element(selector))/value", ["text": path], timeout: 10)
     }
 
     public func text(_ selector: String) async throws -> String {
         // Found and read in one script: found by one request and read by the next, an element the
         // page redrew in between (its 5 s refresh, a new sample) was a stale reference.
         // As WebDriver's own text: nothing for an element not shown, the rendered words trimmed.
-        let read = try await run("""
+        let read = try await run(
+            """
             const e = document.querySelector(arguments[0]);
             if (!e) return null;
             const shown = e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden';
@@ -161,18 +179,21 @@ public final class WebDriver: @unchecked Sendable {
     /// A PNG of the viewport.
     public func screenshot() async throws -> Data {
         guard let base64 = try await command("GET", "/session/\(session)/screenshot", nil, timeout: 30) as? String,
-              let data = Data(base64Encoded: base64) else { throw LoopbackHTTPError(description: "no screenshot") }
+            let data = Data(base64Encoded: base64)
+        else { throw LoopbackHTTPError(description: "no screenshot") }
         return data
     }
 
     private func command(_ method: String, _ path: String, _ body: Any?, timeout: Double) async throws -> Any? {
         let data = try body.map { try JSONSerialization.data(withJSONObject: $0) }
-        let reply = try await LoopbackHTTP.request(method, port: port, path: base + path, headers: data == nil ? [:] : ["Content-Type": "application/json"],
-                                                   body: data, timeout: timeout)
+        let reply = try await LoopbackHTTP.request(
+            method, port: port, path: base + path, headers: data == nil ? [:] : ["Content-Type": "application/json"],
+            body: data, timeout: timeout)
         let value = reply.json?["value"]
         if reply.status >= 300 {
             let detail = (value as? [String: Any])?["message"] as? String ?? reply.text
-            throw LoopbackHTTPError(description: "WebDriver \(method) \(path): HTTP \(reply.status): \(detail.prefix(500))")
+            throw LoopbackHTTPError(
+                description: "WebDriver \(method) \(path): HTTP \(reply.status): \(detail.prefix(500))")
         }
         return value is NSNull ? nil : value
     }
@@ -219,15 +240,20 @@ public enum PNGCheck {
             """
         let output = NSTemporaryDirectory() + "agrigps-png-\(UUID().uuidString).txt"
         defer { unlink(output) }
-        let process = try ChildProcess(executable: "/usr/bin/python3", arguments: ["-c", script, path],
-                                       environment: ProcessInfo.processInfo.environment, outputPath: output, errorPath: output + ".err")
+        let process = try ChildProcess(
+            executable: "/usr/bin/python3", arguments: ["-c", script, path],
+            environment: ProcessInfo.processInfo.environment, outputPath: output, errorPath: output + ".err")
         defer { unlink(output + ".err") }
         guard try await process.finish(timeout: 60) == 0 else {
-            throw LoopbackHTTPError(description: "python3 could not read \(path): \((try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "")")
+            throw LoopbackHTTPError(
+                description:
+                    "python3 could not read \(path): \((try? String(contentsOfFile: output + ".err", encoding: .utf8)) ?? "")"
+            )
         }
         let parts = try String(contentsOfFile: output, encoding: .utf8).split(separator: " ")
         guard parts.count == 2, let share = Double(parts[0].trimmingCharacters(in: .whitespacesAndNewlines)),
-              let colours = Int(parts[1].trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            let colours = Int(parts[1].trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
             throw LoopbackHTTPError(description: "unreadable PNG check output")
         }
         return (share, colours)

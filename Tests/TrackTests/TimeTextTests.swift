@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import Track
 
 @Suite struct TimeTextTests {
@@ -33,10 +34,13 @@ import Testing
         #expect(try date("2026-03-28") == Date(timeIntervalSince1970: 1_774_652_400))
     }
 
-    @Test("what is not a time is refused with the forms that are", arguments: [
-        "", "soon", "8x", "0x10h", "1e2h", "+2h", "1.2.3h", ".h", "h", "\u{0661}h", "2026-02-30", "+026-03-29", "2026-03-29T0\u{0661}:00", "2026-3-29", "2026-03-29T02:30", "2026-03-29T24:00", "2026-03-29T10:61",
-        "99999999d", "1969-12-31", "2026-03-29T10:00:00+01:00",
-    ])
+    @Test(
+        "what is not a time is refused with the forms that are",
+        arguments: [
+            "", "soon", "8x", "0x10h", "1e2h", "+2h", "1.2.3h", ".h", "h", "\u{0661}h", "2026-02-30", "+026-03-29",
+            "2026-03-29T0\u{0661}:00", "2026-3-29", "2026-03-29T02:30", "2026-03-29T24:00", "2026-03-29T10:61",
+            "99999999d", "1969-12-31", "2026-03-29T10:00:00+01:00",
+        ])
     func refused(_ text: String) {
         let error = #expect(throws: TimeText.ParseError.self) { try date(text) }
         #expect(error?.description.contains("2026-11-25T08:30") == true)
@@ -45,7 +49,9 @@ import Testing
     @Test("a span with a minus is refused with what to write instead")
     func minusSpan() {
         let error = #expect(throws: TimeText.ParseError.self) { try date("-2h") }
-        #expect(error?.description == "'-2h' is not a time: a span already counts back from now; write 2h without the minus")
+        #expect(
+            error?.description == "'-2h' is not a time: a span already counts back from now; write 2h without the minus"
+        )
         #expect(throws: Never.self) { try date("1.5h") }
     }
 }
@@ -70,7 +76,11 @@ import Testing
         #expect(lines.count == 2)
         #expect(lines[0].hasPrefix("week      fix h"))
         let cells = lines[1].split(separator: " ")
-        #expect(cells == ["2026-W48", "1.50", "1.00", "0.00", "0.00", "0.50", "20", "10", "0.75", "12.3", "7200", "7000", "6990", "3"])
+        #expect(
+            cells == [
+                "2026-W48", "1.50", "1.00", "0.00", "0.00", "0.50", "20", "10", "0.75", "12.3", "7200", "7000", "6990",
+                "3",
+            ])
         #expect(StatsReport.text([], by: .day) == ["No track recorded in this time."])
     }
 
@@ -84,6 +94,8 @@ import Testing
         #expect((period["seconds_by_quality"] as? [String: Double])?["rtk_fixed"] == 3600)
         #expect(period["metres_driven"] as? Double == 12_345)
         #expect(period["samples"] as? Int == 7200)
-        #expect(period["samples_sent"] as? Int == 7000 && period["samples_acknowledged"] as? Int == 6990 && period["samples_lost"] as? Int == 3)
+        #expect(
+            period["samples_sent"] as? Int == 7000 && period["samples_acknowledged"] as? Int == 6990
+                && period["samples_lost"] as? Int == 3)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import GNSS
 import GRDB
 import Testing
+
 @testable import Track
 
 private func temporaryPath() -> String {
@@ -17,7 +18,9 @@ private func utc() -> Calendar {
 private let t0 = Date(timeIntervalSince1970: 1_790_000_000)  // 2026-09-21T14:13:20Z
 
 private func point(_ second: Double, latitude: Double = 52, state: FixState = .fix(.threeD, .rtkFixed)) -> TrackPoint {
-    TrackPoint(time: t0.addingTimeInterval(second), state: state, coordinate: Coordinate(latitude: latitude, longitude: 10), speed: 1)
+    TrackPoint(
+        time: t0.addingTimeInterval(second), state: state, coordinate: Coordinate(latitude: latitude, longitude: 10),
+        speed: 1)
 }
 
 /// Rows in the file itself, read on a connection of the test's own.
@@ -28,9 +31,13 @@ private func storedPoints(_ path: String) throws -> Int {
 /// Values out of range written into the file, as damage or an editor would leave them.
 private func tamper(_ path: String) throws {
     try DatabaseQueue(path: path).write { db in
-        try db.execute(sql: "INSERT INTO point (time_ms, state, latitude, longitude, speed) VALUES (?, 'fix_3d_rtk_fixed', 95, 10, -4)",
-                       arguments: [Int64(t0.timeIntervalSince1970 * 1000) + 5000])
-        try db.execute(sql: "INSERT INTO point (time_ms, state) VALUES (?, 'flying')", arguments: [Int64(t0.timeIntervalSince1970 * 1000) + 6000])
+        try db.execute(
+            sql:
+                "INSERT INTO point (time_ms, state, latitude, longitude, speed) VALUES (?, 'fix_3d_rtk_fixed', 95, 10, -4)",
+            arguments: [Int64(t0.timeIntervalSince1970 * 1000) + 5000])
+        try db.execute(
+            sql: "INSERT INTO point (time_ms, state) VALUES (?, 'flying')",
+            arguments: [Int64(t0.timeIntervalSince1970 * 1000) + 6000])
         try db.execute(sql: "UPDATE day SET samples = -5, rtk_fixed = 1e300, metres = 'many'")
     }
 }
@@ -46,16 +53,17 @@ private func damageMachine(_ path: String) throws {
 /// A track file as the first version wrote it: one day of figures, no delivery counts.
 private func writeFirstSchema(_ path: String) throws {
     try DatabaseQueue(path: path).write { db in
-        try db.execute(sql: """
-            CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
-            INSERT INTO grdb_migrations VALUES ('v1');
-            CREATE TABLE point (time_ms INTEGER PRIMARY KEY, state TEXT NOT NULL, reason TEXT,
-                                latitude REAL, longitude REAL, altitude REAL, speed REAL);
-            CREATE TABLE day (day TEXT PRIMARY KEY, samples INTEGER NOT NULL, rtk_fixed REAL NOT NULL, rtk_float REAL NOT NULL,
-                              dgps REAL NOT NULL, autonomous REAL NOT NULL, other_fix REAL NOT NULL, without_fix REAL NOT NULL,
-                              without_receiver REAL NOT NULL, moving REAL NOT NULL, metres REAL NOT NULL) WITHOUT ROWID;
-            INSERT INTO day VALUES ('2026-09-20', 100, 99, 0, 0, 0, 0, 0, 0, 50, 120.5);
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY);
+                INSERT INTO grdb_migrations VALUES ('v1');
+                CREATE TABLE point (time_ms INTEGER PRIMARY KEY, state TEXT NOT NULL, reason TEXT,
+                                    latitude REAL, longitude REAL, altitude REAL, speed REAL);
+                CREATE TABLE day (day TEXT PRIMARY KEY, samples INTEGER NOT NULL, rtk_fixed REAL NOT NULL, rtk_float REAL NOT NULL,
+                                  dgps REAL NOT NULL, autonomous REAL NOT NULL, other_fix REAL NOT NULL, without_fix REAL NOT NULL,
+                                  without_receiver REAL NOT NULL, moving REAL NOT NULL, metres REAL NOT NULL) WITHOUT ROWID;
+                INSERT INTO day VALUES ('2026-09-20', 100, 99, 0, 0, 0, 0, 0, 0, 50, 120.5);
+                """)
     }
 }
 
@@ -71,13 +79,17 @@ private func writeFirstSchema(_ path: String) throws {
     func heldThenWrittenTogether() async throws {
         let path = temporaryPath()
         let track = store(path)
-        for second in 0..<60 { try await track.record(point(Double(second)), now: t0.addingTimeInterval(Double(second))) }
+        for second in 0..<60 {
+            try await track.record(point(Double(second)), now: t0.addingTimeInterval(Double(second)))
+        }
         #expect(try storedPoints(path) == 0, "nothing is written within the minute")
         #expect(try await track.points(from: t0, to: t0.addingTimeInterval(60)).count == 60, "held points are read too")
         try await track.record(point(60), now: t0.addingTimeInterval(60))
         #expect(try storedPoints(path) == 61)
         let day = try #require(try await track.days()[LocalDay(year: 2026, month: 9, day: 21)])
-        #expect((day.secondsByQuality[.rtkFixed] ?? -1) == 60.0 && day.samples == 61, "the newest point waits for the next to say how long it stood")
+        #expect(
+            (day.secondsByQuality[.rtkFixed] ?? -1) == 60.0 && day.samples == 61,
+            "the newest point waits for the next to say how long it stood")
     }
 
     @Test("a new run goes on from the newest stored point: its time counts, and no sample is counted twice")
@@ -91,14 +103,19 @@ private func writeFirstSchema(_ path: String) throws {
         try await second.flush(now: t0)
         let reader = TrackStore(readingOnly: path, calendar: utc())
         let day = try #require(try await reader.days()[LocalDay(year: 2026, month: 9, day: 21)])
-        #expect(day.samples == 20 && day.secondsWithFix == 19, "20 samples once each; 19 steps of 1 s, across the restart too")
+        #expect(
+            day.samples == 20 && day.secondsWithFix == 19,
+            "20 samples once each; 19 steps of 1 s, across the restart too")
         #expect(try await reader.points(from: t0, to: t0.addingTimeInterval(100)).count == 20)
     }
 
     @Test("points older than the retention go, then the oldest beyond the cap; days' figures stay")
     func retentionAndCap() async throws {
         let path = temporaryPath()
-        let track = store(path) { $0.retention = 100; $0.maximumPoints = 30 }
+        let track = store(path) {
+            $0.retention = 100
+            $0.maximumPoints = 30
+        }
         for second in 0..<200 { try await track.record(point(Double(second)), now: t0) }
         try await track.flush(now: t0.addingTimeInterval(200))
         let kept = try await track.points(from: t0, to: t0.addingTimeInterval(1000))
@@ -115,7 +132,9 @@ private func writeFirstSchema(_ path: String) throws {
         #expect(try await reader.days().isEmpty)
         #expect(try await reader.points(from: t0, to: t0.addingTimeInterval(10)).isEmpty)
         #expect(!FileManager.default.fileExists(atPath: path))
-        await #expect(throws: TrackStoreError.self) { try await reader.record(point(0), now: t0.addingTimeInterval(3600)) }
+        await #expect(throws: TrackStoreError.self) {
+            try await reader.record(point(0), now: t0.addingTimeInterval(3600))
+        }
     }
 
     @Test("values out of range in the file are not believed")
@@ -126,22 +145,28 @@ private func writeFirstSchema(_ path: String) throws {
         try await track.record(point(1), now: t0)
         try await track.flush(now: t0)
         try tamper(path)
-        let points = try await TrackStore(readingOnly: path, calendar: utc()).points(from: t0, to: t0.addingTimeInterval(10))
+        let points = try await TrackStore(readingOnly: path, calendar: utc()).points(
+            from: t0, to: t0.addingTimeInterval(10))
         #expect(points.count == 3, "an unknown state is skipped")
         #expect(points.count == 3 && points[2].coordinate == nil && points[2].speed == nil && !points[2].isFix)
         let day = try await TrackStore(readingOnly: path, calendar: utc()).days().values.first
         #expect(day?.samples == 0 && day?.secondsWithFix == 0 && day?.metresDriven == 0)
     }
 
-    @Test("what became of samples is counted on the day they were taken, written with the next flush even without new points")
+    @Test(
+        "what became of samples is counted on the day they were taken, written with the next flush even without new points"
+    )
     func deliveries() async throws {
         let path = temporaryPath()
         let track = store(path)
         try await track.record(point(0), now: t0)
         try await track.flush(now: t0)
         let lateEvening = Date(timeIntervalSince1970: 1_790_035_200 - 900)  // 23:45 UTC on 21 September
-        try await track.count([DeliveryCount(time: t0, sent: 5, acknowledged: 4), DeliveryCount(time: lateEvening, sent: 1, lost: 2),
-                               DeliveryCount(time: lateEvening.addingTimeInterval(900), acknowledged: 3)], now: t0)
+        try await track.count(
+            [
+                DeliveryCount(time: t0, sent: 5, acknowledged: 4), DeliveryCount(time: lateEvening, sent: 1, lost: 2),
+                DeliveryCount(time: lateEvening.addingTimeInterval(900), acknowledged: 3),
+            ], now: t0)
         try await track.flush(now: t0.addingTimeInterval(60))
         try await track.count([DeliveryCount(time: t0, acknowledged: 1)], now: t0)
         try await track.flush(now: t0.addingTimeInterval(120))
@@ -156,14 +181,18 @@ private func writeFirstSchema(_ path: String) throws {
     @Test("a track file from before the delivery counts keeps its days and gains the counts")
     func upgradeKeepsDays() async throws {
         let path = temporaryPath()
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try writeFirstSchema(path)
         let old = try await TrackStore(readingOnly: path, calendar: utc()).days()
-        #expect(old[LocalDay(year: 2026, month: 9, day: 20)]?.samples == 100 && old.first?.value.sent == 0, "read before the upgrade")
+        #expect(
+            old[LocalDay(year: 2026, month: 9, day: 20)]?.samples == 100 && old.first?.value.sent == 0,
+            "read before the upgrade")
         let track = store(path)
         try await track.count([DeliveryCount(time: t0.addingTimeInterval(-86_400), acknowledged: 7)], now: t0)
         try await track.flush(now: t0)
-        let day = try #require(try await TrackStore(readingOnly: path, calendar: utc()).days()[LocalDay(year: 2026, month: 9, day: 20)])
+        let day = try #require(
+            try await TrackStore(readingOnly: path, calendar: utc()).days()[LocalDay(year: 2026, month: 9, day: 20)])
         #expect(day.samples == 100 && day.metresDriven == 120.5 && day.acknowledged == 7 && day.sent == 0)
     }
 
@@ -187,8 +216,11 @@ private func writeFirstSchema(_ path: String) throws {
 
         try damageMachine(path)
         let damaged = try await reader.points(from: t0, to: t0.addingTimeInterval(10))
-        #expect(damaged.count == 5 && damaged.allSatisfy { $0.work == nil && $0.engineSpeed == nil && $0.fuelRate == nil })
+        #expect(
+            damaged.count == 5 && damaged.allSatisfy { $0.work == nil && $0.engineSpeed == nil && $0.fuelRate == nil })
         let read = try #require(try await TrackStore(readingOnly: path, calendar: utc()).days().values.first)
-        #expect(read.secondsWorking == 0 && read.litresFuel == 0 && read.secondsEngineRunning == 0 && read.secondsWorkKnown == 3)
+        #expect(
+            read.secondsWorking == 0 && read.litresFuel == 0 && read.secondsEngineRunning == 0
+                && read.secondsWorkKnown == 3)
     }
 }

@@ -1,8 +1,8 @@
-import AgrirouterWire
 import AgrirouterSim
+import AgrirouterWire
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `agrigps run` with its system clock wrong, through a replay moved to now, into a local agrirouter
 /// that refuses timestamps in the future as the real one does. The daemon reads its system clock
@@ -33,8 +33,11 @@ struct ClockStepTests {
             let offsetFile = machine.directory + "/clock-offset"
             try "\(scenario.shift)\n".write(toFile: offsetFile, atomically: true, encoding: .utf8)
             let log = Fixtures.log("bu353s4")
-            async let running = AgrigpsCommand.run(["run", "--replay", log, "--retime", "--clock-offset-file", offsetFile,
-                                                    "--state-dir", machine.state, "--spacing", "0.05", "--send-interval", "5"], timeout: 150)
+            async let running = AgrigpsCommand.run(
+                [
+                    "run", "--replay", log, "--retime", "--clock-offset-file", offsetFile,
+                    "--state-dir", machine.state, "--spacing", "0.05", "--send-interval", "5",
+                ], timeout: 150)
             if let after = scenario.stepAfter {
                 try await Task.sleep(for: .seconds(after))
                 try "\(scenario.shiftAfterStep)\n".write(toFile: offsetFile, atomically: true, encoding: .utf8)
@@ -43,7 +46,8 @@ struct ClockStepTests {
             #expect(run.code == 0, "\(run.stderr.suffix(8))")
 
             // Every sample taken reached agrirouter, once.
-            let taken = try #require(run.stdout.last.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") }, "\(run.stdout)")
+            let taken = try #require(
+                run.stdout.last.flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") }, "\(run.stdout)")
             let received = try await machine.received()
             #expect(taken > 20, "a 25 s log at 1 s")
             #expect(received.count == taken, "taken \(taken), received \(received.count)")
@@ -59,12 +63,16 @@ struct ClockStepTests {
             #expect(messages.count == arrivals.count)
             for (message, arrival) in zip(messages, arrivals) {
                 let stamped = message.envelope.timestamp.date
-                #expect(stamped <= arrival.addingTimeInterval(0.001) && stamped > arrival.addingTimeInterval(-30),
-                        "\(message.envelope.technicalMessageType) stamped \(stamped), arrived \(arrival)")
+                #expect(
+                    stamped <= arrival.addingTimeInterval(0.001) && stamped > arrival.addingTimeInterval(-30),
+                    "\(message.envelope.technicalMessageType) stamped \(stamped), arrived \(arrival)")
                 guard message.envelope.technicalMessageType == TechnicalMessageType.gpsInfo else { continue }
-                for entry in try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: message.payload).gpsEntries where entry.hasGpsUtcTimestamp {
+                for entry in try Agrirouter_Technicalmessagetype_GPSList(serializedBytes: message.payload).gpsEntries
+                where entry.hasGpsUtcTimestamp {
                     let time = entry.gpsUtcTimestamp.date
-                    #expect(time <= arrival && time > arrival.addingTimeInterval(-120), "position at \(time), arrived \(arrival)")
+                    #expect(
+                        time <= arrival && time > arrival.addingTimeInterval(-120),
+                        "position at \(time), arrived \(arrival)")
                 }
             }
             #expect(received.count { $0.positionStatus != .dNoGps } >= 20)

@@ -1,7 +1,7 @@
 import Foundation
 import GPSDReplay
-import Testing
 import TestSupport
+import Testing
 
 private let log = Fixtures.log("ublox-lea-4h")
 
@@ -11,7 +11,8 @@ struct CommandLineTests {
         let result = try await AgrigpsCommand.run(["replay", log, "--json"])
         #expect(result.code == 0)
         #expect(result.stderr.isEmpty)
-        let expected = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("ublox-lea-4h.samples.jsonl").path)
+        let expected = try Fixtures.lines(
+            of: Fixtures.nmeaDirectory.appendingPathComponent("ublox-lea-4h.samples.jsonl").path)
         #expect(result.stdout == expected)
     }
 
@@ -29,40 +30,74 @@ struct CommandLineTests {
         #expect(result.stdout.contains { $0.contains(" fix_3d_dgps lat=41.57") })
     }
 
-    @Test("bad input: one line naming the problem, a meaningful exit code, no stack trace", arguments: [
-        (["replay", "/nonexistent/field.log"], Int32(66), "log file not found: /nonexistent/field.log"),
-        (["replay", "@empty"], 65, "log file is empty"),
-        (["replay", "@binary"], 65, "is not an NMEA text log"),
-        (["replay", "/tmp"], 66, "is a directory"),
-        (["replay", log, "--interval", "0"], 64, "--interval must be a number of seconds from 0.1 to 3600, got '0'"),
-        (["replay", log, "--interval", "-1"], 64, "--interval must be a number of seconds from 0.1 to 3600, got '-1'"),
-        (["replay", log, "--interval", "1e-10"], 64, "--interval must be a number of seconds from 0.1 to 3600, got '1e-10'"),
-        (["replay", log, "--interval", "abc"], 64, "--interval must be a number of seconds from 0.1 to 3600, got 'abc'"),
-        (["replay", log, "--interval", "5", "--every-report"], 64, "exclude each other"),
-        (["replay"], 64, "Missing expected argument '<log>'"),
-        (["watch", "--interval", "0"], 64, "--interval must be a number of seconds from 0.1 to 3600, got '0'"),
-        (["watch", "--silence", "inf"], 64, "--silence must be a number of seconds from 0.1 to 3600, got 'inf'"),
-        (["watch", "--gpsd", "999.1.1.1:2947"], 64, "'999.1.1.1' is not a valid host"),
-        (["watch", "--gpsd", "127.0.0.1:0"], 64, "'0' is not a valid port"),
-        (["watch", "--gpsd", "127.0.0.1:http"], 64, "'http' is not a valid port"),
-        (["watch", "--gpsd", ""], 64, "the gpsd address is empty"),
-        (["frobnicate"], 64, "Unexpected argument 'frobnicate'"),
-        (["run", "--feed-query-interval", "0"], 64, "--feed-query-interval must be a number of seconds from 60 to 86400, got '0'"),
-        (["run", "--interval", "1e-10"], 64, "--interval must be a number of seconds from 0.1 to 3600, got '1e-10'"),
-        (["run", "--spacing", "inf"], 64, "--spacing must be a number of seconds from 0 to 600, got 'inf'"),
-        (["run", "--spacing", "1e300"], 64, "--spacing must be a number of seconds from 0 to 600, got '1e300'"),
-        (["run", "--send-interval", "nan"], 64, "--send-interval must be a number of seconds from 0.1 to 3600, got 'nan'"),
-        (["run", "--history-hours", "-2"], 64, "--history-hours must be a number of hours from 1 to 720, got '-2'"),
-        (["status", "--heartbeat-limit", "soon"], 64, "--heartbeat-limit must be a number of seconds from 10 to 86400, got 'soon'"),
-        (["others", "--stale-after", "0"], 64, "--stale-after must be a number of seconds from 10 to 86400, got '0'"),
-        (["others", "--sort", "colour"], 64, "The value 'colour' is invalid for '--sort"),
-    ])
+    @Test(
+        "bad input: one line naming the problem, a meaningful exit code, no stack trace",
+        arguments: [
+            (["replay", "/nonexistent/field.log"], Int32(66), "log file not found: /nonexistent/field.log"),
+            (["replay", "@empty"], 65, "log file is empty"),
+            (["replay", "@binary"], 65, "is not an NMEA text log"),
+            (["replay", "/tmp"], 66, "is a directory"),
+            (
+                ["replay", log, "--interval", "0"], 64,
+                "--interval must be a number of seconds from 0.1 to 3600, got '0'"
+            ),
+            (
+                ["replay", log, "--interval", "-1"], 64,
+                "--interval must be a number of seconds from 0.1 to 3600, got '-1'"
+            ),
+            (
+                ["replay", log, "--interval", "1e-10"], 64,
+                "--interval must be a number of seconds from 0.1 to 3600, got '1e-10'"
+            ),
+            (
+                ["replay", log, "--interval", "abc"], 64,
+                "--interval must be a number of seconds from 0.1 to 3600, got 'abc'"
+            ),
+            (["replay", log, "--interval", "5", "--every-report"], 64, "exclude each other"),
+            (["replay"], 64, "Missing expected argument '<log>'"),
+            (["watch", "--interval", "0"], 64, "--interval must be a number of seconds from 0.1 to 3600, got '0'"),
+            (["watch", "--silence", "inf"], 64, "--silence must be a number of seconds from 0.1 to 3600, got 'inf'"),
+            (["watch", "--gpsd", "999.1.1.1:2947"], 64, "'999.1.1.1' is not a valid host"),
+            (["watch", "--gpsd", "127.0.0.1:0"], 64, "'0' is not a valid port"),
+            (["watch", "--gpsd", "127.0.0.1:http"], 64, "'http' is not a valid port"),
+            (["watch", "--gpsd", ""], 64, "the gpsd address is empty"),
+            (["frobnicate"], 64, "Unexpected argument 'frobnicate'"),
+            (
+                ["run", "--feed-query-interval", "0"], 64,
+                "--feed-query-interval must be a number of seconds from 60 to 86400, got '0'"
+            ),
+            (
+                ["run", "--interval", "1e-10"], 64,
+                "--interval must be a number of seconds from 0.1 to 3600, got '1e-10'"
+            ),
+            (["run", "--spacing", "inf"], 64, "--spacing must be a number of seconds from 0 to 600, got 'inf'"),
+            (["run", "--spacing", "1e300"], 64, "--spacing must be a number of seconds from 0 to 600, got '1e300'"),
+            (
+                ["run", "--send-interval", "nan"], 64,
+                "--send-interval must be a number of seconds from 0.1 to 3600, got 'nan'"
+            ),
+            (
+                ["run", "--history-hours", "-2"], 64,
+                "--history-hours must be a number of hours from 1 to 720, got '-2'"
+            ),
+            (
+                ["status", "--heartbeat-limit", "soon"], 64,
+                "--heartbeat-limit must be a number of seconds from 10 to 86400, got 'soon'"
+            ),
+            (
+                ["others", "--stale-after", "0"], 64,
+                "--stale-after must be a number of seconds from 10 to 86400, got '0'"
+            ),
+            (["others", "--sort", "colour"], 64, "The value 'colour' is invalid for '--sort"),
+        ])
     func badInput(arguments: [String], code: Int32, message: String) async throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-bad-\(UUID().uuidString)").path
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-bad-\(UUID().uuidString)")
+            .path
         defer { unlink(scratch) }
         var arguments = arguments
         if let index = arguments.firstIndex(where: { $0.hasPrefix("@") }) {
-            let bytes: [UInt8] = arguments[index] == "@empty" ? [] : (0..<2048).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            let bytes: [UInt8] =
+                arguments[index] == "@empty" ? [] : (0..<2048).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
             try Data(bytes).write(to: URL(fileURLWithPath: scratch))
             arguments[index] = scratch
         }
@@ -105,7 +140,8 @@ struct CommandLineTests {
 
     @Test("a log with a control byte that gpsd would take for a binary frame still replays to the end")
     func controlByteInTheLogIsFedAsNUL() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-dle-\(UUID().uuidString).log").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-dle-\(UUID().uuidString).log")
+            .path
         defer { unlink(path) }
         // DLE then ',' opens a TSIP frame in gpsd, which would swallow the end of the feed.
         try Data(Array("$GPGGA,1".utf8) + [0x10] + Array(",2\n".utf8)).write(to: URL(fileURLWithPath: path))
@@ -113,7 +149,10 @@ struct CommandLineTests {
         let result = try await AgrigpsCommand.run(["replay", path], timeout: 15)
         #expect(result.code == 0, "stderr: \(result.stderr)")
         #expect(Date().timeIntervalSince(started) < 15)
-        #expect(result.stderr == ["agrigps: warning: \(path): 1 byte that is not NMEA text (first at byte 8) fed to gpsd as NUL"])
+        #expect(
+            result.stderr == [
+                "agrigps: warning: \(path): 1 byte that is not NMEA text (first at byte 8) fed to gpsd as NUL"
+            ])
     }
 
     @Test func interruptedReplayLeavesNoProcessBehind() async throws {
@@ -166,7 +205,9 @@ struct CommandLineTests {
             guard !line.hasPrefix(" "), !next.hasPrefix(" ") else { continue }
             let firstWord = next.prefix { $0 != " " }
             // The parser keeps a line to 79 columns on an 80-column terminal.
-            #expect(line.count + 1 + firstWord.count > 79, "\"\(line)\" could have taken \"\(firstWord)\" (agrigps \(command) --help)")
+            #expect(
+                line.count + 1 + firstWord.count > 79,
+                "\"\(line)\" could have taken \"\(firstWord)\" (agrigps \(command) --help)")
         }
     }
 }
@@ -176,13 +217,17 @@ struct CommandLineTests {
 @Suite(.timeLimit(.minutes(2)))
 struct LogLevelTests {
     static func run(level: String) async throws -> (code: Int32?, stderr: [String], samples: Int) {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-level-\(UUID().uuidString)").path
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-level-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let command = try AgrigpsCommand(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state],
-                                         environment: ["AGRIGPS_LOG_LEVEL": level])
+        let command = try AgrigpsCommand(
+            ["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state],
+            environment: ["AGRIGPS_LOG_LEVEL": level])
         defer { command.cleanUp() }
         let code = try await command.process.finish(timeout: 90)
-        let samples = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("ublox-lea-4h.samples.jsonl").path).count
+        let samples = try Fixtures.lines(
+            of: Fixtures.nmeaDirectory.appendingPathComponent("ublox-lea-4h.samples.jsonl").path
+        ).count
         return (code, command.stderr, samples)
     }
 
@@ -190,7 +235,9 @@ struct LogLevelTests {
         let run = try await Self.run(level: "DEBUG")
         #expect(run.code == 0, "\(run.stderr.suffix(5))")
         let commits = run.stderr.filter { $0.contains("committed sample") }
-        let ids = commits.compactMap { line in line.split(separator: " ").first { $0.hasPrefix("id=") }.flatMap { Int($0.dropFirst(3)) } }
+        let ids = commits.compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("id=") }.flatMap { Int($0.dropFirst(3)) }
+        }
         #expect(ids == Array(1...run.samples), "\(commits.prefix(3))")
         #expect(commits.allSatisfy { $0.contains("state=") && $0.contains("time_ms=") && $0.contains("clock=") })
         #expect(commits.contains { $0.contains("clock=receiver") && $0.contains("state=fix_") })
@@ -200,7 +247,10 @@ struct LogLevelTests {
     @Test func anUnknownLevelIsNamedAndInfoIsKept() async throws {
         let run = try await Self.run(level: "loud")
         #expect(run.code == 0, "\(run.stderr.suffix(5))")
-        #expect(run.stderr.first { $0.contains("AGRIGPS_LOG_LEVEL") } == "agrigps: warning: AGRIGPS_LOG_LEVEL: 'loud' is not a level (trace, debug, info, notice, warning, error, critical); logging at info")
+        #expect(
+            run.stderr.first { $0.contains("AGRIGPS_LOG_LEVEL") }
+                == "agrigps: warning: AGRIGPS_LOG_LEVEL: 'loud' is not a level (trace, debug, info, notice, warning, error, critical); logging at info"
+        )
         #expect(!run.stderr.contains { $0.contains("committed sample") })
         #expect(run.stderr.contains { $0.contains(" info ") }, "info lines are still logged")
     }

@@ -1,28 +1,34 @@
-import AgrirouterWire
 import AgrirouterLink
 import AgrirouterSim
+import AgrirouterWire
 import Foundation
 import GPSDReplay
 import Spool
 import StateDirectory
-import Testing
 import TestSupport
+import Testing
 
 /// A running daemon takes up an onboarding and a disconnect made beside it (by the CLI or the cab
 /// view) without anyone restarting it, and a pause stays a pause across that.
 @Suite("Credentials picked up by a running daemon", .serialized, .timeLimit(.minutes(2)))
 struct CredentialPickupTests {
-    @Test("onboarded while running: it sets the endpoint up and shares; disconnected: it stops sharing; one process throughout")
+    @Test(
+        "onboarded while running: it sets the endpoint up and shares; disconnected: it stops sharing; one process throughout"
+    )
     func onboardAndDisconnect() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["PICKUP0001": "Tractor"]))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-pickup-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-pickup-\(UUID().uuidString)"
+        ).path
         let state = directory + "/state"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
         // Nothing listens on this port: every sample is gpsd_unreachable, which is shared like any other.
         let port = try ReplayGPSD.freeLoopbackPort()
-        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "1", "--send-interval", "1", "--spacing", "0.2",
-                                         "--state-dir", state])
+        let daemon = try AgrigpsCommand([
+            "run", "--gpsd", "127.0.0.1:\(port)", "--interval", "1", "--send-interval", "1", "--spacing", "0.2",
+            "--state-dir", state,
+        ])
         defer {
             if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }
             daemon.cleanUp()
@@ -32,9 +38,11 @@ struct CredentialPickupTests {
         #expect(Heartbeat.read(from: state + "/heartbeat.json")?.environment == nil)
         #expect(try await AgrigpsCommand.run(["pause", "--state-dir", state]).code == 0)
 
-        let onboarded = try await AgrigpsCommand.run(["onboard", "--tan", "PICKUP0001", "--env", "local", "--onboarding-url", simulator.onboardingURL,
-                                                      "--ca-file", directory + "/ca.pem", "--state-dir", state,
-                                                      "--application-id", "app", "--certification-version-id", "v"])
+        let onboarded = try await AgrigpsCommand.run([
+            "onboard", "--tan", "PICKUP0001", "--env", "local", "--onboarding-url", simulator.onboardingURL,
+            "--ca-file", directory + "/ca.pem", "--state-dir", state,
+            "--application-id", "app", "--certification-version-id", "v",
+        ])
         try #require(onboarded.code == 0, "\(onboarded.stderr)")
         let endpoint = try #require(try CredentialStore(directory: state).load()?.response.deviceAlternateId)
         try await waitForHeartbeat(in: state) { $0.environment == "local" }
@@ -72,6 +80,8 @@ struct CredentialPickupTests {
 extension AgrirouterSimulator {
     /// gps:info messages received from `endpoint`.
     func gpsInfoCount(_ endpoint: String) async throws -> Int {
-        await sentMessages(endpoint: endpoint).count { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
+        await sentMessages(endpoint: endpoint).count {
+            $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo
+        }
     }
 }

@@ -2,8 +2,8 @@ import ChildProcesses
 import Foundation
 import GPSDReplay
 import Spool
-import Testing
 import TestSupport
+import Testing
 
 /// `agrigps run` on a disk that really fills up: a 4 MiB tmpfs over the state directory, in a mount
 /// namespace of the test's own (`unshare -m`), filled by a loop that keeps it full.
@@ -36,30 +36,41 @@ struct DiskFullTests {
         cp "$state"/spool.sqlite* "$out/"
         """#
 
-    @Test("full: status says so and samples wait in memory; freed: they are written; full at SIGTERM: the loss is counted exactly")
+    @Test(
+        "full: status says so and samples wait in memory; freed: they are written; full at SIGTERM: the loss is counted exactly"
+    )
     func diskFull() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-diskfull-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-diskfull-\(UUID().uuidString)"
+        ).path
         let state = directory + "/state"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Self.script.write(toFile: directory + "/run.sh", atomically: true, encoding: .utf8)
-        let child = try ChildProcess(executable: "/usr/bin/unshare",
-                                     arguments: ["-m", "--propagation", "private", "bash", directory + "/run.sh",
-                                                 AgrigpsCommand.path, Fixtures.log("telit-he910"), state, directory],
-                                     environment: ProcessInfo.processInfo.environment,
-                                     outputPath: directory + "/script.out", errorPath: directory + "/script.err")
+        let child = try ChildProcess(
+            executable: "/usr/bin/unshare",
+            arguments: [
+                "-m", "--propagation", "private", "bash", directory + "/run.sh",
+                AgrigpsCommand.path, Fixtures.log("telit-he910"), state, directory,
+            ],
+            environment: ProcessInfo.processInfo.environment,
+            outputPath: directory + "/script.out", errorPath: directory + "/script.err")
         defer { child.terminate(grace: 1) }
         // The script sleeps about 20 s and waits up to 20 s more; on a loaded machine its status
         // calls and the daemon's stop take longer, so it gets twice that and more.
         let code = await child.wait(timeout: 120)
         let scriptErrors = (try? String(contentsOfFile: directory + "/script.err", encoding: .utf8)) ?? ""
-        try #require(code == 0, "this test needs a private mount namespace (root, or unprivileged user namespaces): \(scriptErrors)")
+        try #require(
+            code == 0,
+            "this test needs a private mount namespace (root, or unprivileged user namespaces): \(scriptErrors)")
 
         // Full: CRITICAL, with the reason and what it means.
         let full = try Self.json(directory + "/full.json")
         #expect(full["health"] as? String == "CRITICAL")
         #expect((full["disk_free_bytes"] as? Int).map { $0 < 1 << 20 } == true)
-        #expect((full["reasons"] as? [String])?.contains { $0.contains("is full") && $0.contains("held in memory") } == true, "\(full)")
+        #expect(
+            (full["reasons"] as? [String])?.contains { $0.contains("is full") && $0.contains("held in memory") }
+                == true, "\(full)")
 
         // Freed: the samples held meanwhile are in the spool, and the disk is no longer a reason.
         let freed = try Self.json(directory + "/freed.json")
@@ -69,7 +80,9 @@ struct DiskFullTests {
 
         // Full at SIGTERM: what the spool has plus what the summary counts as lost is every sample taken.
         let summary = try #require(try Fixtures.lines(of: directory + "/run.out").last)
-        #expect(try String(contentsOfFile: directory + "/run.code", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == "143")
+        #expect(
+            try String(contentsOfFile: directory + "/run.code", encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines) == "143")
         let taken = try #require(Self.number(before: " samples taken", in: summary), "\(summary)")
         let lost = try #require(Self.number(before: " samples held in memory LOST", in: summary), "\(summary)")
         #expect(summary.contains("disk is full"), "\(summary)")
@@ -81,7 +94,8 @@ struct DiskFullTests {
     }
 
     private static func json(_ path: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
     }
 
     /// The whole number just before `marker` in `line`.

@@ -1,14 +1,17 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
-private let farmFactsZip = Fixtures.root.appendingPathComponent("Fixtures/isoxml/farmfacts_2021-04-09T15_33_26_taskdata.zip").path
+private let farmFactsZip = Fixtures.root.appendingPathComponent(
+    "Fixtures/isoxml/farmfacts_2021-04-09T15_33_26_taskdata.zip"
+).path
 
 @Suite("agrigps fields: import, list, remove", .serialized, .timeLimit(.minutes(2)))
 struct FieldsCommandTests {
     @Test("a farm's export imported, listed as text and JSON, and removed field by field and all at once")
     func importListRemove() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-fields-\(UUID().uuidString)").path
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-fields-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: state) }
 
         let empty = try await AgrigpsCommand.run(["fields", "--state-dir", state])
@@ -25,13 +28,17 @@ struct FieldsCommandTests {
         let text = try await AgrigpsCommand.run(["fields", "--state-dir", state])
         #expect(text.code == 0)
         #expect(text.stdout.first?.hasPrefix("ID  NAME") == true, "\(text.stdout)")
-        #expect(text.stdout.contains { $0.contains("24 Concordia  2019") && $0.contains("Betrieb Cesana") && $0.contains("14.18") }, "\(text.stdout)")
+        #expect(
+            text.stdout.contains {
+                $0.contains("24 Concordia  2019") && $0.contains("Betrieb Cesana") && $0.contains("14.18")
+            }, "\(text.stdout)")
         #expect(text.stdout.last?.hasPrefix("9 fields, ") == true, "\(text.stdout)")
 
         let json = try await AgrigpsCommand.run(["fields", "--json", "--state-dir", state])
         #expect(json.code == 0, "\(json.stderr)")
         #expect(json.stdout.count == 1)
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
         let fields = try #require(document["fields"] as? [[String: Any]])
         #expect(fields.count == 9)
         let concordia = try #require(fields.first { $0["name"] as? String == "24 Concordia  2019" })
@@ -47,7 +54,9 @@ struct FieldsCommandTests {
         let bare = Fixtures.root.appendingPathComponent("Fixtures/isoxml/geobird_v3/TASKDATA.XML").path
         #expect(try await AgrigpsCommand.run(["fields", "import", bare, "--state-dir", state]).code == 0)
         let withNulls = try await AgrigpsCommand.run(["fields", "--json", "--state-dir", state])
-        let all = try #require((try JSONSerialization.jsonObject(with: Data(withNulls.stdout.joined().utf8)) as? [String: Any])?["fields"] as? [[String: Any]])
+        let all = try #require(
+            (try JSONSerialization.jsonObject(with: Data(withNulls.stdout.joined().utf8)) as? [String: Any])?["fields"]
+                as? [[String: Any]])
         let test = try #require(all.first { $0["name"] as? String == "test" })
         #expect(test["farm"] is NSNull)
         #expect(test["declared_area_ha"] is NSNull)
@@ -68,11 +77,13 @@ struct FieldsCommandTests {
 
     @Test("a hostile or missing file: one line saying why, exit 65 or 66, and the store unchanged")
     func refusals() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-fields-\(UUID().uuidString)").path
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-fields-\(UUID().uuidString)")
+            .path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let hostile = state + "/TASKDATA.XML"
-        try #"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><ISO11783_TaskData>&x;</ISO11783_TaskData>"#
+        try
+            #"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><ISO11783_TaskData>&x;</ISO11783_TaskData>"#
             .write(toFile: hostile, atomically: true, encoding: .utf8)
         let refused = try await AgrigpsCommand.run(["fields", "import", hostile, "--state-dir", state])
         #expect(refused.code == 65)

@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Testing
-import TestSupport
 
 /// `agrigps fields import` given a FIFO, a device, or an export folder with a FIFO in it: a FIFO's
 /// open waits for a writer for ever, and /dev/zero never ends. Each is refused in words, at once.
@@ -17,11 +18,15 @@ struct FieldsImportKindTests {
         #expect(mkfifo(fifo, 0o600) == 0, "errno \(errno)")
         for (path, kind) in [(fifo, "a FIFO"), ("/dev/zero", "a character device")] {
             // A timeout ends a command that waits on the FIFO: the code is then nil.
-            let result = try await AgrigpsCommand.run(["fields", "import", path, "--state-dir", state + "/state"], timeout: 20)
+            let result = try await AgrigpsCommand.run(
+                ["fields", "import", path, "--state-dir", state + "/state"], timeout: 20)
             let said = result.stderr.joined(separator: "\n")
             #expect(result.code == 66, "\(path): exit \(String(describing: result.code)): \(said)")
-            #expect(said.contains("\(path) is \(kind), not a TaskData export; give a zip, a folder with TASKDATA.XML, or TASKDATA.XML itself"),
-                    "\(path): \(said)")
+            #expect(
+                said.contains(
+                    "\(path) is \(kind), not a TaskData export; give a zip, a folder with TASKDATA.XML, or TASKDATA.XML itself"
+                ),
+                "\(path): \(said)")
             #expect(result.stderr.count == 1 && result.stdout.isEmpty, "\(result.stdout) \(result.stderr)")
         }
     }
@@ -32,7 +37,8 @@ struct FieldsImportKindTests {
         defer { try? FileManager.default.removeItem(atPath: state) }
         // The Deutz export's TASKDATA.XML refers to PFD00000.XML (XFR), which the import reads.
         let export = state + "/deutz"
-        try FileManager.default.copyItem(atPath: Fixtures.root.appendingPathComponent("Fixtures/isoxml/deutz_export").path, toPath: export)
+        try FileManager.default.copyItem(
+            atPath: Fixtures.root.appendingPathComponent("Fixtures/isoxml/deutz_export").path, toPath: export)
         let bare = state + "/bare"
         try FileManager.default.createDirectory(atPath: bare + "/TASKDATA", withIntermediateDirectories: true)
         for fifo in [export + "/PFD00000.XML", bare + "/TASKDATA/TASKDATA.XML"] {
@@ -40,21 +46,26 @@ struct FieldsImportKindTests {
             #expect(mkfifo(fifo, 0o600) == 0, "errno \(errno)")
         }
         for (folder, fifo) in [(export, export + "/PFD00000.XML"), (bare, bare + "/TASKDATA/TASKDATA.XML")] {
-            let result = try await AgrigpsCommand.run(["fields", "import", folder, "--state-dir", state + "/state"], timeout: 20)
+            let result = try await AgrigpsCommand.run(
+                ["fields", "import", folder, "--state-dir", state + "/state"], timeout: 20)
             let said = result.stderr.joined(separator: "\n")
             #expect(result.code == 66, "\(folder): exit \(String(describing: result.code)): \(said)")
             #expect(said.contains("\(fifo) is a FIFO, not a file of a TaskData export"), "\(folder): \(said)")
         }
         // The same folder with the file put back imports.
         unlink(export + "/PFD00000.XML")
-        try FileManager.default.copyItem(atPath: Fixtures.root.appendingPathComponent("Fixtures/isoxml/deutz_export/PFD00000.XML").path,
-                                         toPath: export + "/PFD00000.XML")
-        let imported = try await AgrigpsCommand.run(["fields", "import", export, "--state-dir", state + "/state"], timeout: 30)
+        try FileManager.default.copyItem(
+            atPath: Fixtures.root.appendingPathComponent("Fixtures/isoxml/deutz_export/PFD00000.XML").path,
+            toPath: export + "/PFD00000.XML")
+        let imported = try await AgrigpsCommand.run(
+            ["fields", "import", export, "--state-dir", state + "/state"], timeout: 30)
         #expect(imported.code == 0, "\(imported.stderr)")
     }
 
     static func scratch() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-fields-kind-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-fields-kind-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         return directory
     }

@@ -1,8 +1,8 @@
 import AgrirouterSim
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Which rewrite the simulator applies to its next onboarding answers; none at first.
 private final class AnswerRewrite: Sendable {
@@ -12,7 +12,8 @@ private final class AnswerRewrite: Sendable {
 
     func apply(_ body: Data) -> Data {
         guard let rewrite = current.withLock({ $0 }),
-              let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else { return body }
+            let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+        else { return body }
         let changed = rewrite(object)
         if let raw = changed as? Data { return raw }
         return (try? JSONSerialization.data(withJSONObject: changed)) ?? body
@@ -23,33 +24,71 @@ private final class AnswerRewrite: Sendable {
 struct HostileOnboardingTests {
     /// Each answer is refused with a one-line reason, and the working credential stays as it was.
     static let cases: [(name: String, expected: String, rewrite: @Sendable ([String: Any]) -> Any)] = [
-        ("a secret that does not open the key", "the secret does not open the private key", { answer in
-            answer.editing("authentication") { $0["secret"] = "NotTheSecret1234" } }),
-        ("a garbage certificate after a valid key block", "not a readable X.509 certificate", { answer in
-            answer.editing("authentication") { auth in
-                let pem = auth["certificate"] as? String ?? ""
-                let key = pem.components(separatedBy: "-----BEGIN CERTIFICATE-----")[0]
-                auth["certificate"] = key + "-----BEGIN CERTIFICATE-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE-----\n"
-            } }),
-        ("a file:// measures URL", "is not a plain https URL", { answer in
-            answer.editing("connectionCriteria") { $0["measures"] = "file:///etc/passwd" } }),
-        ("an http:// commands URL", "is not a plain https URL", { answer in
-            answer.editing("connectionCriteria") { $0["commands"] = ($0["commands"] as? String ?? "").replacingOccurrences(of: "https:", with: "http:") } }),
-        ("an empty measures URL", "is not a plain https URL", { answer in
-            answer.editing("connectionCriteria") { $0["measures"] = "" } }),
-        ("a commands URL on another host", "is not on the local agrirouter's host", { answer in
-            answer.editing("connectionCriteria") { criteria in
-                let id = (criteria["commands"] as? String ?? "").split(separator: "/").last.map(String.init) ?? ""
-                criteria["commands"] = "https://attacker.example/iot/gateway/rest/commands/\(id)"
-            } }),
-        ("a device id with ESC and a newline", "deviceAlternateId", { answer in
-            var changed = answer
-            changed["deviceAlternateId"] = "evil\u{1B}[2J\nid"
-            return changed }),
-        ("MQTT's gateway id", "answered for MQTT, not the REST asked for", { answer in
-            answer.editing("connectionCriteria") { $0["gatewayId"] = "2" } }),
-        ("an answer of 2 MiB", "larger than 1 MiB", { _ in
-            Data(("{\"pad\":\"" + String(repeating: "x", count: 2 * 1_048_576) + "\"}").utf8) }),
+        (
+            "a secret that does not open the key", "the secret does not open the private key",
+            { answer in
+                answer.editing("authentication") { $0["secret"] = "NotTheSecret1234" }
+            }
+        ),
+        (
+            "a garbage certificate after a valid key block", "not a readable X.509 certificate",
+            { answer in
+                answer.editing("authentication") { auth in
+                    let pem = auth["certificate"] as? String ?? ""
+                    let key = pem.components(separatedBy: "-----BEGIN CERTIFICATE-----")[0]
+                    auth["certificate"] = key + "-----BEGIN CERTIFICATE-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE-----\n"
+                }
+            }
+        ),
+        (
+            "a file:// measures URL", "is not a plain https URL",
+            { answer in
+                answer.editing("connectionCriteria") { $0["measures"] = "file:///etc/passwd" }
+            }
+        ),
+        (
+            "an http:// commands URL", "is not a plain https URL",
+            { answer in
+                answer.editing("connectionCriteria") {
+                    $0["commands"] = ($0["commands"] as? String ?? "").replacingOccurrences(of: "https:", with: "http:")
+                }
+            }
+        ),
+        (
+            "an empty measures URL", "is not a plain https URL",
+            { answer in
+                answer.editing("connectionCriteria") { $0["measures"] = "" }
+            }
+        ),
+        (
+            "a commands URL on another host", "is not on the local agrirouter's host",
+            { answer in
+                answer.editing("connectionCriteria") { criteria in
+                    let id = (criteria["commands"] as? String ?? "").split(separator: "/").last.map(String.init) ?? ""
+                    criteria["commands"] = "https://attacker.example/iot/gateway/rest/commands/\(id)"
+                }
+            }
+        ),
+        (
+            "a device id with ESC and a newline", "deviceAlternateId",
+            { answer in
+                var changed = answer
+                changed["deviceAlternateId"] = "evil\u{1B}[2J\nid"
+                return changed
+            }
+        ),
+        (
+            "MQTT's gateway id", "answered for MQTT, not the REST asked for",
+            { answer in
+                answer.editing("connectionCriteria") { $0["gatewayId"] = "2" }
+            }
+        ),
+        (
+            "an answer of 2 MiB", "larger than 1 MiB",
+            { _ in
+                Data(("{\"pad\":\"" + String(repeating: "x", count: 2 * 1_048_576) + "\"}").utf8)
+            }
+        ),
     ]
 
     @Test("hostile onboarding answers are refused in one line, and the working credential stays untouched")
@@ -67,15 +106,24 @@ struct HostileOnboardingTests {
 
             let first = try await AgrigpsCommand.run(["onboard", "--tan", "TANOK00000"] + local)
             #expect(first.code == 0, "\(first.stderr)")
-            let stored = try ["endpoint.json", "endpoint.secret"].map { try Data(contentsOf: URL(fileURLWithPath: state + "/" + $0)) }
+            let stored = try ["endpoint.json", "endpoint.secret"].map {
+                try Data(contentsOf: URL(fileURLWithPath: state + "/" + $0))
+            }
 
             for (index, hostile) in Self.cases.enumerated() {
                 rewrite.set(hostile.rewrite)
-                let result = try await AgrigpsCommand.run(["onboard", "--tan", "TANBAD\(String(format: "%04d", index))"] + local)
+                let result = try await AgrigpsCommand.run(
+                    ["onboard", "--tan", "TANBAD\(String(format: "%04d", index))"] + local)
                 #expect(result.code == 69, "\(hostile.name): exit \(String(describing: result.code))")
-                #expect(result.stderr.count == 1 && result.stderr.first?.contains(hostile.expected) == true, "\(hostile.name): \(result.stderr)")
-                #expect(!(result.stdout + result.stderr).joined().unicodeScalars.contains { $0.value == 0x1B }, "\(hostile.name)")
-                let now = try ["endpoint.json", "endpoint.secret"].map { try Data(contentsOf: URL(fileURLWithPath: state + "/" + $0)) }
+                #expect(
+                    result.stderr.count == 1 && result.stderr.first?.contains(hostile.expected) == true,
+                    "\(hostile.name): \(result.stderr)")
+                #expect(
+                    !(result.stdout + result.stderr).joined().unicodeScalars.contains { $0.value == 0x1B },
+                    "\(hostile.name)")
+                let now = try ["endpoint.json", "endpoint.secret"].map {
+                    try Data(contentsOf: URL(fileURLWithPath: state + "/" + $0))
+                }
                 #expect(now == stored, "\(hostile.name) replaced the working credential")
             }
         }

@@ -1,10 +1,10 @@
-import AgrirouterWire
 import AgrirouterSim
+import AgrirouterWire
 import Foundation
 import GPSDReplay
 import SwiftProtobuf
-import Testing
 import TestSupport
+import Testing
 
 /// The daemon against what another machine or a broken agrirouter can send it.
 @Suite(.serialized, .timeLimit(.minutes(3)))
@@ -12,8 +12,10 @@ struct HostilePeerTests {
     /// A daemon on an onboarded machine whose gpsd is down, so that it only talks to agrirouter.
     func daemon(_ machine: OnboardedMachine) throws -> AgrigpsCommand {
         let port = try ReplayGPSD.freeLoopbackPort()
-        return try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "1", "--send-interval", "0.2",
-                                   "--spacing", "0.05", "--state-dir", machine.state])
+        return try AgrigpsCommand([
+            "run", "--gpsd", "127.0.0.1:\(port)", "--interval", "1", "--send-interval", "0.2",
+            "--spacing", "0.05", "--state-dir", machine.state,
+        ])
     }
 
     func waitFor(_ seconds: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
@@ -31,13 +33,18 @@ struct HostilePeerTests {
         let machine = try await OnboardedMachine.make()
         try await tearingDown({ await machine.close() }) {
             let daemon = try daemon(machine)
-            defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+            defer {
+                if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }
+                daemon.cleanUp()
+            }
             #expect(await waitFor(20) { ((try? await machine.received().count) ?? 0) > 1 })
             try await body(machine, daemon, try machine.endpointID)
         }
     }
 
-    @Test("a push whose GPS entry has a time of INT64_MIN is refused, confirmed once and counted; the daemon keeps running and status shows it")
+    @Test(
+        "a push whose GPS entry has a time of INT64_MIN is refused, confirmed once and counted; the daemon keeps running and status shows it"
+    )
     func hostilePush() async throws {
         try await withRunningDaemon { machine, daemon, tractor in
 
@@ -46,15 +53,20 @@ struct HostilePeerTests {
             entry.gpsUtcTimestamp.seconds = .min
             var list = Agrirouter_Technicalmessagetype_GPSList()
             list.gpsEntries = [entry]
-            let hostile = await machine.simulator.deliver(try list.serializedBytes(), from: "peer-endpoint", to: tractor, sentSeconds: .min)
-            #expect(await waitFor(20) { await machine.simulator.confirmations(endpoint: tractor).contains { $0.messageID == hostile } }, "\(daemon.stderr.suffix(20))")
+            let hostile = await machine.simulator.deliver(
+                try list.serializedBytes(), from: "peer-endpoint", to: tractor, sentSeconds: .min)
+            #expect(
+                await waitFor(20) {
+                    await machine.simulator.confirmations(endpoint: tractor).contains { $0.messageID == hostile }
+                }, "\(daemon.stderr.suffix(20))")
 
             // Still alive a few polls later, the message confirmed once, and status says so.
             try await Task.sleep(for: .seconds(1))
             #expect(daemon.process.isRunning(), "\(daemon.stderr.suffix(5))")
             #expect(await machine.simulator.confirmations(endpoint: tractor).count { $0.messageID == hostile } == 1)
             let status = try await AgrigpsCommand.run(["status", "--json", "--state-dir", machine.state])
-            let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.joined().utf8)) as? [String: Any])
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(status.stdout.joined().utf8)) as? [String: Any])
             let others = try #require(object["others"] as? [String: Any])
             #expect(others["refused_messages"] as? Int == 1)
             #expect((others["last_refusal"] as? String)?.contains("gps_utc_timestamp") == true)
@@ -74,7 +86,9 @@ struct HostilePeerTests {
             let before = await machine.simulator.gatewayRequestArrivals().count
             await machine.simulator.inject(.oversizedOutbox(bytes: 300_000_000))
             // It polls again after the refused answer: the fault is used up, and more requests arrive.
-            #expect(await waitFor(30) { await machine.simulator.gatewayRequestArrivals().count > before + 4 }, "\(daemon.stderr.suffix(20))")
+            #expect(
+                await waitFor(30) { await machine.simulator.gatewayRequestArrivals().count > before + 4 },
+                "\(daemon.stderr.suffix(20))")
             #expect(daemon.process.isRunning())
             let peak = Self.peakResidentMiB(daemon.process.pid)
             print("agrigps run: peak resident set \(peak) MiB after a 300 MB outbox answer")
@@ -83,11 +97,15 @@ struct HostilePeerTests {
         }
     }
 
-    @Test("an endpoint deleted in agrirouter's UI is found by dke:ping at once; status is CRITICAL and says to onboard again")
+    @Test(
+        "an endpoint deleted in agrirouter's UI is found by dke:ping at once; status is CRITICAL and says to onboard again"
+    )
     func deletedEndpoint() async throws {
         try await withRunningDaemon { machine, daemon, tractor in
             func pings() async -> Int {
-                await machine.simulator.sentMessages(endpoint: tractor).count { $0.envelope.technicalMessageType == TechnicalMessageType.ping }
+                await machine.simulator.sentMessages(endpoint: tractor).count {
+                    $0.envelope.technicalMessageType == TechnicalMessageType.ping
+                }
             }
             #expect(await pings() == 1, "one ping at the start, answered ACK")
             let healthy = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
@@ -95,15 +113,19 @@ struct HostilePeerTests {
 
             #expect(await machine.simulator.delete(endpoint: tractor))
             // The next gps:info is refused as from an unknown endpoint; that sends a ping at once, not in a day.
-            #expect(await waitFor(20) {
-                let status = try? await AgrigpsCommand.run(["status", "--json", "--state-dir", machine.state])
-                let object = (try? JSONSerialization.jsonObject(with: Data((status?.stdout ?? []).joined().utf8))) as? [String: Any]
-                return object?["endpoint_deleted_at"] is String
-            })
+            #expect(
+                await waitFor(20) {
+                    let status = try? await AgrigpsCommand.run(["status", "--json", "--state-dir", machine.state])
+                    let object =
+                        (try? JSONSerialization.jsonObject(with: Data((status?.stdout ?? []).joined().utf8)))
+                        as? [String: Any]
+                    return object?["endpoint_deleted_at"] is String
+                })
             #expect(await pings() == 2)
             let status = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
             #expect(status.code == 2)
-            #expect(status.stdout.first?.contains("agrirouter no longer knows this endpoint") == true, "\(status.stdout)")
+            #expect(
+                status.stdout.first?.contains("agrirouter no longer knows this endpoint") == true, "\(status.stdout)")
             #expect(status.stdout.first?.contains("onboard again with a new TAN") == true)
         }
     }

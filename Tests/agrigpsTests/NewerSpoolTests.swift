@@ -1,15 +1,16 @@
 import Foundation
 import GRDB
 import Spool
-import Testing
 import TestSupport
+import Testing
 
 /// A package installed over a newer one finds a spool whose schema it does not know.
 @Suite(.timeLimit(.minutes(2)))
 struct NewerSpoolTests {
     @Test("a spool written by a newer agrigps is refused with words, left as it is, and agrigps run exits 78")
     func newerSpoolIsRefused() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-newer-\(UUID().uuidString)").path
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-newer-\(UUID().uuidString)")
+            .path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let path = state + "/spool.sqlite"
@@ -26,7 +27,9 @@ struct NewerSpoolTests {
 
         let refusal = try #require(await Spool(path: path).refusal)
         #expect(refusal.kind == .newerVersion)
-        #expect(refusal.description.contains("written by a newer agrigps (schema steps v99-from-a-later-version are unknown"), "\(refusal)")
+        #expect(
+            refusal.description.contains(
+                "written by a newer agrigps (schema steps v99-from-a-later-version are unknown"), "\(refusal)")
         #expect(refusal.description.contains("install that version again"), "\(refusal)")
 
         let run = try await AgrigpsCommand.run(["run", "--state-dir", state], timeout: 30)

@@ -1,8 +1,8 @@
 import ChildProcesses
 import Foundation
 import StateDirectory
-import Testing
 import TestSupport
+import Testing
 
 /// A spool the daemon can read but not write (immutable, so that not even root writes it): what
 /// failed is the spool, and the heartbeat, status and the daemon's log say so, not agrirouter.
@@ -18,7 +18,9 @@ struct ReadOnlySpoolTests {
             await onboarded.close()
         }) {
             // A first run makes the spool and stops cleanly, then the spool is frozen.
-            let first = try AgrigpsCommand(["run", "--replay", Fixtures.log("bu353s4"), "--retime", "--state-dir", onboarded.state])
+            let first = try AgrigpsCommand([
+                "run", "--replay", Fixtures.log("bu353s4"), "--retime", "--state-dir", onboarded.state,
+            ])
             try await waitForHeartbeat(in: onboarded.state) { $0.spoolRowID != nil }
             kill(first.process.pid, SIGTERM)
             #expect(await first.process.wait(timeout: 10) == 143)
@@ -26,8 +28,13 @@ struct ReadOnlySpoolTests {
             let frozen = try await SystemTool.run("/usr/bin/chattr", ["+i", spool])
             try #require(frozen.code == 0, "chattr +i: \(frozen.output)")
 
-            let daemon = try AgrigpsCommand(["run", "--replay", Fixtures.log("bu353s4"), "--retime", "--state-dir", onboarded.state])
-            defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+            let daemon = try AgrigpsCommand([
+                "run", "--replay", Fixtures.log("bu353s4"), "--retime", "--state-dir", onboarded.state,
+            ])
+            defer {
+                if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }
+                daemon.cleanUp()
+            }
             try await waitForHeartbeat(in: onboarded.state) { $0.lastError != nil && $0.spool?.storageFault != nil }
             let heartbeat = try #require(Heartbeat.read(from: onboarded.state + "/heartbeat.json"))
             let lastError = heartbeat.lastError ?? ""

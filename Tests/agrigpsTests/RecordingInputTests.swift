@@ -1,10 +1,11 @@
 import ChildProcesses
 import Foundation
+import TestSupport
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Testing
-import TestSupport
 
 /// What `agrigps bus --file` and `agrigps replay` are given as a candump recording is not always one:
 /// a FIFO, a device, a folder, random bytes, a line of many megabytes, a recording longer than any
@@ -26,12 +27,16 @@ struct RecordingInputTests {
             let result = try await AgrigpsCommand.run(["bus", "--file", path], timeout: 20)
             let said = result.stderr.joined(separator: "\n")
             #expect(result.code == 66, "\(path): exit \(String(describing: result.code)): \(said)")
-            #expect(said.contains("\(path) is \(kind), not a recording; give the path of a candump log file"), "\(path): \(said)")
+            #expect(
+                said.contains("\(path) is \(kind), not a recording; give the path of a candump log file"),
+                "\(path): \(said)")
             #expect(result.stdout.isEmpty)
         }
     }
 
-    @Test("a FIFO or a device given to replay or run --replay as an NMEA log: refused with words at once, nothing waited on or read to its end")
+    @Test(
+        "a FIFO or a device given to replay or run --replay as an NMEA log: refused with words at once, nothing waited on or read to its end"
+    )
     func nmeaLogThatIsNoFile() async throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -42,7 +47,9 @@ struct RecordingInputTests {
                 let result = try await AgrigpsCommand.run(arguments, timeout: 20)
                 let said = result.stderr.joined(separator: "\n")
                 #expect(result.code == 66, "\(arguments): exit \(String(describing: result.code)): \(said)")
-                #expect(said.contains("\(path) is not a file (a FIFO, a device or a socket is not read)"), "\(arguments): \(said)")
+                #expect(
+                    said.contains("\(path) is not a file (a FIFO, a device or a socket is not read)"),
+                    "\(arguments): \(said)")
             }
         }
     }
@@ -60,9 +67,11 @@ struct RecordingInputTests {
             withUnsafeBytes(of: random.next()) { bytes.replaceSubrange(index..<index + 8, with: $0) }
         }
         try Data(bytes).write(to: URL(fileURLWithPath: directory + "/random.bin"))
-        try Data(repeating: UInt8(ascii: "x"), count: 20 << 20).write(to: URL(fileURLWithPath: directory + "/one-line.txt"))
+        try Data(repeating: UInt8(ascii: "x"), count: 20 << 20).write(
+            to: URL(fileURLWithPath: directory + "/one-line.txt"))
         // Candump lines after 2 MiB of other text: judged by the start, as a person would.
-        let late = Data(String(repeating: "this is a log of something else\n", count: 65_536).utf8)
+        let late =
+            Data(String(repeating: "this is a log of something else\n", count: 65_536).utf8)
             + (try Data(contentsOf: URL(fileURLWithPath: Fixtures.can("candumpSample1.txt"))))
         try late.write(to: URL(fileURLWithPath: directory + "/late.log"))
 
@@ -71,12 +80,18 @@ struct RecordingInputTests {
             let said = run.stderr.joined(separator: "\n")
             #expect(run.code == 65, "\(name): exit \(String(describing: run.code)): \(said.prefix(600))")
             #expect(said.contains("\(directory)/\(name) is not a candump log"), "\(name): \(said.prefix(600))")
-            #expect(said.contains("expected lines like `(1612345678.123456) can0 09F80102#...`"), "\(name): \(said.prefix(600))")
-            #expect(Self.bounded(run.peakKiB, baseline.peakKiB), "\(name): peak RSS \(run.peakKiB as Any) KiB, \(baseline.peakKiB as Any) KiB over a small recording")
+            #expect(
+                said.contains("expected lines like `(1612345678.123456) can0 09F80102#...`"),
+                "\(name): \(said.prefix(600))")
+            #expect(
+                Self.bounded(run.peakKiB, baseline.peakKiB),
+                "\(name): peak RSS \(run.peakKiB as Any) KiB, \(baseline.peakKiB as Any) KiB over a small recording")
         }
     }
 
-    @Test("a 20 MiB line amid frames: skipped with words, the frames around it read, in bounded memory; replay reads the same way")
+    @Test(
+        "a 20 MiB line amid frames: skipped with words, the frames around it read, in bounded memory; replay reads the same way"
+    )
     func overLongLine() async throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -90,17 +105,28 @@ struct RecordingInputTests {
         let run = try await Self.measured(["bus", "--file", path])
         #expect(run.code == 0, "exit \(String(describing: run.code)): \(run.stderr)")
         #expect(run.stdout.first == "Recording: 6026 frames from 3 senders.", "\(run.stdout)")
-        #expect(run.stderr.first?.contains("\(path): 1 line not read (line 101: longer than 300 characters") == true, "\(run.stderr)")
-        #expect(Self.bounded(run.peakKiB, baseline.peakKiB), "peak RSS \(run.peakKiB as Any) KiB, \(baseline.peakKiB as Any) KiB over the recording without the line")
+        #expect(
+            run.stderr.first?.contains("\(path): 1 line not read (line 101: longer than 300 characters") == true,
+            "\(run.stderr)")
+        #expect(
+            Self.bounded(run.peakKiB, baseline.peakKiB),
+            "peak RSS \(run.peakKiB as Any) KiB, \(baseline.peakKiB as Any) KiB over the recording without the line")
 
         // The replay reads the recording before it looks for the interface, with the same reader.
         let replay = try await Self.measured(["replay", "--json", "--can", "agrigpsvcan9", path])
         #expect(replay.code == 69, "exit \(String(describing: replay.code)): \(replay.stderr)")
-        #expect(replay.stderr.first?.contains("\(path): 1 line not read (line 101: longer than 300 characters") == true, "\(replay.stderr)")
-        #expect(Self.bounded(replay.peakKiB, baseline.peakKiB), "replay: peak RSS \(replay.peakKiB as Any) KiB, \(baseline.peakKiB as Any) KiB for bus over a small recording")
+        #expect(
+            replay.stderr.first?.contains("\(path): 1 line not read (line 101: longer than 300 characters") == true,
+            "\(replay.stderr)")
+        #expect(
+            Self.bounded(replay.peakKiB, baseline.peakKiB),
+            "replay: peak RSS \(replay.peakKiB as Any) KiB, \(baseline.peakKiB as Any) KiB for bus over a small recording"
+        )
     }
 
-    @Test("a recording of more frames than a replay takes: refused with how to cut it, before any interface is looked for")
+    @Test(
+        "a recording of more frames than a replay takes: refused with how to cut it, before any interface is looked for"
+    )
     func tooLongToReplay() async throws {
         let directory = try Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -114,7 +140,9 @@ struct RecordingInputTests {
         #expect(said.contains("head -n 1000000"), "\(said)")
         // bus reads any length: it keeps no frames.
         let bus = try await AgrigpsCommand.run(["bus", "--file", path], timeout: 60)
-        #expect(bus.code == 1 && bus.stdout.first == "Recording: 1000001 frames from 1 sender.", "\(bus.code as Any) \(bus.stdout) \(bus.stderr)")
+        #expect(
+            bus.code == 1 && bus.stdout.first == "Recording: 1000001 frames from 1 sender.",
+            "\(bus.code as Any) \(bus.stdout) \(bus.stderr)")
     }
 
     /// Whether a run's peak was measured and stayed within `growthKiB` of the baseline's.
@@ -124,7 +152,9 @@ struct RecordingInputTests {
     }
 
     static func scratch() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-recording-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-recording-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         return directory
     }
@@ -135,7 +165,8 @@ struct RecordingInputTests {
     /// FIFOs filled beforehand: its first line of output (these commands write only once they have
     /// read the recording) blocks it, alive, until its peak is read; then both are drained.
     static func measured(_ arguments: [String], timeout: Double = 60) async throws
-        -> (code: Int32?, stdout: [String], stderr: [String], peakKiB: Int?) {
+        -> (code: Int32?, stdout: [String], stderr: [String], peakKiB: Int?)
+    {
         let base = NSTemporaryDirectory() + "agrigps-measured-\(UUID().uuidString)"
         let paths = [base + ".out", base + ".err"]
         var descriptors: [Int32] = []
@@ -159,8 +190,9 @@ struct RecordingInputTests {
             }
             filler.append(filled)
         }
-        let child = try ChildProcess(executable: AgrigpsCommand.path, arguments: arguments, environment: ProcessInfo.processInfo.environment,
-                                     outputPath: paths[0], errorPath: paths[1])
+        let child = try ChildProcess(
+            executable: AgrigpsCommand.path, arguments: arguments, environment: ProcessInfo.processInfo.environment,
+            outputPath: paths[0], errorPath: paths[1])
         var output: [[UInt8]] = [[], []]
         func drain() {
             var chunk = [UInt8](repeating: 0, count: 65_536)
@@ -191,7 +223,8 @@ struct RecordingInputTests {
         }
         drain()
         func lines(_ index: Int) -> [String] {
-            String(decoding: output[index].dropFirst(filler[index]), as: UTF8.self).split(separator: "\n").map(String.init)
+            String(decoding: output[index].dropFirst(filler[index]), as: UTF8.self).split(separator: "\n").map(
+                String.init)
         }
         return (code, lines(0), lines(1), peak)
     }
@@ -205,7 +238,8 @@ struct RecordingInputTests {
         #endif
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.contains { task in
-            let call = ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/syscall", encoding: .utf8)) ?? "").split(separator: " ")
+            let call = ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/syscall", encoding: .utf8)) ?? "")
+                .split(separator: " ")
             return call.count > 1 && call[0] == write && (call[1] == "0x1" || call[1] == "0x2")
         }
     }

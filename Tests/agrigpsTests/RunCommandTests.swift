@@ -1,11 +1,11 @@
-import AgrirouterWire
 import AgrirouterSim
+import AgrirouterWire
 import Foundation
 import GPSDReplay
 import Spool
 import StateDirectory
-import Testing
 import TestSupport
+import Testing
 
 extension OnboardedMachine {
     func spoolStatus() async -> SpoolStatus { await Spool(path: state + "/spool.sqlite").status() }
@@ -14,18 +14,24 @@ extension OnboardedMachine {
     /// kills the daemon with SIGKILL while it waits for them.
     func killWhileTheFirstAnswerIsHeld(seconds: Double) async throws {
         await simulator.inject(.stallPublish(seconds: seconds))
-        let first = try AgrigpsCommand(["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state, "--spacing", "0.05"])
+        let first = try AgrigpsCommand([
+            "run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state, "--spacing", "0.05",
+        ])
         defer { first.cleanUp() }
         var published = false
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline, !published {
-            published = await simulator.sentMessages(endpoint: try endpointID).contains { $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo }
+            published = await simulator.sentMessages(endpoint: try endpointID).contains {
+                $0.envelope.technicalMessageType == TechnicalMessageType.gpsInfo
+            }
             if !published { try await Task.sleep(for: .milliseconds(10)) }
         }
         #expect(published, "the daemon never published")
         #expect(await spoolStatus().inFlight > 0)
         // libmosquitto is opened by the MQTT transport only.
-        #expect(first.hasMapped("libmosquitto.so") == (transport == "mqtt"), "\(transport): \(mappedFiles(named: "mosquitto", of: first.process.pid))")
+        #expect(
+            first.hasMapped("libmosquitto.so") == (transport == "mqtt"),
+            "\(transport): \(mappedFiles(named: "mosquitto", of: first.process.pid))")
         kill(first.process.pid, SIGKILL)
         #expect(await first.process.wait(timeout: 10) == 128 + SIGKILL)
     }
@@ -33,11 +39,14 @@ extension OnboardedMachine {
     /// Replays bu353-glonass to its end, then checks that every sample of both runs arrived exactly
     /// once in each format: the held batch's answer was found, not sent again.
     func secondRunDeliversBothRunsOnce() async throws {
-        let second = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("bu353-glonass"), "--state-dir", state, "--spacing", "0.05"], timeout: 120)
+        let second = try await AgrigpsCommand.run(
+            ["run", "--replay", Fixtures.log("bu353-glonass"), "--state-dir", state, "--spacing", "0.05"], timeout: 120)
         #expect(second.code == 0, "\(second.stderr.suffix(5))")
         let expected = try expectedEntries("ublox-lea-4h") + expectedEntries("bu353-glonass")
         #expect(try await received().map(\.positionNorth) == expected.map(\.latitude))
-        #expect(try await receivedTimes().map(\.positionStart.positionNorth) == expected.map(\.latitude), "and once as TimeLog Times")
+        #expect(
+            try await receivedTimes().map(\.positionStart.positionNorth) == expected.map(\.latitude),
+            "and once as TimeLog Times")
         let status = await spoolStatus()
         #expect(status.pending + status.inFlight + status.failed == 0 && status.resent == 0)
     }
@@ -45,12 +54,14 @@ extension OnboardedMachine {
 
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct RunCommandTests {
-    @Test("a recorded log reaches agrirouter once, in order, with its statuses, over REST and over MQTT",
-          arguments: ["ublox-lea-4h", "nmea-rtk"], ["rest", "mqtt"])
+    @Test(
+        "a recorded log reaches agrirouter once, in order, with its statuses, over REST and over MQTT",
+        arguments: ["ublox-lea-4h", "nmea-rtk"], ["rest", "mqtt"])
     func endToEnd(log: String, transport: String) async throws {
         let machine = try await OnboardedMachine.make(transport: transport)
         try await tearingDown({ await machine.close() }) {
-            let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log(log), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
+            let run = try await AgrigpsCommand.run(
+                ["run", "--replay", Fixtures.log(log), "--state-dir", machine.state, "--spacing", "0.05"], timeout: 120)
             #expect(run.code == 0, "\(run.stderr.suffix(5))")
             let expected = try expectedEntries(log)
             let received = try await machine.received()
@@ -64,7 +75,9 @@ struct RunCommandTests {
             // fix, or nmea-rtk's first fix, which comes without a time) carries the system time corrected
             // to the best known UTC when it is sent, and EFDI may go a cycle later than gps:info, after
             // that estimate has moved: seconds apart at most.
-            let timed = try Fixtures.lines(of: Fixtures.nmeaDirectory.appendingPathComponent("\(log).samples.jsonl").path).map { line in
+            let timed = try Fixtures.lines(
+                of: Fixtures.nmeaDirectory.appendingPathComponent("\(log).samples.jsonl").path
+            ).map { line in
                 (try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["time"] is String
             }
             #expect(times.count == received.count && timed.count == received.count)
@@ -72,26 +85,42 @@ struct RunCommandTests {
                 if hasReceiverTime {
                     #expect(time.start == entry.gpsUtcTimestamp, "a timed sample's Time starts at its GPS entry's time")
                 } else {
-                    #expect(abs(time.start.date.timeIntervalSince(entry.gpsUtcTimestamp.date)) < 5, "\(time.start) \(entry.gpsUtcTimestamp)")
+                    #expect(
+                        abs(time.start.date.timeIntervalSince(entry.gpsUtcTimestamp.date)) < 5,
+                        "\(time.start) \(entry.gpsUtcTimestamp)")
                 }
             }
-            let types = try await machine.simulator.sentMessages(endpoint: machine.endpointID).map(\.envelope.technicalMessageType)
-            #expect(types.firstIndex(of: TechnicalMessageType.deviceDescription).map { $0 < types.firstIndex(of: TechnicalMessageType.timeLog) ?? 0 } == true,
-                    "the device description goes before the first TimeLog: \(types)")
+            let types = try await machine.simulator.sentMessages(endpoint: machine.endpointID).map(
+                \.envelope.technicalMessageType)
+            #expect(
+                types.firstIndex(of: TechnicalMessageType.deviceDescription).map {
+                    $0 < types.firstIndex(of: TechnicalMessageType.timeLog) ?? 0
+                } == true,
+                "the device description goes before the first TimeLog: \(types)")
             if log == "ublox-lea-4h" {
-                #expect(received.filter { $0.positionStatus == .dNoGps }.count == 2, "the fix losses are sent as D_NO_GPS")
+                #expect(
+                    received.filter { $0.positionStatus == .dNoGps }.count == 2, "the fix losses are sent as D_NO_GPS")
                 #expect(times.filter { $0.positionStart.positionStatus == .dNoGps }.count == 2, "and as D_NO_GPS Times")
             }
             let status = await machine.spoolStatus()
-            #expect(status.pending + status.inFlight + status.failed + status.parked == 0, "the spool is empty at the end")
+            #expect(
+                status.pending + status.inFlight + status.failed + status.parked == 0, "the spool is empty at the end")
             // The machine's own records say the same: every sample of the log's days sent and acknowledged, none lost.
-            let stats = try await AgrigpsCommand.run(["stats", "--json", "--by", "year", "--since", "2019-01-01", "--until", "2026-06-01",
-                                                      "--state-dir", machine.state])
-            let periods = (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"] as? [[String: Any]] ?? []
+            let stats = try await AgrigpsCommand.run([
+                "stats", "--json", "--by", "year", "--since", "2019-01-01", "--until", "2026-06-01",
+                "--state-dir", machine.state,
+            ])
+            let periods =
+                (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"]
+                as? [[String: Any]] ?? []
             func total(_ key: String) -> Int { periods.compactMap { $0[key] as? Int }.reduce(0, +) }
-            #expect(total("samples") == timed.filter { $0 }.count && total("samples") > 0, "\(stats.stdout) \(stats.stderr)")
-            #expect(total("samples_sent") == total("samples") && total("samples_acknowledged") == total("samples") && total("samples_lost") == 0,
-                    "\(stats.stdout)")
+            #expect(
+                total("samples") == timed.filter { $0 }.count && total("samples") > 0, "\(stats.stdout) \(stats.stderr)"
+            )
+            #expect(
+                total("samples_sent") == total("samples") && total("samples_acknowledged") == total("samples")
+                    && total("samples_lost") == 0,
+                "\(stats.stdout)")
             #expect(run.stdout.last?.contains("0 waiting in the spool") == true)
             // Status names the transport and what its connection was doing.
             let shown = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
@@ -108,9 +137,12 @@ struct RunCommandTests {
             await machine.simulator.clearFaults()
             try await machine.secondRunDeliversBothRunsOnce()
             // The restart remembered the first run's set-up: capabilities and subscription went once.
-            let sent = try await machine.simulator.sentMessages(endpoint: machine.endpointID).map(\.envelope.technicalMessageType)
-            #expect(sent.count { $0 == TechnicalMessageType.capabilities } == 1 && sent.count { $0 == TechnicalMessageType.subscription } == 1,
-                    "\(sent.filter { $0 != TechnicalMessageType.gpsInfo })")
+            let sent = try await machine.simulator.sentMessages(endpoint: machine.endpointID).map(
+                \.envelope.technicalMessageType)
+            #expect(
+                sent.count { $0 == TechnicalMessageType.capabilities } == 1
+                    && sent.count { $0 == TechnicalMessageType.subscription } == 1,
+                "\(sent.filter { $0 != TechnicalMessageType.gpsInfo })")
         }
     }
 
@@ -132,15 +164,24 @@ struct RunCommandTests {
         try await tearingDown({ await machine.close() }) {
             var options = ReplayGPSD.Options()
             options.realTime = true
-            let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: Fixtures.log("telit-he910")), options: options)
+            let gpsd = try await ReplayGPSD.start(
+                log: try NMEALog(contentsOf: Fixtures.log("telit-he910")), options: options)
             defer { gpsd.stop() }
-            let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(gpsd.address.port)", "--state-dir", machine.state,
-                                             "--send-interval", "0.2", "--spacing", "0.05"])
-            defer { daemon.process.terminate(grace: 2); daemon.cleanUp() }
+            let daemon = try AgrigpsCommand([
+                "run", "--gpsd", "127.0.0.1:\(gpsd.address.port)", "--state-dir", machine.state,
+                "--send-interval", "0.2", "--spacing", "0.05",
+            ])
+            defer {
+                daemon.process.terminate(grace: 2)
+                daemon.cleanUp()
+            }
             func received() async -> Int { (try? await machine.received().count) ?? 0 }
             func waitFor(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
                 let deadline = Date().addingTimeInterval(seconds)
-                while Date() < deadline { if await condition() { return true }; try? await Task.sleep(for: .milliseconds(50)) }
+                while Date() < deadline {
+                    if await condition() { return true }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
                 return false
             }
             #expect(await waitFor(20) { await received() >= 3 }, "nothing was published")
@@ -157,8 +198,11 @@ struct RunCommandTests {
             // status says since when, and what the pause holds back, as the cab view does.
             let status = try await AgrigpsCommand.run(["status", "--state-dir", machine.state])
             let line = status.stdout.first { $0.hasPrefix("Sharing: PAUSED") } ?? ""
-            #expect(line.range(of: #"^Sharing: PAUSED since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z \([^)]*ago\), [1-9]\d* positions? kept here and never sent"#,
-                                options: .regularExpression) != nil, "\(status.stdout)")
+            #expect(
+                line.range(
+                    of:
+                        #"^Sharing: PAUSED since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z \([^)]*ago\), [1-9]\d* positions? kept here and never sent"#,
+                    options: .regularExpression) != nil, "\(status.stdout)")
 
             #expect(try await AgrigpsCommand.run(["resume", "--state-dir", machine.state]).code == 0)
             #expect(await waitFor(10) { await received() > atPause }, "sending did not resume")
@@ -172,13 +216,18 @@ struct RunCommandTests {
         }
     }
 
-    @Test("SIGTERM while a GET of the outbox hangs: the daemon waits for its answers 13 s at most, within the unit's stop timeout, its samples kept")
+    @Test(
+        "SIGTERM while a GET of the outbox hangs: the daemon waits for its answers 13 s at most, within the unit's stop timeout, its samples kept"
+    )
     func sigtermDuringStalledRequest() async throws {
         let machine = try await OnboardedMachine.make()
         try await tearingDown({ await machine.close() }) {
             await machine.simulator.inject(.stall(seconds: 30))
             let port = try ReplayGPSD.freeLoopbackPort()
-            let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", machine.state, "--spacing", "0.05"])
+            let daemon = try AgrigpsCommand([
+                "run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", machine.state, "--spacing",
+                "0.05",
+            ])
             defer {
                 if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
                 daemon.cleanUp()
@@ -199,17 +248,30 @@ struct RunCommandTests {
         }
     }
 
-    @Test("[publishing] profile = \"live\" runs a send cycle every 5 s; --send-interval still wins", arguments: [nil, "20"])
+    @Test(
+        "[publishing] profile = \"live\" runs a send cycle every 5 s; --send-interval still wins",
+        arguments: [nil, "20"])
     func liveProfile(sendInterval: String?) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-live-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "agrigps-live-\(UUID().uuidString)"
+        ).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try "[publishing]\nprofile = \"live\"\n".write(toFile: directory + "/agrigps.conf", atomically: true, encoding: .utf8)
+        try "[publishing]\nprofile = \"live\"\n".write(
+            toFile: directory + "/agrigps.conf", atomically: true, encoding: .utf8)
         let port = try ReplayGPSD.freeLoopbackPort()
-        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--config", directory + "/agrigps.conf", "--state-dir", directory + "/state"]
-                                        + (sendInterval.map { ["--send-interval", $0] } ?? []))
-        defer { if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }; daemon.cleanUp() }
+        let daemon = try AgrigpsCommand(
+            [
+                "run", "--gpsd", "127.0.0.1:\(port)", "--config", directory + "/agrigps.conf", "--state-dir",
+                directory + "/state",
+            ]
+                + (sendInterval.map { ["--send-interval", $0] } ?? []))
+        defer {
+            if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }
+            daemon.cleanUp()
+        }
         try await waitForHeartbeat(in: directory + "/state") { $0.sendInterval != nil }
-        #expect(Heartbeat.read(from: directory + "/state/heartbeat.json")?.sendInterval == (sendInterval == nil ? 5 : 20))
+        #expect(
+            Heartbeat.read(from: directory + "/state/heartbeat.json")?.sendInterval == (sendInterval == nil ? 5 : 20))
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import Spool
 import StateFiles
-import Testing
 import TestSupport
+import Testing
 
 /// Anything in the state directory may have been replaced: by a FIFO, whose open waits for a writer
 /// for ever; by a device; by a symbolic link to a file elsewhere, which a write would go through.
@@ -36,42 +36,63 @@ struct StateFileKindTests {
         return (state, outside)
     }
 
-    @Test("status, track and stats end at once and name the file when one is a FIFO, a link out of the directory or a device")
+    @Test(
+        "status, track and stats end at once and name the file when one is a FIFO, a link out of the directory or a device"
+    )
     func readers() async throws {
-        for file in ["spool.sqlite", "spool.sqlite-wal", "spool.sqlite-mark", "others.sqlite", "track.sqlite", "heartbeat.json", "endpoint.json"] {
+        for file in [
+            "spool.sqlite", "spool.sqlite-wal", "spool.sqlite-mark", "others.sqlite", "track.sqlite", "heartbeat.json",
+            "endpoint.json",
+        ] {
             for kind in Kind.allCases {
                 let (state, outside) = try await planted(file, as: kind)
                 defer { try? FileManager.default.removeItem(atPath: (state as NSString).deletingLastPathComponent) }
-                let commands: [[String]] = file == "track.sqlite" ? [["track", "--format", "csv"], ["stats"]] : [["status"], ["status", "--json"]]
+                let commands: [[String]] =
+                    file == "track.sqlite"
+                    ? [["track", "--format", "csv"], ["stats"]] : [["status"], ["status", "--json"]]
                 for command in commands {
                     let result = try await AgrigpsCommand.run(command + ["--state-dir", state], timeout: 20)
                     let said = (result.stdout + result.stderr).joined(separator: "\n")
-                    #expect(result.code != nil && result.code != 0, "\(command) with \(file) a \(kind.rawValue): exit \(String(describing: result.code))")
-                    let named = said.contains(file + " is not a regular file") || said.contains(file + " is a symbolic link")
+                    #expect(
+                        result.code != nil && result.code != 0,
+                        "\(command) with \(file) a \(kind.rawValue): exit \(String(describing: result.code))")
+                    let named =
+                        said.contains(file + " is not a regular file") || said.contains(file + " is a symbolic link")
                     #expect(named, "\(command) with \(file) a \(kind.rawValue) did not say so: \(said.prefix(600))")
                 }
-                #expect(try String(contentsOfFile: outside, encoding: .utf8) == "not agrigps's\n", "\(file) as a link: the file outside was changed")
+                #expect(
+                    try String(contentsOfFile: outside, encoding: .utf8) == "not agrigps's\n",
+                    "\(file) as a link: the file outside was changed")
             }
         }
     }
 
     /// The daemon run over the long-enough replay with `file` planted as `kind`: its exit, what it
     /// said, and the state directory, which the caller removes.
-    func daemon(with file: String, as kind: Kind, timeout: Double) async throws -> (code: Int32?, said: String, state: String, outside: String) {
+    func daemon(with file: String, as kind: Kind, timeout: Double) async throws -> (
+        code: Int32?, said: String, state: String, outside: String
+    ) {
         let (state, outside) = try await planted(file, as: kind)
-        let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state], timeout: timeout)
+        let run = try await AgrigpsCommand.run(
+            ["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state], timeout: timeout)
         return (run.code, (run.stdout + run.stderr).joined(separator: "\n"), state, outside)
     }
 
-    @Test("the daemon writes no heartbeat or commit mark into a FIFO, a device or a link; it says so, samples on, and ends on its own")
+    @Test(
+        "the daemon writes no heartbeat or commit mark into a FIFO, a device or a link; it says so, samples on, and ends on its own"
+    )
     func daemonSideFiles() async throws {
         for file in ["heartbeat.json", "spool.sqlite-mark"] {
             for kind in Kind.allCases {
                 let run = try await daemon(with: file, as: kind, timeout: 60)
                 defer { try? FileManager.default.removeItem(atPath: (run.state as NSString).deletingLastPathComponent) }
-                #expect(run.code == 0, "\(file) a \(kind.rawValue): exit \(String(describing: run.code)): \(run.said.suffix(600))")
-                #expect(run.said.contains("\(file) is not a regular file") || run.said.contains("\(file) is a symbolic link"),
-                        "\(file) a \(kind.rawValue): nothing said about it: \(run.said.suffix(600))")
+                #expect(
+                    run.code == 0,
+                    "\(file) a \(kind.rawValue): exit \(String(describing: run.code)): \(run.said.suffix(600))")
+                #expect(
+                    run.said.contains("\(file) is not a regular file")
+                        || run.said.contains("\(file) is a symbolic link"),
+                    "\(file) a \(kind.rawValue): nothing said about it: \(run.said.suffix(600))")
                 let samples = try await Spool(path: run.state + "/spool.sqlite").allSamples()
                 #expect(samples.count > 2, "\(file) a \(kind.rawValue): only \(samples.count) samples")
                 #expect(try String(contentsOfFile: run.outside, encoding: .utf8) == "not agrigps's\n")
@@ -90,17 +111,23 @@ struct StateFileKindTests {
         }
     }
 
-    @Test("a temporary file a killed writer left beside a state file goes with the next write of that file, once a minute old; a backup made by hand stays")
+    @Test(
+        "a temporary file a killed writer left beside a state file goes with the next write of that file, once a minute old; a backup made by hand stays"
+    )
     func leftoversGo() throws {
         let state = NSTemporaryDirectory() + "agrigps-leftovers-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: state) }
         let old = Date().addingTimeInterval(-120)
-        let kept: Set = ["endpoint.json.agrigps-new-Young1", "endpoint.json.agrigps-new-toolong7", "others.json.agrigps-new-Xy34Zw",
-                         "endpoint.json.backup", "endpoint.json.Ab12Cd"]
+        let kept: Set = [
+            "endpoint.json.agrigps-new-Young1", "endpoint.json.agrigps-new-toolong7", "others.json.agrigps-new-Xy34Zw",
+            "endpoint.json.backup", "endpoint.json.Ab12Cd",
+        ]
         for name in kept.union(["endpoint.json.agrigps-new-Ab12Cd"]) {
             try Data("{".utf8).write(to: URL(fileURLWithPath: state + "/" + name))
-            if !name.hasSuffix("Young1") { try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: state + "/" + name) }
+            if !name.hasSuffix("Young1") {
+                try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: state + "/" + name)
+            }
         }
         try StateFile.replace(state + "/endpoint.json", with: Array("{}".utf8))
         let left = Set(try FileManager.default.contentsOfDirectory(atPath: state))
@@ -112,16 +139,27 @@ struct StateFileKindTests {
         let root = NSTemporaryDirectory() + "agrigps-umask-\(UUID().uuidString)"
         let state = root + "/state"
         defer { try? FileManager.default.removeItem(atPath: root) }
-        let run = try await SystemTool.run("/bin/sh", ["-c", "umask 000; exec \"$0\" run --replay \"$1\" --state-dir \"$2\"",
-                                                       AgrigpsCommand.path, Fixtures.log("ublox-8"), state], timeout: 60)
+        let run = try await SystemTool.run(
+            "/bin/sh",
+            [
+                "-c", "umask 000; exec \"$0\" run --replay \"$1\" --state-dir \"$2\"",
+                AgrigpsCommand.path, Fixtures.log("ublox-8"), state,
+            ], timeout: 60)
         #expect(run.code == 0, "\(run.output.suffix(600))")
-        let password = try await SystemTool.run("/bin/sh", ["-c", "umask 000; echo tractor-cab-2026 | exec \"$0\" web set-password --state-dir \"$1\"",
-                                                            AgrigpsCommand.path, state], timeout: 30)
+        let password = try await SystemTool.run(
+            "/bin/sh",
+            [
+                "-c", "umask 000; echo tractor-cab-2026 | exec \"$0\" web set-password --state-dir \"$1\"",
+                AgrigpsCommand.path, state,
+            ], timeout: 30)
         #expect(password.code == 0, "\(password.output)")
         let files = try FileManager.default.contentsOfDirectory(atPath: state)
-        #expect(files.contains("spool.sqlite") && files.contains("heartbeat.json") && files.contains("web-password"), "\(files)")
+        #expect(
+            files.contains("spool.sqlite") && files.contains("heartbeat.json") && files.contains("web-password"),
+            "\(files)")
         for file in files {
-            let mode = try #require(try FileManager.default.attributesOfItem(atPath: state + "/" + file)[.posixPermissions] as? Int)
+            let mode = try #require(
+                try FileManager.default.attributesOfItem(atPath: state + "/" + file)[.posixPermissions] as? Int)
             #expect(mode == (file == "heartbeat.json" ? 0o640 : 0o600), "\(file) is \(String(mode, radix: 8))")
         }
     }

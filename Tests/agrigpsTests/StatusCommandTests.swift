@@ -3,18 +3,23 @@ import Foundation
 import GPSDReplay
 import Spool
 import StateDirectory
-import Testing
 import TestSupport
+import Testing
 
 @Suite("agrigps status against a daemon", .serialized, .timeLimit(.minutes(2)))
 struct StatusCommandTests {
-    @Test("a running daemon is reported with its problems; SIGTERM ends it within 5 s with the spool intact; then status is CRITICAL")
+    @Test(
+        "a running daemon is reported with its problems; SIGTERM ends it within 5 s with the spool intact; then status is CRITICAL"
+    )
     func runningThenStopped() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-status-\(UUID().uuidString)").path
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-status-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: state) }
         // Nothing listens on this port: the daemon samples gpsd_unreachable, as on a box whose gpsd is down.
         let port = try ReplayGPSD.freeLoopbackPort()
-        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state])
+        let daemon = try AgrigpsCommand([
+            "run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state,
+        ])
         defer {
             if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
             daemon.cleanUp()
@@ -25,7 +30,9 @@ struct StatusCommandTests {
         // the warnings (it was a WARNING, "not onboarded; no fix yet", while the page said act now).
         let status = try await AgrigpsCommand.run(["status", "--state-dir", state])
         #expect(status.code == 2, "\(status.stdout)")
-        #expect(status.stdout.first == "CRITICAL: gpsd unreachable, so no position is taken; check that gpsd runs: systemctl status gpsd; "
+        #expect(
+            status.stdout.first
+                == "CRITICAL: gpsd unreachable, so no position is taken; check that gpsd runs: systemctl status gpsd; "
                 + "not onboarded; no fix yet")
         #expect(status.stdout.contains { $0.hasPrefix("Daemon: running (pid \(daemon.process.pid)") })
         #expect(status.stdout.contains { $0.hasPrefix("Fix: gpsd_unreachable, ") })
@@ -36,7 +43,8 @@ struct StatusCommandTests {
             #expect(!daemon.hasMapped(name), "a daemon that is not onboarded mapped \(name)")
         }
         let json = try await AgrigpsCommand.run(["status", "--json", "--state-dir", state])
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.joined().utf8)) as? [String: Any])
         #expect(object["health"] as? String == "CRITICAL" && object["exit_code"] as? Int == 2)
         #expect(json.code == 2)
 
@@ -45,9 +53,10 @@ struct StatusCommandTests {
         let code = await daemon.process.wait(timeout: 10)
         #expect(code == 143, "SIGTERM ends it with 128 + 15, as the README promises")
         #expect(Date().timeIntervalSince(stopping) < 5, "stopped within 5 s")
-        let taken = try #require(daemon.stdout.last.flatMap { line in
-            line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
-        }, "\(daemon.stdout)")
+        let taken = try #require(
+            daemon.stdout.last.flatMap { line in
+                line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+            }, "\(daemon.stdout)")
         let spool = Spool(path: state + "/spool.sqlite")
         let spoolStatus = await spool.status()
         #expect(spoolStatus.storageFault == nil)
@@ -64,12 +73,15 @@ struct StatusCommandTests {
         let missing = try await AgrigpsCommand.run(["status", "--state-dir", "/nonexistent/agrigps"])
         #expect(missing.code == 3)
         #expect(missing.stdout.first == "UNKNOWN: no state directory at /nonexistent/agrigps")
-        let config = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-\(UUID().uuidString).conf").path
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-\(UUID().uuidString).conf")
+            .path
         defer { unlink(config) }
         try "[status]\nheartbeat_limit = \"soon\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         let broken = try await AgrigpsCommand.run(["status", "--config", config, "--state-dir", "/tmp"])
         #expect(broken.code == 3)
-        #expect(broken.stdout.first?.hasPrefix("UNKNOWN: \(config): [status] heartbeat_limit: must be a number of seconds") == true)
+        #expect(
+            broken.stdout.first?.hasPrefix("UNKNOWN: \(config): [status] heartbeat_limit: must be a number of seconds")
+                == true)
     }
 }
 
@@ -78,14 +90,17 @@ struct StatusWithoutRootTests {
     @Test("a member of the daemon's group reads status from the heartbeat, with the databases closed to it")
     func groupMember() async throws {
         try #require(getuid() == 0, "the test switches users, which needs root (as CI has)")
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-group-\(UUID().uuidString)").path
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-group-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: state) }
         // As systemd sets it up: the daemon's directory, its group may enter; new files take that group.
         let group: gid_t = 4242
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         #expect(chown(state, 0, group) == 0 && chmod(state, 0o2750) == 0)
         let port = try ReplayGPSD.freeLoopbackPort()
-        let daemon = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state])
+        let daemon = try AgrigpsCommand([
+            "run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state,
+        ])
         defer {
             if daemon.process.isRunning() { daemon.process.terminate(grace: 1) }
             daemon.cleanUp()
@@ -96,10 +111,13 @@ struct StatusWithoutRootTests {
             chmod(state + "/" + name, 0o600)
         }
         let output = state + "/status.out"
-        let status = try ChildProcess(executable: "/usr/bin/setpriv",
-                                      arguments: ["--reuid", "65534", "--regid", "65534", "--groups", "\(group)", AgrigpsCommand.path,
-                                                  "status", "--state-dir", state],
-                                      environment: ["PATH": "/usr/bin:/bin"], outputPath: output, errorPath: output + ".err")
+        let status = try ChildProcess(
+            executable: "/usr/bin/setpriv",
+            arguments: [
+                "--reuid", "65534", "--regid", "65534", "--groups", "\(group)", AgrigpsCommand.path,
+                "status", "--state-dir", state,
+            ],
+            environment: ["PATH": "/usr/bin:/bin"], outputPath: output, errorPath: output + ".err")
         let code = await status.wait(timeout: 20)
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map(String.init)
         let errors = try String(contentsOfFile: output + ".err", encoding: .utf8)
@@ -109,22 +127,27 @@ struct StatusWithoutRootTests {
         #expect(lines.contains { $0.hasPrefix("Daemon: running (pid \(daemon.process.pid)") })
         #expect(lines.contains { $0.hasPrefix("Spool: ") && $0.contains("pending") })
         #expect(errors.isEmpty, "\(errors)")
-        let mode = try FileManager.default.attributesOfItem(atPath: state + "/heartbeat.json")[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: state + "/heartbeat.json")[.posixPermissions] as? Int
         #expect(mode == 0o640)
     }
 
     @Test("a second daemon on the same state directory exits at once with 75 and names the first; the first runs on")
     func oneDaemonPerStateDirectory() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-lock-\(UUID().uuidString)").path
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-lock-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: state) }
         let port = try ReplayGPSD.freeLoopbackPort()
-        let first = try AgrigpsCommand(["run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state])
+        let first = try AgrigpsCommand([
+            "run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state,
+        ])
         defer {
             if first.process.isRunning() { first.process.terminate(grace: 1) }
             first.cleanUp()
         }
         try await waitForHeartbeat(in: state) { _ in true }
-        let second = try await AgrigpsCommand.run(["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state], timeout: 10)
+        let second = try await AgrigpsCommand.run(
+            ["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state], timeout: 10)
         #expect(second.code == 75, "\(second.stderr)")
         #expect(second.stderr.count == 1 && second.stderr.first?.contains("already uses the state directory") == true)
         #expect(second.stderr.first?.contains("pid \(first.process.pid)") == true, "\(second.stderr)")

@@ -20,8 +20,10 @@ struct UdevRulesTests {
             cp '\(rules)' /run/udev/rules.d/61-agrigps.rules
             udevadm test --action=add /sys/class/tty/console 2>&1
             """
-        let process = try ChildProcess(executable: "/usr/bin/unshare", arguments: ["--mount", "--propagation", "private", "/bin/sh", "-c", script],
-                                       environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputPath: output, errorPath: output)
+        let process = try ChildProcess(
+            executable: "/usr/bin/unshare",
+            arguments: ["--mount", "--propagation", "private", "/bin/sh", "-c", script],
+            environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], outputPath: output, errorPath: output)
         let code = await process.wait(timeout: 30)
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         #expect(code == 0, "\(text.suffix(500))")
@@ -38,7 +40,8 @@ struct UdevRulesTests {
 
     @Test("a broken copy is caught, so the check above can fail")
     func catchesMistakes() async throws {
-        let broken = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID().uuidString).rules").path
+        let broken = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID().uuidString).rules")
+            .path
         defer { unlink(broken) }
         let text = try String(contentsOfFile: Self.rules, encoding: .utf8) + "ATTRS{idVendor}=\"1546\"\n"
         try text.write(toFile: broken, atomically: true, encoding: .utf8)
@@ -49,8 +52,10 @@ struct UdevRulesTests {
     @Test("each receiver family gets the symlink and ModemManager's ignore flag; gpsd keeps the hot-plug")
     func content() throws {
         let text = try String(contentsOfFile: Self.rules, encoding: .utf8)
-        for pair in ["1546\", ATTRS{idProduct}==\"01a8", "067b\", ATTRS{idProduct}==\"2303", "10c4\", ATTRS{idProduct}==\"ea60",
-                     "0403\", ATTRS{idProduct}==\"6001"] {
+        for pair in [
+            "1546\", ATTRS{idProduct}==\"01a8", "067b\", ATTRS{idProduct}==\"2303", "10c4\", ATTRS{idProduct}==\"ea60",
+            "0403\", ATTRS{idProduct}==\"6001",
+        ] {
             #expect(text.contains("ATTRS{idVendor}==\"\(pair)\""), "\(pair)")
         }
         #expect(text.contains("SYMLINK+=\"agrigps-gnss\"") && text.contains("ENV{ID_MM_DEVICE_IGNORE}=\"1\""))
