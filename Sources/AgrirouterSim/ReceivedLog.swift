@@ -51,7 +51,7 @@ public final class ReceivedLog: Sendable {
             return count
         }
         let name = Self.format(of: type)
-        FileManager.default.createFile(
+        _ = FileManager.default.createFile(
             atPath: payloadDirectory + "/" + String(format: "%04d-%@.pb", number, name), contents: payload)
     }
 

@@ -214,7 +214,7 @@ struct SpoolCrashTests {
             ])
 
         chmod(confined, 0o777)
-        FileManager.default.createFile(atPath: gate, contents: nil)
+        _ = FileManager.default.createFile(atPath: gate, contents: nil)
         #expect(await child.wait(timeout: 20) == 0)
         #expect(Array(lines().suffix(3)) == ["stored 4", "stored 5", "order 1 2 3 4 5"])
     }
