@@ -48,6 +48,7 @@ let package = Package(
         .target(
             name: "GNSS",
             dependencies: [
+                "BlockingWork",
                 "Clocks",
                 "Bounds",
                 "CGPS",

@@ -1,4 +1,5 @@
 import AgrirouterWire
+import BlockingWork
 import Bounds
 import CMosquitto
 import Clocks
@@ -140,7 +141,11 @@ public final class MQTTLink: Link, @unchecked Sendable {
         // The connection lives on a thread of its own, never Swift's pool: the first connect resolves
         // the host, which may block, and the loop waits on the socket. The thread holds the link
         // until `close` ends it.
-        Thread.detachNewThread { [self] in self.run() }
+        guard startThread(named: "agrigps-mqtt", { [self] in self.run() }) else {
+            throw .libmosquitto(
+                call: "pthread_create", code: EAGAIN,
+                text: "cannot start the link's thread: the process is at its limit")
+        }
     }
 
     deinit {

@@ -1,3 +1,4 @@
+import BlockingWork
 import Clocks
 import Foundation
 import Logging
@@ -65,12 +66,13 @@ public struct GPSDSource: Sendable {
         let reader = SourceReader(configuration: configuration, logger: logger, sink: sink, stop: stop)
         // The reader blocks in libgps (poll and read on gpsd's socket) for as long as the source
         // lives, so it has a thread of its own, never one of Swift's pool.
-        let thread = Thread {
+        let started = startThread(named: "agrigps-gpsd") {
             var reader = reader
             reader.run()
         }
-        thread.name = "agrigps.gpsd-reader"
-        thread.start()
+        if !started {
+            logger.critical("cannot start the thread that reads gpsd: the process is at its limit of threads")
+        }
     }
 }
 
