@@ -384,10 +384,13 @@ struct DaemonFeedTests {
             }
 
             // The daemon names the harvester from the endpoint list once it has connected.
-            try await waitFor { try await rig.store.view().machines.first?.name == "Harvester" }
+            #expect(try await eventually(within: 20) { try await rig.store.view().machines.first?.name == "Harvester" })
             try await rig.publish([(.dRtkFloat, 52.01, 8.01, Date())])
-            try await waitFor { try await rig.store.view().machines.first?.lastPosition?.status == "D_RTK_FLOAT" }
-            try await waitFor { await rig.simulator.feed(endpoint: rig.tractorID).isEmpty }
+            #expect(
+                try await eventually(within: 20) {
+                    try await rig.store.view().machines.first?.lastPosition?.status == "D_RTK_FLOAT"
+                })
+            #expect(await eventually(within: 20) { await rig.simulator.feed(endpoint: rig.tractorID).isEmpty })
             running.cancel()
             source.finish()
             let summary = await running.value
@@ -397,13 +400,4 @@ struct DaemonFeedTests {
         }
     }
 
-    /// Polls `condition` every 20 ms for up to 20 s.
-    func waitFor(_ condition: () async throws -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        Issue.record("condition not met within 20 s")
-    }
 }

@@ -2,6 +2,7 @@ import Foundation
 import GNSS
 import GRDB
 import Spool
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -124,7 +125,8 @@ struct SystemdNotifierTests {
                     kind: .cannotConnect, address: try GPSDAddress(parsing: "127.0.0.1:1"), code: -2,
                     message: "connection refused")))
 
-        try await waitFor { listener.messages.filter { $0.message.hasPrefix("WATCHDOG=1") }.count >= 5 }
+        #expect(
+            await eventually(within: 15) { listener.messages.filter { $0.message.hasPrefix("WATCHDOG=1") }.count >= 5 })
         let first = try #require(listener.messages.first)
         #expect(first.message.hasPrefix("READY=1\nSTATUS=started; gpsd unreachable"))
         #expect(listener.messages.contains { $0.message.contains("STATUS=gpsd_unreachable; ") })
@@ -132,7 +134,10 @@ struct SystemdNotifierTests {
         // Another writer holds the spool for 2 s: appends wait, and so must the watchdog.
         let held = DatabaseHolder(path: directory + "/spool.sqlite", seconds: 2)
         let (lockedAt, releasedAt) = try await held.run()
-        try await waitFor { listener.messages.contains { $0.at > releasedAt && $0.message.hasPrefix("WATCHDOG=1") } }
+        #expect(
+            await eventually(within: 15) {
+                listener.messages.contains { $0.at > releasedAt && $0.message.hasPrefix("WATCHDOG=1") }
+            })
         let during = listener.messages.filter {
             $0.at > lockedAt.addingTimeInterval(0.5) && $0.at < releasedAt && $0.message.hasPrefix("WATCHDOG=1")
         }
@@ -141,17 +146,9 @@ struct SystemdNotifierTests {
         running.cancel()
         source.finish()
         _ = await running.value
-        try await waitFor { listener.messages.last?.message == "STOPPING=1" }
+        #expect(await eventually(within: 15) { listener.messages.last?.message == "STOPPING=1" })
     }
 
-    func waitFor(_ condition: () async throws -> Bool) async throws {
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        Issue.record("condition not met within 15 s")
-    }
 }
 
 /// Holds an exclusive write lock on a database from a thread of its own, as a stuck writer would.

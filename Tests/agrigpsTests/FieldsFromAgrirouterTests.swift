@@ -100,18 +100,10 @@ struct FieldsFromAgrirouterTests {
                 daemon.process.terminate(grace: 2)
                 daemon.cleanUp()
             }
-            func waitFor(_ seconds: Double, _ condition: () async throws -> Bool) async throws -> Bool {
-                let deadline = Date().addingTimeInterval(seconds)
-                while Date() < deadline {
-                    if try await condition() { return true }
-                    try await Task.sleep(for: .milliseconds(200))
-                }
-                return false
-            }
             // Connected and subscribed: from here on a message for the tractor is pushed at once.
             let tractorID = try #require(await simulator.endpointIDs(named: "Tractor").first)
             #expect(
-                try await waitFor(30) {
+                try await eventually(within: 30) {
                     await simulator.subscriptions(endpoint: tractorID).contains(TechnicalMessageType.taskData)
                 },
                 "the daemon subscribed to TaskData")
@@ -129,11 +121,12 @@ struct FieldsFromAgrirouterTests {
                     as? [String: Any]
                 return (document?["fields"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
             }
-            let stored = try await waitFor(60) { try await names() == ["Hollow", "Ridge"] }
+            let stored = try await eventually(within: 60) { try await names() == ["Hollow", "Ridge"] }
             let listed = try await names()
             #expect(stored, "stored while running: \(listed) \(lastError)")
             #expect(
-                try await waitFor(30) { await simulator.feed(endpoint: tractorID).isEmpty }, "every chunk confirmed")
+                try await eventually(within: 30) { await simulator.feed(endpoint: tractorID).isEmpty },
+                "every chunk confirmed")
 
             // A TaskData that is no zip is refused and counted; the fields stay as they were.
             let garbage = try farm.encoder.encode(
@@ -149,7 +142,7 @@ struct FieldsFromAgrirouterTests {
                 return document?["task_data"] as? [String: Any]
             }
             // The heartbeat's counts move on every 10 s.
-            let refused = try await waitFor(40) { try await taskData()?["refused"] as? Int == 1 }
+            let refused = try await eventually(within: 40) { try await taskData()?["refused"] as? Int == 1 }
             let counts = try await taskData()
             #expect(refused, "\(String(describing: counts)) \(lastError)")
             #expect(

@@ -18,15 +18,6 @@ struct HostilePeerTests {
         ])
     }
 
-    func waitFor(_ seconds: Double, _ condition: () async throws -> Bool) async rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try await condition() { return true }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return false
-    }
-
     /// An onboarded machine with its daemon running (gpsd down), set up and past its feed catch-up
     /// once agrirouter has its samples; `body` gets both and the machine's endpoint id.
     func withRunningDaemon(_ body: (OnboardedMachine, AgrigpsCommand, String) async throws -> Void) async throws {
@@ -37,7 +28,7 @@ struct HostilePeerTests {
                 if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }
                 daemon.cleanUp()
             }
-            #expect(await waitFor(20) { ((try? await machine.received().count) ?? 0) > 1 })
+            #expect(await eventually(within: 20) { ((try? await machine.received().count) ?? 0) > 1 })
             try await body(machine, daemon, try machine.endpointID)
         }
     }
@@ -56,7 +47,7 @@ struct HostilePeerTests {
             let hostile = await machine.simulator.deliver(
                 try list.serializedBytes(), from: "peer-endpoint", to: tractor, sentSeconds: .min)
             #expect(
-                await waitFor(20) {
+                await eventually(within: 20) {
                     await machine.simulator.confirmations(endpoint: tractor).contains { $0.messageID == hostile }
                 }, "\(daemon.stderr.suffix(20))")
 
@@ -87,7 +78,7 @@ struct HostilePeerTests {
             await machine.simulator.inject(.oversizedOutbox(bytes: 300_000_000))
             // It polls again after the refused answer: the fault is used up, and more requests arrive.
             #expect(
-                await waitFor(30) { await machine.simulator.gatewayRequestArrivals().count > before + 4 },
+                await eventually(within: 30) { await machine.simulator.gatewayRequestArrivals().count > before + 4 },
                 "\(daemon.stderr.suffix(20))")
             #expect(daemon.process.isRunning())
             let peak = Self.peakResidentMiB(daemon.process.pid)
@@ -114,7 +105,7 @@ struct HostilePeerTests {
             #expect(await machine.simulator.delete(endpoint: tractor))
             // The next gps:info is refused as from an unknown endpoint; that sends a ping at once, not in a day.
             #expect(
-                await waitFor(20) {
+                await eventually(within: 20) {
                     let status = try? await AgrigpsCommand.run(["status", "--json", "--state-dir", machine.state])
                     let object =
                         (try? JSONSerialization.jsonObject(with: Data((status?.stdout ?? []).joined().utf8)))

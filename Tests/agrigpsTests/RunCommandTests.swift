@@ -176,15 +176,7 @@ struct RunCommandTests {
                 daemon.cleanUp()
             }
             func received() async -> Int { (try? await machine.received().count) ?? 0 }
-            func waitFor(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
-                let deadline = Date().addingTimeInterval(seconds)
-                while Date() < deadline {
-                    if await condition() { return true }
-                    try? await Task.sleep(for: .milliseconds(50))
-                }
-                return false
-            }
-            #expect(await waitFor(20) { await received() >= 3 }, "nothing was published")
+            #expect(await eventually(within: 20) { await received() >= 3 }, "nothing was published")
             #expect(daemon.hasMapped("libcurl.so.4"), "publishing over REST opened libcurl")
             #expect(!daemon.hasMapped("libmosquitto"), "a daemon publishing over REST mapped libmosquitto")
 
@@ -205,7 +197,7 @@ struct RunCommandTests {
                     options: .regularExpression) != nil, "\(status.stdout)")
 
             #expect(try await AgrigpsCommand.run(["resume", "--state-dir", machine.state]).code == 0)
-            #expect(await waitFor(10) { await received() > atPause }, "sending did not resume")
+            #expect(await eventually(within: 10) { await received() > atPause }, "sending did not resume")
             let resumed = await machine.spoolStatus()
             // Samples taken between that status and the resume taking effect are withheld too, so
             // the count may have grown; none of those withheld may have been sent since.
