@@ -1,19 +1,11 @@
 import CurlHTTP
 import Foundation
 
-/// The endpoint's client certificate. The key stays encrypted; libcurl gets all three from memory, so
-/// no plaintext key ever reaches a file. Printing it shows nothing secret.
-public struct ClientCredentials: Sendable, CustomStringConvertible {
-    public var certificatePEM: String
-    public var encryptedKeyPEM: String
-    public var secret: String
+/// The endpoint's client certificate: the certificate, its encrypted key and the key's secret, handed
+/// to libcurl from memory (see `CurlClientCertificate`, which never prints them).
+public typealias ClientCredentials = CurlClientCertificate
 
-    public init(certificatePEM: String, encryptedKeyPEM: String, secret: String) {
-        self.certificatePEM = certificatePEM
-        self.encryptedKeyPEM = encryptedKeyPEM
-        self.secret = secret
-    }
-
+extension ClientCredentials {
     /// agrirouter's PEM credential: the encrypted key block, then the certificate block.
     public init?(agrirouterPEM: String, secret: String) {
         guard let split = agrirouterPEM.range(of: "-----BEGIN CERTIFICATE-----") else { return nil }
@@ -21,8 +13,6 @@ public struct ClientCredentials: Sendable, CustomStringConvertible {
         guard key.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----") else { return nil }
         self.init(certificatePEM: String(agrirouterPEM[split.lowerBound...]), encryptedKeyPEM: key, secret: secret)
     }
-
-    public var description: String { "ClientCredentials(certificate, encrypted key, secret: redacted)" }
 }
 
 public struct HTTPResponse: Sendable, Equatable {
@@ -187,10 +177,7 @@ public struct HTTPSClient: Sendable {
         request.body = body
         request.headers = ["Accept: application/json"] + headers
         request.trustedCAPEM = trustedCAPEM
-        request.clientCertificate = credentials.map {
-            CurlClientCertificate(
-                certificatePEM: $0.certificatePEM, encryptedKeyPEM: $0.encryptedKeyPEM, secret: $0.secret)
-        }
+        request.clientCertificate = credentials
         return request
     }
 

@@ -5,8 +5,8 @@ import Foundation
 import Synchronization
 
 /// A client certificate handed to libcurl from memory: the key stays encrypted, and no plaintext key
-/// ever reaches a file.
-public struct CurlClientCertificate: Sendable {
+/// ever reaches a file. Printing it shows nothing secret.
+public struct CurlClientCertificate: Sendable, CustomStringConvertible {
     public var certificatePEM: String
     public var encryptedKeyPEM: String
     public var secret: String
@@ -16,6 +16,8 @@ public struct CurlClientCertificate: Sendable {
         self.encryptedKeyPEM = encryptedKeyPEM
         self.secret = secret
     }
+
+    public var description: String { "ClientCredentials(certificate, encrypted key, secret: redacted)" }
 }
 
 /// One request as libcurl is told it. The server is always verified when the scheme is https; there
