@@ -667,7 +667,7 @@ public struct CabServer: Sendable {
     /// Sets one of the spool's switches, which the daemon reads at each sample, and shows it at once.
     private func flip(_ name: String, to position: String, _ set: (Spool) async throws -> Void) async throws {
         do {
-            try await set(Spool(path: configuration.paths.spool))
+            try await set(await Spool.opening(path: configuration.paths.spool))
         } catch {
             throw HTTPError(.serviceUnavailable, message: "the \(name) could not be set: \(error)")
         }

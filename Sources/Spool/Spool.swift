@@ -70,9 +70,19 @@ public actor Spool {
     /// Rows every output is done with (acknowledged, or not wanted).
     static let finished = DeliverySQL.migrated.finished
 
-    /// Opens (creating if needed) the spool at `path`. Never fails: a corrupt file is moved aside and
-    /// a new spool started; a file that cannot be opened leaves the spool holding samples in memory
-    /// and trying again every `reopenInterval`.
+    /// `init` from async code: the open (a quick check, migrations, perhaps a rebuild) blocks on the
+    /// disk, so it runs on a thread of its own, never on Swift's cooperative pool.
+    public static func opening(
+        path: String, configuration: SpoolConfiguration = SpoolConfiguration(),
+        logger: Logger = Logger(label: "agrigps.spool")
+    ) async -> Spool {
+        await onOwnThread { Spool(path: path, configuration: configuration, logger: logger) }
+    }
+
+    /// Opens (creating if needed) the spool at `path`, blocking the calling thread while it does (see
+    /// `opening` for async code). Never fails: a corrupt file is moved aside and a new spool
+    /// started; a file that cannot be opened leaves the spool holding samples in memory and trying
+    /// again every `reopenInterval`.
     public init(
         path: String, configuration: SpoolConfiguration = SpoolConfiguration(),
         logger: Logger = Logger(label: "agrigps.spool")

@@ -189,7 +189,7 @@ struct Run: AsyncParsableCommand {
         var spoolConfiguration = spoolConfiguration(file)
         spoolConfiguration.clock = { clock.bestGuess() }  // ages and retries survive a wrong or stepped system clock
         spoolConfiguration.keepsCommitMark = true
-        let spool = Spool(path: state.spoolPath, configuration: spoolConfiguration)
+        let spool = await Spool.opening(path: state.spoolPath, configuration: spoolConfiguration)
         // EX_CONFIG: what is installed does not fit what the box holds; a restart changes nothing.
         if let refusal = await spool.refusal { throw CommandFailure(description: refusal.description, exitCode: 78) }
         var othersConfiguration = OtherMachinesStore.Configuration()
@@ -510,7 +510,7 @@ struct WorkSwitchCommand: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            try await Spool(path: state.spoolPath).setWorkSwitch(on: position == .on)
+            try await Spool.opening(path: state.spoolPath).setWorkSwitch(on: position == .on)
         } catch {
             throw CommandFailure(description: error.description, exitCode: 73)
         }
@@ -521,7 +521,7 @@ struct WorkSwitchCommand: AsyncParsableCommand {
 
 /// Pause and resume reach a running daemon through the spool's database.
 private func setSharing(paused: Bool, state: StateDirectoryOption) async throws {
-    let spool = Spool(path: state.spoolPath)
+    let spool = await Spool.opening(path: state.spoolPath)
     do {
         try await spool.setSharing(paused: paused)
     } catch {
