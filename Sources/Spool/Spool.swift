@@ -1026,12 +1026,14 @@ enum MachineTotalsState {
     static let range = 0...Double(Int32.max)
 
     /// Keeps the totals of a deleted row if it is newer than the row whose totals are kept (the
-    /// row's id in `number`; none in what versions before kept, written at every append).
+    /// row's id in `number`; none in what versions before kept, written at every append, and none
+    /// when it is not a number, as `read` takes it).
     static let keptOnDelete = """
         CREATE TRIGGER sample_leaves_machine_totals AFTER DELETE ON sample
         WHEN typeof(OLD.machine_effective_s) = 'real' AND typeof(OLD.machine_ineffective_s) = 'real'
           AND typeof(OLD.machine_fuel_ml) = 'real'
-          AND OLD.id > COALESCE((SELECT number FROM spool_state WHERE name = 'machine_totals'), -1)
+          AND OLD.id > COALESCE((SELECT number FROM spool_state WHERE name = 'machine_totals'
+                                 AND typeof(number) IN ('integer', 'real')), -1)
         BEGIN
           INSERT OR REPLACE INTO spool_state (name, number, text) VALUES ('machine_totals', OLD.id,
             printf('%.17g %.17g %.17g %.17g', OLD.machine_effective_s, OLD.machine_ineffective_s, OLD.machine_fuel_ml,
