@@ -14,6 +14,8 @@ public enum MQTTSetupError: Error, Sendable, Equatable, CustomStringConvertible 
     case libmosquitto(call: String, code: Int32, text: String)
     /// libmosquitto could not be opened, or is too old.
     case libmosquittoUnavailable(String)
+    /// No thread could be started for the connection: the process is at its limit.
+    case noThread
 
     public var description: String {
         switch self {
@@ -25,6 +27,9 @@ public enum MQTTSetupError: Error, Sendable, Equatable, CustomStringConvertible 
             return "libmosquitto refused \(call) (\(code): \(text)); install Debian's libmosquitto1 2.0 or later"
         case .libmosquittoUnavailable(let detail):
             return "libmosquitto cannot be loaded (\(detail)); install Debian's libmosquitto1 2.0 or later"
+        case .noThread:
+            return "no thread could be started for the MQTT connection: the process is at its limit of threads "
+                + "(systemd's TasksMax, ulimit -u); raise it or stop what holds them"
         }
     }
 }
@@ -142,9 +147,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
         // the host, which may block, and the loop waits on the socket. The thread holds the link
         // until `close` ends it.
         guard startThread(named: "agrigps-mqtt", { [self] in self.run() }) else {
-            throw .libmosquitto(
-                call: "pthread_create", code: EAGAIN,
-                text: "cannot start the link's thread: the process is at its limit")
+            throw .noThread
         }
     }
 
