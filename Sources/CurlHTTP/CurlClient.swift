@@ -118,10 +118,10 @@ public final class CurlClient: Sendable {
         guard cancellable else {
             return try await onOwnThread { () throws(CurlFailure) in try self.perform(request) }
         }
+        // The handler's operation rethrows untyped, so the typed failure rides out in a Result.
         let result = await withTaskCancellationHandler {
-            await onOwnThread { () -> Result<CurlResponse, CurlFailure> in
-                do throws(CurlFailure) { return .success(try self.perform(request, cancellation: cancellation)) } catch
-                { return .failure(error) }
+            await onOwnThread {
+                Result { () throws(CurlFailure) in try self.perform(request, cancellation: cancellation) }
             }
         } onCancel: {
             cancellation.cancel()
@@ -133,10 +133,7 @@ public final class CurlClient: Sendable {
     /// request: whether the server can be reached. A fresh handle, so that a kept live connection
     /// never answers for a server that has gone.
     public func reach(_ request: CurlRequest) async throws(CurlFailure) {
-        let result = await onOwnThread { () -> Result<Void, CurlFailure> in
-            do throws(CurlFailure) { return .success(try self.connect(request)) } catch { return .failure(error) }
-        }
-        try result.get()
+        try await onOwnThread { () throws(CurlFailure) in try self.connect(request) }
     }
 
     /// One request on the calling thread, which it blocks: for callers on a thread of their own.
