@@ -28,6 +28,8 @@ let package = Package(
     targets: [
         // The ranges every number from outside is checked against, and text made safe for a terminal.
         .target(name: "Bounds"),
+        // JSON written straight out, byte for byte as JSONEncoder writes it, and the one encoder setup.
+        .target(name: "JSONText"),
         // Homes for blocking work away from Swift's cooperative pool: a serial executor on a thread of
         // its own (the stores' SQLite commits and fsyncs), and a thread per rare blocking wait.
         .target(name: "BlockingWork"),
@@ -48,6 +50,7 @@ let package = Package(
         .target(
             name: "GNSS",
             dependencies: [
+                "JSONText",
                 "BlockingWork",
                 "Clocks",
                 "Bounds",
@@ -83,6 +86,7 @@ let package = Package(
         .target(
             name: "Track",
             dependencies: [
+                "JSONText",
                 "Clocks",
                 "StateFiles",
                 "BlockingWork",
@@ -97,6 +101,7 @@ let package = Package(
         .target(
             name: "Fields",
             dependencies: [
+                "JSONText",
                 "BlockingWork",
                 "StateFiles",
                 "CZlib",
@@ -132,6 +137,7 @@ let package = Package(
         .target(
             name: "AgrirouterWire",
             dependencies: [
+                "JSONText",
                 "Bounds",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]
@@ -142,6 +148,7 @@ let package = Package(
         .target(
             name: "AgrirouterLink",
             dependencies: [
+                "JSONText",
                 "CurlHTTP",
                 "BlockingWork",
                 "Clocks",
@@ -159,6 +166,7 @@ let package = Package(
         .target(
             name: "StateDirectory",
             dependencies: [
+                "JSONText",
                 "Clocks",
                 "StateFiles",
                 "BlockingWork",
@@ -176,6 +184,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
+                "JSONText",
                 "Clocks",
                 "StateDirectory",
                 "Fields",
@@ -199,6 +208,7 @@ let package = Package(
         .target(
             name: "StateView",
             dependencies: [
+                "JSONText",
                 "BlockingWork",
                 "Clocks",
                 "StateFiles",
@@ -216,6 +226,7 @@ let package = Package(
         .target(
             name: "CabView",
             dependencies: [
+                "JSONText",
                 "Clocks",
                 "StateFiles",
                 "BlockingWork",
@@ -252,6 +263,7 @@ let package = Package(
         .target(
             name: "AgrirouterSim",
             dependencies: [
+                "JSONText",
                 "AgrirouterWire",
                 "Clocks",
                 "ChildProcesses",
@@ -298,6 +310,7 @@ let package = Package(
         .executableTarget(
             name: "agrigps",
             dependencies: [
+                "JSONText",
                 "Clocks",
                 "StateFiles",
                 "NMEA2000",
@@ -347,6 +360,8 @@ let package = Package(
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork", "TestSupport"]),
+        .testTarget(name: "JSONTextTests", dependencies: ["JSONText", "TestSupport",
+                                                      .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport",
                                                              .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "AgrirouterLinkTests", dependencies: ["Clocks", "AgrirouterLink", "AgrirouterWire", "AgrirouterSim", "TestSupport"]),
@@ -370,7 +385,7 @@ let package = Package(
                                                             .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
         .testTarget(name: "StateDirectoryTests", dependencies: ["StateDirectory", "Spool", "Track", "AgrirouterWire", "TestSupport",
                                                             .product(name: "SwiftProtobuf", package: "swift-protobuf")]),
-        .testTarget(name: "StateViewTests", dependencies: ["StateView", "StateDirectory", "Spool", "GNSS", "AgrirouterWire", "TestSupport",
+        .testTarget(name: "StateViewTests", dependencies: ["StateView", "JSONText", "StateDirectory", "Spool", "GNSS", "AgrirouterWire", "TestSupport",
                                                       "Track", "Fields", .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "CabViewTests", dependencies: ["CabView", "StateView", "StateDirectory", "Spool", "GNSS", "Track", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
                                                      "TestSupport", "Fields", .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,4 +1,5 @@
 import Foundation
+import JSONText
 import StateFiles
 
 /// What a machine keeps after onboarding: the endpoint, its credential, and where it belongs.
@@ -148,8 +149,7 @@ public struct CredentialStore: Sendable {
     ) throws(OnboardingError) -> PendingSave {
         var withoutSecret = response
         withoutSecret.authentication.secret = ""
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONWriter.encoder(pretty: true)
         let file = StoredFile(
             environment: environment, response: withoutSecret, applicationID: settings?.applicationID,
             certificationVersionID: settings?.certificationVersionID, trustedCAPEM: trustedCAPEM)

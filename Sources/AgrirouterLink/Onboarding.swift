@@ -1,6 +1,7 @@
 import Bounds
 import Clocks
 import Foundation
+import JSONText
 
 /// Which agrirouter to onboard to. QA and production have their own hosts and their own application ids.
 public enum AgrirouterEnvironment: Sendable, Equatable, CustomStringConvertible {
@@ -241,9 +242,8 @@ public struct OnboardingClient: Sendable {
             trustedCAPEM: environment.caCertificatePEM, totalTimeout: timeout, maximumResponseBytes: 1_048_576)
         let response: HTTPResponse
         do {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            let body = try encoder.encode(request)
+            // Slashes escaped, as this request has always been sent.
+            let body = try JSONWriter.encoder(escapingSlashes: true).encode(request)
             response = try await client.send(
                 method: "POST", url: environment.onboardingURL, body: body,
                 headers: ["Authorization: Bearer \(tan)", "Content-Type: application/json"], anyStatus: true)

@@ -1,4 +1,5 @@
 import Foundation
+import JSONText
 
 /// The simulator's JSON writer. Keys are sorted and "/" is written as "\/", as the simulator has
 /// always written them, so answers and received-log lines stay byte for byte what clients and the
@@ -7,9 +8,7 @@ import Foundation
 enum SimJSON {
     /// nil when the value cannot be written, such as a NaN.
     static func encode(_ value: some Encodable) -> Data? {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return try? encoder.encode(value)
+        try? JSONWriter.encoder(escapingSlashes: true).encode(value)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import JSONText
 
 /// The JSON body POSTed to the measures URL, in the object form the SDKs use:
 /// `{"sensorAlternateId", "capabilityAlternateId", "measures": [{"message", "timestamp"}]}`,
@@ -23,10 +24,8 @@ public struct MeasuresBody: Codable, Sendable, Equatable {
     }
 
     public func json() throws(CodecError) -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes, .sortedKeys]
         do {
-            return try encoder.encode(self)
+            return try JSONWriter.encoder().encode(self)
         } catch {
             throw .encodingFailed("\(error)")
         }

@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import JSONText
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -817,9 +818,7 @@ public struct CabServer: Sendable {
     }
 
     static func encode<T: Encodable>(_ value: T) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        (try? JSONWriter.encode(value)) ?? "null"
     }
 
     /// Every JSON answer, success or refusal: typed as such and never cached.

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import JSONText
 
 /// Every request passes here first:
 /// - without a password (loopback only), the Host must name this machine, so that a web page cannot

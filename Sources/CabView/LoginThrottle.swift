@@ -1,5 +1,6 @@
 import BlockingWork
 import Foundation
+import JSONText
 import StateFiles
 
 /// Slows password guessing to a crawl without locking out the driver.
@@ -129,7 +130,7 @@ actor LoginThrottle {
     }
 
     private func save() {
-        guard let data = try? JSONEncoder().encode(record) else { return }
+        guard let data = try? JSONWriter.encoder().encode(record) else { return }
         try? StateFile.replace(path, with: Array(data))
     }
 }

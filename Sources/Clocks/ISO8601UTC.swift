@@ -36,6 +36,11 @@ public enum ISO8601UTC {
         return String(decoding: text, as: UTF8.self)
     }
 
+    /// A time as documents write it, or nil (null there) for a time not known.
+    public static func string(ifAny date: Date?) -> String? {
+        date.map(string(from:))
+    }
+
     /// Reads "2026-03-26T03:08:58Z" or "2026-03-26T03:08:58.123Z". Done by hand rather than with
     /// Foundation's ISO 8601 support, which loads ICU's time-zone data (1 MiB resident) to read a
     /// UTC time.

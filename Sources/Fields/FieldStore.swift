@@ -1,6 +1,7 @@
 import BlockingWork
 import Foundation
 import GRDB
+import JSONText
 import StateFiles
 
 /// A field as kept in the state directory.
@@ -332,7 +333,7 @@ struct GeometryRecord: Codable {
     }
 
     func encoded() throws -> String {
-        String(decoding: try JSONEncoder().encode(self), as: UTF8.self)
+        try JSONWriter.encode(self)
     }
 
     /// The rings and lines, or nil if any point is not a pair on the globe or a boundary is no ring.

@@ -2,6 +2,7 @@ import AgrirouterLink
 import AgrirouterWire
 import Bounds
 import Foundation
+import JSONText
 import Spool
 import StateDirectory
 import StateFiles
@@ -135,7 +136,7 @@ public struct EndpointSetupRecord: Codable, Sendable, Equatable {
     }
 
     public func write(to path: String) throws {
-        try StateFile.replace(path, with: Array(try JSONEncoder().encode(self)))
+        try StateFile.replace(path, with: Array(try JSONWriter.encoder().encode(self)))
     }
 
     /// When a set-up for `endpointID` saying `fingerprint` was acknowledged no more than `maximumAge`

@@ -3,6 +3,7 @@ import Bounds
 import Clocks
 import Foundation
 import GNSS
+import JSONText
 import Logging
 import Spool
 import StateFiles
@@ -389,13 +390,13 @@ public struct Heartbeat: Codable, Sendable, Equatable {
     }
 
     private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
+        // Slashes escaped, as the file has always been written.
+        let encoder = JSONWriter.encoder(escapingSlashes: true)
         // Not .iso8601: Foundation's formatter loads ICU's time-zone data for it.
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(ISO8601UTC.string(from: date))
         }
-        encoder.outputFormatting = [.sortedKeys]
         return encoder
     }()
 

@@ -1,5 +1,7 @@
+import Clocks
 import Foundation
 import GNSS
+import JSONText
 import StateDirectory
 
 /// `agrigps others --json`: the listing for scripts, every key always there and unknowns null.
@@ -42,7 +44,7 @@ public struct OthersDocument: Encodable, Sendable {
     var refused_messages: Int
 
     public init(_ listing: OthersListing, view: OthersView, ownFix: Heartbeat.Sample?, now: Date) {
-        let date = JSONLine.time
+        let date = ISO8601UTC.string(ifAny:)
         // Range-checked where they were read; a value that is still not finite is unknown.
         let finite = { (number: Double?) in number.flatMap { $0.isFinite ? $0 : nil } }
         machines = listing.entries.map { entry in

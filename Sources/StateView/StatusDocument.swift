@@ -1,5 +1,7 @@
+import Clocks
 import Foundation
 import GNSS
+import JSONText
 import StateDirectory
 
 /// `agrigps status --json`: every key always there, and what is not known written as `null`, never
@@ -128,7 +130,7 @@ public struct StatusDocument: Encodable, Sendable {
     var spool: Spool
 
     public init(_ snapshot: StatusSnapshot, verdict: (health: Health, reasons: [String])) {
-        let date = JSONLine.time
+        let date = ISO8601UTC.string(ifAny:)
         let heartbeat = snapshot.heartbeat
         health = verdict.health.description
         exit_code = verdict.health.rawValue
@@ -194,7 +196,7 @@ public struct StatusDocument: Encodable, Sendable {
 
     /// The document as one line of JSON; should it not encode, a document that says so.
     public func json() -> String {
-        (try? JSONLine.encode(self))
+        (try? JSONWriter.encode(self))
             ?? #"{"exit_code":3,"health":"UNKNOWN","reasons":["the status could not be written as JSON"]}"#
     }
 }

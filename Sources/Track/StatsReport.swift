@@ -1,5 +1,6 @@
 import Foundation
 import GNSS
+import JSONText
 
 /// `agrigps stats` printed: one line (or JSON object) per period, or per period and field.
 public enum StatsReport {
@@ -100,47 +101,53 @@ public enum StatsReport {
     public static func json(
         _ lines: [Line], by period: WorkLedger.Period, byField: Bool, terms: MachineTerms = MachineTerms()
     ) -> String {
-        let objects = lines.map { entry in
-            let figures = entry.figures
-            var line = JSONLine()
-            line.add("period", entry.period)
-            if byField {
-                if let field = entry.field {
-                    var object = JSONLine()
-                    object.add("id", Int(clamping: field.id))
-                    object.add("name", field.name)
-                    line.add("field", json: object.text)
-                } else {
-                    line.add("field", json: "null")
-                }
+        var out = JSONWriter(numbers: .keepingPoint)
+        out.object { document in
+            document.field("by", period.rawValue)
+            if byField { document.field("by_field", true) }
+            document.array("periods", lines) { out, entry in
+                out.object { write(entry, to: &$0, byField: byField, terms: terms) }
             }
-            line.add("seconds_with_fix", figures.secondsWithFix)
-            var qualities = JSONLine()
-            for quality in WorkFigures.Quality.allCases {
-                qualities.add(quality.rawValue, figures.secondsByQuality[quality] ?? 0)
-            }
-            line.add("seconds_by_quality", json: qualities.text)
-            line.add("seconds_without_fix", figures.secondsWithoutFix)
-            line.add("seconds_without_receiver", figures.secondsWithoutReceiver)
-            line.add("seconds_moving", figures.secondsMoving)
-            line.add("metres_driven", figures.metresDriven)
-            line.add("samples", figures.samples)
-            if !byField {
-                line.add("samples_sent", figures.sent)
-                line.add("samples_acknowledged", figures.acknowledged)
-                line.add("samples_lost", figures.lost)
-            }
-            line.add("seconds_working", figures.secondsWorking)
-            line.add("seconds_not_working", figures.secondsNotWorking)
-            line.add("metres_working", figures.metresWorking)
-            if byField { line.add("seconds_road", road(entry, byField: true, terms: terms)) }
-            line.add("hectares_worked", terms.width.map { figures.hectaresWorked(width: $0) })
-            line.add("seconds_engine_running", figures.secondsEngineRunning)
-            line.add("litres_fuel", figures.litresFuel)
-            return line.text
         }
-        return "{\"by\":\(JSONLine.quote(period.rawValue)),\(byField ? "\"by_field\":true," : "")\"periods\":["
-            + objects.joined(separator: ",") + "]}"
+        return out.text
+    }
+
+    private static func write(_ entry: Line, to line: inout JSONWriter.Object, byField: Bool, terms: MachineTerms) {
+        let figures = entry.figures
+        line.field("period", entry.period)
+        if byField {
+            if let field = entry.field {
+                line.object("field") { object in
+                    object.field("id", Int(clamping: field.id))
+                    object.field("name", field.name)
+                }
+            } else {
+                line.nullable("field", nil as String?)
+            }
+        }
+        line.field("seconds_with_fix", figures.secondsWithFix)
+        line.object("seconds_by_quality") { qualities in
+            for quality in WorkFigures.Quality.allCases {
+                qualities.field(quality.rawValue, figures.secondsByQuality[quality] ?? 0)
+            }
+        }
+        line.field("seconds_without_fix", figures.secondsWithoutFix)
+        line.field("seconds_without_receiver", figures.secondsWithoutReceiver)
+        line.field("seconds_moving", figures.secondsMoving)
+        line.field("metres_driven", figures.metresDriven)
+        line.field("samples", figures.samples)
+        if !byField {
+            line.field("samples_sent", figures.sent)
+            line.field("samples_acknowledged", figures.acknowledged)
+            line.field("samples_lost", figures.lost)
+        }
+        line.field("seconds_working", figures.secondsWorking)
+        line.field("seconds_not_working", figures.secondsNotWorking)
+        line.field("metres_working", figures.metresWorking)
+        if byField { line.nullable("seconds_road", road(entry, byField: true, terms: terms)) }
+        line.nullable("hectares_worked", terms.width.map { figures.hectaresWorked(width: $0) })
+        line.nullable("seconds_engine_running", figures.secondsEngineRunning)
+        line.nullable("litres_fuel", figures.litresFuel)
     }
 
     static func hours(_ seconds: Double) -> String { String(format: "%.2f", seconds / 3600) }

@@ -1,6 +1,7 @@
 import Clocks
 import Foundation
 import GNSS
+import JSONText
 
 /// The formats a track is exported in.
 public enum TrackFormat: String, Sendable, CaseIterable {
@@ -88,40 +89,62 @@ public enum TrackExport {
         let segments = TrackSegments.split(points, rules: rules, keep: keep)
         let lines = segments.filter { $0.count >= 2 }
         let lone = segments.filter { $0.count == 1 }.map { $0[0] }
-        func position(_ point: TrackPoint) -> String {
-            guard let coordinate = point.coordinate else { return "[]" }
-            return "[\(degrees(coordinate.longitude)),\(degrees(coordinate.latitude))]"
-        }
-        func times(_ run: [TrackPoint]) -> String {
-            "[" + run.map { "\"\(ISO8601UTC.string(from: $0.time))\"" }.joined(separator: ",") + "]"
-        }
-        var properties = JSONLine()
-        properties.add("name", name)
         let kept = points.filter(keep)
-        properties.add("start", kept.first.map { ISO8601UTC.string(from: $0.time) })
-        properties.add("end", kept.last.map { ISO8601UTC.string(from: $0.time) })
-        properties.add("segments", lines.count)
-        properties.add("times", json: "[" + lines.map(times).joined(separator: ",") + "]")
-        // What the machine did at each point, beside "times", when anything said.
-        if lines.contains(where: { $0.contains { $0.work != nil } }) {
-            func works(_ run: [TrackPoint]) -> String {
-                "[" + run.map { $0.work.map { JSONLine.quote($0.rawValue) } ?? "null" }.joined(separator: ",") + "]"
+        var out = JSONWriter()
+        out.object { collection in
+            collection.field("type", "FeatureCollection")
+            collection.array("features", lone.isEmpty ? [true] : [true, false]) { out, isTrack in
+                if isTrack {
+                    out.object { feature(&$0, lines: lines, kept: kept, name: name) }
+                } else {
+                    out.object { feature in
+                        feature.field("type", "Feature")
+                        feature.object("properties") { properties in
+                            properties.field("name", name + ": lone fixes")
+                            properties.array("times", lone) { $0.string(ISO8601UTC.string(from: $1.time)) }
+                        }
+                        feature.object("geometry") { geometry in
+                            geometry.field("type", "MultiPoint")
+                            geometry.array("coordinates", lone, position)
+                        }
+                    }
+                }
             }
-            properties.add("work", json: "[" + lines.map(works).joined(separator: ",") + "]")
         }
-        let track = """
-            {"type":"Feature","properties":\(properties.text),\
-            "geometry":{"type":"MultiLineString","coordinates":[\(lines.map { "[" + $0.map(position).joined(separator: ",") + "]" }.joined(separator: ","))]}}
-            """
-        var features = [track]
-        if !lone.isEmpty {
-            features.append(
-                """
-                {"type":"Feature","properties":{"name":\(JSONLine.quote(name + ": lone fixes")),"times":\(times(lone))},\
-                "geometry":{"type":"MultiPoint","coordinates":[\(lone.map(position).joined(separator: ","))]}}
-                """)
+        return out.text + "\n"
+    }
+
+    /// The track's feature: one line per run, the runs' times and, when anything said, what the
+    /// machine did at each point, beside "times".
+    private static func feature(
+        _ feature: inout JSONWriter.Object, lines: [[TrackPoint]], kept: [TrackPoint], name: String
+    ) {
+        feature.field("type", "Feature")
+        feature.object("properties") { properties in
+            properties.field("name", name)
+            properties.nullable("start", kept.first.map { ISO8601UTC.string(from: $0.time) })
+            properties.nullable("end", kept.last.map { ISO8601UTC.string(from: $0.time) })
+            properties.field("segments", lines.count)
+            properties.array("times", lines) { out, run in
+                out.array(run) { $0.string(ISO8601UTC.string(from: $1.time)) }
+            }
+            if lines.contains(where: { $0.contains { $0.work != nil } }) {
+                properties.array("work", lines) { out, run in
+                    out.array(run) { out, point in
+                        if let work = point.work { out.string(work.rawValue) } else { out.null() }
+                    }
+                }
+            }
         }
-        return "{\"type\":\"FeatureCollection\",\"features\":[" + features.joined(separator: ",") + "]}\n"
+        feature.object("geometry") { geometry in
+            geometry.field("type", "MultiLineString")
+            geometry.array("coordinates", lines) { $0.array($1, position) }
+        }
+    }
+
+    private static func position(_ out: inout JSONWriter, _ point: TrackPoint) {
+        guard let coordinate = point.coordinate else { return out.raw("[]") }
+        out.raw("[\(degrees(coordinate.longitude)),\(degrees(coordinate.latitude))]")
     }
 
     /// Every point, one line each, with or without a fix, and what the machine did where known.

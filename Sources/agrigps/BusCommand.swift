@@ -2,6 +2,7 @@ import ArgumentParser
 import CANBus
 import CommandSupport
 import Foundation
+import JSONText
 import Machine
 import NMEA2000
 
@@ -229,8 +230,6 @@ struct BusReport: Encodable {
     }
 
     func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        try JSONWriter.encode(self)
     }
 }

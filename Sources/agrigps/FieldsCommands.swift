@@ -4,6 +4,7 @@ import Clocks
 import CommandSupport
 import Fields
 import Foundation
+import JSONText
 import StateView
 
 struct FieldsCommand: AsyncParsableCommand {
@@ -50,7 +51,7 @@ struct FieldsList: AsyncParsableCommand {
         }
         if json {
             do {
-                Output.line(try JSONLine.encode(FieldsDocument(stored)))
+                Output.line(try JSONWriter.encode(FieldsDocument(stored)))
             } catch {
                 throw CommandFailure(
                     description:

@@ -4,6 +4,7 @@ import Clocks
 import CommandSupport
 import Foundation
 import GNSS
+import JSONText
 import StateDirectory
 import StateView
 
@@ -170,7 +171,7 @@ enum OthersReport {
     static func json(_ listing: OthersListing, view: OthersView, ownFix: Heartbeat.Sample?, now: Date) throws -> String
     {
         do {
-            return try JSONLine.encode(OthersDocument(listing, view: view, ownFix: ownFix, now: now))
+            return try JSONWriter.encode(OthersDocument(listing, view: view, ownFix: ownFix, now: now))
         } catch {
             throw CommandFailure(
                 description:

@@ -1,5 +1,6 @@
 import Foundation
 import GNSS
+import JSONText
 import Spool
 import StateDirectory
 import TestSupport
@@ -28,7 +29,7 @@ struct StatusDocumentTests {
         let document = OthersDocument(
             OthersListing(view: listing.view, ownPosition: here, now: now, includeStale: true),
             view: listing.view, ownFix: own, now: now)
-        try written(JSONLine.encode(document), matches: "others")
+        try written(JSONWriter.encode(document), matches: "others")
     }
 
     func written(_ json: String, matches name: String) throws {
