@@ -139,21 +139,6 @@ public struct HTTPSClient: Sendable {
         return try Self.checked(answer, anyStatus: anyStatus)
     }
 
-    /// The same on the calling thread, which it blocks: for callers on a thread of their own.
-    public func perform(
-        method: String, url: String, body: Data? = nil, headers: [String] = [],
-        credentials: ClientCredentials? = nil, anyStatus: Bool = false
-    ) throws(TransportError) -> HTTPResponse {
-        let answer: CurlResponse
-        do {
-            answer = try curl.perform(
-                request(method: method, url: url, body: body, headers: headers, credentials: credentials))
-        } catch {
-            throw Self.error(error, hasBody: body != nil)
-        }
-        return try Self.checked(answer, anyStatus: anyStatus)
-    }
-
     /// Opens a connection to `url`'s server, TCP and TLS both ways, and closes it without a request:
     /// whether agrirouter can be reached, at the cost of a handshake and none of its API.
     public func probe(url: String, credentials: ClientCredentials? = nil) async throws(TransportError) {

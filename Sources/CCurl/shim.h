@@ -1,5 +1,6 @@
-// Thin shim over libcurl's easy API, for the CurlHTTP module alone (each module that includes it
-// would hold a table of its own).
+// Thin shim over libcurl's easy and multi APIs, for one Swift file alone, CurlClient.swift: the
+// table below is a static of an inline function, of which every object file that calls it (each
+// Swift file in a debug build) holds a copy of its own, filled only where ccurl_open ran.
 //
 // libcurl is opened at its first use, not linked: it brings GnuTLS, Kerberos, LDAP, SSH and more
 // with it (about 3.5 MiB resident once mapped), and a daemon that is not onboarded never talks
@@ -12,6 +13,7 @@
 #define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 
 #if LIBCURL_VERSION_NUM < 0x074700
@@ -27,7 +29,6 @@ struct ccurl_functions {
     CURL *(*easy_init)(void);
     void (*easy_cleanup)(CURL *handle);
     void (*easy_reset)(CURL *handle);
-    CURLcode (*easy_perform)(CURL *handle);
     const char *(*easy_strerror)(CURLcode code);
     CURLcode (*easy_setopt)(CURL *handle, CURLoption option, ...);
     CURLcode (*easy_getinfo)(CURL *handle, CURLINFO info, ...);
@@ -36,6 +37,16 @@ struct ccurl_functions {
     time_t (*getdate)(const char *text, const time_t *unused);
     struct curl_slist *(*slist_append)(struct curl_slist *list, const char *text);
     void (*slist_free_all)(struct curl_slist *list);
+    CURLM *(*multi_init)(void);
+    CURLMcode (*multi_add_handle)(CURLM *multi, CURL *handle);
+    CURLMcode (*multi_remove_handle)(CURLM *multi, CURL *handle);
+    CURLMcode (*multi_perform)(CURLM *multi, int *running);
+    CURLMcode (*multi_poll)(CURLM *multi, struct curl_waitfd *extra, unsigned int count, int timeout_ms, int *ready);
+    CURLMcode (*multi_wakeup)(CURLM *multi);
+    CURLMsg *(*multi_info_read)(CURLM *multi, int *queued);
+    CURLSH *(*share_init)(void);
+    CURLSHcode (*share_setopt)(CURLSH *share, CURLSHoption option, ...);
+    CURLSHcode (*share_cleanup)(CURLSH *share);
 };
 
 // Filled once by ccurl_open; all NULL until then, and the wrappers below then fail softly. A static
@@ -67,14 +78,23 @@ static inline int ccurl_open(char *error, size_t size) {
         && ccurl_lookup(library, "curl_easy_init", (void **)&found.easy_init, error, size)
         && ccurl_lookup(library, "curl_easy_cleanup", (void **)&found.easy_cleanup, error, size)
         && ccurl_lookup(library, "curl_easy_reset", (void **)&found.easy_reset, error, size)
-        && ccurl_lookup(library, "curl_easy_perform", (void **)&found.easy_perform, error, size)
         && ccurl_lookup(library, "curl_easy_strerror", (void **)&found.easy_strerror, error, size)
         && ccurl_lookup(library, "curl_easy_setopt", (void **)&found.easy_setopt, error, size)
         && ccurl_lookup(library, "curl_easy_getinfo", (void **)&found.easy_getinfo, error, size)
         && ccurl_lookup(library, "curl_easy_header", (void **)&found.easy_header, error, size)
         && ccurl_lookup(library, "curl_getdate", (void **)&found.getdate, error, size)
         && ccurl_lookup(library, "curl_slist_append", (void **)&found.slist_append, error, size)
-        && ccurl_lookup(library, "curl_slist_free_all", (void **)&found.slist_free_all, error, size);
+        && ccurl_lookup(library, "curl_slist_free_all", (void **)&found.slist_free_all, error, size)
+        && ccurl_lookup(library, "curl_multi_init", (void **)&found.multi_init, error, size)
+        && ccurl_lookup(library, "curl_multi_add_handle", (void **)&found.multi_add_handle, error, size)
+        && ccurl_lookup(library, "curl_multi_remove_handle", (void **)&found.multi_remove_handle, error, size)
+        && ccurl_lookup(library, "curl_multi_perform", (void **)&found.multi_perform, error, size)
+        && ccurl_lookup(library, "curl_multi_poll", (void **)&found.multi_poll, error, size)
+        && ccurl_lookup(library, "curl_multi_wakeup", (void **)&found.multi_wakeup, error, size)
+        && ccurl_lookup(library, "curl_multi_info_read", (void **)&found.multi_info_read, error, size)
+        && ccurl_lookup(library, "curl_share_init", (void **)&found.share_init, error, size)
+        && ccurl_lookup(library, "curl_share_setopt", (void **)&found.share_setopt, error, size)
+        && ccurl_lookup(library, "curl_share_cleanup", (void **)&found.share_cleanup, error, size);
     if (!ok) return -1;
     // The options agrigps sets (CURLOPT_PROTOCOLS_STR the newest) need 7.85.
     curl_version_info_data *info = found.version_info(CURLVERSION_NOW);
@@ -102,10 +122,6 @@ static inline void ccurl_easy_cleanup(CURL *handle) {
 
 static inline void ccurl_easy_reset(CURL *handle) {
     if (ccurl_fn.easy_reset != NULL) ccurl_fn.easy_reset(handle);
-}
-
-static inline CURLcode ccurl_easy_perform(CURL *handle) {
-    return ccurl_fn.easy_perform != NULL ? ccurl_fn.easy_perform(handle) : CURLE_FAILED_INIT;
 }
 
 static inline const char *ccurl_easy_strerror(CURLcode code) {
@@ -165,15 +181,86 @@ static inline CURLcode ccurl_set_read_callback(CURL *handle, ccurl_read_callback
     return code != CURLE_OK ? code : ccurl_fn.easy_setopt(handle, CURLOPT_READDATA, context);
 }
 
-typedef int (*ccurl_progress_callback)(void *context, curl_off_t download_total, curl_off_t downloaded,
-                                      curl_off_t upload_total, curl_off_t uploaded);
-// `callback` is called about once a second, and more often while data flows; a nonzero return ends
-// the transfer with CURLE_ABORTED_BY_CALLBACK. How a request waiting on a silent server is cancelled.
-static inline CURLcode ccurl_set_progress_callback(CURL *handle, ccurl_progress_callback callback, void *context) {
-    if (ccurl_fn.easy_setopt == NULL) return CURLE_FAILED_INIT;
-    CURLcode code = ccurl_fn.easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, callback);
-    if (code == CURLE_OK) code = ccurl_fn.easy_setopt(handle, CURLOPT_XFERINFODATA, context);
-    return code != CURLE_OK ? code : ccurl_fn.easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
+// The multi handle all transfers run in, on one thread; NULL when libcurl is not loaded or out of memory.
+static inline CURLM *ccurl_multi_init(void) {
+    return ccurl_fn.multi_init != NULL ? ccurl_fn.multi_init() : NULL;
+}
+
+static inline CURLMcode ccurl_multi_add_handle(CURLM *multi, CURL *handle) {
+    return ccurl_fn.multi_add_handle != NULL ? ccurl_fn.multi_add_handle(multi, handle) : CURLM_INTERNAL_ERROR;
+}
+
+static inline CURLMcode ccurl_multi_remove_handle(CURLM *multi, CURL *handle) {
+    return ccurl_fn.multi_remove_handle != NULL ? ccurl_fn.multi_remove_handle(multi, handle) : CURLM_INTERNAL_ERROR;
+}
+
+static inline CURLMcode ccurl_multi_perform(CURLM *multi) {
+    int running = 0;
+    return ccurl_fn.multi_perform != NULL ? ccurl_fn.multi_perform(multi, &running) : CURLM_INTERNAL_ERROR;
+}
+
+// Waits for activity on any transfer, for libcurl's own next timeout, for `timeout_ms` at most, or
+// until ccurl_multi_wakeup is called from another thread.
+static inline CURLMcode ccurl_multi_poll(CURLM *multi, int timeout_ms) {
+    return ccurl_fn.multi_poll != NULL ? ccurl_fn.multi_poll(multi, NULL, 0, timeout_ms, NULL) : CURLM_INTERNAL_ERROR;
+}
+
+// The one multi call that may come from any thread.
+static inline CURLMcode ccurl_multi_wakeup(CURLM *multi) {
+    return ccurl_fn.multi_wakeup != NULL ? ccurl_fn.multi_wakeup(multi) : CURLM_INTERNAL_ERROR;
+}
+
+// The next finished transfer: 1 with its handle and result, 0 when none is left to report.
+static inline int ccurl_multi_next_done(CURLM *multi, CURL **handle, CURLcode *result) {
+    if (ccurl_fn.multi_info_read == NULL) return 0;
+    int queued = 0;
+    CURLMsg *message;
+    while ((message = ccurl_fn.multi_info_read(multi, &queued)) != NULL) {
+        if (message->msg != CURLMSG_DONE) continue;
+        *handle = message->easy_handle;
+        *result = message->data.result;
+        return 1;
+    }
+    return 0;
+}
+
+// One lock for every share: a share is used by the HTTP thread's transfers and, when a handle is
+// given it or cleaned up, by the caller's thread.
+static inline pthread_mutex_t *ccurl_share_mutex(void) {
+    static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+    return &mutex;
+}
+
+static inline void ccurl_share_lock(CURL *handle, curl_lock_data data, curl_lock_access access, void *context) {
+    (void)handle, (void)data, (void)access, (void)context;
+    pthread_mutex_lock(ccurl_share_mutex());
+}
+
+static inline void ccurl_share_unlock(CURL *handle, curl_lock_data data, void *context) {
+    (void)handle, (void)data, (void)context;
+    pthread_mutex_unlock(ccurl_share_mutex());
+}
+
+// A connection cache of its own, for the handles given it with CURLOPT_SHARE, inside the one multi
+// handle: the connections of one client and one set of credentials never serve another. NULL when
+// libcurl is not loaded, out of memory, or refuses.
+static inline CURLSH *ccurl_share_connections(void) {
+    if (ccurl_fn.share_init == NULL) return NULL;
+    CURLSH *share = ccurl_fn.share_init();
+    if (share == NULL) return NULL;
+    if (ccurl_fn.share_setopt(share, CURLSHOPT_LOCKFUNC, ccurl_share_lock) != CURLSHE_OK
+        || ccurl_fn.share_setopt(share, CURLSHOPT_UNLOCKFUNC, ccurl_share_unlock) != CURLSHE_OK
+        || ccurl_fn.share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK
+        || ccurl_fn.share_setopt(share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK) {
+        ccurl_fn.share_cleanup(share);
+        return NULL;
+    }
+    return share;
+}
+
+// Closes the share's connections; fails (CURLSHE_IN_USE) while a handle still has it.
+static inline CURLSHcode ccurl_share_cleanup(CURLSH *share) {
+    return ccurl_fn.share_cleanup != NULL ? ccurl_fn.share_cleanup(share) : CURLSHE_NOT_BUILT_IN;
 }
 
 // Bytes of the request body sent; -1 when libcurl cannot say.

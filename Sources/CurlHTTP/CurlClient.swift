@@ -97,9 +97,38 @@ public enum CurlErrorKind: Sendable, Equatable {
 public final class CurlClient: Sendable {
     private let idle = Mutex<[CurlHandle]>([])
     private let idleLimit: Int
+    /// The client's live connections, one cache per set of credentials and trusted CAs, newest last:
+    /// libcurl would otherwise hand a connection made with one key to a request with another, or
+    /// one verified against one CA to a client that trusts another.
+    private let caches = Mutex<[(identity: String, cache: ConnectionCache)]>([])
 
     public init(idleHandles: Int = 2) {
         idleLimit = idleHandles
+    }
+
+    deinit {
+        // The handles let go of their caches before the caches close their connections.
+        idle.withLock { $0.removeAll() }
+    }
+
+    /// The cache for `request`'s credentials, made at its first request; the oldest beyond a few go.
+    private func cache(for request: CurlRequest) -> ConnectionCache? {
+        let certificate = request.clientCertificate
+        let identity = [
+            request.trustedCAPEM ?? "", certificate?.certificatePEM ?? "", certificate?.encryptedKeyPEM ?? "",
+            certificate?.secret ?? "",
+        ].joined(separator: "\u{0}")
+        return caches.withLock { caches in
+            if let index = caches.firstIndex(where: { $0.identity == identity }) {
+                let found = caches.remove(at: index)
+                caches.append(found)
+                return found.cache
+            }
+            guard let made = ConnectionCache() else { return nil }
+            caches.append((identity, made))
+            if caches.count > 4 { caches.removeFirst() }
+            return made
+        }
     }
 
     /// Opens libcurl at the first request, once per process: nil when it is ready, else why not.
@@ -109,43 +138,28 @@ public final class CurlClient: Sendable {
         return String(errorBuffer: error)
     }()
 
-    /// `perform` off Swift's cooperative pool, on a thread of its own (a request waits on the network
-    /// for up to its timeout). When `cancellable`, cancelling the task ends the transfer within about
-    /// a second; otherwise it runs to its end, for a request whose answer must not be lost (a GET of
-    /// agrirouter's outbox takes what it answers out of it).
+    /// One request, run on the process's HTTP thread (`CurlEngine`) while the task waits without
+    /// holding a thread. When `cancellable`, cancelling the task ends the transfer at once; otherwise
+    /// it runs to its end, for a request whose answer must not be lost (a GET of agrirouter's outbox
+    /// takes what it answers out of it).
     public func send(_ request: CurlRequest, cancellable: Bool = true) async throws(CurlFailure) -> CurlResponse {
-        let cancellation = CurlCancellation()
-        guard cancellable else {
-            return try await onOwnThread { () throws(CurlFailure) in try self.perform(request) }
-        }
-        // The handler's operation rethrows untyped, so the typed failure rides out in a Result.
-        let result = await withTaskCancellationHandler {
-            await onOwnThread {
-                Result { () throws(CurlFailure) in try self.perform(request, cancellation: cancellation) }
-            }
-        } onCancel: {
-            cancellation.cancel()
-        }
-        return try result.get()
-    }
-
-    /// Opens a connection to `request`'s server, TCP and TLS both ways, and closes it without a
-    /// request: whether the server can be reached. A fresh handle, so that a kept live connection
-    /// never answers for a server that has gone.
-    public func reach(_ request: CurlRequest) async throws(CurlFailure) {
-        try await onOwnThread { () throws(CurlFailure) in try self.connect(request) }
-    }
-
-    /// One request on the calling thread, which it blocks: for callers on a thread of their own.
-    public func perform(_ request: CurlRequest, cancellation: CurlCancellation? = nil) throws(CurlFailure)
-        -> CurlResponse
-    {
         if let problem = Self.libcurlProblem { throw .unavailable(problem) }
-        guard let reusable = idle.withLock({ $0.popLast() }) ?? CurlHandle() else { throw .cannotStart }
+        guard let engine = CurlEngine.shared else { throw .cannotStart }
+        guard let cache = cache(for: request),
+            let reusable = idle.withLock({ $0.popLast() }) ?? CurlHandle()
+        else { throw .cannotStart }
         var completed = false
         // Only a handle whose request completed goes back; after a failure its connection is suspect.
-        defer { if completed { keep(reusable) } }
+        // Either way it lets go of the cache first, which may close when the last request leaves it.
+        defer {
+            _ = ccurl_set_pointer(reusable.raw, CURLOPT_SHARE, nil)
+            if completed { keep(reusable) }
+            withExtendedLifetime(cache) {}
+        }
         let handle = reusable.raw
+        let errors = ErrorBuffer(reusable)
+        // Before the handle goes back or away: it must not keep writing to memory about to be freed.
+        defer { errors.detach() }
         let response = ResponseBuffer(limit: request.maximumResponseBytes)
         let requestBody = request.body.map(RequestBody.init)
         var headerList: UnsafeMutablePointer<curl_slist>?
@@ -154,37 +168,29 @@ public final class CurlClient: Sendable {
             // Out of memory: the request goes without the header, and fails on its own terms.
             if let longer = ccurl_slist_append(headerList, header) { headerList = longer }
         }
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        let code: CURLcode = try errorBuffer.withUnsafeMutableBufferPointer { errors throws(CurlFailure) in
-            var options = CurlOptions(handle)
-            options.connection(request, errors: errors.baseAddress)
-            options.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList), "CURLOPT_HTTPHEADER")
-            // A larger declared answer is refused before its body is read; an undeclared one at the cap.
-            options.set(CURLOPT_MAXFILESIZE_LARGE, request.maximumResponseBytes, "CURLOPT_MAXFILESIZE_LARGE")
-            options.set(CURLOPT_CUSTOMREQUEST, request.method, "CURLOPT_CUSTOMREQUEST")
-            // A connection idle this long may have been closed by the server: a new one is safer
-            // than a request that dies on it, whose body may or may not have been taken.
-            options.set(CURLOPT_MAXAGE_CONN, 30, "CURLOPT_MAXAGE_CONN")
-            if request.maximumRedirects > 0 {
-                options.set(CURLOPT_FOLLOWLOCATION, 1, "CURLOPT_FOLLOWLOCATION")
-                options.set(CURLOPT_MAXREDIRS, request.maximumRedirects, "CURLOPT_MAXREDIRS")
-                options.set(CURLOPT_REDIR_PROTOCOLS_STR, request.scheme, "CURLOPT_REDIR_PROTOCOLS_STR")
-            }
-            if let userAgent = request.userAgent { options.set(CURLOPT_USERAGENT, userAgent, "CURLOPT_USERAGENT") }
-            if let requestBody { options.body(requestBody) }
-            options.check(
-                ccurl_set_write_callback(
-                    handle,
-                    { data, size, count, context in
-                        guard let data, let context else { return 0 }
-                        // Returning less than was given makes libcurl stop with CURLE_WRITE_ERROR.
-                        return Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().append(
-                            data, size * count) ? size * count : 0
-                    }, Unmanaged.passUnretained(response).toOpaque()), "CURLOPT_WRITEFUNCTION")
-            if let cancellation { options.cancelled(by: cancellation) }
-            if let refused = options.refused { throw refused }
-            return withExtendedLifetime((response, requestBody, cancellation)) { ccurl_easy_perform(handle) }
+        var options = CurlOptions(handle)
+        options.connection(request, errors: errors.pointer)
+        options.set(CURLOPT_SHARE, pointer: cache.raw, "CURLOPT_SHARE")
+        options.set(CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList), "CURLOPT_HTTPHEADER")
+        // A larger declared answer is refused before its body is read; an undeclared one at the cap.
+        options.set(CURLOPT_MAXFILESIZE_LARGE, request.maximumResponseBytes, "CURLOPT_MAXFILESIZE_LARGE")
+        options.set(CURLOPT_CUSTOMREQUEST, request.method, "CURLOPT_CUSTOMREQUEST")
+        // A connection idle this long may have been closed by the server: a new one is safer
+        // than a request that dies on it, whose body may or may not have been taken.
+        options.set(CURLOPT_MAXAGE_CONN, 30, "CURLOPT_MAXAGE_CONN")
+        if request.maximumRedirects > 0 {
+            options.set(CURLOPT_FOLLOWLOCATION, 1, "CURLOPT_FOLLOWLOCATION")
+            options.set(CURLOPT_MAXREDIRS, request.maximumRedirects, "CURLOPT_MAXREDIRS")
+            options.set(CURLOPT_REDIR_PROTOCOLS_STR, request.scheme, "CURLOPT_REDIR_PROTOCOLS_STR")
         }
+        if let userAgent = request.userAgent { options.set(CURLOPT_USERAGENT, userAgent, "CURLOPT_USERAGENT") }
+        if let requestBody { options.body(requestBody) }
+        options.receive(into: response)
+        if let refused = options.refused { throw refused }
+        let cancellation = cancellable ? CurlCancellation() : nil
+        let code = await engine.run(handle, cancellation: cancellation)
+        // The callbacks' objects were handed to libcurl unretained: alive until the transfer ended.
+        withExtendedLifetime((response, requestBody)) {}
         if response.overflowed || code == CURLE_FILESIZE_EXCEEDED {
             throw .tooLarge(limit: request.maximumResponseBytes)
         }
@@ -198,7 +204,7 @@ public final class CurlClient: Sendable {
             if code == CURLE_ABORTED_BY_CALLBACK, cancellation?.isCancelled == true {
                 throw .cancelled(sentWholeBody: sentWhole)
             }
-            throw Self.failure(code, errorBuffer, sentWholeBody: sentWhole)
+            throw Self.failure(code, errors.text, sentWholeBody: sentWhole)
         }
         completed = true
         var headers: [String: String] = [:]
@@ -210,21 +216,22 @@ public final class CurlClient: Sendable {
             serverDate: Self.serverDate(handle))
     }
 
-    private func connect(_ request: CurlRequest) throws(CurlFailure) {
+    /// Opens a connection to `request`'s server, TCP and TLS both ways, and closes it without a
+    /// request: whether the server can be reached. A fresh connection, so that a kept live one never
+    /// answers for a server that has gone.
+    public func reach(_ request: CurlRequest) async throws(CurlFailure) {
         if let problem = Self.libcurlProblem { throw .unavailable(problem) }
-        guard let probe = CurlHandle() else { throw .cannotStart }
-        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-        let code: CURLcode = try errorBuffer.withUnsafeMutableBufferPointer { errors throws(CurlFailure) in
-            var options = CurlOptions(probe.raw)
-            options.connection(request, errors: errors.baseAddress)
-            options.set(CURLOPT_CONNECT_ONLY, 1, "CURLOPT_CONNECT_ONLY")
-            if let refused = options.refused { throw refused }
-            let code = ccurl_easy_perform(probe.raw)
-            // The handle outlives this buffer and may write to it as it is cleaned up: it is told first.
-            _ = ccurl_set_pointer(probe.raw, CURLOPT_ERRORBUFFER, nil)
-            return code
-        }
-        guard code == CURLE_OK else { throw Self.failure(code, errorBuffer, sentWholeBody: false) }
+        guard let engine = CurlEngine.shared, let probe = CurlHandle() else { throw .cannotStart }
+        let errors = ErrorBuffer(probe)
+        defer { errors.detach() }
+        var options = CurlOptions(probe.raw)
+        options.connection(request, errors: errors.pointer)
+        options.set(CURLOPT_CONNECT_ONLY, 1, "CURLOPT_CONNECT_ONLY")
+        options.set(CURLOPT_FRESH_CONNECT, 1, "CURLOPT_FRESH_CONNECT")
+        options.set(CURLOPT_FORBID_REUSE, 1, "CURLOPT_FORBID_REUSE")
+        if let refused = options.refused { throw refused }
+        let code = await engine.run(probe.raw, cancellation: CurlCancellation())
+        guard code == CURLE_OK else { throw Self.failure(code, errors.text, sentWholeBody: false) }
     }
 
     private func keep(_ handle: CurlHandle) {
@@ -234,8 +241,7 @@ public final class CurlClient: Sendable {
         }
     }
 
-    private static func failure(_ code: CURLcode, _ errorBuffer: [CChar], sentWholeBody: Bool) -> CurlFailure {
-        let written = String(errorBuffer: errorBuffer)
+    private static func failure(_ code: CURLcode, _ written: String, sentWholeBody: Bool) -> CurlFailure {
         let detail = written.isEmpty ? String(cString: ccurl_easy_strerror(code)) : written
         let kind: CurlErrorKind =
             switch code {
@@ -263,7 +269,92 @@ public final class CurlClient: Sendable {
     }
 }
 
-/// Set from another thread to end a transfer: libcurl's progress callback reads it.
+/// The one thread every transfer of the process runs on ("agrigps-http"), through libcurl's multi
+/// interface: a request waits on the network without a thread of its own, and the live connections
+/// of every client are kept in one cache. A task that submits a transfer waits for it without
+/// holding a thread of Swift's cooperative pool.
+final class CurlEngine: @unchecked Sendable {
+    /// nil when libcurl has no multi handle to give (out of memory) or no thread could be started.
+    static let shared: CurlEngine? = {
+        guard let multi = ccurl_multi_init() else { return nil }
+        let engine = CurlEngine(multi: UnsafeMutableRawPointer(multi))
+        return startThread(named: "agrigps-http") { engine.loop() } ? engine : nil
+    }()
+
+    private struct Submitted: @unchecked Sendable {
+        let handle: UnsafeMutableRawPointer
+        let cancellation: CurlCancellation?
+        let finished: CheckedContinuation<CURLcode, Never>
+    }
+
+    // Touched only by `loop`'s thread but for `wakeup`, which libcurl allows from any thread.
+    private let multi: UnsafeMutableRawPointer
+    private let incoming = Mutex<[Submitted]>([])
+
+    private init(multi: UnsafeMutableRawPointer) {
+        self.multi = multi
+    }
+
+    /// Runs the transfer set up on `handle` to its end and returns libcurl's result. With a
+    /// `cancellation`, cancelling the task ends the transfer at once with CURLE_ABORTED_BY_CALLBACK.
+    func run(_ handle: UnsafeMutableRawPointer, cancellation: CurlCancellation?) async -> CURLcode {
+        guard let cancellation else { return await submit(handle, cancellation: nil) }
+        return await withTaskCancellationHandler {
+            await submit(handle, cancellation: cancellation)
+        } onCancel: {
+            cancellation.cancel()
+            _ = ccurl_multi_wakeup(multi)
+        }
+    }
+
+    private func submit(_ handle: UnsafeMutableRawPointer, cancellation: CurlCancellation?) async -> CURLcode {
+        await withCheckedContinuation { finished in
+            incoming.withLock { $0.append(Submitted(handle: handle, cancellation: cancellation, finished: finished)) }
+            _ = ccurl_multi_wakeup(multi)
+        }
+    }
+
+    /// Adds what was submitted, ends what was cancelled, lets libcurl move every transfer on, hands
+    /// back what finished, and sleeps until there is more to do. Runs for the life of the process.
+    private func loop() {
+        var active: [UnsafeMutableRawPointer: Submitted] = [:]
+        while true {
+            for transfer in incoming.withLock({ submitted in
+                defer { submitted = [] }
+                return submitted
+            }) {
+                if ccurl_multi_add_handle(multi, transfer.handle) == CURLM_OK {
+                    active[transfer.handle] = transfer
+                } else {
+                    transfer.finished.resume(returning: CURLE_FAILED_INIT)
+                }
+            }
+            for (handle, transfer) in active where transfer.cancellation?.isCancelled == true {
+                finish(handle, CURLE_ABORTED_BY_CALLBACK, in: &active)
+            }
+            _ = ccurl_multi_perform(multi)
+            var done: UnsafeMutableRawPointer?
+            var result = CURLE_OK
+            while ccurl_multi_next_done(multi, &done, &result) != 0, let handle = done {
+                finish(handle, result, in: &active)
+            }
+            // libcurl shortens the wait to its own next timeout; idle, only a submission wakes it.
+            _ = ccurl_multi_poll(multi, active.isEmpty ? 60_000 : 1_000)
+        }
+    }
+
+    /// Out of the multi handle first: the caller reads the handle's answer as soon as it resumes.
+    private func finish(
+        _ handle: UnsafeMutableRawPointer, _ result: CURLcode,
+        in active: inout [UnsafeMutableRawPointer: Submitted]
+    ) {
+        guard let transfer = active.removeValue(forKey: handle) else { return }
+        _ = ccurl_multi_remove_handle(multi, handle)
+        transfer.finished.resume(returning: result)
+    }
+}
+
+/// Set from another thread to end a transfer: the HTTP thread reads it when woken.
 public final class CurlCancellation: Sendable {
     private let flag = Atomic<Bool>(false)
 
@@ -331,14 +422,17 @@ private struct CurlOptions {
                 }, Unmanaged.passUnretained(body).toOpaque()), "CURLOPT_READFUNCTION")
     }
 
-    mutating func cancelled(by cancellation: CurlCancellation) {
+    /// The answer goes into `response`, which stops the transfer once it holds its limit.
+    mutating func receive(into response: ResponseBuffer) {
         check(
-            ccurl_set_progress_callback(
+            ccurl_set_write_callback(
                 handle,
-                { context, _, _, _, _ in
-                    guard let context else { return 0 }
-                    return Unmanaged<CurlCancellation>.fromOpaque(context).takeUnretainedValue().isCancelled ? 1 : 0
-                }, Unmanaged.passUnretained(cancellation).toOpaque()), "CURLOPT_XFERINFOFUNCTION")
+                { data, size, count, context in
+                    guard let data, let context else { return 0 }
+                    // Returning less than was given makes libcurl stop with CURLE_WRITE_ERROR.
+                    return Unmanaged<ResponseBuffer>.fromOpaque(context).takeUnretainedValue().append(
+                        data, size * count) ? size * count : 0
+                }, Unmanaged.passUnretained(response).toOpaque()), "CURLOPT_WRITEFUNCTION")
     }
 
     mutating func check(_ code: CURLcode, _ name: String) {
@@ -362,6 +456,40 @@ private struct CurlOptions {
         var bytes = Array(text.utf8)
         check(ccurl_set_blob(handle, option, &bytes, bytes.count), name)
     }
+}
+
+/// A connection cache of libcurl's (a share handle), closed with its connections when the client
+/// no longer keeps it and no request uses it.
+private final class ConnectionCache: @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer
+
+    init?() {
+        guard let raw = ccurl_share_connections() else { return nil }
+        self.raw = raw
+    }
+
+    deinit { _ = ccurl_share_cleanup(raw) }
+}
+
+/// libcurl's words on a failed transfer, in memory of their own that outlives the wait for it.
+private final class ErrorBuffer {
+    let pointer: UnsafeMutablePointer<CChar>
+    private let handle: CurlHandle
+
+    init(_ handle: CurlHandle) {
+        self.handle = handle
+        pointer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        pointer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    }
+
+    var text: String { String(cString: pointer) }
+
+    /// Tells the handle to forget the buffer: called before the handle is reused or cleaned up.
+    func detach() {
+        _ = ccurl_set_pointer(handle.raw, CURLOPT_ERRORBUFFER, nil)
+    }
+
+    deinit { pointer.deallocate() }
 }
 
 /// The request body, handed to libcurl as it asks; it notes whether all of it was ever handed out.

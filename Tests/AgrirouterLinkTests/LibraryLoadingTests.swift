@@ -18,8 +18,8 @@ struct LibraryLoadingTests {
             #expect(mappedFiles(named: "libcurl").isEmpty, "making a client mapped libcurl")
             #expect(mappedFiles(named: "libgnutls").isEmpty)
             // Port 1 on loopback: nothing listens, so the request fails at connect, after libcurl opened.
-            let thrown = #expect(throws: TransportError.self) {
-                _ = try client.perform(method: "GET", url: "https://127.0.0.1:1/")
+            let thrown = await #expect(throws: TransportError.self) {
+                _ = try await client.send(method: "GET", url: "https://127.0.0.1:1/")
             }
             if case .cannotConnect = thrown {
             } else {

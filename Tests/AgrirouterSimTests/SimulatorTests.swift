@@ -400,6 +400,29 @@ struct SimulatorTests {
         }
     }
 
+    @Test("requests waiting on a stalled gateway wait together on the one HTTP thread, not on a thread each")
+    func requestsWaitOnOneThread() async throws {
+        let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
+        try await tearingDown({ await simulator.shutdown() }) {
+            let endpoint = try await onboard(simulator, tan: "TAN0000001", id: "urn:agrigps:a")
+            for _ in 0..<6 { await simulator.inject(.stall(seconds: 2)) }  // each answered 2 s late
+            let client = HTTPSClient(trustedCAPEM: simulator.caCertificatePEM, connectTimeout: 5, totalTimeout: 30)
+            let started = ContinuousClock.now
+            let requests = (0..<6).map { _ in
+                Task {
+                    try await client.send(method: "GET", url: endpoint.commandsURL, credentials: endpoint.credentials)
+                }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(ThreadCensus.count(named: "agrigps-http") == 1)
+            for request in requests {
+                #expect(try await request.value.status == 200)
+            }
+            // Together: six in turn would take six stalls.
+            #expect(ContinuousClock.now - started < .seconds(8))
+        }
+    }
+
     @Test(
         "a cancellable request waiting on a hung gateway ends when its task is cancelled: a GET as not sent, a POST whose body went out as maybe taken; any other waits"
     )
