@@ -139,6 +139,12 @@ public struct HTTPSClient: Sendable {
         return try Self.checked(answer, anyStatus: anyStatus)
     }
 
+    /// Ends every request of this client (and its copies) under way now, as cancelled: a GET as
+    /// `stopping`, a POST whose body went out as `brokenAfterSending`. Later requests run.
+    public func abortRequests() {
+        curl.abortTransfers()
+    }
+
     /// Opens a connection to `url`'s server, TCP and TLS both ways, and closes it without a request:
     /// whether agrirouter can be reached, at the cost of a handshake and none of its API.
     public func probe(url: String, credentials: ClientCredentials? = nil) async throws(TransportError) {

@@ -64,6 +64,9 @@ public protocol Link: Sendable {
     /// Lets a connection that could not connect end its backoff as soon as the way is back.
     func reachable() async -> Bool
     var state: LinkState { get }
+    /// Ends the requests under way now (REST), whatever their tasks: how a stop ends one whose grace
+    /// ran out. MQTT has no request that waits on agrirouter.
+    func abortRequests()
     /// Ends the connection, if there is one; the link is not used again.
     func close()
 }
@@ -123,6 +126,10 @@ public struct RESTLink: Link {
     }
 
     public var state: LinkState { .requests }
+
+    public func abortRequests() {
+        client.abortRequests()
+    }
 
     public func close() {}
 }

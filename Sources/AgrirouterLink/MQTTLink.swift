@@ -283,6 +283,9 @@ public final class MQTTLink: Link, @unchecked Sendable {
 
     public func reachable() async -> Bool { state == .connected }
 
+    /// A publish is handed to libmosquitto and the waits for answers end with their tasks: nothing to end.
+    public func abortRequests() {}
+
     public func close() {
         let first = shared.withLock { shared in
             defer { shared.closed = true }

@@ -101,6 +101,8 @@ public final class CurlClient: Sendable {
     /// libcurl would otherwise hand a connection made with one key to a request with another, or
     /// one verified against one CA to a client that trusts another.
     private let caches = Mutex<[(identity: String, cache: ConnectionCache)]>([])
+    /// Fired by `abortTransfers`, which puts a fresh one in its place for the requests after.
+    private let abort = Mutex(CurlCancellation())
 
     public init(idleHandles: Int = 2) {
         idleLimit = idleHandles
@@ -109,6 +111,17 @@ public final class CurlClient: Sendable {
     deinit {
         // The handles let go of their caches before the caches close their connections.
         idle.withLock { $0.removeAll() }
+    }
+
+    /// Ends every transfer of this client under way now, whether or not its task can be cancelled:
+    /// how a stop that gave a request its grace ends it. Each ends as cancelled; later ones run.
+    public func abortTransfers() {
+        let fired = abort.withLock { current in
+            defer { current = CurlCancellation() }
+            return current
+        }
+        fired.cancel()
+        CurlEngine.shared?.wake()
     }
 
     /// The cache for `request`'s credentials, made at its first request; the oldest beyond a few go.
@@ -188,7 +201,8 @@ public final class CurlClient: Sendable {
         options.receive(into: response)
         if let refused = options.refused { throw refused }
         let cancellation = cancellable ? CurlCancellation() : nil
-        let code = await engine.run(handle, cancellation: cancellation)
+        let aborted = abort.withLock { $0 }
+        let code = await engine.run(handle, cancellation: cancellation, abort: aborted)
         // The callbacks' objects were handed to libcurl unretained: alive until the transfer ended.
         withExtendedLifetime((response, requestBody)) {}
         if response.overflowed || code == CURLE_FILESIZE_EXCEEDED {
@@ -201,7 +215,7 @@ public final class CurlClient: Sendable {
                 requestBody.map {
                     $0.wentOutWhole || (!$0.bytes.isEmpty && ccurl_size_uploaded(handle) >= Int64($0.bytes.count))
                 } ?? false
-            if code == CURLE_ABORTED_BY_CALLBACK, cancellation?.isCancelled == true {
+            if code == CURLE_ABORTED_BY_CALLBACK, cancellation?.isCancelled == true || aborted.isCancelled {
                 throw .cancelled(sentWholeBody: sentWhole)
             }
             throw Self.failure(code, errors.text, sentWholeBody: sentWhole)
@@ -230,7 +244,7 @@ public final class CurlClient: Sendable {
         options.set(CURLOPT_FRESH_CONNECT, 1, "CURLOPT_FRESH_CONNECT")
         options.set(CURLOPT_FORBID_REUSE, 1, "CURLOPT_FORBID_REUSE")
         if let refused = options.refused { throw refused }
-        let code = await engine.run(probe.raw, cancellation: CurlCancellation())
+        let code = await engine.run(probe.raw, cancellation: CurlCancellation(), abort: abort.withLock { $0 })
         guard code == CURLE_OK else { throw Self.failure(code, errors.text, sentWholeBody: false) }
     }
 
@@ -284,7 +298,10 @@ final class CurlEngine: @unchecked Sendable {
     private struct Submitted: @unchecked Sendable {
         let handle: UnsafeMutableRawPointer
         let cancellation: CurlCancellation?
+        let abort: CurlCancellation
         let finished: CheckedContinuation<CURLcode, Never>
+
+        var ended: Bool { cancellation?.isCancelled == true || abort.isCancelled }
     }
 
     // Touched only by `loop`'s thread but for `wakeup`, which libcurl allows from any thread.
@@ -296,21 +313,32 @@ final class CurlEngine: @unchecked Sendable {
     }
 
     /// Runs the transfer set up on `handle` to its end and returns libcurl's result. With a
-    /// `cancellation`, cancelling the task ends the transfer at once with CURLE_ABORTED_BY_CALLBACK.
-    func run(_ handle: UnsafeMutableRawPointer, cancellation: CurlCancellation?) async -> CURLcode {
-        guard let cancellation else { return await submit(handle, cancellation: nil) }
+    /// `cancellation`, cancelling the task ends the transfer at once with CURLE_ABORTED_BY_CALLBACK;
+    /// firing `abort` does so whatever the task.
+    func run(_ handle: UnsafeMutableRawPointer, cancellation: CurlCancellation?, abort: CurlCancellation) async
+        -> CURLcode
+    {
+        guard let cancellation else { return await submit(handle, cancellation: nil, abort: abort) }
         return await withTaskCancellationHandler {
-            await submit(handle, cancellation: cancellation)
+            await submit(handle, cancellation: cancellation, abort: abort)
         } onCancel: {
             cancellation.cancel()
-            _ = ccurl_multi_wakeup(multi)
+            wake()
         }
     }
 
-    private func submit(_ handle: UnsafeMutableRawPointer, cancellation: CurlCancellation?) async -> CURLcode {
+    /// Has the thread look at its transfers now: one was submitted, cancelled or aborted.
+    func wake() {
+        _ = ccurl_multi_wakeup(multi)
+    }
+
+    private func submit(_ handle: UnsafeMutableRawPointer, cancellation: CurlCancellation?, abort: CurlCancellation)
+        async -> CURLcode
+    {
         await withCheckedContinuation { finished in
-            incoming.withLock { $0.append(Submitted(handle: handle, cancellation: cancellation, finished: finished)) }
-            _ = ccurl_multi_wakeup(multi)
+            let transfer = Submitted(handle: handle, cancellation: cancellation, abort: abort, finished: finished)
+            incoming.withLock { $0.append(transfer) }
+            wake()
         }
     }
 
@@ -329,7 +357,7 @@ final class CurlEngine: @unchecked Sendable {
                     transfer.finished.resume(returning: CURLE_FAILED_INIT)
                 }
             }
-            for (handle, transfer) in active where transfer.cancellation?.isCancelled == true {
+            for (handle, transfer) in active where transfer.ended {
                 finish(handle, CURLE_ABORTED_BY_CALLBACK, in: &active)
             }
             _ = ccurl_multi_perform(multi)

@@ -115,48 +115,51 @@ struct MachineTotalling {
     }
 }
 
-/// A job that ends when asked, within a grace period: a graceful shutdown or a cancellation
-/// cancels it and waits at most `grace` seconds. A request to agrirouter cannot be interrupted
-/// mid-way (curl runs it on a thread of its own); one still running then is left to the process's
-/// end. Nothing is lost by that: its batch stays in flight in the spool, and the next start looks
-/// for its answer before sending it again. A GET of the outbox is the exception: its answers are
-/// taken from agrirouter for good, and lost with the process they were sent to, so while
-/// `holding` says one is under way the stop waits up to `holdingGrace` seconds more.
-struct StoppableJob: Service {
+/// The publisher's loop as a service. A graceful shutdown (or a cancellation) cancels the loop at
+/// once, so it starts nothing new, but a request to agrirouter under way is not cut off: it has
+/// `grace` seconds to bring its answer, and a GET of the outbox, whose answers agrirouter gives only
+/// once and which are lost if the process ends before it records them, `holdingGrace` more while
+/// `holding` says one is under way. What is still under way then is ended (`abort`); its batch
+/// stays in flight in the spool, and the next start looks for its answer before sending it again.
+/// The service returns when the loop has.
+struct PublishingService: Service {
     var grace: Double
     var holdingGrace: Double = 0
     var holding: @Sendable () async -> Bool = { false }
+    var abort: @Sendable () -> Void = {}
     var logger: Logger
     var job: @Sendable () async -> Void
 
     func run() async {
-        // true: the job ended by itself; false: a stop was asked for.
-        let (ends, end) = AsyncStream<Bool>.makeStream()
-        let task = Task {
-            await job()
-            end.yield(true)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await cancelWhenGracefulShutdown { await job() } }
+            group.addTask { await endRequestsAfterGrace() }
+            // The loop's end, or the requests ended for it: either way the loop is let go to its end.
+            await group.next()
+            group.cancelAll()
         }
-        await withTaskCancellationOrGracefulShutdownHandler {
-            // A cancelled wait ends at once (the handler below has cancelled the job by then).
-            for await endedByItself in ends {
-                if endedByItself { return }
-                break
-            }
-            if await GatewayDaemon.wait(for: task, atMost: grace) { return }
-            if holdingGrace > 0, await holding() {
-                logger.notice(
-                    "waiting up to \(Int(holdingGrace)) s for the outbox's answers in progress, which agrirouter gives only once"
-                )
-                if await GatewayDaemon.wait(for: task, atMost: holdingGrace) { return }
-                logger.warning(
-                    "stopping before the outbox's answers arrived: their batches go again after the outbox's life")
-                return
-            }
-            logger.notice("stopping without waiting for the request in progress; its samples stay in the spool")
-        } onCancelOrGracefulShutdown: {
-            task.cancel()
-            end.yield(false)
+    }
+
+    /// Waits for the shutdown, then for the grace; cancelled as soon as the loop has ended.
+    private func endRequestsAfterGrace() async {
+        do {
+            try await gracefulShutdown()
+            try await Task.sleep(for: .seconds(grace))
+        } catch {
+            // The loop ended (nothing is under way), or the service was cancelled: nothing waits.
+            return abort()
         }
+        if holdingGrace > 0, await holding() {
+            logger.notice(
+                "waiting up to \(Int(holdingGrace)) s for the outbox's answers in progress, which agrirouter gives only once"
+            )
+            guard (try? await Task.sleep(for: .seconds(holdingGrace))) != nil else { return abort() }
+            logger.warning(
+                "stopping before the outbox's answers arrived: their batches go again after the outbox's life")
+        } else {
+            logger.notice("ending the request in progress; its samples stay in the spool")
+        }
+        abort()
     }
 }
 

@@ -236,9 +236,10 @@ public struct GatewayDaemon: Sendable {
             source: source, spool: spool, others: others, configuration: configuration, counter: counter,
             heartbeat: heartbeat, trackFailing: trackFailing, reader: reader, connected: connection != nil,
             logger: logger)
-        let publishing = StoppableJob(
+        let publishing = PublishingService(
             grace: configuration.shutdownGrace, holdingGrace: configuration.outboxAnswersGrace,
-            holding: { [connection] in await connection?.outboxRequestInFlight ?? false }, logger: logger
+            holding: { [connection] in await connection?.outboxRequestInFlight ?? false },
+            abort: { [connection] in connection?.link.abortRequests() }, logger: logger
         ) { [self] in
             await publish(counter: counter, heartbeat: heartbeat, reader: reader)
         }
@@ -591,29 +592,6 @@ public struct GatewayDaemon: Sendable {
         guard await counter.draining else { return false }
         let awaiting = await publisher.awaitingAnswers
         return status.waiting > 0 || awaiting > 0
-    }
-
-    /// Whether `task` finished within `seconds`.
-    static func wait(for task: Task<Void, Never>, atMost seconds: Double) async -> Bool {
-        let settled = Mutex(false)
-        return await withCheckedContinuation { continuation in
-            let resume = { @Sendable (finished: Bool) in
-                if settled.withLock({ done in
-                    defer { done = true }
-                    return !done
-                }) {
-                    continuation.resume(returning: finished)
-                }
-            }
-            Task {
-                await task.value
-                resume(true)
-            }
-            Task {
-                try? await Task.sleep(for: .seconds(seconds))
-                resume(false)
-            }
-        }
     }
 
     static func describe(_ output: SamplerOutput) -> String {

@@ -2,6 +2,7 @@ import Foundation
 import GNSS
 import ServiceLifecycle
 import Spool
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -57,31 +58,50 @@ struct DaemonServicesTests {
         feed.finish()
     }
 
-    @Test("a stoppable job asked to stop is cancelled and waited for at most its grace")
-    func aStuckJobIsLeftAfterItsGrace() async throws {
-        // A job that ignores cancellation for 30 s, as a request on curl's own thread does.
-        let job = StoppableJob(grace: 0.5, logger: .init(label: "test")) {
-            await withCheckedContinuation { continuation in
-                LateCallback.after(seconds: 30) { continuation.resume() }
-            }
-        }
-        let running = Task { await job.run() }
+    /// The publishing service in a group of its own, stopped gracefully 200 ms in: how long the stop took.
+    private func stop(_ service: PublishingService) async throws -> Double {
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(services: [.init(service: service)], logger: .init(label: "test")))
+        let running = Task { try await group.run() }
         try await Task.sleep(for: .milliseconds(200))
-        let cancelledAt = Date()
-        running.cancel()
-        await running.value
-        let waited = Date().timeIntervalSince(cancelledAt)
-        #expect(waited >= 0.4 && waited < 5, "waited \(waited) s")
+        let stoppedAt = ContinuousClock.now
+        await group.triggerGracefulShutdown()
+        try await running.value
+        let waited = ContinuousClock.now - stoppedAt
+        return Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
     }
-}
 
-/// Calls back after a delay from a thread of its own, outside Swift's concurrency: a stand-in for
-/// work that cancellation cannot reach.
-enum LateCallback {
-    static func after(seconds: Double, _ body: @escaping @Sendable () -> Void) {
-        Thread.detachNewThread {
-            Thread.sleep(forTimeInterval: seconds)
-            body()
+    @Test("a stop gives the request under way its grace, then ends it, and returns when the loop has")
+    func aStuckRequestIsEndedAfterItsGrace() async throws {
+        // A request that cancellation does not reach, as a GET of the outbox: only `abort` ends it.
+        let request = Latch()
+        let ended = Latch()
+        let service = PublishingService(grace: 0.5, abort: { request.open() }, logger: .init(label: "test")) {
+            await request.wait()
+            ended.open()
         }
+        let waited = try await stop(service)
+        #expect(waited >= 0.45 && waited < 5, "waited \(waited) s")
+        #expect(ended.isOpen, "the service returned before its loop")
+    }
+
+    @Test("while a GET of the outbox is under way the stop waits its grace and the holding grace")
+    func anOutboxRequestIsGivenMore() async throws {
+        let request = Latch()
+        let service = PublishingService(
+            grace: 0.3, holdingGrace: 0.6, holding: { true }, abort: { request.open() }, logger: .init(label: "test")
+        ) { await request.wait() }
+        let waited = try await stop(service)
+        #expect(waited >= 0.85 && waited < 5, "waited \(waited) s")
+    }
+
+    @Test("a loop that ends at the stop is not waited on for the grace")
+    func aLoopThatStopsIsNotHeld() async throws {
+        let aborted = Latch()
+        let service = PublishingService(grace: 10, abort: { aborted.open() }, logger: .init(label: "test")) {
+            try? await Task.sleep(for: .seconds(60))  // the loop's wait between cycles, which a stop cancels
+        }
+        let waited = try await stop(service)
+        #expect(waited < 5, "waited \(waited) s")
     }
 }

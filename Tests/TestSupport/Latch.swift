@@ -24,6 +24,8 @@ public final class Latch: Sendable {
         }
     }
 
+    public var isOpen: Bool { state.withLock { $0.open } }
+
     public func open() {
         let waiting = state.withLock { state in
             state.open = true
