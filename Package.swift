@@ -280,7 +280,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "agrirouter-sim",
-            dependencies: ["AgrirouterSim", "BlockingWork", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["AgrirouterSim", "BlockingWork", "CommandSupport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                            .product(name: "Logging", package: "swift-log")]
@@ -304,6 +304,8 @@ let package = Package(
                 "CMalloc",
                 "StateDirectory",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -3,7 +3,7 @@ import Foundation
 import StateDirectory
 
 /// Where the daemon keeps its state: systemd's $STATE_DIRECTORY, or --state-dir.
-public struct StateDirectoryOption: ParsableArguments {
+public struct StateDirectoryOption: ParsableArguments, Sendable {
     public init() {}
 
     @Option(
@@ -24,7 +24,7 @@ public struct StateDirectoryOption: ParsableArguments {
 
 /// The configuration file: --config, else $CONFIGURATION_DIRECTORY/agrigps.conf (systemd), else
 /// /etc/agrigps/agrigps.conf. Only a file named with --config must exist.
-public struct ConfigurationOption: ParsableArguments {
+public struct ConfigurationOption: ParsableArguments, Sendable {
     public init() {}
 
     @Option(

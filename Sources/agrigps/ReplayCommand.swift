@@ -4,6 +4,7 @@ import CommandSupport
 import Foundation
 import GNSS
 import GPSDReplay
+import ServiceLifecycle
 
 struct Replay: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -58,8 +59,14 @@ struct Replay: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let interruption = Interruption()
-        let trap = await SignalTrap { number in interruption.interrupt(by: number) }
+        // A signal shuts the group down: the replay's gpsd (or the recording's reader) stops, which
+        // ends the stream, and the signal decides the exit code.
+        let replaying = CommandJob { [self] in try await replay() }
+        let signals = try await ServiceGroup.runCommand(replaying, label: "agrigps.replay")
+        if let code = signals.exitCode { throw ExitCode(code) }
+    }
+
+    private func replay() async throws {
         let gpsd: ReplayGPSD
         var bus: CANReplay?
         let interface = canInterface ?? "vcan0"
@@ -67,10 +74,11 @@ struct Replay: AsyncParsableCommand {
         // and missing is an error that says how to make it.
         if CANReplay.isCandump(log), canInterface == nil, !BusReplay.interfaceExists(interface) {
             let stream = try CANReplay.withoutInterface(log, realTime: realTime).stream
-            interruption.onInterrupt { stream.ending.cancel() }
-            _ = try await show(stream)
-            _ = consume trap
-            if let signal = interruption.signal { throw ExitCode(128 + signal) }
+            _ = try await withGracefulShutdownHandler {
+                try await show(stream)
+            } onGracefulShutdown: {
+                stream.ending.cancel()
+            }
             return
         }
         if CANReplay.isCandump(log) {
@@ -87,12 +95,13 @@ struct Replay: AsyncParsableCommand {
                 throw CommandFailure(error)
             }
         }
-        // Stopping gpsd ends the stream below; the signal then decides the exit code.
-        interruption.onInterrupt { gpsd.stop() }
-        let ending = try await show(bus?.stream() ?? gpsd.stream())
+        let ending = try await withGracefulShutdownHandler {
+            try await show(bus?.stream() ?? gpsd.stream())
+        } onGracefulShutdown: {
+            gpsd.stop()
+        }
         if let bus { await bus.finish() } else { await gpsd.finish() }
-        _ = consume trap
-        if let signal = interruption.signal { throw ExitCode(128 + signal) }
+        guard !Task.isShuttingDownGracefully else { return }  // stopped by a signal, not ended early
         if case .failed(let reason) = ending {
             throw CommandFailure(description: "replay of \(log) ended early: \(reason)", exitCode: 70)
         }

@@ -15,6 +15,7 @@ import ServiceLifecycle
 import Spool
 import StateDirectory
 import StateFiles
+import Synchronization
 import Track
 
 struct Run: AsyncParsableCommand {
@@ -196,75 +197,74 @@ struct Run: AsyncParsableCommand {
         othersConfiguration.historyWindow = try keyed("--history-hours", file, fallback: 24) * 3600
         let others = OtherMachinesStore(path: state.othersPath, configuration: othersConfiguration)
         let gpsdAddress = try GPSDAddress.parseOption(gpsd ?? file.text("gpsd", "address") ?? "127.0.0.1:2947")
-        let interruption = Interruption()
         let credentials = CredentialStore(directory: state.resolved)
-        var restart = false
-        var summary = GatewayDaemon.Summary()
-        var replayFinish: (@Sendable () async -> Void)?
-        let trap = await SignalTrap { number in interruption.interrupt(by: number) }
         let bus = try busWatcher(file)
         defer { bus?.stop() }
         let machineBus = try machineBusWatcher(file, beside: bus)
         defer { machineBus?.stop() }
-        repeat {
-            let fingerprint = credentials.fingerprint()
-            let link = try self.link(file, clock: clock)
-            var configuration = try daemonConfiguration(file, environment: link?.environment)
-            configuration.certificateNotAfter = link?.certificateNotAfter
-            configuration.clock = clock
-            configuration.resumeSharingAtStart = !restart
-            var started: StartedReplay?
-            if let replay { started = try await startReplay(replay) }
-            let receiverBus = bus ?? started?.bus
-            if let receiverBus { configuration.receiverBus = { receiverBus.summary } }
-            if let machineBus {
-                MachineWiring.attach(machineBus, rules: try workRules(file), ownBus: true, to: &configuration)
-            } else if let receiverBus {
-                MachineWiring.attach(receiverBus, rules: try workRules(file), to: &configuration)
-            } else {
-                MachineWiring.attachSwitch(rules: try workRules(file), to: &configuration)
-            }
-            let daemon = GatewayDaemon(
-                spool: spool, connection: link?.connection, setup: link?.setup, others: others,
-                configuration: configuration)
-            // A live daemon picks up an onboarding or a disconnect (by the CLI or the cab view) by
-            // itself: the watcher ends the daemon's services, which start again with the new
-            // credentials, the spool as it was.
-            let watcher =
-                replay == nil
-                ? [
-                    ServiceGroupConfiguration.ServiceConfiguration(
-                        service: CredentialWatcher(store: credentials, fingerprint: fingerprint),
-                        successTerminationBehavior: .gracefullyShutdownGroup)
-                ]
-                : []
-            // SIGTERM and SIGINT shut the services down gracefully, in the group's order.
-            let onStart: @Sendable (ServiceGroup) async -> Void = { group in
-                interruption.onInterrupt { Task { await group.triggerGracefulShutdown() } }
-            }
-            if let started {
-                replayFinish = started.finish
-                // A recording's time is not now: no skew check, unless it was moved to now.
-                summary.add(
-                    await daemon.run(
-                        events: started.events, skewLimit: retime ? 60 : nil, alongside: watcher, started: onStart))
-            } else {
-                var gpsdConfiguration = GPSDSource.Configuration(address: gpsdAddress)
-                if let bus {
-                    gpsdConfiguration.adjust = { bus.adjust($0) }
-                    gpsdConfiguration.standIn = { bus.standIn() }
+        let runs = Mutex<(summary: GatewayDaemon.Summary, finishReplay: (@Sendable () async -> Void)?)>((.init(), nil))
+        // One credential epoch after another: a live daemon picks up an onboarding or a disconnect (by
+        // the CLI or the cab view) by itself. The watcher ends the daemon's services, which start
+        // again with the new credentials, the spool as it was. A signal shuts the program's group
+        // down, and with it the daemon's, nested in it.
+        let epochs = CommandJob { [self] in
+            var restart = false
+            repeat {
+                let fingerprint = credentials.fingerprint()
+                let link = try self.link(file, clock: clock)
+                var configuration = try daemonConfiguration(file, environment: link?.environment)
+                configuration.certificateNotAfter = link?.certificateNotAfter
+                configuration.clock = clock
+                configuration.resumeSharingAtStart = !restart
+                var started: StartedReplay?
+                if let replay { started = try await startReplay(replay) }
+                let receiverBus = bus ?? started?.bus
+                if let receiverBus { configuration.receiverBus = { receiverBus.summary } }
+                if let machineBus {
+                    MachineWiring.attach(machineBus, rules: try workRules(file), ownBus: true, to: &configuration)
+                } else if let receiverBus {
+                    MachineWiring.attach(receiverBus, rules: try workRules(file), to: &configuration)
+                } else {
+                    MachineWiring.attachSwitch(rules: try workRules(file), to: &configuration)
                 }
-                summary.add(
-                    await daemon.run(
-                        gpsd: GPSDSource(configuration: gpsdConfiguration), alongside: watcher, started: onStart))
-            }
-            // An MQTT connection ends with the daemon's run: a new one comes with the new credentials.
-            link?.connection.link.close()
-            restart = interruption.signal == nil && credentials.fingerprint() != fingerprint && replay == nil
-            if restart { Logger(label: "agrigps.daemon").notice("the credentials changed: starting again with them") }
-        } while restart
-        _ = consume trap
-        await replayFinish?()
+                let daemon = GatewayDaemon(
+                    spool: spool, connection: link?.connection, setup: link?.setup, others: others,
+                    configuration: configuration)
+                let watcher =
+                    replay == nil
+                    ? [
+                        ServiceGroupConfiguration.ServiceConfiguration(
+                            service: CredentialWatcher(store: credentials, fingerprint: fingerprint),
+                            successTerminationBehavior: .gracefullyShutdownGroup)
+                    ]
+                    : []
+                let summary: GatewayDaemon.Summary
+                if let started {
+                    // A recording's time is not now: no skew check, unless it was moved to now.
+                    summary = await daemon.run(events: started.events, skewLimit: retime ? 60 : nil, alongside: watcher)
+                } else {
+                    var gpsdConfiguration = GPSDSource.Configuration(address: gpsdAddress)
+                    if let bus {
+                        gpsdConfiguration.adjust = { bus.adjust($0) }
+                        gpsdConfiguration.standIn = { bus.standIn() }
+                    }
+                    summary = await daemon.run(gpsd: GPSDSource(configuration: gpsdConfiguration), alongside: watcher)
+                }
+                runs.withLock { runs in
+                    runs.summary.add(summary)
+                    if let started { runs.finishReplay = started.finish }
+                }
+                // An MQTT connection ends with the daemon's run: a new one comes with the new credentials.
+                link?.connection.link.close()
+                restart = !Task.isShuttingDownGracefully && credentials.fingerprint() != fingerprint && replay == nil
+                if restart {
+                    Logger(label: "agrigps.daemon").notice("the credentials changed: starting again with them")
+                }
+            } while restart
+        }
+        let signals = try await ServiceGroup.runCommand(epochs, label: "agrigps.run")
+        let (summary, finishReplay) = runs.withLock { $0 }
+        await finishReplay?()
         let status = await spool.status()
         Output.line(
             "agrigps: \(summary.samples) samples taken, \(summary.published) published, \(summary.acknowledged) acknowledged; "
@@ -275,7 +275,7 @@ struct Run: AsyncParsableCommand {
                     : ""))
         _ = consume lock  // held until the daemon has stopped
         // Stopped by a signal: the shell's convention, 128 + its number (143 for SIGTERM, 130 for SIGINT).
-        if let signal = interruption.signal { throw ExitCode(128 + signal) }
+        if let code = signals.exitCode { throw ExitCode(code) }
     }
 
     /// The work state's rules: [machine] in the file, the flags over it.

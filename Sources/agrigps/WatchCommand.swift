@@ -3,6 +3,7 @@ import Bounds
 import CommandSupport
 import Foundation
 import GNSS
+import ServiceLifecycle
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -40,38 +41,42 @@ struct Watch: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A signal ends the watch as its end: exit 0, as the lines printed are all it is for.
+        let watching = CommandJob { [self] in try await watch() }
+        _ = try await ServiceGroup.runCommand(watching, label: "agrigps.watch")
+    }
+
+    private func watch() async throws {
         var configuration = GPSDSource.Configuration(address: try GPSDAddress.parseOption(gpsd))
         configuration.silenceThreshold = Double(silence) ?? 5
         let (events, relay) = AsyncStream.makeStream(of: SourceEvent.self)
         let source = GPSDSource(configuration: configuration).events()
-        // gpsd being down is a state to print; a name that does not resolve is a typo to report.
-        let unresolvable = Task { () -> GPSDError? in
-            for await event in source {
-                if case .unreachable(let error) = event, error.kind == .cannotResolve {
-                    relay.finish()
-                    return error
-                }
-                relay.yield(event)
-            }
-            relay.finish()
-            return nil
-        }
         let sampler = Sampler(interval: try IntervalOption.parse(interval))
         let json = json
-        let work = Task {
-            for await sample in sampler.samples(from: events) {
-                Output.line(json ? sample.jsonLine(includeSampledAt: true) : sample.textLine)
+        let unresolvable = await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: GPSDError?.self) { group in
+                // gpsd being down is a state to print; a name that does not resolve is a typo to report.
+                group.addTask {
+                    defer { relay.finish() }
+                    for await event in source {
+                        if case .unreachable(let error) = event, error.kind == .cannotResolve { return error }
+                        relay.yield(event)
+                    }
+                    return nil
+                }
+                group.addTask {
+                    for await sample in sampler.samples(from: events) {
+                        Output.line(json ? sample.jsonLine(includeSampledAt: true) : sample.textLine)
+                    }
+                    return nil
+                }
+                var found: GPSDError?
+                for await error in group where error != nil { found = error }
+                return found
             }
         }
-        let trap = await SignalTrap { _ in
-            work.cancel()
-            unresolvable.cancel()
-        }
-        await work.value
-        _ = consume trap
-        unresolvable.cancel()
-        if let error = await unresolvable.value {
-            throw CommandFailure(description: "\(error.description); check --gpsd", exitCode: 69)
+        if let unresolvable {
+            throw CommandFailure(description: "\(unresolvable.description); check --gpsd", exitCode: 69)
         }
     }
 }

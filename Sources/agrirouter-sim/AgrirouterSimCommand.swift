@@ -2,11 +2,10 @@
 import AgrirouterSim
 import ArgumentParser
 import BlockingWork
+import CommandSupport
 import Foundation
 import Logging
 import ServiceLifecycle
-import Synchronization
-import UnixSignals
 
 @main
 struct AgrirouterSimCommand: AsyncParsableCommand {
@@ -138,11 +137,11 @@ struct AgrirouterSimCommand: AsyncParsableCommand {
             configuration: ServiceGroupConfiguration(
                 services: [
                     .init(service: SimulatorService(simulator: simulator)),
-                    .init(service: signals, successTerminationBehavior: .gracefullyShutdownGroup),
+                    signals.configuration,
                 ],
                 logger: Logger(label: "agrirouter-sim")))
         try await group.run()
-        if let signal = signals.caught { throw ExitCode(128 + signal) }
+        if let code = signals.exitCode { throw ExitCode(code) }
     }
 }
 
@@ -153,23 +152,6 @@ struct SimulatorService: Service {
     func run() async {
         try? await gracefulShutdown()
         await simulator.shutdown()
-    }
-}
-
-/// Ends at the first SIGINT or SIGTERM and remembers which, so that the program can exit as the
-/// default action would have it and a caller sees which signal ended it. Caught as `agrigps` and
-/// `agrigps-web` catch them, through swift-service-lifecycle's `UnixSignalsSequence`.
-final class SignalWatch: Service, Sendable {
-    private let signal = Mutex<Int32?>(nil)
-
-    var caught: Int32? { signal.withLock { $0 } }
-
-    func run() async {
-        let signals = await UnixSignalsSequence(trapping: .sigint, .sigterm)
-        for await received in signals.cancelOnGracefulShutdown() {
-            signal.withLock { $0 = received.rawValue }
-            return
-        }
     }
 }
 
