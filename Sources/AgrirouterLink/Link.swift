@@ -55,8 +55,8 @@ public protocol Link: Sendable {
     /// arrived on the commands topic since the last call.
     func collect() async throws(GatewayError) -> LinkMail
     /// Returns when something may be there to collect, or after `seconds`; at once for REST. MQTT
-    /// looks every `interval` seconds: often while an answer is due within moments, seldom while idle.
-    func waitForMail(atMost seconds: Double, checkingEvery interval: Double) async
+    /// returns as a message arrives.
+    func waitForMail(atMost seconds: Double) async
     /// Returns once a publish could go out (MQTT: connected), or after `seconds`; at once for REST.
     func waitUntilReady(atMost seconds: Double) async
     /// Whether agrirouter can be reached now, found without a request of its API (REST: a TCP and
@@ -69,13 +69,6 @@ public protocol Link: Sendable {
     func abortRequests()
     /// Ends the connection, if there is one; the link is not used again.
     func close()
-}
-
-extension Link {
-    /// Waits for an answer due within moments: looked for every 20 ms.
-    public func waitForMail(atMost seconds: Double) async {
-        await waitForMail(atMost: seconds, checkingEvery: 0.02)
-    }
 }
 
 /// REST over libcurl: measures are POSTed, answers fetched with a GET of the outbox.
@@ -117,7 +110,7 @@ public struct RESTLink: Link {
         }
     }
 
-    public func waitForMail(atMost seconds: Double, checkingEvery interval: Double) async {}
+    public func waitForMail(atMost seconds: Double) async {}
 
     public func waitUntilReady(atMost seconds: Double) async {}
 

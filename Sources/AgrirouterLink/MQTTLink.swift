@@ -72,6 +72,8 @@ public final class MQTTLink: Link, @unchecked Sendable {
     private let commandsTopic: String
     private let secret: [UInt8]
     private let shared = Mutex(Shared())
+    /// Wakes the tasks waiting on the link when libmosquitto's callbacks change it.
+    private let changes = LinkChanges()
 
     private struct Shared {
         var inbox: [Data] = []
@@ -260,18 +262,20 @@ public final class MQTTLink: Link, @unchecked Sendable {
         return mail
     }
 
-    public func waitForMail(atMost seconds: Double, checkingEvery interval: Double) async {
-        await wait(atMost: seconds, every: interval) { shared.withLock { !$0.inbox.isEmpty } }
+    public func waitForMail(atMost seconds: Double) async {
+        await wait(atMost: seconds) { shared.withLock { !$0.inbox.isEmpty } }
     }
 
-    /// Checks `done` every `interval` seconds (20 ms unless told) until it holds or `seconds` pass:
-    /// libmosquitto's thread changes the state, and a check this cheap costs less than a signal
-    /// from every callback.
-    private func wait(atMost seconds: Double, every interval: Double = 0.02, until done: () -> Bool) async {
+    /// Returns once `done` holds, after `seconds`, or when the task is cancelled. `done` is looked at
+    /// again whenever libmosquitto's thread says the link changed (a connection, a loss, a message).
+    private func wait(atMost seconds: Double, until done: () -> Bool) async {
         let deadline = uptime() + max(0, seconds)
-        let step = min(max(interval, 0.005), 1)
-        while !done(), uptime() < deadline, !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(min(step, max(0, deadline - uptime()))))
+        while !Task.isCancelled {
+            let seen = changes.generation
+            guard !done() else { return }
+            let left = deadline - uptime()
+            guard left > 0 else { return }
+            await changes.wait(past: seen, atMost: left)
         }
     }
 
@@ -308,6 +312,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
             shared.takenOverAt = nil
             shared.state = .connected
         }
+        changes.notify()
         // A broker that restarted forgot the session: subscribe on every connect, or answers stop after it.
         let subscribed = cmosq_subscribe(handle, nil, commandsTopic, 1)
         if subscribed != MOSQ_ERR_SUCCESS.rawValue {
@@ -330,6 +335,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
             shared.takenOverAt = uptime()
             return true
         }
+        changes.notify()
         // Called on the loop's own thread, which reads these before its next attempt.
         if takenOver {
             cmosq_reconnect_delay_set(handle, UInt32(Self.takeOverPause), UInt32(Self.takeOverPause), false)
@@ -347,6 +353,7 @@ public final class MQTTLink: Link, @unchecked Sendable {
         shared.withLock { shared in
             Self.admit(data, to: &shared.inbox, bytes: &shared.inboxBytes, dropped: &shared.dropped)
         }
+        changes.notify()
     }
 
     /// Makes room for `data`: past the count the oldest go; past the bytes the largest, which are
@@ -425,5 +432,60 @@ extension String {
     /// The text a C library wrote into `buffer`, up to its terminating NUL (or the whole buffer).
     init(errorBuffer buffer: [CChar]) {
         self.init(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// Tasks waiting for an MQTT link to change, woken by libmosquitto's callbacks instead of looking
+/// every few milliseconds. Each change moves a generation on, so that a change between a waiter's
+/// look and its wait is not missed.
+private final class LinkChanges: Sendable {
+    private struct State {
+        var generation: UInt64 = 0
+        var nextWaiter: UInt64 = 0
+        var waiting: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// Something changed: every waiter looks again.
+    func notify() {
+        let woken = state.withLock { state in
+            state.generation &+= 1
+            defer { state.waiting = [:] }
+            return Array(state.waiting.values)
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Returns once the generation has moved past `seen`, after `seconds`, or when the task is cancelled.
+    func wait(past seen: UInt64, atMost seconds: Double) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.park(past: seen) }
+            group.addTask { try? await Task.sleep(for: .seconds(seconds)) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func park(past seen: UInt64) async {
+        let id = state.withLock { state in
+            defer { state.nextWaiter &+= 1 }
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                // Under the lock: a change or a cancellation before this either shows here or finds the waiter.
+                let now = state.withLock { state in
+                    guard state.generation == seen, !Task.isCancelled else { return true }
+                    state.waiting[id] = waiter
+                    return false
+                }
+                if now { waiter.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiting.removeValue(forKey: id) }?.resume()
+        }
     }
 }

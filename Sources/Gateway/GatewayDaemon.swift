@@ -614,9 +614,8 @@ public struct GatewayDaemon: Sendable {
 
     /// Waits until `deadline` (monotonic) for the next cycle. Over MQTT, what arrives meanwhile is
     /// taken as it comes, which costs no request: another machine's push reaches the others' store,
-    /// and the cab view, at once rather than at the next cycle (up to a send interval later). Looked
-    /// for every 100 ms, which a person watching a map cannot tell from at once. Returns the samples
-    /// that answers taken meanwhile acknowledged.
+    /// and the cab view, at once rather than at the next cycle (up to a send interval later). Returns
+    /// the samples that answers taken meanwhile acknowledged.
     private func idle(
         until deadline: Double, connection: AgrirouterConnection, publisher: Publisher, reader: FeedReader?,
         check: inout EndpointCheck
@@ -627,7 +626,7 @@ public struct GatewayDaemon: Sendable {
         }
         var settled = 0
         while !Task.isCancelled, deadline - uptime() > 0 {
-            await connection.link.waitForMail(atMost: deadline - uptime(), checkingEvery: 0.1)
+            await connection.link.waitForMail(atMost: deadline - uptime())
             guard deadline - uptime() > 0 else { break }  // the cycle takes what came at its end
             guard let report = try? await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
             else {
