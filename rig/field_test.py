@@ -1033,6 +1033,14 @@ class Rig:
             offsets.append(match[1] - at)
         return offsets, None, unexplained
 
+    @staticmethod
+    def stray_work(unexplained, changes, first, last, sample_ms=1000, fix_age_ms=2500):
+        """The transitions between `first` and `last` that no hitch change explains. A change the
+        samples do not span on both sides (one just before a power cut) is not matched above, but
+        its transition, one sample after it, is still its own, not a stray."""
+        return [t for t in unexplained if first <= t[1] <= last
+                and not any(value == t[2] and t[0] - sample_ms <= at <= t[1] + fix_age_ms for at, value in changes)]
+
     def check_work_state(self, cut_boot):
         """The TimeLogs' work state (DDI 141) changes where the tractor's hitch changed, within one
         sample, before and after the cut; no change without a hitch change; the effective total time
@@ -1055,7 +1063,8 @@ class Rig:
         if offsets is None:
             raise RigFailure(f"no change of DDI 141 within one sample of the hitch change at {missed} ms; TimeLog changes: {transitions}")
         first, last = min(at for _, at, _ in events) - 5000, max(at for _, at, _ in events) + 5000
-        strays = [t for t in unexplained if first <= t[1] <= last]
+        changes = [(at, 1 if kind == "hitch in work" else 0) for _, kind, at in self.tractor_events() if kind.startswith("hitch")]
+        strays = self.stray_work(unexplained, changes, first, last)
         if strays:
             raise RigFailure(f"DDI 141 changed where the hitch did not: {strays}")
         totals = [e["values"]["119"] for e in sorted(received, key=lambda e: e["time_ms"]) if "119" in (e.get("values") or {})]

@@ -134,6 +134,14 @@ class WorkStateTests(unittest.TestCase):
         # A change no hitch change explains is left over.
         self.assertEqual(field_test.Rig.matched_work([(1_001_600, 1)], transitions)[2], [(1_004_000, 1_005_000, 0)])
 
+    def test_a_change_just_before_a_cut_explains_its_transition(self):
+        # The hitch went in work 0.6 s before the last Time of a boot: not matched (no Time 2 s after
+        # it), yet the change to 1 it made is its own; one with no hitch change near it is a stray.
+        transitions = [(1_000_000, 1_001_000, 1), (1_020_000, 1_021_000, 0)]
+        strays = field_test.Rig.stray_work(transitions, [(1_000_400, 1)], 990_000, 1_030_000)
+        self.assertEqual(strays, [(1_020_000, 1_021_000, 0)])
+        self.assertEqual(field_test.Rig.stray_work(transitions, [(1_000_400, 0)], 990_000, 1_030_000), transitions)
+
     def test_the_tractors_lines_are_read_from_each_boots_journal(self):
         rig = field_test.Rig.__new__(field_test.Rig)
         rig.work, rig.boots = tempfile.mkdtemp(), 2
