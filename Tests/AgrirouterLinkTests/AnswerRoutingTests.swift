@@ -96,9 +96,8 @@ struct AnswerRoutingTests {
         "an endpoint id that cannot be read is an error, never replaced by a new one (which would onboard a second endpoint)"
     )
     func unreadableEndpointIDIsKept() throws {
-        let directory = NSTemporaryDirectory() + "agrigps-id-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = TemporaryDirectory("id")
+        let directory = temporary.path
         let store = CredentialStore(directory: directory)
         let made = try store.externalID()
         #expect(try store.externalID() == made, "read back as it was")

@@ -190,8 +190,8 @@ struct BasemapUploadTests {
         "an MBTiles file sent from Settings is checked, kept and drawn at once; a file that is not one changes nothing; a configured basemap is not replaced"
     )
     func uploaded() async throws {
-        let scratch = NSTemporaryDirectory() + "agrigps-basemap-upload-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let temporary = TemporaryDirectory("basemap-upload")
+        let scratch = temporary.path
         let good = scratch + "/farm.mbtiles"
         try makeMBTiles(at: good, tiles: [(2, 1, 3, pngTile("uploaded"))])
         let fixture = try CabFixture()

@@ -421,9 +421,8 @@ struct CabAPITests {
         "a client that guessed waits longer with each failure; another client still logs in; the global cap spares clean clients"
     )
     func throttleRules() async throws {
-        let directory = NSTemporaryDirectory() + "agrigps-login-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = TemporaryDirectory("login")
+        let directory = temporary.path
         let time = TestTime(1_800_000_000)
         let throttle = LoginThrottle(
             path: directory + "/web-logins.json", globalFailuresPerMinute: 3, now: { time.now })
@@ -492,9 +491,8 @@ struct CabAPITests {
 
     @Test("the listener refuses to bind beyond loopback without a password, and says how to set one")
     func exposure() throws {
-        let directory = NSTemporaryDirectory() + "agrigps-cab-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = TemporaryDirectory("cab")
+        let directory = temporary.path
         var configuration = CabConfiguration(
             paths: StatusSnapshot.Paths(stateDirectory: directory, spool: "", others: "", heartbeat: ""))
         configuration.host = "0.0.0.0"

@@ -6,6 +6,7 @@ import Spool
 import StateDirectory
 import StateView
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 @testable import CabView
@@ -31,9 +32,8 @@ struct CabMonitorTests {
 
     @Test("stale, back, standing still, and gone: each announced once, in order")
     func announcements() async throws {
-        let directory = NSTemporaryDirectory() + "agrigps-events-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = TemporaryDirectory("events")
+        let directory = temporary.path
         let paths = StatusSnapshot.Paths(
             stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
             heartbeat: directory + "/heartbeat.json")
@@ -73,15 +73,15 @@ struct CabMonitorTests {
 
     /// A state directory of its own, and a monitor on it.
     func scratchMonitor() throws -> (paths: StatusSnapshot.Paths, monitor: CabMonitor, cleanUp: () -> Void) {
-        let directory = NSTemporaryDirectory() + "agrigps-events-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let temporary = TemporaryDirectory("events")
+        let directory = temporary.path
         let paths = StatusSnapshot.Paths(
             stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
             heartbeat: directory + "/heartbeat.json")
         let monitor = CabMonitor(
             settings: CabMonitor.Settings(paths: paths, thresholds: StatusThresholds(), environments: ["qa"]),
             logger: Logger(label: "test"))
-        return (paths, monitor, { try? FileManager.default.removeItem(atPath: directory) })
+        return (paths, monitor, { temporary.remove() })  // the closure keeps the directory until then
     }
 
     func fix(

@@ -72,9 +72,8 @@ struct CabLostBoxTests {
         "frozen, the page says within 10 s, in red and in both languages, since when it has not heard the box, and hides the fix; it comes back by itself"
     )
     func frozenBox() async throws {
-        let state = NSTemporaryDirectory() + "agrigps-lost-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let temporary = TemporaryDirectory("lost")
+        let state = temporary.path
         try "[web]\ntiles = \"none\"\n".write(toFile: state + "/agrigps.conf", atomically: true, encoding: .utf8)
         // A daemon that is this process, and a fix at 9 km/h.
         var heartbeat = Heartbeat(pid: getpid(), startedAt: Date().addingTimeInterval(-60), onboarded: false)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Fields
@@ -160,7 +161,7 @@ struct BoundedTaskDataTests {
 
     @Test("ten thousand external files in a 65,000-entry zip are found by name, not by a scan each")
     func manyExternalFiles() throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let count = 10_000
         let references = (0..<count).map { #"<XFR A="FRM\#(String(format: "%05d", $0))" B="1"/>"# }.joined()
@@ -190,7 +191,7 @@ struct BoundedTaskDataTests {
 
     @Test("TASKDATA.XML uploaded twice replaces itself, and a refusal names the upload, not a folder of the box")
     func uploadedTwice() async throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let store = FieldStore(path: scratch.file("fields.sqlite"))
         let text = Data(TaskDataText.document(TaskDataText.partfield("PFD1", "Upper", ring: Self.square)).utf8)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Fields
@@ -9,7 +10,7 @@ private let t0 = Date(timeIntervalSince1970: 1_790_000_000)
 struct FieldStoreTests {
     @Test("a zip, a folder and a bare TASKDATA.XML all import; each file is a source of its own")
     func importsEveryForm() async throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let store = FieldStore(path: scratch.file("state/fields.sqlite"))
         let zip = try await store.importTaskData(at: ISOXMLFixtures.farmFactsZip, now: t0)
@@ -45,7 +46,7 @@ struct FieldStoreTests {
 
     @Test("importing the same source again replaces its fields and leaves the others")
     func replaces() async throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let store = FieldStore(path: scratch.file("fields.sqlite"))
         let square = [(48.0, 15.0), (48.0, 15.01), (48.01, 15.01), (48.01, 15.0)]
@@ -75,7 +76,7 @@ struct FieldStoreTests {
 
     @Test("remove by id, remove all; an absent store lists nothing and is not created")
     func removes() async throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let path = scratch.file("fields.sqlite")
         let store = FieldStore(path: path)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Fields
@@ -134,7 +135,7 @@ struct HostileTaskDataTests {
 
     @Test("a zip bomb that declares its size is refused unopened; one that lies is stopped while inflating")
     func zipBombs() throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         var limits = TaskDataLimits()
         limits.maximumXMLBytes = 1 << 20
@@ -165,7 +166,7 @@ struct HostileTaskDataTests {
 
     @Test("an entry declaring 2 GB is refused at once, without reading or allocating it")
     func twoGigabytes() throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let entry = ZipMaker.Entry(
             name: "TASKDATA/TASKDATA.XML", data: Array(repeating: 0, count: 16), method: 8, crc: 0,
@@ -185,7 +186,7 @@ struct HostileTaskDataTests {
 
     @Test("a damaged archive, one without TASKDATA.XML, and a missing external file each say so")
     func damagedArchives() throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let xml = Array(TaskDataText.document(TaskDataText.partfield("PFD1", "A", ring: square)).utf8)
         var bad = ZipMaker.Entry.stored("TASKDATA/TASKDATA.XML", xml)

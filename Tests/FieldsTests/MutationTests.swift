@@ -54,7 +54,7 @@ struct MutationTests {
 
     @Test("500 mutations of the FarmFacts zip")
     func zip() throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let original = Array(try Data(contentsOf: URL(fileURLWithPath: ISOXMLFixtures.farmFactsZip)))
         var random = SplitMix64(seed: 0x21)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Fields
@@ -89,7 +90,7 @@ struct RealExportTests {
 
     @Test("a folder whose TASKDATA.XML lies in a TASKDATA subfolder, named in lower case")
     func nestedFolder() throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         _ = try scratch.write(
             "export/TASKDATA/taskdata.xml", Array(try Data(contentsOf: URL(fileURLWithPath: ISOXMLFixtures.farmdocXML)))
@@ -102,7 +103,7 @@ struct RealExportTests {
 
     @Test("a zip made without deflate, TASKDATA.XML at its top in another case, reads the same")
     func storedZip() throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let xml = Array(try Data(contentsOf: URL(fileURLWithPath: ISOXMLFixtures.farmdocXML)))
         let zip = try scratch.write(

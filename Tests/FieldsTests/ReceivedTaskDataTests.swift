@@ -5,7 +5,7 @@ import Testing
 
 @Suite struct ReceivedTaskDataTests {
     @Test func anOlderTaskDataArrivingLaterChangesNothing() async throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let store = FieldStore(path: scratch.file("fields.sqlite"))
         let newer = Date(timeIntervalSince1970: 1_790_000_100), older = Date(timeIntervalSince1970: 1_790_000_000)
@@ -39,7 +39,7 @@ import Testing
     }
 
     @Test func heldChunksAreKeptOnceAndReleased() async throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let store = FieldStore(path: scratch.file("fields.sqlite"))
         let chunk = HeldChunk(

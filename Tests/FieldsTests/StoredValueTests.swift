@@ -22,7 +22,7 @@ struct StoredValueTests {
         "a field with a value of another type where one is needed is left out, one where none is needed is read as none"
     )
     func fields() async throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let path = scratch.file("fields.sqlite")
         let store = FieldStore(path: path)
@@ -51,7 +51,7 @@ struct StoredValueTests {
         "a held chunk with a value of another type where one is needed is left out; a sent time that is no number is none"
     )
     func heldChunks() async throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let path = scratch.file("fields.sqlite")
         let store = FieldStore(path: path)
@@ -83,7 +83,7 @@ struct StoredValueTests {
 
     @Test("a received source's sent time that is no number reads as none received")
     func newestSent() async throws {
-        let scratch = try Scratch()
+        let scratch = TemporaryDirectory("fields")
         defer { scratch.remove() }
         let path = scratch.file("fields.sqlite")
         let store = FieldStore(path: path)

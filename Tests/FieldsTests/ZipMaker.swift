@@ -10,29 +10,6 @@ enum ISOXMLFixtures {
     static let farmdocXML = directory.appendingPathComponent("farmdoc_field_export/TASKDATA.XML").path
 }
 
-/// A temporary directory of the test's own, removed with `remove()`.
-struct Scratch {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("fields-\(UUID().uuidString)").path
-
-    init() throws {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> String { (path as NSString).appendingPathComponent(name) }
-
-    func write(_ name: String, _ bytes: [UInt8]) throws -> String {
-        let target = file(name)
-        try FileManager.default.createDirectory(
-            atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try Data(bytes).write(to: URL(fileURLWithPath: target))
-        return target
-    }
-
-    func write(_ name: String, _ text: String) throws -> String { try write(name, Array(text.utf8)) }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
-
 /// Zip archives made in the test, written by the rules of the zip format (PKWARE's APPNOTE) rather
 /// than by a library, so that they can lie where a hostile archive would.
 enum ZipMaker {

@@ -23,7 +23,7 @@ import Testing
 
     @Test("the acknowledgement leaves the rows as they were: acknowledged through their batch")
     func acknowledgementWritesOnlyTheBatch() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both())
         for seq in 1...4 { await spool.append(sample(seq)) }
         _ = try #require(try await spool.takeBatch(for: .gpsInfo, id: "g1", now: epoch))
@@ -38,7 +38,7 @@ import Testing
 
     @Test("an acknowledged batch is never released, reclaimed or failed: its samples are not sent again")
     func acknowledgedBatchesStayAcknowledged() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both())
         for seq in 1...4 { await spool.append(sample(seq)) }
         _ = try #require(try await spool.takeBatch(for: .gpsInfo, id: "g1", now: epoch))
@@ -60,7 +60,7 @@ import Testing
 
     @Test("rows that went back to pending before the late answer came are acknowledged in the row")
     func aLateAnswerWritesTheRowsThatLeftTheFlight() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         for seq in 1...3 { await spool.append(sample(seq)) }
         _ = try #require(try await spool.takeBatch(id: "b1", now: epoch))
@@ -74,7 +74,7 @@ import Testing
 
     @Test("a cap evicts rows one output has acknowledged and the other still owes, never rows both are done with")
     func evictionSeesAcknowledgedBatches() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both { $0.maximumRows = 6 })
         for seq in 1...4 { await spool.append(sample(seq)) }
         _ = try #require(try await spool.takeBatch(for: .gpsInfo, id: "g1", now: epoch))
@@ -92,7 +92,7 @@ import Testing
 
     @Test("a forgotten acknowledged batch writes its rows still in flight as acknowledged")
     func forgettingAnAcknowledgedBatchWritesItsRows() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both())
         await spool.append(sample(0))
         _ = try #require(try await spool.takeBatch(for: .gpsInfo, id: "first", now: epoch))
@@ -111,7 +111,7 @@ import Testing
 
     @Test("switching from gps:info alone to EFDI alone hands EFDI the whole backlog")
     func switchingOutputsKeepsTheBacklog() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         do {
             let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo] })
             for seq in 1...3 { await spool.append(sample(seq)) }
@@ -124,7 +124,7 @@ import Testing
 
     @Test("an output turned off and on again does not send what its acknowledged batches held")
     func turningAnOutputOffAndOnKeepsItsAcknowledgements() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         do {
             let spool = Spool(path: scratch.spoolPath, configuration: both())
             for seq in 1...4 { await spool.append(sample(seq)) }
@@ -144,7 +144,7 @@ import Testing
 
     @Test("a reader of a spool the daemon has not migrated yet reads each row's own state")
     func aReaderOfAnOlderFileReadsTheRows() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         do {
             let spool = Spool(path: scratch.spoolPath, configuration: configuration())
             for seq in 1...3 { await spool.append(sample(seq)) }

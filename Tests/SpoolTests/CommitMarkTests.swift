@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 @testable import Spool
@@ -23,7 +24,7 @@ struct CommitMarkTests {
     /// The files as a process killed at this moment leaves them: the spool still open, its last
     /// commits in the log, no checkpoint at close.
     static func crashImage(rows: Int, into copy: String) async throws -> Spool {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: Self.marking())
         for seq in 0..<rows { #expect(isStored(await spool.append(sample(seq)))) }
         try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
@@ -60,8 +61,8 @@ struct CommitMarkTests {
         "a log deleted, cut to half, or with bits flipped in a frame: the loss reported is the real loss",
         arguments: Damage.allCases)
     func theLossIsCountedExactly(_ damage: Damage) async throws {
-        let scratch = Scratch()
-        let (intact, damaged) = (scratch.directory + "/intact", scratch.directory + "/damaged")
+        let scratch = TemporaryDirectory("spool")
+        let (intact, damaged) = (scratch.path + "/intact", scratch.path + "/damaged")
         let running = try await Self.crashImage(rows: 60, into: intact)
         try FileManager.default.copyItem(atPath: intact, toPath: damaged)
         _ = running  // open until both copies are taken
@@ -90,7 +91,7 @@ struct CommitMarkTests {
 
     @Test("a spool opened by another process (pause, the cab view) compares with the mark but never writes it")
     func onlyTheDaemonWritesTheMark() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let plain = Spool(path: scratch.spoolPath)
         _ = await plain.append(sample(0))
         #expect(
@@ -108,7 +109,7 @@ struct CommitMarkTests {
 
     @Test("a garbled mark reads as none, never as a loss")
     func aGarbledMarkIsNone() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: Self.marking())
         for seq in 0..<5 { _ = await spool.append(sample(seq)) }
         let mark = scratch.spoolPath + "-mark"
@@ -125,7 +126,7 @@ struct CommitMarkTests {
 
     @Test("a spool deleted outright after most of its rows were acknowledged: only those still owed count as lost")
     func onlyTheOwedCount() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: Self.marking())
         for seq in 0..<20 { _ = await spool.append(sample(seq)) }
         let batch = try #require(try await spool.takeBatch(maximumEntries: 15, now: epoch))

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Spool
@@ -16,7 +17,7 @@ import Testing
         "a sample counts as sent the first time either output sends it, and as acknowledged once every output is done with it"
     )
     func sentOnceAcknowledgedOnce() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
         await spool.append((1...4).map { sample($0) })
         #expect(await spool.takeDeliveryTally().isEmpty, "an append sends nothing")
@@ -41,7 +42,7 @@ import Testing
 
     @Test("samples dropped unsent by a cap count as lost, but not those withheld while sharing was paused")
     func lostToACap() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumRows = 3 })
         await spool.append((1...3).map { sample($0) })
         try await spool.setSharing(paused: true)
@@ -54,7 +55,7 @@ import Testing
 
     @Test("samples held in memory and lost at shutdown count as lost")
     func lostAtShutdown() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumPageCount = 24 })
         var (seq, held) = (0, [Int]())
         while held.count < 3 && seq < 100_000 {

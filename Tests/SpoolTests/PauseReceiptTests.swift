@@ -1,6 +1,7 @@
 import Foundation
 import GNSS
 import GRDB
+import TestSupport
 import Testing
 
 @testable import Spool
@@ -20,7 +21,7 @@ private final class SettableClock: @unchecked Sendable {
 @Suite struct PauseReceiptTests {
     @Test("a pause counts the samples kept since it began, by row id, once per sample whatever its clocks say")
     func keptWhilePausedCountsSincePause() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let pausedAt = epoch.addingTimeInterval(100)
         let clock = SettableClock(pausedAt)
         let spool = Spool(path: scratch.spoolPath, configuration: both { $0.clock = { clock.now } })
@@ -57,7 +58,7 @@ private final class SettableClock: @unchecked Sendable {
 
     @Test("a pause with no readable mark (an older agrigps, a damaged row) counts every withheld sample, never traps")
     func pauseWithoutMarkCountsAllWithheld() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         try await spool.setSharing(paused: true)
         await spool.append([sample(1), sample(2)])

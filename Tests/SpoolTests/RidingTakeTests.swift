@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Spool
@@ -13,7 +14,7 @@ struct RidingTakeTests {
 
     @Test("a take waiting for the next append is written with it, carries it, and leaves both outputs' rows in flight")
     func takeRidesTheNextAppend() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both())
         for seq in 0..<3 { #expect(isStored(await spool.append(sample(seq)))) }
         async let riding = spool.takeBatches(
@@ -33,7 +34,7 @@ struct RidingTakeTests {
 
     @Test("with no append within the wait, the take goes alone, with what was there")
     func takeGoesAloneWithoutAnAppend() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         for seq in 0..<2 { #expect(isStored(await spool.append(sample(seq)))) }
         let batches = try await spool.takeBatches(
@@ -47,7 +48,7 @@ struct RidingTakeTests {
 
     @Test("a cancelled wait takes alone at once; an empty spool gives no batch either way")
     func cancelledWaitTakesAlone() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         let empty = try await spool.takeBatches(
             [.init(output: .gpsInfo)], byteBudget: 10_000, ridingNextAppendWithin: 60, sleep: Self.atOnce)

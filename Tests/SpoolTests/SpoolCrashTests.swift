@@ -30,12 +30,14 @@ struct SpoolCrashTests {
     /// Odd rounds kill 20 to 150 ms after the start, which on a busy machine may be before the spool
     /// is open; even rounds wait (up to 10 s) for the round's first journaled step, then kill within
     /// 100 ms, so that every other kill lands while samples are appended and batches move.
-    private func killRound(_ round: Int, mode: String, scratch: Scratch, journalPath: String) async throws -> [String] {
+    private func killRound(_ round: Int, mode: String, scratch: TemporaryDirectory, journalPath: String) async throws
+        -> [String]
+    {
         let before = journal(journalPath).count
         let child = try ChildProcess(
             executable: Self.exerciser, arguments: [mode, scratch.spoolPath, journalPath],
             environment: ProcessInfo.processInfo.environment,
-            outputPath: scratch.directory + "/exerciser.log")
+            outputPath: scratch.path + "/exerciser.log")
         if round.isMultiple(of: 2) {
             let deadline = ContinuousClock.now + .seconds(10)
             while journal(journalPath).count == before, ContinuousClock.now < deadline {
@@ -54,8 +56,8 @@ struct SpoolCrashTests {
     }
 
     @Test func sigkillAtRandomMomentsLosesNothing() async throws {
-        let scratch = Scratch()
-        let journalPath = scratch.directory + "/journal"
+        let scratch = TemporaryDirectory("spool")
+        let journalPath = scratch.path + "/journal"
         var acknowledgedEarlier: Set<Int> = []
         var killedMidRun = 0
         for round in 1...Self.kills {
@@ -110,8 +112,8 @@ struct SpoolCrashTests {
     /// The same with both outputs and no history, as the daemon runs: acknowledged rows are cleared
     /// together, and until then an acknowledgement is written in its batch's row only.
     @Test func sigkillWhileAcknowledgedRowsAreClearedLosesNothing() async throws {
-        let scratch = Scratch()
-        let journalPath = scratch.directory + "/journal"
+        let scratch = TemporaryDirectory("spool")
+        let journalPath = scratch.path + "/journal"
         var acknowledgedEarlier: [String: Set<Int>] = [:]
         var cleared = 0
         for round in 1...Self.kills {
@@ -182,12 +184,12 @@ struct SpoolCrashTests {
     }
 
     @Test func readOnlyDirectoryHoldsSamplesUntilItIsWritable() async throws {
-        let scratch = Scratch()
-        let confined = scratch.directory + "/readonly"
+        let scratch = TemporaryDirectory("spool")
+        let confined = scratch.path + "/readonly"
         try FileManager.default.createDirectory(atPath: confined, withIntermediateDirectories: false)
         chmod(confined, 0o555)
-        chmod(scratch.directory, 0o755)
-        let gate = scratch.directory + "/gate"
+        chmod(scratch.path, 0o755)
+        let gate = scratch.path + "/gate"
         // Root writes anywhere; run the spool as an unprivileged user so the directory really refuses.
         var executable = Self.exerciser
         var arguments = ["hold-then-flush", confined + "/spool.sqlite", gate]
@@ -200,11 +202,11 @@ struct SpoolCrashTests {
                 ] + arguments
             executable = "/usr/bin/setpriv"
         }
-        let output = scratch.directory + "/output"
+        let output = scratch.path + "/output"
         let child = try ChildProcess(
             executable: executable, arguments: arguments,
             environment: ProcessInfo.processInfo.environment, outputPath: output,
-            errorPath: scratch.directory + "/log")
+            errorPath: scratch.path + "/log")
         defer { child.terminate(grace: 1) }
         func lines() -> [String] { (try? Fixtures.lines(of: output)) ?? [] }
         _ = await eventually(within: 20) { lines().contains(where: { $0.hasPrefix("fault") }) }

@@ -9,7 +9,7 @@ import Testing
 /// acknowledged for it, and each output's batches, refusals and retries are its own.
 @Suite struct SpoolOutputTests {
     @Test func aSampleLeavesOnlyWhenEveryOutputHasItsAcknowledgement() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both())
         for seq in 1...4 { await spool.append(sample(seq)) }
         let gps = try #require(try await spool.takeBatch(for: .gpsInfo, id: "g1", now: epoch))
@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func aRefusalOfOneOutputNeitherHoldsBackNorDuplicatesTheOther() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both { $0.parkAfterFailures = 2 })
         for seq in 1...3 { await spool.append(sample(seq)) }
         _ = try await spool.takeBatch(for: .efdi, id: "e1", now: epoch)
@@ -59,7 +59,7 @@ import Testing
     }
 
     @Test func releasesAndReclaimsAreByOutputAndRestartsFindEachBatchsOutput() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both { $0.inFlightTimeout = 300 })
         for seq in 1...2 { await spool.append(sample(seq)) }
         _ = try await spool.takeBatch(for: .gpsInfo, id: "g1", now: epoch)
@@ -82,7 +82,7 @@ import Testing
     }
 
     @Test func samplesTakenWhilePausedAreWithheldFromEveryOutput() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both())
         try await spool.setSharing(paused: true)
         await spool.append(sample(1))
@@ -97,7 +97,7 @@ import Testing
     }
 
     @Test func turningAnOutputOffFinishesWhatOnlyItHeldAndTurningItOnTakesWhatIsLeft() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         do {
             let spool = Spool(path: scratch.spoolPath, configuration: both())
             for seq in 1...4 { await spool.append(sample(seq)) }
@@ -130,7 +130,7 @@ import Testing
     }
 
     @Test func withHistoryAFinishedSampleIsKeptAsAcknowledged() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: both { $0.acknowledgedHistory = 60 })
         await spool.append(sample(1))
         _ = try await spool.takeBatch(for: .gpsInfo, id: "g1", now: epoch)
@@ -149,7 +149,7 @@ import Testing
     @Test(arguments: 1...8 as ClosedRange<UInt64>)
     func randomInterleavingsLoseNothingAndFinishEverything(seed: UInt64) async throws {
         var random = SplitMix64(seed: seed)
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(
             path: scratch.spoolPath,
             configuration: both {

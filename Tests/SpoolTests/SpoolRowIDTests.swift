@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 @testable import Spool
@@ -33,7 +34,7 @@ import Testing
 
     @Test("after the newest samples leave, the next one still gets a higher id, in this run and the next")
     func idsAreNotReusedAfterTheNewestLeave() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         for seq in 0..<5 { #expect(await spool.append(sample(seq)) == .stored(rowID: Int64(seq + 1))) }
         let batch = try #require(try await spool.takeBatch(id: "all"))
@@ -55,7 +56,7 @@ import Testing
 
     @Test("a damaged note of the highest id is no id: the table's own highest counts")
     func damagedNoteIsIgnored() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         for seq in 0..<3 { _ = await spool.append(sample(seq)) }
         for note in ["'x'", "-5", "1e300", "9.5e15"] {
@@ -93,7 +94,7 @@ import Testing
         "a spool made with AUTOINCREMENT (agrigps before this version) is made again without it, rows, indexes and counter kept"
     )
     func autoincrementSpoolIsRebuilt() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let indexesBefore = try Self.makeOldSpool(scratch.spoolPath)
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         #expect(await spool.highestRowID() == 8)

@@ -10,7 +10,7 @@ struct SpoolSyncTests {
         "a take and an acknowledgement are synced before they return: a power cut after either sends nothing twice; a take riding an append shares its sync"
     )
     func takesAndAcknowledgementsAreSynced() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let strace = "/usr/bin/strace"
         try #require(FileManager.default.isExecutableFile(atPath: strace), "no strace: run script/bootstrap")
         let result = try await SystemTool.run(

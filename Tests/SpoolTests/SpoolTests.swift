@@ -6,19 +6,8 @@ import Testing
 
 @testable import Spool
 
-/// A fresh directory per test, removed afterwards.
-final class Scratch {
-    let directory: String
-    init() {
-        directory =
-            FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-spool-\(UUID().uuidString)").path
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
-    var spoolPath: String { directory + "/spool.sqlite" }
-    deinit {
-        chmod(directory, 0o755)
-        try? FileManager.default.removeItem(atPath: directory)
-    }
+extension TemporaryDirectory {
+    var spoolPath: String { file("spool.sqlite") }
 }
 
 /// An hour ago, on a whole second: recent enough that the default age cap keeps every sample.
@@ -64,7 +53,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
 
 @Suite struct SpoolTests {
     @Test func appendCommitsEveryFieldAndCountsIt() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         let samples = [
             sample(1), sample(2, state: .noFix), sample(3, state: .noReceiver(.silent)),
@@ -105,7 +94,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         "the machine's running totals come back with their sample, and from beside the queue once it has left; totals kept before the engine's was count it from 0"
     )
     func machineTotalsRoundTrip() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         var item = sample(1)
         item.machine = MachineReading(work: .working, engineSpeed: 1_800)
@@ -160,7 +149,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     }
 
     @Test func batchesAreOldestFirstWithinBudgetAndInOrder() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         for seq in 1...10 { await spool.append(sample(seq)) }
         let first = try #require(try await spool.takeBatch(id: "b1", byteBudget: 250, now: epoch))
@@ -180,7 +169,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     }
 
     @Test func aBatchFillsItsByteBudgetAndNoMore() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.wireSize = { _ in 75 } })
         await spool.append((1...12_000).map { sample($0) })
         let batch = try #require(try await spool.takeBatch(byteBudget: 767_997, now: epoch))
@@ -189,7 +178,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     }
 
     @Test func inFlightBatchesTimeOutBackToPending() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.inFlightTimeout = 300 })
         for seq in 1...3 { await spool.append(sample(seq)) }
         _ = try await spool.takeBatch(id: "lost", now: epoch)
@@ -211,7 +200,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         "a batch is remembered for 1024 newer ones: then its rows still in flight go back to pending, and its answer finds nothing"
     )
     func oldBatchesAreForgottenAndTheirRowsReleased() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         await spool.append((1...1200).map { sample($0) })
         let old = try #require(try await spool.takeBatch(id: "old", maximumEntries: 1, now: epoch))
@@ -240,7 +229,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
         "a row in flight in a batch the spool does not know (a damaged or edited file) goes back to pending when it opens"
     )
     func rowsInFlightInUnknownBatchesAreReleasedAtOpen() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         do {
             let spool = Spool(path: scratch.spoolPath, configuration: configuration())
             for seq in 1...3 { await spool.append(sample(seq)) }
@@ -258,7 +247,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     }
 
     @Test func failedBatchesRetryWithBackoffThenPark() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(
             path: scratch.spoolPath,
             configuration: configuration {
@@ -285,7 +274,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
 
     @Test("a retry set by a clock since stepped back is due now, not hours later")
     func retryAfterABackwardClockStep() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(
             path: scratch.spoolPath,
             configuration: configuration {
@@ -304,7 +293,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
 
     @Test("a sample's monotonic stamp is kept while this boot lasts and forgotten after a reboot")
     func monotonicStampsBelongToOneBoot() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         var stamped = sample(1)
         stamped.sampledUptime = 1234.5
         await Spool(path: scratch.spoolPath, configuration: configuration()).append(stamped)
@@ -320,7 +309,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     }
 
     @Test func acknowledgedHistoryIsKeptThenPurged() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.acknowledgedHistory = 60 })
         for seq in 1...2 { await spool.append(sample(seq)) }
         _ = try await spool.takeBatch(id: "a", maximumEntries: 1, now: epoch)
@@ -334,7 +323,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     }
 
     @Test func rowCapEvictsOldestUnsentFirstAndCountsIt() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumRows = 5 })
         for seq in 1...3 { await spool.append(sample(seq)) }
         _ = try await spool.takeBatch(id: "flying", maximumEntries: 1, now: epoch)  // seq 1 is in flight
@@ -347,13 +336,13 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     }
 
     @Test func byteAndAgeCapsEvictToo() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let bytes = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumBytes = 300 })
         await bytes.append((1...7).map { sample($0) })
         #expect(seqs(try await bytes.allSamples().map(\.0)) == [3, 4, 5, 6, 7])
         #expect(await bytes.status().dropped == ["bytes": 2])
 
-        let other = Scratch()
+        let other = TemporaryDirectory("spool")
         let aged = Spool(path: other.spoolPath, configuration: configuration { $0.maximumAge = 3600 })
         let now = Date()
         await aged.append(sample(1, at: now.addingTimeInterval(-7200)))
@@ -366,7 +355,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     }
 
     @Test func samplesTakenWhileTheClockSaid1970KeepTheirGNSSTimeAndAreNotAged() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let now = Date()
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumAge = 3600 })
         // A box without a real-time clock: system time 1970, receiver time now.
@@ -395,7 +384,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
 
     @Test func corruptFileIsQuarantinedAndANewSpoolStarts() async throws {
         for damage in ["header", "pages"] {
-            let scratch = Scratch()
+            let scratch = TemporaryDirectory("spool")
             let marking = configuration { $0.keepsCommitMark = true }
             do {
                 let spool = Spool(path: scratch.spoolPath, configuration: marking)
@@ -430,7 +419,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
     }
 
     @Test func diskFullHoldsSamplesInMemoryThenFlushesThemInOrder() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumPageCount = 24 })
         var seq = 0
         var held: [Int] = []
@@ -461,7 +450,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
 
     @Test("acknowledged rows leave together once 256 have gathered, and when the spool opens again")
     func acknowledgedRowsAreClearedTogether() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         func cycle(_ seqs: Range<Int>, id: String) async throws -> Int {
             _ = await spool.append(seqs.map { sample($0) })
@@ -484,7 +473,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
 
     @Test("on a full disk an acknowledgement deletes its rows at once, so held samples find room")
     func acknowledgementOnAFullDiskDeletes() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumPageCount = 64 })
         _ = await spool.append((0..<40).map { sample($0) })
         #expect(try await spool.takeBatch(id: "early")?.samples.count == 40)
@@ -505,7 +494,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
 
     @Test func atShutdownHeldSamplesAreWrittenIfTheDiskAllowsAndCountedAsLostIfNot() async throws {
         for recovers in [true, false] {
-            let scratch = Scratch()
+            let scratch = TemporaryDirectory("spool")
             let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.maximumPageCount = 24 })
             var seq = 0
             var held = 0
@@ -526,11 +515,13 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
                 #expect(shutdown.written == 0 && shutdown.lost == 3 && shutdown.fault?.kind == .diskFull)
             }
         }
-        #expect(await Spool(path: Scratch().spoolPath, configuration: configuration()).flushHeld() == Spool.Shutdown())
+        #expect(
+            await Spool(path: TemporaryDirectory("spool").spoolPath, configuration: configuration()).flushHeld()
+                == Spool.Shutdown())
     }
 
     @Test func upgradeFromTheFirstSchemaKeepsTheQueue() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         do {
             let old = try DatabaseQueue(path: scratch.spoolPath)
             try SpoolSchema.migrator.migrate(old, upTo: SpoolSchema.queueVersion)
@@ -575,7 +566,7 @@ func both(_ change: (inout SpoolConfiguration) -> Void = { _ in }) -> SpoolConfi
 
 @Suite struct SpoolSharingTests {
     @Test func samplesTakenWhilePausedAreWithheldForGood() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration())
         await spool.append(sample(1))
         // Another process (agrigps pause) reaches this spool through the database.

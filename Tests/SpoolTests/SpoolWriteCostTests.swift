@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 @testable import Spool
@@ -40,7 +41,7 @@ import Testing
         "a new spool has 512-byte pages, and an append with both outputs commits about 1 KiB of log: the row's page, and when it fills, the next and their parent"
     )
     func appendTouchesOneSmallPage() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
         for seq in 0..<50 { #expect(isStored(await spool.append(sample(seq)))) }
         #expect(try Self.pageSize(scratch.spoolPath) == SpoolFile.pageSize)
@@ -70,7 +71,7 @@ import Testing
 
     @Test("a spool made with larger pages is rebuilt with 512-byte pages when it opens, every sample and state kept")
     func largerPagesAreRebuiltAtOpen() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         do {
             let spool = Spool(path: scratch.spoolPath, configuration: configuration())
             for seq in 0..<20 { #expect(isStored(await spool.append(sample(seq)))) }
@@ -96,7 +97,7 @@ import Testing
 
     @Test("both outputs' acknowledgements in one commit: the samples leave the spool with one WAL sync")
     func acknowledgementsOfOneCycleShareACommit() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
         for seq in 0..<5 { #expect(isStored(await spool.append(sample(seq)))) }
         let gps = try await spool.takeBatch(for: .gpsInfo, id: "gps")
@@ -112,7 +113,7 @@ import Testing
 
     @Test("both outputs' batches of a cycle are taken in one commit, sharing the budget as the publisher did")
     func batchesOfOneCycleShareACommit() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
         for seq in 0..<40 { #expect(isStored(await spool.append(sample(seq)))) }
         let size = try #require(try await spool.allSamples().first?.0.wireSize)
@@ -130,7 +131,7 @@ import Testing
             "\(status.byOutput)")
         // Nothing waiting for an output, or an output not enabled: no batch, and nothing written.
         let quiet = Spool(
-            path: scratch.directory + "/quiet.sqlite", configuration: configuration { $0.outputs = [.gpsInfo] })
+            path: scratch.path + "/quiet.sqlite", configuration: configuration { $0.outputs = [.gpsInfo] })
         #expect(
             try await quiet.takeBatches(
                 [.init(output: .gpsInfo), .init(output: .efdi, entryCost: 100)], byteBudget: 1000
@@ -139,7 +140,7 @@ import Testing
 
     @Test("a send cycle in the steady state writes few pages: the take and the acknowledgement of both outputs")
     func sendCycleTouchesFewPages() async throws {
-        let scratch = Scratch()
+        let scratch = TemporaryDirectory("spool")
         let spool = Spool(path: scratch.spoolPath, configuration: configuration { $0.outputs = [.gpsInfo, .efdi] })
         var (takes, acknowledgements): ([Int], [Int]) = ([], [])
         // 27 cycles: the log's first checkpoint, at 1000 frames, would start it again from the top.

@@ -3,18 +3,13 @@ import GNSS
 import Spool
 import StateDirectory
 import StateView
+import TestSupport
 import Testing
 
 /// The readers of the state directory (status, the cab view) open every database read-only: a look
 /// never changes, migrates or moves aside the daemon's files.
 @Suite("Reading the state directory read-only")
 struct ReadOnlyStateTests {
-    func temporaryDirectory() throws -> String {
-        let path = NSTemporaryDirectory() + "agrigps-stateview-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
     func paths(_ directory: String) -> StatusSnapshot.Paths {
         StatusSnapshot.Paths(
             stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
@@ -23,8 +18,8 @@ struct ReadOnlyStateTests {
 
     @Test("a damaged spool is reported, not quarantined, and left byte for byte as it was")
     func damagedSpoolUntouched() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = TemporaryDirectory("stateview")
+        let directory = temporary.path
         let garbage = Data(repeating: 0x5A, count: 8192)
         try garbage.write(to: URL(fileURLWithPath: directory + "/spool.sqlite"))
         let snapshot = await StatusSnapshot.gather(paths(directory))
@@ -41,8 +36,8 @@ struct ReadOnlyStateTests {
         "a look again when only the spool moved: its counts and the time read anew, everything else kept; none without a spool before"
     )
     func respooling() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = TemporaryDirectory("stateview")
+        let directory = temporary.path
         let fix = PositionSample(
             sampledAt: Date(), state: .fix(.threeD, .autonomous),
             report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8))
@@ -78,8 +73,8 @@ struct ReadOnlyStateTests {
         "with the system clock 2 h fast, status reads a 30 s old unsent sample as 30 s old, not 7,230: both sides on the true clock"
     )
     func fastClockAges() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = TemporaryDirectory("stateview")
+        let directory = temporary.path
         let gnss = Date().addingTimeInterval(-30)
         let fast = gnss.addingTimeInterval(7200)
         // Taken under a clock 2 h fast: system time ahead of the receiver's, the skew recorded.
@@ -113,8 +108,8 @@ struct ReadOnlyStateTests {
         "a spool the daemon wrote is read as it stands: counts, newest first, and a change counter that moves on a commit"
     )
     func readsLiveSpool() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = TemporaryDirectory("stateview")
+        let directory = temporary.path
         let spool = Spool(path: directory + "/spool.sqlite")
         let start = Date().addingTimeInterval(-60)
         for second in 0..<3 {
@@ -141,8 +136,8 @@ struct ReadOnlyStateTests {
 
     @Test("an absent other-machines store is not created by a look")
     func othersNotCreated() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let temporary = TemporaryDirectory("stateview")
+        let directory = temporary.path
         let snapshot = await StatusSnapshot.gather(paths(directory))
         #expect(snapshot.others.machines.isEmpty)
         #expect(!FileManager.default.fileExists(atPath: directory + "/others.sqlite"))

@@ -3,6 +3,7 @@ import Foundation
 import GNSS
 import Spool
 import StateDirectory
+import TestSupport
 import Testing
 
 @testable import StateView
@@ -20,12 +21,6 @@ struct UptimeClampTests {
     /// The system clock before the step: 1970, 5 s after its boot.
     func early(_ seconds: Double) -> Date { Date(timeIntervalSince1970: 5 + seconds) }
 
-    func temporaryDirectory() throws -> String {
-        let path = NSTemporaryDirectory() + "agrigps-uptime-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }
-
     func paths(_ directory: String) -> StatusSnapshot.Paths {
         StatusSnapshot.Paths(
             stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
@@ -40,8 +35,9 @@ struct UptimeClampTests {
     /// The daemon's state directory just after the step: its last fix stamped at 1970, a sample
     /// waiting in the spool stamped on the right clock, and the heartbeat still saying the clock is
     /// 56 years slow (so that the spool is read 56 years ahead).
-    func steppedBox(heartbeatAt written: Date) async throws -> String {
-        let directory = try temporaryDirectory()
+    func steppedBox(heartbeatAt written: Date) async throws -> TemporaryDirectory {
+        let temporary = TemporaryDirectory("uptime")
+        let directory = temporary.path
         let fix = PositionSample(
             sampledAt: early(90), state: .fix(.threeD, .rtkFixed),
             report: PositionReport(
@@ -57,7 +53,7 @@ struct UptimeClampTests {
         heartbeat.quietSeconds = 86
         heartbeat.lastAcknowledgedAt = early(60)
         try heartbeat.write(to: directory + "/heartbeat.json")
-        return directory
+        return temporary
     }
 
     @Test(
@@ -65,8 +61,8 @@ struct UptimeClampTests {
         arguments: [true, false])
     func statusAfterStep(_ heartbeatAfterStep: Bool) async throws {
         // The heartbeat written just after the step (on the right clock) or just before it (at 1970).
-        let directory = try await steppedBox(heartbeatAt: heartbeatAfterStep ? now.addingTimeInterval(-2) : early(92))
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let box = try await steppedBox(heartbeatAt: heartbeatAfterStep ? now.addingTimeInterval(-2) : early(92))
+        let directory = box.path
         let snapshot = await StatusSnapshot.gather(paths(directory), now: now, sinceBoot: sinceBoot)
         let verdict = snapshot.verdict(StatusThresholds())
         #expect(verdict.reasons.flatMap(numbers).allSatisfy { $0 <= sinceBoot }, "\(verdict.reasons)")

@@ -115,9 +115,8 @@ struct StateFileKindTests {
         "a temporary file a killed writer left beside a state file goes with the next write of that file, once a minute old; a backup made by hand stays"
     )
     func leftoversGo() throws {
-        let state = NSTemporaryDirectory() + "agrigps-leftovers-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let temporary = TemporaryDirectory("leftovers")
+        let state = temporary.path
         let old = Date().addingTimeInterval(-120)
         let kept: Set = [
             "endpoint.json.agrigps-new-Young1", "endpoint.json.agrigps-new-toolong7", "others.json.agrigps-new-Xy34Zw",
