@@ -284,9 +284,9 @@ public final class CurlClient: Sendable {
 }
 
 /// The one thread every transfer of the process runs on ("agrigps-http"), through libcurl's multi
-/// interface: a request waits on the network without a thread of its own, and the live connections
-/// of every client are kept in one cache. A task that submits a transfer waits for it without
-/// holding a thread of Swift's cooperative pool.
+/// interface: a request waits on the network without a thread of its own (its live connections
+/// are kept by its client, per set of credentials: `ConnectionCache`). A task that submits a
+/// transfer waits for it without holding a thread of Swift's cooperative pool.
 final class CurlEngine: @unchecked Sendable {
     /// nil when libcurl has no multi handle to give (out of memory) or no thread could be started.
     static let shared: CurlEngine? = {

@@ -129,24 +129,21 @@ public struct GatewayDaemon: Sendable {
 
     /// Runs on a live gpsd, sampled on its reader thread.
     public func run(
-        gpsd: GPSDSource, alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = [],
-        started: (@Sendable (ServiceGroup) async -> Void)? = nil
+        gpsd: GPSDSource, alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = []
     ) async -> Summary {
         await run(
-            sampled: gpsd.sampled(by: Sampler(interval: configuration.samplingInterval, wall: wall)), alongside: others,
-            started: started)
+            sampled: gpsd.sampled(by: Sampler(interval: configuration.samplingInterval, wall: wall)), alongside: others)
     }
 
     /// Runs on a stream of events, sampled here; for replays and tests.
     public func run(
         events: AsyncStream<SourceEvent>, skewLimit: Double? = 60,
-        alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = [],
-        started: (@Sendable (ServiceGroup) async -> Void)? = nil
+        alongside others: [ServiceGroupConfiguration.ServiceConfiguration] = []
     ) async -> Summary {
         await run(
             sampled: Sampler(interval: configuration.samplingInterval, skewLimit: skewLimit, wall: wall).outputs(
                 from: events),
-            alongside: others, started: started)
+            alongside: others)
     }
 
     /// Puts a sample on the machine's own track, dated as agrirouter would get it: its receiver time,
@@ -196,12 +193,11 @@ public struct GatewayDaemon: Sendable {
     /// Its jobs are services in one `ServiceGroup`: the publisher (which makes the feed reader's
     /// requests too, in the same spacing), the sampler, then `alongside` (the command's credential
     /// watcher). A graceful shutdown goes the other way: what came alongside, then sampling, then
-    /// publishing with its grace. Any of them ending shuts the group down. `started` is handed the
-    /// group, to trigger that shutdown on a signal.
+    /// publishing with its grace. Any of them ending shuts the group down. Run inside a service of
+    /// another group (the program's, which owns the signals), the group follows its shutdown.
     public func run(
         sampled source: AsyncStream<SamplerOutput>,
-        alongside extra: [ServiceGroupConfiguration.ServiceConfiguration] = [],
-        started: (@Sendable (ServiceGroup) async -> Void)? = nil
+        alongside extra: [ServiceGroupConfiguration.ServiceConfiguration] = []
     ) async -> Summary {
         do {
             if configuration.resumeSharingAtStart {
@@ -256,7 +252,6 @@ public struct GatewayDaemon: Sendable {
                     service: sampling, successTerminationBehavior: .gracefullyShutdownGroup)
             ] + extra
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: services, logger: logger))
-        await started?(group)
         do {
             try await group.run()
         } catch {

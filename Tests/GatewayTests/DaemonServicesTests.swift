@@ -2,6 +2,7 @@ import Foundation
 import GNSS
 import ServiceLifecycle
 import Spool
+import Synchronization
 import TestSupport
 import Testing
 
@@ -23,23 +24,33 @@ struct DaemonServicesTests {
         return (daemon, spool, source, feed, directory)
     }
 
-    @Test("a graceful shutdown through the group ends sampling: what was taken is in the spool, nothing after it is")
+    @Test(
+        "a graceful shutdown of the program's group ends the daemon's, nested in it: what was taken is in the spool, nothing after it is"
+    )
     func gracefulShutdownStopsSampling() async throws {
         let (daemon, spool, source, feed, directory) = sampler()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (groups, handOver) = AsyncStream<ServiceGroup>.makeStream()
-        let running = Task { await daemon.run(sampled: source, started: { handOver.yield($0) }) }
-        var iterator = groups.makeAsyncIterator()
-        let group = try #require(await iterator.next())
+        // As in `agrigps run`: the daemon runs in a service of the program's group, which owns the signals.
+        let summary = Mutex<GatewayDaemon.Summary?>(nil)
+        let program = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    .init(
+                        service: ClosureService {
+                            let ran = await daemon.run(sampled: source)
+                            summary.withLock { $0 = ran }
+                        })
+                ], logger: .init(label: "test")))
+        let running = Task { try await program.run() }
         for second in 0..<5 {
             feed.yield(.sample(PositionSample(sampledAt: Date().addingTimeInterval(Double(second - 5)), state: .noFix)))
         }
         while await spool.status().pending < 5 { try await Task.sleep(for: .milliseconds(20)) }
-        await group.triggerGracefulShutdown()
-        let summary = await running.value
+        await program.triggerGracefulShutdown()
+        try await running.value
         // The source is still open: the run ended because the group was shut down, not because it ran dry.
         feed.yield(.sample(PositionSample(sampledAt: Date(), state: .noFix)))
-        #expect(summary.samples == 5)
+        #expect(summary.withLock { $0?.samples } == 5)
         #expect(await spool.status().pending == 5)
         feed.finish()
     }
