@@ -93,6 +93,10 @@ actor CabMonitor {
     private var keptInPause: Int?
     private let fieldStore: FieldStore
     private var fields = CabFields()
+    /// A rebuild suspends at its reads, and another may start meanwhile (the actor is reentrant):
+    /// one at a time, so that a model read after a write never gives way to one read before it.
+    private var rebuilding = false
+    private var waitingToRebuild: [CheckedContinuation<Void, Never>] = []
 
     private struct Observed {
         var state: String
@@ -209,7 +213,24 @@ actor CabMonitor {
                 + [paths.heartbeat, paths.others, paths.others + "-wal"].map(FileStamp.of))
     }
 
+    /// A model read now, from every file: for a switch the page itself just set, which must show
+    /// in the next answer, even when a look woken by its write already took the files' stamps.
+    func rebuildAfterWrite() async {
+        signature = currentSignature()
+        await rebuild(now: Date(), onlySpool: false)
+    }
+
     private func rebuild(now: Date, onlySpool: Bool) async {
+        while rebuilding { await withCheckedContinuation { waitingToRebuild.append($0) } }
+        rebuilding = true
+        defer {
+            rebuilding = false
+            if !waitingToRebuild.isEmpty { waitingToRebuild.removeFirst().resume() }
+        }
+        await rebuildAlone(now: now, onlySpool: onlySpool)
+    }
+
+    private func rebuildAlone(now: Date, onlySpool: Bool) async {
         let thresholds = settings.thresholds
         // Only the spool moved: its new rows and its counts in one read.
         let respooled = onlySpool ? self.snapshot?.respooling(now: now, heartbeatLimit: thresholds.heartbeatLimit) : nil

@@ -673,7 +673,7 @@ public struct CabServer: Sendable {
             throw HTTPError(.serviceUnavailable, message: "the \(name) could not be set: \(error)")
         }
         logger.notice("\(name) \(position) from the cab view")
-        await monitor.refreshIfChanged(now: Date())
+        await monitor.rebuildAfterWrite()
     }
 
     func onboard(_ request: Request) async throws -> Response {
