@@ -41,8 +41,12 @@ public final class AgrirouterSimulator: Sendable {
         let certificate = try NIOSSLCertificate(
             bytes: Array(serverCertificate.serializeAsPEM().pemString.utf8), format: .pem)
         let key = try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem)
-        let onboardingTLS = TLSConfiguration.makeServerConfiguration(
+        var onboardingTLS = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(certificate)], privateKey: .privateKey(key))
+        // Closing a connection waits this long for the client's close_notify. A client's idle
+        // connection (libcurl keeps them for reuse) never sends one until it is used, so the default
+        // 5 s made every stop, and every outage a test set up, take 5 s more.
+        onboardingTLS.shutdownTimeout = .milliseconds(200)
         var gatewayTLS = onboardingTLS
         gatewayTLS.trustRoots = .certificates([
             try NIOSSLCertificate(bytes: Array(authority.certificatePEM.utf8), format: .pem)
