@@ -351,7 +351,7 @@ let package = Package(
             ]
         ),
         // Fixture paths, gpsd's .chk reader and process checks shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["ChildProcesses", "GNSS", "NMEA2000", "Machine", "GPSDReplay", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
+        .target(name: "TestSupport", dependencies: ["Clocks", "ChildProcesses", "GNSS", "NMEA2000", "Machine", "GPSDReplay", "AgrirouterWire", "AgrirouterLink", "AgrirouterSim",
                                                    .product(name: "SwiftProtobuf", package: "swift-protobuf")],
                 path: "Tests/TestSupport"),
         // Benchmarks that print each figure beside its baseline: swift run -c release agrigps-bench

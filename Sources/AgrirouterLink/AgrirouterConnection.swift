@@ -71,6 +71,8 @@ public actor AgrirouterConnection {
     private let backoff: Backoff
     /// The best known UTC for the envelopes' and the measures' timestamps; nil uses the system clock.
     private let clock: TrueTime?
+    /// What the spacing, the backoff and the answers' ages are measured and waited on.
+    private let monotonic: MonotonicClock
     /// Transport errors in a row, and the monotonic time before which no request goes out.
     public private(set) var consecutiveFailures = 0
     private var retryAt: Double?
@@ -116,7 +118,7 @@ public actor AgrirouterConnection {
     /// A connection over REST, as the endpoint's URLs say.
     public init(
         endpoint: OnboardingResponse, trustedCAPEM: String?, minimumSpacing: Double,
-        timeout: Double = 60, backoff: Backoff = Backoff(), clock: TrueTime? = nil
+        timeout: Double = 60, backoff: Backoff = Backoff(), clock: TrueTime? = nil, monotonic: MonotonicClock = .system
     ) throws(OnboardingError) {
         guard
             let credentials = ClientCredentials(
@@ -128,19 +130,20 @@ public actor AgrirouterConnection {
         self.init(
             endpoint: endpoint,
             link: RESTLink(endpoint: endpoint, credentials: credentials, trustedCAPEM: trustedCAPEM, timeout: timeout),
-            minimumSpacing: minimumSpacing, backoff: backoff, clock: clock)
+            minimumSpacing: minimumSpacing, backoff: backoff, clock: clock, monotonic: monotonic)
     }
 
     /// A connection over a link already made (REST or MQTT).
     public init(
         endpoint: OnboardingResponse, link: any Link, minimumSpacing: Double, backoff: Backoff = Backoff(),
-        clock: TrueTime? = nil
+        clock: TrueTime? = nil, monotonic: MonotonicClock = .system
     ) {
         self.endpoint = endpoint
         self.link = link
         self.minimumSpacing = minimumSpacing
         self.backoff = backoff
         self.clock = clock
+        self.monotonic = monotonic
     }
 
     /// Whether a request could be stamped with a true time now.
@@ -152,7 +155,7 @@ public actor AgrirouterConnection {
 
     /// Seconds until the backoff allows the next request; nil when not backing off.
     public func backingOff() -> Double? {
-        retryAt.map { max(0, $0 - uptime()) }
+        retryAt.map { max(0, $0 - monotonic.now()) }
     }
 
     /// A request went through (whatever agrirouter made of it): the backoff ends, and agrirouter's
@@ -176,7 +179,7 @@ public actor AgrirouterConnection {
         }
         consecutiveFailures += 1
         let delay = backoff.delay(afterFailures: consecutiveFailures)
-        retryAt = uptime() + delay * (1 + backoff.jitter * Double.random(in: -1...1))
+        retryAt = monotonic.now() + delay * (1 + backoff.jitter * Double.random(in: -1...1))
     }
 
     /// The spacing suited to an environment: 10 s on QA, 5 s in production.
@@ -186,23 +189,23 @@ public actor AgrirouterConnection {
 
     /// Seconds until a request could go out; a caller may wait this long before it gathers what to send.
     public func untilNextTurn() -> Double {
-        max(untilSpacingAllows(), (retryAt ?? -.infinity) - uptime())
+        max(untilSpacingAllows(), (retryAt ?? -.infinity) - monotonic.now())
     }
 
     /// Seconds until the spacing lets the next request go, leaving any backoff aside (that is waited
     /// out by `waitUntilNextTurn`, which ends it early once agrirouter is reachable again).
     public func untilSpacingAllows() -> Double {
-        max(0, (lastSlot ?? -.infinity) + minimumSpacing - uptime())
+        max(0, (lastSlot ?? -.infinity) + minimumSpacing - monotonic.now())
     }
 
     /// Waits until a request could go out, without reserving the slot: the spacing, and a backoff,
     /// which ends early once agrirouter is found reachable again. Returns the seconds waited.
     public func waitUntilNextTurn() async -> Double {
-        let start = uptime()
+        let start = monotonic.now()
         await waitOutBackoff()
         let rest = untilNextTurn()
-        if rest > 0 { try? await Task.sleep(for: .seconds(rest)) }
-        return uptime() - start
+        if rest > 0 { try? await monotonic.sleep(for: rest) }
+        return monotonic.now() - start
     }
 
     /// Sits out the backoff. After a failure to connect, the link looks for the way back every few
@@ -210,15 +213,15 @@ public actor AgrirouterConnection {
     /// the end of a backoff that began just before it.
     private func waitOutBackoff() async {
         while let until = retryAt, !Task.isCancelled {
-            let left = until - uptime()
+            let left = until - monotonic.now()
             guard left > 0 else { return }
             guard failedToConnect else {
-                try? await Task.sleep(for: .seconds(left))
+                try? await monotonic.sleep(for: left)
                 continue
             }
-            try? await Task.sleep(for: .seconds(min(left, Self.probeInterval)))
+            try? await monotonic.sleep(for: min(left, Self.probeInterval))
             // Another request may have failed or got through meanwhile: only this backoff ends.
-            if retryAt == until, until > uptime(), await link.reachable(), retryAt == until { retryAt = nil }
+            if retryAt == until, until > monotonic.now(), await link.reachable(), retryAt == until { retryAt = nil }
         }
     }
 
@@ -226,11 +229,11 @@ public actor AgrirouterConnection {
     /// queue up instead of slipping in between.
     private func waitForTurn() async {
         await waitOutBackoff()
-        let now = uptime()
+        let now = monotonic.now()
         let slot = max(now, (lastSlot ?? -.infinity) + minimumSpacing, retryAt ?? -.infinity)
         lastSlot = slot
         requestCount += 1
-        if slot > now { try? await Task.sleep(for: .seconds(slot - now)) }
+        if slot > now { try? await monotonic.sleep(until: slot) }
     }
 
     /// One message of a measures request.
@@ -302,7 +305,7 @@ public actor AgrirouterConnection {
             throw .codec(error)
         }
         // Known before the request goes: a poll that overtakes it still routes the answer right.
-        let sentAt = uptime()
+        let sentAt = monotonic.now()
         for (message, outgoing) in zip(encoded, messages) {
             senders[message.applicationMessageID] = (outgoing.recipient ?? recipient, sentAt)
         }
@@ -332,9 +335,9 @@ public actor AgrirouterConnection {
     /// still on its way from the cycle before, and every answer would lag a cycle behind for good.
     public func waitForAnswers(atMost seconds: Double) async {
         guard link.deliversAnswers else { return }
-        let deadline = uptime() + max(0, seconds)
-        while latestSend.contains(where: { senders[$0] != nil }), uptime() < deadline, !Task.isCancelled {
-            await link.waitForMail(atMost: deadline - uptime())
+        let deadline = monotonic.now() + max(0, seconds)
+        while latestSend.contains(where: { senders[$0] != nil }), monotonic.now() < deadline, !Task.isCancelled {
+            await link.waitForMail(atMost: deadline - monotonic.now())
             if let (responses, undecodable) = try? await fetchOutbox() {
                 route(responses)
                 undecodableKept += undecodable
@@ -356,7 +359,7 @@ public actor AgrirouterConnection {
 
     private func route(_ responses: [DecodedResponse]) {
         // An answer comes within the outbox's life or not at all: older senders are forgotten.
-        let now = uptime()
+        let now = monotonic.now()
         senders = senders.filter { now - $0.value.sentAt <= 2 * AgrirouterLimits.outboxLifetime }
         for response in responses {
             let recipient: Recipient

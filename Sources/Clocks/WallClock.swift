@@ -20,11 +20,11 @@ public struct WallClock: Sendable {
 
     /// A clock shifted by the number in the file at `path`, read again at most once a second, so a
     /// test can step the clock of a running daemon by rewriting the file. An unreadable file or
-    /// anything but a number within ±200 years keeps the last shift.
-    public static func shifted(byFile path: String) -> WallClock {
+    /// anything but a number within ±200 years keeps the last shift. "A second" is on `monotonic`.
+    public static func shifted(byFile path: String, monotonic: MonotonicClock = .system) -> WallClock {
         let state = Mutex<(shift: Double, readAt: Double?)>((0, nil))
         return WallClock {
-            let now = uptime()
+            let now = monotonic.now()
             return state.withLock { state in
                 if let readAt = state.readAt, now - readAt < 1 { return state.shift }
                 state.readAt = now

@@ -186,7 +186,8 @@ struct Run: AsyncParsableCommand {
         // A live receiver's GNSS time disciplines every timestamp sent; a replay's is the recording's,
         // unless it was moved to now.
         let clock = TrueTime(
-            followsGNSS: replay == nil || retime, wall: clockOffsetFile.map(WallClock.shifted(byFile:)) ?? .system)
+            followsGNSS: replay == nil || retime, wall: clockOffsetFile.map { WallClock.shifted(byFile: $0) } ?? .system
+        )
         var spoolConfiguration = spoolConfiguration(file)
         spoolConfiguration.clock = { clock.bestGuess() }  // ages and retries survive a wrong or stepped system clock
         spoolConfiguration.keepsCommitMark = true

@@ -1,5 +1,6 @@
 import AgrirouterSim
 import AgrirouterWire
+import Clocks
 import Foundation
 import TestSupport
 import Testing
@@ -12,8 +13,8 @@ import Testing
 struct AnswerRoutingTests {
     /// A local agrirouter and a REST connection of an endpoint onboarded to it.
     static func connected(
-        as externalID: String, timeout: Double = 10,
-        backoff: Backoff = Backoff()
+        as externalID: String, timeout: Double = 10, spacing: Double = 0.02,
+        backoff: Backoff = Backoff(), monotonic: MonotonicClock = .system
     ) async throws -> (AgrirouterSimulator, AgrirouterConnection) {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
         let environment = AgrirouterEnvironment.local(
@@ -25,8 +26,8 @@ struct AnswerRoutingTests {
         return (
             simulator,
             try AgrirouterConnection(
-                endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.02,
-                timeout: timeout, backoff: backoff)
+                endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing,
+                timeout: timeout, backoff: backoff, monotonic: monotonic)
         )
     }
 

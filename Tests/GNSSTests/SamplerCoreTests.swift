@@ -1,5 +1,6 @@
 import Clocks
 import Foundation
+import TestSupport
 import Testing
 
 @testable import GNSS
@@ -316,19 +317,26 @@ struct TrueTimeTests {
             clock.time(atUptime: 40) == system.addingTimeInterval(-60), "taken a minute before the fix, at \"1970\"")
     }
 
-    @Test("the wall clock a test shifts through a file follows the file, and keeps its shift when the file is nonsense")
-    func wallClockFromAFile() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-shift-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+    @Test(
+        "the wall clock a test shifts through a file follows the file, read again once a second (virtual time), and keeps its shift when the file is nonsense"
+    )
+    func wallClockFromAFile() throws {
+        let directory = TemporaryDirectory("shift")
+        let path = directory.file("shift")
+        let time = ManualClock()
         try "-3600\n".write(toFile: path, atomically: true, encoding: .utf8)
-        let wall = WallClock.shifted(byFile: path)
-        #expect(abs(wall.now().timeIntervalSince(Date()) + 3600) < 1)
-        try "not a number".write(toFile: path, atomically: true, encoding: .utf8)
-        try await Task.sleep(for: .seconds(1.1))
+        let wall = WallClock.shifted(byFile: path, monotonic: time.clock)
         #expect(abs(wall.now().timeIntervalSince(Date()) + 3600) < 1)
         try "7200".write(toFile: path, atomically: true, encoding: .utf8)
-        try await Task.sleep(for: .seconds(1.1))
-        #expect(abs(wall.now().timeIntervalSince(Date()) - 7200) < 1)
+        time.advance(by: 0.9)
+        #expect(abs(wall.now().timeIntervalSince(Date()) + 3600) < 1, "read again within a second")
+        time.advance(by: 0.1)
+        #expect(abs(wall.now().timeIntervalSince(Date()) - 7200) < 1, "read again after a second")
+        try "not a number".write(toFile: path, atomically: true, encoding: .utf8)
+        time.advance(by: 1)
+        #expect(abs(wall.now().timeIntervalSince(Date()) - 7200) < 1, "nonsense keeps the last shift")
+        try "\(201 * 365.25 * 86_400)".write(toFile: path, atomically: true, encoding: .utf8)
+        time.advance(by: 1)
+        #expect(abs(wall.now().timeIntervalSince(Date()) - 7200) < 1, "beyond 200 years keeps the last shift")
     }
 }

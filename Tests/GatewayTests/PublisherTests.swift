@@ -22,7 +22,7 @@ struct Rig {
         spacing: Double = 0.02, byteBudget: Int = AgrirouterLimits.payloadBytes,
         simulatorPayloadCap: Int = 767_997, timeout: Double = 10,
         backoff: Backoff = Backoff(first: 0.05, maximum: 0.2), clock: TrueTime? = nil,
-        outputs: [SpoolOutput] = [.gpsInfo],
+        monotonic: MonotonicClock = .system, outputs: [SpoolOutput] = [.gpsInfo],
         spool configure: (inout SpoolConfiguration) -> Void = { _ in },
         efdi: ((inout Publisher.EFDI) -> Void)? = nil, responseCodes: SimResponseCodes = .documented
     ) async throws -> Rig {
@@ -37,14 +37,16 @@ struct Rig {
         )
         .onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
         // Set up with the system clock, so that a test's clock may start out not knowing the time.
-        // ... and with a patient timeout: only the connection under test gets the test's short one.
+        // ... and with a patient timeout and a short spacing: only the connection under test gets the
+        // test's.
         let setUp = try AgrirouterConnection(
-            endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: 10)
+            endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: min(spacing, 0.02),
+            timeout: 10)
         try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10, outputs: outputs)
             .run(on: setUp)
         let connection = try AgrirouterConnection(
             endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout,
-            backoff: backoff, clock: clock)
+            backoff: backoff, clock: clock, monotonic: monotonic)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "agrigps-gateway-\(UUID().uuidString)"
         ).path
@@ -312,7 +314,8 @@ struct PublisherTests {
     }
 
     @Test func anHTTPErrorOrARefusedConnectionReleasesTheBatchAtOnce() async throws {
-        let rig = try await Rig.make()
+        let time = ManualClock()
+        let rig = try await Rig.make(spacing: 0, monotonic: time.clock)
         try await tearingDown({ await rig.close() }) {
             await rig.spool.append(sample(1, state: .fix(.threeD, .dgps)))
             await rig.simulator.inject(.serviceUnavailable(count: 1))
@@ -323,7 +326,7 @@ struct PublisherTests {
             #expect(status.pending == 1, "sent again next cycle")
             // Nobody listening any more: the request never left, so nothing waits for an answer.
             await rig.simulator.shutdown()
-            try await Task.sleep(for: .milliseconds(300))  // past the backoff of the 503
+            time.advance(by: try #require(await rig.connection.backingOff()))  // past the backoff of the 503
             let refused = await rig.cycle()
             guard case .transport(let error)? = refused.error, !Publisher.mayHaveArrived(.transport(error)) else {
                 Issue.record("\(String(describing: refused.error))")
@@ -334,20 +337,37 @@ struct PublisherTests {
         }
     }
 
-    @Test func transportErrorsBackOffDoublingToTheCapAndASuccessEndsIt() async throws {
-        let rig = try await Rig.make(backoff: Backoff(first: 0.2, maximum: 0.8, jitter: 0))
-        await tearingDown({ await rig.close() }) {
+    /// A request waiting on `time`: it has not gone a hair before `wait`, and goes at `wait`.
+    /// Returns what it returned once it has.
+    private func goesAfter<T: Sendable>(
+        _ wait: Double, on time: ManualClock, _ request: @escaping @Sendable () async -> T
+    ) async -> (T, sleptToTheEnd: Bool) {
+        let waiting = Task { await request() }
+        await time.sleepers(atLeast: 1)
+        time.advance(by: wait - 0.001)
+        let stillWaiting = time.sleeping == 1
+        time.advance(by: 0.001)
+        return (await waiting.value, stillWaiting)
+    }
+
+    @Test("a transport error backs off 5, 10, 20, 20 s (virtual time): no request goes sooner, and a success ends it")
+    func transportErrorsBackOffDoublingToTheCapAndASuccessEndsIt() async throws {
+        let time = ManualClock()
+        let rig = try await Rig.make(
+            spacing: 0, backoff: Backoff(first: 5, maximum: 20, jitter: 0), monotonic: time.clock)
+        try await tearingDown({ await rig.close() }) {
             await rig.simulator.inject(.serviceUnavailable(count: 4))
             let before = await rig.simulator.gatewayRequestArrivals().count
-            for _ in 0..<5 { _ = try? await rig.connection.fetchOutbox() }
-            let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(before))
-            let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
-            #expect(arrivals.count == 5)
-            // Never sooner than the backoff; later only by what a loaded machine adds (a new TLS handshake each time).
-            for (gap, expected) in zip(gaps, [0.2, 0.4, 0.8, 0.8]) {
-                #expect(gap >= expected - 0.02 && gap < expected + 1, "gaps \(gaps)")
+            _ = try? await rig.connection.fetchOutbox()
+            var waits: [Double] = []
+            for _ in 0..<4 {
+                let wait = try #require(await rig.connection.backingOff())
+                let (_, heldBack) = await goesAfter(wait, on: time) { _ = try? await rig.connection.fetchOutbox() }
+                #expect(heldBack, "a request went before its backoff of \(wait) s was out")
+                waits.append(wait)
             }
-            #expect(gaps.count == 4 && gaps[2] > gaps[0], "it doubles: \(gaps)")
+            #expect(waits == [5, 10, 20, 20])
+            #expect(await rig.simulator.gatewayRequestArrivals().count == before + 5)
             let failures = await rig.connection.consecutiveFailures
             let backingOff = await rig.connection.backingOff()
             #expect(failures == 0 && backingOff == nil, "the fifth went through")
@@ -357,18 +377,24 @@ struct PublisherTests {
         }
     }
 
-    @Test func jitterKeepsEachWaitWithinItsFraction() async throws {
-        let rig = try await Rig.make(backoff: Backoff(first: 1, maximum: 1, jitter: 0.2))
+    @Test("each backoff is stretched or shrunk by its jitter, within ±20 %, each by a different amount (virtual time)")
+    func jitterKeepsEachWaitWithinItsFraction() async throws {
+        let time = ManualClock()
+        let rig = try await Rig.make(
+            spacing: 0, backoff: Backoff(first: 5, maximum: 5, jitter: 0.2), monotonic: time.clock)
         try await tearingDown({ await rig.close() }) {
             var waits: [Double] = []
-            for _ in 0..<6 {
+            for _ in 0..<12 {
                 await rig.simulator.inject(.serviceUnavailable(count: 1))
                 _ = try? await rig.connection.send(TechnicalMessageType.listEndpoints, payload: nil)
-                waits.append(try #require(await rig.connection.backingOff()))
+                let wait = try #require(await rig.connection.backingOff())
                 await rig.simulator.clearFaults()
-                _ = try? await rig.connection.fetchOutbox()  // waits the backoff out, succeeds, resets it
+                // Waits the backoff out, succeeds, and resets it.
+                let (_, heldBack) = await goesAfter(wait, on: time) { _ = try? await rig.connection.fetchOutbox() }
+                #expect(heldBack)
+                waits.append(wait)
             }
-            #expect(waits.allSatisfy { (0.6...1.2).contains($0) }, "\(waits)")
+            #expect(waits.allSatisfy { (4...6).contains($0) }, "\(waits)")
             #expect(Set(waits.map { ($0 * 100).rounded() }).count > 1, "the waits differ: \(waits)")
         }
     }
@@ -413,28 +439,30 @@ struct PublisherTests {
         }
     }
 
-    @Test func requestsKeepTheirSpacing() async throws {
-        let rig = try await Rig.make(spacing: 0.25, byteBudget: 150)  // two samples a batch
+    @Test("requests keep agrirouter's spacing of 5 s (virtual time): publishes and polls alike, none a hair sooner")
+    func requestsKeepTheirSpacing() async throws {
+        let time = ManualClock()
+        let rig = try await Rig.make(spacing: 5, byteBudget: 150, monotonic: time.clock)  // two samples a batch
         await tearingDown({ await rig.close() }) {
-            // The connection's first request also carries its TLS handshake, which on a busy machine
-            // delays its arrival by a tenth of a second or more: a warm-up pass goes first, unmeasured.
             await rig.spool.append(sample(0, state: .fix(.threeD, .rtkFixed)))
-            _ = await rig.cycle()
+            // The first request goes at once; the poll after it waits its turn.
+            let (first, _) = await goesAfter(5, on: time) { await rig.cycle() }
+            #expect(first.published == 1)
             for index in 1...6 { await rig.spool.append(sample(index, state: .fix(.threeD, .rtkFixed))) }
             let start = await rig.simulator.gatewayRequestArrivals().count
-            for _ in 0..<4 { _ = await rig.cycle() }
-            let arrivals = Array(await rig.simulator.gatewayRequestArrivals().dropFirst(start))
-            #expect(arrivals.count >= 4)
-            let gaps = zip(arrivals, arrivals.dropFirst()).map { $1 - $0 }
-            // Spaced where they are sent; seen where they arrive, where one request handled late on a busy
-            // machine shortens the gap after it by as much as it lengthened the one before. So each gap
-            // may be short by that much, but the requests as a whole never come faster than the spacing.
-            // Unspaced, they would come a few milliseconds apart.
-            #expect(gaps.allSatisfy { $0 >= 0.15 }, "gaps \(gaps)")
-            let span = (arrivals.last ?? 0) - (arrivals.first ?? 0)
-            #expect(
-                span >= Double(arrivals.count - 1) * 0.25 - 0.1, "\(arrivals.count) requests in \(span) s; gaps \(gaps)"
-            )
+            // Three cycles of a publish and a poll: six requests, each 5 s after the one before.
+            let cycles = Task { for _ in 0..<3 { _ = await rig.cycle() } }
+            var heldBack: [Bool] = []
+            for _ in 0..<6 {
+                await time.sleepers(atLeast: 1)
+                time.advance(by: 4.999)
+                heldBack.append(time.sleeping == 1)
+                time.advance(by: 0.001)
+            }
+            await cycles.value
+            #expect(heldBack == Array(repeating: true, count: 6), "\(heldBack)")
+            #expect(await rig.simulator.gatewayRequestArrivals().count == start + 6)
+            #expect(await rig.spool.status().pending == 0)
         }
     }
 }
