@@ -362,6 +362,7 @@ let package = Package(
             path: "Benchmarks/agrigps-bench"
         ),
         .testTarget(name: "BlockingWorkTests", dependencies: ["BlockingWork", "TestSupport"]),
+        .testTarget(name: "ClocksTests", dependencies: ["Clocks", "TestSupport"]),
         .testTarget(name: "JSONTextTests", dependencies: ["JSONText", "TestSupport",
                                                       .product(name: "PropertyBased", package: "swift-property-based")]),
         .testTarget(name: "AgrirouterWireTests", dependencies: ["AgrirouterWire", "Bounds", "TestSupport",

@@ -29,13 +29,20 @@ public final class TrueTime: Sendable {
     private let plausibleFrom: Date
     /// The system clock this one corrects.
     public let wall: WallClock
+    /// What the anchors are carried forward on: the samples' `sampledUptime` and the readings
+    /// handed to `observe` are of this clock.
+    public let monotonic: MonotonicClock
 
     /// `followsGNSS` false uses the system clock alone: for replays, whose GNSS time is the recording's.
     /// `plausibleFrom` is for tests, which cannot set the system clock back to 1970.
-    public init(followsGNSS: Bool = true, plausibleFrom: Date = TrueTime.plausibleFrom, wall: WallClock = .system) {
+    public init(
+        followsGNSS: Bool = true, plausibleFrom: Date = TrueTime.plausibleFrom, wall: WallClock = .system,
+        monotonic: MonotonicClock = .system
+    ) {
         self.follows = followsGNSS
         self.plausibleFrom = plausibleFrom
         self.wall = wall
+        self.monotonic = monotonic
     }
 
     /// Takes a GNSS time, true at the monotonic reading `known`, as the truth. A time before
@@ -48,7 +55,8 @@ public final class TrueTime: Sendable {
 
     /// Takes a server's clock (an HTTP `Date`, read when its answer came) as a lower bound of the
     /// truth, until a fix gives the exact time. The latest bound wins, so stamps never step back.
-    public func observe(serverTime: Date, uptimeNow: Double = uptime()) {
+    public func observe(serverTime: Date, uptimeNow: Double? = nil) {
+        let uptimeNow = uptimeNow ?? monotonic.now()
         guard serverTime >= plausibleFrom, serverTime.timeIntervalSince1970 < 7_258_118_400 else { return }
         let new = Anchor(time: serverTime.timeIntervalSince1970, uptime: uptimeNow)
         anchors.withLock { anchors in
@@ -70,7 +78,7 @@ public final class TrueTime: Sendable {
 
     /// The best known UTC now, or nil when it cannot be known yet.
     public func now() -> Date? {
-        now(systemNow: wall.now(), uptimeNow: uptime())
+        now(systemNow: wall.now(), uptimeNow: monotonic.now())
     }
 
     public func now(systemNow: Date, uptimeNow: Double) -> Date? {
@@ -84,7 +92,7 @@ public final class TrueTime: Sendable {
     /// keeps for itself (when a batch went out, when to retry), never for what goes on the wire.
     public func bestGuess() -> Date {
         let system = wall.now()
-        return now(systemNow: system, uptimeNow: uptime()) ?? system
+        return now(systemNow: system, uptimeNow: monotonic.now()) ?? system
     }
 
     /// `clock`'s best guess, or the system clock where the caller was given no clock (tests, tools).
@@ -94,7 +102,7 @@ public final class TrueTime: Sendable {
 
     /// System clock minus the best known UTC, in seconds; nil when unknown.
     public func systemClockError() -> Double? {
-        systemClockError(systemNow: wall.now(), uptimeNow: uptime())
+        systemClockError(systemNow: wall.now(), uptimeNow: monotonic.now())
     }
 
     public func systemClockError(systemNow: Date, uptimeNow: Double) -> Double? {
@@ -104,7 +112,7 @@ public final class TrueTime: Sendable {
     /// A system time corrected to the best known UTC: the same instant on the true clock. Unchanged
     /// when the truth is unknown.
     public func corrected(_ systemTime: Date) -> Date {
-        corrected(systemTime, systemNow: wall.now(), uptimeNow: uptime())
+        corrected(systemTime, systemNow: wall.now(), uptimeNow: monotonic.now())
     }
 
     public func corrected(_ systemTime: Date, systemNow: Date, uptimeNow: Double) -> Date {

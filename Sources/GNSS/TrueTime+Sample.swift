@@ -5,7 +5,7 @@ extension TrueTime {
     /// Takes a sample's GNSS time as the truth, if it has a position and a time. The sample was
     /// known at `sampledAt` by the system clock; the monotonic reading is worked back from that.
     public func observe(_ sample: PositionSample) {
-        observe(sample, systemNow: wall.now(), uptimeNow: uptime())
+        observe(sample, systemNow: wall.now(), uptimeNow: monotonic.now())
     }
 
     public func observe(_ sample: PositionSample, systemNow: Date, uptimeNow: Double) {

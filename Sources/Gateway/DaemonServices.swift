@@ -29,7 +29,7 @@ struct SamplingService: Service {
         let notifier = configuration.notifier
         // The spool is open (the daemon's start opened it): READY once gpsd has answered or failed to.
         var ready = false
-        var countedAt = uptime()
+        var countedAt = configuration.monotonic.now()
         // Going on from the totals the last run left, or from zero on a box that never counted.
         var totalling = MachineTotalling(totals: await spool.machineTotals() ?? MachineTotals())
         for await output in source.cancelOnGracefulShutdown() {
@@ -39,8 +39,8 @@ struct SamplingService: Service {
             }
             guard case .sample(let sample) = output else { continue }
             await take(sample, totalling: &totalling)
-            if uptime() - countedAt >= 10 {
-                countedAt = uptime()
+            if configuration.monotonic.now() - countedAt >= 10 {
+                countedAt = configuration.monotonic.now()
                 await GatewayDaemon.countDeliveries(
                     from: spool, in: configuration, logger: logger, failing: trackFailing)
                 // A spool reopened while running (after a fault, or a corrupt file moved aside) may have counted a loss.
@@ -85,12 +85,12 @@ struct SamplingService: Service {
     /// Waits until nothing is left to send or in flight, and the feed has been read, or the drain
     /// timeout passes, or a stop comes.
     private func drain() async {
-        let deadline = uptime() + configuration.drainTimeout
-        while uptime() < deadline && !Task.isCancelled && !Task.isShuttingDownGracefully {
+        let deadline = configuration.monotonic.now() + configuration.drainTimeout
+        while configuration.monotonic.now() < deadline && !Task.isCancelled && !Task.isShuttingDownGracefully {
             let status = await spool.status()
             let feedRead = await reader?.hasCaughtUp ?? true
             if status.waiting == 0 && feedRead { return }
-            try? await Task.sleep(for: .milliseconds(100))
+            try? await configuration.monotonic.sleep(for: 0.1)
         }
         logger.warning("stopped with samples still in the spool; they are sent on the next run")
     }

@@ -45,7 +45,7 @@ struct EndpointCheck: Sendable {
         if codes.contains(Self.unknownEndpoint) { wanted = true }
     }
 
-    mutating func suspectCertificateRefusals(_ count: Int, uptimeNow: Double = uptime()) {
+    mutating func suspectCertificateRefusals(_ count: Int, uptimeNow: Double) {
         if count >= 3, lastSent.map({ uptimeNow - $0 >= 300 }) ?? true { wanted = true }
     }
 

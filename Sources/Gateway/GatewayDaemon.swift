@@ -57,6 +57,8 @@ public struct GatewayDaemon: Sendable {
         public var certificateNotAfter: Date?
         /// The best known UTC, disciplined by the samples' GNSS time; the connection stamps requests with it.
         public var clock: TrueTime?
+        /// What the daemon's intervals, retries and renewals are measured and waited on.
+        public var monotonic: MonotonicClock = .system
         /// Where the last acknowledged endpoint set-up is remembered; nil runs it at every start.
         public var setupRecordPath: String?
         /// How long agrirouter keeps an answer in the outbox: a batch unanswered this long is sent again.
@@ -186,6 +188,7 @@ public struct GatewayDaemon: Sendable {
 
     /// The system clock, as the clock the daemon was given reads it.
     private var wall: WallClock { configuration.clock?.wall ?? .system }
+    private var monotonic: MonotonicClock { configuration.monotonic }
 
     /// Runs until shut down gracefully or cancelled, or, for a finite source, until it ends and the
     /// spool has been sent.
@@ -213,7 +216,7 @@ public struct GatewayDaemon: Sendable {
         let heartbeat = configuration.heartbeatPath.map {
             HeartbeatWriter(
                 path: $0, environment: configuration.environment, clock: configuration.clock,
-                sendInterval: configuration.sendInterval,
+                monotonic: configuration.monotonic, sendInterval: configuration.sendInterval,
                 receiverBus: configuration.receiverBus,
                 machine: configuration.machineStatus)
         }
@@ -298,7 +301,7 @@ public struct GatewayDaemon: Sendable {
             spool: spool, connection: connection, outputs: configuration.outputs,
             efdi: configuration.outputs.contains(.efdi) ? Publisher.EFDI(description: description) : nil,
             rideAppendsWithin: Self.rideAppendsWithin(samplingInterval: configuration.samplingInterval),
-            clock: configuration.clock, logger: logger)
+            clock: configuration.clock, monotonic: configuration.monotonic, logger: logger)
         // When the set-up was last acknowledged, on the monotonic clock: a clock step neither
         // repeats it at once nor puts it off for hours.
         var setUpAt = remembered(setup, connection)
@@ -320,18 +323,18 @@ public struct GatewayDaemon: Sendable {
                     let settled = await learnTime(
                         connection, publisher: publisher, reader: reader, check: &check, heartbeat: heartbeat)
                 else {
-                    try? await Task.sleep(for: .seconds(configuration.sendInterval))
+                    try? await monotonic.sleep(for: configuration.sendInterval)
                     continue
                 }
                 await counter.add(acknowledged: settled)
             }
             probedTime = true
-            if setUpAt.map({ uptime() - $0 > configuration.setupRenewal }) ?? true {
+            if setUpAt.map({ monotonic.now() - $0 > configuration.setupRenewal }) ?? true {
                 do {
                     try await setup.run(on: connection)
                     let settled = await deliver(connection, publisher: publisher, reader: reader, check: &check)
                     await counter.add(acknowledged: settled.acknowledged)
-                    setUpAt = uptime()
+                    setUpAt = monotonic.now()
                     await publisher.endpointSetUp()
                     await remember(setup, connection, at: trueNow())
                     await reader?.connected()
@@ -345,11 +348,11 @@ public struct GatewayDaemon: Sendable {
                     await heartbeat?.beat()
                     logger.warning(
                         "endpoint set-up: \(error.description); retrying in \(Int(configuration.setupRetry)) s")
-                    try? await Task.sleep(for: .seconds(configuration.setupRetry))
+                    try? await monotonic.sleep(for: configuration.setupRetry)
                     continue
                 }
             }
-            let started = uptime()
+            let started = monotonic.now()
             await describe(publisher, connection, as: &describedAs, machine: &describedMachine)
             await pingIfDue(&check, connection)
             let (report, error) = await pass(
@@ -359,10 +362,10 @@ public struct GatewayDaemon: Sendable {
             await heartbeat?.described(await publisher.descriptionState)
             for codes in report.refusals { check.suspect(codes: codes) }
             certificateRefusals = Self.refusesCertificate(error) ? certificateRefusals + 1 : 0
-            check.suspectCertificateRefusals(certificateRefusals)
+            check.suspectCertificateRefusals(certificateRefusals, uptimeNow: monotonic.now())
             await heartbeat?.endpointDeleted(at: check.deletedAt)
             if error != nil {
-                try? await Task.sleep(for: .seconds(configuration.sendInterval))
+                try? await monotonic.sleep(for: configuration.sendInterval)
             } else if !(await hasWorkNow(publisher: publisher, reader: reader, counter: counter)) {
                 // The next cycle starts one send interval after this one started.
                 let settled = await idle(
@@ -413,7 +416,7 @@ public struct GatewayDaemon: Sendable {
             endpointID: endpoint, fingerprint: setup.fingerprint(endpointID: endpoint),
             maximumAge: configuration.setupRenewal, now: now
         )
-        .map { uptime() - now.timeIntervalSince($0) }
+        .map { monotonic.now() - now.timeIntervalSince($0) }
     }
 
     /// The best known UTC, or the system clock's reading while it is unknown.
@@ -454,7 +457,7 @@ public struct GatewayDaemon: Sendable {
                 // over REST the publisher's own wait does it, and a backoff is always its to wait out).
                 if connection.link.deliversAnswers {
                     report.acknowledged += await idle(
-                        until: uptime() + (await connection.untilSpacingAllows()), connection: connection,
+                        until: monotonic.now() + (await connection.untilSpacingAllows()), connection: connection,
                         publisher: publisher, reader: reader, check: &check)
                 }
                 // The feed reader's confirm goes in the publisher's request, not in a slot of its own.
@@ -558,10 +561,10 @@ public struct GatewayDaemon: Sendable {
 
     /// Sends dke:ping when the check wants one; its answer comes with the next outbox poll.
     private func pingIfDue(_ check: inout EndpointCheck, _ connection: AgrirouterConnection) async {
-        guard check.isDue(uptimeNow: uptime()) else { return }
+        guard check.isDue(uptimeNow: monotonic.now()) else { return }
         do throws(GatewayError) {
             let sent = try await connection.send(TechnicalMessageType.ping, payload: nil, for: .check)
-            check.sent(sent.applicationMessageID, uptimeNow: uptime())
+            check.sent(sent.applicationMessageID, uptimeNow: monotonic.now())
         } catch {
             check.notSent()
             logger.warning("dke:ping: \(error.description)")
@@ -616,17 +619,17 @@ public struct GatewayDaemon: Sendable {
         check: inout EndpointCheck
     ) async -> Int {
         guard connection.link.deliversAnswers, reader != nil else {
-            try? await Task.sleep(for: .seconds(max(0, deadline - uptime())))
+            try? await monotonic.sleep(until: deadline)
             return 0
         }
         var settled = 0
-        while !Task.isCancelled, deadline - uptime() > 0 {
-            await connection.link.waitForMail(atMost: deadline - uptime())
-            guard deadline - uptime() > 0 else { break }  // the cycle takes what came at its end
+        while !Task.isCancelled, deadline - monotonic.now() > 0 {
+            await connection.link.waitForMail(atMost: deadline - monotonic.now())
+            guard deadline - monotonic.now() > 0 else { break }  // the cycle takes what came at its end
             guard let report = try? await pollAndSettle(connection, publisher: publisher, reader: reader, check: &check)
             else {
                 // The cycle's own poll reports the failure; here the rest of the wait is slept.
-                try? await Task.sleep(for: .seconds(max(0, deadline - uptime())))
+                try? await monotonic.sleep(until: deadline)
                 break
             }
             settled += report.acknowledged

@@ -25,7 +25,7 @@ actor HeartbeatWriter {
     private var countedUptime: Double?
     private var failure: String?
     /// Monotonic times of the start and of the last acknowledgement, for `quietSeconds`.
-    private let startedUptime = uptime()
+    private let startedUptime: Double
     private var acknowledgedUptime: Double?
     private let logger = Logger(label: "agrigps.heartbeat")
 
@@ -33,6 +33,7 @@ actor HeartbeatWriter {
     let previous: Heartbeat?
     /// The daemon's best known UTC, whose difference from the system clock each write records.
     private let clock: TrueTime?
+    private let monotonic: MonotonicClock
     /// What the CAN bus shows, asked at each write.
     private let receiverBus: (@Sendable () -> String?)?
     /// What the machine's bus shows, asked at each write.
@@ -41,12 +42,14 @@ actor HeartbeatWriter {
     private var newestWork: String?
 
     init(
-        path: String, environment: String?, clock: TrueTime? = nil, sendInterval: Double? = nil,
-        minimumGap: Double = 10,
+        path: String, environment: String?, clock: TrueTime? = nil, monotonic: MonotonicClock = .system,
+        sendInterval: Double? = nil, minimumGap: Double = 10,
         receiverBus: (@Sendable () -> String?)? = nil, machine: (@Sendable () -> Heartbeat.MachineStatus?)? = nil
     ) {
         self.path = path
         self.clock = clock
+        self.monotonic = monotonic
+        startedUptime = monotonic.now()
         self.receiverBus = receiverBus
         self.machine = machine
         self.minimumGap = minimumGap
@@ -88,7 +91,7 @@ actor HeartbeatWriter {
                 expired: feed.taskDataExpired, lastProblem: feed.lastTaskDataProblem)
         }
         heartbeat.countedAt = time
-        countedUptime = uptime()
+        countedUptime = monotonic.now()
     }
 
     /// Where EFDI's device description stands, after each send cycle.
@@ -108,7 +111,7 @@ actor HeartbeatWriter {
 
     func acknowledged(at time: Date = Date()) {
         heartbeat.lastAcknowledgedAt = time
-        acknowledgedUptime = uptime()
+        acknowledgedUptime = monotonic.now()
     }
 
     func failed(_ error: String, at time: Date = Date()) {
@@ -169,9 +172,9 @@ actor HeartbeatWriter {
     }
 
     private func writeIfDue(now: Date = Date(), force: Bool = false) {
-        guard force || writtenAt.map({ uptime() - $0 >= minimumGap }) ?? true else { return }
+        guard force || writtenAt.map({ monotonic.now() - $0 >= minimumGap }) ?? true else { return }
         heartbeat.updatedAt = now
-        heartbeat.quietSeconds = max(0, uptime() - (acknowledgedUptime ?? startedUptime))
+        heartbeat.quietSeconds = max(0, monotonic.now() - (acknowledgedUptime ?? startedUptime))
         heartbeat.systemClockError = clock?.systemClockError()
         heartbeat.receiverBus = receiverBus?()
         // The work state as the newest sample carries it (the work switch's part included); a
@@ -188,11 +191,11 @@ actor HeartbeatWriter {
             if reason != failure { logger.error("\(reason); agrigps status cannot see this daemon until it is fixed") }
             failure = reason
         }
-        writtenAt = uptime()
+        writtenAt = monotonic.now()
     }
 
     /// Whether the counts are older than `seconds` by the monotonic clock.
     func countsOlder(than seconds: Double) -> Bool {
-        countedUptime.map { uptime() - $0 >= seconds } ?? true
+        countedUptime.map { monotonic.now() - $0 >= seconds } ?? true
     }
 }

@@ -76,14 +76,17 @@ public actor Publisher {
         nil, 0, nil, nil
     )
     public private(set) var descriptionState: DescriptionState?
+    /// What the wait for answers and the description's resends are timed on.
+    private let monotonic: MonotonicClock
 
     /// `outputs` are those enabled; EFDI needs `efdi` and is left out without it.
     public init(
         spool: Spool, connection: AgrirouterConnection, byteBudget: Int = AgrirouterLimits.payloadBytes,
         outputs: [SpoolOutput] = [.gpsInfo], efdi: EFDI? = nil, rideAppendsWithin: Double? = nil,
-        clock: TrueTime? = nil, logger: Logger = Logger(label: "agrigps.publisher")
+        clock: TrueTime? = nil, monotonic: MonotonicClock = .system, logger: Logger = Logger(label: "agrigps.publisher")
     ) {
         self.spool = spool
+        self.monotonic = monotonic
         self.rideAppendsWithin = rideAppendsWithin
         self.clock = clock
         self.connection = connection
@@ -133,10 +136,11 @@ public actor Publisher {
     /// `along` are other parts' messages (the feed reader's confirm) that go in the same request, or
     /// in one of their own when there is no batch: every request counts against the spacing.
     public func cycle(
-        now: Date? = nil, uptimeNow: Double = uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime,
+        now: Date? = nil, uptimeNow: Double? = nil, inFlightTimeout: Double = AgrirouterLimits.outboxLifetime,
         along: [AgrirouterConnection.Outgoing] = []
     ) async -> CycleReport {
         let now = now ?? TrueTime.bestGuess(clock)
+        let uptimeNow = uptimeNow ?? monotonic.now()
         var report = CycleReport()
         if !adoptedEarlierBatches {
             // A batch a killed predecessor sent may have its answer waiting in the outbox: wait for
@@ -326,7 +330,7 @@ public actor Publisher {
             // No one is routed to receive it yet; agrirouter has it all the same.
             break
         case .ackWithFailure:
-            description = (nil, description.sentAt, nil, uptime())
+            description = (nil, description.sentAt, nil, monotonic.now())
             descriptionState?.refusal = codes
             report.refusals.append(codes)
             logger.warning(
@@ -337,7 +341,7 @@ public actor Publisher {
             return
         }
         let first = description.acceptedAt == nil
-        description = (nil, description.sentAt, uptime(), nil)
+        description = (nil, description.sentAt, monotonic.now(), nil)
         descriptionState = DescriptionState(
             acceptedAt: now, refusal: nil, teamSetContextID: efdi.description.teamSetContextID)
         if first {

@@ -27,7 +27,7 @@ public actor Spool {
     private var ringDropped = 0
     /// Unacknowledged rows and their wire bytes, kept here because COUNT(*) is a table scan.
     private var queued = (rows: 0, bytes: 0)
-    private var lastReopen = uptime()
+    private var lastReopen: Double
     private var lastAgeSweep = -Double.infinity
     private var lastCheckpoint = -Double.infinity
     /// Rows finished since the last clearing, when no history is kept; see `acknowledge`.
@@ -90,6 +90,7 @@ public actor Spool {
         self.path = path
         self.configuration = configuration
         self.logger = logger
+        lastReopen = configuration.monotonic.now()
         let outputs = SpoolConfiguration.enabled(configuration.outputs ?? [.gpsInfo])
         self.outputs = outputs
         insertSQL = SampleColumns.insert(outputs: outputs)
@@ -202,8 +203,8 @@ public actor Spool {
     /// home and truncating it lets a nearly full disk take samples again. Tried once per
     /// `reopenInterval`, as it reads and writes the whole log.
     private func checkpointIfDue(_ database: DatabaseQueue) {
-        guard uptime() - lastCheckpoint >= configuration.reopenInterval else { return }
-        lastCheckpoint = uptime()
+        guard configuration.monotonic.now() - lastCheckpoint >= configuration.reopenInterval else { return }
+        lastCheckpoint = configuration.monotonic.now()
         _ = try? database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 
@@ -271,8 +272,8 @@ public actor Spool {
     }
 
     private func reopenIfDue() -> DatabaseQueue? {
-        guard uptime() - lastReopen >= configuration.reopenInterval else { return nil }
-        lastReopen = uptime()
+        guard configuration.monotonic.now() - lastReopen >= configuration.reopenInterval else { return nil }
+        lastReopen = configuration.monotonic.now()
         guard case .success(let opened) = SpoolFile.open(path: path, configuration: configuration, logger: logger)
         else {
             return nil
@@ -314,8 +315,8 @@ public actor Spool {
     /// Drops the oldest unsent rows while the spool is over a cap. `added` is what this transaction
     /// adds; it comes back reduced by what was dropped.
     private func evictOverCaps(adding added: inout (rows: Int, bytes: Int), now: Double, in db: Database) throws {
-        if uptime() - lastAgeSweep >= 60 {
-            lastAgeSweep = uptime()
+        if configuration.monotonic.now() - lastAgeSweep >= 60 {
+            lastAgeSweep = configuration.monotonic.now()
             let cutoff = now - configuration.maximumAge
             // Old by both clocks: a box without a battery-backed clock samples at "1970" until NTP
             // runs, and those samples carry their true GNSS time; a replay's GNSS time is years old

@@ -1,3 +1,4 @@
+import Clocks
 import Foundation
 import GNSS
 
@@ -30,6 +31,8 @@ public struct SpoolConfiguration: Sendable {
     /// The time the spool keeps its own times by (age cap, retries, state changes): the daemon gives
     /// its best known UTC, so a wrong system clock neither ages samples out nor delays retries.
     public var clock: @Sendable () -> Date = { Date() }
+    /// What the reopening, the checkpoints and the age sweeps are spaced on.
+    public var monotonic: MonotonicClock = .system
     /// SQLite busy timeout, seconds.
     public var busyTimeout: Double = 5
     /// Encoded size of one sample in a GPSList, framing included. The link layer knows the exact

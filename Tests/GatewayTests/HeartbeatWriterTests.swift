@@ -1,6 +1,7 @@
 import Foundation
 import GNSS
 import StateDirectory
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -12,25 +13,35 @@ import Testing
         return PositionSample(sampledAt: time, state: state, report: report)
     }
 
-    @Test("a change of state is written at once; the same state again waits for the gap")
+    @Test(
+        "a change of state is written at once; the same state again waits for the gap (virtual time), and the quiet since the last acknowledgement follows the monotonic clock"
+    )
     func writesOnChangeOrAfterTheGap() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heartbeat-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/heartbeat.json"
-        let writer = HeartbeatWriter(path: path, environment: nil, minimumGap: 60)
+        let directory = TemporaryDirectory("heartbeat")
+        let path = directory.file("heartbeat.json")
+        let time = ManualClock()
+        let writer = HeartbeatWriter(path: path, environment: nil, monotonic: time.clock, minimumGap: 60)
         // the file keeps whole seconds
         let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
 
         await writer.sampled(sample(.fix(.threeD, .autonomous), at: now))
         #expect(Heartbeat.read(from: path)?.lastSample?.state == "fix_3d_autonomous", "the first sample is a change")
+        time.advance(by: 59)
         await writer.sampled(sample(.fix(.threeD, .autonomous), at: now.addingTimeInterval(1)))
         #expect(
             Heartbeat.read(from: path)?.lastSample?.sampledAt == now, "the same state within the gap is not written")
-        await writer.sampled(sample(.noFix, at: now.addingTimeInterval(2)))
+        time.advance(by: 1)
+        await writer.sampled(sample(.fix(.threeD, .autonomous), at: now.addingTimeInterval(2)))
+        #expect(
+            Heartbeat.read(from: path)?.lastSample?.sampledAt == now.addingTimeInterval(2),
+            "the same state is written once the gap is out")
+        #expect(Heartbeat.read(from: path)?.quietSeconds == 60, "nothing acknowledged in the minute since the start")
+        await writer.acknowledged(at: now)
+        time.advance(by: 1)
+        await writer.sampled(sample(.noFix, at: now.addingTimeInterval(3)))
         #expect(Heartbeat.read(from: path)?.lastSample?.state == "no_fix", "losing the fix is written at once")
         #expect(Heartbeat.read(from: path)?.lastFix?.latitude == 52)
+        #expect(Heartbeat.read(from: path)?.quietSeconds == 1, "a second since the acknowledgement")
         await writer.beat()
         #expect(Heartbeat.read(from: path)?.updatedAt ?? .distantPast >= now)
     }
@@ -39,11 +50,9 @@ import Testing
         "the file is written in place, group-readable whatever the umask, with nothing beside it; a torn write reads as none, an old whole file as itself"
     )
     func writesTheFileInPlaceForTheGroup() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("heartbeat-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let path = directory + "/heartbeat.json"
+        let scratch = TemporaryDirectory("heartbeat")
+        let directory = scratch.path
+        let path = scratch.file("heartbeat.json")
         let old = umask(0o077)
         defer { umask(old) }
         var heartbeat = Heartbeat(onboarded: false)

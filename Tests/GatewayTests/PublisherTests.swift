@@ -62,7 +62,7 @@ struct Rig {
             simulator: simulator, spool: spool, connection: connection,
             publisher: Publisher(
                 spool: spool, connection: connection, byteBudget: byteBudget, outputs: outputs,
-                efdi: outputs.contains(.efdi) ? publishing : nil, clock: clock),
+                efdi: outputs.contains(.efdi) ? publishing : nil, clock: clock, monotonic: monotonic),
             directory: directory)
     }
 
@@ -74,7 +74,7 @@ struct Rig {
     /// The publisher's part of a daemon's pass: publish, then one poll of the outbox, its answers
     /// handed to the publisher. A pass that failed to publish polls nothing, as in the daemon.
     func cycle(
-        now: Date? = nil, uptimeNow: Double = Clocks.uptime(), inFlightTimeout: Double = AgrirouterLimits.outboxLifetime
+        now: Date? = nil, uptimeNow: Double? = nil, inFlightTimeout: Double = AgrirouterLimits.outboxLifetime
     )
         async -> Publisher.CycleReport
     {
@@ -94,10 +94,10 @@ struct Rig {
     }
 
     /// Cycles until the spool has nothing unsent and nothing in flight, or `limit` cycles pass.
-    func drain(limit: Int = 50, uptime: () -> Double = Clocks.uptime) async -> [Publisher.CycleReport] {
+    func drain(limit: Int = 50, uptime: (() -> Double)? = nil) async -> [Publisher.CycleReport] {
         var reports: [Publisher.CycleReport] = []
         for _ in 0..<limit {
-            reports.append(await cycle(uptimeNow: uptime()))
+            reports.append(await cycle(uptimeNow: uptime?()))
             let status = await spool.status()
             if status.pending + status.inFlight + status.failed == 0, await publisher.awaitingAnswers == 0 { break }
         }

@@ -1,9 +1,10 @@
 import Clocks
 import Synchronization
 
-/// A monotonic clock that only a test moves on, for the logic about time (spacing, backoff, ages):
-/// hand `clock` to the code under test, wait until it sleeps (`sleepers(atLeast:)`), and `advance`.
-/// Sleepers wake in the order of their deadlines, each at its own reading, as a real clock wakes them.
+/// A clock that only a test moves on, for the logic about time (spacing, backoff, ages): hand
+/// `clock` (or `now` as a reading of seconds) to the code under test, wait until it sleeps
+/// (`sleepers(atLeast:)`), and `advance`. Sleepers wake in the order of their deadlines, each at its
+/// own reading, as a real clock wakes them. As a wall clock, it can also be stepped back.
 public final class ManualClock: Sendable {
     private struct Sleeper {
         var deadline: Double
@@ -56,6 +57,13 @@ public final class ManualClock: Sendable {
     }
 
     /// Takes the earliest sleeper due by `target` off the list, the clock at its deadline.
+    /// Sets the clock `seconds` on or back at once, as a system clock is stepped; only a step
+    /// forward wakes sleepers (at its end).
+    public func step(by seconds: Double) {
+        guard seconds >= 0 else { return state.withLock { $0.now += seconds } }
+        advance(by: seconds)
+    }
+
     private func wakeNext(until target: Double) -> CheckedContinuation<Void, any Error>? {
         state.withLock { state in
             let due = state.sleepers.filter { $0.value.deadline <= target }
