@@ -339,8 +339,16 @@ class Machine:
         # at the first read: a real receiver's FTDI chip drops what nobody reads.
         rig.receiver.attach(None)
         _, _ = wait_for("QEMU's sockets", 20, lambda: os.path.exists(self.monitor_path) and os.path.exists(self.agent_path), 0.1)
-        self.monitor = Monitor(self.monitor_path)
+        # The socket's file is there once QEMU has bound it, which is a moment before it listens: a
+        # connection refused in between is tried again.
+        self.monitor, _ = wait_for("QEMU's monitor", 20, self.connect_monitor, 0.1)
         self.agent = Agent(self.agent_path)
+
+    def connect_monitor(self):
+        if self.process.poll() is not None:
+            with open(os.path.join(self.rig.work, f"qemu-{self.boot}.log"), errors="replace") as handle:
+                raise RigFailure(f"QEMU exited ({self.process.returncode}) at boot {self.boot}: {handle.read()[-1500:]}")
+        return Monitor(self.monitor_path)
 
     def wait_until_up(self, bound):
         """Seconds from QEMU's start to multi-user.target active."""
