@@ -30,6 +30,9 @@ CA_IN_GUEST = "/etc/agrigps/local-agrirouter-ca.pem"
 # with gpsd's positions beside it), canboat's power-up (a GPS at address 0 whose first frames come
 # from 1 and 35) and canboat's bus with 129025 only.
 CAN_LOG = "logfile_20140914_365495765_can.log"
+# Its span from the first frame to the last, and the name of its first minutes' copy.
+CAN_LOG_SECONDS = 215
+CAN_REPLAY_CUT = "replay-cut_can.log"
 CAN_POSITIONS = "logfile_20140914_365495765_can.tpv.jsonl"
 CAN_FIRST_SENDER_LOG = "candumpSample1.txt"
 CAN_NO_FIX_DATA_LOG = "candumpSample3.txt"
@@ -477,6 +480,10 @@ class Rig:
         shutil.copy(os.path.join(os.path.dirname(os.path.abspath(__file__)), "can_player.py"), folder)
         for name in (CAN_LOG, CAN_FIRST_SENDER_LOG, CAN_NO_FIX_DATA_LOG, TRACTOR_ENGINE_LOG):
             shutil.copy(os.path.join(self.options.can_fixtures, name), folder)
+        if self.options.can_replay_seconds:
+            with open(os.path.join(self.options.can_fixtures, CAN_LOG)) as source, \
+                    open(os.path.join(folder, CAN_REPLAY_CUT), "w") as cut:
+                cut.writelines(self.cut_candump(source, self.options.can_replay_seconds))
         # Room for the package (a debug build's, with the Swift runtime, is about 50 MB) and the file system's own.
         packages = [self.options.deb] + ([self.options.upgrade_from] if self.options.upgrade_from else [])
         size_mib = max(64, sum(os.path.getsize(deb) for deb in packages) // 2**20 + 32)
@@ -510,7 +517,7 @@ class Rig:
         agent.check(f"install -m 0644 /mnt/rig/local-agrirouter-ca.pem {CA_IN_GUEST} && adduser --quiet field agrigps")
         # Every committed sample in the journal, whose copy on the second serial port survives a power cut.
         agent.check("mkdir -p /etc/systemd/system/agrigps.service.d && "
-                    "printf '[Service]\\nEnvironment=AGRIGPS_LOG_LEVEL=debug\\n' > /etc/systemd/system/agrigps.service.d/field-rig.conf && "
+                    f"printf '[Service]\\nEnvironment=AGRIGPS_LOG_LEVEL=debug\\n{self.watchdog_setting()}' > /etc/systemd/system/agrigps.service.d/field-rig.conf && "
                     "systemctl daemon-reload && systemctl restart agrigps.service")
         # The rig's own set-up is on the disk before the power cut that follows onboarding: that cut
         # tests what `agrigps onboard` made durable, not the drop-in above.
@@ -524,6 +531,11 @@ class Rig:
             raise RigFailure(f"onboarding said: {output}")
         self.endpoint = match.group(1)
         log(f"onboarded as endpoint {self.endpoint}")
+
+    def watchdog_setting(self):
+        """The drop-in's line for --watchdog-sec: the unit's own period unless one is given."""
+        seconds = self.options.watchdog_sec
+        return f"WatchdogSec={seconds}\\n" if seconds else ""
 
     def service_ready(self, agent, bound=120):
         """The unit is active (Type=notify: the daemon said READY) and its main process runs."""
@@ -809,6 +821,18 @@ class Rig:
         with open(os.path.join(self.options.can_fixtures, CAN_POSITIONS)) as handle:
             return [(record["lat"], record["lon"]) for record in map(json.loads, handle) if "lat" in record]
 
+    @staticmethod
+    def cut_candump(lines, seconds):
+        """A candump log's comments and its frames of the first `seconds` of the recording."""
+        start = None
+        for line in lines:
+            match = re.match(r"\((\d+\.\d+)\) ", line)
+            if match:
+                start = float(match.group(1)) if start is None else start
+                if float(match.group(1)) - start > seconds:
+                    return
+            yield line
+
     def can_strays(self, fixes):
         """The fixes at no position gpsd's expected output for the recording gives (to 1e-6 degrees)."""
         expected = self.expected_can_positions()
@@ -907,8 +931,12 @@ class Rig:
         recorded pace: at 250 frames a second, beside CI's test suites, gpsd's sockets fell behind
         (131 of 208 seconds in one run, and a copy more than 30 receiver seconds late)."""
         agent.check("modprobe vcan && (ip link show vcan0 >/dev/null 2>&1 || ip link add vcan0 type vcan) && ip link set vcan0 up")
+        # The short form replays the recording's first minutes only (--can-replay-seconds), and holds
+        # them to the same shares: 150 of 215 seconds with fixes, the daemon a sixth.
+        recording = CAN_REPLAY_CUT if self.options.can_replay_seconds else CAN_LOG
+        span = self.options.can_replay_seconds or CAN_LOG_SECONDS
         started = time.monotonic()
-        code, output = agent.run(f"agrigps replay --json --real-time /mnt/rig/{CAN_LOG}", 330)
+        code, output = agent.run(f"agrigps replay --json --real-time /mnt/rig/{recording}", span + 120)
         seconds = time.monotonic() - started
         samples = []
         for line in output.splitlines():
@@ -919,18 +947,19 @@ class Rig:
         times = [s["time"] for s in samples if s.get("time")]
         backwards = sum(1 for earlier, later in zip(times, times[1:]) if later < earlier)
         seconds_covered = len({t[:19] for t in times})
-        if code != 0 or len(fixes) < 150 or seconds_covered < 150 or strays or backwards:
-            raise RigFailure(f"agrigps replay of {CAN_LOG} (exit {code}): {len(samples)} samples, {len(fixes)} fixes, "
-                             f"{len(strays)} at positions gpsd does not give {strays[:2]}, {backwards} going back in time, {seconds_covered} seconds of the recording's 208:\n{output[-1500:]}")
+        needed = int(span * 150 / CAN_LOG_SECONDS)
+        if code != 0 or len(fixes) < needed or seconds_covered < needed or strays or backwards:
+            raise RigFailure(f"agrigps replay of {recording} (exit {code}): {len(samples)} samples, {len(fixes)} fixes, "
+                             f"{len(strays)} at positions gpsd does not give {strays[:2]}, {backwards} going back in time, {seconds_covered} seconds of the recording's {span}:\n{output[-1500:]}")
         states = sorted({s["state"] for s in samples})
         # The daemon on the same recording, into a spool of its own (not onboarded: it only samples).
         # At the fast pace, which loses seconds on a loaded machine (137 of 208 beside CI's test
         # suites once, 92 another time, 207 when idle): the recorded pace is held to 150 above,
         # this only to a daemon that samples the bus at all, a sixth of the recording.
-        code, run_output = agent.run(f"agrigps run --replay /mnt/rig/{CAN_LOG} --state-dir /tmp/rig-run-replay", 120)
+        code, run_output = agent.run(f"agrigps run --replay /mnt/rig/{recording} --state-dir /tmp/rig-run-replay", 120)
         taken = re.search(r"agrigps: (\d+) samples taken", run_output)
-        if code != 0 or not taken or int(taken.group(1)) < 35:
-            raise RigFailure(f"agrigps run --replay of {CAN_LOG} (exit {code}):\n{run_output[-1500:]}")
+        if code != 0 or not taken or int(taken.group(1)) < span // 6:
+            raise RigFailure(f"agrigps run --replay of {recording} (exit {code}):\n{run_output[-1500:]}")
         log(f"agrigps replay onto vcan0: {len(samples)} samples ({len(fixes)} fixes, states {states}, {seconds_covered} distinct seconds) "
             f"in {seconds:.1f} s, exit 0; "
             f"agrigps run --replay: {taken.group(1)} samples taken")
@@ -1332,6 +1361,10 @@ def main():
     parser.add_argument("--power-cuts", type=int, default=1, help="how many times the power goes (default 1)")
     parser.add_argument("--cut-after-min", type=float, default=3.0, help="earliest cut, seconds after the checks of a boot")
     parser.add_argument("--cut-after-max", type=float, default=25.0, help="latest cut, seconds after the checks of a boot")
+    parser.add_argument("--can-replay-seconds", type=int, default=0,
+                        help="replay only this many seconds of the CAN recording (default 0: all of its 215)")
+    parser.add_argument("--watchdog-sec", type=int, default=0,
+                        help="the service's WatchdogSec in the guest, by a drop-in (default 0: the unit's own)")
     parser.add_argument("--boot-bound", type=float, default=300.0, help="longest wait for a boot to reach multi-user")
     parser.add_argument("--seed", type=int, default=None, help="for the random cut times (default: from the clock)")
     parser.add_argument("--figures", help="write the measured figures to this JSON file")
@@ -1339,6 +1372,10 @@ def main():
     options = parser.parse_args()
     if not 0 <= options.can_cpu_seconds <= 3600:
         parser.error("--can-cpu-seconds: 0 to 3600")
+    if not (options.can_replay_seconds == 0 or 30 <= options.can_replay_seconds <= CAN_LOG_SECONDS):
+        parser.error(f"--can-replay-seconds: 0, or 30 to {CAN_LOG_SECONDS}")
+    if not (options.watchdog_sec == 0 or 10 <= options.watchdog_sec <= 600):
+        parser.error("--watchdog-sec: 0, or 10 to 600")
     if not 0 <= options.power_cuts <= 1000:
         parser.error("--power-cuts: 0 to 1000")
     if not 0 <= options.cut_after_min <= options.cut_after_max <= 3600:

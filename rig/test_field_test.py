@@ -155,3 +155,26 @@ class WorkStateTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ShortFormTests(unittest.TestCase):
+    CAN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Fixtures", "can", field_test.CAN_LOG)
+
+    def test_the_replay_cut_keeps_the_comments_and_the_first_seconds_of_frames(self):
+        with open(self.CAN) as handle:
+            lines = handle.readlines()
+        cut = list(field_test.Rig.cut_candump(lines, 60))
+        frames = [float(line[1:line.index(")")]) for line in cut if line.startswith("(")]
+        self.assertEqual([line for line in cut if line.startswith("#")], [line for line in lines if line.startswith("#")])
+        self.assertEqual(cut, lines[:len(cut)], "the recording's own lines, in order")
+        self.assertLessEqual(frames[-1] - frames[0], 60)
+        self.assertGreater(frames[-1] - frames[0], 59, "up to the minute's end")
+        whole = [float(line[1:line.index(")")]) for line in lines if line.startswith("(")]
+        self.assertAlmostEqual(whole[-1] - whole[0], field_test.CAN_LOG_SECONDS, delta=1)
+
+    def test_the_watchdog_drop_in_line_only_when_asked(self):
+        rig = field_test.Rig.__new__(field_test.Rig)
+        rig.options = type("Options", (), {"watchdog_sec": 0})()
+        self.assertEqual(rig.watchdog_setting(), "")
+        rig.options.watchdog_sec = 20
+        self.assertEqual(rig.watchdog_setting(), "WatchdogSec=20\\n", "printf's escape, for the drop-in's next line")
