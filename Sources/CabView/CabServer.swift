@@ -56,6 +56,9 @@ public struct CabConfiguration: Sendable {
     public var onboardingSettings = OnboardingSettings(applicationID: "", certificationVersionID: "")
     /// Local days of the Records tab: [track] time_zone, else nil for TZ or the system's.
     public var trackTimeZone: TimeZone?
+    /// The clock a wrong password's wait is kept by, in seconds: the wall clock, as the waits are kept
+    /// in a file and outlast a restart. Tests hand in one they move on.
+    public var loginClock: @Sendable () -> Double = { Date().timeIntervalSince1970 }
 
     public init(paths: StatusSnapshot.Paths) {
         self.paths = paths
@@ -122,7 +125,8 @@ public struct CabServer: Sendable {
         monitor = CabMonitor(settings: settings, logger: logger)
         sessions = Sessions(lifetime: configuration.sessionLifetime)
         records = CabRecords(path: configuration.trackPath, timeZone: configuration.trackTimeZone)
-        logins = LoginThrottle(path: configuration.paths.stateDirectory + "/web-logins.json")
+        logins = LoginThrottle(
+            path: configuration.paths.stateDirectory + "/web-logins.json", now: configuration.loginClock)
         // The configured file, else one uploaded from Settings before.
         let uploaded = configuration.paths.stateDirectory + "/" + Self.uploadedBasemap
         basemaps = BasemapSlot(
