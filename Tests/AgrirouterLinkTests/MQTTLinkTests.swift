@@ -14,6 +14,8 @@ struct MQTTLinkTests {
     struct Machine {
         var endpoint: OnboardingResponse
         var connection: AgrirouterConnection
+        /// Holds `directory`, which the connection makes: removed with the machine.
+        var scratch: TemporaryDirectory
         var directory: String
     }
 
@@ -53,11 +55,12 @@ struct MQTTLinkTests {
             environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v")
         )
         .onboard(tan: tan, externalID: id, transport: .mqtt)
-        let directory = NSTemporaryDirectory() + "/mqtt-link-\(UUID().uuidString)"
+        let scratch = TemporaryDirectory("mqtt-link")
+        let directory = scratch.file("link")
         let stored = StoredEndpoint(
             environment: "local", response: endpoint, settings: nil, trustedCAPEM: simulator.caCertificatePEM)
         let connection = try AgrirouterConnection.open(stored, directory: directory, minimumSpacing: 0.02)
-        return Machine(endpoint: endpoint, connection: connection, directory: directory)
+        return Machine(endpoint: endpoint, connection: connection, scratch: scratch, directory: directory)
     }
 
     static func waitUntilConnected(_ link: any Link, seconds: Double = 15) async -> Bool {

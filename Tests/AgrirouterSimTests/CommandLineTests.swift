@@ -2,6 +2,7 @@ import AgrirouterWire
 import ChildProcesses
 import Foundation
 import GPSDReplay
+import TestSupport
 import Testing
 
 @testable import AgrirouterLink
@@ -19,11 +20,12 @@ struct SimulatorCommandLineTests {
     /// test thread's blocked signals and never see SIGTERM), its output in files.
     final class Run {
         let process: ChildProcess
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrirouter-sim-\(UUID().uuidString)"
-        ).path
+        /// The directory of its output files, removed with the run.
+        let scratch = TemporaryDirectory("agrirouter-sim")
+        var output: String { scratch.file("output") }
 
         init(_ arguments: [String]) throws {
+            let output = scratch.file("output")
             process = try ChildProcess(
                 executable: SimulatorCommandLineTests.path, arguments: arguments,
                 environment: ProcessInfo.processInfo.environment,
@@ -37,7 +39,6 @@ struct SimulatorCommandLineTests {
 
         deinit {
             process.terminate(grace: 1)
-            for suffix in [".out", ".err"] { try? FileManager.default.removeItem(atPath: output + suffix) }
         }
     }
 
@@ -71,10 +72,8 @@ struct SimulatorCommandLineTests {
     }
 
     @Test func servesOnboardingWithTheCAItWrote() async throws {
-        let caFile = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrirouter-sim-ca-\(UUID().uuidString).pem"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: caFile) }
+        let scratch = TemporaryDirectory("agrirouter-sim-ca")
+        let caFile = scratch.file("ca.pem")
         // Port 0, like no port, picks a free one.
         let started = try Run(["--tan", "TAN0000001=Tractor", "--ca-file", caFile, "--onboarding-port", "0"])
         let deadline = Date().addingTimeInterval(20)

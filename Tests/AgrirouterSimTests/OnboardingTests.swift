@@ -33,9 +33,8 @@ struct OnboardingTests {
     func keyOpensWithOpenSSL() async throws {
         let key = P256.Signing.PrivateKey()
         let pem = try KeyEncryption.encryptedPEM(key, secret: "Secret-1234")
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-key-\(UUID().uuidString).pem")
-            .path
-        defer { unlink(file) }
+        let scratch = TemporaryDirectory("key")
+        let file = scratch.file("key.pem")
         try Data(pem.utf8).write(to: URL(fileURLWithPath: file))
         func open(_ secret: String) async throws -> (code: Int32?, output: String) {
             try await SystemTool.run(
@@ -105,10 +104,9 @@ struct OnboardingTests {
     }
 
     @Test func credentialStoreKeepsSecretsApartAndPrivate() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-store-\(UUID().uuidString)"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The store makes its directory itself, with its own mode.
+        let scratch = TemporaryDirectory("store")
+        let directory = scratch.file("credentials")
         let store = CredentialStore(directory: directory)
         let id = try store.externalID()
         #expect(id.hasPrefix("urn:agrigps:endpoint:"))
@@ -154,10 +152,8 @@ struct OnboardingTests {
             for (before, expectedAfterCommit) in [(OnboardingResponse?.none, new), (old, new)] {
                 let steps = CredentialStore.SaveStep.allCases
                 for done in 0...steps.count {
-                    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-                        "agrigps-cut-\(UUID().uuidString)"
-                    ).path
-                    defer { try? FileManager.default.removeItem(atPath: directory) }
+                    let scratch = TemporaryDirectory("cut")
+                    let directory = scratch.file("credentials")
                     let store = CredentialStore(directory: directory)
                     if let before { try store.save(before, environment: "local", settings: settings) }
                     let pending = try store.prepare(new, environment: "local", settings: settings, trustedCAPEM: nil)

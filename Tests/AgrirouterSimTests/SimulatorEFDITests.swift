@@ -226,10 +226,8 @@ struct SimulatorEFDITests {
     }
 
     @Test func acceptedEFDIIsRecordedAndKeptAsSentAndRefusedEFDIIsNot() async throws {
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("received-efdi-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: work) }
-        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        let scratch = TemporaryDirectory("received-efdi")
+        let work = scratch.path
         var configuration = SimConfiguration(tans: ["TAN0000001": "Combine", "TAN0000002": "Office"])
         let log = try #require(ReceivedLog(path: work + "/received.jsonl", payloadDirectory: work + "/payloads"))
         configuration.onAcceptedEFDI = log.recordEFDI

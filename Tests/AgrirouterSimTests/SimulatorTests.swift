@@ -669,9 +669,8 @@ struct SimulatorForOtherHostsTests {
     }
 
     @Test func acceptedPositionsAreRecordedBeforeTheyAreAcknowledged() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("received-\(UUID().uuidString).jsonl")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let scratch = TemporaryDirectory("received")
+        let path = scratch.file("received.jsonl")
         var configuration = SimConfiguration(tans: ["TAN0000001": "Tractor"])
         configuration.onAcceptedGPSInfo = try #require(ReceivedLog(path: path)).record
         let simulator = try await AgrirouterSimulator.start(configuration)

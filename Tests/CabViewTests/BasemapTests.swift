@@ -33,15 +33,11 @@ func pngTile(_ marker: String) -> Data {
 
 @Suite("the basemap kept on the box", .timeLimit(.minutes(1)))
 struct BasemapTests {
-    let directory = NSTemporaryDirectory() + "agrigps-basemap-\(UUID().uuidString)"
-
-    init() throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
+    let scratchDirectory = TemporaryDirectory("basemap")
+    var directory: String { scratchDirectory.path }
 
     @Test("tiles are asked for from the top and stored from the bottom; what is not there, or out of range, is nil")
     func rowsAreFlipped() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/farm.mbtiles"
         try makeMBTiles(
             at: path, tiles: [(2, 1, 3, pngTile("top")), (2, 1, 0, pngTile("bottom")), (4, 0, 0, pngTile("deep"))])
@@ -59,7 +55,6 @@ struct BasemapTests {
 
     @Test("a file that is not a raster MBTiles is refused with a reason and what to do")
     func hostileFiles() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let text = directory + "/notes.mbtiles"
         try Data("this is not a database, it is a shopping list\n".utf8 + Data(repeating: 0x41, count: 4096)).write(
             to: URL(fileURLWithPath: text))
@@ -124,7 +119,6 @@ struct BasemapTests {
             #expect(try await fixture.get("/basemap/1/1/1").status == 404)
             #expect(try await fixture.get("/basemap/one/0/0").status == 400)
         }
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     @Test("a basemap that cannot be read leaves the live map, says why, and the page still serves")
@@ -142,7 +136,6 @@ struct BasemapTests {
             #expect(try await fixture.get("/").status == 200)
             #expect(try await fixture.get("/basemap/0/0/0").status == 422)
         }
-        try? FileManager.default.removeItem(atPath: directory)
     }
 }
 

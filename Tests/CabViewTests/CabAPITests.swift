@@ -418,21 +418,21 @@ struct CabAPITests {
     func throttleRules() async throws {
         let temporary = TemporaryDirectory("login")
         let directory = temporary.path
-        let time = TestTime(1_800_000_000)
+        let time = ManualClock(startingAt: 1_800_000_000)
         let throttle = LoginThrottle(
-            path: directory + "/web-logins.json", globalFailuresPerMinute: 3, now: { time.now })
+            path: directory + "/web-logins.json", globalFailuresPerMinute: 3, now: { time.now() })
         #expect(await throttle.attempt("10.0.0.9", verify: { false }) == .wrong(retryAfter: 1))
-        time.advance(1)
+        time.advance(by: 1)
         #expect(await throttle.attempt("10.0.0.9", verify: { false }) == .wrong(retryAfter: 2))
-        time.advance(1)
+        time.advance(by: 1)
         #expect(
             await throttle.attempt("10.0.0.9", verify: { true }) == .tooSoon(retryAfter: 1),
             "the right password within the wait is not checked")
-        time.advance(1)
+        time.advance(by: 1)
         #expect(await throttle.attempt("10.0.0.9", verify: { false }) == .wrong(retryAfter: 4))
         #expect(await throttle.attempt("10.0.0.7", verify: { true }) == .accepted, "another client is not held up")
         // Three failures this minute: the global cap is reached. A client that guessed before waits; a clean one is checked.
-        time.advance(4)
+        time.advance(by: 4)
         if case .tooSoon = await throttle.attempt("10.0.0.9", verify: { true }) {
         } else {
             Issue.record("the cap let a known guesser be checked")
@@ -440,7 +440,7 @@ struct CabAPITests {
         #expect(await throttle.attempt("10.0.0.8", verify: { true }) == .accepted)
         #expect(LoginThrottle.delay(after: 30) == 900, "at most 15 minutes")
         // Written down: a new throttle on the same file remembers.
-        let again = LoginThrottle(path: directory + "/web-logins.json", now: { time.now })
+        let again = LoginThrottle(path: directory + "/web-logins.json", now: { time.now() })
         #expect(await again.failures(of: "10.0.0.9") == 3)
         let mode =
             try FileManager.default.attributesOfItem(atPath: directory + "/web-logins.json")[.posixPermissions] as? Int

@@ -19,6 +19,7 @@ struct CabBrowserTests {
     /// time, moved to now, as a live receiver. The cab view serves the tractor's state directory.
     final class Field: @unchecked Sendable {
         let simulator: AgrirouterSimulator
+        let scratch = TemporaryDirectory("field")
         let root: String
         let tractor: String
         let fixture: CabFixture
@@ -27,9 +28,8 @@ struct CabBrowserTests {
         init() async throws {
             simulator = try await AgrirouterSimulator.start(
                 SimConfiguration(tans: ["FIELD00001": "Tractor", "FIELD00002": "Harvester"]))
-            root = NSTemporaryDirectory() + "agrigps-field-\(UUID().uuidString)"
+            root = scratch.path
             tractor = root + "/tractor"
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
             try simulator.caCertificatePEM.write(toFile: root + "/ca.pem", atomically: true, encoding: .utf8)
             try "[others]\nstale_after = 10\n".write(toFile: root + "/agrigps.conf", atomically: true, encoding: .utf8)
             fixture = try CabFixture(stateDirectory: tractor)
@@ -74,7 +74,7 @@ struct CabBrowserTests {
                 daemon.cleanUp()
             }
             fixture.close()
-            try? FileManager.default.removeItem(atPath: root)
+            scratch.remove()
             Task { [simulator] in await simulator.shutdown() }
         }
 

@@ -12,6 +12,8 @@ import TestSupport
 
 /// A state directory and a cab view serving it in this process, on a free loopback port.
 final class CabFixture: @unchecked Sendable {
+    /// The state directory made for this fixture, when none was given: removed with it.
+    private let scratch: TemporaryDirectory?
     let directory: String
     let paths: StatusSnapshot.Paths
     var configuration: CabConfiguration
@@ -19,8 +21,15 @@ final class CabFixture: @unchecked Sendable {
     private(set) var port = 0
 
     init(stateDirectory: String? = nil) throws {
-        directory = stateDirectory ?? NSTemporaryDirectory() + "agrigps-cab-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        if let stateDirectory {
+            scratch = nil
+            directory = stateDirectory
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } else {
+            let made = TemporaryDirectory("cab")
+            scratch = made
+            directory = made.path
+        }
         paths = StatusSnapshot.Paths(
             stateDirectory: directory, spool: directory + "/spool.sqlite", others: directory + "/others.sqlite",
             heartbeat: directory + "/heartbeat.json")

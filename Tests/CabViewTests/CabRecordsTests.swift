@@ -277,10 +277,8 @@ struct CabRecordsTests {
 
     @Test("a long day is thinned evenly for the map, each run keeping its first and last point")
     func thinnedForTheMap() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-records-\(UUID().uuidString)/track.sqlite"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent) }
+        let scratch = TemporaryDirectory("records")
+        let path = scratch.file("track.sqlite")
         var week = RecordedWeek()
         try await week.write(to: path)
         let records = CabRecords(path: path, timeZone: RecordedWeek.zone, mapPoints: 1000)

@@ -75,11 +75,12 @@ struct ConnectionTableTests {
         "a full table closes the longest-waiting connection first, then the slowest body; one being answered never, the newcomer instead"
     )
     func victims() {
-        let time = TestTime(1_000)
+        let time = ManualClock(startingAt: 1_000)
         let closes = Closes()
-        let table = ConnectionTable(capacity: 4, limits: .init(readTimeout: 10), logger: Self.quiet, now: { time.now })
+        let table = ConnectionTable(
+            capacity: 4, limits: .init(readTimeout: 10), logger: Self.quiet, now: { time.now() })
         _ = table.opened(client: "10.0.0.1", close: closes.closer("idle"))
-        time.advance(1)
+        time.advance(by: 1)
         let trickle = table.opened(client: "10.0.0.2", close: closes.closer("trickle"))
         let upload = table.opened(client: "10.0.0.3", close: closes.closer("upload"))
         let answered = table.opened(client: "10.0.0.4", close: closes.closer("answered"))
@@ -87,7 +88,7 @@ struct ConnectionTableTests {
         _ = table.headRead(upload)
         _ = table.headRead(answered)
         _ = table.endRead(answered)
-        time.advance(2)
+        time.advance(by: 2)
         _ = table.bodyRead(trickle, bytes: 1)
         _ = table.bodyRead(upload, bytes: 500_000)
         #expect(closes.closed.isEmpty)
@@ -109,9 +110,9 @@ struct ConnectionTableTests {
 
     @Test("with every connection being answered, a newcomer is the one closed")
     func allAnswered() {
-        let time = TestTime(0)
+        let time = ManualClock(startingAt: 0)
         let closes = Closes()
-        let table = ConnectionTable(capacity: 2, logger: Self.quiet, now: { time.now })
+        let table = ConnectionTable(capacity: 2, logger: Self.quiet, now: { time.now() })
         for name in ["a", "b"] {
             let id = table.opened(client: "10.0.0.1", close: closes.closer(name))
             _ = table.headRead(id)
@@ -126,11 +127,11 @@ struct ConnectionTableTests {
         "past the streams' cap, the oldest stream of the client holding the most is closed; another client's stream stays"
     )
     func streamCap() {
-        let time = TestTime(0)
+        let time = ManualClock(startingAt: 0)
         let closes = Closes()
-        let table = ConnectionTable(capacity: 100, streamCapacity: 3, logger: Self.quiet, now: { time.now })
+        let table = ConnectionTable(capacity: 100, streamCapacity: 3, logger: Self.quiet, now: { time.now() })
         func stream(_ client: String, _ name: String) {
-            time.advance(1)
+            time.advance(by: 1)
             let id = table.opened(client: client, close: closes.closer(name))
             _ = table.headRead(id)
             _ = table.endRead(id)
@@ -158,9 +159,10 @@ struct ConnectionTableTests {
         "at its deadline a connection still without a whole request is closed; one whose body keeps coming is looked at again later"
     )
     func check() {
-        let time = TestTime(0)
+        let time = ManualClock(startingAt: 0)
         let closes = Closes()
-        let table = ConnectionTable(capacity: 10, limits: .init(readTimeout: 10), logger: Self.quiet, now: { time.now })
+        let table = ConnectionTable(
+            capacity: 10, limits: .init(readTimeout: 10), logger: Self.quiet, now: { time.now() })
         let silent = table.opened(client: "10.0.0.1", close: closes.closer("silent"))
         let uploading = table.opened(client: "10.0.0.2", close: closes.closer("uploading"))
         let streaming = table.opened(client: "10.0.0.3", close: closes.closer("streaming"))
@@ -169,13 +171,13 @@ struct ConnectionTableTests {
         _ = table.headRead(streaming)
         _ = table.endRead(streaming)
         table.streamStarted(streaming)
-        time.advance(10)
+        time.advance(by: 10)
         #expect(table.check(silent) == nil && closes.closed == ["silent"])
         #expect(table.bodyRead(uploading, bytes: 16_384 * 20) == 30)
         #expect(table.check(uploading) == 30 && table.check(streaming) == nil)
-        time.advance(20)
+        time.advance(by: 20)
         #expect(table.check(uploading) == nil && closes.closed == ["silent", "uploading"])
-        time.advance(86_400)
+        time.advance(by: 86_400)
         #expect(table.check(streaming) == nil && table.counts == (1, 1), "an event stream has no deadline")
     }
 }

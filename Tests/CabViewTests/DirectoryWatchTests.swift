@@ -20,16 +20,10 @@ struct DirectoryWatchTests {
         }
     }
 
-    static func directory() throws -> String {
-        let directory = NSTemporaryDirectory() + "agrigps-watch-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return directory
-    }
-
     @Test("a write to a watched file, or its -wal, wakes the monitor at once; other files in the directory do not")
     func wakesOnWatchedFiles() async throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("watch")
+        let directory = scratch.path
         let watch = try #require(
             DirectoryWatch(
                 .init(
@@ -57,8 +51,8 @@ struct DirectoryWatchTests {
 
     @Test("without a change it wakes to refresh after its interval")
     func refreshes() async throws {
-        let directory = try Self.directory()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("watch")
+        let directory = scratch.path
         let watch = try #require(
             DirectoryWatch(.init(paths: [directory + "/spool.sqlite"], refresh: 0.4, fallback: 0.25)))
         defer { watch.close() }
@@ -68,7 +62,8 @@ struct DirectoryWatchTests {
 
     @Test("a directory removed and made again is watched again; close ends the thread and may be called twice")
     func directoryReplaced() async throws {
-        let directory = try Self.directory()
+        let scratch = TemporaryDirectory("watch")
+        let directory = scratch.path
         var settings = DirectoryWatch.Settings(paths: [directory + "/spool.sqlite"], refresh: 3600, fallback: 0.2)
         settings.threadName = "watch-test-end"  // other tests' watches run beside this one
         let watch = try #require(DirectoryWatch(settings))

@@ -39,17 +39,13 @@ func within<T>(seconds: Int, _ what: String, _ body: () async throws -> T) async
 
 @Suite("a hostile map file", .timeLimit(.minutes(1)))
 struct HostileBasemapTests {
-    let directory = NSTemporaryDirectory() + "agrigps-hostile-basemap-\(UUID().uuidString)"
-
-    init() throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
+    let scratch = TemporaryDirectory("hostile-basemap")
+    var directory: String { scratch.path }
 
     @Test(
         "a value of another type than the spec's (a zoom level as text, a tile as a number, metadata as a number) is refused or left out, never a crash"
     )
     func wronglyTyped() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let textZoom = directory + "/text-zoom.mbtiles"
         try makeDatabase(at: textZoom, untypedMBTiles + ["INSERT INTO tiles VALUES ('5', 0, 0, x'89504E470D0A1A0A00')"])
         await #expect(
@@ -93,7 +89,6 @@ struct HostileBasemapTests {
         "no value larger than a tile is read into memory: a file holding one is refused, a tile that big is refused unread"
     )
     func nothingHuge() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let huge = String(repeating: "x", count: Basemap.maximumTileBytes + 1)
         let longName = directory + "/long-name.mbtiles"
         try makeDatabase(
@@ -168,7 +163,6 @@ struct HostileBasemapTests {
             ),
         ])
     func programsAreRefused(name: String, schema: [String], holds: String) async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/\(name).mbtiles"
         try makeDatabase(at: path, schema)
         let basemap = Basemap(path: path)
@@ -184,7 +178,6 @@ struct HostileBasemapTests {
 
     @Test("every question to the file is bounded in time: a file too slow to answer is refused with what to do")
     func boundedInTime() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         // Tens of thousands of tiles and no index: every question reads them all.
         let path = directory + "/slow.mbtiles"
         try makeMBTiles(at: path, tiles: (0..<20_000).map { (z: 16, x: $0, row: $0, data: pngTile("\($0)")) })
@@ -201,7 +194,6 @@ struct HostileBasemapTests {
         "a FIFO, a directory or a device at the basemap's path, or beside it where SQLite looks, is refused at once and said"
     )
     func notARegularFile() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let fifo = directory + "/fifo.mbtiles"
         #expect(mkfifo(fifo, 0o600) == 0)
         let folder = directory + "/folder.mbtiles"
@@ -238,7 +230,6 @@ struct HostileBasemapTests {
 
     @Test("what is said about a file quotes nothing from it: neither a damaged schema's text nor the metadata's format")
     func nothingQuoted() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let damaged = directory + "/damaged.mbtiles"
         try makeDatabase(
             at: damaged,
@@ -266,7 +257,6 @@ struct HostileBasemapTests {
         "sent from Settings: a refused upload answers at once, is not kept, and leaves the map before it; a kept file with a bad tile serves on, then and after a restart"
     )
     func refusedAndNotKept() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let good = directory + "/good.mbtiles"
         try makeMBTiles(at: good, tiles: [(0, 0, 0, pngTile("good"))])
         let looping = directory + "/looping.mbtiles"

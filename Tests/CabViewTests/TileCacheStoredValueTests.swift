@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 @testable import CabView
@@ -10,15 +11,11 @@ import Testing
 /// rows through checked values.
 @Suite("the tile cache's file read back with values of another type", .timeLimit(.minutes(1)))
 struct TileCacheStoredValueTests {
-    let directory = NSTemporaryDirectory() + "agrigps-tile-values-\(UUID().uuidString)"
+    let scratch = TemporaryDirectory("tile-values")
     let clock = TileTestClock()
     let journal = TileTestJournal()
 
-    init() throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
-
-    var path: String { directory + "/tile-cache.sqlite" }
+    var path: String { scratch.file("tile-cache.sqlite") }
 
     func cache(_ server: LoopbackTileServer, capacity: Int = 10_000_000) -> TileCache {
         let clock = clock
@@ -44,7 +41,6 @@ struct TileCacheStoredValueTests {
         "a kept tile with a value of another type is a miss, fetched again and kept in its place; a validator of another type is none"
     )
     func wronglyTypedTile() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try LoopbackTileServer {
             .answer(
                 status: 200, headers: ["Content-Type: image/png", "Cache-Control: max-age=3600", "ETag: \"e\""],
@@ -81,7 +77,6 @@ struct TileCacheStoredValueTests {
 
     @Test("a tile's size of another type counts as none, and the least recently used tiles still go")
     func wronglyTypedSize() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try TileCacheTests.tileServer(size: 1000)
         let first = cache(server, capacity: 3500)
         for x in 0..<3 {
@@ -102,7 +97,6 @@ struct TileCacheStoredValueTests {
 
     @Test("a tile's size out of any tile's range counts as none: the file still keeps within the cap")
     func sizeOutOfRange() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try TileCacheTests.tileServer(size: 1000)
         let first = cache(server, capacity: 3500)
         for x in 0..<3 {

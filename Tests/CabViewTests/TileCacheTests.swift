@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import CabView
@@ -183,12 +184,9 @@ final class TileTestClock: Sendable {
 
 @Suite("the tile cache between the cab's tablet and the tile server", .timeLimit(.minutes(1)))
 struct TileCacheTests {
-    let directory = NSTemporaryDirectory() + "agrigps-tiles-\(UUID().uuidString)"
+    let scratch = TemporaryDirectory("tiles")
+    var directory: String { scratch.path }
     let clock = TileTestClock()
-
-    init() throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-    }
 
     let journal = TileTestJournal()
 
@@ -209,7 +207,6 @@ struct TileCacheTests {
         "a screen of tiles asked at once of a server that cannot be reached tries it once per slot, and holds the rest off"
     )
     func screenOffline() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try Self.tileServer()
         server.stop()
         let tiles = cache(server)
@@ -248,7 +245,6 @@ struct TileCacheTests {
         "the first ask fetches, the second is served from the file, and with the server gone the kept tile is still served"
     )
     func readThrough() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try Self.tileServer()
         let tiles = cache(server)
         let first = try #require(try await tiles.tile(z: 12, x: 2100, y: 1400))
@@ -280,7 +276,6 @@ struct TileCacheTests {
 
     @Test("z, x and y outside the world are nil and never asked for")
     func outOfRange() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try Self.tileServer()
         let tiles = cache(server)
         for (z, x, y) in [
@@ -296,7 +291,6 @@ struct TileCacheTests {
     @Test(
         "the least recently used tiles go when the cap is passed; the file never holds more than the cap and one tile")
     func leastRecentlyUsedGoFirst() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try Self.tileServer(size: 1000)
         let tiles = cache(server, capacity: 3500)
         for x in 0..<3 {
@@ -332,7 +326,6 @@ struct TileCacheTests {
         "an HTML page, a status other than 200, an oversized answer, a redirect loop and a silent server are refused and never kept"
     )
     func hostileServer() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try LoopbackTileServer { request in
             let big = 3 * 1_048_576
             switch request.path.split(separator: "/").first {
@@ -392,7 +385,6 @@ struct TileCacheTests {
 
     @Test("with a tile kept, a bad answer to its refresh serves the kept tile and keeps it as it was")
     func badRefreshKeepsTheTile() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let broken = Mutex(false)
         let server = try LoopbackTileServer { request in
             broken.withLock { $0 }
@@ -425,7 +417,6 @@ struct TileCacheTests {
         "Cache-Control max-age is honoured above the minimum, revalidated with ETag and If-Modified-Since, and no-store keeps nothing"
     )
     func freshness() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try LoopbackTileServer { request in
             if request.path.hasPrefix("/3/") {
                 return .answer(
@@ -532,7 +523,6 @@ struct TileCacheTests {
 
     @Test("many asks for one tile at once make one request")
     func concurrentAsksShareOneFetch() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try LoopbackTileServer {
             .answer(status: 200, headers: ["Content-Type: image/png"], body: tilePNG($0.path), delay: 0.3)
         }
@@ -548,7 +538,6 @@ struct TileCacheTests {
 
     @Test("a damaged cache file is moved aside and a new one started; another program's database is left alone")
     func damagedFile() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try Self.tileServer()
         defer { server.stop() }
         let path = directory + "/tile-cache.sqlite"
@@ -584,7 +573,6 @@ struct TileCacheTests {
 
     @Test("figures: a hit from the file, and a miss through the loopback server")
     func figures() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let server = try Self.tileServer(size: 20_000)
         defer { server.stop() }
         let tiles = cache(server)

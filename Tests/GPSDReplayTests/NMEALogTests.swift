@@ -5,14 +5,6 @@ import Testing
 @testable import GPSDReplay
 
 @Suite struct NMEALogTests {
-    private func temporaryFile(_ bytes: [UInt8]) throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-test-\(UUID().uuidString).log"
-        ).path
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
-        return path
-    }
-
     @Test func missingLog() {
         #expect(throws: ReplayError.logNotFound("/nonexistent/x.log")) { try NMEALog(contentsOf: "/nonexistent/x.log") }
         #expect(ReplayError.logNotFound("x").exitCode == 66)
@@ -24,16 +16,16 @@ import Testing
 
     @Test func emptyAndBlankLogs() throws {
         for content in ["", "\n\r\n  \n"] {
-            let path = try temporaryFile(Array(content.utf8))
-            defer { unlink(path) }
+            let scratch = TemporaryDirectory()
+            let path = try scratch.write("test.log", Array(content.utf8))
             #expect(throws: ReplayError.logEmpty(path)) { try NMEALog(contentsOf: path) }
         }
     }
 
     @Test func binaryFileIsRejected() throws {
         var generator = SystemRandomNumberGenerator()
-        let path = try temporaryFile((0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        defer { unlink(path) }
+        let scratch = TemporaryDirectory()
+        let path = try scratch.write("test.log", (0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) })
         #expect {
             try NMEALog(contentsOf: path)
         } throws: { error in
@@ -44,8 +36,8 @@ import Testing
     }
 
     @Test func textWithoutSentencesIsRejected() throws {
-        let path = try temporaryFile(Array("just some notes\nno sentences here\n".utf8))
-        defer { unlink(path) }
+        let scratch = TemporaryDirectory()
+        let path = try scratch.write("test.log", Array("just some notes\nno sentences here\n".utf8))
         #expect(throws: ReplayError.logHasNoSentences(path)) { try NMEALog(contentsOf: path) }
     }
 
@@ -62,8 +54,8 @@ import Testing
             Array("# Notes: \u{1}\n$GPGGA,1".utf8) + [0x10] + Array(",2\r\n$GPRMC,\t".utf8) + [0xFF, 0x1B, 0x00]
             + Array("*00\n".utf8)
             + Array(String(repeating: "$GPGSV,1,1,00*79\n", count: 3).utf8)  // under one odd byte in ten
-        let path = try temporaryFile(text)
-        defer { unlink(path) }
+        let scratch = TemporaryDirectory()
+        let path = try scratch.write("test.log", text)
         let log = try NMEALog(contentsOf: path)
         #expect(
             log.lines.prefix(2).map(\.bytes) == [Array("$GPGGA,1\0,2\r\n".utf8), Array("$GPRMC,\t\0\0\0*00\n".utf8)])
@@ -84,16 +76,16 @@ import Testing
         #expect(try NMEALog(contentsOf: Fixtures.log("ublox-lea-4h")).replacedBytes == nil)
         // NULs only
         #expect(try NMEALog(contentsOf: Fixtures.log("gp-320fw-2019-04-07-coldboot")).replacedBytes == nil)
-        let path = try temporaryFile(Array("$GPGGA,1,2\n".utf8) + [UInt8](repeating: 0x10, count: 3))
-        defer { unlink(path) }
+        let scratch = TemporaryDirectory()
+        let path = try scratch.write("test.log", Array("$GPGGA,1,2\n".utf8) + [UInt8](repeating: 0x10, count: 3))
         #expect(throws: ReplayError.logBinary(path, offset: 11)) { try NMEALog(contentsOf: path) }
     }
 
     @Test func commentsAreDroppedExceptDate() throws {
         let text =
             "# Provenance: x\n# Date: 2006-08-10\n$GPGGA,030807,4907.8533,N,12243.1974,W,0,00,,,M,,M,,*64\n# Notes: $GLGSV\n"
-        let path = try temporaryFile(Array(text.utf8))
-        defer { unlink(path) }
+        let scratch = TemporaryDirectory()
+        let path = try scratch.write("test.log", Array(text.utf8))
         let log = try NMEALog(contentsOf: path)
         let fed = log.lines.map { String(decoding: $0.bytes, as: UTF8.self) }
         #expect(fed == ["# Date: 2006-08-10\n", "$GPGGA,030807,4907.8533,N,12243.1974,W,0,00,,,M,,M,,*64\n"])
@@ -113,11 +105,9 @@ import Testing
 
 @Suite struct RetimingTests {
     private func log(_ text: String) throws -> NMEALog {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-retime-\(UUID().uuidString).log"
-        ).path
+        let scratch = TemporaryDirectory("retime")
+        let path = scratch.file("retime.log")
         try text.write(toFile: path, atomically: true, encoding: .ascii)
-        defer { try? FileManager.default.removeItem(atPath: path) }
         return try NMEALog(contentsOf: path)
     }
 

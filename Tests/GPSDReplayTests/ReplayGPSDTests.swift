@@ -48,9 +48,8 @@ struct ReplayGPSDTests {
     @Test("a replay gpsd never finishes is stopped endGrace after the whole log was fed")
     func watchdogEndsAReplayGPSDNeverFinishes() async throws {
         // Fed raw, DLE ',' opens a TSIP frame in gpsd that swallows our # EOF: gpsd never closes the device.
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-dle-\(UUID().uuidString).log")
-            .path
-        defer { unlink(path) }
+        let scratch = TemporaryDirectory("dle")
+        let path = scratch.file("dle.log")
         try Data(Array("$GPGGA,1".utf8) + [0x10] + Array(",2\n".utf8)).write(to: URL(fileURLWithPath: path))
         let gpsd = try await ReplayGPSD.start(log: try NMEALog(contentsOf: path, replacingNonText: false))
         defer { gpsd.stop() }

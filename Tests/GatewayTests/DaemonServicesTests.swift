@@ -11,25 +11,22 @@ import Testing
 /// The daemon's jobs as services in one group: how it stops.
 @Suite("the daemon's services", .timeLimit(.minutes(1)))
 struct DaemonServicesTests {
-    /// A daemon that samples into a fresh spool only, and the source it samples.
-    private func sampler() -> (
-        GatewayDaemon, Spool, AsyncStream<SamplerOutput>, AsyncStream<SamplerOutput>.Continuation, String
+    /// A daemon that samples into a fresh spool in `scratch` only, and the source it samples.
+    private func sampler(in scratch: TemporaryDirectory) -> (
+        GatewayDaemon, Spool, AsyncStream<SamplerOutput>, AsyncStream<SamplerOutput>.Continuation
     ) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-services-\(UUID().uuidString)"
-        ).path
-        let spool = Spool(path: directory + "/spool.sqlite")
+        let spool = Spool(path: scratch.file("spool.sqlite"))
         let daemon = GatewayDaemon(spool: spool, connection: nil, setup: nil)
         let (source, feed) = AsyncStream<SamplerOutput>.makeStream()
-        return (daemon, spool, source, feed, directory)
+        return (daemon, spool, source, feed)
     }
 
     @Test(
         "a graceful shutdown of the program's group ends the daemon's, nested in it: what was taken is in the spool, nothing after it is"
     )
     func gracefulShutdownStopsSampling() async throws {
-        let (daemon, spool, source, feed, directory) = sampler()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("services")
+        let (daemon, spool, source, feed) = sampler(in: scratch)
         // As in `agrigps run`: the daemon runs in a service of the program's group, which owns the signals.
         let summary = Mutex<GatewayDaemon.Summary?>(nil)
         let program = ServiceGroup(
@@ -57,8 +54,8 @@ struct DaemonServicesTests {
 
     @Test("a service run alongside that ends (the credential watcher seeing new credentials) ends the daemon's run")
     func aServiceAlongsideEndsTheRun() async throws {
-        let (daemon, _, source, feed, directory) = sampler()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("services")
+        let (daemon, _, source, feed) = sampler(in: scratch)
         let watcher = ServiceGroupConfiguration.ServiceConfiguration(
             service: ClosureService { try await Task.sleep(for: .milliseconds(300)) },
             successTerminationBehavior: .gracefullyShutdownGroup)

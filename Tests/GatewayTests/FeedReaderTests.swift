@@ -20,7 +20,9 @@ struct PeerRig {
     let harvester: AgrirouterConnection
     let store: OtherMachinesStore
     let reader: FeedReader
-    let directory: String
+    /// The rig's state directory, removed with the rig.
+    let scratch: TemporaryDirectory
+    var directory: String { scratch.path }
     /// The reader's imports, run as the daemon runs them beside its loop; ended by `close`.
     let importing: Task<Void, Never>?
 
@@ -49,9 +51,8 @@ struct PeerRig {
                 on: connection)
             connections.append(connection)
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-feed-\(UUID().uuidString)"
-        ).path
+        let scratch = TemporaryDirectory("feed")
+        let directory = scratch.path
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         var configuration = FeedReader.Configuration()
         configure(&configuration)
@@ -62,7 +63,7 @@ struct PeerRig {
             importGate: importGate)
         return PeerRig(
             simulator: simulator, tractor: connections[0], harvester: connections[1], store: store, reader: reader,
-            directory: directory,
+            scratch: scratch,
             importing: readingTaskData ? Task { await reader.runImports() } : nil)
     }
 
@@ -70,7 +71,7 @@ struct PeerRig {
         importing?.cancel()
         await importing?.value
         await simulator.shutdown()
-        try? FileManager.default.removeItem(atPath: directory)
+        scratch.remove()
     }
 
     /// The daemon's loop for the tractor, reduced to reading: poll, hand over, make the next request.

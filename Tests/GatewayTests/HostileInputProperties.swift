@@ -6,6 +6,7 @@ import GNSS
 import PropertyBased
 import StateDirectory
 import SwiftProtobuf
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -146,10 +147,8 @@ struct HostileInputProperties {
 
     @Test("outbox items of any bytes decode or fail with an error, and a feed page's messages are stored or refused")
     func outboxItems() async throws {
-        let store = OtherMachinesStore(
-            path: FileManager.default.temporaryDirectory.appendingPathComponent(
-                "agrigps-props-\(UUID().uuidString)/others.sqlite"
-            ).path)
+        let scratch = TemporaryDirectory("props")
+        let store = OtherMachinesStore(path: scratch.file("others.sqlite"))
         await propertyCheck(count: 500, input: anyBytes) { bytes in
             if let decoded = try? OutboxDecoder.decode(base64: Data(bytes).base64EncodedString()) {
                 _ = try? await store.record(decoded.feedMessages, ownEndpointID: "me", receivedAt: Date())

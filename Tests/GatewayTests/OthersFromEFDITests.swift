@@ -40,14 +40,12 @@ func deviceDescription(from sender: String, designator: String) -> ReceivedFeedM
 
 @Suite("Other machines from EFDI")
 struct OthersFromEFDITests {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-        "agrigps-others-efdi-\(UUID().uuidString)"
-    ).path
+    let scratch = TemporaryDirectory("others-efdi")
+    var directory: String { scratch.path }
     let t0 = Date(timeIntervalSince1970: 1_790_000_000)
 
     @Test("a TimeLog's last position is the machine's, beside gps:info, and its Times are its history")
     func timeLogs() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         // A Krone-like terminal: D_NOT_AVAILABLE with valid coordinates, and a Time with no position at all.
         let log = timeLog(
@@ -70,7 +68,6 @@ struct OthersFromEFDITests {
 
     @Test("a sender of both formats is read from its TimeLogs; its gps:info again once they stop for 10 minutes")
     func timeLogsFirst() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         // One delivery with the gps:info first, as a poll may bring them: the TimeLog is read, the gps:info passed over.
         let first = try await store.record(
@@ -97,7 +94,6 @@ struct OthersFromEFDITests {
 
     @Test("a fix read from gps:info in an earlier poll than its TimeLog is kept once")
     func sameFixInBothFormats() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         let t1 = t0.addingTimeInterval(1)
         let first = try await store.record(
@@ -115,7 +111,6 @@ struct OthersFromEFDITests {
 
     @Test("a device description names its machine before the endpoint list does")
     func designators() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         try await store.applyEndpointList(
             [("mower", "Krone endpoint"), ("tractor", "Tractor 1")], ownEndpointID: "me", at: t0)
@@ -136,7 +131,6 @@ struct OthersFromEFDITests {
 
     @Test("an out-of-range Time or unreadable EFDI refuses the message, which is confirmed and counted")
     func refusals() async throws {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = OtherMachinesStore(path: directory + "/others.sqlite")
         let bad = timeLog(id: "bad", from: "mower", [(.dGnss, 52, 7, t0), (.dGnss, 95, 7, t0)])
         let garbage = ReceivedFeedMessage(

@@ -16,7 +16,8 @@ struct Rig {
     let spool: Spool
     let connection: AgrirouterConnection
     let publisher: Publisher
-    let directory: String
+    let scratch: TemporaryDirectory
+    var directory: String { scratch.path }
 
     static func make(
         spacing: Double = 0.02, byteBudget: Int = AgrirouterLimits.payloadBytes,
@@ -47,9 +48,8 @@ struct Rig {
         let connection = try AgrirouterConnection(
             endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: spacing, timeout: timeout,
             backoff: backoff, clock: clock, monotonic: monotonic)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-gateway-\(UUID().uuidString)"
-        ).path
+        let scratch = TemporaryDirectory("gateway")
+        let directory = scratch.path
         var configuration = SpoolConfiguration()
         configuration.wireSize = GPSEntry.wireSize(of:)
         configuration.outputs = outputs
@@ -63,12 +63,12 @@ struct Rig {
             publisher: Publisher(
                 spool: spool, connection: connection, byteBudget: byteBudget, outputs: outputs,
                 efdi: outputs.contains(.efdi) ? publishing : nil, clock: clock, monotonic: monotonic),
-            directory: directory)
+            scratch: scratch)
     }
 
     func close() async {
         await simulator.shutdown()
-        try? FileManager.default.removeItem(atPath: directory)
+        scratch.remove()
     }
 
     /// The publisher's part of a daemon's pass: publish, then one poll of the outbox, its answers

@@ -102,13 +102,9 @@ struct SystemdNotifierTests {
     @Test("READY once gpsd was tried, then WATCHDOG with STATUS from the sampling loop; a stalled loop stops the pings")
     func readyWatchdogAndStall() async throws {
         let listener = try NotifySocketListener()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-notify-\(UUID().uuidString)"
-        ).path
-        defer {
-            listener.close()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
+        let scratch = TemporaryDirectory("notify")
+        let directory = scratch.path
+        defer { listener.close() }
         var spoolConfiguration = SpoolConfiguration()
         spoolConfiguration.busyTimeout = 10
         let spool = Spool(path: directory + "/spool.sqlite", configuration: spoolConfiguration)

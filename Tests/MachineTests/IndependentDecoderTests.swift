@@ -76,11 +76,9 @@ import Testing
                         + data.map { String(format: "%02X", $0) }.joined())
             }
         }
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-machine-\(UUID().uuidString).log"
-        ).path
+        let scratch = TemporaryDirectory("machine")
+        let path = scratch.file("machine.log")
         try lines.joined(separator: "\n").appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
-        defer { unlink(path) }
         let compared = try await Self.compare(path)
         #expect(compared.count == MachinePGN.all.count && compared.values.allSatisfy { $0 == 206 }, "\(compared)")
     }

@@ -8,8 +8,8 @@ import Testing
 
 @Suite("Store of other machines")
 struct OtherMachinesStoreTests {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-others-\(UUID().uuidString)")
-        .path
+    let scratch = TemporaryDirectory("others")
+    var directory: String { scratch.path }
     let t0 = Date(timeIntervalSince1970: 1_790_000_000)
 
     func store(historyWindow: Double = 24 * 3600) -> OtherMachinesStore {
@@ -28,7 +28,6 @@ struct OtherMachinesStoreTests {
         #expect(second.stored == 0 && second.duplicates == 1)
         #expect(first.confirmable == [message.messageID] && second.confirmable == [message.messageID])
         #expect(try await store.history(of: "peer").count == 1)
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     @Test("an older report arriving later does not move a machine back in time, but joins its history")
@@ -45,7 +44,6 @@ struct OtherMachinesStoreTests {
         #expect(machine.lastPosition?.latitude == 52.2 && machine.lastReport?.status == "D_GNSS")
         #expect(machine.lastReceivedAt == t0.addingTimeInterval(1))
         #expect(try await store.history(of: "peer").map(\.latitude) == [52.1, 52.2])
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     @Test("a report without a fix is the machine's state, while its last position stays")
@@ -58,7 +56,6 @@ struct OtherMachinesStoreTests {
         #expect(machine.lastReport?.status == "D_NO_GPS" && machine.lastReport?.hasPosition == false)
         #expect(machine.lastPosition?.status == "D_RTK_FLOAT" && machine.lastPosition?.latitude == 52.1)
         #expect(machine.lastPosition?.altitude == 123.456)
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     @Test("our own messages, other types and unreadable content are confirmed but not stored")
@@ -74,7 +71,6 @@ struct OtherMachinesStoreTests {
         #expect(recorded.confirmable == [own.messageID, other.messageID, "broken"])
         #expect(recorded.stored == 0 && recorded.refused.keys.sorted() == ["broken"])
         #expect(try await store.view(now: t0).machines.isEmpty)
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     @Test("stale after the threshold by local receive time, whatever the sender's clock says")
@@ -89,7 +85,6 @@ struct OtherMachinesStoreTests {
         #expect(
             try await store.view(now: t0.addingTimeInterval(301), staleAfter: 300).machines.first?.activity == .stale)
         #expect(try await store.view(now: t0.addingTimeInterval(61), staleAfter: 60).count(.stale) == 1)
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     @Test("the endpoint list names machines, leaves us out, and marks those who left as gone")
@@ -115,7 +110,6 @@ struct OtherMachinesStoreTests {
         #expect(view.machines.map(\.activity) == [.active, .gone])
         try await store.applyEndpointList([("quiet", "Sprayer")], ownEndpointID: "me", at: t0.addingTimeInterval(600))
         #expect(try await store.view(now: t0).machines.map(\.activity) == [.gone, .silent])
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     @Test("history older than the window is pruned, but a machine's last position is kept")
@@ -132,7 +126,6 @@ struct OtherMachinesStoreTests {
         #expect(try await store.history(of: "old").map(\.latitude) == [50])
         #expect(
             try await store.view(now: later).machines.first { $0.endpointID == "old" }?.lastPosition?.latitude == 50)
-        try? FileManager.default.removeItem(atPath: directory)
     }
 
     @Test("a store that was never written reads as empty and creates no file")

@@ -9,15 +9,3 @@ public enum CPUTime {
         return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 }
-
-/// A wall clock a test moves by hand, in seconds since 1970.
-public final class TestTime: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Double
-
-    public init(_ start: Double) { value = start }
-
-    public var now: Double { lock.withLock { value } }
-
-    public func advance(_ seconds: Double) { lock.withLock { value += seconds } }
-}

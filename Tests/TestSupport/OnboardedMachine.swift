@@ -12,8 +12,10 @@ public struct OnboardedMachineError: Error, CustomStringConvertible {
 /// A simulator, and a state directory onboarded to it through `agrigps onboard`.
 public struct OnboardedMachine: Sendable {
     public let simulator: AgrirouterSimulator
-    public let directory: String
+    /// Kept for the machine's life: the directory goes with it, or at `close`.
+    private let scratch: TemporaryDirectory
     public let transport: String
+    public var directory: String { scratch.path }
     public var state: String { directory + "/state" }
 
     /// `gatewayPort` 0 takes a free one.
@@ -27,12 +29,10 @@ public struct OnboardedMachine: Sendable {
         configuration.mqtt = transport == "mqtt"
         if let outboxLifetime { configuration.outboxLifetime = outboxLifetime }
         let simulator = try await AgrirouterSimulator.start(configuration, gatewayPort: gatewayPort)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-run-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
-        let machine = OnboardedMachine(simulator: simulator, directory: directory, transport: transport)
+        let scratch = TemporaryDirectory("run")
+        let directory = scratch.path
+        try scratch.write("ca.pem", simulator.caCertificatePEM)
+        let machine = OnboardedMachine(simulator: simulator, scratch: scratch, transport: transport)
         let onboarded = try await AgrigpsCommand.run([
             "onboard", "--tan", "TANA123456", "--env", "local", "--onboarding-url", simulator.onboardingURL,
             "--ca-file", directory + "/ca.pem", "--state-dir", machine.state,
@@ -46,7 +46,7 @@ public struct OnboardedMachine: Sendable {
 
     public func close() async {
         await simulator.shutdown()
-        try? FileManager.default.removeItem(atPath: directory)
+        scratch.remove()
     }
 
     public var endpointID: String {

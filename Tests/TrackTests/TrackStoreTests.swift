@@ -1,13 +1,10 @@
 import Foundation
 import GNSS
 import GRDB
+import TestSupport
 import Testing
 
 @testable import Track
-
-private func temporaryPath() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("track-\(UUID().uuidString)/track.sqlite").path
-}
 
 private func utc() -> Calendar {
     var calendar = Calendar(identifier: .gregorian)
@@ -77,7 +74,8 @@ private func writeFirstSchema(_ path: String) throws {
 
     @Test("points are held, then written together once a minute: one commit for sixty samples")
     func heldThenWrittenTogether() async throws {
-        let path = temporaryPath()
+        let scratch = TemporaryDirectory("track")
+        let path = scratch.file("track.sqlite")
         let track = store(path)
         for second in 0..<60 {
             try await track.record(point(Double(second)), now: t0.addingTimeInterval(Double(second)))
@@ -94,7 +92,8 @@ private func writeFirstSchema(_ path: String) throws {
 
     @Test("a new run goes on from the newest stored point: its time counts, and no sample is counted twice")
     func aRestartGoesOn() async throws {
-        let path = temporaryPath()
+        let scratch = TemporaryDirectory("track")
+        let path = scratch.file("track.sqlite")
         let first = store(path)
         for second in 0..<10 { try await first.record(point(Double(second)), now: t0) }
         try await first.flush(now: t0)
@@ -111,7 +110,8 @@ private func writeFirstSchema(_ path: String) throws {
 
     @Test("points older than the retention go, then the oldest beyond the cap; days' figures stay")
     func retentionAndCap() async throws {
-        let path = temporaryPath()
+        let scratch = TemporaryDirectory("track")
+        let path = scratch.file("track.sqlite")
         let track = store(path) {
             $0.retention = 100
             $0.maximumPoints = 30
@@ -127,7 +127,8 @@ private func writeFirstSchema(_ path: String) throws {
 
     @Test("a reader finds nothing and creates nothing where no track has been kept")
     func aReaderCreatesNothing() async throws {
-        let path = temporaryPath()
+        let scratch = TemporaryDirectory("track")
+        let path = scratch.file("track.sqlite")
         let reader = TrackStore(readingOnly: path, calendar: utc())
         #expect(try await reader.days().isEmpty)
         #expect(try await reader.points(from: t0, to: t0.addingTimeInterval(10)).isEmpty)
@@ -139,7 +140,8 @@ private func writeFirstSchema(_ path: String) throws {
 
     @Test("values out of range in the file are not believed")
     func damagedRowsAreChecked() async throws {
-        let path = temporaryPath()
+        let scratch = TemporaryDirectory("track")
+        let path = scratch.file("track.sqlite")
         let track = store(path)
         try await track.record(point(0), now: t0)
         try await track.record(point(1), now: t0)
@@ -157,7 +159,8 @@ private func writeFirstSchema(_ path: String) throws {
         "what became of samples is counted on the day they were taken, written with the next flush even without new points"
     )
     func deliveries() async throws {
-        let path = temporaryPath()
+        let scratch = TemporaryDirectory("track")
+        let path = scratch.file("track.sqlite")
         let track = store(path)
         try await track.record(point(0), now: t0)
         try await track.flush(now: t0)
@@ -180,9 +183,8 @@ private func writeFirstSchema(_ path: String) throws {
 
     @Test("a track file from before the delivery counts keeps its days and gains the counts")
     func upgradeKeepsDays() async throws {
-        let path = temporaryPath()
-        try FileManager.default.createDirectory(
-            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let scratch = TemporaryDirectory("track")
+        let path = scratch.file("track.sqlite")
         try writeFirstSchema(path)
         let old = try await TrackStore(readingOnly: path, calendar: utc()).days()
         #expect(
@@ -198,7 +200,8 @@ private func writeFirstSchema(_ path: String) throws {
 
     @Test("what the machine did is kept with each point and each day, and read back only within its ranges")
     func machineKept() async throws {
-        let path = temporaryPath()
+        let scratch = TemporaryDirectory("track")
+        let path = scratch.file("track.sqlite")
         let track = store(path)
         let works: [MachineReading.Work?] = [.working, .working, .notWorking, .unknown, nil]
         for (second, work) in works.enumerated() {

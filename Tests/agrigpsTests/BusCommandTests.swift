@@ -66,11 +66,8 @@ struct BusCommandTests {
 
     @Test("nothing to read, or no receiver on it: a clear error and its exit code")
     func errors() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-bus-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("bus")
+        let directory = scratch.path
         try "(1.0) can0 19F51323#000EFFFFFFFFFFFF\nnot a frame\n".write(
             toFile: directory + "/ais.log", atomically: true, encoding: .utf8)
         let none = try await AgrigpsCommand.run(["bus", "--file", directory + "/ais.log"])
@@ -99,10 +96,8 @@ struct BusCommandTests {
         "run with the receiver on a CAN interface that is not there: the daemon runs on, and status says why the bus is silent"
     )
     func runWithoutTheInterface() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-bus-run-\(UUID().uuidString)"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("bus-run")
+        let state = scratch.file("state")
         let daemon = try AgrigpsCommand([
             "run", "--gpsd", "127.0.0.1:1", "--source", "nmea2000://agrigpsnone0:2", "--state-dir", state,
         ])
@@ -152,10 +147,8 @@ struct BusCommandTests {
         }
         #expect(result.stdout.isEmpty)
         // The daemon's replay takes the same path, onto the interface of --source.
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-can-replay-\(UUID().uuidString)"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("can-replay")
+        let state = scratch.file("state")
         let run = try await AgrigpsCommand.run([
             "run", "--replay", recording, "--source", "nmea2000://agrigpsvcan9", "--state-dir", state,
         ])
@@ -193,10 +186,8 @@ struct BusCommandTests {
             samples.first?["time"] as? String == "2014-09-14T16:53:04.000Z"
                 && samples.allSatisfy { $0["state"] as? String == "fix_3d_autonomous" })
 
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-bus-replay-\(UUID().uuidString)"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("bus-replay")
+        let state = scratch.file("state")
         let run = try await AgrigpsCommand.run(["run", "--replay", recording, "--state-dir", state], timeout: 90)
         #expect(
             run.code == 0

@@ -91,9 +91,8 @@ struct CommandLineTests {
             (["others", "--sort", "colour"], 64, "The value 'colour' is invalid for '--sort"),
         ])
     func badInput(arguments: [String], code: Int32, message: String) async throws {
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-bad-\(UUID().uuidString)")
-            .path
-        defer { unlink(scratch) }
+        let temporary = TemporaryDirectory("bad")
+        let scratch = temporary.file("bad")
         var arguments = arguments
         if let index = arguments.firstIndex(where: { $0.hasPrefix("@") }) {
             let bytes: [UInt8] =
@@ -140,9 +139,8 @@ struct CommandLineTests {
 
     @Test("a log with a control byte that gpsd would take for a binary frame still replays to the end")
     func controlByteInTheLogIsFedAsNUL() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-dle-\(UUID().uuidString).log")
-            .path
-        defer { unlink(path) }
+        let scratch = TemporaryDirectory("dle")
+        let path = scratch.file("dle.log")
         // DLE then ',' opens a TSIP frame in gpsd, which would swallow the end of the feed.
         try Data(Array("$GPGGA,1".utf8) + [0x10] + Array(",2\n".utf8)).write(to: URL(fileURLWithPath: path))
         let started = Date()
@@ -217,9 +215,8 @@ struct CommandLineTests {
 @Suite(.timeLimit(.minutes(2)))
 struct LogLevelTests {
     static func run(level: String) async throws -> (code: Int32?, stderr: [String], samples: Int) {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-level-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("level")
+        let state = scratch.file("state")
         let command = try AgrigpsCommand(
             ["run", "--replay", Fixtures.log("ublox-lea-4h"), "--state-dir", state],
             environment: ["AGRIGPS_LOG_LEVEL": level])

@@ -17,11 +17,9 @@ struct CredentialPickupTests {
     )
     func onboardAndDisconnect() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["PICKUP0001": "Tractor"]))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-pickup-\(UUID().uuidString)"
-        ).path
+        let scratch = TemporaryDirectory("pickup")
+        let directory = scratch.path
         let state = directory + "/state"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
         // Nothing listens on this port: every sample is gpsd_unreachable, which is shared like any other.
         let port = try ReplayGPSD.freeLoopbackPort()
@@ -32,7 +30,6 @@ struct CredentialPickupTests {
         defer {
             if daemon.process.isRunning() { daemon.process.terminate(grace: 2) }
             daemon.cleanUp()
-            try? FileManager.default.removeItem(atPath: directory)
         }
         try await waitForHeartbeat(in: state) { $0.lastSample != nil }
         #expect(Heartbeat.read(from: state + "/heartbeat.json")?.environment == nil)

@@ -11,8 +11,9 @@ import Testing
 /// anything in it. Reading it back must never trap: values out of range read as unknown.
 @Suite("a damaged state directory", .serialized, .timeLimit(.minutes(2)))
 struct DamagedStateTests {
-    let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-damaged-\(UUID().uuidString)")
-        .path
+    let scratch = TemporaryDirectory("damaged")
+    /// Made by the code under test, as a first run makes it.
+    var state: String { scratch.file("state") }
 
     /// A spool, a store of others and a heartbeat, each with extreme numbers and hostile text in it.
     func damage() async throws {
@@ -73,7 +74,6 @@ struct DamagedStateTests {
         "status, status --json, others and others --json answer with no trap, valid JSON, and no raw control character")
     func readers() async throws {
         try await damage()
-        defer { try? FileManager.default.removeItem(atPath: state) }
         for arguments in [
             ["status"], ["status", "--json"], ["others", "--include-stale"], ["others", "--json", "--include-stale"],
         ] {
@@ -99,7 +99,6 @@ struct DamagedStateTests {
     )
     func daemon() async throws {
         try await damage()
-        defer { try? FileManager.default.removeItem(atPath: state) }
         let run = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state])
         #expect(run.code == 0, "\(run.stderr)")
         let spool = Spool(path: state + "/spool.sqlite")
@@ -122,7 +121,6 @@ struct DamagedStateTests {
         "committed rows that vanish between two runs (a lost write-ahead log, a spool moved aside) are counted as lost, and status is CRITICAL"
     )
     func vanishedRows() async throws {
-        defer { try? FileManager.default.removeItem(atPath: state) }
         let first = try await AgrigpsCommand.run(["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state])
         #expect(first.code == 0, "\(first.stderr)")
         let taken = try #require(first.stdout.last?.split(separator: " ").dropFirst().first.flatMap { Int($0) })
@@ -161,7 +159,6 @@ struct DamagedStateTests {
     )
     func clockSteps() async throws {
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: state) }
         // A pid no process has, so the daemon reads as not running.
         var heartbeat = Heartbeat(pid: Int32.max, startedAt: Date(timeIntervalSince1970: 5), onboarded: false)
         heartbeat.lastError = "gpsd unreachable"

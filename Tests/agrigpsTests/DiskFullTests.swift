@@ -40,12 +40,10 @@ struct DiskFullTests {
         "full: status says so and samples wait in memory; freed: they are written; full at SIGTERM: the loss is counted exactly"
     )
     func diskFull() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-diskfull-\(UUID().uuidString)"
-        ).path
+        let scratch = TemporaryDirectory("diskfull")
+        let directory = scratch.path
         let state = directory + "/state"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
         try Self.script.write(toFile: directory + "/run.sh", atomically: true, encoding: .utf8)
         let child = try ChildProcess(
             executable: "/usr/bin/unshare",

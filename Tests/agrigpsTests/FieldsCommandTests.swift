@@ -10,9 +10,8 @@ private let farmFactsZip = Fixtures.root.appendingPathComponent(
 struct FieldsCommandTests {
     @Test("a farm's export imported, listed as text and JSON, and removed field by field and all at once")
     func importListRemove() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-fields-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("fields")
+        let state = scratch.file("state")
 
         let empty = try await AgrigpsCommand.run(["fields", "--state-dir", state])
         #expect(empty.code == 0)
@@ -77,10 +76,8 @@ struct FieldsCommandTests {
 
     @Test("a hostile or missing file: one line saying why, exit 65 or 66, and the store unchanged")
     func refusals() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-fields-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("fields")
+        let state = scratch.path
         let hostile = state + "/TASKDATA.XML"
         try
             #"<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]><ISO11783_TaskData>&x;</ISO11783_TaskData>"#

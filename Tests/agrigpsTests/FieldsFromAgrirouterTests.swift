@@ -14,14 +14,9 @@ struct FieldsFromAgrirouterTests {
     func fieldsArriveThroughAgrirouter() async throws {
         let simulator = try await AgrirouterSimulator.start(
             SimConfiguration(tans: ["TANF000001": "Tractor", "TANF000002": "Farm software"]))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-fields-\(UUID().uuidString)"
-        ).path
-        try await tearingDown({
-            await simulator.shutdown()
-            try? FileManager.default.removeItem(atPath: directory)
-        }) {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let scratch = TemporaryDirectory("fields")
+        let directory = scratch.path
+        try await tearingDown({ await simulator.shutdown() }) {
             try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
             let state = directory + "/tractor"
             let onboarded = try await AgrigpsCommand.run([
@@ -74,14 +69,9 @@ struct FieldsFromAgrirouterTests {
         var configuration = SimConfiguration(tans: ["TANF000011": "Tractor", "TANF000012": "Farm software"])
         configuration.mqtt = true
         let simulator = try await AgrirouterSimulator.start(configuration)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-fields-\(UUID().uuidString)"
-        ).path
-        try await tearingDown({
-            await simulator.shutdown()
-            try? FileManager.default.removeItem(atPath: directory)
-        }) {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let scratch = TemporaryDirectory("fields")
+        let directory = scratch.path
+        try await tearingDown({ await simulator.shutdown() }) {
             try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
             let state = directory + "/tractor"
             let onboarded = try await AgrigpsCommand.run([

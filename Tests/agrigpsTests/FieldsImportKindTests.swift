@@ -12,8 +12,8 @@ import Glibc
 struct FieldsImportKindTests {
     @Test("a FIFO or a character device as the export: refused before it is opened, saying what it is")
     func notARegularFile() async throws {
-        let state = try Self.scratch()
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("fields-kind")
+        let state = scratch.path
         let fifo = state + "/TASKDATA.XML"
         #expect(mkfifo(fifo, 0o600) == 0, "errno \(errno)")
         for (path, kind) in [(fifo, "a FIFO"), ("/dev/zero", "a character device")] {
@@ -33,8 +33,8 @@ struct FieldsImportKindTests {
 
     @Test("an export folder whose TASKDATA.XML, or a file it refers to, is a FIFO: refused, naming the file")
     func fifoInTheFolder() async throws {
-        let state = try Self.scratch()
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("fields-kind")
+        let state = scratch.path
         // The Deutz export's TASKDATA.XML refers to PFD00000.XML (XFR), which the import reads.
         let export = state + "/deutz"
         try FileManager.default.copyItem(
@@ -60,13 +60,5 @@ struct FieldsImportKindTests {
         let imported = try await AgrigpsCommand.run(
             ["fields", "import", export, "--state-dir", state + "/state"], timeout: 30)
         #expect(imported.code == 0, "\(imported.stderr)")
-    }
-
-    static func scratch() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-fields-kind-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return directory
     }
 }

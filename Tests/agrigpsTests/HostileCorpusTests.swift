@@ -26,8 +26,8 @@ struct HostileCorpusTests {
     func configurations() async throws {
         let files = Self.files("config")
         #expect(files.count >= 7)
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-corpus-\(UUID().uuidString)")
-            .path
+        let scratch = TemporaryDirectory("corpus")
+        let state = scratch.file("state")
         for file in files {
             let status = try await AgrigpsCommand.run(["status", "--config", file, "--state-dir", state], timeout: 20)
             #expect(
@@ -68,11 +68,8 @@ struct HostileCorpusTests {
     func heartbeats() async throws {
         #expect(!Self.files("heartbeat").isEmpty)
         for file in Self.files("heartbeat") {
-            let state = FileManager.default.temporaryDirectory.appendingPathComponent(
-                "agrigps-corpus-\(UUID().uuidString)"
-            ).path
-            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(atPath: state) }
+            let scratch = TemporaryDirectory("corpus")
+            let state = scratch.path
             try FileManager.default.copyItem(atPath: file, toPath: state + "/heartbeat.json")
             for arguments in [["status"], ["status", "--json"], ["others"]] {
                 let result = try await AgrigpsCommand.run(arguments + ["--state-dir", state], timeout: 20)

@@ -63,11 +63,8 @@ struct MachineRecordsTests {
         "stats of a drive: hours working and not, worked area, engine hours and fuel match the samples by hand; per field, road is the time moving off it"
     )
     func drive() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-records-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("records")
+        let directory = scratch.path
         let state = directory + "/state"
         let drive = try TractorDrive.write(to: directory + "/drive.log", hitchDown: 60, hitchUp: 150)
         let run = try await AgrigpsCommand.run(["run", "--replay", drive, "--state-dir", state], timeout: 90)
@@ -160,10 +157,8 @@ struct MachineRecordsTests {
         "a receiver alone, no bus: no work figures until the work switch is used; with it on, the moving time is working"
     )
     func workSwitch() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-switch-\(UUID().uuidString)"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("switch")
+        let directory = scratch.path
         let log = Fixtures.log("haicom-305N")
         let first = try await AgrigpsCommand.run(
             ["run", "--replay", log, "--state-dir", directory + "/first"], timeout: 90)
@@ -201,10 +196,8 @@ struct MachineRecordsTests {
         "a machine bus that is not there: status says why, the samples go on without a machine; a bad name is refused in words"
     )
     func missingMachineBus() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-machine-bus-\(UUID().uuidString)"
-        ).path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("machine-bus")
+        let directory = scratch.file("state")
         let run = try await AgrigpsCommand.run(
             ["run", "--replay", Fixtures.log("haicom-305N"), "--machine-bus", "can9", "--state-dir", directory],
             timeout: 90)

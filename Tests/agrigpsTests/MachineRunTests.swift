@@ -14,11 +14,8 @@ struct MachineRunTests {
         "run --replay of a drive with the hitch lowered and raised: each sample carries the work state, speed, engine and fuel; status shows the machine"
     )
     func drive() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-drive-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("drive")
+        let directory = scratch.path
         let drive = try TractorDrive.write(to: directory + "/drive.log", hitchDown: 60, hitchUp: 150)
         // Without vcan0 the recording is read here; with one, through gpsd. Both sample the same drive.
         let run = try await AgrigpsCommand.run(
@@ -79,11 +76,8 @@ struct SilentTractorTests {
         "the tractor stops sending 100 s in, hitch down: within 3 s of the recording the work state is unknown, never working again"
     )
     func silentMidDrive() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-silent-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("silent")
+        let directory = scratch.path
         let drive = try TractorDrive.write(
             to: directory + "/drive.log", hitchDown: 60, hitchUp: 150, tractorStopsAt: 100)
         let run = try await AgrigpsCommand.run(
@@ -120,11 +114,8 @@ struct SilentTractorTests {
 struct WorkRulesRunTests {
     /// The work states of a run of the built drive with `arguments`, by count.
     static func states(_ arguments: [String], configuration: String? = nil) async throws -> [String: Int] {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-rules-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("rules")
+        let directory = scratch.path
         let drive = try TractorDrive.write(to: directory + "/drive.log", hitchDown: 60, hitchUp: 150)
         var config: [String] = []
         if let configuration {

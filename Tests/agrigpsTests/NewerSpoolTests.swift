@@ -9,10 +9,8 @@ import Testing
 struct NewerSpoolTests {
     @Test("a spool written by a newer agrigps is refused with words, left as it is, and agrigps run exits 78")
     func newerSpoolIsRefused() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-newer-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("newer")
+        let state = scratch.path
         let path = state + "/spool.sqlite"
         // A spool as this version makes it, then a step only a later version knows.
         do {

@@ -7,14 +7,14 @@ import Testing
 /// A state directory beside the local agrirouter's CA certificate, and the flags `agrigps onboard`
 /// needs to reach that agrirouter.
 struct LocalOnboarding {
+    let scratch: TemporaryDirectory
     let directory: String
     let local: [String]
     var state: String { directory + "/state" }
 
     init(_ simulator: AgrirouterSimulator, name: String) throws {
-        directory =
-            FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-\(name)-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        scratch = TemporaryDirectory(name)
+        directory = scratch.path
         try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
         local = [
             "--env", "local", "--onboarding-url", simulator.onboardingURL, "--ca-file", directory + "/ca.pem",
@@ -22,7 +22,7 @@ struct LocalOnboarding {
         ]
     }
 
-    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+    func remove() { scratch.remove() }
 }
 
 @Suite(.serialized, .timeLimit(.minutes(2)))

@@ -10,8 +10,9 @@ import Testing
 
 @Suite("agrigps others and status", .serialized, .timeLimit(.minutes(3)))
 struct OthersCommandTests {
-    let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-others-cli-\(UUID().uuidString)")
-        .path
+    let scratch = TemporaryDirectory("others-cli")
+    /// Made by the store, or by the test, as each needs.
+    var state: String { scratch.file("state") }
 
     /// A store holding one machine 908 m north-east of 52°N 8°E, heard from just now.
     func storeWithHarvester(heardAgo: Double = 0) async throws {
@@ -53,7 +54,6 @@ struct OthersCommandTests {
     @Test("with no fix of our own, distance is unknown and said so; --near is refused")
     func noOwnFix() async throws {
         try await storeWithHarvester()
-        defer { try? FileManager.default.removeItem(atPath: state) }
         let result = try await AgrigpsCommand.run(["others", "--state-dir", state])
         #expect(result.code == 0)
         #expect(
@@ -71,7 +71,6 @@ struct OthersCommandTests {
     @Test("with our fix: distance, bearing and --near filter")
     func withOwnFix() async throws {
         try await storeWithHarvester(heardAgo: 20)
-        defer { try? FileManager.default.removeItem(atPath: state) }
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         try writeOwnFix(latitude: 52, longitude: 8)
         let result = try await AgrigpsCommand.run(["others", "--state-dir", state])
@@ -111,7 +110,6 @@ struct OthersCommandTests {
     @Test("status with no daemon says so and exits 2")
     func statusWithoutDaemon() async throws {
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: state) }
         let result = try await AgrigpsCommand.run(["status", "--state-dir", state])
         #expect(result.code == 2)
         #expect(result.stdout.first?.hasPrefix("CRITICAL: daemon not running; spool: no spool yet") == true)
@@ -132,14 +130,9 @@ struct TwoMachineTests {
     func seeEachOther(formats: String?) async throws {
         let simulator = try await AgrirouterSimulator.start(
             SimConfiguration(tans: ["TANA000001": "Tractor", "TANA000002": "Harvester"]))
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-two-\(UUID().uuidString)"
-        ).path
-        try await tearingDown({
-            await simulator.shutdown()
-            try? FileManager.default.removeItem(atPath: directory)
-        }) {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let scratch = TemporaryDirectory("two")
+        let directory = scratch.path
+        try await tearingDown({ await simulator.shutdown() }) {
             try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
             try "[publishing]\nformats = [\"\(formats ?? "gps_info\", \"efdi")\"]\n".write(
                 toFile: directory + "/agrigps.conf", atomically: true, encoding: .utf8)

@@ -19,20 +19,12 @@ struct PackagingTests {
         try await SystemTool.run(executable, arguments, timeout: timeout)
     }
 
-    func scratch() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-package-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return directory
-    }
-
     @Test(
         "make deb builds a package with the binary, the units, the udev rule and the configuration, which unpacks and runs"
     )
     func deb() async throws {
-        let work = try scratch()
-        defer { try? FileManager.default.removeItem(atPath: work) }
+        let scratch = TemporaryDirectory("package")
+        let work = scratch.path
         let made = try await run(
             "/usr/bin/make", ["-C", Self.root, "deb", "BIN=\(AgrigpsCommand.path)", "DIST=\(work)/dist"], in: work,
             timeout: 300)
@@ -101,8 +93,8 @@ struct PackagingTests {
 
     @Test("make install puts the files under DESTDIR, with the unit pointing at PREFIX")
     func install() async throws {
-        let work = try scratch()
-        defer { try? FileManager.default.removeItem(atPath: work) }
+        let scratch = TemporaryDirectory("package")
+        let work = scratch.path
         let made = try await run(
             "/usr/bin/make",
             ["-C", Self.root, "install", "BIN=\(AgrigpsCommand.path)", "DESTDIR=\(work)/root", "PREFIX=/opt/agrigps"],

@@ -18,8 +18,8 @@ struct RecordingInputTests {
 
     @Test("a FIFO, a character device or a folder as the recording: said what it is at once, and nothing waited on")
     func notARegularFile() async throws {
-        let directory = try Self.scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("recording")
+        let directory = scratch.path
         let fifo = directory + "/bus.fifo"
         #expect(mkfifo(fifo, 0o600) == 0, "errno \(errno)")
         for (path, kind) in [(fifo, "a FIFO"), ("/dev/zero", "a character device"), (directory, "a directory")] {
@@ -38,8 +38,8 @@ struct RecordingInputTests {
         "a FIFO or a device given to replay or run --replay as an NMEA log: refused with words at once, nothing waited on or read to its end"
     )
     func nmeaLogThatIsNoFile() async throws {
-        let directory = try Self.scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("recording")
+        let directory = scratch.path
         let fifo = directory + "/gps.fifo"
         #expect(mkfifo(fifo, 0o600) == 0, "errno \(errno)")
         for path in [fifo, "/dev/zero"] {
@@ -56,8 +56,8 @@ struct RecordingInputTests {
 
     @Test("random bytes, or a file without a line break: 'not a candump log' after a bounded read, in bounded memory")
     func notCandump() async throws {
-        let directory = try Self.scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("recording")
+        let directory = scratch.path
         let baseline = try await Self.measured(["bus", "--file", Fixtures.can("candumpSample1.txt")])
         #expect(baseline.code == 0, "\(baseline.stderr)")
 
@@ -93,8 +93,8 @@ struct RecordingInputTests {
         "a 20 MiB line amid frames: skipped with words, the frames around it read, in bounded memory; replay reads the same way"
     )
     func overLongLine() async throws {
-        let directory = try Self.scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("recording")
+        let directory = scratch.path
         let sample = try String(contentsOfFile: Fixtures.can("candumpSample1.txt"), encoding: .utf8)
         var lines = sample.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         lines.insert("(1410714882.622188) can0 09F80102#" + String(repeating: "0", count: 20 << 20), at: 100)
@@ -128,8 +128,8 @@ struct RecordingInputTests {
         "a recording of more frames than a replay takes: refused with how to cut it, before any interface is looked for"
     )
     func tooLongToReplay() async throws {
-        let directory = try Self.scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("recording")
+        let directory = scratch.path
         let path = directory + "/long.log"
         // 1,000,001 frames of the shortest form candump -l writes: 16 MB.
         try Data(String(repeating: "(0) c 00000000#\n", count: 1_000_001).utf8).write(to: URL(fileURLWithPath: path))
@@ -151,14 +151,6 @@ struct RecordingInputTests {
         return peak < baseline + growthKiB
     }
 
-    static func scratch() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-recording-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return directory
-    }
-
     /// Runs agrigps to its end (killed after `timeout`: code nil) with its peak resident memory,
     /// VmHWM, read once it has read its input. wait4's ru_maxrss will not do: a child spawned with
     /// vfork counts the test process's memory from before its exec. So its stdout and stderr are
@@ -167,13 +159,10 @@ struct RecordingInputTests {
     static func measured(_ arguments: [String], timeout: Double = 60) async throws
         -> (code: Int32?, stdout: [String], stderr: [String], peakKiB: Int?)
     {
-        let base = NSTemporaryDirectory() + "agrigps-measured-\(UUID().uuidString)"
-        let paths = [base + ".out", base + ".err"]
+        let scratch = TemporaryDirectory("measured")
+        let paths = [scratch.file("measured.out"), scratch.file("measured.err")]
         var descriptors: [Int32] = []
-        defer {
-            descriptors.forEach { close($0) }
-            paths.forEach { unlink($0) }
-        }
+        defer { descriptors.forEach { close($0) } }
         var filler: [Int] = []
         for path in paths {
             guard mkfifo(path, 0o600) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }

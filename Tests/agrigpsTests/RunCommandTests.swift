@@ -244,11 +244,8 @@ struct RunCommandTests {
         "[publishing] profile = \"live\" runs a send cycle every 5 s; --send-interval still wins",
         arguments: [nil, "20"])
     func liveProfile(sendInterval: String?) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-live-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("live")
+        let directory = scratch.path
         try "[publishing]\nprofile = \"live\"\n".write(
             toFile: directory + "/agrigps.conf", atomically: true, encoding: .utf8)
         let port = try ReplayGPSD.freeLoopbackPort()

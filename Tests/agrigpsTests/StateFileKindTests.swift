@@ -13,10 +13,12 @@ struct StateFileKindTests {
         case fifo, linkOut = "link out of the directory", device = "device node"
     }
 
-    /// A state directory with a spool in it, and one of its files replaced by `kind`; also the file
-    /// outside that a link points to, which must stay as it was.
-    func planted(_ file: String, as kind: Kind) async throws -> (state: String, outside: String) {
-        let root = NSTemporaryDirectory() + "agrigps-kinds-\(UUID().uuidString)"
+    /// A state directory in `scratch` with a spool in it, and one of its files replaced by `kind`;
+    /// also the file outside that a link points to, which must stay as it was.
+    func planted(_ file: String, as kind: Kind, in scratch: TemporaryDirectory) async throws -> (
+        state: String, outside: String
+    ) {
+        let root = scratch.path
         let state = root + "/state"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         if file != "spool.sqlite" && !file.hasPrefix("spool.sqlite-") {
@@ -45,8 +47,8 @@ struct StateFileKindTests {
             "endpoint.json",
         ] {
             for kind in Kind.allCases {
-                let (state, outside) = try await planted(file, as: kind)
-                defer { try? FileManager.default.removeItem(atPath: (state as NSString).deletingLastPathComponent) }
+                let scratch = TemporaryDirectory("kinds")
+                let (state, outside) = try await planted(file, as: kind, in: scratch)
                 let commands: [[String]] =
                     file == "track.sqlite"
                     ? [["track", "--format", "csv"], ["stats"]] : [["status"], ["status", "--json"]]
@@ -67,12 +69,12 @@ struct StateFileKindTests {
         }
     }
 
-    /// The daemon run over the long-enough replay with `file` planted as `kind`: its exit, what it
-    /// said, and the state directory, which the caller removes.
-    func daemon(with file: String, as kind: Kind, timeout: Double) async throws -> (
+    /// The daemon run over the long-enough replay with `file` planted as `kind` in `scratch`: its
+    /// exit, what it said, and the state directory.
+    func daemon(with file: String, as kind: Kind, in scratch: TemporaryDirectory, timeout: Double) async throws -> (
         code: Int32?, said: String, state: String, outside: String
     ) {
-        let (state, outside) = try await planted(file, as: kind)
+        let (state, outside) = try await planted(file, as: kind, in: scratch)
         let run = try await AgrigpsCommand.run(
             ["run", "--replay", Fixtures.log("ublox-8"), "--state-dir", state], timeout: timeout)
         return (run.code, (run.stdout + run.stderr).joined(separator: "\n"), state, outside)
@@ -84,8 +86,8 @@ struct StateFileKindTests {
     func daemonSideFiles() async throws {
         for file in ["heartbeat.json", "spool.sqlite-mark"] {
             for kind in Kind.allCases {
-                let run = try await daemon(with: file, as: kind, timeout: 60)
-                defer { try? FileManager.default.removeItem(atPath: (run.state as NSString).deletingLastPathComponent) }
+                let scratch = TemporaryDirectory("kinds")
+                let run = try await daemon(with: file, as: kind, in: scratch, timeout: 60)
                 #expect(
                     run.code == 0,
                     "\(file) a \(kind.rawValue): exit \(String(describing: run.code)): \(run.said.suffix(600))")
@@ -103,8 +105,8 @@ struct StateFileKindTests {
     @Test("a lock file that is not a regular file stops the daemon at start with a message naming it")
     func daemonLock() async throws {
         for kind in Kind.allCases {
-            let run = try await daemon(with: "agrigps.lock", as: kind, timeout: 30)
-            defer { try? FileManager.default.removeItem(atPath: (run.state as NSString).deletingLastPathComponent) }
+            let scratch = TemporaryDirectory("kinds")
+            let run = try await daemon(with: "agrigps.lock", as: kind, in: scratch, timeout: 30)
             #expect(run.code != nil && run.code != 0, "lock a \(kind.rawValue): exit \(String(describing: run.code))")
             #expect(run.said.contains("agrigps.lock"), "lock a \(kind.rawValue): \(run.said.suffix(400))")
             #expect(try String(contentsOfFile: run.outside, encoding: .utf8) == "not agrigps's\n")
@@ -135,9 +137,8 @@ struct StateFileKindTests {
 
     @Test("under umask 000, every file the daemon and set-password make is private: 0600, the heartbeat 0640")
     func privateWhateverTheUmask() async throws {
-        let root = NSTemporaryDirectory() + "agrigps-umask-\(UUID().uuidString)"
-        let state = root + "/state"
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        let scratch = TemporaryDirectory("umask")
+        let state = scratch.file("state")
         let run = try await SystemTool.run(
             "/bin/sh",
             [

@@ -18,11 +18,8 @@ struct StatusClockTests {
 
     @Test("no reason and no age in the JSON is longer than the system has run, where it said 1795840913 s")
     func agesBoundedByUptime() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-stepped-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("stepped")
+        let state = scratch.path
         let now = Date()
         let nineteenSeventy = Date(timeIntervalSince1970: 95)
         let fix = PositionSample(

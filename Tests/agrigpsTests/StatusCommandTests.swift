@@ -12,9 +12,8 @@ struct StatusCommandTests {
         "a running daemon is reported with its problems; SIGTERM ends it within 5 s with the spool intact; then status is CRITICAL"
     )
     func runningThenStopped() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-status-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("status")
+        let state = scratch.file("state")
         // Nothing listens on this port: the daemon samples gpsd_unreachable, as on a box whose gpsd is down.
         let port = try ReplayGPSD.freeLoopbackPort()
         let daemon = try AgrigpsCommand([
@@ -73,9 +72,8 @@ struct StatusCommandTests {
         let missing = try await AgrigpsCommand.run(["status", "--state-dir", "/nonexistent/agrigps"])
         #expect(missing.code == 3)
         #expect(missing.stdout.first == "UNKNOWN: no state directory at /nonexistent/agrigps")
-        let config = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-\(UUID().uuidString).conf")
-            .path
-        defer { unlink(config) }
+        let scratch = TemporaryDirectory("config")
+        let config = scratch.file("agrigps.conf")
         try "[status]\nheartbeat_limit = \"soon\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         let broken = try await AgrigpsCommand.run(["status", "--config", config, "--state-dir", "/tmp"])
         #expect(broken.code == 3)
@@ -90,12 +88,10 @@ struct StatusWithoutRootTests {
     @Test("a member of the daemon's group reads status from the heartbeat, with the databases closed to it")
     func groupMember() async throws {
         try #require(getuid() == 0, "the test switches users, which needs root (as CI has)")
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-group-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("group")
+        let state = scratch.path
         // As systemd sets it up: the daemon's directory, its group may enter; new files take that group.
         let group: gid_t = 4242
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         #expect(chown(state, 0, group) == 0 && chmod(state, 0o2750) == 0)
         let port = try ReplayGPSD.freeLoopbackPort()
         let daemon = try AgrigpsCommand([
@@ -134,9 +130,8 @@ struct StatusWithoutRootTests {
 
     @Test("a second daemon on the same state directory exits at once with 75 and names the first; the first runs on")
     func oneDaemonPerStateDirectory() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-lock-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("lock")
+        let state = scratch.file("state")
         let port = try ReplayGPSD.freeLoopbackPort()
         let first = try AgrigpsCommand([
             "run", "--gpsd", "127.0.0.1:\(port)", "--interval", "0.2", "--state-dir", state,

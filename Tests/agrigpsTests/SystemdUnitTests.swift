@@ -18,11 +18,10 @@ struct SystemdUnitTests {
     static let unit = path(of: "agrigps.service")
 
     /// The unit with ExecStart pointing at the built binary, since verify checks that it exists.
-    func installedCopy(_ name: String = "agrigps.service") throws -> (directory: String, unit: String) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-unit-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    func installedCopy(_ name: String = "agrigps.service", in scratch: TemporaryDirectory) throws -> (
+        directory: String, unit: String
+    ) {
+        let directory = scratch.path
         let text = try String(contentsOfFile: Self.path(of: name), encoding: .utf8)
         #expect(
             text.contains(
@@ -41,16 +40,16 @@ struct SystemdUnitTests {
 
     @Test("systemd-analyze verify finds nothing to complain about", arguments: units)
     func verify(_ name: String) async throws {
-        let (directory, unit) = try installedCopy(name)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("unit")
+        let (directory, unit) = try installedCopy(name, in: scratch)
         let result = try await analyze(["verify", unit], in: directory)
         #expect(result.code == 0 && result.output.isEmpty, "\(result.output)")
     }
 
     @Test("systemd-analyze security rates the exposure 2.0 or lower", arguments: units)
     func security(_ name: String) async throws {
-        let (directory, unit) = try installedCopy(name)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("unit")
+        let (directory, unit) = try installedCopy(name, in: scratch)
         let result = try await analyze(["security", "--offline=true", "--no-pager", unit], in: directory)
         #expect(result.code == 0)
         let line = try #require(result.output.split(separator: "\n").first { $0.contains("Overall exposure level") })

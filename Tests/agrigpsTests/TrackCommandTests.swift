@@ -33,9 +33,8 @@ struct TrackCommandTests {
         "a replayed log's track breaks at each fix loss, and its figures match the samples",
         arguments: ["ublox-lea-4h", "nmea-rtk"])
     func trackAndStats(log: String) async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-track-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("track")
+        let state = scratch.file("state")
         // Not onboarded: the track is kept all the same.
         let run = try await AgrigpsCommand.run(
             ["run", "--replay", Fixtures.log(log), "--state-dir", state], timeout: 90)
@@ -106,9 +105,8 @@ struct TrackCommandTests {
     func perField() async throws {
         // The receiver of this log wanders about 120 m in its 68 samples.
         let log = "haicom-305N"
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-track-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("track")
+        let state = scratch.file("state")
         let run = try await AgrigpsCommand.run(
             ["run", "--replay", Fixtures.log(log), "--state-dir", state], timeout: 90)
         #expect(run.code == 0, "\(run.stderr.suffix(5))")
@@ -187,9 +185,8 @@ struct TrackCommandTests {
 
     @Test("local days and times follow --time-zone, else [track] time_zone, else TZ")
     func timeZones() async throws {
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("agrigps-track-\(UUID().uuidString)")
-            .path
-        defer { try? FileManager.default.removeItem(atPath: state) }
+        let scratch = TemporaryDirectory("track")
+        let state = scratch.file("state")
         let run = try await AgrigpsCommand.run(
             ["run", "--replay", Fixtures.log("nmea-rtk"), "--state-dir", state], timeout: 90)
         #expect(run.code == 0, "\(run.stderr.suffix(5))")

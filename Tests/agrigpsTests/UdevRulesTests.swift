@@ -1,6 +1,7 @@
 import ChildProcesses
 import Foundation
 import GPSDReplay
+import TestSupport
 import Testing
 
 /// The udev rules, read by udevadm itself: in a private mount namespace a tmpfs over
@@ -11,8 +12,8 @@ struct UdevRulesTests {
         .deletingLastPathComponent().appendingPathComponent("udev/61-agrigps.rules").path
 
     func udevadmTest(_ rules: String) async throws -> String {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("udevadm-\(UUID().uuidString)").path
-        defer { unlink(output) }
+        let scratch = TemporaryDirectory("udevadm")
+        let output = scratch.file("udevadm.out")
         let script = """
             set -e
             mkdir -p /run/udev/rules.d
@@ -40,9 +41,8 @@ struct UdevRulesTests {
 
     @Test("a broken copy is caught, so the check above can fail")
     func catchesMistakes() async throws {
-        let broken = FileManager.default.temporaryDirectory.appendingPathComponent("broken-\(UUID().uuidString).rules")
-            .path
-        defer { unlink(broken) }
+        let scratch = TemporaryDirectory("broken")
+        let broken = scratch.file("broken.rules")
         let text = try String(contentsOfFile: Self.rules, encoding: .utf8) + "ATTRS{idVendor}=\"1546\"\n"
         try text.write(toFile: broken, atomically: true, encoding: .utf8)
         let output = try await udevadmTest(broken)

@@ -10,18 +10,10 @@ import Testing
 /// secrets, and a clean stop on SIGTERM.
 @Suite("agrigps web", .serialized, .timeLimit(.minutes(2)))
 struct WebCommandTests {
-    func scratch() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "agrigps-web-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return directory
-    }
-
     @Test("beyond loopback without a password it refuses to start (78), and says how to set one")
     func refusesExposure() async throws {
-        let directory = try scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("web")
+        let directory = scratch.path
         let result = try await AgrigpsCommand.run(
             ["web", "--listen", "0.0.0.0:0", "--state-dir", directory], timeout: 20)
         #expect(result.code == 78, "\(result.stderr)")
@@ -33,8 +25,8 @@ struct WebCommandTests {
 
     @Test("set-password reads standard input, refuses a short one, and stores only a hash")
     func setPassword() async throws {
-        let directory = try scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("web")
+        let directory = scratch.path
         let short = try await AgrigpsCommand.run(["web", "set-password", "--state-dir", directory], input: "short\n")
         #expect(short.code == 64 && short.stderr.joined().contains("at least 8"), "\(short.stderr)")
         let set = try await AgrigpsCommand.run(
@@ -49,8 +41,8 @@ struct WebCommandTests {
     )
     func servesWithoutLeaking() async throws {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["WEBTAN0001": "Tractor"]))
-        let directory = try scratch()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let scratch = TemporaryDirectory("web")
+        let directory = scratch.path
         let state = directory + "/state"
         try simulator.caCertificatePEM.write(toFile: directory + "/ca.pem", atomically: true, encoding: .utf8)
         try """
