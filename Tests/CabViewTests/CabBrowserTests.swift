@@ -67,15 +67,15 @@ struct CabBrowserTests {
             try await fixture.start()
         }
 
-        /// For `defer`: the daemon (and its gpsd) stopped at once; the simulator winds down after.
-        func close() {
+        /// The daemon (and its gpsd), the page's server and the simulator, each stopped and awaited.
+        func close() async {
             if let daemon {
                 daemon.process.terminate(grace: 3)
                 daemon.cleanUp()
             }
-            fixture.close()
+            await fixture.stop()
             scratch.remove()
-            Task { [simulator] in await simulator.shutdown() }
+            await simulator.shutdown()
         }
 
         var url: String { "http://127.0.0.1:\(fixture.port)/" }
@@ -101,159 +101,161 @@ struct CabBrowserTests {
     )
     func mapPauseAndScreenshots() async throws {
         let field = try await Field()
-        defer { field.close() }
-        try await field.start()
-        let browser = try await WebDriver(width: 1280, height: 800)
-        defer { browser.close() }
-        try await browser.open(field.url)
+        try await tearingDown({ await field.close() }) {
+            try await field.start()
+            let browser = try await WebDriver(width: 1280, height: 800)
+            defer { browser.close() }
+            try await browser.open(field.url)
 
-        // Our marker appears, and it sits where gpsd said the replayed receiver was.
-        #expect(
-            try await browser.wait(
-                timeout: 30,
-                for: "return !!(window.cab && cab.own && cab.state && cab.state.sharing.state === 'sharing')"))
-        let marker = try #require(
-            try await browser.run("const p = cab.own.getLatLng(); return [p.lat, p.lng, cab.own.options.fix];")
-                as? [Any])
-        let (latitude, longitude) = (try #require(marker[0] as? Double), try #require(marker[1] as? Double))
-        let positions = try Self.replayedPositions("telit-he910")
-        #expect(
-            positions.contains { abs($0.0 - latitude) < 1e-7 && abs($0.1 - longitude) < 1e-7 },
-            "marker at \(latitude), \(longitude)")
-        #expect(marker[2] as? String != "none")
+            // Our marker appears, and it sits where gpsd said the replayed receiver was.
+            #expect(
+                try await browser.wait(
+                    timeout: 30,
+                    for: "return !!(window.cab && cab.own && cab.state && cab.state.sharing.state === 'sharing')"))
+            let marker = try #require(
+                try await browser.run("const p = cab.own.getLatLng(); return [p.lat, p.lng, cab.own.options.fix];")
+                    as? [Any])
+            let (latitude, longitude) = (try #require(marker[0] as? Double), try #require(marker[1] as? Double))
+            let positions = try Self.replayedPositions("telit-he910")
+            #expect(
+                positions.contains { abs($0.0 - latitude) < 1e-7 && abs($0.1 - longitude) < 1e-7 },
+                "marker at \(latitude), \(longitude)")
+            #expect(marker[2] as? String != "none")
 
-        // The harvester appears by name and, 10 s after its last message, turns grey.
-        #expect(
-            try await browser.wait(
-                timeout: 30,
-                for: """
-                    return Object.values(cab.others).some(m => m.options.name === 'Harvester') &&
-                           Array.from(document.querySelectorAll('.other-label')).some(e => e.textContent === 'Harvester')
-                    """))
-        #expect(
-            try await browser.wait(
-                timeout: 40,
-                for: """
-                    return Object.values(cab.others).some(m => m.options.name === 'Harvester' && m.options.stale && m.options.fillColor === '#9a9a9a') &&
-                           Array.from(document.querySelectorAll('.other-label.stale')).some(e => e.textContent === 'Harvester')
-                    """), "the harvester turned grey")
+            // The harvester appears by name and, 10 s after its last message, turns grey.
+            #expect(
+                try await browser.wait(
+                    timeout: 30,
+                    for: """
+                        return Object.values(cab.others).some(m => m.options.name === 'Harvester') &&
+                               Array.from(document.querySelectorAll('.other-label')).some(e => e.textContent === 'Harvester')
+                        """))
+            #expect(
+                try await browser.wait(
+                    timeout: 40,
+                    for: """
+                        return Object.values(cab.others).some(m => m.options.name === 'Harvester' && m.options.stale && m.options.fillColor === '#9a9a9a') &&
+                               Array.from(document.querySelectorAll('.other-label.stale')).some(e => e.textContent === 'Harvester')
+                        """), "the harvester turned grey")
 
-        // The page's pause shows in `agrigps status`; the CLI's resume shows on the page.
-        try await browser.click("#pause")
-        #expect(
-            try await browser.wait(
-                timeout: 10, for: "return document.getElementById('sharing').dataset.state === 'paused'"))
-        let paused = try await AgrigpsCommand.run([
-            "status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf",
-        ])
-        #expect(paused.stdout.contains { $0.hasPrefix("Sharing: PAUSED") }, "\(paused.stdout)")
-        // The receipt: since when, and the positions of the pause kept on the box (the replay samples every second).
-        let receipt = #"/^Paused since \d\d:\d\d · [1-9]\d* positions? kept on this box, not sent$/"#
-        let receiptShown = try await browser.wait(
-            timeout: 10, for: "return \(receipt).test(document.getElementById('sharing').textContent)")
-        let receiptText = try await browser.text("#sharing")
-        #expect(receiptShown, "\(receiptText)")
-        try await browser.run(
-            "window.notices = []; const shown = window.toast; window.toast = words => { notices.push(words); shown(words); };"
-        )
-        let resumed = try await AgrigpsCommand.run(["resume", "--state-dir", field.tractor])
-        #expect(resumed.code == 0)
-        #expect(
-            try await browser.wait(
-                timeout: 10, for: "return document.getElementById('sharing').dataset.state === 'sharing'"))
-        let resumeNoticed = try await browser.wait(
-            timeout: 10,
-            for:
-                "return notices.some(words => /^Sharing again · [1-9]\\d* positions? from the pause stays? here$/.test(words))"
-        )
-        let notices = try await browser.run("return notices")
-        #expect(resumeNoticed, "\(String(describing: notices))")
-        #expect(try await browser.text("#pause") == "Pause sharing")
-        let active = try await AgrigpsCommand.run([
-            "status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf",
-        ])
-        #expect(active.stdout.contains("Sharing: active"), "\(active.stdout)")
-
-        // The work switch of a machine without a bus: off and silent at first; on from the page, the
-        // samples carry a work state, the header says it and status has it; off from the CLI.
-        #expect(try await browser.text("#work-switch") == "Not working")
-        #expect(
-            try await browser.run("return document.getElementById('field').hidden") as? Bool == true,
-            "nothing says what the machine does")
-        try await browser.click("#work-switch")
-        #expect(
-            try await browser.wait(
+            // The page's pause shows in `agrigps status`; the CLI's resume shows on the page.
+            try await browser.click("#pause")
+            #expect(
+                try await browser.wait(
+                    timeout: 10, for: "return document.getElementById('sharing').dataset.state === 'paused'"))
+            let paused = try await AgrigpsCommand.run([
+                "status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf",
+            ])
+            #expect(paused.stdout.contains { $0.hasPrefix("Sharing: PAUSED") }, "\(paused.stdout)")
+            // The receipt: since when, and the positions of the pause kept on the box (the replay samples every second).
+            let receipt = #"/^Paused since \d\d:\d\d · [1-9]\d* positions? kept on this box, not sent$/"#
+            let receiptShown = try await browser.wait(
+                timeout: 10, for: "return \(receipt).test(document.getElementById('sharing').textContent)")
+            let receiptText = try await browser.text("#sharing")
+            #expect(receiptShown, "\(receiptText)")
+            try await browser.run(
+                "window.notices = []; const shown = window.toast; window.toast = words => { notices.push(words); shown(words); };"
+            )
+            let resumed = try await AgrigpsCommand.run(["resume", "--state-dir", field.tractor])
+            #expect(resumed.code == 0)
+            #expect(
+                try await browser.wait(
+                    timeout: 10, for: "return document.getElementById('sharing').dataset.state === 'sharing'"))
+            let resumeNoticed = try await browser.wait(
                 timeout: 10,
-                for: "return document.getElementById('work-switch').getAttribute('aria-pressed') === 'true'"))
-        #expect(try await browser.text("#work-switch") == "Working")
-        let chipShown = try await browser.wait(
-            timeout: 10,
-            for: """
-                const chip = document.getElementById('field');
-                return !chip.hidden && ['Working', 'Not working'].includes(chip.textContent) && chip.dataset.work === cab.state.work.state;
-                """)
-        let chip = try await browser.run(
-            "const chip = document.getElementById('field'); return [chip.textContent, chip.dataset.work, cab.state.own && cab.state.own.speed]"
-        )
-        #expect(chipShown, "\(String(describing: chip))")
-        let switched = try await AgrigpsCommand.run([
-            "status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf",
-        ])
-        #expect(
-            switched.stdout.contains { $0.hasPrefix("Machine: ") && $0.contains("work switch on") },
-            "\(switched.stdout)")
-        #expect(try await AgrigpsCommand.run(["work", "off", "--state-dir", field.tractor]).code == 0)
-        #expect(
-            try await browser.wait(
+                for:
+                    "return notices.some(words => /^Sharing again · [1-9]\\d* positions? from the pause stays? here$/.test(words))"
+            )
+            let notices = try await browser.run("return notices")
+            #expect(resumeNoticed, "\(String(describing: notices))")
+            #expect(try await browser.text("#pause") == "Pause sharing")
+            let active = try await AgrigpsCommand.run([
+                "status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf",
+            ])
+            #expect(active.stdout.contains("Sharing: active"), "\(active.stdout)")
+
+            // The work switch of a machine without a bus: off and silent at first; on from the page, the
+            // samples carry a work state, the header says it and status has it; off from the CLI.
+            #expect(try await browser.text("#work-switch") == "Not working")
+            #expect(
+                try await browser.run("return document.getElementById('field').hidden") as? Bool == true,
+                "nothing says what the machine does")
+            try await browser.click("#work-switch")
+            #expect(
+                try await browser.wait(
+                    timeout: 10,
+                    for: "return document.getElementById('work-switch').getAttribute('aria-pressed') === 'true'"))
+            #expect(try await browser.text("#work-switch") == "Working")
+            let chipShown = try await browser.wait(
                 timeout: 10,
                 for: """
-                    return document.getElementById('work-switch').getAttribute('aria-pressed') === 'false' &&
-                           document.getElementById('work-switch').textContent === 'Not working'
-                    """))
+                    const chip = document.getElementById('field');
+                    return !chip.hidden && ['Working', 'Not working'].includes(chip.textContent) && chip.dataset.work === cab.state.work.state;
+                    """)
+            let chip = try await browser.run(
+                "const chip = document.getElementById('field'); return [chip.textContent, chip.dataset.work, cab.state.own && cab.state.own.speed]"
+            )
+            #expect(chipShown, "\(String(describing: chip))")
+            let switched = try await AgrigpsCommand.run([
+                "status", "--state-dir", field.tractor, "--config", field.root + "/agrigps.conf",
+            ])
+            #expect(
+                switched.stdout.contains { $0.hasPrefix("Machine: ") && $0.contains("work switch on") },
+                "\(switched.stdout)")
+            #expect(try await AgrigpsCommand.run(["work", "off", "--state-dir", field.tractor]).code == 0)
+            #expect(
+                try await browser.wait(
+                    timeout: 10,
+                    for: """
+                        return document.getElementById('work-switch').getAttribute('aria-pressed') === 'false' &&
+                               document.getElementById('work-switch').textContent === 'Not working'
+                        """))
 
-        // The working width, asked once in Settings: kept on the box, where `agrigps stats` finds it.
-        #expect(try await browser.openCabTab("settings"))
-        try await browser.type("6,5", into: "#working-width")
-        try await browser.click("#working-width-save")
-        let widthNoted = try await browser.wait(
-            timeout: 10,
-            for: """
-                return document.getElementById('working-width-note').textContent === 'Working width 6.5 m: Records show the area worked.'
-                """)
-        let note = try await browser.text("#working-width-note")
-        #expect(widthNoted, "\(note)")
-        let stats = try await AgrigpsCommand.run([
-            "stats", "--json", "--by", "year", "--since", "2000-01-01", "--state-dir", field.tractor,
-            "--config", field.root + "/agrigps.conf",
-        ])
-        let years =
-            (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"]
-            as? [[String: Any]]
-        #expect(
-            years?.isEmpty == false && years?.allSatisfy { $0["hectares_worked"] is Double } == true, "\(stats.stdout)")
-        #expect(try await browser.openCabTab("map"))
+            // The working width, asked once in Settings: kept on the box, where `agrigps stats` finds it.
+            #expect(try await browser.openCabTab("settings"))
+            try await browser.type("6,5", into: "#working-width")
+            try await browser.click("#working-width-save")
+            let widthNoted = try await browser.wait(
+                timeout: 10,
+                for: """
+                    return document.getElementById('working-width-note').textContent === 'Working width 6.5 m: Records show the area worked.'
+                    """)
+            let note = try await browser.text("#working-width-note")
+            #expect(widthNoted, "\(note)")
+            let stats = try await AgrigpsCommand.run([
+                "stats", "--json", "--by", "year", "--since", "2000-01-01", "--state-dir", field.tractor,
+                "--config", field.root + "/agrigps.conf",
+            ])
+            let years =
+                (try JSONSerialization.jsonObject(with: Data(stats.stdout.joined().utf8)) as? [String: Any])?["periods"]
+                as? [[String: Any]]
+            #expect(
+                years?.isEmpty == false && years?.allSatisfy { $0["hectares_worked"] is Double } == true,
+                "\(stats.stdout)")
+            #expect(try await browser.openCabTab("map"))
 
-        // Screenshots at the tablet's size here and the phone's in a second browser; neither blank.
-        try await browser.click("#fit")
-        try await Task.sleep(for: .milliseconds(500))
-        let tablet = try Self.save(try await browser.screenshot(), as: "map-1280x800.png")
-        let phoneBrowser = try await WebDriver(width: 360, height: 640)
-        defer { phoneBrowser.close() }
-        try await phoneBrowser.open(field.url)
-        #expect(
-            try await phoneBrowser.wait(
-                timeout: 20, for: "return !!(window.cab && cab.own && Object.keys(cab.others).length > 0)"))
-        try await phoneBrowser.click("#fit")
-        try await Task.sleep(for: .milliseconds(500))
-        let phone = try Self.save(try await phoneBrowser.screenshot(), as: "map-360x640.png")
-        let width = try await phoneBrowser.run("return [window.innerWidth, window.innerHeight]") as? [Int]
-        #expect(width == [360, 640], "the phone's viewport: \(String(describing: width))")
-        for path in [tablet, phone] {
-            let variety = try await PNGCheck.variety(of: path)
-            #expect(variety.dominantShare < 0.97 && variety.colours > 20, "\(path) is not blank: \(variety)")
+            // Screenshots at the tablet's size here and the phone's in a second browser; neither blank.
+            try await browser.click("#fit")
+            try await Task.sleep(for: .milliseconds(500))
+            let tablet = try Self.save(try await browser.screenshot(), as: "map-1280x800.png")
+            let phoneBrowser = try await WebDriver(width: 360, height: 640)
+            defer { phoneBrowser.close() }
+            try await phoneBrowser.open(field.url)
+            #expect(
+                try await phoneBrowser.wait(
+                    timeout: 20, for: "return !!(window.cab && cab.own && Object.keys(cab.others).length > 0)"))
+            try await phoneBrowser.click("#fit")
+            try await Task.sleep(for: .milliseconds(500))
+            let phone = try Self.save(try await phoneBrowser.screenshot(), as: "map-360x640.png")
+            let width = try await phoneBrowser.run("return [window.innerWidth, window.innerHeight]") as? [Int]
+            #expect(width == [360, 640], "the phone's viewport: \(String(describing: width))")
+            for path in [tablet, phone] {
+                let variety = try await PNGCheck.variety(of: path)
+                #expect(variety.dominantShare < 0.97 && variety.colours > 20, "\(path) is not blank: \(variety)")
+            }
+            await phoneBrowser.quit()
+            await browser.quit()
         }
-        await phoneBrowser.quit()
-        await browser.quit()
     }
 
     @Test(
@@ -262,7 +264,7 @@ struct CabBrowserTests {
     func settings() async throws {
         let (fixture, simulator) = try await CabFixture.notOnboarded(localAgrirouterTAN: "SETTINGS01")
         try await tearingDown({
-            fixture.close()
+            await fixture.stop()
             await simulator.shutdown()
         }) {
             let browser = try await WebDriver(width: 1280, height: 800)

@@ -58,54 +58,58 @@ struct CabFieldRecordsTests {
     )
     func figuresPerField() async throws {
         let (fixture, week, stored) = try await CabRecordsTests.served(withFields: true)
-        defer { fixture.close() }
-        let reply = try await fixture.get("/api/records/fields?date=2026-03-24")
-        #expect(reply.status == 200, "\(reply.text)")
-        let answer = try #require(reply.json)
-        #expect(
-            answer["day"] as? String == "2026-03-24" && answer["timeZone"] as? String == "Europe/Berlin"
-                && answer["fieldsKnown"] as? Bool == true)
-        let shares = try #require(answer["fields"] as? [[String: Any]])
-        #expect(
-            shares.compactMap { $0["id"] as? Int }.sorted() == stored.map { Int($0.id) }.sorted(),
-            "both fields were worked: \(shares)")
-
-        let points = Self.tuesday(of: week)
-        for (box, field) in zip(RecordedWeek.fields, stored) {
-            let share = shares.first { $0["id"] as? Int == Int(field.id) }
-            let count = Self.count(points) { box.contains($0.coordinate) }
-            #expect(share?["name"] as? String == box.name)
-            #expect(Self.matches(share, count), "\(box.name): \(String(describing: share)) against \(count)")
-        }
-        // Not a count of nothing: the drive crosses 2000 of its points, and 1199 more and the parked hour lie in the other.
-        #expect(Self.count(points) { RecordedWeek.crossed.contains($0.coordinate) }.samples == 2000)
-        #expect(Self.count(points) { RecordedWeek.parkedIn.contains($0.coordinate) }.samples == 1199 + 3600)
-
-        let elsewhere = answer["elsewhere"] as? [String: Any]
-        let outside = Self.count(points) { point in !RecordedWeek.fields.contains { $0.contains(point.coordinate) } }
-        #expect(Self.matches(elsewhere, outside), "\(String(describing: elsewhere)) against \(outside)")
-        #expect(
-            outside.samples == 1001 + 3000 + 600,
-            "before, between and after the fields, and the ten minutes without a fix")
-        // The fields and elsewhere add up to the day's figures.
-        let all = shares + [elsewhere ?? [:]]
-        #expect(all.compactMap { $0["samples"] as? Int }.reduce(0, +) == 11_400)
-        #expect(CabRecordsTests.close(all.compactMap { $0["hours"] as? Double }.reduce(0, +), 10_799.0 / 3600))
-
-        // Thursday's half hour was on no field; Wednesday nothing was recorded.
-        let thursday = try await fixture.get("/api/records/fields?date=2026-03-26")
-        #expect((thursday.json?["fields"] as? [Any])?.isEmpty == true)
-        #expect((thursday.json?["elsewhere"] as? [String: Any])?["samples"] as? Int == 1800)
-        let wednesday = try await fixture.get("/api/records/fields?date=2026-03-25")
-        #expect(
-            wednesday.status == 200 && wednesday.json?["elsewhere"] is NSNull,
-            "null when no sample was: \(wednesday.text)")
-
-        for path in ["/api/records/fields", "/api/records/fields?date=2026-02-30", "/api/records/fields?date=today"] {
-            let refused = try await fixture.get(path)
+        try await tearingDown({ await fixture.stop() }) {
+            let reply = try await fixture.get("/api/records/fields?date=2026-03-24")
+            #expect(reply.status == 200, "\(reply.text)")
+            let answer = try #require(reply.json)
             #expect(
-                refused.status == 400 && (refused.json?["error"] as? String ?? "").contains("YYYY-MM-DD"),
-                "\(path): \(refused.text)")
+                answer["day"] as? String == "2026-03-24" && answer["timeZone"] as? String == "Europe/Berlin"
+                    && answer["fieldsKnown"] as? Bool == true)
+            let shares = try #require(answer["fields"] as? [[String: Any]])
+            #expect(
+                shares.compactMap { $0["id"] as? Int }.sorted() == stored.map { Int($0.id) }.sorted(),
+                "both fields were worked: \(shares)")
+
+            let points = Self.tuesday(of: week)
+            for (box, field) in zip(RecordedWeek.fields, stored) {
+                let share = shares.first { $0["id"] as? Int == Int(field.id) }
+                let count = Self.count(points) { box.contains($0.coordinate) }
+                #expect(share?["name"] as? String == box.name)
+                #expect(Self.matches(share, count), "\(box.name): \(String(describing: share)) against \(count)")
+            }
+            // Not a count of nothing: the drive crosses 2000 of its points, and 1199 more and the parked hour lie in the other.
+            #expect(Self.count(points) { RecordedWeek.crossed.contains($0.coordinate) }.samples == 2000)
+            #expect(Self.count(points) { RecordedWeek.parkedIn.contains($0.coordinate) }.samples == 1199 + 3600)
+
+            let elsewhere = answer["elsewhere"] as? [String: Any]
+            let outside = Self.count(points) { point in !RecordedWeek.fields.contains { $0.contains(point.coordinate) }
+            }
+            #expect(Self.matches(elsewhere, outside), "\(String(describing: elsewhere)) against \(outside)")
+            #expect(
+                outside.samples == 1001 + 3000 + 600,
+                "before, between and after the fields, and the ten minutes without a fix")
+            // The fields and elsewhere add up to the day's figures.
+            let all = shares + [elsewhere ?? [:]]
+            #expect(all.compactMap { $0["samples"] as? Int }.reduce(0, +) == 11_400)
+            #expect(CabRecordsTests.close(all.compactMap { $0["hours"] as? Double }.reduce(0, +), 10_799.0 / 3600))
+
+            // Thursday's half hour was on no field; Wednesday nothing was recorded.
+            let thursday = try await fixture.get("/api/records/fields?date=2026-03-26")
+            #expect((thursday.json?["fields"] as? [Any])?.isEmpty == true)
+            #expect((thursday.json?["elsewhere"] as? [String: Any])?["samples"] as? Int == 1800)
+            let wednesday = try await fixture.get("/api/records/fields?date=2026-03-25")
+            #expect(
+                wednesday.status == 200 && wednesday.json?["elsewhere"] is NSNull,
+                "null when no sample was: \(wednesday.text)")
+
+            for path in [
+                "/api/records/fields", "/api/records/fields?date=2026-02-30", "/api/records/fields?date=today",
+            ] {
+                let refused = try await fixture.get(path)
+                #expect(
+                    refused.status == 400 && (refused.json?["error"] as? String ?? "").contains("YYYY-MM-DD"),
+                    "\(path): \(refused.text)")
+            }
         }
     }
 
@@ -114,44 +118,46 @@ struct CabFieldRecordsTests {
     )
     func exportCutToAField() async throws {
         let (fixture, week, stored) = try await CabRecordsTests.served(withFields: true)
-        defer { fixture.close() }
-        let points = Self.tuesday(of: week)
-        let crossed = try await fixture.get("/api/records/export?date=2026-03-24&format=gpx&field=\(stored[0].id)")
-        #expect(crossed.status == 200, "\(crossed.text)")
-        #expect(
-            crossed.header("Content-Disposition")
-                == #"attachment; filename="agrigps-2026-03-24-Gro-er-Schlag.gpx"; filename*=UTF-8''agrigps-2026-03-24-Gro%C3%9Fer-Schlag.gpx"#
-        )
-        let written = Self.trackPoints(crossed.text)
-        #expect(
-            written.count == points.filter { RecordedWeek.crossed.contains($0.coordinate) }.count,
-            "\(written.count) points")
-        #expect(written.allSatisfy { RecordedWeek.crossed.contains($0) })
-        #expect(
-            crossed.text.components(separatedBy: "<trkseg>").count - 1 == 1
-                && crossed.text.contains("in Großer Schlag</name>"))
-        let verdict = try await ExportValidation.gpx(crossed.text)
-        #expect(verdict.valid, "\(verdict)")
-
-        // The hostile name: kept out of the header but for its letters and digits, escaped in the file.
-        let parked = try await fixture.get("/api/records/export?date=2026-03-24&format=geojson&field=\(stored[1].id)")
-        #expect(parked.status == 200)
-        #expect(
-            parked.header("Content-Disposition")
-                == #"attachment; filename="agrigps-2026-03-24-img-src-x-onerror-window-pwned-1-Koppel-3.geojson""#)
-        let geoVerdict = try await ExportValidation.geoJSON(parked.text)
-        #expect(geoVerdict.valid, "\(geoVerdict)")
-
-        for (query, status) in [
-            ("field=999999", 404), ("field=abc", 400), ("field=0", 400), ("field=-3", 400),
-            ("field=99999999999999999999", 400), ("field=", 400),
-        ] {
-            let refused = try await fixture.get("/api/records/export?date=2026-03-24&format=gpx&" + query)
-            let message = refused.json?["error"] as? String ?? ""
+        try await tearingDown({ await fixture.stop() }) {
+            let points = Self.tuesday(of: week)
+            let crossed = try await fixture.get("/api/records/export?date=2026-03-24&format=gpx&field=\(stored[0].id)")
+            #expect(crossed.status == 200, "\(crossed.text)")
             #expect(
-                refused.status == status && !message.isEmpty && !message.contains("\n"),
-                "\(query): \(refused.status) \(refused.text)")
-            #expect(!refused.text.contains("<gpx"), "\(query): no file")
+                crossed.header("Content-Disposition")
+                    == #"attachment; filename="agrigps-2026-03-24-Gro-er-Schlag.gpx"; filename*=UTF-8''agrigps-2026-03-24-Gro%C3%9Fer-Schlag.gpx"#
+            )
+            let written = Self.trackPoints(crossed.text)
+            #expect(
+                written.count == points.filter { RecordedWeek.crossed.contains($0.coordinate) }.count,
+                "\(written.count) points")
+            #expect(written.allSatisfy { RecordedWeek.crossed.contains($0) })
+            #expect(
+                crossed.text.components(separatedBy: "<trkseg>").count - 1 == 1
+                    && crossed.text.contains("in Großer Schlag</name>"))
+            let verdict = try await ExportValidation.gpx(crossed.text)
+            #expect(verdict.valid, "\(verdict)")
+
+            // The hostile name: kept out of the header but for its letters and digits, escaped in the file.
+            let parked = try await fixture.get(
+                "/api/records/export?date=2026-03-24&format=geojson&field=\(stored[1].id)")
+            #expect(parked.status == 200)
+            #expect(
+                parked.header("Content-Disposition")
+                    == #"attachment; filename="agrigps-2026-03-24-img-src-x-onerror-window-pwned-1-Koppel-3.geojson""#)
+            let geoVerdict = try await ExportValidation.geoJSON(parked.text)
+            #expect(geoVerdict.valid, "\(geoVerdict)")
+
+            for (query, status) in [
+                ("field=999999", 404), ("field=abc", 400), ("field=0", 400), ("field=-3", 400),
+                ("field=99999999999999999999", 400), ("field=", 400),
+            ] {
+                let refused = try await fixture.get("/api/records/export?date=2026-03-24&format=gpx&" + query)
+                let message = refused.json?["error"] as? String ?? ""
+                #expect(
+                    refused.status == status && !message.isEmpty && !message.contains("\n"),
+                    "\(query): \(refused.status) \(refused.text)")
+                #expect(!refused.text.contains("<gpx"), "\(query): no file")
+            }
         }
     }
 
@@ -160,16 +166,17 @@ struct CabFieldRecordsTests {
     )
     func noFieldsStored() async throws {
         let (fixture, _, _) = try await CabRecordsTests.served()
-        defer { fixture.close() }
-        let reply = try await fixture.get("/api/records/fields?date=2026-03-24")
-        #expect(
-            reply.status == 200 && reply.json?["fieldsKnown"] as? Bool == false
-                && (reply.json?["fields"] as? [Any])?.isEmpty == true)
-        #expect((reply.json?["elsewhere"] as? [String: Any])?["samples"] as? Int == 11_400)
-        let refused = try await fixture.get("/api/records/export?date=2026-03-24&format=gpx&field=1")
-        #expect(
-            refused.status == 404 && (refused.json?["error"] as? String ?? "").contains("import them in Settings"),
-            "\(refused.text)")
+        try await tearingDown({ await fixture.stop() }) {
+            let reply = try await fixture.get("/api/records/fields?date=2026-03-24")
+            #expect(
+                reply.status == 200 && reply.json?["fieldsKnown"] as? Bool == false
+                    && (reply.json?["fields"] as? [Any])?.isEmpty == true)
+            #expect((reply.json?["elsewhere"] as? [String: Any])?["samples"] as? Int == 11_400)
+            let refused = try await fixture.get("/api/records/export?date=2026-03-24&format=gpx&field=1")
+            #expect(
+                refused.status == 404 && (refused.json?["error"] as? String ?? "").contains("import them in Settings"),
+                "\(refused.text)")
+        }
     }
 
     @Test("a field's name becomes a safe part of a file name")

@@ -46,7 +46,7 @@ struct CabFieldsTests {
         let point = try Self.inside(target)
         let spool = Spool(path: fixture.paths.spool)
         _ = await spool.append(
-            CabFixture.fix(latitude: point.latitude, longitude: point.longitude, at: Date().addingTimeInterval(-2)))
+            Samples.fix(latitude: point.latitude, longitude: point.longitude, at: Date().addingTimeInterval(-2)))
         try await fixture.start()
         try await tearingDown({ await fixture.stop() }) {
             let collection = try await fixture.get("/api/fields")
@@ -68,7 +68,7 @@ struct CabFieldsTests {
             // Driven off onto the road (a kilometre north): no field, and one notice that it left.
             let mover = Task {
                 try await Task.sleep(for: .milliseconds(600))
-                _ = await spool.append(CabFixture.fix(latitude: point.latitude + 0.01, longitude: point.longitude))
+                _ = await spool.append(Samples.fix(latitude: point.latitude + 0.01, longitude: point.longitude))
             }
             let events = try await LoopbackHTTP.stream(
                 port: fixture.port, path: "/api/events", headers: ["Accept": "text/event-stream"],
@@ -88,41 +88,43 @@ struct CabFieldsTests {
     )
     func enteringAndLeaving() async throws {
         let fixture = try CabFixture()
-        defer { fixture.close() }
-        let own = FieldBox(name: "Nordacker", south: 52.50, west: 13.39, north: 52.51, east: 13.41)
-        let theirs = FieldBox(name: "Südkoppel", south: 51.995, west: 8.49, north: 52.005, east: 8.51)
-        try await fixture.storeFields([own, theirs])
-        let spool = Spool(path: fixture.paths.spool)
-        let others = OtherMachinesStore(path: fixture.paths.others)
-        let start = Date().addingTimeInterval(-600)
-        try await others.applyEndpointList([(id: "peer", name: "Sprayer")], ownEndpointID: "me", at: start)
-        let journal = TileTestJournal()
-        var settings = CabMonitor.Settings(paths: fixture.paths, thresholds: StatusThresholds(), environments: ["qa"])
-        settings.notMovingAfter = 86_400  // only the fields' notices here
-        let monitor = CabMonitor(settings: settings, logger: journal.logger)
+        try await tearingDown({ await fixture.stop() }) {
+            let own = FieldBox(name: "Nordacker", south: 52.50, west: 13.39, north: 52.51, east: 13.41)
+            let theirs = FieldBox(name: "Südkoppel", south: 51.995, west: 8.49, north: 52.005, east: 8.51)
+            try await fixture.storeFields([own, theirs])
+            let spool = Spool(path: fixture.paths.spool)
+            let others = OtherMachinesStore(path: fixture.paths.others)
+            let start = Date().addingTimeInterval(-600)
+            try await others.applyEndpointList([(id: "peer", name: "Sprayer")], ownEndpointID: "me", at: start)
+            let journal = TileTestJournal()
+            var settings = CabMonitor.Settings(
+                paths: fixture.paths, thresholds: StatusThresholds(), environments: ["qa"])
+            settings.notMovingAfter = 86_400  // only the fields' notices here
+            let monitor = CabMonitor(settings: settings, logger: journal.logger)
 
-        // Each step: both machines report where they are now, and the page process looks, twice.
-        let steps: [(own: Double, theirs: Double)] = [
-            (52.49, 51.99), (52.505, 52.0), (52.506, 52.001), (52.52, 52.01), (52.53, 52.02),
-        ]
-        for (index, step) in steps.enumerated() {
-            let at = start.addingTimeInterval(Double(index) * 20)
-            _ = await spool.append(CabFixture.fix(latitude: step.own, longitude: 13.40, at: at))
-            _ = try await others.record(
-                [gpsInfo(from: "peer", [(.dGnss, step.theirs, 8.50, at)])], ownEndpointID: "me", receivedAt: at)
-            await monitor.refreshIfChanged(now: at.addingTimeInterval(1))
-            await monitor.refreshIfChanged(now: at.addingTimeInterval(10))  // nothing new: nothing more to say
+            // Each step: both machines report where they are now, and the page process looks, twice.
+            let steps: [(own: Double, theirs: Double)] = [
+                (52.49, 51.99), (52.505, 52.0), (52.506, 52.001), (52.52, 52.01), (52.53, 52.02),
+            ]
+            for (index, step) in steps.enumerated() {
+                let at = start.addingTimeInterval(Double(index) * 20)
+                _ = await spool.append(Samples.fix(latitude: step.own, longitude: 13.40, at: at))
+                _ = try await others.record(
+                    [gpsInfo(from: "peer", [(.dGnss, step.theirs, 8.50, at)])], ownEndpointID: "me", receivedAt: at)
+                await monitor.refreshIfChanged(now: at.addingTimeInterval(1))
+                await monitor.refreshIfChanged(now: at.addingTimeInterval(10))  // nothing new: nothing more to say
+            }
+            let notices = await monitor.notices
+            let said = notices.filter { $0.kind == "field" }.map(\.text)
+            #expect(
+                said == [
+                    "This machine entered Nordacker", "Sprayer entered Südkoppel", "This machine left Nordacker",
+                    "Sprayer left Südkoppel",
+                ],
+                "\(notices.map(\.text))")
+            let logged = journal.all.filter { $0.contains(" entered ") || $0.contains(" left ") }
+            #expect(logged == said.map { "notice " + $0 }, "\(journal.all)")
         }
-        let notices = await monitor.notices
-        let said = notices.filter { $0.kind == "field" }.map(\.text)
-        #expect(
-            said == [
-                "This machine entered Nordacker", "Sprayer entered Südkoppel", "This machine left Nordacker",
-                "Sprayer left Südkoppel",
-            ],
-            "\(notices.map(\.text))")
-        let logged = journal.all.filter { $0.contains(" entered ") || $0.contains(" left ") }
-        #expect(logged == said.map { "notice " + $0 }, "\(journal.all)")
     }
 
     @Test(
@@ -208,7 +210,7 @@ struct CabFieldsBrowserTests {
         let target = try #require(report.imported.first)
         let point = try CabFieldsTests.inside(target)
         _ = await Spool(path: fixture.paths.spool).append(
-            CabFixture.fix(latitude: point.latitude, longitude: point.longitude))
+            Samples.fix(latitude: point.latitude, longitude: point.longitude))
         try await fixture.start()
         let browser = try await WebDriver(width: size.width, height: size.height)
         try await tearingDown({
@@ -282,12 +284,12 @@ struct CabFieldsBrowserTests {
         let start = Date().addingTimeInterval(-Double(last + 1))
         for (offset, point) in points.prefix(last + 1).enumerated() {
             _ = await spool.append(
-                CabFixture.fix(
+                Samples.fix(
                     latitude: point.latitude, longitude: point.longitude, at: start.addingTimeInterval(Double(offset))))
         }
         try fixture.writeHeartbeat(
             onboarded: false,
-            lastFix: CabFixture.fix(latitude: points[last].latitude, longitude: points[last].longitude))
+            lastFix: Samples.fix(latitude: points[last].latitude, longitude: points[last].longitude))
         try await fixture.start()
         let browser = try await WebDriver(width: size.width, height: size.height)
         try await tearingDown({

@@ -61,12 +61,6 @@ final class CabFixture: @unchecked Sendable {
         if !keepingDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 
-    /// For `defer`: stops serving without waiting for the server to wind down.
-    func close() {
-        task?.cancel()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-
     /// A box not onboarded yet, whose page may onboard to a local agrirouter that takes `tan`; started.
     static func notOnboarded(localAgrirouterTAN tan: String) async throws -> (CabFixture, AgrirouterSimulator) {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: [tan: "Cab-Tractor"]))
@@ -93,15 +87,6 @@ final class CabFixture: @unchecked Sendable {
             heartbeat.lastSample = Heartbeat.Sample(lastFix)
         }
         try heartbeat.write(to: paths.heartbeat)
-    }
-
-    static func fix(latitude: Double, longitude: Double, quality: FixQuality = .rtkFixed, at time: Date = Date())
-        -> PositionSample
-    {
-        PositionSample(
-            sampledAt: time, state: .fix(.threeD, quality),
-            report: PositionReport(
-                time: time, gpsdMode: 3, gpsdStatus: 2, latitude: latitude, longitude: longitude, satellitesUsed: 14))
     }
 
     func get(_ path: String, session: Session? = nil, headers: [String: String] = [:]) async throws -> HTTPReply {

@@ -73,7 +73,7 @@ struct CabLayoutTests {
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
         if !fields.isEmpty { _ = try await fixture.storeFields(fields) }
-        _ = await Spool(path: fixture.paths.spool).append(CabFixture.fix(latitude: 52.5, longitude: 13.4))
+        _ = await Spool(path: fixture.paths.spool).append(Samples.fix(latitude: 52.5, longitude: 13.4))
         try await fixture.start()
         let browser = try await WebDriver(width: width, height: height, language: language)
         do {

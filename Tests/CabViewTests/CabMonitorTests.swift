@@ -88,11 +88,7 @@ struct CabMonitorTests {
         latitude: Double = 52, longitude: Double = 8.5, speed: Double? = 2, track: Double? = 90.4,
         at time: Date = Date()
     ) -> PositionSample {
-        PositionSample(
-            sampledAt: time, state: .fix(.threeD, .rtkFixed),
-            report: PositionReport(
-                time: time, gpsdMode: 3, gpsdStatus: 3, latitude: latitude, longitude: longitude,
-                speed: speed, track: track, satellitesUsed: 14))
+        Samples.fix(latitude: latitude, longitude: longitude, at: time, speed: speed, track: track)
     }
 
     @Test("this machine's trail is the last hour before its newest position, whatever the clock says now")

@@ -193,7 +193,7 @@ struct CabThemeTests {
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
         try await fixture.storeFields([Self.field])
-        _ = await Spool(path: fixture.paths.spool).append(CabFixture.fix(latitude: 52.5, longitude: 13.4))
+        _ = await Spool(path: fixture.paths.spool).append(Samples.fix(latitude: 52.5, longitude: 13.4))
         try await fixture.start()
         let browser = try await WebDriver(width: size.width, height: size.height)
         let at = "\(theme) at \(size.width)×\(size.height)"

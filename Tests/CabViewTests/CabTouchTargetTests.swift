@@ -111,7 +111,7 @@ struct CabTouchTargetTests {
     func targets(size: (width: Int, height: Int), language: String) async throws {
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
-        _ = await Spool(path: fixture.paths.spool).append(CabFixture.fix(latitude: 52.5, longitude: 13.4))
+        _ = await Spool(path: fixture.paths.spool).append(Samples.fix(latitude: 52.5, longitude: 13.4))
         try await fixture.start()
         let browser = try await WebDriver(width: size.width, height: size.height, language: language)
         try await tearingDown({

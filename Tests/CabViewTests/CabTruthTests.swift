@@ -42,7 +42,7 @@ struct CabTruthTests {
     func streamNeverQuiet() async throws {
         let fixture = try CabFixture()
         try fixture.writeHeartbeat(onboarded: false)
-        _ = await Spool(path: fixture.paths.spool).append(CabFixture.fix(latitude: 52.5, longitude: 13.4))
+        _ = await Spool(path: fixture.paths.spool).append(Samples.fix(latitude: 52.5, longitude: 13.4))
         try await fixture.start()
         try await tearingDown({ await fixture.stop() }) {
             let arrivals = Mutex<[ContinuousClock.Instant]>([])

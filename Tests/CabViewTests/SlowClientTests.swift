@@ -30,40 +30,41 @@ struct SlowClientTests {
         fixture.configuration.maxConnections = 32
         try fixture.writeHeartbeat(onboarded: false)
         try await fixture.start()
-        defer { fixture.close() }
-        // More streams than a quarter of the cap, and more slow bodies than the rest of it: before,
-        // every one of them counted as busy, and a full table of busy connections turned newcomers away.
-        let streams = try HeldConnections(
-            port: fixture.port, count: 20, sending: Self.eventsRequest(port: fixture.port))
-        defer { streams.close() }
-        let bodies = try HeldConnections(
-            port: fixture.port, count: 30, sending: Self.slowBody(port: fixture.port), trickling: " ", every: 0.5)
-        defer { bodies.close() }
-        try await Task.sleep(for: .milliseconds(500))
-        let clock = ContinuousClock()
-        let started = clock.now
-        var statuses: [Int] = []
-        for path in ["/", "/api/state"] {
-            do {
-                statuses.append(try await fixture.get(path, headers: ["Connection": "close"]).status)
-            } catch {
-                Issue.record(
-                    "\(path) was refused behind \(streams.count) streams and \(bodies.count) slow bodies: \(error)")
+        try await tearingDown({ await fixture.stop() }) {
+            // More streams than a quarter of the cap, and more slow bodies than the rest of it: before,
+            // every one of them counted as busy, and a full table of busy connections turned newcomers away.
+            let streams = try HeldConnections(
+                port: fixture.port, count: 20, sending: Self.eventsRequest(port: fixture.port))
+            defer { streams.close() }
+            let bodies = try HeldConnections(
+                port: fixture.port, count: 30, sending: Self.slowBody(port: fixture.port), trickling: " ", every: 0.5)
+            defer { bodies.close() }
+            try await Task.sleep(for: .milliseconds(500))
+            let clock = ContinuousClock()
+            let started = clock.now
+            var statuses: [Int] = []
+            for path in ["/", "/api/state"] {
+                do {
+                    statuses.append(try await fixture.get(path, headers: ["Connection": "close"]).status)
+                } catch {
+                    Issue.record(
+                        "\(path) was refused behind \(streams.count) streams and \(bodies.count) slow bodies: \(error)")
+                }
             }
+            let took = clock.now - started
+            #expect(statuses == [200, 200])
+            #expect(took < .seconds(5), "answered after \(took)")
+            // The streams past the cap were closed, oldest first (all from one client here).
+            let deadline = clock.now + .seconds(5)
+            while streams.stillOpen() > 8, clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let openStreams = streams.stillOpen()
+            #expect(openStreams <= 8, "\(openStreams) of 20 event streams still open; the cap is 8")
+            print(
+                "cab view behind 20 held event streams and 30 trickled bodies (cap 32): page and state in \(took); "
+                    + "\(openStreams) streams and \(bodies.stillOpen()) bodies left open")
         }
-        let took = clock.now - started
-        #expect(statuses == [200, 200])
-        #expect(took < .seconds(5), "answered after \(took)")
-        // The streams past the cap were closed, oldest first (all from one client here).
-        let deadline = clock.now + .seconds(5)
-        while streams.stillOpen() > 8, clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        let openStreams = streams.stillOpen()
-        #expect(openStreams <= 8, "\(openStreams) of 20 event streams still open; the cap is 8")
-        print(
-            "cab view behind 20 held event streams and 30 trickled bodies (cap 32): page and state in \(took); "
-                + "\(openStreams) streams and \(bodies.stillOpen()) bodies left open")
     }
 
     @Test("a head or a body trickled a byte at a time is closed within the read timeout; an event stream is not")
@@ -72,28 +73,30 @@ struct SlowClientTests {
         fixture.configuration.readTimeout = 1
         try fixture.writeHeartbeat(onboarded: false)
         try await fixture.start()
-        defer { fixture.close() }
-        let stream = try HeldConnections(port: fixture.port, count: 1, sending: Self.eventsRequest(port: fixture.port))
-        defer { stream.close() }
-        let heads = try HeldConnections(
-            port: fixture.port, count: 5, sending: Self.slowHead(port: fixture.port), trickling: "a", every: 0.3)
-        defer { heads.close() }
-        let bodies = try HeldConnections(
-            port: fixture.port, count: 5, sending: Self.slowBody(port: fixture.port), trickling: " ", every: 0.3)
-        defer { bodies.close() }
-        let clock = ContinuousClock()
-        let started = clock.now
-        // 1 s for the head, 1 s for the body and a byte's worth more: a generous bound beyond that for a loaded machine.
-        let deadline = started + .seconds(12)
-        while heads.stillOpen() + bodies.stillOpen() > 0, clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
+        try await tearingDown({ await fixture.stop() }) {
+            let stream = try HeldConnections(
+                port: fixture.port, count: 1, sending: Self.eventsRequest(port: fixture.port))
+            defer { stream.close() }
+            let heads = try HeldConnections(
+                port: fixture.port, count: 5, sending: Self.slowHead(port: fixture.port), trickling: "a", every: 0.3)
+            defer { heads.close() }
+            let bodies = try HeldConnections(
+                port: fixture.port, count: 5, sending: Self.slowBody(port: fixture.port), trickling: " ", every: 0.3)
+            defer { bodies.close() }
+            let clock = ContinuousClock()
+            let started = clock.now
+            // 1 s for the head, 1 s for the body and a byte's worth more: a generous bound beyond that for a loaded machine.
+            let deadline = started + .seconds(12)
+            while heads.stillOpen() + bodies.stillOpen() > 0, clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let took = clock.now - started
+            #expect(heads.stillOpen() == 0, "\(heads.stillOpen()) of 5 trickled heads still open after \(took)")
+            #expect(bodies.stillOpen() == 0, "\(bodies.stillOpen()) of 5 trickled bodies still open after \(took)")
+            #expect(stream.stillOpen() == 1, "the event stream was closed as well")
+            #expect(try await fixture.get("/api/state").status == 200)
+            print("trickled heads and bodies closed \(took) after they began, with a read timeout of 1 s")
         }
-        let took = clock.now - started
-        #expect(heads.stillOpen() == 0, "\(heads.stillOpen()) of 5 trickled heads still open after \(took)")
-        #expect(bodies.stillOpen() == 0, "\(bodies.stillOpen()) of 5 trickled bodies still open after \(took)")
-        #expect(stream.stillOpen() == 1, "the event stream was closed as well")
-        #expect(try await fixture.get("/api/state").status == 200)
-        print("trickled heads and bodies closed \(took) after they began, with a read timeout of 1 s")
     }
 }
 

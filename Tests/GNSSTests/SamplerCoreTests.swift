@@ -219,9 +219,7 @@ struct TrueTimeTests {
     let system = Date(timeIntervalSince1970: 1_790_000_000)
 
     func fix(gnss: Date, sampledAt: Date) -> PositionSample {
-        PositionSample(
-            sampledAt: sampledAt, state: .fix(.threeD, .autonomous),
-            report: PositionReport(time: gnss, gpsdMode: 3, gpsdStatus: 1, latitude: 52, longitude: 8))
+        Samples.fix(longitude: 8, quality: .autonomous, at: gnss, sampledAt: sampledAt)
     }
 
     @Test("before any fix: the system clock if plausible, else unknown")

@@ -18,8 +18,8 @@ struct DamagedStateTests {
     /// A spool, a store of others and a heartbeat, each with extreme numbers and hostile text in it.
     func damage() async throws {
         let spool = Spool(path: state + "/spool.sqlite")
-        _ = await spool.append(PositionSampleFixture.fix(latitude: 52, longitude: 8))
-        _ = await spool.append(PositionSampleFixture.fix(latitude: 52.1, longitude: 8.1))
+        _ = await spool.append(Samples.fix(latitude: 52, longitude: 8, quality: .autonomous))
+        _ = await spool.append(Samples.fix(latitude: 52.1, longitude: 8.1, quality: .autonomous))
         let spoolFile = try DatabaseQueue(path: state + "/spool.sqlite")
         try await spoolFile.write { db in
             try db.execute(

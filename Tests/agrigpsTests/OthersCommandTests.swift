@@ -34,7 +34,7 @@ struct OthersCommandTests {
 
     func writeOwnFix(latitude: Double, longitude: Double) throws {
         var heartbeat = Heartbeat(pid: 1, onboarded: true)
-        var sample = Heartbeat.Sample(PositionSampleFixture.fix(latitude: latitude, longitude: longitude))
+        var sample = Heartbeat.Sample(Samples.fix(latitude: latitude, longitude: longitude, quality: .autonomous))
         sample.time = Date()
         heartbeat.lastFix = sample
         try heartbeat.write(to: state + "/heartbeat.json")
@@ -212,13 +212,5 @@ struct TwoMachineTests {
         let data = try Data(contentsOf: URL(fileURLWithPath: state + "/endpoint.json"))
         let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
         return ((object?["response"] as? [String: Any])?["deviceAlternateId"] as? String) ?? ""
-    }
-}
-
-enum PositionSampleFixture {
-    static func fix(latitude: Double, longitude: Double) -> PositionSample {
-        PositionSample(
-            sampledAt: Date(), state: .fix(.threeD, .autonomous),
-            report: PositionReport(time: Date(), gpsdMode: 3, gpsdStatus: 1, latitude: latitude, longitude: longitude))
     }
 }

@@ -22,7 +22,8 @@ struct StateFileKindTests {
         let state = root + "/state"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         if file != "spool.sqlite" && !file.hasPrefix("spool.sqlite-") {
-            _ = await Spool(path: state + "/spool.sqlite").append(PositionSampleFixture.fix(latitude: 52, longitude: 8))
+            _ = await Spool(path: state + "/spool.sqlite").append(
+                Samples.fix(latitude: 52, longitude: 8, quality: .autonomous))
         }
         let outside = root + "/outside.txt"
         try Data("not agrigps's\n".utf8).write(to: URL(fileURLWithPath: outside))
