@@ -191,9 +191,13 @@ struct EFDIPublishingTests {
         }
     }
 
-    @Test func aRefusedDescriptionHoldsEFDIBackAndGPSInfoGoesOn() async throws {
-        let rig = try await Rig.make(outputs: [.gpsInfo, .efdi], efdi: { $0.retryAfterRefusal = 0.3 })
-        try await tearingDown({ await rig.close() }) {
+    @Test(
+        "a refused description holds EFDI back and gps:info goes on; it is sent again after the 300 s wait (virtual time), not before"
+    )
+    func aRefusedDescriptionHoldsEFDIBackAndGPSInfoGoesOn() async throws {
+        let time = ManualClock()
+        let rig = try await Rig.make(spacing: 0, monotonic: time.clock, outputs: [.gpsInfo, .efdi])
+        try await tearingDown({ await rig.close() }) { () async throws in
             await rig.simulator.inject(
                 .refuse(technicalMessageType: TechnicalMessageType.deviceDescription, code: "VAL_000021"))
             await rig.spool.append((0..<3).map { sample($0, state: .fix(.threeD, .dgps)) })
@@ -203,7 +207,10 @@ struct EFDIPublishingTests {
             var status = await rig.spool.status()
             #expect(status.byOutput == ["gps_info": ["acknowledged": 3], "efdi": ["pending": 3]], "\(status.byOutput)")
             #expect(await rig.sent(TechnicalMessageType.timeLog).isEmpty)
-            try await Task.sleep(for: .milliseconds(350))
+            time.advance(by: 299)
+            _ = await rig.cycle()
+            #expect(await rig.sent(TechnicalMessageType.deviceDescription).count == 1, "not again within 300 s")
+            time.advance(by: 1)
             _ = await rig.drain()
             #expect(await rig.sent(TechnicalMessageType.deviceDescription).count == 2)
             #expect(await rig.publisher.descriptionState?.refusal == nil)
