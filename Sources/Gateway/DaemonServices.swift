@@ -127,6 +127,8 @@ struct PublishingService: Service {
     var holdingGrace: Double = 0
     var holding: @Sendable () async -> Bool = { false }
     var abort: @Sendable () -> Void = {}
+    /// What the graces are waited on.
+    var monotonic: MonotonicClock = .system
     var logger: Logger
     var job: @Sendable () async -> Void
 
@@ -144,7 +146,7 @@ struct PublishingService: Service {
     private func endRequestsAfterGrace() async {
         do {
             try await gracefulShutdown()
-            try await Task.sleep(for: .seconds(grace))
+            try await monotonic.sleep(for: grace)
         } catch {
             // The loop ended (nothing is under way), or the service was cancelled: nothing waits.
             return abort()
@@ -153,7 +155,7 @@ struct PublishingService: Service {
             logger.notice(
                 "waiting up to \(Int(holdingGrace)) s for the outbox's answers in progress, which agrirouter gives only once"
             )
-            guard (try? await Task.sleep(for: .seconds(holdingGrace))) != nil else { return abort() }
+            guard (try? await monotonic.sleep(for: holdingGrace)) != nil else { return abort() }
             logger.warning(
                 "stopping before the outbox's answers arrived: their batches go again after the outbox's life")
         } else {

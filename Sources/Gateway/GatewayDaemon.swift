@@ -238,7 +238,7 @@ public struct GatewayDaemon: Sendable {
         let publishing = PublishingService(
             grace: configuration.shutdownGrace, holdingGrace: configuration.outboxAnswersGrace,
             holding: { [connection] in await connection?.outboxRequestInFlight ?? false },
-            abort: { [connection] in connection?.link.abortRequests() }, logger: logger
+            abort: { [connection] in connection?.link.abortRequests() }, monotonic: monotonic, logger: logger
         ) { [self] in
             await publish(counter: counter, heartbeat: heartbeat, reader: reader)
         }

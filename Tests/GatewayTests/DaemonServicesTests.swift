@@ -66,50 +66,78 @@ struct DaemonServicesTests {
         feed.finish()
     }
 
-    /// The publishing service in a group of its own, stopped gracefully 200 ms in: how long the stop took.
-    private func stop(_ service: PublishingService) async throws -> Double {
+    /// The publishing service in a group of its own, run until `body` (which stops it) is done and
+    /// the group has returned.
+    private func running(_ service: PublishingService, _ body: (ServiceGroup) async throws -> Void) async throws {
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(services: [.init(service: service)], logger: .init(label: "test")))
-        let running = Task { try await group.run() }
-        try await Task.sleep(for: .milliseconds(200))
-        let stoppedAt = ContinuousClock.now
-        await group.triggerGracefulShutdown()
-        try await running.value
-        let waited = ContinuousClock.now - stoppedAt
-        return Double(waited.components.seconds) + Double(waited.components.attoseconds) / 1e18
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            try await body(group)
+            try await tasks.waitForAll()
+        }
     }
 
-    @Test("a stop gives the request under way its grace, then ends it, and returns when the loop has")
+    @Test("a stop gives the request under way its grace (virtual time), then ends it, and returns when the loop has")
     func aStuckRequestIsEndedAfterItsGrace() async throws {
         // A request that cancellation does not reach, as a GET of the outbox: only `abort` ends it.
-        let request = Latch()
-        let ended = Latch()
-        let service = PublishingService(grace: 0.5, abort: { request.open() }, logger: .init(label: "test")) {
+        let time = ManualClock()
+        let (request, started, ended) = (Latch(), Latch(), Latch())
+        let service = PublishingService(
+            grace: 3, abort: { request.open() }, monotonic: time.clock, logger: .init(label: "test")
+        ) {
+            started.open()
             await request.wait()
             ended.open()
         }
-        let waited = try await stop(service)
-        #expect(waited >= 0.45 && waited < 5, "waited \(waited) s")
-        #expect(ended.isOpen, "the service returned before its loop")
+        try await running(service) { group in
+            await started.wait()
+            await group.triggerGracefulShutdown()
+            await time.sleepers(atLeast: 1)
+            time.advance(by: 2.999)
+            #expect(!request.isOpen, "ended before its grace was out")
+            time.advance(by: 0.001)
+        }
+        #expect(request.isOpen && ended.isOpen, "the service returned before its loop")
     }
 
-    @Test("while a GET of the outbox is under way the stop waits its grace and the holding grace")
+    @Test("while a GET of the outbox is under way the stop waits its grace and the holding grace (virtual time)")
     func anOutboxRequestIsGivenMore() async throws {
-        let request = Latch()
+        let time = ManualClock()
+        let (request, started) = (Latch(), Latch())
         let service = PublishingService(
-            grace: 0.3, holdingGrace: 0.6, holding: { true }, abort: { request.open() }, logger: .init(label: "test")
-        ) { await request.wait() }
-        let waited = try await stop(service)
-        #expect(waited >= 0.85 && waited < 5, "waited \(waited) s")
+            grace: 3, holdingGrace: 10, holding: { true }, abort: { request.open() }, monotonic: time.clock,
+            logger: .init(label: "test")
+        ) {
+            started.open()
+            await request.wait()
+        }
+        try await running(service) { group in
+            await started.wait()
+            await group.triggerGracefulShutdown()
+            await time.sleepers(atLeast: 1)
+            time.advance(by: 3)
+            await time.sleepers(atLeast: 1)  // the holding grace
+            time.advance(by: 9.999)
+            #expect(!request.isOpen, "ended within the holding grace")
+            time.advance(by: 0.001)
+        }
+        #expect(request.isOpen && time.now() == 1013)
     }
 
     @Test("a loop that ends at the stop is not waited on for the grace")
     func aLoopThatStopsIsNotHeld() async throws {
-        let aborted = Latch()
-        let service = PublishingService(grace: 10, abort: { aborted.open() }, logger: .init(label: "test")) {
+        let started = Latch()
+        let service = PublishingService(grace: 10, logger: .init(label: "test")) {
+            started.open()
             try? await Task.sleep(for: .seconds(60))  // the loop's wait between cycles, which a stop cancels
         }
-        let waited = try await stop(service)
-        #expect(waited < 5, "waited \(waited) s")
+        let stoppedAt = ContinuousClock.now
+        try await running(service) { group in
+            await started.wait()
+            await group.triggerGracefulShutdown()
+        }
+        let waited = ContinuousClock.now - stoppedAt
+        #expect(waited < .seconds(5), "waited \(waited)")
     }
 }
