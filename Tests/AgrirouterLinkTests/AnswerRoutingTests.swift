@@ -17,12 +17,7 @@ struct AnswerRoutingTests {
         backoff: Backoff = Backoff(), monotonic: MonotonicClock = .system
     ) async throws -> (AgrirouterSimulator, AgrirouterConnection) {
         let simulator = try await AgrirouterSimulator.start(SimConfiguration(tans: ["TAN0000001": "Tractor"]))
-        let environment = AgrirouterEnvironment.local(
-            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let endpoint = try await OnboardingClient(
-            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v")
-        )
-        .onboard(tan: "TAN0000001", externalID: externalID)
+        let endpoint = try await simulator.onboard(tan: "TAN0000001", externalID: externalID)
         return (
             simulator,
             try AgrirouterConnection(

@@ -49,12 +49,7 @@ struct MQTTLinkTests {
     }
 
     static func onboard(_ simulator: AgrirouterSimulator, tan: String, id: String) async throws -> Machine {
-        let environment = AgrirouterEnvironment.local(
-            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let endpoint = try await OnboardingClient(
-            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v")
-        )
-        .onboard(tan: tan, externalID: id, transport: .mqtt)
+        let endpoint = try await simulator.onboard(tan: tan, externalID: id, transport: .mqtt)
         let scratch = TemporaryDirectory("mqtt-link")
         let directory = scratch.file("link")
         let stored = StoredEndpoint(

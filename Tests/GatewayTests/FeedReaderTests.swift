@@ -38,13 +38,9 @@ struct PeerRig {
             tans: ["TAN0000001": "Tractor", "TAN0000002": "Harvester"].merging(extraTANs) { first, _ in first })
         simulatorConfiguration.responseCodes = responseCodes
         let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
-        let environment = AgrirouterEnvironment.local(
-            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let client = OnboardingClient(
-            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
         var connections: [AgrirouterConnection] = []
         for (tan, id) in [("TAN0000001", "urn:agrigps:tractor"), ("TAN0000002", "urn:agrigps:harvester")] {
-            let endpoint = try await client.onboard(tan: tan, externalID: id)
+            let endpoint = try await simulator.onboard(tan: tan, externalID: id)
             let connection = try AgrirouterConnection(
                 endpoint: endpoint, trustedCAPEM: simulator.caCertificatePEM, minimumSpacing: 0.01, timeout: 10)
             try await EndpointSetup(applicationID: "app", certificationVersionID: "v", answerTimeout: 10).run(

@@ -31,12 +31,7 @@ struct Rig {
         simulatorConfiguration.maximumPayloadBytes = simulatorPayloadCap
         simulatorConfiguration.responseCodes = responseCodes
         let simulator = try await AgrirouterSimulator.start(simulatorConfiguration)
-        let environment = AgrirouterEnvironment.local(
-            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let endpoint = try await OnboardingClient(
-            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v")
-        )
-        .onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
+        let endpoint = try await simulator.onboard(tan: "TAN0000001", externalID: "urn:agrigps:publisher")
         // Set up with the system clock, so that a test's clock may start out not knowing the time.
         // ... and with a patient timeout and a short spacing: only the connection under test gets the
         // test's.

@@ -19,11 +19,7 @@ public struct FarmSoftware {
 
     /// Onboards with `tan` and declares that it sends TaskData; returns once agrirouter took that.
     public static func onboard(_ simulator: AgrirouterSimulator, tan: String) async throws -> FarmSoftware {
-        let environment = AgrirouterEnvironment.local(
-            onboardingURL: simulator.onboardingURL, caCertificatePEM: simulator.caCertificatePEM)
-        let onboarding = OnboardingClient(
-            environment: environment, settings: OnboardingSettings(applicationID: "app", certificationVersionID: "v"))
-        let endpoint = try await onboarding.onboard(tan: tan, externalID: "urn:farm-software:\(tan)")
+        let endpoint = try await simulator.onboard(tan: tan, externalID: "urn:farm-software:\(tan)")
         guard
             let credentials = ClientCredentials(
                 agrirouterPEM: endpoint.authentication.certificate, secret: endpoint.authentication.secret)
