@@ -15,10 +15,15 @@ public struct MonotonicClock: Sendable {
         (reading, sleeping) = (now, sleepUntil)
     }
 
-    /// CLOCK_MONOTONIC, which the system clock being set or stepped cannot move.
+    /// CLOCK_MONOTONIC, which the system clock being set or stepped cannot move. Slept a day at a
+    /// time at most: a `Duration` of a deadline far off (or infinite) would trap.
     public static let system = MonotonicClock(now: uptime) { deadline in
-        let left = deadline - uptime()
-        if left > 0 { try await Task.sleep(for: .seconds(left)) } else { try Task.checkCancellation() }
+        try Task.checkCancellation()
+        var left = deadline - uptime()
+        while left > 0 {
+            try await Task.sleep(for: .seconds(min(left, 86_400)))
+            left = deadline - uptime()
+        }
     }
 
     public func now() -> Double { reading() }

@@ -216,7 +216,7 @@ public struct GatewayDaemon: Sendable {
         let heartbeat = configuration.heartbeatPath.map {
             HeartbeatWriter(
                 path: $0, environment: configuration.environment, clock: configuration.clock,
-                monotonic: configuration.monotonic, sendInterval: configuration.sendInterval,
+                monotonic: monotonic, sendInterval: configuration.sendInterval,
                 receiverBus: configuration.receiverBus,
                 machine: configuration.machineStatus)
         }
@@ -301,7 +301,7 @@ public struct GatewayDaemon: Sendable {
             spool: spool, connection: connection, outputs: configuration.outputs,
             efdi: configuration.outputs.contains(.efdi) ? Publisher.EFDI(description: description) : nil,
             rideAppendsWithin: Self.rideAppendsWithin(samplingInterval: configuration.samplingInterval),
-            clock: configuration.clock, monotonic: configuration.monotonic, logger: logger)
+            clock: configuration.clock, monotonic: monotonic, logger: logger)
         // When the set-up was last acknowledged, on the monotonic clock: a clock step neither
         // repeats it at once nor puts it off for hours.
         var setUpAt = remembered(setup, connection)

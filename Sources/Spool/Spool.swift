@@ -203,8 +203,9 @@ public actor Spool {
     /// home and truncating it lets a nearly full disk take samples again. Tried once per
     /// `reopenInterval`, as it reads and writes the whole log.
     private func checkpointIfDue(_ database: DatabaseQueue) {
-        guard configuration.monotonic.now() - lastCheckpoint >= configuration.reopenInterval else { return }
-        lastCheckpoint = configuration.monotonic.now()
+        let uptimeNow = configuration.monotonic.now()
+        guard uptimeNow - lastCheckpoint >= configuration.reopenInterval else { return }
+        lastCheckpoint = uptimeNow
         _ = try? database.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
     }
 
@@ -272,8 +273,9 @@ public actor Spool {
     }
 
     private func reopenIfDue() -> DatabaseQueue? {
-        guard configuration.monotonic.now() - lastReopen >= configuration.reopenInterval else { return nil }
-        lastReopen = configuration.monotonic.now()
+        let uptimeNow = configuration.monotonic.now()
+        guard uptimeNow - lastReopen >= configuration.reopenInterval else { return nil }
+        lastReopen = uptimeNow
         guard case .success(let opened) = SpoolFile.open(path: path, configuration: configuration, logger: logger)
         else {
             return nil
@@ -315,8 +317,9 @@ public actor Spool {
     /// Drops the oldest unsent rows while the spool is over a cap. `added` is what this transaction
     /// adds; it comes back reduced by what was dropped.
     private func evictOverCaps(adding added: inout (rows: Int, bytes: Int), now: Double, in db: Database) throws {
-        if configuration.monotonic.now() - lastAgeSweep >= 60 {
-            lastAgeSweep = configuration.monotonic.now()
+        let uptimeNow = configuration.monotonic.now()
+        if uptimeNow - lastAgeSweep >= 60 {
+            lastAgeSweep = uptimeNow
             let cutoff = now - configuration.maximumAge
             // Old by both clocks: a box without a battery-backed clock samples at "1970" until NTP
             // runs, and those samples carry their true GNSS time; a replay's GNSS time is years old

@@ -74,7 +74,8 @@ struct ManualClockTests {
         #expect(time.now() == 1_010)
     }
 
-    @Test("the system's clock sleeps in real time and ends its sleep when cancelled")
+    @Test(
+        "the system's clock sleeps in real time, ends its sleep when cancelled, and takes a deadline that never comes")
     func systemClock() async throws {
         let clock = MonotonicClock.system
         let start = clock.now()
@@ -83,6 +84,9 @@ struct ManualClockTests {
         let long = Task { try await clock.sleep(for: 60) }
         long.cancel()
         await #expect(throws: CancellationError.self) { try await long.value }
+        let never = Task { try await clock.sleep(until: .infinity) }  // a day at a time, no trap
+        never.cancel()
+        await #expect(throws: CancellationError.self) { try await never.value }
         #expect(clock.now() - start < 30)
     }
 }
